@@ -1,0 +1,164 @@
+// Codec turns a RankResult into response bytes and opens response bytes as a
+// lazy ResultView. One Codec per wire format ("protobuf", "rankbin",
+// "rankbin-zstd"); a CodecRegistry (codec/registry.h) holds them by name.
+//
+// Encode writes into one OwnedBuffer that the caller may hand to the
+// transport without copying. Open does the least work the format allows and
+// returns a view; items and metrics are decoded when read, so a caller that
+// shows ten of five hundred items pays for ten. Materialize() decodes all.
+//
+// Example:
+//   absl::StatusOr<OwnedBuffer> bytes = codec.Encode(result, {});
+//   auto view = codec.Open(SharedBytes::FromBuffer(*std::move(bytes)));
+//   for (const ItemRef& item : *(*view)->TopN(10)) {
+//     auto ctr = item.Metric("score.ctr");  // StatusOr<optional<MetricRef>>
+//   }
+//
+// Errors: malformed bytes give kDataLoss (or kInvalidArgument for values the
+// format forbids, kResourceExhausted for sizes over a configured cap), from
+// Open or from the read that meets them. Nothing here throws or aborts on
+// input.
+//
+// Thread safety: a Codec is immutable after construction and safe to share.
+// A ResultView and its ItemRefs may be read from many threads; views fill
+// internal caches (decompressed blocks) under their own synchronization.
+#ifndef RANKWIRE_CODEC_CODEC_H_
+#define RANKWIRE_CODEC_CODEC_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "codec/buffer.h"
+#include "codec/rank_result.h"
+
+namespace rankwire {
+
+// A metric value inside a view: numbers by value, strings as views into the
+// view's memory (valid while the ResultView lives).
+class MetricRef {
+ public:
+  static MetricRef Int(int64_t v) { return MetricRef(MetricType::kInt, v, 0, {}); }
+  static MetricRef Float(float v) { return MetricRef(MetricType::kFloat, 0, v, {}); }
+  static MetricRef Double(double v) { return MetricRef(MetricType::kDouble, 0, v, {}); }
+  static MetricRef String(absl::string_view v) {
+    return MetricRef(MetricType::kString, 0, 0, v);
+  }
+
+  MetricType type() const { return type_; }
+  int64_t int_value() const { return i_; }
+  float float_value() const { return static_cast<float>(d_); }
+  double double_value() const { return d_; }
+  absl::string_view string_value() const { return s_; }
+  // Numbers as double; nullopt for strings.
+  std::optional<double> AsDouble() const;
+  MetricValue ToValue() const;
+
+ private:
+  MetricRef(MetricType t, int64_t i, double d, absl::string_view s)
+      : type_(t), i_(i), d_(d), s_(s) {}
+  MetricType type_;
+  int64_t i_;
+  double d_;  // Holds floats exactly too.
+  absl::string_view s_;
+};
+
+// Called once per metric of an item: the key's index in ResultView::keys()
+// and the value.
+using MetricVisitor = absl::FunctionRef<void(uint32_t key, const MetricRef&)>;
+
+class ResultView;
+
+// One item of a view: its hot fields, read when the ItemRef was made, and
+// handles to read the rest. Cheap to copy; valid while its view lives.
+class ItemRef {
+ public:
+  ItemRef(const ResultView* view, size_t index, absl::string_view id,
+          double score, uint32_t position)
+      : view_(view), index_(index), id_(id), score_(score), position_(position) {}
+
+  size_t index() const { return index_; }
+  absl::string_view id() const { return id_; }
+  double score() const { return score_; }
+  uint32_t position() const { return position_; }
+
+  // nullopt when the item has no metric of that name.
+  absl::StatusOr<std::optional<MetricRef>> Metric(absl::string_view name) const;
+  absl::Status ForEachMetric(MetricVisitor visit) const;
+  // Empty when logs were not sent inline.
+  absl::StatusOr<absl::string_view> Log() const;
+  absl::StatusOr<RankedItem> Materialize() const;
+
+ private:
+  const ResultView* view_;
+  size_t index_;
+  absl::string_view id_;
+  double score_;
+  uint32_t position_;
+};
+
+class ResultView {
+ public:
+  virtual ~ResultView() = default;
+
+  virtual size_t size() const = 0;
+  // The metric key table of the result.
+  virtual absl::Span<const MetricKey> keys() const = 0;
+  // Item i's id, score and position; reads nothing else.
+  // OutOfRange if i >= size(); DataLoss if the item's bytes are malformed.
+  virtual absl::StatusOr<ItemRef> Item(size_t i) const = 0;
+  virtual absl::StatusOr<std::optional<MetricRef>> FindMetric(
+      size_t i, absl::string_view name) const = 0;
+  virtual absl::Status ForEachMetric(size_t i, MetricVisitor visit) const = 0;
+  virtual absl::StatusOr<absl::string_view> Log(size_t i) const = 0;
+
+  // The first min(n, size()) items.
+  absl::StatusOr<std::vector<ItemRef>> TopN(size_t n) const;
+  // Decodes item i completely into the model (metric keys refer to keys()).
+  virtual absl::StatusOr<RankedItem> MaterializeItem(size_t i) const;
+  // Decodes everything.
+  virtual absl::StatusOr<RankResult> Materialize() const;
+};
+
+// What the caller knows that may help an encoder.
+struct EncodeOptions {
+  // How many items the caller will show; 0 if unknown.
+  uint32_t top_n = 0;
+};
+
+// Which field of rank.v1.RankResponse carries the encoded bytes.
+enum class BodyKind {
+  kProtobufResult,  // `RankResult result = 2` (the bytes are that message).
+  kOpaquePayload,   // `bytes payload = 3`.
+};
+
+class Codec {
+ public:
+  virtual ~Codec() = default;
+
+  // The name on the wire and in flags: "protobuf", "rankbin", ...
+  virtual absl::string_view name() const = 0;
+  virtual uint32_t format_version() const = 0;
+  virtual BodyKind body_kind() const = 0;
+
+  // InvalidArgument if `result` breaks ValidateResult's invariants or the
+  // format's limits.
+  virtual absl::StatusOr<OwnedBuffer> Encode(const RankResult& result,
+                                             const EncodeOptions& options) const = 0;
+  virtual absl::StatusOr<std::unique_ptr<ResultView>> Open(
+      SharedBytes bytes) const = 0;
+
+  // Open + Materialize.
+  absl::StatusOr<RankResult> Decode(SharedBytes bytes) const;
+};
+
+}  // namespace rankwire
+
+#endif  // RANKWIRE_CODEC_CODEC_H_

@@ -1,0 +1,278 @@
+// Low-level, bounds-checked reading and writing of varints, fixed-width
+// little-endian numbers and length-prefixed bytes. Every codec and the gRPC
+// envelope code use these; nothing else in rankwire hand-rolls a varint.
+//
+// Writing is split in two so that an encoder can allocate its output once:
+// the *Length() functions give exact sizes, and Writer then writes into memory
+// the caller has already sized. Writer does not check capacity in release
+// builds (REQUIRES: the caller reserved what the Length() functions said).
+//
+// Reader never reads past its end. Reads after a failure return zero values
+// and keep the first error, so a decoder can read a whole record and check
+// status() once. Every read names what it reads, so errors say what was
+// truncated and where, e.g. "rankbin: truncated fixed64 (item score) at
+// offset 1234".
+//
+// Thread safety: Reader and Writer are not thread-safe; the free functions are.
+#ifndef RANKWIRE_CODEC_CODING_H_
+#define RANKWIRE_CODEC_CODING_H_
+
+#include <cassert>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "absl/base/attributes.h"
+#include "absl/base/optimization.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+
+namespace rankwire::coding {
+
+inline constexpr int kMaxVarint64Length = 10;
+inline constexpr int kMaxVarint32Length = 5;
+
+// Sizes ------------------------------------------------------------------
+
+inline size_t VarintLength(uint64_t v) {
+  // 1 + floor(log2(v|1)) / 7, computed without a loop.
+  int bits = 64 - __builtin_clzll(v | 1);
+  return static_cast<size_t>((bits * 9 + 64) / 64);
+}
+inline size_t LengthPrefixedLength(size_t n) { return VarintLength(n) + n; }
+
+inline uint64_t ZigZagEncode64(int64_t v) {
+  return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
+}
+inline int64_t ZigZagDecode64(uint64_t v) {
+  return static_cast<int64_t>((v >> 1) ^ (~(v & 1) + 1));
+}
+
+// Raw encoders (leveldb style): write at dst, return the byte after. ------
+
+inline char* EncodeVarint64(char* dst, uint64_t v) {
+  auto* p = reinterpret_cast<uint8_t*>(dst);
+  while (v >= 0x80) {
+    *p++ = static_cast<uint8_t>(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<uint8_t>(v);
+  return reinterpret_cast<char*>(p);
+}
+
+inline void EncodeFixed32(char* dst, uint32_t v) {
+  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+                "rankwire assumes a little-endian host");
+  std::memcpy(dst, &v, sizeof(v));
+}
+inline void EncodeFixed64(char* dst, uint64_t v) {
+  std::memcpy(dst, &v, sizeof(v));
+}
+inline uint32_t DecodeFixed32(const char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+inline uint64_t DecodeFixed64(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+// Writer -------------------------------------------------------------------
+
+// Appends to a caller-sized region [begin, end).
+class Writer {
+ public:
+  Writer(char* begin, char* end) : begin_(begin), p_(begin), end_(end) {}
+
+  void PutVarint64(uint64_t v) {
+    assert(end_ - p_ >= static_cast<ptrdiff_t>(VarintLength(v)));
+    p_ = EncodeVarint64(p_, v);
+  }
+  void PutSignedVarint64(int64_t v) { PutVarint64(ZigZagEncode64(v)); }
+  void PutFixed32(uint32_t v) {
+    assert(end_ - p_ >= 4);
+    EncodeFixed32(p_, v);
+    p_ += 4;
+  }
+  void PutFixed64(uint64_t v) {
+    assert(end_ - p_ >= 8);
+    EncodeFixed64(p_, v);
+    p_ += 8;
+  }
+  void PutFloat(float v) {
+    uint32_t bits;
+    std::memcpy(&bits, &v, 4);
+    PutFixed32(bits);
+  }
+  void PutDouble(double v) {
+    uint64_t bits;
+    std::memcpy(&bits, &v, 8);
+    PutFixed64(bits);
+  }
+  void PutBytes(absl::string_view s) {
+    assert(end_ - p_ >= static_cast<ptrdiff_t>(s.size()));
+    if (!s.empty()) std::memcpy(p_, s.data(), s.size());
+    p_ += s.size();
+  }
+  void PutLengthPrefixed(absl::string_view s) {
+    PutVarint64(s.size());
+    PutBytes(s);
+  }
+  void PutByte(uint8_t b) {
+    assert(p_ < end_);
+    *p_++ = static_cast<char>(b);
+  }
+  // Reserves n bytes to be filled later (e.g. an offset known only after the
+  // data it points to is written) and returns where they start.
+  char* Skip(size_t n) {
+    assert(end_ - p_ >= static_cast<ptrdiff_t>(n));
+    char* at = p_;
+    p_ += n;
+    return at;
+  }
+
+  char* position() const { return p_; }
+  void set_position(char* p) { p_ = p; }
+  size_t written() const { return static_cast<size_t>(p_ - begin_); }
+  size_t remaining() const { return static_cast<size_t>(end_ - p_); }
+
+ private:
+  char* begin_;
+  char* p_;
+  char* end_;
+};
+
+// Reader -------------------------------------------------------------------
+
+class Reader {
+ public:
+  // `context` prefixes error messages ("rankbin", "envelope", ...).
+  // `base_offset` is where `data` starts in the enclosing payload, so that
+  // error offsets refer to the payload a user can inspect.
+  Reader(absl::string_view data, const char* context, size_t base_offset = 0)
+      : begin_(data.data()),
+        p_(data.data()),
+        end_(data.data() + data.size()),
+        context_(context),
+        base_offset_(base_offset) {}
+
+  uint64_t Varint64(const char* what) {
+    if (ABSL_PREDICT_TRUE(p_ < end_ && static_cast<uint8_t>(*p_) < 0x80)) {
+      return static_cast<uint8_t>(*p_++);
+    }
+    return SlowVarint64(what);
+  }
+  // Fails if the value does not fit in 32 bits.
+  uint32_t Varint32(const char* what) {
+    uint64_t v = Varint64(what);
+    if (ABSL_PREDICT_FALSE(v > UINT32_MAX)) {
+      Fail(what, "varint exceeds 32 bits");
+      return 0;
+    }
+    return static_cast<uint32_t>(v);
+  }
+  int64_t SignedVarint64(const char* what) {
+    return ZigZagDecode64(Varint64(what));
+  }
+  uint8_t Byte(const char* what) {
+    if (ABSL_PREDICT_FALSE(p_ >= end_)) {
+      Truncated(what, "byte");
+      return 0;
+    }
+    return static_cast<uint8_t>(*p_++);
+  }
+  uint32_t Fixed32(const char* what) {
+    if (ABSL_PREDICT_FALSE(end_ - p_ < 4)) {
+      Truncated(what, "fixed32");
+      return 0;
+    }
+    uint32_t v = DecodeFixed32(p_);
+    p_ += 4;
+    return v;
+  }
+  uint64_t Fixed64(const char* what) {
+    if (ABSL_PREDICT_FALSE(end_ - p_ < 8)) {
+      Truncated(what, "fixed64");
+      return 0;
+    }
+    uint64_t v = DecodeFixed64(p_);
+    p_ += 8;
+    return v;
+  }
+  float Float(const char* what) {
+    uint32_t bits = Fixed32(what);
+    float v;
+    std::memcpy(&v, &bits, 4);
+    return v;
+  }
+  double Double(const char* what) {
+    uint64_t bits = Fixed64(what);
+    double v;
+    std::memcpy(&v, &bits, 8);
+    return v;
+  }
+  // n bytes as a view into the input.
+  absl::string_view Bytes(uint64_t n, const char* what) {
+    if (ABSL_PREDICT_FALSE(static_cast<uint64_t>(end_ - p_) < n)) {
+      Truncated(what, "bytes");
+      return {};
+    }
+    absl::string_view v(p_, static_cast<size_t>(n));
+    p_ += n;
+    return v;
+  }
+  // A varint length followed by that many bytes. The length is checked
+  // against what remains before anything is done with it.
+  absl::string_view LengthPrefixed(const char* what) {
+    uint64_t n = Varint64(what);
+    return Bytes(n, what);
+  }
+  // A varint element count. Each element takes at least `min_bytes_each`
+  // bytes, so a count the remaining input cannot hold is rejected here,
+  // before a caller sizes a container with it.
+  uint64_t Count(uint64_t min_bytes_each, const char* what) {
+    uint64_t n = Varint64(what);
+    if (ABSL_PREDICT_FALSE(min_bytes_each > 0 &&
+                           n > remaining() / min_bytes_each)) {
+      Fail(what, "count exceeds the remaining bytes");
+      return 0;
+    }
+    return n;
+  }
+  void Skip(uint64_t n, const char* what) { Bytes(n, what); }
+
+  // Records a semantic error found by the caller (bad magic, index out of
+  // range...). Only the first error is kept.
+  void Fail(const char* what, absl::string_view problem);
+  void FailWith(absl::Status status);
+
+  bool ok() const { return status_.ok(); }
+  const absl::Status& status() const { return status_; }
+  bool empty() const { return p_ >= end_; }
+  size_t remaining() const { return static_cast<size_t>(end_ - p_); }
+  // Offset of the next byte in the enclosing payload.
+  size_t offset() const {
+    return base_offset_ + static_cast<size_t>(p_ - begin_);
+  }
+  const char* position() const { return p_; }
+  absl::string_view rest() const {
+    return absl::string_view(p_, remaining());
+  }
+
+ private:
+  uint64_t SlowVarint64(const char* what);
+  void Truncated(const char* what, const char* kind);
+
+  const char* begin_;
+  const char* p_;
+  const char* end_;
+  const char* context_;
+  size_t base_offset_;
+  absl::Status status_;
+};
+
+}  // namespace rankwire::coding
+
+#endif  // RANKWIRE_CODEC_CODING_H_

@@ -1,0 +1,220 @@
+#include "codec/rank_result.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+
+namespace rankwire {
+
+absl::string_view MetricTypeName(MetricType type) {
+  switch (type) {
+    case MetricType::kInt:
+      return "int";
+    case MetricType::kFloat:
+      return "float";
+    case MetricType::kDouble:
+      return "double";
+    case MetricType::kString:
+      return "string";
+  }
+  return "unknown";
+}
+
+std::optional<MetricType> MetricTypeFromNumber(int number) {
+  if (number < 1 || number > 4) return std::nullopt;
+  return static_cast<MetricType>(number);
+}
+
+std::optional<double> MetricValue::AsDouble() const {
+  switch (type()) {
+    case MetricType::kInt:
+      return static_cast<double>(int_value());
+    case MetricType::kFloat:
+      return float_value();
+    case MetricType::kDouble:
+      return double_value();
+    case MetricType::kString:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+bool operator==(const MetricValue& a, const MetricValue& b) {
+  if (a.type() != b.type()) return false;
+  switch (a.type()) {
+    case MetricType::kInt:
+      return a.int_value() == b.int_value();
+    case MetricType::kFloat: {
+      float x = a.float_value(), y = b.float_value();
+      if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && std::isnan(y);
+      return x == y && std::signbit(x) == std::signbit(y);
+    }
+    case MetricType::kDouble: {
+      double x = a.double_value(), y = b.double_value();
+      if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && std::isnan(y);
+      return x == y && std::signbit(x) == std::signbit(y);
+    }
+    case MetricType::kString:
+      return a.string_value() == b.string_value();
+  }
+  return false;
+}
+
+std::string MetricValue::DebugString() const {
+  switch (type()) {
+    case MetricType::kInt:
+      return absl::StrCat(int_value());
+    case MetricType::kFloat:
+      return absl::StrCat(float_value(), "f");
+    case MetricType::kDouble:
+      return absl::StrCat(double_value());
+    case MetricType::kString:
+      return absl::StrCat("\"", string_value(), "\"");
+  }
+  return "?";
+}
+
+uint32_t RankResult::AddKey(std::string name, MetricType type) {
+  keys.push_back(MetricKey{std::move(name), type});
+  return static_cast<uint32_t>(keys.size() - 1);
+}
+
+std::optional<uint32_t> RankResult::FindKey(absl::string_view name) const {
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (keys[i].name == name) return static_cast<uint32_t>(i);
+  }
+  return std::nullopt;
+}
+
+const MetricValue* RankResult::FindMetric(size_t item,
+                                          absl::string_view name) const {
+  std::optional<uint32_t> key = FindKey(name);
+  if (!key || item >= items.size()) return nullptr;
+  for (const MetricEntry& e : items[item].metrics) {
+    if (e.key == *key) return &e.value;
+  }
+  return nullptr;
+}
+
+absl::Status ValidateResult(const RankResult& result) {
+  absl::flat_hash_set<absl::string_view> names;
+  names.reserve(result.keys.size());
+  for (const MetricKey& key : result.keys) {
+    if (!names.insert(key.name).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("metric key \"", key.name, "\" appears twice"));
+    }
+  }
+  std::vector<size_t> seen_in_item(result.keys.size(), SIZE_MAX);
+  for (size_t i = 0; i < result.items.size(); ++i) {
+    const RankedItem& item = result.items[i];
+    for (const MetricEntry& e : item.metrics) {
+      if (e.key >= result.keys.size()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("item ", i, " (", item.item_id, "): metric key index ",
+                         e.key, " out of range (", result.keys.size(),
+                         " keys)"));
+      }
+      const MetricKey& key = result.keys[e.key];
+      if (e.value.type() != key.type) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "item ", i, " (", item.item_id, "): metric \"", key.name,
+            "\" is ", MetricTypeName(e.value.type()), ", its key says ",
+            MetricTypeName(key.type)));
+      }
+      if (seen_in_item[e.key] == i) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("item ", i, " (", item.item_id, "): metric \"",
+                         key.name, "\" appears twice"));
+      }
+      seen_in_item[e.key] = i;
+    }
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+using NamedMetrics = std::vector<std::pair<absl::string_view, const MetricValue*>>;
+
+NamedMetrics Named(const RankResult& r, const RankedItem& item) {
+  NamedMetrics out;
+  out.reserve(item.metrics.size());
+  for (const MetricEntry& e : item.metrics) {
+    absl::string_view name =
+        e.key < r.keys.size() ? absl::string_view(r.keys[e.key].name) : "<bad>";
+    out.emplace_back(name, &e.value);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const auto& x, const auto& y) { return x.first < y.first; });
+  return out;
+}
+
+bool SameDouble(double x, double y) {
+  if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && std::isnan(y);
+  return x == y && std::signbit(x) == std::signbit(y);
+}
+
+}  // namespace
+
+std::string DiffResults(const RankResult& a, const RankResult& b) {
+  absl::flat_hash_map<absl::string_view, MetricType> akeys;
+  for (const MetricKey& k : a.keys) akeys[k.name] = k.type;
+  if (a.keys.size() != b.keys.size()) {
+    return absl::StrCat("key count ", a.keys.size(), " vs ", b.keys.size());
+  }
+  for (const MetricKey& k : b.keys) {
+    auto it = akeys.find(k.name);
+    if (it == akeys.end()) return absl::StrCat("key \"", k.name, "\" only in b");
+    if (it->second != k.type) {
+      return absl::StrCat("key \"", k.name, "\" type ",
+                          MetricTypeName(it->second), " vs ",
+                          MetricTypeName(k.type));
+    }
+  }
+  if (a.items.size() != b.items.size()) {
+    return absl::StrCat("item count ", a.items.size(), " vs ", b.items.size());
+  }
+  for (size_t i = 0; i < a.items.size(); ++i) {
+    const RankedItem& x = a.items[i];
+    const RankedItem& y = b.items[i];
+    std::string where = absl::StrCat("item ", i, ": ");
+    if (x.item_id != y.item_id) {
+      return absl::StrCat(where, "id \"", x.item_id, "\" vs \"", y.item_id,
+                          "\"");
+    }
+    if (!SameDouble(x.score, y.score)) {
+      return absl::StrCat(where, "score ", x.score, " vs ", y.score);
+    }
+    if (x.position != y.position) {
+      return absl::StrCat(where, "position ", x.position, " vs ", y.position);
+    }
+    if (x.log != y.log) {
+      return absl::StrCat(where, "log differs (", x.log.size(), " vs ",
+                          y.log.size(), " bytes)");
+    }
+    NamedMetrics mx = Named(a, x), my = Named(b, y);
+    if (mx.size() != my.size()) {
+      return absl::StrCat(where, "metric count ", mx.size(), " vs ",
+                          my.size());
+    }
+    for (size_t m = 0; m < mx.size(); ++m) {
+      if (mx[m].first != my[m].first) {
+        return absl::StrCat(where, "metric \"", mx[m].first, "\" vs \"",
+                            my[m].first, "\"");
+      }
+      if (*mx[m].second != *my[m].second) {
+        return absl::StrCat(where, "metric \"", mx[m].first, "\" ",
+                            mx[m].second->DebugString(), " vs ",
+                            my[m].second->DebugString());
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace rankwire

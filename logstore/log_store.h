@@ -1,0 +1,133 @@
+// The log store takes per-item log lines off the ranking response. The
+// ranking thread hands a request's logs to a LogConsumer and gets a future
+// back; a writer thread stores them (Redis with a TTL, or an in-process map
+// with the same semantics) and completes the future. Ranking never waits on
+// the store: Consume() only moves the logs into a bounded queue, and when the
+// queue is full or the store is down the logs are dropped and counted.
+//
+// Callers read the logs of the few items they show with a LogReader, in one
+// round trip, within the TTL.
+//
+// Keys: one per request, KeyFor(request_id) = key_prefix + request_id
+// ("rank:log:req-1"); one hash field per item (the item id). Values are the
+// log text with a one-byte tag: 'T' + text, or 'Z' + a zstd frame of the text
+// (--log_compress). Readers accept both.
+//
+// Thread safety: LogConsumer::Consume and LogReader::Fetch are safe from many
+// threads. Shutdown is called once.
+#ifndef RANKWIRE_LOGSTORE_LOG_STORE_H_
+#define RANKWIRE_LOGSTORE_LOG_STORE_H_
+
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+
+namespace rankwire::logstore {
+
+struct ItemLog {
+  std::string item_id;
+  std::string text;
+};
+
+// The logs of one ranking request.
+struct RequestLogs {
+  std::string request_id;
+  std::vector<ItemLog> items;
+};
+
+// How one Consume() ended.
+struct LogReceipt {
+  enum class Outcome { kStored, kDropped };
+  Outcome outcome = Outcome::kDropped;
+  size_t items = 0;
+  // Why it was dropped (kUnavailable: store down; kResourceExhausted: queue
+  // full; kCancelled: shut down before it was written).
+  absl::Status status;
+};
+
+// Counters since start. Items are per-item log lines.
+struct LogStats {
+  uint64_t requests_enqueued = 0;
+  uint64_t items_enqueued = 0;
+  uint64_t items_stored = 0;
+  uint64_t items_dropped_queue_full = 0;
+  uint64_t items_dropped_store_error = 0;
+  uint64_t items_dropped_shutdown = 0;
+  uint64_t bytes_stored = 0;  // Value bytes sent to the store (after compression).
+  uint64_t queue_requests = 0;  // Current queue depth.
+  uint64_t queue_bytes = 0;
+  uint64_t reconnects = 0;
+  bool store_up = false;
+};
+
+// IFutureConsumer<RequestLogs>.
+class LogConsumer {
+ public:
+  virtual ~LogConsumer() = default;
+  // O(1) and never blocks on the store. The future completes when the logs
+  // are stored or dropped; callers may ignore it.
+  virtual std::future<LogReceipt> Consume(RequestLogs logs) = 0;
+  // Stops accepting, writes what is queued for at most `timeout`, drops
+  // (and counts) the rest, and stops the writer thread. Idempotent.
+  virtual void Shutdown(absl::Duration timeout) = 0;
+  virtual LogStats stats() const = 0;
+  virtual std::string KeyFor(absl::string_view request_id) const = 0;
+};
+
+class LogReader {
+ public:
+  virtual ~LogReader() = default;
+  // The logs of `item_ids` of one request, in the same order, in one round
+  // trip; nullopt for an item with no log (never written, or expired).
+  // kUnavailable when the store cannot be reached.
+  virtual absl::StatusOr<std::vector<std::optional<std::string>>> Fetch(
+      absl::string_view request_id, absl::Span<const std::string> item_ids) = 0;
+};
+
+struct LogStoreConfig {
+  enum class Backend { kMemory, kRedis };
+  Backend backend = Backend::kMemory;
+  std::string redis_addr = "127.0.0.1:6379";  // host:port
+  std::string redis_password;                 // AUTH when not empty.
+  std::string key_prefix = "rank:log:";
+  absl::Duration ttl = absl::Milliseconds(1000);
+  // Queue bound: whichever is hit first.
+  size_t queue_capacity_requests = 256;
+  size_t queue_capacity_bytes = size_t{256} << 20;
+  // Requests written per pipelined round trip.
+  size_t batch_requests = 16;
+  bool compress = false;  // zstd each value.
+  int compress_level = 1;
+  absl::Duration connect_timeout = absl::Milliseconds(200);
+  absl::Duration io_timeout = absl::Milliseconds(500);
+  absl::Duration reconnect_backoff_min = absl::Milliseconds(50);
+  absl::Duration reconnect_backoff_max = absl::Seconds(2);
+};
+
+// A consumer and a reader over one backend. For kMemory both share one
+// in-process map; for kRedis the reader has its own connection.
+struct LogStore {
+  std::unique_ptr<LogConsumer> consumer;
+  std::unique_ptr<LogReader> reader;
+};
+
+// Starts the writer thread. Does not fail when Redis is down: the sink
+// connects (and reconnects) on its own; InvalidArgument for a bad config.
+absl::StatusOr<LogStore> OpenLogStore(const LogStoreConfig& config);
+
+// A reader for a remote Redis (the client side of the log store).
+absl::StatusOr<std::unique_ptr<LogReader>> OpenRedisLogReader(
+    const LogStoreConfig& config);
+
+}  // namespace rankwire::logstore
+
+#endif  // RANKWIRE_LOGSTORE_LOG_STORE_H_

@@ -1,0 +1,252 @@
+#include "server/ranker.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <numeric>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "fmt/format.h"
+
+namespace rankwire::server {
+namespace {
+
+using Model = LinearModel;
+
+double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+std::string_view SceneName(rank::v1::Scene scene) {
+  switch (scene) {
+    case rank::v1::SCENE_SEARCH:
+      return "search";
+    case rank::v1::SCENE_DETAIL_PAGE:
+      return "detail_page";
+    case rank::v1::SCENE_HOME_FEED:
+      return "home_feed";
+    case rank::v1::SCENE_CART:
+      return "cart";
+    default:
+      return "unspecified";
+  }
+}
+
+// Model inputs resolved against one request: where each item atom's column
+// is, and the values of user/context atoms (the same for every candidate).
+struct Binding {
+  std::vector<int> item_column;    // Per atom; -1 for non-item or missing.
+  std::vector<double> fixed_value;  // Per atom, for user/context atoms.
+};
+
+Binding Bind(const Model& model, const rank::v1::RankRequest& request) {
+  absl::flat_hash_map<absl::string_view, int> column;
+  for (int c = 0; c < request.item_feature_names_size(); ++c) {
+    column.emplace(request.item_feature_names(c), c);
+  }
+  Binding b;
+  b.item_column.assign(model.atoms().size(), -1);
+  b.fixed_value.assign(model.atoms().size(), 0.0);
+  for (size_t a = 0; a < model.atoms().size(); ++a) {
+    const Model::Atom& atom = model.atoms()[a];
+    switch (atom.source) {
+      case Model::Source::kItem:
+        if (auto it = column.find(atom.name); it != column.end()) {
+          b.item_column[a] = it->second;
+        }
+        break;
+      case Model::Source::kUser: {
+        auto it = request.user_features().find(atom.name);
+        double raw = it == request.user_features().end() ? 0.0 : it->second;
+        b.fixed_value[a] = Model::ApplyTransform(atom, raw);
+        break;
+      }
+      case Model::Source::kContext: {
+        auto it = request.context().find(atom.name);
+        double raw = 0;
+        if (it == request.context().end() || !absl::SimpleAtod(it->second, &raw) ||
+            !std::isfinite(raw)) {
+          raw = 0;
+        }
+        b.fixed_value[a] = Model::ApplyTransform(atom, raw);
+        break;
+      }
+    }
+  }
+  return b;
+}
+
+// Everything computed for one candidate.
+struct Scored {
+  int candidate = 0;
+  double score = 0;
+  double boost = 1;
+  std::vector<double> head_logit;
+  std::vector<double> head_p;
+  std::vector<double> contribution;  // Flattened over heads' terms.
+};
+
+void AppendNumber(std::string* out, double v) {
+  fmt::format_to(std::back_inserter(*out), "{:.5g}", v);
+}
+
+}  // namespace
+
+RankResult Ranker::Rank(const rank::v1::RankRequest& request,
+                        bool with_logs) const {
+  const Model& model = *model_;
+  const Binding binding = Bind(model, request);
+  const int n = request.candidates_size();
+  const size_t atom_count = model.atoms().size();
+  size_t term_count = 0;
+  for (const Model::Head& h : model.heads()) term_count += h.terms.size();
+
+  // Score every candidate.
+  std::vector<Scored> scored(n);
+  std::vector<double> atom_value(atom_count);
+  for (int i = 0; i < n; ++i) {
+    const rank::v1::Candidate& c = request.candidates(i);
+    for (size_t a = 0; a < atom_count; ++a) {
+      int col = binding.item_column[a];
+      atom_value[a] = col < 0 ? binding.fixed_value[a]
+                              : Model::ApplyTransform(model.atoms()[a], c.features(col));
+    }
+    Scored& s = scored[i];
+    s.candidate = i;
+    s.boost = model.Boost(c.recall_source());
+    s.contribution.reserve(term_count);
+    s.score = s.boost;
+    for (const Model::Head& h : model.heads()) {
+      double logit = h.bias;
+      for (const Model::Term& t : h.terms) {
+        double x = atom_value[t.lhs];
+        if (t.op == Model::Op::kProduct) x *= atom_value[t.rhs];
+        if (t.op == Model::Op::kAbsDiff) x = std::fabs(x - atom_value[t.rhs]);
+        double contrib = t.weight * x;
+        s.contribution.push_back(contrib);
+        logit += contrib;
+      }
+      double p = Sigmoid(logit);
+      s.head_logit.push_back(logit);
+      s.head_p.push_back(p);
+      s.score *= std::pow(p, h.exponent);
+    }
+  }
+  std::stable_sort(scored.begin(), scored.end(),
+                   [](const Scored& a, const Scored& b) { return a.score > b.score; });
+
+  // The output schema: one key table for all items.
+  RankResult result;
+  const uint32_t k_final = result.AddKey("score.final", MetricType::kDouble);
+  std::vector<uint32_t> k_head;
+  for (const Model::Head& h : model.heads()) {
+    k_head.push_back(result.AddKey(absl::StrCat("score.", h.name), MetricType::kDouble));
+  }
+  // Per-input contributions of the heads the model file marks "explain";
+  // every head's contributions are in the log line.
+  std::vector<uint32_t> k_contrib;  // Per term, UINT32_MAX when not emitted.
+  for (const Model::Head& h : model.heads()) {
+    for (const Model::Term& t : h.terms) {
+      k_contrib.push_back(!h.explain ? UINT32_MAX
+                                     : result.AddKey(absl::StrCat("contrib.", h.name, ".", t.input),
+                                                     MetricType::kFloat));
+    }
+  }
+  // A feature is an int metric when every candidate's value is integral
+  // (counts, days, flags): 1-3 varint bytes instead of a 4-byte float.
+  const int feature_count = request.item_feature_names_size();
+  std::vector<bool> integral(feature_count, true);
+  for (int i = 0; i < n; ++i) {
+    const auto& f = request.candidates(i).features();
+    for (int j = 0; j < feature_count; ++j) {
+      float v = f.Get(j);
+      if (integral[j] && (v != std::nearbyint(v) || std::fabs(v) > 9.0e15f)) integral[j] = false;
+    }
+  }
+  std::vector<uint32_t> k_feat;
+  for (int j = 0; j < feature_count; ++j) {
+    k_feat.push_back(result.AddKey(absl::StrCat("feat.", request.item_feature_names(j)),
+                                   integral[j] ? MetricType::kInt : MetricType::kFloat));
+  }
+  const uint32_t k_source = result.AddKey("recall.source", MetricType::kString);
+  const uint32_t k_recall_rank = result.AddKey("recall.rank", MetricType::kInt);
+  const uint32_t k_pre = result.AddKey("rank.pre", MetricType::kInt);
+  const uint32_t k_bucket = result.AddKey("exp.bucket", MetricType::kString);
+  const uint32_t k_version = result.AddKey("model.version", MetricType::kString);
+
+  const std::string& bucket = model.BucketOf(request.user_id());
+  const std::string& version = model.full_version();
+  result.items.resize(n);
+  for (int r = 0; r < n; ++r) {
+    const Scored& s = scored[r];
+    const rank::v1::Candidate& c = request.candidates(s.candidate);
+    RankedItem& item = result.items[r];
+    item.item_id = c.item_id();
+    item.score = s.score;
+    item.position = static_cast<uint32_t>(r + 1);
+    item.metrics.reserve(result.keys.size());
+    auto add = [&item](uint32_t key, MetricValue v) {
+      item.metrics.push_back(MetricEntry{key, std::move(v)});
+    };
+    add(k_final, MetricValue::Double(s.score));
+    for (size_t h = 0; h < k_head.size(); ++h) add(k_head[h], MetricValue::Double(s.head_p[h]));
+    for (size_t t = 0; t < k_contrib.size(); ++t) {
+      if (k_contrib[t] == UINT32_MAX) continue;
+      add(k_contrib[t], MetricValue::Float(static_cast<float>(s.contribution[t])));
+    }
+    for (int j = 0; j < feature_count; ++j) {
+      float v = c.features(j);
+      add(k_feat[j], integral[j] ? MetricValue::Int(static_cast<int64_t>(v))
+                                 : MetricValue::Float(v));
+    }
+    add(k_source, MetricValue::String(c.recall_source()));
+    add(k_recall_rank, MetricValue::Int(c.recall_rank()));
+    add(k_pre, MetricValue::Int(s.candidate + 1));
+    add(k_bucket, MetricValue::String(bucket));
+    add(k_version, MetricValue::String(version));
+
+    if (!with_logs) continue;
+    // The per-item log line: what an engineer needs to explain this item's
+    // rank after the fact.
+    std::string& log = item.log;
+    log.reserve(1400);
+    auto out = std::back_inserter(log);
+    fmt::format_to(out, "req={} ts={} scene={} user={} bucket={} model={} item={} pos={} pre={} src={}#{}",
+                   request.request_id(), request.request_time_ms(), SceneName(request.scene()),
+                   request.user_id(), bucket, version, c.item_id(), r + 1, s.candidate + 1,
+                   c.recall_source(), c.recall_rank());
+    for (const auto& key : {"query", "device", "hour_of_day", "city_tier"}) {
+      auto it = request.context().find(key);
+      if (it != request.context().end()) fmt::format_to(out, " {}=\"{}\"", key, it->second);
+    }
+    log += " | feats";
+    for (int j = 0; j < feature_count; ++j) {
+      fmt::format_to(out, " {}=", request.item_feature_names(j));
+      AppendNumber(&log, c.features(j));
+    }
+    size_t t = 0;
+    for (size_t h = 0; h < model.heads().size(); ++h) {
+      const Model::Head& head = model.heads()[h];
+      fmt::format_to(out, " | {} p=", head.name);
+      AppendNumber(&log, s.head_p[h]);
+      log += " logit=";
+      AppendNumber(&log, s.head_logit[h]);
+      log += " bias=";
+      AppendNumber(&log, head.bias);
+      for (const Model::Term& term : head.terms) {
+        fmt::format_to(out, " {}:", term.input);
+        AppendNumber(&log, s.contribution[t++]);
+      }
+    }
+    log += " | boost=";
+    AppendNumber(&log, s.boost);
+    log += " final=";
+    AppendNumber(&log, s.score);
+  }
+  return result;
+}
+
+}  // namespace rankwire::server
