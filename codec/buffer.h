@@ -83,6 +83,11 @@ class SharedBytes {
     return SharedBytes(nullptr, bytes);
   }
 
+  // A view of `part`, which must lie inside view(), sharing this owner.
+  SharedBytes Share(absl::string_view part) const {
+    return SharedBytes(owner_, part);
+  }
+
   absl::string_view view() const { return bytes_; }
   const char* data() const { return bytes_.data(); }
   size_t size() const { return bytes_.size(); }

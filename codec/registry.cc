@@ -31,14 +31,6 @@ absl::StatusOr<const Codec*> CodecRegistry::Get(absl::string_view name) const {
                                           absl::StrJoin(Names(), ", ")));
 }
 
-const Codec& CodecRegistry::Negotiate(absl::Span<const std::string> accept,
-                                      const Codec& fallback) const {
-  for (const std::string& name : accept) {
-    if (const Codec* c = Find(name)) return *c;
-  }
-  return fallback;
-}
-
 std::vector<std::string> CodecRegistry::Names() const {
   std::vector<std::string> names;
   names.reserve(codecs_.size());

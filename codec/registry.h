@@ -39,9 +39,15 @@ class CodecRegistry {
   // NotFound naming the codecs that do exist.
   absl::StatusOr<const Codec*> Get(absl::string_view name) const;
 
-  // The first name in `accept` this registry has, else `fallback`.
-  const Codec& Negotiate(absl::Span<const std::string> accept,
-                         const Codec& fallback) const;
+  // The first name in `accept` (any range of strings) this registry has,
+  // else `fallback`.
+  template <typename Names>
+  const Codec& Negotiate(const Names& accept, const Codec& fallback) const {
+    for (const auto& name : accept) {
+      if (const Codec* c = Find(name)) return *c;
+    }
+    return fallback;
+  }
 
   // Names in registration order.
   std::vector<std::string> Names() const;

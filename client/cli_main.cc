@@ -1,0 +1,264 @@
+// rankwire-cli: sends a generated RankRequest (the workload generator's, so
+// it is the benchmarks' payload), prints the top-N items, the codec used,
+// the response size and the server's and client's phase timings, and the
+// logs of the items shown. --compare calls once per codec and log placement
+// and prints a table.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "client/rank_client.h"
+#include "client/workload.h"
+#include "codec/builtin_codecs.h"
+#include "codec/protobuf_codec.h"
+
+ABSL_FLAG(std::string, target, "localhost:50051", "Server address.");
+ABSL_FLAG(std::string, codec, "",
+          "Codecs to accept, most preferred first, comma-separated "
+          "(empty: the server's default).");
+ABSL_FLAG(uint32_t, candidates, 500, "Candidates in the generated request.");
+ABSL_FLAG(uint64_t, seed, 20261129, "Workload seed.");
+ABSL_FLAG(uint64_t, sequence, 0, "Which request of the seeded workload to send.");
+ABSL_FLAG(uint32_t, top_n, 10, "Items to show.");
+ABSL_FLAG(std::string, log_mode, "default", "default, store, inline or none.");
+ABSL_FLAG(int, deadline_ms, 5000, "Per-call deadline.");
+ABSL_FLAG(std::string, metrics, "score.ctr,score.cvr,score.rel,recall.source",
+          "Metrics to print per item, comma-separated.");
+ABSL_FLAG(bool, fetch_logs, true, "Fetch and print the logs of the items shown.");
+ABSL_FLAG(int, log_chars, 140, "Characters of each log line to print (0: all).");
+ABSL_FLAG(bool, compare, false,
+          "Call once per codec and log placement and print a comparison table.");
+ABSL_FLAG(int, compare_calls, 15, "Calls per row of --compare (medians are shown).");
+
+namespace rankwire::client {
+namespace {
+
+absl::StatusOr<rank::v1::LogMode> ParseLogMode(const std::string& s) {
+  if (s == "default") return rank::v1::LOG_MODE_DEFAULT;
+  if (s == "store") return rank::v1::LOG_MODE_STORE;
+  if (s == "inline") return rank::v1::LOG_MODE_INLINE;
+  if (s == "none") return rank::v1::LOG_MODE_NONE;
+  return absl::InvalidArgumentError(absl::StrCat("--log_mode=", s));
+}
+
+std::string MetricText(const absl::StatusOr<std::optional<MetricRef>>& m) {
+  if (!m.ok()) return "<error>";
+  if (!m->has_value()) return "-";
+  const MetricRef& v = **m;
+  if (v.type() == MetricType::kString) return std::string(v.string_value());
+  if (v.type() == MetricType::kInt) return absl::StrCat(v.int_value());
+  return absl::StrFormat("%.6f", v.AsDouble().value_or(0));
+}
+
+uint32_t MicrosSince(std::chrono::steady_clock::time_point t0) {
+  return static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                   std::chrono::steady_clock::now() - t0)
+                                   .count());
+}
+
+// Reads the top n items completely (every metric), as a caller that shows
+// them does, and returns how long that took.
+absl::StatusOr<uint32_t> DecodeTopN(const ResultView& view, size_t n) {
+  auto t0 = std::chrono::steady_clock::now();
+  absl::StatusOr<std::vector<ItemRef>> top = view.TopN(n);
+  if (!top.ok()) return top.status();
+  for (const ItemRef& item : *top) {
+    absl::StatusOr<RankedItem> full = item.Materialize();
+    if (!full.ok()) return full.status();
+  }
+  return MicrosSince(t0);
+}
+
+rank::v1::RankRequest MakeRequest(const std::vector<std::string>& accept,
+                                  rank::v1::LogMode log_mode) {
+  WorkloadOptions options;
+  options.seed = absl::GetFlag(FLAGS_seed);
+  options.candidates = absl::GetFlag(FLAGS_candidates);
+  options.top_n = absl::GetFlag(FLAGS_top_n);
+  options.accept_codecs = accept;
+  options.log_mode = log_mode;
+  return WorkloadGenerator(options).Make(absl::GetFlag(FLAGS_sequence));
+}
+
+absl::Status RankOnce(const RankClient& client) {
+  std::vector<std::string> accept =
+      absl::StrSplit(absl::GetFlag(FLAGS_codec), ',', absl::SkipEmpty());
+  absl::StatusOr<rank::v1::LogMode> log_mode = ParseLogMode(absl::GetFlag(FLAGS_log_mode));
+  if (!log_mode.ok()) return log_mode.status();
+  rank::v1::RankRequest request = MakeRequest(accept, *log_mode);
+  CallOptions call;
+  call.deadline = absl::Milliseconds(absl::GetFlag(FLAGS_deadline_ms));
+
+  absl::PrintF("request %s: %d candidates, top_n=%d, accept=[%s], %d bytes\n",
+               request.request_id(), request.candidates_size(), request.top_n(),
+               absl::StrJoin(accept, ","), request.ByteSizeLong());
+  absl::StatusOr<RankReply> reply = client.Rank(request, call);
+  if (!reply.ok()) return reply.status();
+  const rank::v1::ResponseHeader& h = reply->header();
+  absl::StatusOr<uint32_t> topn_us = DecodeTopN(reply->view(), request.top_n());
+  if (!topn_us.ok()) return topn_us.status();
+
+  absl::PrintF("response: codec=%s format=%d items=%d bytes=%d body_bytes=%d log_mode=%s%s model=%s\n",
+               h.codec(), h.format_version(), h.item_count(), reply->response_bytes(),
+               reply->body_bytes(), rank::v1::LogMode_Name(h.log_mode()),
+               h.log_key().empty() ? "" : absl::StrCat(" log_key=", h.log_key()),
+               h.model_version());
+  const rank::v1::ServerTimings& st = h.timings();
+  absl::PrintF("server us: request_deserialize=%d validate=%d rank=%d log_enqueue=%d "
+               "response_serialize=%d total=%d\n",
+               st.request_deserialize_us(), st.validate_us(), st.rank_us(),
+               st.log_enqueue_us(), st.response_serialize_us(), st.total_us());
+  const ClientTimings& ct = reply->timings();
+  absl::PrintF("client us: request_serialize=%d call=%d envelope=%d open=%d top%d_decode=%d\n",
+               ct.request_serialize_us, ct.call_us, ct.envelope_us, ct.open_us,
+               request.top_n(), *topn_us);
+
+  std::vector<std::string> metrics =
+      absl::StrSplit(absl::GetFlag(FLAGS_metrics), ',', absl::SkipEmpty());
+  absl::PrintF("%4s  %-14s %-10s", "pos", "item", "score");
+  for (const std::string& m : metrics) absl::PrintF(" %-14s", m);
+  absl::PrintF("\n");
+  absl::StatusOr<std::vector<ItemRef>> top = reply->view().TopN(request.top_n());
+  if (!top.ok()) return top.status();
+  std::vector<std::string> ids;
+  for (const ItemRef& item : *top) {
+    ids.emplace_back(item.id());
+    absl::PrintF("%4d  %-14s %-10.6f", item.position(), item.id(), item.score());
+    for (const std::string& m : metrics) absl::PrintF(" %-14s", MetricText(item.Metric(m)));
+    absl::PrintF("\n");
+  }
+
+  if (!absl::GetFlag(FLAGS_fetch_logs) || h.log_mode() == rank::v1::LOG_MODE_NONE) {
+    return absl::OkStatus();
+  }
+  std::vector<std::optional<std::string>> logs(ids.size());
+  std::string source;
+  if (h.log_mode() == rank::v1::LOG_MODE_INLINE) {
+    source = "inline in the response";
+    for (size_t i = 0; i < top->size(); ++i) {
+      absl::StatusOr<absl::string_view> log = (*top)[i].Log();
+      if (!log.ok()) return log.status();
+      logs[i] = std::string(*log);
+    }
+  } else {
+    source = absl::StrCat("from the log store, key ", h.log_key());
+    absl::StatusOr<std::vector<ItemLogResult>> fetched =
+        client.FetchLogs(request.request_id(), ids, call);
+    if (!fetched.ok()) return fetched.status();
+    for (size_t i = 0; i < fetched->size() && i < logs.size(); ++i) logs[i] = (*fetched)[i].log;
+  }
+  absl::PrintF("logs of the top %d (%s):\n", ids.size(), source);
+  const int chars = absl::GetFlag(FLAGS_log_chars);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (!logs[i]) {
+      absl::PrintF("%4d  %s: (not in the store: expired or dropped)\n", i + 1, ids[i]);
+      continue;
+    }
+    std::string shown = chars > 0 && logs[i]->size() > static_cast<size_t>(chars)
+                            ? absl::StrCat(logs[i]->substr(0, chars), "...")
+                            : *logs[i];
+    absl::PrintF("%4d  %s (%d bytes): %s\n", i + 1, ids[i], logs[i]->size(), shown);
+  }
+  return absl::OkStatus();
+}
+
+template <typename T>
+T Median(std::vector<T> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? T{} : v[v.size() / 2];
+}
+
+// One row per (codec, log placement): medians over --compare_calls calls,
+// interleaved round-robin so drift in machine speed hits every row alike.
+absl::Status Compare(const RankClient& client, const CodecRegistry& codecs) {
+  struct Row {
+    std::string codec;
+    rank::v1::LogMode log_mode;
+    std::vector<uint32_t> call_us, open_us, topn_us, serialize_us;
+    size_t bytes = 0;
+    std::vector<std::string> top_ids;
+  };
+  std::vector<Row> rows;
+  for (rank::v1::LogMode mode : {rank::v1::LOG_MODE_INLINE, rank::v1::LOG_MODE_STORE}) {
+    for (const std::string& name : codecs.Names()) rows.push_back(Row{name, mode, {}, {}, {}, {}, 0, {}});
+  }
+  CallOptions call;
+  call.deadline = absl::Milliseconds(absl::GetFlag(FLAGS_deadline_ms));
+  const int calls = std::max(1, absl::GetFlag(FLAGS_compare_calls));
+  for (int round = 0; round < calls; ++round) {
+    for (Row& row : rows) {
+      rank::v1::RankRequest request = MakeRequest({row.codec}, row.log_mode);
+      absl::StatusOr<RankReply> reply = client.Rank(request, call);
+      if (!reply.ok()) return reply.status();
+      if (reply->header().codec() != row.codec) {
+        return absl::InternalError(absl::StrCat("asked for ", row.codec, ", got ",
+                                                reply->header().codec()));
+      }
+      absl::StatusOr<uint32_t> topn = DecodeTopN(reply->view(), request.top_n());
+      if (!topn.ok()) return topn.status();
+      row.call_us.push_back(reply->timings().call_us);
+      row.open_us.push_back(reply->timings().open_us);
+      row.topn_us.push_back(*topn);
+      row.serialize_us.push_back(reply->header().timings().response_serialize_us());
+      row.bytes = reply->response_bytes();
+      if (round == 0) {
+        absl::StatusOr<std::vector<ItemRef>> top = reply->view().TopN(request.top_n());
+        if (!top.ok()) return top.status();
+        for (const ItemRef& item : *top) row.top_ids.emplace_back(item.id());
+      }
+    }
+  }
+  const Row& base = rows.front();  // protobuf, logs inline: the source system.
+  absl::PrintF("codec comparison: %d candidates, top_n=%d, %d calls per row (medians), "
+               "same request every call\n",
+               absl::GetFlag(FLAGS_candidates), absl::GetFlag(FLAGS_top_n), calls);
+  absl::PrintF("%-14s %-7s %12s %9s %14s %12s %12s %14s  %s\n", "codec", "logs", "bytes",
+               "of base", "server_enc_us", "call_us", "open_us", "topN_decode_us",
+               "top-N same as base");
+  for (const Row& row : rows) {
+    absl::PrintF("%-14s %-7s %12d %8.1f%% %14d %12d %12d %14d  %s\n", row.codec,
+                 row.log_mode == rank::v1::LOG_MODE_INLINE ? "inline" : "store", row.bytes,
+                 100.0 * row.bytes / base.bytes, Median(row.serialize_us), Median(row.call_us),
+                 Median(row.open_us), Median(row.topn_us),
+                 row.top_ids == base.top_ids ? "yes" : "NO");
+    if (row.top_ids != base.top_ids) {
+      return absl::InternalError(absl::StrCat("codec ", row.codec, " shows a different top-N"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Run() {
+  absl::StatusOr<CodecRegistry> codecs = MakeBuiltinCodecs(BuiltinCodecOptions{});
+  if (!codecs.ok()) return codecs.status();
+  RankClient client(MakeChannel(absl::GetFlag(FLAGS_target)), &*codecs);
+  if (absl::GetFlag(FLAGS_compare)) return Compare(client, *codecs);
+  return RankOnce(client);
+}
+
+}  // namespace
+}  // namespace rankwire::client
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Sends a generated 500-candidate RankRequest and prints the top-N.\n"
+      "  rankwire-cli --target=localhost:50051 --codec=rankbin\n"
+      "  rankwire-cli --compare");
+  absl::ParseCommandLine(argc, argv);
+  absl::Status s = rankwire::client::Run();
+  if (!s.ok()) {
+    absl::FPrintF(stderr, "rankwire-cli: %s\n", s.ToString());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,60 @@
+// LogSink is what the consumer's writer thread writes batches into: Redis
+// (redis_log_sink.h) or the in-process table (memory_log_store.h). It is the
+// one seam between queueing (async_log_consumer.h) and storage.
+//
+// A sink owns its connection state. When its store is down it fails writes
+// quickly (it must not hold the writer for longer than its own I/O timeout),
+// and it reconnects on its own: on a later Write, or from Poll() when the
+// writer is idle.
+//
+// Thread safety: Write() and Poll() are called from one thread (the writer);
+// up() and reconnects() from any thread.
+#ifndef RANKWIRE_LOGSTORE_LOG_SINK_H_
+#define RANKWIRE_LOGSTORE_LOG_SINK_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+
+namespace rankwire::logstore {
+
+// One hash field: an item id and its encoded value (log_value.h).
+struct SinkField {
+  std::string name;
+  std::string value;
+};
+
+// One request's logs as the store keeps them: one key, one field per item.
+struct SinkEntry {
+  std::string key;
+  std::vector<SinkField> fields;  // Never empty.
+};
+
+class LogSink {
+ public:
+  virtual ~LogSink() = default;
+
+  // Stores every entry (its fields, then an expiry of `ttl` on its key) and
+  // returns one status per entry, in order. OK means stored; kUnavailable
+  // means the store could not be reached; other codes are the store's
+  // refusal of that entry. The sink may move from the entries.
+  virtual std::vector<absl::Status> Write(absl::Span<SinkEntry> batch,
+                                          absl::Duration ttl) = 0;
+
+  // Called by the writer when it has nothing to write, about every
+  // AsyncLogConsumer poll interval: reconnect if due, purge, and so on.
+  virtual void Poll() {}
+
+  // Whether the last write or connection attempt succeeded.
+  virtual bool up() const = 0;
+  // Connections made after a failed attempt or a lost connection.
+  virtual uint64_t reconnects() const = 0;
+};
+
+}  // namespace rankwire::logstore
+
+#endif  // RANKWIRE_LOGSTORE_LOG_SINK_H_

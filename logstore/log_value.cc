@@ -1,0 +1,45 @@
+#include "logstore/log_value.h"
+
+#include "absl/strings/str_cat.h"
+#include "codec/compression.h"
+
+namespace rankwire::logstore {
+
+void EncodeLogValue(bool compress, int level, std::string* value) {
+  if (compress && !value->empty()) {
+    // One scratch buffer per thread: the writer thread encodes every value,
+    // and allocating ZstdBound bytes per line would dominate small lines.
+    thread_local std::string scratch;
+    const size_t bound = compression::ZstdBound(value->size()) + 1;
+    if (scratch.size() < bound) scratch.resize(bound);
+    absl::StatusOr<size_t> n = compression::ZstdCompressInto(
+        *value, level, scratch.data() + 1, scratch.size() - 1);
+    // 'Z' only pays when the frame plus its tag is smaller than 'T' + text.
+    if (n.ok() && *n < value->size()) {
+      scratch[0] = kZstdLogTag;
+      value->assign(scratch.data(), *n + 1);
+      return;
+    }
+  }
+  value->insert(value->begin(), kPlainLogTag);
+}
+
+absl::StatusOr<std::string> DecodeLogValue(absl::string_view value,
+                                           size_t max_text_bytes) {
+  if (value.empty()) return absl::DataLossError("log value is empty (no tag byte)");
+  const char tag = value.front();
+  value.remove_prefix(1);
+  switch (tag) {
+    case kPlainLogTag:
+      return std::string(value);
+    case kZstdLogTag:
+      return compression::ZstdDecompress(value, max_text_bytes);
+    default:
+      return absl::DataLossError(absl::StrCat(
+          "log value has unknown tag byte 0x",
+          absl::Hex(static_cast<unsigned char>(tag), absl::kZeroPad2),
+          " (expected 'T' or 'Z')"));
+  }
+}
+
+}  // namespace rankwire::logstore

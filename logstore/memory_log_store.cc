@@ -1,0 +1,119 @@
+#include "logstore/memory_log_store.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "logstore/async_log_consumer.h"
+#include "logstore/log_value.h"
+
+namespace rankwire::logstore {
+
+void MemoryLogTable::Put(SinkEntry& entry, absl::Duration ttl) {
+  const Clock::time_point now = Clock::now();
+  const Clock::time_point expires = now + absl::ToChronoNanoseconds(ttl);
+  absl::MutexLock lock(&mu_);
+  PurgeExpiredLocked(now);
+  Entry& stored = entries_[entry.key];
+  for (SinkField& field : entry.fields) {
+    const size_t size = field.name.size() + field.value.size();
+    auto [it, inserted] = stored.fields.try_emplace(std::move(field.name));
+    if (!inserted) {
+      const size_t old = it->first.size() + it->second.size();
+      stored.bytes -= old;
+      bytes_ -= old;
+    }
+    it->second = std::move(field.value);
+    stored.bytes += size;
+    bytes_ += size;
+  }
+  stored.expires = expires;
+  expiries_.emplace(expires, entry.key);
+}
+
+std::vector<std::optional<std::string>> MemoryLogTable::Get(
+    absl::string_view key, absl::Span<const std::string> fields) {
+  std::vector<std::optional<std::string>> values(fields.size());
+  const Clock::time_point now = Clock::now();
+  absl::MutexLock lock(&mu_);
+  auto it = entries_.find(key);
+  if (it == entries_.end() || it->second.expires <= now) return values;
+  for (size_t i = 0; i < fields.size(); ++i) {
+    auto field = it->second.fields.find(fields[i]);
+    if (field != it->second.fields.end()) values[i] = field->second;
+  }
+  return values;
+}
+
+std::optional<absl::Duration> MemoryLogTable::TimeToLive(absl::string_view key) {
+  const Clock::time_point now = Clock::now();
+  absl::MutexLock lock(&mu_);
+  auto it = entries_.find(key);
+  if (it == entries_.end() || it->second.expires <= now) return std::nullopt;
+  return absl::FromChrono(it->second.expires - now);
+}
+
+size_t MemoryLogTable::PurgeExpired() {
+  absl::MutexLock lock(&mu_);
+  return PurgeExpiredLocked(Clock::now());
+}
+
+size_t MemoryLogTable::PurgeExpiredLocked(Clock::time_point now) {
+  size_t purged = 0;
+  while (!expiries_.empty() && expiries_.top().first <= now) {
+    auto it = entries_.find(expiries_.top().second);
+    if (it != entries_.end() && it->second.expires <= now) {
+      bytes_ -= it->second.bytes;
+      entries_.erase(it);
+      ++purged;
+    }
+    expiries_.pop();
+  }
+  return purged;
+}
+
+size_t MemoryLogTable::key_count() const {
+  absl::MutexLock lock(&mu_);
+  return entries_.size();
+}
+
+size_t MemoryLogTable::byte_count() const {
+  absl::MutexLock lock(&mu_);
+  return bytes_;
+}
+
+std::vector<absl::Status> MemoryLogSink::Write(absl::Span<SinkEntry> batch,
+                                               absl::Duration ttl) {
+  for (SinkEntry& entry : batch) table_->Put(entry, ttl);
+  return std::vector<absl::Status>(batch.size());
+}
+
+absl::StatusOr<std::vector<std::optional<std::string>>> MemoryLogReader::Fetch(
+    absl::string_view request_id, absl::Span<const std::string> item_ids) {
+  std::vector<std::optional<std::string>> values =
+      table_->Get(absl::StrCat(key_prefix_, request_id), item_ids);
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!values[i].has_value()) continue;
+    absl::StatusOr<std::string> text = DecodeLogValue(*values[i]);
+    if (!text.ok()) {
+      return absl::Status(text.status().code(),
+                          absl::StrCat("log of item '", item_ids[i], "' of request '",
+                                       request_id, "': ", text.status().message()));
+    }
+    values[i] = *std::move(text);
+  }
+  return values;
+}
+
+absl::StatusOr<LogStore> OpenMemoryLogStore(const LogStoreConfig& config,
+                                            std::shared_ptr<MemoryLogTable> table) {
+  if (table == nullptr) return absl::InvalidArgumentError("memory log table is null");
+  absl::StatusOr<std::unique_ptr<AsyncLogConsumer>> consumer =
+      AsyncLogConsumer::Create(config, std::make_unique<MemoryLogSink>(table));
+  if (!consumer.ok()) return consumer.status();
+  LogStore store;
+  store.consumer = *std::move(consumer);
+  store.reader = std::make_unique<MemoryLogReader>(std::move(table), config.key_prefix);
+  return store;
+}
+
+}  // namespace rankwire::logstore

@@ -1,0 +1,128 @@
+#include "logstore/redis_connection.h"
+
+#include <hiredis/hiredis.h>
+#include <sys/time.h>
+
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace rankwire::logstore {
+namespace {
+
+timeval ToTimeval(absl::Duration d) {
+  if (d < absl::Milliseconds(1)) d = absl::Milliseconds(1);
+  return absl::ToTimeval(d);
+}
+
+}  // namespace
+
+std::string RedisAddress::ToString() const {
+  if (absl::StrContains(host, ':')) return absl::StrCat("[", host, "]:", port);
+  return absl::StrCat(host, ":", port);
+}
+
+absl::StatusOr<RedisAddress> ParseRedisAddress(absl::string_view host_port) {
+  const size_t colon = host_port.rfind(':');
+  if (colon == absl::string_view::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "redis address '", host_port, "' is not host:port"));
+  }
+  absl::string_view host = host_port.substr(0, colon);
+  absl::string_view port_text = host_port.substr(colon + 1);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  int port = 0;
+  if (host.empty() || !absl::SimpleAtoi(port_text, &port) || port < 1 ||
+      port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "redis address '", host_port, "' is not host:port with a port in 1..65535"));
+  }
+  return RedisAddress{std::string(host), port};
+}
+
+void RedisReplyDeleter::operator()(redisReply* reply) const {
+  if (reply != nullptr) freeReplyObject(reply);
+}
+
+absl::StatusOr<RedisConnection> RedisConnection::Connect(
+    const RedisConnectOptions& options) {
+  const std::string address = options.address.ToString();
+  redisContext* context =
+      redisConnectWithTimeout(options.address.host.c_str(), options.address.port,
+                              ToTimeval(options.connect_timeout));
+  if (context == nullptr) {
+    return absl::UnavailableError(
+        absl::StrCat("redis ", address, ": cannot allocate a connection"));
+  }
+  RedisConnection connection(context, address);
+  if (context->err != 0) return connection.IoError("connect");
+  if (redisSetTimeout(context, ToTimeval(options.io_timeout)) != REDIS_OK) {
+    return connection.IoError("set timeout");
+  }
+  // Best effort: a dead peer is noticed sooner, but nothing depends on it.
+  (void)redisEnableKeepAlive(context);
+
+  if (!options.password.empty()) {
+    const char* argv[] = {"AUTH", options.password.data()};
+    const size_t argvlen[] = {4, options.password.size()};
+    RedisReplyPtr reply(static_cast<redisReply*>(
+        redisCommandArgv(context, 2, argv, argvlen)));
+    if (reply == nullptr) return connection.IoError("AUTH");
+    if (reply->type == REDIS_REPLY_ERROR) {
+      return absl::UnauthenticatedError(absl::StrCat(
+          "redis ", address, ": AUTH refused: ",
+          absl::string_view(reply->str, reply->len)));
+    }
+  }
+  // PING proves the server answers (a stopped server still accepts TCP
+  // connections into its backlog) and that no password is missing.
+  const char* ping[] = {"PING"};
+  const size_t ping_len[] = {4};
+  RedisReplyPtr reply(
+      static_cast<redisReply*>(redisCommandArgv(context, 1, ping, ping_len)));
+  if (reply == nullptr) return connection.IoError("PING");
+  if (reply->type == REDIS_REPLY_ERROR) {
+    absl::string_view error(reply->str, reply->len);
+    if (absl::StartsWith(error, "NOAUTH")) {
+      return absl::UnauthenticatedError(absl::StrCat(
+          "redis ", address, " requires a password: ", error));
+    }
+    return absl::UnavailableError(
+        absl::StrCat("redis ", address, ": PING: ", error));
+  }
+  return connection;
+}
+
+RedisConnection::RedisConnection(RedisConnection&& other) noexcept
+    : context_(std::exchange(other.context_, nullptr)),
+      address_(std::move(other.address_)) {}
+
+RedisConnection& RedisConnection::operator=(RedisConnection&& other) noexcept {
+  if (this != &other) {
+    if (context_ != nullptr) redisFree(context_);
+    context_ = std::exchange(other.context_, nullptr);
+    address_ = std::move(other.address_);
+  }
+  return *this;
+}
+
+RedisConnection::~RedisConnection() {
+  if (context_ != nullptr) redisFree(context_);
+}
+
+absl::Status RedisConnection::IoError(absl::string_view what) const {
+  absl::string_view detail = "connection lost";
+  if (context_ != nullptr && context_->err != 0) detail = context_->errstr;
+  // hiredis reports a socket timeout as EAGAIN's text; say what it means.
+  if (absl::StrContains(detail, "temporarily unavailable")) {
+    detail = "timed out (Resource temporarily unavailable)";
+  }
+  return absl::UnavailableError(
+      absl::StrCat("redis ", address_, ": ", what, ": ", detail));
+}
+
+}  // namespace rankwire::logstore

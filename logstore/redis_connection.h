@@ -1,0 +1,78 @@
+// RedisConnection owns one blocking hiredis connection with connect and I/O
+// timeouts, authenticated (AUTH) when a password is set and checked with a
+// PING before it is handed out. Both the Redis sink and the Redis reader use
+// it; neither talks to hiredis's connect API directly.
+//
+// hiredis types are only forward-declared here so that users of the log
+// store do not see hiredis headers.
+//
+// Thread safety: a connection is used by one thread at a time.
+#ifndef RANKWIRE_LOGSTORE_REDIS_CONNECTION_H_
+#define RANKWIRE_LOGSTORE_REDIS_CONNECTION_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+struct redisContext;
+struct redisReply;
+
+namespace rankwire::logstore {
+
+struct RedisAddress {
+  std::string host;
+  int port = 0;
+  std::string ToString() const;  // "host:port"
+};
+
+// Parses "host:port" ("[::1]:6379" for IPv6). InvalidArgument otherwise.
+absl::StatusOr<RedisAddress> ParseRedisAddress(absl::string_view host_port);
+
+struct RedisConnectOptions {
+  RedisAddress address;
+  std::string password;  // AUTH when not empty.
+  absl::Duration connect_timeout = absl::Milliseconds(200);
+  absl::Duration io_timeout = absl::Milliseconds(500);
+};
+
+// Frees a hiredis reply.
+struct RedisReplyDeleter {
+  void operator()(redisReply* reply) const;
+};
+using RedisReplyPtr = std::unique_ptr<redisReply, RedisReplyDeleter>;
+
+class RedisConnection {
+ public:
+  // kUnavailable if the server cannot be reached or does not answer in
+  // time; kUnauthenticated if AUTH is refused or the server needs a
+  // password that was not given.
+  static absl::StatusOr<RedisConnection> Connect(
+      const RedisConnectOptions& options);
+
+  RedisConnection(RedisConnection&& other) noexcept;
+  RedisConnection& operator=(RedisConnection&& other) noexcept;
+  RedisConnection(const RedisConnection&) = delete;
+  RedisConnection& operator=(const RedisConnection&) = delete;
+  ~RedisConnection();
+
+  redisContext* get() const { return context_; }
+
+  // The context's I/O error as kUnavailable, prefixed with `what`. Call it
+  // after a hiredis call failed; the connection is unusable afterwards.
+  absl::Status IoError(absl::string_view what) const;
+
+ private:
+  explicit RedisConnection(redisContext* context, std::string address)
+      : context_(context), address_(std::move(address)) {}
+
+  redisContext* context_ = nullptr;  // Owned.
+  std::string address_;              // For error messages.
+};
+
+}  // namespace rankwire::logstore
+
+#endif  // RANKWIRE_LOGSTORE_REDIS_CONNECTION_H_

@@ -1,0 +1,220 @@
+#include "logstore/redis_log_sink.h"
+
+#include <hiredis/hiredis.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+
+namespace rankwire::logstore {
+namespace {
+
+// Commands per entry: MULTI, HSET, PEXPIRE, EXEC.
+constexpr int kRepliesPerEntry = 4;
+
+absl::string_view ReplyText(const redisReply& reply) {
+  return absl::string_view(reply.str == nullptr ? "" : reply.str, reply.len);
+}
+
+// The outcome of one entry from its EXEC reply (the three replies before it
+// are +OK and +QUEUED unless the server refused a command, which then shows
+// up here as EXECABORT).
+absl::Status ExecOutcome(const redisReply& exec, absl::string_view address) {
+  if (exec.type == REDIS_REPLY_ERROR) {
+    return absl::InternalError(
+        absl::StrCat("redis ", address, " refused the write: ", ReplyText(exec)));
+  }
+  if (exec.type != REDIS_REPLY_ARRAY || exec.elements != 2) {
+    return absl::InternalError(absl::StrCat(
+        "redis ", address, ": unexpected EXEC reply (type ", exec.type, ")"));
+  }
+  for (size_t i = 0; i < exec.elements; ++i) {
+    const redisReply& r = *exec.element[i];
+    if (r.type == REDIS_REPLY_ERROR) {
+      return absl::InternalError(absl::StrCat("redis ", address, ": ",
+                                              i == 0 ? "HSET" : "PEXPIRE",
+                                              ": ", ReplyText(r)));
+    }
+  }
+  // PEXPIRE answers 0 when the key does not exist, which right after HSET in
+  // the same transaction means something else deleted it.
+  if (exec.element[1]->type != REDIS_REPLY_INTEGER || exec.element[1]->integer != 1) {
+    return absl::InternalError(
+        absl::StrCat("redis ", address, ": PEXPIRE did not set the TTL"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RedisLogSink>> RedisLogSink::Create(
+    const LogStoreConfig& config) {
+  absl::StatusOr<RedisAddress> address = ParseRedisAddress(config.redis_addr);
+  if (!address.ok()) return address.status();
+  if (config.connect_timeout <= absl::ZeroDuration() ||
+      config.io_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("redis connect and I/O timeouts must be positive");
+  }
+  if (config.reconnect_backoff_min <= absl::ZeroDuration() ||
+      config.reconnect_backoff_max < config.reconnect_backoff_min) {
+    return absl::InvalidArgumentError(
+        "reconnect backoff must satisfy 0 < backoff_min <= backoff_max");
+  }
+  RedisSinkOptions options;
+  options.connect.address = *std::move(address);
+  options.connect.password = config.redis_password;
+  options.connect.connect_timeout = config.connect_timeout;
+  options.connect.io_timeout = config.io_timeout;
+  options.backoff_min = config.reconnect_backoff_min;
+  options.backoff_max = config.reconnect_backoff_max;
+  return std::make_unique<RedisLogSink>(std::move(options));
+}
+
+RedisLogSink::RedisLogSink(RedisSinkOptions options)
+    : options_(std::move(options)),
+      address_(options_.connect.address.ToString()),
+      backoff_(options_.backoff_min) {}
+
+bool RedisLogSink::EnsureConnected() {
+  if (connection_.has_value()) return true;
+  const absl::Time now = absl::Now();
+  if (now < next_attempt_) return false;
+  absl::StatusOr<RedisConnection> connection = RedisConnection::Connect(options_.connect);
+  if (!connection.ok()) {
+    last_error_ = connection.status();
+    had_failure_ = true;
+    up_.store(false, std::memory_order_relaxed);
+    next_attempt_ = absl::Now() + backoff_;
+    LogError(absl::Status(last_error_.code(),
+                          absl::StrCat(last_error_.message(), "; next attempt in ",
+                                       absl::FormatDuration(backoff_))),
+             0);
+    backoff_ = std::min(backoff_ * 2, options_.backoff_max);
+    return false;
+  }
+  connection_.emplace(*std::move(connection));
+  backoff_ = options_.backoff_min;
+  if (had_failure_) reconnects_.fetch_add(1, std::memory_order_relaxed);
+  uint64_t suppressed = 0;
+  if (connect_throttle_.Allow(&suppressed)) {
+    spdlog::info("logstore: connected to redis {}{}", address_,
+                 had_failure_ ? " (reconnected)" : "");
+  }
+  had_failure_ = false;
+  up_.store(true, std::memory_order_relaxed);
+  return true;
+}
+
+void RedisLogSink::Disconnect(const absl::Status& why) {
+  connection_.reset();
+  last_error_ = why;
+  had_failure_ = true;
+  up_.store(false, std::memory_order_relaxed);
+  // The server may be back already (a restart); try once right away, then
+  // back off if that fails.
+  next_attempt_ = absl::InfinitePast();
+}
+
+void RedisLogSink::LogError(const absl::Status& status, size_t dropped_entries) {
+  uint64_t suppressed = 0;
+  if (!error_throttle_.Allow(&suppressed)) return;
+  if (dropped_entries > 0) {
+    spdlog::error("logstore: {}; dropped the logs of {} request(s) ({} similar errors suppressed)",
+                  status.message(), dropped_entries, suppressed);
+  } else {
+    spdlog::error("logstore: {} ({} similar errors suppressed)", status.message(),
+                  suppressed);
+  }
+}
+
+void RedisLogSink::Poll() { EnsureConnected(); }
+
+std::vector<absl::Status> RedisLogSink::Write(absl::Span<SinkEntry> batch,
+                                              absl::Duration ttl) {
+  std::vector<absl::Status> results(batch.size());
+  if (batch.empty()) return results;
+  if (!EnsureConnected()) {
+    absl::Status down = absl::UnavailableError(
+        absl::StrCat("redis ", address_, " is down (", last_error_.message(), ")"));
+    std::fill(results.begin(), results.end(), down);
+    LogError(down, batch.size());
+    return results;
+  }
+  redisContext* context = connection_->get();
+  const std::string ttl_ms = absl::StrCat(std::max<int64_t>(1, absl::ToInt64Milliseconds(ttl)));
+
+  // Queue every command in hiredis's output buffer; the first GetReply
+  // sends them all in one go.
+  absl::Status append_error;
+  for (const SinkEntry& entry : batch) {
+    argv_.clear();
+    argv_len_.clear();
+    argv_.push_back("HSET");
+    argv_len_.push_back(4);
+    argv_.push_back(entry.key.data());
+    argv_len_.push_back(entry.key.size());
+    for (const SinkField& field : entry.fields) {
+      argv_.push_back(field.name.data());
+      argv_len_.push_back(field.name.size());
+      argv_.push_back(field.value.data());
+      argv_len_.push_back(field.value.size());
+    }
+    const char* multi[] = {"MULTI"};
+    const size_t multi_len[] = {5};
+    const char* pexpire[] = {"PEXPIRE", entry.key.data(), ttl_ms.data()};
+    const size_t pexpire_len[] = {7, entry.key.size(), ttl_ms.size()};
+    const char* exec[] = {"EXEC"};
+    const size_t exec_len[] = {4};
+    if (redisAppendCommandArgv(context, 1, multi, multi_len) != REDIS_OK ||
+        redisAppendCommandArgv(context, static_cast<int>(argv_.size()), argv_.data(),
+                               argv_len_.data()) != REDIS_OK ||
+        redisAppendCommandArgv(context, 3, pexpire, pexpire_len) != REDIS_OK ||
+        redisAppendCommandArgv(context, 1, exec, exec_len) != REDIS_OK) {
+      append_error = connection_->IoError("queue commands");
+      break;
+    }
+  }
+  if (!append_error.ok()) {
+    std::fill(results.begin(), results.end(), append_error);
+    Disconnect(append_error);
+    LogError(append_error, batch.size());
+    return results;
+  }
+
+  size_t failed = 0;
+  absl::Status first_failure;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    RedisReplyPtr exec_reply;
+    for (int r = 0; r < kRepliesPerEntry; ++r) {
+      void* raw = nullptr;
+      if (redisGetReply(context, &raw) != REDIS_OK) {
+        // The connection is gone; nothing after this point was confirmed.
+        // Unconfirmed transactions either ran whole (EXEC arrived) or not
+        // at all, so no key is left without a TTL either way.
+        absl::Status lost = connection_->IoError("write logs");
+        for (size_t j = i; j < batch.size(); ++j) results[j] = lost;
+        failed += batch.size() - i;
+        Disconnect(lost);
+        LogError(lost, failed);
+        return results;
+      }
+      if (r == kRepliesPerEntry - 1) {
+        exec_reply.reset(static_cast<redisReply*>(raw));
+      } else {
+        RedisReplyPtr discard(static_cast<redisReply*>(raw));
+      }
+    }
+    results[i] = ExecOutcome(*exec_reply, address_);
+    if (!results[i].ok()) {
+      if (failed++ == 0) first_failure = results[i];
+    }
+  }
+  up_.store(true, std::memory_order_relaxed);
+  if (failed > 0) LogError(first_failure, failed);
+  return results;
+}
+
+}  // namespace rankwire::logstore

@@ -1,0 +1,89 @@
+// RedisLogSink writes log batches to Redis over one hiredis connection.
+//
+// Each request becomes one pipelined transaction
+//   MULTI / HSET key item value [item value ...] / PEXPIRE key ttl_ms / EXEC
+// and a batch of requests goes out in one round trip. MULTI/EXEC makes the
+// HSET and its PEXPIRE land together: if the connection is cut mid-batch
+// (I/O timeout against a stalled server, say), Redis discards the
+// unfinished transaction instead of keeping a key that never expires.
+//
+// When Redis cannot be reached the sink fails writes at once with
+// kUnavailable (the consumer drops and counts them) and reconnects on its
+// own with exponential backoff between attempts. Errors go to spdlog, at
+// most one line per second with a count of the ones held back.
+//
+// Thread safety: see LogSink (one writer thread; up() and reconnects() from
+// any thread).
+#ifndef RANKWIRE_LOGSTORE_REDIS_LOG_SINK_H_
+#define RANKWIRE_LOGSTORE_REDIS_LOG_SINK_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "logstore/log_sink.h"
+#include "logstore/log_store.h"
+#include "logstore/log_throttle.h"
+#include "logstore/redis_connection.h"
+
+namespace rankwire::logstore {
+
+struct RedisSinkOptions {
+  RedisConnectOptions connect;
+  absl::Duration backoff_min = absl::Milliseconds(50);
+  absl::Duration backoff_max = absl::Seconds(2);
+};
+
+class RedisLogSink final : public LogSink {
+ public:
+  // Takes the Redis fields of `config`. InvalidArgument for a bad address or
+  // timeouts. Does not connect: the first Write() or Poll() does.
+  static absl::StatusOr<std::unique_ptr<RedisLogSink>> Create(
+      const LogStoreConfig& config);
+
+  explicit RedisLogSink(RedisSinkOptions options);
+
+  std::vector<absl::Status> Write(absl::Span<SinkEntry> batch,
+                                  absl::Duration ttl) override;
+  void Poll() override;
+  bool up() const override { return up_.load(std::memory_order_relaxed); }
+  uint64_t reconnects() const override {
+    return reconnects_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  // Connects if not connected and an attempt is due. False while down.
+  bool EnsureConnected();
+  // Drops the connection after an I/O error; the next attempt is immediate.
+  void Disconnect(const absl::Status& why);
+  void LogError(const absl::Status& status, size_t dropped_entries);
+
+  const RedisSinkOptions options_;
+  const std::string address_;
+
+  // Writer thread only.
+  std::optional<RedisConnection> connection_;
+  absl::Time next_attempt_ = absl::InfinitePast();
+  absl::Duration backoff_;
+  bool had_failure_ = false;  // Since the last successful connect.
+  absl::Status last_error_;
+  // Per-write scratch: argv for one HSET, reused across entries.
+  std::vector<const char*> argv_;
+  std::vector<size_t> argv_len_;
+
+  std::atomic<bool> up_{false};
+  std::atomic<uint64_t> reconnects_{0};
+  LogThrottle error_throttle_;
+  LogThrottle connect_throttle_;
+};
+
+}  // namespace rankwire::logstore
+
+#endif  // RANKWIRE_LOGSTORE_REDIS_LOG_SINK_H_

@@ -1,0 +1,89 @@
+// Metrics in the Prometheus text exposition format: counters, histograms
+// and callback gauges, registered on a MetricsRegistry that main() owns and
+// the HTTP endpoint (server/metrics_http.h) renders at /metrics.
+//
+// Observe() and Increment() are lock-free (relaxed atomics); rendering reads
+// a consistent-enough snapshot, as Prometheus clients do.
+//
+// Thread safety: registration is for start-up (before serving); recording
+// and rendering are safe from many threads.
+#ifndef RANKWIRE_SERVER_METRICS_H_
+#define RANKWIRE_SERVER_METRICS_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+
+namespace rankwire::server {
+
+class Counter {
+ public:
+  void Increment(uint64_t n = 1) { value_.fetch_add(n, std::memory_order_relaxed); }
+  uint64_t value() const { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t> value_{0};
+};
+
+// Cumulative buckets with upper bounds `bounds` (ascending) plus +Inf.
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> bounds);
+  void Observe(double v);
+  uint64_t count() const { return count_.load(std::memory_order_relaxed); }
+  double sum() const;
+  // Counts per bucket (not cumulative), the last one is +Inf.
+  std::vector<uint64_t> BucketCounts() const;
+  const std::vector<double>& bounds() const { return bounds_; }
+
+ private:
+  std::vector<double> bounds_;
+  std::unique_ptr<std::atomic<uint64_t>[]> buckets_;
+  std::atomic<uint64_t> count_{0};
+  std::atomic<uint64_t> sum_bits_{0};  // A double, updated by CAS.
+};
+
+// Latency buckets in seconds, 10 us .. 10 s.
+std::vector<double> LatencyBuckets();
+// Size buckets in bytes, 1 KiB .. 64 MiB.
+std::vector<double> SizeBuckets();
+
+class MetricsRegistry {
+ public:
+  // `labels` is the Prometheus label set without braces, e.g.
+  // `phase="rank"`; metrics of one name share help and type.
+  Counter* AddCounter(absl::string_view name, absl::string_view help,
+                      absl::string_view labels = "");
+  Histogram* AddHistogram(absl::string_view name, absl::string_view help,
+                          std::vector<double> bounds,
+                          absl::string_view labels = "");
+  void AddGauge(absl::string_view name, absl::string_view help,
+                std::function<double()> read, absl::string_view labels = "");
+
+  std::string RenderPrometheus() const;
+
+ private:
+  struct Family;
+  Family& FamilyFor(absl::string_view name, absl::string_view help,
+                    absl::string_view type);
+  struct Series {
+    std::string labels;
+    std::unique_ptr<Counter> counter;
+    std::unique_ptr<Histogram> histogram;
+    std::function<double()> gauge;
+  };
+  struct Family {
+    std::string name, help, type;
+    std::vector<Series> series;
+  };
+  std::vector<std::unique_ptr<Family>> families_;
+};
+
+}  // namespace rankwire::server
+
+#endif  // RANKWIRE_SERVER_METRICS_H_

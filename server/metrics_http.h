@@ -1,0 +1,37 @@
+// MetricsHttpServer serves a MetricsRegistry at GET /metrics in the
+// Prometheus text format (civetweb, two worker threads).
+//
+// Thread safety: Start/destructor from one thread; serving is internal.
+#ifndef RANKWIRE_SERVER_METRICS_HTTP_H_
+#define RANKWIRE_SERVER_METRICS_HTTP_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "server/metrics.h"
+
+struct mg_context;
+
+namespace rankwire::server {
+
+class MetricsHttpServer {
+ public:
+  // Listens on address:port (port 0 picks a free port). `registry` must
+  // outlive the server.
+  static absl::StatusOr<std::unique_ptr<MetricsHttpServer>> Start(
+      const std::string& address, int port, const MetricsRegistry* registry);
+  ~MetricsHttpServer();
+
+  int port() const { return port_; }
+
+ private:
+  MetricsHttpServer() = default;
+  mg_context* ctx_ = nullptr;
+  const MetricsRegistry* registry_ = nullptr;
+  int port_ = 0;
+};
+
+}  // namespace rankwire::server
+
+#endif  // RANKWIRE_SERVER_METRICS_HTTP_H_

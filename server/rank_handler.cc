@@ -1,0 +1,114 @@
+#include "server/rank_handler.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace rankwire::server {
+namespace {
+
+using Clock = RankHandler::Clock;
+
+uint32_t MicrosSince(Clock::time_point from, Clock::time_point to) {
+  return static_cast<uint32_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(to - from).count());
+}
+
+void Record(Histogram* h, uint32_t micros) {
+  if (h != nullptr) h->Observe(micros * 1e-6);
+}
+
+}  // namespace
+
+RankHandler::RankHandler(const Ranker* ranker, const CodecRegistry* codecs,
+                         logstore::LogConsumer* logs, ServerMetrics* metrics,
+                         RankHandlerOptions options)
+    : ranker_(ranker),
+      codecs_(codecs),
+      logs_(logs),
+      metrics_(metrics),
+      options_(std::move(options)) {}
+
+rank::v1::LogMode RankHandler::EffectiveLogMode(
+    const rank::v1::RankRequest& request) const {
+  rank::v1::LogMode mode = request.log_mode() == rank::v1::LOG_MODE_DEFAULT
+                               ? options_.default_log_mode
+                               : request.log_mode();
+  if (mode == rank::v1::LOG_MODE_STORE && logs_ == nullptr) {
+    return rank::v1::LOG_MODE_NONE;
+  }
+  return mode;
+}
+
+absl::StatusOr<EncodedResponse> RankHandler::Handle(
+    const rank::v1::RankRequest& request, Clock::time_point started,
+    uint32_t deserialize_us) const {
+  EncodedResponse response;
+  rank::v1::ServerTimings* timings = response.header.mutable_timings();
+  timings->set_request_deserialize_us(deserialize_us);
+  if (metrics_) Record(metrics_->request_deserialize, deserialize_us);
+
+  Clock::time_point t0 = Clock::now();
+  absl::Status valid = ValidateRequest(request, options_.limits);
+  Clock::time_point t1 = Clock::now();
+  timings->set_validate_us(MicrosSince(t0, t1));
+  if (metrics_) Record(metrics_->validate, timings->validate_us());
+  if (!valid.ok()) return valid;
+
+  const rank::v1::LogMode log_mode = EffectiveLogMode(request);
+  const bool with_logs = log_mode == rank::v1::LOG_MODE_INLINE ||
+                         log_mode == rank::v1::LOG_MODE_STORE;
+  RankResult result = ranker_->Rank(request, with_logs);
+  Clock::time_point t2 = Clock::now();
+  timings->set_rank_us(MicrosSince(t1, t2));
+  if (metrics_) Record(metrics_->rank, timings->rank_us());
+
+  // Logs leave the result before it is encoded; the consumer only queues
+  // them, and its future is not waited on.
+  if (log_mode == rank::v1::LOG_MODE_STORE) {
+    logstore::RequestLogs logs;
+    logs.request_id = request.request_id();
+    logs.items.reserve(result.items.size());
+    for (RankedItem& item : result.items) {
+      logs.items.push_back(logstore::ItemLog{item.item_id, std::move(item.log)});
+      item.log.clear();
+    }
+    response.header.set_log_key(logs_->KeyFor(request.request_id()));
+    logs_->Consume(std::move(logs));
+  }
+  Clock::time_point t3 = Clock::now();
+  timings->set_log_enqueue_us(MicrosSince(t2, t3));
+  if (metrics_) Record(metrics_->log_enqueue, timings->log_enqueue_us());
+
+  const Codec& codec =
+      codecs_->Negotiate(request.accept_codecs(), *options_.default_codec);
+  absl::StatusOr<OwnedBuffer> body = codec.Encode(result, EncodeOptions{request.top_n()});
+  if (!body.ok()) {
+    return absl::InternalError(absl::StrCat("encoding with ", codec.name(),
+                                            " failed: ", body.status().message()));
+  }
+  Clock::time_point t4 = Clock::now();
+  timings->set_response_serialize_us(MicrosSince(t3, t4));
+  if (metrics_) Record(metrics_->response_serialize, timings->response_serialize_us());
+
+  rank::v1::ResponseHeader& header = response.header;
+  header.set_request_id(request.request_id());
+  header.set_codec(std::string(codec.name()));
+  header.set_format_version(codec.format_version());
+  header.set_item_count(static_cast<uint32_t>(result.items.size()));
+  header.set_log_mode(log_mode);
+  header.set_model_version(ranker_->model().full_version());
+  response.body_kind = codec.body_kind();
+  if (metrics_) {
+    if (const auto* c = metrics_->ForCodec(codec.name())) {
+      c->responses->Increment();
+      c->response_bytes->Observe(static_cast<double>(body->size()));
+    }
+  }
+  response.body = std::make_shared<const OwnedBuffer>(*std::move(body));
+  timings->set_total_us(MicrosSince(started, Clock::now()));
+  if (metrics_) Record(metrics_->total, timings->total_us());
+  return response;
+}
+
+}  // namespace rankwire::server

@@ -1,0 +1,66 @@
+// RankHandler is everything between a parsed RankRequest and an encoded
+// response: validate, rank, send the logs where the request wants them,
+// encode with the negotiated codec, fill the header. It knows nothing about
+// gRPC; the reactor in rank_service.cc parses, calls Handle() and finishes.
+//
+// Ranking (Ranker), encoding (Codec) and logging (LogConsumer) are separate
+// objects passed in; the handler only sequences them and times each phase.
+//
+// Thread safety: Handle() is safe from many threads; everything passed in
+// must be thread-safe and outlive the handler.
+#ifndef RANKWIRE_SERVER_RANK_HANDLER_H_
+#define RANKWIRE_SERVER_RANK_HANDLER_H_
+
+#include <chrono>
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "codec/registry.h"
+#include "logstore/log_store.h"
+#include "rank/v1/rank.pb.h"
+#include "server/encoded_response.h"
+#include "server/ranker.h"
+#include "server/request_validator.h"
+#include "server/server_metrics.h"
+
+namespace rankwire::server {
+
+struct RankHandlerOptions {
+  RequestLimits limits;
+  // The codec used when the request accepts none this server has (--codec).
+  const Codec* default_codec = nullptr;
+  // Where logs go when the request says LOG_MODE_DEFAULT (--log_mode).
+  rank::v1::LogMode default_log_mode = rank::v1::LOG_MODE_STORE;
+};
+
+class RankHandler {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // `logs` may be null: LOG_MODE_STORE then behaves as LOG_MODE_NONE and the
+  // header says so. `metrics` may be null.
+  RankHandler(const Ranker* ranker, const CodecRegistry* codecs,
+              logstore::LogConsumer* logs, ServerMetrics* metrics,
+              RankHandlerOptions options);
+
+  // `started` is when the call began (before request parsing) and
+  // `deserialize_us` how long parsing took; both go into the header.
+  // InvalidArgument for a bad request; Internal if encoding fails.
+  absl::StatusOr<EncodedResponse> Handle(const rank::v1::RankRequest& request,
+                                         Clock::time_point started,
+                                         uint32_t deserialize_us) const;
+
+  // The log mode a request gets (the request's, or the server default).
+  rank::v1::LogMode EffectiveLogMode(const rank::v1::RankRequest& request) const;
+
+ private:
+  const Ranker* ranker_;
+  const CodecRegistry* codecs_;
+  logstore::LogConsumer* logs_;
+  ServerMetrics* metrics_;
+  RankHandlerOptions options_;
+};
+
+}  // namespace rankwire::server
+
+#endif  // RANKWIRE_SERVER_RANK_HANDLER_H_

@@ -1,0 +1,238 @@
+// rankwire-server: the ranking service. Flags (also from --flagfile) are
+// listed in README.md; `rankwire-server --help` prints them.
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "codec/builtin_codecs.h"
+#include "logstore/log_store.h"
+#include "server/linear_model.h"
+#include "server/metrics_http.h"
+#include "server/rank_handler.h"
+#include "server/rank_service.h"
+#include "server/ranker.h"
+#include "server/server_metrics.h"
+#include "spdlog/spdlog.h"
+
+ABSL_FLAG(std::string, address, "0.0.0.0", "Address to listen on.");
+ABSL_FLAG(int, port, 50051, "gRPC port (0 picks a free port and logs it).");
+ABSL_FLAG(std::string, codec, "protobuf",
+          "Default response codec: protobuf, rankbin or rankbin-zstd. A request "
+          "may ask for another it accepts.");
+ABSL_FLAG(std::string, model, "server/models/ecom_search_lr.model",
+          "Ranking model file.");
+ABSL_FLAG(uint32_t, max_candidates, 1000, "Most candidates a request may carry.");
+ABSL_FLAG(int, max_message_bytes, 64 << 20,
+          "Largest request or response message, in bytes.");
+ABSL_FLAG(std::string, log_mode, "store",
+          "Where per-item logs go unless the request says: store, inline or none.");
+ABSL_FLAG(std::string, logstore, "memory",
+          "Log store backend: memory (in-process) or redis.");
+ABSL_FLAG(std::string, redis_addr, "127.0.0.1:6379", "Redis host:port for --logstore=redis.");
+ABSL_FLAG(std::string, redis_password, "", "Redis AUTH password (empty: no AUTH).");
+ABSL_FLAG(int, log_ttl_ms, 1000, "TTL of a request's logs in the store, in ms.");
+ABSL_FLAG(uint32_t, log_queue_requests, 256,
+          "Log queue bound, in requests; logs beyond it are dropped and counted.");
+ABSL_FLAG(uint32_t, log_queue_mb, 256, "Log queue bound, in MiB of log text.");
+ABSL_FLAG(uint32_t, log_batch_requests, 16,
+          "Requests' logs written per pipelined round trip to the store.");
+ABSL_FLAG(bool, log_compress, false, "zstd-compress each log value in the store.");
+ABSL_FLAG(int, metrics_port, 9464,
+          "Prometheus /metrics HTTP port (0 picks a free port, -1 disables).");
+ABSL_FLAG(int, shutdown_grace_ms, 5000,
+          "On SIGTERM/SIGINT, how long in-flight RPCs may take to finish.");
+ABSL_FLAG(int, log_flush_ms, 2000, "On shutdown, how long to flush queued logs.");
+
+namespace rankwire::server {
+namespace {
+
+absl::StatusOr<rank::v1::LogMode> ParseLogMode(const std::string& mode) {
+  if (mode == "store") return rank::v1::LOG_MODE_STORE;
+  if (mode == "inline") return rank::v1::LOG_MODE_INLINE;
+  if (mode == "none") return rank::v1::LOG_MODE_NONE;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--log_mode=", mode, ": expected store, inline or none"));
+}
+
+absl::StatusOr<logstore::LogStoreConfig> LogStoreConfigFromFlags() {
+  logstore::LogStoreConfig config;
+  const std::string backend = absl::GetFlag(FLAGS_logstore);
+  if (backend == "memory") {
+    config.backend = logstore::LogStoreConfig::Backend::kMemory;
+  } else if (backend == "redis") {
+    config.backend = logstore::LogStoreConfig::Backend::kRedis;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--logstore=", backend, ": expected memory or redis"));
+  }
+  if (absl::GetFlag(FLAGS_log_ttl_ms) <= 0) {
+    return absl::InvalidArgumentError("--log_ttl_ms must be positive");
+  }
+  config.redis_addr = absl::GetFlag(FLAGS_redis_addr);
+  config.redis_password = absl::GetFlag(FLAGS_redis_password);
+  config.ttl = absl::Milliseconds(absl::GetFlag(FLAGS_log_ttl_ms));
+  config.queue_capacity_requests = absl::GetFlag(FLAGS_log_queue_requests);
+  config.queue_capacity_bytes = size_t{absl::GetFlag(FLAGS_log_queue_mb)} << 20;
+  config.batch_requests = absl::GetFlag(FLAGS_log_batch_requests);
+  config.compress = absl::GetFlag(FLAGS_log_compress);
+  return config;
+}
+
+void ExportLogStats(MetricsRegistry* registry, const logstore::LogConsumer* consumer) {
+  auto stat = [consumer](auto field) {
+    return [consumer, field]() { return static_cast<double>(consumer->stats().*field); };
+  };
+  using S = logstore::LogStats;
+  constexpr absl::string_view kItems = "rankwire_log_items_total";
+  constexpr absl::string_view kItemsHelp = "Per-item log lines by outcome.";
+  registry->AddGauge(kItems, kItemsHelp, stat(&S::items_enqueued), "outcome=\"enqueued\"");
+  registry->AddGauge(kItems, kItemsHelp, stat(&S::items_stored), "outcome=\"stored\"");
+  registry->AddGauge(kItems, kItemsHelp, stat(&S::items_dropped_queue_full),
+                     "outcome=\"dropped_queue_full\"");
+  registry->AddGauge(kItems, kItemsHelp, stat(&S::items_dropped_store_error),
+                     "outcome=\"dropped_store_error\"");
+  registry->AddGauge(kItems, kItemsHelp, stat(&S::items_dropped_shutdown),
+                     "outcome=\"dropped_shutdown\"");
+  registry->AddGauge("rankwire_log_bytes_stored_total", "Log value bytes written to the store.",
+                     stat(&S::bytes_stored));
+  registry->AddGauge("rankwire_log_queue_requests", "Requests waiting in the log queue.",
+                     stat(&S::queue_requests));
+  registry->AddGauge("rankwire_log_queue_bytes", "Log bytes waiting in the log queue.",
+                     stat(&S::queue_bytes));
+  registry->AddGauge("rankwire_log_store_reconnects_total", "Reconnects to the log store.",
+                     stat(&S::reconnects));
+  registry->AddGauge("rankwire_log_store_up", "1 if the log store is reachable.",
+                     [consumer]() { return consumer->stats().store_up ? 1.0 : 0.0; });
+}
+
+// Blocks SIGTERM/SIGINT in every thread (call before any thread starts), so
+// the main thread can wait for them with sigwait().
+sigset_t BlockShutdownSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+absl::Status Run() {
+  const sigset_t signals = BlockShutdownSignals();
+
+  absl::StatusOr<CodecRegistry> codecs = MakeBuiltinCodecs(BuiltinCodecOptions{});
+  if (!codecs.ok()) return codecs.status();
+  absl::StatusOr<const Codec*> default_codec = codecs->Get(absl::GetFlag(FLAGS_codec));
+  if (!default_codec.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--codec: ", default_codec.status().message()));
+  }
+  absl::StatusOr<rank::v1::LogMode> log_mode = ParseLogMode(absl::GetFlag(FLAGS_log_mode));
+  if (!log_mode.ok()) return log_mode.status();
+  if (absl::GetFlag(FLAGS_max_candidates) == 0) {
+    return absl::InvalidArgumentError("--max_candidates must be at least 1");
+  }
+
+  absl::StatusOr<LinearModel> model = LinearModel::LoadFile(absl::GetFlag(FLAGS_model));
+  if (!model.ok()) return model.status();
+  Ranker ranker(&*model);
+
+  MetricsRegistry registry;
+  ServerMetrics metrics(&registry, codecs->Names());
+
+  logstore::LogStore store;
+  if (*log_mode != rank::v1::LOG_MODE_NONE) {
+    absl::StatusOr<logstore::LogStoreConfig> config = LogStoreConfigFromFlags();
+    if (!config.ok()) return config.status();
+    absl::StatusOr<logstore::LogStore> opened = logstore::OpenLogStore(*config);
+    if (!opened.ok()) return opened.status();
+    store = *std::move(opened);
+    ExportLogStats(&registry, store.consumer.get());
+  }
+
+  RankHandlerOptions options;
+  options.limits.max_candidates = absl::GetFlag(FLAGS_max_candidates);
+  options.default_codec = *default_codec;
+  options.default_log_mode = *log_mode;
+  RankHandler handler(&ranker, &*codecs, store.consumer.get(), &metrics, options);
+  RankServiceImpl rank_service(&handler, &metrics);
+  LogServiceImpl log_service(store.reader.get());
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int bound_port = 0;
+  const std::string listen =
+      absl::StrCat(absl::GetFlag(FLAGS_address), ":", absl::GetFlag(FLAGS_port));
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &bound_port);
+  builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_message_bytes));
+  builder.SetMaxSendMessageSize(absl::GetFlag(FLAGS_max_message_bytes));
+  builder.RegisterService(&rank_service);
+  builder.RegisterService(&log_service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || bound_port == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", listen));
+  }
+  server->GetHealthCheckService()->SetServingStatus(true);
+
+  std::unique_ptr<MetricsHttpServer> http;
+  if (int metrics_port = absl::GetFlag(FLAGS_metrics_port); metrics_port >= 0) {
+    absl::StatusOr<std::unique_ptr<MetricsHttpServer>> started =
+        MetricsHttpServer::Start(absl::GetFlag(FLAGS_address), metrics_port, &registry);
+    if (!started.ok()) return started.status();
+    http = *std::move(started);
+  }
+  // Scripts and tests read the ports from this line.
+  spdlog::info("rankwire-server listening port={} metrics_port={} codec={} log_mode={} logstore={} model={}",
+               bound_port, http ? http->port() : -1, (*default_codec)->name(),
+               absl::GetFlag(FLAGS_log_mode), absl::GetFlag(FLAGS_logstore),
+               model->full_version());
+
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  spdlog::info("signal {}: draining (grace {} ms)", signal_number,
+               absl::GetFlag(FLAGS_shutdown_grace_ms));
+  server->GetHealthCheckService()->SetServingStatus(false);
+  server->Shutdown(std::chrono::system_clock::now() +
+                   std::chrono::milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms)));
+  server->Wait();
+  if (store.consumer) {
+    store.consumer->Shutdown(absl::Milliseconds(absl::GetFlag(FLAGS_log_flush_ms)));
+    logstore::LogStats s = store.consumer->stats();
+    spdlog::info("log store flushed: stored={} dropped(queue_full={} store_error={} shutdown={})",
+                 s.items_stored, s.items_dropped_queue_full, s.items_dropped_store_error,
+                 s.items_dropped_shutdown);
+  }
+  spdlog::info("rankwire-server stopped");
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace rankwire::server
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "rankwire ranking server. Example:\n"
+      "  rankwire-server --port=50051 --codec=rankbin --logstore=redis "
+      "--redis_addr=127.0.0.1:6379\n"
+      "  rankwire-server --flagfile=deploy/rankwire.flags");
+  absl::ParseCommandLine(argc, argv);
+  absl::Status status = rankwire::server::Run();
+  if (!status.ok()) {
+    spdlog::critical("rankwire-server: {}", status.ToString());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,46 @@
+#include "server/server_metrics.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace rankwire::server {
+
+ServerMetrics::ServerMetrics(MetricsRegistry* r,
+                             const std::vector<std::string>& codec_names) {
+  constexpr absl::string_view kRpcs = "rankwire_rank_rpcs_total";
+  constexpr absl::string_view kRpcsHelp = "Rank RPCs by outcome.";
+  rpcs_ok = r->AddCounter(kRpcs, kRpcsHelp, "outcome=\"ok\"");
+  rpcs_invalid_argument = r->AddCounter(kRpcs, kRpcsHelp, "outcome=\"invalid_argument\"");
+  rpcs_failed = r->AddCounter(kRpcs, kRpcsHelp, "outcome=\"error\"");
+
+  constexpr absl::string_view kPhase = "rankwire_server_phase_seconds";
+  constexpr absl::string_view kPhaseHelp = "Server-side cost of each phase of a Rank call.";
+  auto phase = [&](absl::string_view name) {
+    return r->AddHistogram(kPhase, kPhaseHelp, LatencyBuckets(),
+                           absl::StrCat("phase=\"", name, "\""));
+  };
+  request_deserialize = phase("request_deserialize");
+  validate = phase("validate");
+  rank = phase("rank");
+  log_enqueue = phase("log_enqueue");
+  response_serialize = phase("response_serialize");
+  total = phase("total");
+
+  for (const std::string& name : codec_names) {
+    std::string label = absl::StrCat("codec=\"", name, "\"");
+    codecs.push_back(PerCodec{
+        name,
+        r->AddCounter("rankwire_responses_total", "Rank responses by codec.", label),
+        r->AddHistogram("rankwire_response_body_bytes",
+                        "Encoded RankResult bytes per response, by codec.",
+                        SizeBuckets(), label)});
+  }
+}
+
+const ServerMetrics::PerCodec* ServerMetrics::ForCodec(absl::string_view name) const {
+  for (const PerCodec& c : codecs) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+}  // namespace rankwire::server

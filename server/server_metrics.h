@@ -1,0 +1,46 @@
+// ServerMetrics: the series the server records, registered once on a
+// MetricsRegistry. The per-phase histograms are the costs of the design
+// brief's table (request deserialize, rank, log enqueue, response
+// serialize), labelled by phase; response sizes are labelled by codec.
+//
+// Thread safety: recording is lock-free; build before serving.
+#ifndef RANKWIRE_SERVER_SERVER_METRICS_H_
+#define RANKWIRE_SERVER_SERVER_METRICS_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "server/metrics.h"
+
+namespace rankwire::server {
+
+struct ServerMetrics {
+  // `codec_names`: one response series per codec.
+  ServerMetrics(MetricsRegistry* registry,
+                const std::vector<std::string>& codec_names);
+
+  Counter* rpcs_ok;
+  Counter* rpcs_invalid_argument;
+  Counter* rpcs_failed;
+  Histogram* request_deserialize;
+  Histogram* validate;
+  Histogram* rank;
+  Histogram* log_enqueue;
+  Histogram* response_serialize;
+  Histogram* total;
+
+  struct PerCodec {
+    std::string name;
+    Counter* responses;
+    Histogram* response_bytes;
+  };
+  std::vector<PerCodec> codecs;
+  // nullptr for a codec that was not registered.
+  const PerCodec* ForCodec(absl::string_view name) const;
+};
+
+}  // namespace rankwire::server
+
+#endif  // RANKWIRE_SERVER_SERVER_METRICS_H_
