@@ -5,16 +5,27 @@
 #ifndef RANKWIRE_CODEC_BUILTIN_CODECS_H_
 #define RANKWIRE_CODEC_BUILTIN_CODECS_H_
 
+#include <cstdint>
+
 #include "absl/status/statusor.h"
 #include "codec/registry.h"
 
 namespace rankwire {
 
 struct BuiltinCodecOptions {
-  // Placeholder-free: options are added with the codecs that read them.
+  // Items per rankbin block (the unit of lazy decompression).
+  uint32_t block_items = 32;
+  // rankbin-zstd: zstd level and which columns are compressed.
+  int zstd_level = 1;
+  bool zstd_values = true;
+  bool zstd_logs = true;
+  // A compressed block is kept only if it saves at least this fraction.
+  double zstd_min_saving = 0.10;
+  // Readers: most bytes one payload's compressed blocks may decode to.
+  uint64_t max_decoded_bytes = uint64_t{256} << 20;
 };
 
-// "protobuf" (the baseline) and the custom codecs, in that order.
+// "protobuf" (the baseline), "rankbin" and "rankbin-zstd", in that order.
 absl::StatusOr<CodecRegistry> MakeBuiltinCodecs(const BuiltinCodecOptions& options);
 
 }  // namespace rankwire

@@ -43,6 +43,22 @@ std::optional<double> MetricValue::AsDouble() const {
   return std::nullopt;
 }
 
+void MetricValue::SetString(absl::string_view v) {
+  rep_[0] = static_cast<uint8_t>(MetricType::kString);
+  if (v.size() <= kInlineMax) {
+    std::memset(rep_ + 1, 0, sizeof(rep_) - 1);
+    rep_[1] = static_cast<uint8_t>(v.size());
+    if (!v.empty()) std::memcpy(rep_ + 2, v.data(), v.size());
+    return;
+  }
+  rep_[1] = kHeap;
+  const uint64_t size = v.size();
+  char* block = new char[sizeof(size) + v.size()];
+  std::memcpy(block, &size, sizeof(size));
+  std::memcpy(block + sizeof(size), v.data(), v.size());
+  std::memcpy(rep_ + 8, &block, sizeof(block));
+}
+
 bool operator==(const MetricValue& a, const MetricValue& b) {
   if (a.type() != b.type()) return false;
   switch (a.type()) {

@@ -1,0 +1,334 @@
+// Per-type serializers of the rankbin format: one small struct per type,
+// each knowing
+//   Size(v)        the exact number of bytes v takes (so output is sized once),
+//   Write(w, v)    how to write v (REQUIRES: Size(v) bytes of room),
+//   Read(r, &v)    how to read it back (bounds-checked; errors land in r).
+//
+// Primitives (varints, zigzag varints, fixed-width numbers, length-prefixed
+// bytes), lists (count + elements), sets (a list whose elements must be
+// unique), and the ranking objects (key entries, shapes, item records, block
+// directory entries, metric values). All of them go through
+// codec/coding.h; none has its own varint or bounds check.
+//
+// Thread safety: stateless.
+#ifndef RANKWIRE_CODEC_RANKBIN_SERIALIZERS_H_
+#define RANKWIRE_CODEC_RANKBIN_SERIALIZERS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "codec/codec.h"
+#include "codec/coding.h"
+#include "codec/rankbin/format.h"
+
+namespace rankwire::rankbin {
+
+template <typename T>
+struct Serializer;
+
+// Primitives ---------------------------------------------------------------
+
+template <>
+struct Serializer<uint64_t> {
+  static constexpr uint64_t kMinBytes = 1;
+  static size_t Size(uint64_t v) { return coding::VarintLength(v); }
+  static void Write(coding::Writer& w, uint64_t v) { w.PutVarint64(v); }
+  static void Read(coding::Reader& r, uint64_t* v, const char* what) {
+    *v = r.Varint64(what);
+  }
+};
+
+template <>
+struct Serializer<uint32_t> {
+  static constexpr uint64_t kMinBytes = 1;
+  static size_t Size(uint32_t v) { return coding::VarintLength(v); }
+  static void Write(coding::Writer& w, uint32_t v) { w.PutVarint64(v); }
+  static void Read(coding::Reader& r, uint32_t* v, const char* what) {
+    *v = r.Varint32(what);
+  }
+};
+
+template <>
+struct Serializer<int64_t> {
+  static constexpr uint64_t kMinBytes = 1;
+  static size_t Size(int64_t v) {
+    return coding::VarintLength(coding::ZigZagEncode64(v));
+  }
+  static void Write(coding::Writer& w, int64_t v) { w.PutSignedVarint64(v); }
+  static void Read(coding::Reader& r, int64_t* v, const char* what) {
+    *v = r.SignedVarint64(what);
+  }
+};
+
+template <>
+struct Serializer<float> {
+  static constexpr uint64_t kMinBytes = 4;
+  static size_t Size(float) { return 4; }
+  static void Write(coding::Writer& w, float v) { w.PutFloat(v); }
+  static void Read(coding::Reader& r, float* v, const char* what) {
+    *v = r.Float(what);
+  }
+};
+
+template <>
+struct Serializer<double> {
+  static constexpr uint64_t kMinBytes = 8;
+  static size_t Size(double) { return 8; }
+  static void Write(coding::Writer& w, double v) { w.PutDouble(v); }
+  static void Read(coding::Reader& r, double* v, const char* what) {
+    *v = r.Double(what);
+  }
+};
+
+template <>
+struct Serializer<absl::string_view> {
+  static constexpr uint64_t kMinBytes = 1;
+  static size_t Size(absl::string_view v) {
+    return coding::LengthPrefixedLength(v.size());
+  }
+  static void Write(coding::Writer& w, absl::string_view v) {
+    w.PutLengthPrefixed(v);
+  }
+  // The result is a view into the reader's input.
+  static void Read(coding::Reader& r, absl::string_view* v, const char* what) {
+    *v = r.LengthPrefixed(what);
+  }
+};
+
+// Lists and sets -----------------------------------------------------------
+
+// count varint, then the elements.
+template <typename T>
+struct Serializer<std::vector<T>> {
+  static constexpr uint64_t kMinBytes = 1;
+  static size_t Size(const std::vector<T>& v) {
+    size_t n = coding::VarintLength(v.size());
+    for (const T& e : v) n += Serializer<T>::Size(e);
+    return n;
+  }
+  static void Write(coding::Writer& w, const std::vector<T>& v) {
+    w.PutVarint64(v.size());
+    for (const T& e : v) Serializer<T>::Write(w, e);
+  }
+  // The count is checked against the bytes left before anything is
+  // allocated.
+  static void Read(coding::Reader& r, std::vector<T>* v, const char* what) {
+    uint64_t n = r.Count(Serializer<T>::kMinBytes, what);
+    v->clear();
+    v->reserve(n);
+    for (uint64_t i = 0; i < n && r.ok(); ++i) {
+      T e{};
+      Serializer<T>::Read(r, &e, what);
+      v->push_back(e);
+    }
+  }
+};
+
+// A set of small unsigned integers below a known bound (key indexes), on
+// the wire as a list. Read rejects out-of-range and repeated elements.
+struct IndexSetSerializer {
+  static size_t Size(const std::vector<uint32_t>& v) {
+    return Serializer<std::vector<uint32_t>>::Size(v);
+  }
+  static void Write(coding::Writer& w, const std::vector<uint32_t>& v) {
+    Serializer<std::vector<uint32_t>>::Write(w, v);
+  }
+  // `seen` is scratch of at least `bound` entries, all false on entry and
+  // on return.
+  static void Read(coding::Reader& r, uint32_t bound, std::vector<bool>* seen,
+                   std::vector<uint32_t>* v, const char* what) {
+    Serializer<std::vector<uint32_t>>::Read(r, v, what);
+    bool bad = false;
+    size_t marked = 0;
+    for (; marked < v->size(); ++marked) {
+      uint32_t e = (*v)[marked];
+      if (e >= bound || (*seen)[e]) {
+        r.Fail(what, e >= bound ? absl::StrCat("index ", e, " out of range (", bound, ")")
+                                : absl::StrCat("index ", e, " repeated"));
+        bad = true;
+        break;
+      }
+      (*seen)[e] = true;
+    }
+    for (size_t i = 0; i < marked; ++i) (*seen)[(*v)[i]] = false;
+    if (bad) v->clear();
+  }
+};
+
+// Ranking objects ----------------------------------------------------------
+
+// One entry of the KEYS section:
+//   entry_length varint | type u8 | name (length-prefixed) | params
+// where params is the dictionary (a list of strings) for kStringDict and
+// empty otherwise. Readers ignore bytes after the params they know.
+struct KeyEntry {
+  uint8_t type_code = 0;
+  absl::string_view name;
+  std::vector<absl::string_view> dict;  // kStringDict only.
+};
+
+template <>
+struct Serializer<KeyEntry> {
+  static constexpr uint64_t kMinBytes = 3;
+  static size_t BodySize(const KeyEntry& e) {
+    size_t n = 1 + Serializer<absl::string_view>::Size(e.name);
+    if (e.type_code == static_cast<uint8_t>(TypeCode::kStringDict)) {
+      n += Serializer<std::vector<absl::string_view>>::Size(e.dict);
+    }
+    return n;
+  }
+  static size_t Size(const KeyEntry& e) {
+    size_t body = BodySize(e);
+    return coding::VarintLength(body) + body;
+  }
+  static void Write(coding::Writer& w, const KeyEntry& e) {
+    w.PutVarint64(BodySize(e));
+    w.PutByte(e.type_code);
+    w.PutLengthPrefixed(e.name);
+    if (e.type_code == static_cast<uint8_t>(TypeCode::kStringDict)) {
+      Serializer<std::vector<absl::string_view>>::Write(w, e.dict);
+    }
+  }
+  // Views point into the reader's input.
+  static void Read(coding::Reader& r, KeyEntry* e, const char* what) {
+    absl::string_view body = r.LengthPrefixed(what);
+    if (!r.ok()) return;
+    coding::Reader br(body, "rankbin", r.offset() - body.size());
+    e->type_code = br.Byte("key type");
+    e->name = br.LengthPrefixed("key name");
+    e->dict.clear();
+    if (e->type_code == static_cast<uint8_t>(TypeCode::kStringDict)) {
+      Serializer<std::vector<absl::string_view>>::Read(br, &e->dict, "key dictionary");
+    }
+    if (!br.ok()) r.FailWith(br.status());
+  }
+};
+
+// One item's hot fields in the ITEMS section. Readers ignore bytes after
+// the fields they know, up to the next record.
+struct ItemRecord {
+  absl::string_view id;
+  double score = 0;
+  uint32_t position = 0;
+  uint32_t shape = 0;
+  uint32_t values_offset = 0;  // In the item's VALUES block, decoded.
+};
+
+template <>
+struct Serializer<ItemRecord> {
+  static size_t Size(const ItemRecord& v) {
+    return coding::LengthPrefixedLength(v.id.size()) + 8 +
+           coding::VarintLength(v.position) + coding::VarintLength(v.shape) +
+           coding::VarintLength(v.values_offset);
+  }
+  static void Write(coding::Writer& w, const ItemRecord& v) {
+    w.PutLengthPrefixed(v.id);
+    w.PutDouble(v.score);
+    w.PutVarint64(v.position);
+    w.PutVarint64(v.shape);
+    w.PutVarint64(v.values_offset);
+  }
+  static void Read(coding::Reader& r, ItemRecord* v) {
+    v->id = r.LengthPrefixed("item id");
+    v->score = r.Double("item score");
+    v->position = r.Varint32("item position");
+    v->shape = r.Varint32("item shape");
+    v->values_offset = r.Varint32("item values offset");
+  }
+};
+
+// One entry of a block directory (VALUES, LOGS): fixed width, so the writer
+// can fill in sizes after compressing.
+struct BlockEntry {
+  uint8_t codec = 0;
+  uint32_t stored_size = 0;
+  uint32_t raw_size = 0;
+};
+
+template <>
+struct Serializer<BlockEntry> {
+  static constexpr uint64_t kMinBytes = kBlockEntryBytes;
+  static size_t Size(const BlockEntry&) { return kBlockEntryBytes; }
+  static void Write(coding::Writer& w, const BlockEntry& v) {
+    w.PutByte(v.codec);
+    w.PutFixed32(v.stored_size);
+    w.PutFixed32(v.raw_size);
+  }
+  static void Read(coding::Reader& r, BlockEntry* v, const char* what) {
+    v->codec = r.Byte(what);
+    v->stored_size = r.Fixed32(what);
+    v->raw_size = r.Fixed32(what);
+  }
+};
+
+// Metric values: the encoding is chosen by the key's type code. Unknown
+// codes are skipped by wire class.
+struct ValueSerializer {
+  // Bytes of a fixed-width code, 0 for variable-width codes.
+  static size_t FixedSize(uint8_t code) {
+    switch (WireClassOf(code)) {
+      case WireClass::kFixed32:
+        return 4;
+      case WireClass::kFixed64:
+        return 8;
+      default:
+        return 0;
+    }
+  }
+  static void Skip(coding::Reader& r, uint8_t code) {
+    switch (WireClassOf(code)) {
+      case WireClass::kVarint:
+        r.Varint64("skipped value");
+        return;
+      case WireClass::kFixed32:
+        r.Skip(4, "skipped value");
+        return;
+      case WireClass::kFixed64:
+        r.Skip(8, "skipped value");
+        return;
+      case WireClass::kBytes:
+        r.LengthPrefixed("skipped value");
+        return;
+    }
+    r.Fail("value", "unknown wire class");
+  }
+  // Reads a value of a known code. `dict` is the key's dictionary.
+  // Returns false (and leaves an error in r) on malformed input.
+  static bool Read(coding::Reader& r, uint8_t code,
+                   const absl::string_view* dict, uint32_t dict_size,
+                   MetricRef* out) {
+    switch (static_cast<TypeCode>(code)) {
+      case TypeCode::kInt:
+        *out = MetricRef::Int(r.SignedVarint64("int value"));
+        return r.ok();
+      case TypeCode::kFloat:
+        *out = MetricRef::Float(r.Float("float value"));
+        return r.ok();
+      case TypeCode::kDouble:
+        *out = MetricRef::Double(r.Double("double value"));
+        return r.ok();
+      case TypeCode::kString:
+        *out = MetricRef::String(r.LengthPrefixed("string value"));
+        return r.ok();
+      case TypeCode::kStringDict: {
+        uint64_t index = r.Varint64("dictionary index");
+        if (!r.ok()) return false;
+        if (index >= dict_size) {
+          r.Fail("dictionary index", absl::StrCat("index ", index, " out of range (",
+                                                  dict_size, " entries)"));
+          return false;
+        }
+        *out = MetricRef::String(dict[index]);
+        return true;
+      }
+    }
+    r.Fail("value", "unknown type code");
+    return false;
+  }
+};
+
+}  // namespace rankwire::rankbin
+
+#endif  // RANKWIRE_CODEC_RANKBIN_SERIALIZERS_H_

@@ -1,0 +1,45 @@
+// WriteRankbin encodes a RankResult in the rankbin format (docs/FORMAT.md)
+// into one buffer allocated once: an analysis pass finds the item shapes
+// (which keys an item carries, in which order) and the string dictionaries,
+// a size pass computes exact sizes, and a write pass fills the buffer.
+//
+// Compression (rankbin-zstd) is per block of `block_items` items and per
+// column (metric values, logs), so a reader decompresses only the blocks of
+// the items it reads; a block stays raw when compressing it saves less than
+// `min_saving`.
+//
+// Thread safety: thread-safe (scratch memory is per thread).
+#ifndef RANKWIRE_CODEC_RANKBIN_WRITER_H_
+#define RANKWIRE_CODEC_RANKBIN_WRITER_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "codec/buffer.h"
+#include "codec/rank_result.h"
+
+namespace rankwire::rankbin {
+
+struct WriterOptions {
+  // Items per VALUES/LOGS block; the unit of lazy decompression.
+  uint32_t block_items = 32;
+  bool compress_values = false;
+  bool compress_logs = false;
+  // zstd level; negative levels are zstd's fast modes.
+  int zstd_level = 1;
+  // A compressed block is kept only if it is at most (1 - min_saving) of
+  // the raw block.
+  double min_saving = 0.10;
+  // A string key gets a dictionary only while it has at most this many
+  // distinct values (and only if the dictionary is smaller).
+  uint32_t max_dict_entries = 4096;
+};
+
+// InvalidArgument if `result` breaks ValidateResult's invariants (every one
+// is checked on the way), or a block or section exceeds 4 GiB.
+absl::StatusOr<OwnedBuffer> WriteRankbin(const RankResult& result,
+                                         const WriterOptions& options);
+
+}  // namespace rankwire::rankbin
+
+#endif  // RANKWIRE_CODEC_RANKBIN_WRITER_H_
