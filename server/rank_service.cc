@@ -18,6 +18,16 @@ grpc::ServerUnaryReactor* RankServiceImpl::Rank(
     grpc::ByteBuffer* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   const auto started = RankHandler::Clock::now();
+  // Counts the call as in flight until it has been finished.
+  struct InFlight {
+    explicit InFlight(ServerMetrics* m) : metrics(m) {
+      if (metrics) metrics->in_flight.fetch_add(1, std::memory_order_relaxed);
+    }
+    ~InFlight() {
+      if (metrics) metrics->in_flight.fetch_sub(1, std::memory_order_relaxed);
+    }
+    ServerMetrics* metrics;
+  } in_flight(metrics_);
 
   // A copy of a ByteBuffer shares its slices; parsing consumes the copy.
   grpc::ByteBuffer input(*request);

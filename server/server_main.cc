@@ -54,7 +54,15 @@ ABSL_FLAG(int, metrics_port, 9464,
           "Prometheus /metrics HTTP port (0 picks a free port, -1 disables).");
 ABSL_FLAG(int, shutdown_grace_ms, 5000,
           "On SIGTERM/SIGINT, how long in-flight RPCs may take to finish.");
+ABSL_FLAG(int, drain_ms, 0,
+          "On SIGTERM/SIGINT, how long to keep serving while reporting NOT_SERVING "
+          "on the health service, so load balancers move traffic away first.");
 ABSL_FLAG(int, log_flush_ms, 2000, "On shutdown, how long to flush queued logs.");
+ABSL_FLAG(uint32_t, rankbin_block_items, 32,
+          "rankbin: items per block, the unit of lazy decompression.");
+ABSL_FLAG(int, zstd_level, 1, "rankbin-zstd: zstd level (negative: fast modes).");
+ABSL_FLAG(bool, zstd_values, true, "rankbin-zstd: compress metric value blocks.");
+ABSL_FLAG(bool, zstd_logs, true, "rankbin-zstd: compress inline log blocks.");
 
 namespace rankwire::server {
 namespace {
@@ -132,7 +140,15 @@ sigset_t BlockShutdownSignals() {
 absl::Status Run() {
   const sigset_t signals = BlockShutdownSignals();
 
-  absl::StatusOr<CodecRegistry> codecs = MakeBuiltinCodecs(BuiltinCodecOptions{});
+  BuiltinCodecOptions codec_options;
+  codec_options.block_items = absl::GetFlag(FLAGS_rankbin_block_items);
+  codec_options.zstd_level = absl::GetFlag(FLAGS_zstd_level);
+  codec_options.zstd_values = absl::GetFlag(FLAGS_zstd_values);
+  codec_options.zstd_logs = absl::GetFlag(FLAGS_zstd_logs);
+  if (codec_options.block_items == 0) {
+    return absl::InvalidArgumentError("--rankbin_block_items must be at least 1");
+  }
+  absl::StatusOr<CodecRegistry> codecs = MakeBuiltinCodecs(codec_options);
   if (!codecs.ok()) return codecs.status();
   absl::StatusOr<const Codec*> default_codec = codecs->Get(absl::GetFlag(FLAGS_codec));
   if (!default_codec.ok()) {
@@ -196,15 +212,16 @@ absl::Status Run() {
   }
   // Scripts and tests read the ports from this line.
   spdlog::info("rankwire-server listening port={} metrics_port={} codec={} log_mode={} logstore={} model={}",
-               bound_port, http ? http->port() : -1, (*default_codec)->name(),
+               bound_port, http ? http->port() : -1, std::string((*default_codec)->name()),
                absl::GetFlag(FLAGS_log_mode), absl::GetFlag(FLAGS_logstore),
                model->full_version());
 
   int signal_number = 0;
   sigwait(&signals, &signal_number);
-  spdlog::info("signal {}: draining (grace {} ms)", signal_number,
-               absl::GetFlag(FLAGS_shutdown_grace_ms));
+  spdlog::info("signal {}: draining (drain {} ms, grace {} ms)", signal_number,
+               absl::GetFlag(FLAGS_drain_ms), absl::GetFlag(FLAGS_shutdown_grace_ms));
   server->GetHealthCheckService()->SetServingStatus(false);
+  absl::SleepFor(absl::Milliseconds(absl::GetFlag(FLAGS_drain_ms)));
   server->Shutdown(std::chrono::system_clock::now() +
                    std::chrono::milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms)));
   server->Wait();

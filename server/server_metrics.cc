@@ -11,6 +11,8 @@ ServerMetrics::ServerMetrics(MetricsRegistry* r,
   rpcs_ok = r->AddCounter(kRpcs, kRpcsHelp, "outcome=\"ok\"");
   rpcs_invalid_argument = r->AddCounter(kRpcs, kRpcsHelp, "outcome=\"invalid_argument\"");
   rpcs_failed = r->AddCounter(kRpcs, kRpcsHelp, "outcome=\"error\"");
+  r->AddGauge("rankwire_rank_rpcs_in_flight", "Rank calls being handled now.",
+              [this] { return static_cast<double>(in_flight.load(std::memory_order_relaxed)); });
 
   constexpr absl::string_view kPhase = "rankwire_server_phase_seconds";
   constexpr absl::string_view kPhaseHelp = "Server-side cost of each phase of a Rank call.";

@@ -7,6 +7,7 @@
 #ifndef RANKWIRE_SERVER_SERVER_METRICS_H_
 #define RANKWIRE_SERVER_SERVER_METRICS_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +22,8 @@ struct ServerMetrics {
   ServerMetrics(MetricsRegistry* registry,
                 const std::vector<std::string>& codec_names);
 
+  // Rank calls inside the handler right now.
+  std::atomic<int64_t> in_flight{0};
   Counter* rpcs_ok;
   Counter* rpcs_invalid_argument;
   Counter* rpcs_failed;
