@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Installs the Debian (bookworm) packages rankwire needs and builds it.
+#
+#   scripts/setup.sh                 # everything (server, client, tests, benchmarks)
+#   scripts/setup.sh rankwire-server rankwire-cli   # just these targets
+#
+# Idempotent and non-interactive: apt runs only when a package is missing
+# (one `apt-get update`, then one install). BUILD_DIR (default build/) and
+# BUILD_TYPE (default RelWithDebInfo) choose the build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(
+  # toolchain
+  cmake g++ make pkg-config git
+  # gRPC 1.51, protobuf 3.21, and the libraries the code uses
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libabsl-dev libspdlog-dev libfmt-dev libhiredis-dev libzstd-dev libcivetweb-dev
+  # tests, fuzzing and benchmarks
+  googletest libgtest-dev libgmock-dev libbenchmark-dev redis-server
+  python3-grpcio python3-protobuf python3-zstandard
+  clang-14 libclang-rt-14-dev llvm-14
+  libflatbuffers-dev flatbuffers-compiler libcapnp-dev capnproto
+  # end-to-end benchmarks
+  hyperfine
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+BUILD_DIR=${BUILD_DIR:-build}
+BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo}
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" ${CMAKE_ARGS:-} >/dev/null
+if (($#)); then
+  cmake --build "$BUILD_DIR" -j "$(nproc)" --target "$@"
+else
+  cmake --build "$BUILD_DIR" -j "$(nproc)"
+fi
