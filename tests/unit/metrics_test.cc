@@ -1,0 +1,38 @@
+#include "server/metrics.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace rankwire::server {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(MetricsTest, RendersPrometheusText) {
+  MetricsRegistry registry;
+  Counter* ok = registry.AddCounter("calls_total", "Calls.", "outcome=\"ok\"");
+  Counter* bad = registry.AddCounter("calls_total", "Calls.", "outcome=\"bad\"");
+  Histogram* h = registry.AddHistogram("latency_seconds", "Latency.", {0.001, 0.01}, "phase=\"x\"");
+  registry.AddGauge("depth", "Depth.", [] { return 7.0; });
+  ok->Increment(3);
+  bad->Increment();
+  h->Observe(0.0005);
+  h->Observe(0.005);
+  h->Observe(5);
+  const std::string text = registry.RenderPrometheus();
+  EXPECT_THAT(text, HasSubstr("# HELP calls_total Calls.\n# TYPE calls_total counter\n"));
+  EXPECT_THAT(text, HasSubstr("calls_total{outcome=\"ok\"} 3\n"));
+  EXPECT_THAT(text, HasSubstr("calls_total{outcome=\"bad\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE latency_seconds histogram\n"));
+  EXPECT_THAT(text, HasSubstr("latency_seconds_bucket{phase=\"x\",le=\"0.001\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("latency_seconds_bucket{phase=\"x\",le=\"0.01\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("latency_seconds_bucket{phase=\"x\",le=\"+Inf\"} 3\n"));
+  EXPECT_THAT(text, HasSubstr("latency_seconds_count{phase=\"x\"} 3\n"));
+  EXPECT_THAT(text, HasSubstr("latency_seconds_sum{phase=\"x\"} 5.0055\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE depth gauge\ndepth 7\n"));
+  // One HELP/TYPE block per family.
+  EXPECT_EQ(text.find("# TYPE calls_total"), text.rfind("# TYPE calls_total"));
+}
+
+}  // namespace
+}  // namespace rankwire::server

@@ -1,0 +1,128 @@
+#include "server/rank_handler.h"
+
+#include "client/workload.h"
+#include "codec/builtin_codecs.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace rankwire::server {
+namespace {
+
+using ::testing::HasSubstr;
+
+class RankHandlerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<LinearModel> model = LinearModel::LoadFile(RANKWIRE_MODEL_PATH);
+    ASSERT_TRUE(model.ok()) << model.status();
+    model_ = std::make_unique<LinearModel>(*std::move(model));
+    ranker_ = std::make_unique<Ranker>(model_.get());
+    absl::StatusOr<CodecRegistry> codecs = MakeBuiltinCodecs({});
+    ASSERT_TRUE(codecs.ok());
+    codecs_ = std::make_unique<CodecRegistry>(*std::move(codecs));
+    absl::StatusOr<logstore::LogStore> store = logstore::OpenLogStore({});
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+    metrics_ = std::make_unique<ServerMetrics>(&registry_, codecs_->Names());
+    RankHandlerOptions options;
+    options.default_codec = codecs_->Find("rankbin");
+    handler_ = std::make_unique<RankHandler>(ranker_.get(), codecs_.get(), store_.consumer.get(),
+                                             metrics_.get(), options);
+  }
+
+  absl::StatusOr<EncodedResponse> Handle(const rank::v1::RankRequest& request) {
+    return handler_->Handle(request, RankHandler::Clock::now(), 5);
+  }
+  absl::StatusOr<RankResult> Decode(const EncodedResponse& response) {
+    const Codec* codec = codecs_->Find(response.header.codec());
+    EXPECT_NE(codec, nullptr);
+    return codec->Decode(SharedBytes::Unowned(response.body->view()));
+  }
+  static rank::v1::RankRequest Request(std::vector<std::string> accept,
+                                       rank::v1::LogMode mode) {
+    client::WorkloadOptions options;
+    options.accept_codecs = std::move(accept);
+    options.log_mode = mode;
+    return client::WorkloadGenerator(options).Make(0);
+  }
+
+  std::unique_ptr<LinearModel> model_;
+  std::unique_ptr<Ranker> ranker_;
+  std::unique_ptr<CodecRegistry> codecs_;
+  logstore::LogStore store_;
+  MetricsRegistry registry_;
+  std::unique_ptr<ServerMetrics> metrics_;
+  std::unique_ptr<RankHandler> handler_;
+};
+
+TEST_F(RankHandlerTest, NegotiatesTheCodecAndFillsTheHeader) {
+  absl::StatusOr<EncodedResponse> r =
+      Handle(Request({"nope", "rankbin-zstd"}, rank::v1::LOG_MODE_NONE));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->header.codec(), "rankbin-zstd");
+  EXPECT_EQ(r->header.request_id(), "req-1352909-00000000");
+  EXPECT_EQ(r->header.item_count(), 500u);
+  EXPECT_EQ(r->header.format_version(), 1u);
+  EXPECT_EQ(r->header.log_mode(), rank::v1::LOG_MODE_NONE);
+  EXPECT_EQ(r->header.timings().request_deserialize_us(), 5u);
+  EXPECT_GT(r->header.timings().rank_us(), 0u);
+  EXPECT_EQ(r->body_kind, BodyKind::kOpaquePayload);
+
+  r = Handle(Request({"protobuf"}, rank::v1::LOG_MODE_NONE));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->body_kind, BodyKind::kProtobufResult);
+  r = Handle(Request({}, rank::v1::LOG_MODE_NONE));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->header.codec(), "rankbin");  // The server default.
+}
+
+TEST_F(RankHandlerTest, InlineLogsTravelStoredLogsDoNot) {
+  absl::StatusOr<EncodedResponse> inline_r = Handle(Request({}, rank::v1::LOG_MODE_INLINE));
+  ASSERT_TRUE(inline_r.ok());
+  absl::StatusOr<RankResult> with_logs = Decode(*inline_r);
+  ASSERT_TRUE(with_logs.ok());
+  EXPECT_GT(with_logs->items[0].log.size(), 1000u);
+
+  absl::StatusOr<EncodedResponse> stored = Handle(Request({}, rank::v1::LOG_MODE_DEFAULT));
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->header.log_mode(), rank::v1::LOG_MODE_STORE);
+  EXPECT_EQ(stored->header.log_key(), "rank:log:req-1352909-00000000");
+  absl::StatusOr<RankResult> without = Decode(*stored);
+  ASSERT_TRUE(without.ok());
+  for (const RankedItem& item : without->items) EXPECT_EQ(item.log, "");
+  // Everything else is the same.
+  for (RankedItem& item : with_logs->items) item.log.clear();
+  EXPECT_EQ(DiffResults(*with_logs, *without), "");
+
+  // The logs reach the store.
+  store_.consumer->Shutdown(absl::Seconds(5));
+  EXPECT_EQ(store_.consumer->stats().items_stored, 500u);
+  absl::StatusOr<std::vector<std::optional<std::string>>> logs =
+      store_.reader->Fetch("req-1352909-00000000", {without->items[0].item_id});
+  ASSERT_TRUE(logs.ok()) << logs.status();
+  ASSERT_TRUE((*logs)[0].has_value());
+  EXPECT_THAT(*(*logs)[0], HasSubstr("pos=1 "));
+}
+
+TEST_F(RankHandlerTest, WithoutALogStoreStoreModeMeansNoLogs) {
+  RankHandlerOptions options;
+  options.default_codec = codecs_->Find("protobuf");
+  RankHandler handler(ranker_.get(), codecs_.get(), nullptr, nullptr, options);
+  absl::StatusOr<EncodedResponse> r =
+      handler.Handle(Request({}, rank::v1::LOG_MODE_STORE), RankHandler::Clock::now(), 0);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->header.log_mode(), rank::v1::LOG_MODE_NONE);
+  EXPECT_EQ(r->header.log_key(), "");
+}
+
+TEST_F(RankHandlerTest, InvalidRequestsAreRejectedAndCounted) {
+  rank::v1::RankRequest request = Request({}, rank::v1::LOG_MODE_NONE);
+  request.set_top_n(0);
+  absl::StatusOr<EncodedResponse> r = Handle(request);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(metrics_->rank->count(), 0u);
+  EXPECT_EQ(metrics_->validate->count(), 1u);
+}
+
+}  // namespace
+}  // namespace rankwire::server

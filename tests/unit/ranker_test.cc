@@ -1,0 +1,123 @@
+#include "server/ranker.h"
+
+#include <cmath>
+
+#include "client/workload.h"
+#include "codec/protobuf_codec.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace rankwire::server {
+namespace {
+
+using ::testing::HasSubstr;
+
+class RankerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<LinearModel> model = LinearModel::LoadFile(RANKWIRE_MODEL_PATH);
+    ASSERT_TRUE(model.ok()) << model.status();
+    model_ = std::make_unique<LinearModel>(*std::move(model));
+    ranker_ = std::make_unique<Ranker>(model_.get());
+    request_ = client::WorkloadGenerator({}).Make(0);
+  }
+  double Metric(const RankResult& r, size_t item, const std::string& name) {
+    const MetricValue* v = r.FindMetric(item, name);
+    EXPECT_NE(v, nullptr) << name;
+    return v ? v->AsDouble().value_or(NAN) : NAN;
+  }
+
+  std::unique_ptr<LinearModel> model_;
+  std::unique_ptr<Ranker> ranker_;
+  rank::v1::RankRequest request_;
+};
+
+TEST_F(RankerTest, SameRequestSameResult) {
+  RankResult a = ranker_->Rank(request_, true);
+  RankResult b = ranker_->Rank(request_, true);
+  EXPECT_EQ(DiffResults(a, b), "");
+  EXPECT_TRUE(ValidateResult(a).ok());
+}
+
+TEST_F(RankerTest, ItemsAreSortedAndPositioned) {
+  RankResult r = ranker_->Rank(request_, false);
+  ASSERT_EQ(r.items.size(), 500u);
+  for (size_t i = 0; i < r.items.size(); ++i) {
+    EXPECT_EQ(r.items[i].position, i + 1);
+    EXPECT_TRUE(r.items[i].log.empty());
+    if (i > 0) {
+      EXPECT_LE(r.items[i].score, r.items[i - 1].score);
+    }
+  }
+}
+
+TEST_F(RankerTest, MetricsAreComputedFromTheRequest) {
+  RankResult r = ranker_->Rank(request_, true);
+  const LinearModel::Head& ctr_head = model_->heads()[0];
+  for (size_t i : {size_t{0}, size_t{250}, size_t{499}}) {
+    const RankedItem& item = r.items[i];
+    // The item's feature values are the request's.
+    const int pre = static_cast<int>(Metric(r, i, "rank.pre")) - 1;
+    const rank::v1::Candidate& c = request_.candidates(pre);
+    EXPECT_EQ(c.item_id(), item.item_id);
+    EXPECT_EQ(Metric(r, i, "feat.price"), c.features(0));
+    EXPECT_EQ(Metric(r, i, "feat.sales_30d"), c.features(2));
+    EXPECT_EQ(r.FindMetric(i, "recall.source")->string_value(), c.recall_source());
+    EXPECT_EQ(Metric(r, i, "recall.rank"), c.recall_rank());
+    // The click head's probability is the sigmoid of its bias plus the
+    // emitted contributions.
+    double logit = ctr_head.bias;
+    for (const LinearModel::Term& t : ctr_head.terms) {
+      logit += Metric(r, i, "contrib.ctr." + t.input);
+    }
+    EXPECT_NEAR(Metric(r, i, "score.ctr"), 1 / (1 + std::exp(-logit)), 1e-5);
+    // The final score combines the heads with their exponents and the boost.
+    double expected = model_->Boost(c.recall_source());
+    for (const LinearModel::Head& h : model_->heads()) {
+      expected *= std::pow(Metric(r, i, "score." + h.name), h.exponent);
+    }
+    EXPECT_NEAR(item.score, expected, 1e-12);
+    EXPECT_EQ(Metric(r, i, "score.final"), item.score);
+    EXPECT_EQ(r.FindMetric(i, "model.version")->string_value(), "ecom_search_lr@2026.11.3");
+    EXPECT_THAT(item.log, HasSubstr("item=" + item.item_id + " pos=" + std::to_string(i + 1)));
+    EXPECT_THAT(item.log, HasSubstr("| ctr p="));
+  }
+}
+
+TEST_F(RankerTest, IntegralFeaturesAreIntMetrics) {
+  RankResult r = ranker_->Rank(request_, false);
+  EXPECT_EQ(r.keys[*r.FindKey("feat.sales_30d")].type, MetricType::kInt);
+  EXPECT_EQ(r.keys[*r.FindKey("feat.category_match")].type, MetricType::kInt);
+  EXPECT_EQ(r.keys[*r.FindKey("feat.price")].type, MetricType::kFloat);
+  EXPECT_EQ(r.keys[*r.FindKey("score.final")].type, MetricType::kDouble);
+}
+
+TEST_F(RankerTest, SeedShapedPayloadIsAboutOnePointTwoMegabytes) {
+  RankResult r = ranker_->Rank(request_, true);
+  absl::StatusOr<OwnedBuffer> bytes = ProtobufCodec().Encode(r, {});
+  ASSERT_TRUE(bytes.ok());
+  EXPECT_GE(bytes->size(), 1100u * 1000);
+  EXPECT_LE(bytes->size(), 1300u * 1000);
+  size_t logs = 0;
+  for (const RankedItem& item : r.items) logs += item.log.size();
+  // Logs are about half of it, as in the source system (1-2 KB per item).
+  EXPECT_GE(logs / r.items.size(), 1000u);
+  EXPECT_LE(logs / r.items.size(), 2000u);
+}
+
+TEST_F(RankerTest, MissingFeaturesCountAsZero) {
+  rank::v1::RankRequest request = request_;
+  request.clear_item_feature_names();
+  for (auto& c : *request.mutable_candidates()) c.clear_features();
+  RankResult r = ranker_->Rank(request, false);
+  ASSERT_EQ(r.items.size(), 500u);
+  // Every candidate scores the same but for its recall-source boost.
+  EXPECT_FALSE(r.FindKey("feat.price").has_value());
+  EXPECT_NEAR(r.items.front().score / model_->Boost(r.FindMetric(0, "recall.source")->string_value()),
+              r.items.back().score /
+                  model_->Boost(r.FindMetric(499, "recall.source")->string_value()),
+              1e-12);
+}
+
+}  // namespace
+}  // namespace rankwire::server
