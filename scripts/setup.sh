@@ -18,7 +18,7 @@ PACKAGES=(
   libabsl-dev libspdlog-dev libfmt-dev libhiredis-dev libzstd-dev libcivetweb-dev
   # tests, fuzzing and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev redis-server
-  python3-grpcio python3-protobuf python3-zstandard
+  python3-grpcio python3-protobuf python3-zstandard python3-yaml
   clang-14 libclang-rt-14-dev llvm-14
   libflatbuffers-dev flatbuffers-compiler libcapnp-dev capnproto
   # end-to-end benchmarks
