@@ -1,7 +1,11 @@
 #include "logstore/redis_connection.h"
 
 #include <hiredis/hiredis.h>
+#include <pthread.h>
 #include <sys/time.h>
+#include <time.h>
+
+#include <cerrno>
 
 #include <utility>
 
@@ -12,7 +16,7 @@
 namespace rankwire::logstore {
 namespace {
 
-timeval ToTimeval(absl::Duration d) {
+timeval TimeoutTimeval(absl::Duration d) {
   if (d < absl::Milliseconds(1)) d = absl::Milliseconds(1);
   return absl::ToTimeval(d);
 }
@@ -44,23 +48,46 @@ absl::StatusOr<RedisAddress> ParseRedisAddress(absl::string_view host_port) {
   return RedisAddress{std::string(host), port};
 }
 
+ScopedSigpipeBlock::ScopedSigpipeBlock() {
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, &old_mask_);
+  already_blocked_ = sigismember(&old_mask_, SIGPIPE) == 1;
+}
+
+ScopedSigpipeBlock::~ScopedSigpipeBlock() {
+  if (already_blocked_) return;  // The caller's own block; leave it as it was.
+  sigset_t pending;
+  if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1) {
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    const timespec no_wait = {0, 0};
+    while (sigtimedwait(&pipe, nullptr, &no_wait) == -1 && errno == EINTR) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
+}
+
 void RedisReplyDeleter::operator()(redisReply* reply) const {
   if (reply != nullptr) freeReplyObject(reply);
 }
 
 absl::StatusOr<RedisConnection> RedisConnection::Connect(
     const RedisConnectOptions& options) {
+  ScopedSigpipeBlock no_sigpipe;
   const std::string address = options.address.ToString();
   redisContext* context =
       redisConnectWithTimeout(options.address.host.c_str(), options.address.port,
-                              ToTimeval(options.connect_timeout));
+                              TimeoutTimeval(options.connect_timeout));
   if (context == nullptr) {
     return absl::UnavailableError(
         absl::StrCat("redis ", address, ": cannot allocate a connection"));
   }
   RedisConnection connection(context, address);
   if (context->err != 0) return connection.IoError("connect");
-  if (redisSetTimeout(context, ToTimeval(options.io_timeout)) != REDIS_OK) {
+  if (redisSetTimeout(context, TimeoutTimeval(options.io_timeout)) != REDIS_OK) {
     return connection.IoError("set timeout");
   }
   // Best effort: a dead peer is noticed sooner, but nothing depends on it.
@@ -114,11 +141,18 @@ RedisConnection::~RedisConnection() {
   if (context_ != nullptr) redisFree(context_);
 }
 
+bool RedisConnection::TimedOut() const {
+  // hiredis keeps strerror(errno) of the failed read or write; a socket
+  // timeout is EAGAIN on a blocking socket.
+  return context_ != nullptr && context_->err == REDIS_ERR_IO &&
+         absl::StrContains(context_->errstr, "temporarily unavailable");
+}
+
 absl::Status RedisConnection::IoError(absl::string_view what) const {
   absl::string_view detail = "connection lost";
   if (context_ != nullptr && context_->err != 0) detail = context_->errstr;
   // hiredis reports a socket timeout as EAGAIN's text; say what it means.
-  if (absl::StrContains(detail, "temporarily unavailable")) {
+  if (TimedOut()) {
     detail = "timed out (Resource temporarily unavailable)";
   }
   return absl::UnavailableError(

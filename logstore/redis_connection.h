@@ -10,6 +10,8 @@
 #ifndef RANKWIRE_LOGSTORE_REDIS_CONNECTION_H_
 #define RANKWIRE_LOGSTORE_REDIS_CONNECTION_H_
 
+#include <signal.h>
+
 #include <memory>
 #include <string>
 
@@ -45,6 +47,28 @@ struct RedisReplyDeleter {
 };
 using RedisReplyPtr = std::unique_ptr<redisReply, RedisReplyDeleter>;
 
+// Blocks SIGPIPE in the calling thread while it lives. hiredis writes with
+// write(2), not send(MSG_NOSIGNAL): writing to a connection the peer has
+// reset (Redis restarted under an idle connection, then a large pipeline)
+// raises SIGPIPE, whose default action ends the process. With it blocked
+// the write fails with EPIPE and the sink handles it like any lost
+// connection. A SIGPIPE raised meanwhile is consumed before the thread's
+// mask is restored, so nothing is delivered later. Process-wide signal
+// handling is left alone; the server may have its own.
+//
+// Put one around every hiredis call that writes.
+class ScopedSigpipeBlock {
+ public:
+  ScopedSigpipeBlock();
+  ~ScopedSigpipeBlock();
+  ScopedSigpipeBlock(const ScopedSigpipeBlock&) = delete;
+  ScopedSigpipeBlock& operator=(const ScopedSigpipeBlock&) = delete;
+
+ private:
+  sigset_t old_mask_;
+  bool already_blocked_ = false;
+};
+
 class RedisConnection {
  public:
   // kUnavailable if the server cannot be reached or does not answer in
@@ -64,6 +88,9 @@ class RedisConnection {
   // The context's I/O error as kUnavailable, prefixed with `what`. Call it
   // after a hiredis call failed; the connection is unusable afterwards.
   absl::Status IoError(absl::string_view what) const;
+  // Whether the last I/O error was the I/O timeout (a slow or stalled
+  // server) rather than a closed or reset connection.
+  bool TimedOut() const;
 
  private:
   explicit RedisConnection(redisContext* context, std::string address)

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <string_view>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -96,6 +97,7 @@ bool RedisLogSink::EnsureConnected() {
     return false;
   }
   connection_.emplace(*std::move(connection));
+  last_io_ = absl::Now();
   backoff_ = options_.backoff_min;
   if (had_failure_) reconnects_.fetch_add(1, std::memory_order_relaxed);
   uint64_t suppressed = 0;
@@ -121,35 +123,95 @@ void RedisLogSink::Disconnect(const absl::Status& why) {
 void RedisLogSink::LogError(const absl::Status& status, size_t dropped_entries) {
   uint64_t suppressed = 0;
   if (!error_throttle_.Allow(&suppressed)) return;
+  // absl::string_view is not std::string_view in every abseil build, and
+  // fmt formats only the latter.
+  const std::string_view message(status.message().data(), status.message().size());
   if (dropped_entries > 0) {
     spdlog::error("logstore: {}; dropped the logs of {} request(s) ({} similar errors suppressed)",
-                  status.message(), dropped_entries, suppressed);
+                  message, dropped_entries, suppressed);
   } else {
-    spdlog::error("logstore: {} ({} similar errors suppressed)", status.message(),
+    spdlog::error("logstore: {} ({} similar errors suppressed)", message,
                   suppressed);
   }
 }
 
-void RedisLogSink::Poll() { EnsureConnected(); }
+void RedisLogSink::Poll() {
+  if (!connection_.has_value()) {
+    EnsureConnected();
+    return;
+  }
+  if (absl::Now() - last_io_ < kIdlePingInterval) return;
+  ScopedSigpipeBlock no_sigpipe;
+  const char* ping[] = {"PING"};
+  const size_t ping_len[] = {4};
+  RedisReplyPtr reply(static_cast<redisReply*>(
+      redisCommandArgv(connection_->get(), 1, ping, ping_len)));
+  if (reply == nullptr) {
+    absl::Status lost = connection_->IoError("PING");
+    Disconnect(lost);
+    LogError(lost, 0);
+    return;
+  }
+  last_io_ = absl::Now();
+}
 
 std::vector<absl::Status> RedisLogSink::Write(absl::Span<SinkEntry> batch,
                                               absl::Duration ttl) {
+  ScopedSigpipeBlock no_sigpipe;
   std::vector<absl::Status> results(batch.size());
-  if (batch.empty()) return results;
-  if (!EnsureConnected()) {
-    absl::Status down = absl::UnavailableError(
-        absl::StrCat("redis ", address_, " is down (", last_error_.message(), ")"));
-    std::fill(results.begin(), results.end(), down);
-    LogError(down, batch.size());
-    return results;
+  const std::string ttl_ms =
+      absl::StrCat(std::max<int64_t>(1, absl::ToInt64Milliseconds(ttl)));
+  size_t done = 0;  // Entries with a reply (stored or refused).
+  bool retried = false;
+  while (done < batch.size()) {
+    if (!EnsureConnected()) {
+      absl::Status down = absl::UnavailableError(
+          absl::StrCat("redis ", address_, " is down (", last_error_.message(), ")"));
+      std::fill(results.begin() + done, results.end(), down);
+      LogError(down, batch.size() - done);
+      return results;
+    }
+    absl::Status lost = WritePipeline(batch.subspan(done), ttl_ms,
+                                      absl::MakeSpan(results).subspan(done), &done);
+    if (lost.ok()) {
+      last_io_ = absl::Now();
+      break;
+    }
+    const bool timed_out = connection_->TimedOut();
+    Disconnect(lost);
+    // A connection that died while idle (Redis restarted, a proxy closed
+    // it) fails on first use; retry once on a fresh one. That is safe: a
+    // transaction that did run is simply run again (same fields, TTL
+    // reset). A timeout is not retried: the server is slow, and the writer
+    // has already waited one I/O timeout.
+    if (retried || timed_out) {
+      std::fill(results.begin() + done, results.end(), lost);
+      LogError(lost, batch.size() - done);
+      return results;
+    }
+    retried = true;
   }
-  redisContext* context = connection_->get();
-  const std::string ttl_ms = absl::StrCat(std::max<int64_t>(1, absl::ToInt64Milliseconds(ttl)));
+  up_.store(true, std::memory_order_relaxed);
+  // Refusals (OOM, WRONGTYPE): the connection is fine, the entries are not.
+  size_t refused = 0;
+  const absl::Status* first_refusal = nullptr;
+  for (const absl::Status& status : results) {
+    if (status.ok()) continue;
+    if (refused++ == 0) first_refusal = &status;
+  }
+  if (refused > 0) LogError(*first_refusal, refused);
+  return results;
+}
 
-  // Queue every command in hiredis's output buffer; the first GetReply
-  // sends them all in one go.
-  absl::Status append_error;
-  for (const SinkEntry& entry : batch) {
+absl::Status RedisLogSink::WritePipeline(absl::Span<const SinkEntry> entries,
+                                         const std::string& ttl_ms,
+                                         absl::Span<absl::Status> results, size_t* done) {
+  redisContext* context = connection_->get();
+  // Each request's transaction goes to the socket as soon as it is
+  // formatted, so Redis executes request i while request i+1 is being
+  // formatted, and hiredis's output buffer never holds more than one
+  // request. Replies (a few bytes each) are read after the last one.
+  for (const SinkEntry& entry : entries) {
     argv_.clear();
     argv_len_.clear();
     argv_.push_back("HSET");
@@ -173,48 +235,32 @@ std::vector<absl::Status> RedisLogSink::Write(absl::Span<SinkEntry> batch,
                                argv_len_.data()) != REDIS_OK ||
         redisAppendCommandArgv(context, 3, pexpire, pexpire_len) != REDIS_OK ||
         redisAppendCommandArgv(context, 1, exec, exec_len) != REDIS_OK) {
-      append_error = connection_->IoError("queue commands");
-      break;
+      return connection_->IoError("queue commands");
     }
+    int written = 0;
+    do {
+      if (redisBufferWrite(context, &written) != REDIS_OK) {
+        return connection_->IoError("write logs");
+      }
+    } while (!written);
   }
-  if (!append_error.ok()) {
-    std::fill(results.begin(), results.end(), append_error);
-    Disconnect(append_error);
-    LogError(append_error, batch.size());
-    return results;
-  }
-
-  size_t failed = 0;
-  absl::Status first_failure;
-  for (size_t i = 0; i < batch.size(); ++i) {
+  for (size_t i = 0; i < entries.size(); ++i) {
     RedisReplyPtr exec_reply;
     for (int r = 0; r < kRepliesPerEntry; ++r) {
       void* raw = nullptr;
       if (redisGetReply(context, &raw) != REDIS_OK) {
-        // The connection is gone; nothing after this point was confirmed.
-        // Unconfirmed transactions either ran whole (EXEC arrived) or not
-        // at all, so no key is left without a TTL either way.
-        absl::Status lost = connection_->IoError("write logs");
-        for (size_t j = i; j < batch.size(); ++j) results[j] = lost;
-        failed += batch.size() - i;
-        Disconnect(lost);
-        LogError(lost, failed);
-        return results;
+        // Nothing from here on was confirmed. Each unconfirmed transaction
+        // either ran whole (its EXEC arrived) or not at all, so no key is
+        // left without its TTL.
+        return connection_->IoError("write logs");
       }
-      if (r == kRepliesPerEntry - 1) {
-        exec_reply.reset(static_cast<redisReply*>(raw));
-      } else {
-        RedisReplyPtr discard(static_cast<redisReply*>(raw));
-      }
+      RedisReplyPtr reply(static_cast<redisReply*>(raw));
+      if (r == kRepliesPerEntry - 1) exec_reply = std::move(reply);
     }
     results[i] = ExecOutcome(*exec_reply, address_);
-    if (!results[i].ok()) {
-      if (failed++ == 0) first_failure = results[i];
-    }
+    ++*done;
   }
-  up_.store(true, std::memory_order_relaxed);
-  if (failed > 0) LogError(first_failure, failed);
-  return results;
+  return absl::OkStatus();
 }
 
 }  // namespace rankwire::logstore

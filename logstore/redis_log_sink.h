@@ -9,7 +9,10 @@
 //
 // When Redis cannot be reached the sink fails writes at once with
 // kUnavailable (the consumer drops and counts them) and reconnects on its
-// own with exponential backoff between attempts. Errors go to spdlog, at
+// own with exponential backoff between attempts. A connection found dead on
+// use (Redis restarted while it was idle) is replaced and the unconfirmed
+// part of the batch retried once; that is safe because a request's
+// transaction is idempotent. A timeout is not retried. Errors go to spdlog, at
 // most one line per second with a count of the ones held back.
 //
 // Thread safety: see LogSink (one writer thread; up() and reconnects() from
@@ -43,6 +46,10 @@ struct RedisSinkOptions {
 
 class RedisLogSink final : public LogSink {
  public:
+  // An idle sink PINGs this often, so up() turns false when Redis goes away
+  // with no traffic, and a dead connection is replaced before the next batch.
+  static constexpr absl::Duration kIdlePingInterval = absl::Seconds(1);
+
   // Takes the Redis fields of `config`. InvalidArgument for a bad address or
   // timeouts. Does not connect: the first Write() or Poll() does.
   static absl::StatusOr<std::unique_ptr<RedisLogSink>> Create(
@@ -52,6 +59,7 @@ class RedisLogSink final : public LogSink {
 
   std::vector<absl::Status> Write(absl::Span<SinkEntry> batch,
                                   absl::Duration ttl) override;
+  // Reconnects if down and due; PINGs if idle for kIdlePingInterval.
   void Poll() override;
   bool up() const override { return up_.load(std::memory_order_relaxed); }
   uint64_t reconnects() const override {
@@ -64,6 +72,11 @@ class RedisLogSink final : public LogSink {
   // Drops the connection after an I/O error; the next attempt is immediate.
   void Disconnect(const absl::Status& why);
   void LogError(const absl::Status& status, size_t dropped_entries);
+  // Sends `entries` as one pipeline on the current connection and fills
+  // `results`, adding one to `*done` per entry with a reply. Returns the
+  // I/O error that ended it early, if any.
+  absl::Status WritePipeline(absl::Span<const SinkEntry> entries, const std::string& ttl_ms,
+                             absl::Span<absl::Status> results, size_t* done);
 
   const RedisSinkOptions options_;
   const std::string address_;
@@ -71,6 +84,7 @@ class RedisLogSink final : public LogSink {
   // Writer thread only.
   std::optional<RedisConnection> connection_;
   absl::Time next_attempt_ = absl::InfinitePast();
+  absl::Time last_io_ = absl::InfinitePast();  // Last successful round trip.
   absl::Duration backoff_;
   bool had_failure_ = false;  // Since the last successful connect.
   absl::Status last_error_;

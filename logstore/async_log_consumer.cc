@@ -1,0 +1,225 @@
+#include "logstore/async_log_consumer.h"
+
+#include <pthread.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "logstore/log_value.h"
+
+namespace rankwire::logstore {
+namespace {
+
+std::future<LogReceipt> Completed(LogReceipt::Outcome outcome, size_t items,
+                                  absl::Status status) {
+  std::promise<LogReceipt> promise;
+  promise.set_value(LogReceipt{outcome, items, std::move(status)});
+  return promise.get_future();
+}
+
+// Bytes the queue is charged for a request: its ids and log text.
+size_t RequestBytes(const RequestLogs& logs) {
+  size_t bytes = logs.request_id.size();
+  for (const ItemLog& item : logs.items) bytes += item.item_id.size() + item.text.size();
+  return bytes;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<AsyncLogConsumer>> AsyncLogConsumer::Create(
+    const LogStoreConfig& config, std::unique_ptr<LogSink> sink) {
+  if (sink == nullptr) return absl::InvalidArgumentError("log sink is null");
+  if (config.queue_capacity_requests == 0 || config.queue_capacity_bytes == 0) {
+    return absl::InvalidArgumentError("log queue capacity (requests and bytes) must be positive");
+  }
+  if (config.batch_requests == 0) {
+    return absl::InvalidArgumentError("log batch size must be positive");
+  }
+  if (config.ttl < absl::Milliseconds(1) || config.ttl > kMaxTtl) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "log TTL must be in [1ms, ", absl::FormatDuration(kMaxTtl), "], got ",
+        absl::FormatDuration(config.ttl)));
+  }
+  if (config.compress && config.compress_level > 22) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "zstd level must be at most 22, got ", config.compress_level));
+  }
+  return std::unique_ptr<AsyncLogConsumer>(new AsyncLogConsumer(config, std::move(sink)));
+}
+
+AsyncLogConsumer::AsyncLogConsumer(const LogStoreConfig& config,
+                                   std::unique_ptr<LogSink> sink)
+    : key_prefix_(config.key_prefix),
+      ttl_(config.ttl),
+      capacity_requests_(config.queue_capacity_requests),
+      capacity_bytes_(config.queue_capacity_bytes),
+      batch_requests_(config.batch_requests),
+      compress_(config.compress),
+      compress_level_(config.compress_level),
+      sink_(std::move(sink)),
+      writer_([this] { WriterLoop(); }) {}
+
+AsyncLogConsumer::~AsyncLogConsumer() { Shutdown(kDestructorFlushTimeout); }
+
+std::string AsyncLogConsumer::KeyFor(absl::string_view request_id) const {
+  return absl::StrCat(key_prefix_, request_id);
+}
+
+std::future<LogReceipt> AsyncLogConsumer::Consume(RequestLogs logs) {
+  const size_t items = logs.items.size();
+  // Nothing to store; HSET needs at least one field.
+  if (items == 0) return Completed(LogReceipt::Outcome::kStored, 0, absl::OkStatus());
+  const size_t bytes = RequestBytes(logs);
+  std::promise<LogReceipt> promise;
+  std::future<LogReceipt> future = promise.get_future();
+  bool shut_down = false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) {
+      shut_down = true;
+      items_dropped_shutdown_.fetch_add(items, std::memory_order_relaxed);
+    } else if (queue_.size() < capacity_requests_ &&
+               queue_bytes_ + bytes <= capacity_bytes_) {
+      queue_.push_back(Pending{std::move(logs), bytes, std::move(promise)});
+      queue_bytes_ += bytes;
+      requests_enqueued_.fetch_add(1, std::memory_order_relaxed);
+      items_enqueued_.fetch_add(items, std::memory_order_relaxed);
+      return future;
+    } else {
+      items_dropped_queue_full_.fetch_add(items, std::memory_order_relaxed);
+    }
+  }
+  // Dropped: complete outside the lock. The warning line for queue-full
+  // drops is the writer thread's job, so the ranking thread never logs.
+  promise.set_value(LogReceipt{
+      LogReceipt::Outcome::kDropped, items,
+      shut_down ? absl::CancelledError("log consumer is shut down")
+                : absl::ResourceExhaustedError("log queue is full")});
+  return future;
+}
+
+void AsyncLogConsumer::WriterLoop() {
+  pthread_setname_np(pthread_self(), "rankwire-logw");
+  std::vector<Pending> batch;
+  for (;;) {
+    batch.clear();
+    std::deque<Pending> cancelled;
+    bool exit = false;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.AwaitWithTimeout(absl::Condition(this, &AsyncLogConsumer::HasWorkOrStopping),
+                           kIdlePollInterval);
+      if (stopping_ && (queue_.empty() || absl::Now() >= flush_deadline_)) {
+        exit = true;
+        cancelled.swap(queue_);
+        queue_bytes_ = 0;
+        for (const Pending& p : cancelled) {
+          items_dropped_shutdown_.fetch_add(p.logs.items.size(), std::memory_order_relaxed);
+        }
+      } else {
+        size_t batch_bytes = 0;
+        while (!queue_.empty() && batch.size() < batch_requests_ &&
+               (batch.empty() || batch_bytes + queue_.front().bytes <= kMaxBatchBytes)) {
+          batch_bytes += queue_.front().bytes;
+          queue_bytes_ -= queue_.front().bytes;
+          batch.push_back(std::move(queue_.front()));
+          queue_.pop_front();
+        }
+      }
+    }
+    if (exit) {
+      for (Pending& p : cancelled) {
+        p.promise.set_value(LogReceipt{
+            LogReceipt::Outcome::kDropped, p.logs.items.size(),
+            absl::CancelledError("log consumer shut down before these logs were written")});
+      }
+      ReportQueueFullDrops();
+      return;
+    }
+    if (batch.empty()) {
+      sink_->Poll();  // Idle: let the sink reconnect or purge.
+    } else {
+      WriteBatch(batch);
+    }
+    ReportQueueFullDrops();
+  }
+}
+
+void AsyncLogConsumer::WriteBatch(std::vector<Pending>& batch) {
+  std::vector<SinkEntry> entries(batch.size());
+  std::vector<size_t> value_bytes(batch.size(), 0);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    RequestLogs& logs = batch[i].logs;
+    entries[i].key = KeyFor(logs.request_id);
+    entries[i].fields.reserve(logs.items.size());
+    for (ItemLog& item : logs.items) {
+      EncodeLogValue(compress_, compress_level_, &item.text);
+      value_bytes[i] += item.text.size();
+      entries[i].fields.push_back(SinkField{std::move(item.item_id), std::move(item.text)});
+    }
+  }
+  std::vector<absl::Status> results = sink_->Write(absl::MakeSpan(entries), ttl_);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const size_t items = batch[i].logs.items.size();
+    absl::Status status = i < results.size()
+                              ? std::move(results[i])
+                              : absl::InternalError("log sink returned too few results");
+    if (status.ok()) {
+      items_stored_.fetch_add(items, std::memory_order_relaxed);
+      bytes_stored_.fetch_add(value_bytes[i], std::memory_order_relaxed);
+      batch[i].promise.set_value(
+          LogReceipt{LogReceipt::Outcome::kStored, items, absl::OkStatus()});
+    } else {
+      items_dropped_store_error_.fetch_add(items, std::memory_order_relaxed);
+      batch[i].promise.set_value(
+          LogReceipt{LogReceipt::Outcome::kDropped, items, std::move(status)});
+    }
+  }
+}
+
+void AsyncLogConsumer::ReportQueueFullDrops() {
+  const uint64_t dropped = items_dropped_queue_full_.load(std::memory_order_relaxed);
+  if (dropped == queue_full_reported_) return;
+  uint64_t suppressed = 0;
+  if (!queue_full_throttle_.Allow(&suppressed)) return;
+  spdlog::warn(
+      "logstore: log queue full (bound {} requests / {} bytes); dropped {} log lines "
+      "since the last report, {} in total",
+      capacity_requests_, capacity_bytes_, dropped - queue_full_reported_, dropped);
+  queue_full_reported_ = dropped;
+}
+
+void AsyncLogConsumer::Shutdown(absl::Duration timeout) {
+  absl::MutexLock shutdown_lock(&shutdown_mu_);
+  if (shut_down_) return;
+  shut_down_ = true;
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    flush_deadline_ = absl::Now() + std::max(timeout, absl::ZeroDuration());
+  }
+  writer_.join();
+}
+
+LogStats AsyncLogConsumer::stats() const {
+  LogStats s;
+  {
+    absl::MutexLock lock(&mu_);
+    s.queue_requests = queue_.size();
+    s.queue_bytes = queue_bytes_;
+  }
+  s.requests_enqueued = requests_enqueued_.load(std::memory_order_relaxed);
+  s.items_enqueued = items_enqueued_.load(std::memory_order_relaxed);
+  s.items_stored = items_stored_.load(std::memory_order_relaxed);
+  s.items_dropped_queue_full = items_dropped_queue_full_.load(std::memory_order_relaxed);
+  s.items_dropped_store_error = items_dropped_store_error_.load(std::memory_order_relaxed);
+  s.items_dropped_shutdown = items_dropped_shutdown_.load(std::memory_order_relaxed);
+  s.bytes_stored = bytes_stored_.load(std::memory_order_relaxed);
+  s.reconnects = sink_->reconnects();
+  s.store_up = sink_->up();
+  return s;
+}
+
+}  // namespace rankwire::logstore

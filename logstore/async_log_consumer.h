@@ -1,0 +1,137 @@
+// AsyncLogConsumer is the LogConsumer behind every backend: a bounded queue
+// of requests' logs and one writer thread that drains it into a LogSink.
+//
+// The ranking thread calls Consume(): it sizes the request (one pass over
+// the item lengths, no copying), takes a lock, and either moves the logs
+// into the queue or, when the queue is at its bound (requests or bytes,
+// whichever is hit first) or the consumer is shut down, completes the
+// future at once as dropped. It never waits on the store. A full queue
+// drops the new request; what is queued keeps its place.
+//
+// The writer thread takes up to batch_requests requests at a time (what is
+// there; it does not wait to fill a batch), encodes every value
+// (log_value.h, compressing if asked), hands the batch to the sink in one
+// call and completes each future with the sink's per-request outcome. When
+// idle it calls LogSink::Poll() every few tens of milliseconds so a sink
+// that is down reconnects without waiting for traffic.
+//
+// Every future completes, exactly once, with kStored or kDropped; counters
+// are updated before the future completes, so a caller that has waited on a
+// future sees it counted in stats(). Each item handed to Consume() ends up
+// in exactly one of items_stored or the items_dropped_* counters;
+// items_enqueued counts the ones that entered the queue.
+//
+// Ownership: owns the sink and the writer thread. The destructor calls
+// Shutdown(kDestructorFlushTimeout).
+//
+// Thread safety: Consume(), stats() and KeyFor() are safe from many
+// threads; Shutdown() may be called from any thread, more than once.
+#ifndef RANKWIRE_LOGSTORE_ASYNC_LOG_CONSUMER_H_
+#define RANKWIRE_LOGSTORE_ASYNC_LOG_CONSUMER_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "logstore/log_sink.h"
+#include "logstore/log_store.h"
+#include "logstore/log_throttle.h"
+
+namespace rankwire::logstore {
+
+class AsyncLogConsumer final : public LogConsumer {
+ public:
+  // How long the destructor lets the writer flush the queue.
+  static constexpr absl::Duration kDestructorFlushTimeout = absl::Seconds(1);
+  // A batch stops growing at this many value bytes even if batch_requests
+  // is not reached, which bounds the sink's per-round-trip buffers.
+  static constexpr size_t kMaxBatchBytes = size_t{8} << 20;
+  // The longest TTL accepted. Logs live for a second or so; a bound keeps
+  // expiry arithmetic far from overflow.
+  static constexpr absl::Duration kMaxTtl = absl::Hours(24 * 30);
+  // How often an idle writer calls LogSink::Poll().
+  static constexpr absl::Duration kIdlePollInterval = absl::Milliseconds(50);
+
+  // Uses the queue, batch, TTL, key and compression fields of `config`.
+  // InvalidArgument if one is out of range (zero capacity or batch, TTL
+  // outside [1 ms, kMaxTtl], compression level above 22) or `sink` is null. Starts the
+  // writer thread.
+  static absl::StatusOr<std::unique_ptr<AsyncLogConsumer>> Create(
+      const LogStoreConfig& config, std::unique_ptr<LogSink> sink);
+
+  ~AsyncLogConsumer() override;
+
+  AsyncLogConsumer(const AsyncLogConsumer&) = delete;
+  AsyncLogConsumer& operator=(const AsyncLogConsumer&) = delete;
+
+  std::future<LogReceipt> Consume(RequestLogs logs) override;
+  // Stops accepting, lets the writer write what is queued until `timeout`
+  // has passed, drops the rest as kCancelled and joins the writer. A batch
+  // already handed to the sink finishes first, so the wait can exceed
+  // `timeout` by one round trip (bounded by the sink's I/O timeout).
+  void Shutdown(absl::Duration timeout) override;
+  LogStats stats() const override;
+  std::string KeyFor(absl::string_view request_id) const override;
+
+ private:
+  struct Pending {
+    RequestLogs logs;
+    size_t bytes = 0;
+    std::promise<LogReceipt> promise;
+  };
+
+  AsyncLogConsumer(const LogStoreConfig& config, std::unique_ptr<LogSink> sink);
+
+  void WriterLoop();
+  void WriteBatch(std::vector<Pending>& batch);
+  void ReportQueueFullDrops();
+  bool HasWorkOrStopping() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !queue_.empty() || stopping_;
+  }
+
+  const std::string key_prefix_;
+  const absl::Duration ttl_;
+  const size_t capacity_requests_;
+  const size_t capacity_bytes_;
+  const size_t batch_requests_;
+  const bool compress_;
+  const int compress_level_;
+  const std::unique_ptr<LogSink> sink_;  // Used by the writer thread only.
+
+  mutable absl::Mutex mu_;
+  std::deque<Pending> queue_ ABSL_GUARDED_BY(mu_);
+  size_t queue_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;  // Also: no longer accepting.
+  absl::Time flush_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+
+  std::atomic<uint64_t> requests_enqueued_{0};
+  std::atomic<uint64_t> items_enqueued_{0};
+  std::atomic<uint64_t> items_stored_{0};
+  std::atomic<uint64_t> items_dropped_queue_full_{0};
+  std::atomic<uint64_t> items_dropped_store_error_{0};
+  std::atomic<uint64_t> items_dropped_shutdown_{0};
+  std::atomic<uint64_t> bytes_stored_{0};
+
+  // Writer thread only: queue-full drops already reported in a log line.
+  uint64_t queue_full_reported_ = 0;
+  LogThrottle queue_full_throttle_;
+
+  absl::Mutex shutdown_mu_;
+  bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;
+  std::thread writer_;
+};
+
+}  // namespace rankwire::logstore
+
+#endif  // RANKWIRE_LOGSTORE_ASYNC_LOG_CONSUMER_H_
