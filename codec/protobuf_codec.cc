@@ -214,6 +214,11 @@ absl::Status ToProto(const RankResult& result, ProtoResult* out) {
   out->Clear();
   auto* types = out->mutable_metric_types();
   for (const MetricKey& key : result.keys) {
+    // The reader rejects type numbers outside MetricType; so does the writer.
+    if (!MetricTypeFromNumber(static_cast<int>(key.type))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("metric key \"", key.name, "\" has no valid type"));
+    }
     auto [it, inserted] = types->insert(
         {key.name, static_cast<rank::v1::MetricType>(key.type)});
     if (!inserted) {

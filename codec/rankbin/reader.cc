@@ -430,6 +430,14 @@ absl::StatusOr<RankResult> RankbinView::Materialize() const {
   absl::Span<const MetricKey> k = keys();
   result.keys.assign(k.begin(), k.end());
   result.items.resize(n_);
+  // Items may share dictionary values (and, in a hostile payload, value
+  // runs), so the model can be far larger than the payload: cap it.
+  uint64_t materialized = 0;
+  auto too_big = [&] {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        kContext, ": the result would materialize to more than ", options_.max_materialized_bytes,
+        " bytes"));
+  };
   const size_t blocks = values_.blocks.size();
   for (size_t b = 0; b < blocks; ++b) {
     coding::Reader logs(absl::string_view(), kContext);
@@ -449,17 +457,25 @@ absl::StatusOr<RankResult> RankbinView::Materialize() const {
       coding::Reader r(absl::string_view(), kContext);
       const Shape* shape = nullptr;
       if (absl::Status s = ValuesOf(i, *rec, &r, &shape); !s.ok()) return s;
+      materialized += rec->id.size() + uint64_t{shape->size} * sizeof(MetricEntry);
+      if (materialized > options_.max_materialized_bytes) return too_big();
       item.metrics.reserve(shape->size);
       const uint32_t* keys = shape_keys_.data() + shape->begin;
       for (uint32_t j = 0; j < shape->size; ++j) {
         bool ok = ReadValue(r, keys[j], [&](uint32_t key, const MetricRef& v) {
-          item.metrics.push_back(MetricEntry{key, v.ToValue()});
+          if (v.type() == MetricType::kString) materialized += v.string_value().size();
+          if (materialized <= options_.max_materialized_bytes) {
+            item.metrics.push_back(MetricEntry{key, v.ToValue()});
+          }
         });
         if (!ok) return r.status();
+        if (materialized > options_.max_materialized_bytes) return too_big();
       }
       if (logs_.present) {
         absl::string_view log = logs.LengthPrefixed("log");
         if (!logs.ok()) return logs.status();
+        materialized += log.size();
+        if (materialized > options_.max_materialized_bytes) return too_big();
         item.log.assign(log.data(), log.size());
       }
     }

@@ -8,9 +8,10 @@
 // values or logs is read.
 //
 // Every read is bounds-checked; every count and length is checked against
-// the bytes that remain before it sizes anything; decompressed bytes are
-// capped by ReaderOptions::max_decoded_bytes. Malformed input gives DataLoss
-// (ResourceExhausted for caps, Unimplemented for a newer major version).
+// the bytes that remain before it sizes anything; decompressed bytes and the
+// model Materialize() builds are capped (ReaderOptions). Malformed input
+// gives DataLoss (ResourceExhausted for caps, Unimplemented for a newer major
+// version).
 //
 // Thread safety: the view may be read from many threads; block
 // decompression is guarded by a once-flag per block.
@@ -29,6 +30,10 @@ namespace rankwire::rankbin {
 struct ReaderOptions {
   // Most bytes all compressed blocks of one payload may decompress to.
   uint64_t max_decoded_bytes = uint64_t{256} << 20;
+  // Most bytes of ids, metrics and logs Materialize() may build. Items may
+  // share a dictionary value, so a small payload could otherwise
+  // materialize to gigabytes.
+  uint64_t max_materialized_bytes = uint64_t{256} << 20;
 };
 
 absl::StatusOr<std::unique_ptr<ResultView>> OpenRankbin(SharedBytes bytes,

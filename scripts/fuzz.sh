@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (tests/fuzz/) with clang-14, AddressSanitizer
+# and UndefinedBehaviorSanitizer in build-fuzz/, then runs each one for
+# FUZZ_SECONDS (default 60) starting from a temporary copy of its seed
+# corpus (the checked-in corpus is never modified). Fails if any target
+# crashes, leaks, hits undefined behaviour, breaks an invariant, times out
+# on one input or runs out of memory; the input that did it is kept in
+# build-fuzz/fuzz-artifacts/.
+#
+# Environment:
+#   FUZZ_SECONDS    seconds per target (default 60)
+#   FUZZ_TARGETS    targets to run (default: all three)
+#   FUZZ_BUILD_DIR  build directory (default build-fuzz)
+#   FUZZ_JOBS       build parallelism (default nproc)
+#   FUZZ_KEEP_CORPUS=DIR  keep the grown corpora in DIR/<target>
+#
+# Needs: clang-14 libclang-rt-14-dev llvm-14 (scripts/setup.sh installs them).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${FUZZ_BUILD_DIR:-$root/build-fuzz}
+seconds=${FUZZ_SECONDS:-60}
+jobs=${FUZZ_JOBS:-$(nproc)}
+read -r -a targets <<<"${FUZZ_TARGETS:-rankbin_reader protobuf_codec envelope}"
+
+for tool in clang-14 clang++-14 llvm-symbolizer-14; do
+  command -v "$tool" >/dev/null || { echo "fuzz.sh: $tool not found (apt-get install clang-14 libclang-rt-14-dev llvm-14)" >&2; exit 1; }
+done
+
+mkdir -p "$build"
+CC=clang-14 CXX=clang++-14 cmake -S "$root" -B "$build" \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DRANKWIRE_BUILD_FUZZERS=ON \
+  -DRANKWIRE_SANITIZE=address,undefined \
+  -DRANKWIRE_BUILD_TESTS=OFF \
+  -DRANKWIRE_BUILD_BENCHMARKS=OFF >"$build/configure.log" 2>&1 ||
+  { cat "$build/configure.log" >&2; exit 1; }
+cmake --build "$build" --parallel "$jobs" --target "${targets[@]/%/_fuzzer}"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+artifacts=$build/fuzz-artifacts
+mkdir -p "$artifacts"
+
+export ASAN_SYMBOLIZER_PATH=${ASAN_SYMBOLIZER_PATH:-$(command -v llvm-symbolizer-14)}
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+
+failed=()
+for t in "${targets[@]}"; do
+  corpus=$work/$t
+  mkdir -p "$corpus"
+  cp "$root/tests/fuzz/corpus/$t/"* "$corpus/"
+  log=$build/fuzz-$t.log
+  echo "fuzz.sh: $t for ${seconds}s ($(ls "$corpus" | wc -l) seeds)"
+  if "$build/tests/fuzz/${t}_fuzzer" "$corpus" \
+      -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+      -artifact_prefix="$artifacts/$t-" -print_final_stats=1 >"$log" 2>&1; then
+    grep -E "^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+ +DONE)" "$log" | sed "s/^/  /" || true
+    echo "  corpus: $(ls "$corpus" | wc -l) inputs"
+  else
+    echo "fuzz.sh: $t FAILED; last lines of $log:" >&2
+    tail -n 60 "$log" >&2
+    failed+=("$t")
+  fi
+  if [[ -n "${FUZZ_KEEP_CORPUS:-}" ]]; then
+    mkdir -p "$FUZZ_KEEP_CORPUS/$t"
+    cp "$corpus/"* "$FUZZ_KEEP_CORPUS/$t/"
+  fi
+done
+
+if ((${#failed[@]})); then
+  echo "fuzz.sh: failed: ${failed[*]} (inputs in $artifacts)" >&2
+  exit 1
+fi
+echo "fuzz.sh: ${targets[*]}: no crash in ${seconds}s each"

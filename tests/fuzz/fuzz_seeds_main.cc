@@ -1,0 +1,320 @@
+// rankwire_fuzz_seeds: writes the seed corpus of every fuzz target, so the
+// checked-in corpus is reproducible.
+//
+//   rankwire_fuzz_seeds tests/fuzz/corpus          # (re)write the corpus
+//   rankwire_fuzz_seeds --check tests/fuzz/corpus  # exit 1 if it is stale
+//
+// The seeds are small: encoded results of 0 to 8 items (with zstd blocks,
+// several shapes, dictionaries, logs, edge values), docs/FORMAT.md's worked
+// example, a payload with an unknown section, and a few envelopes. Output is
+// deterministic (protobuf maps are serialized in key order).
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "codec/protobuf_codec.h"
+#include "codec/rank_result.h"
+#include "codec/rankbin/rankbin_codec.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "rank/v1/rank.pb.h"
+#include "tests/unit/random_result.h"
+
+namespace rankwire {
+namespace {
+
+// target -> file name -> bytes
+using Corpus = std::map<std::string, std::map<std::string, std::string>>;
+
+std::string Deterministic(const google::protobuf::MessageLite& m) {
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    if (!m.SerializeToCodedStream(&coded)) std::exit(2);
+  }
+  return out;
+}
+
+// docs/FORMAT.md's worked example.
+RankResult FormatExample() {
+  RankResult r;
+  const uint32_t ctr = r.AddKey("score.ctr", MetricType::kDouble);
+  const uint32_t src = r.AddKey("recall.source", MetricType::kString);
+  for (int i = 0; i < 2; ++i) {
+    RankedItem& item = r.items.emplace_back();
+    item.item_id = absl::StrCat("sku-", i + 1);
+    item.score = i == 0 ? 0.5 : 0.25;
+    item.position = static_cast<uint32_t>(i + 1);
+    item.metrics = {{ctr, MetricValue::Double(i == 0 ? 0.25 : 0.125)},
+                    {src, MetricValue::String("vector_ann")}};
+  }
+  r.items[1].log = "hi";
+  return r;
+}
+
+// `count` items (up to 8) with a key of every type, two shapes, logs and
+// repeated strings (dictionaries, and blocks zstd can shrink).
+RankResult Typed(int count) {
+  RankResult r;
+  const uint32_t ctr = r.AddKey("score.ctr", MetricType::kDouble);
+  const uint32_t w = r.AddKey("w", MetricType::kFloat);
+  const uint32_t clicks = r.AddKey("clicks", MetricType::kInt);
+  const uint32_t src = r.AddKey("recall.source", MetricType::kString);
+  const uint32_t title = r.AddKey("título", MetricType::kString);
+  for (int i = 0; i < count; ++i) {
+    RankedItem& item = r.items.emplace_back();
+    item.item_id = absl::StrCat("sku-", i);
+    item.score = 1.0 / (i + 1);
+    item.position = static_cast<uint32_t>(i + 1);
+    item.metrics = {{ctr, MetricValue::Double(0.01 * i)},
+                    {src, MetricValue::String(i % 3 ? "vector_ann" : "text_bm25")},
+                    {clicks, MetricValue::Int(i * 1000 - 3000)}};
+    if (i % 2 == 0) {
+      item.metrics.push_back({w, MetricValue::Float(0.5f * i)});
+      item.metrics.push_back({title, MetricValue::String(absl::StrCat("title ", i, " ünïcode"))});
+    }
+    item.log = absl::StrCat("model=lr-v3 scene=search item=sku-", i, " recall=vector_ann");
+  }
+  return r;
+}
+
+RankResult EdgeValues() {
+  RankResult r;
+  const uint32_t i64 = r.AddKey("int", MetricType::kInt);
+  const uint32_t f32 = r.AddKey("float", MetricType::kFloat);
+  const uint32_t f64 = r.AddKey("double", MetricType::kDouble);
+  const uint32_t str = r.AddKey("", MetricType::kString);
+  using D = std::numeric_limits<double>;
+  using F = std::numeric_limits<float>;
+  const double doubles[] = {D::quiet_NaN(), -D::infinity(), -0.0, D::denorm_min()};
+  const float floats[] = {F::infinity(), F::quiet_NaN(), F::denorm_min(), -0.0f};
+  const int64_t ints[] = {INT64_MIN, INT64_MAX, 0, -1};
+  const char* strings[] = {"", "0123456789", "01234567890", "😀ключ中"};
+  for (int i = 0; i < 4; ++i) {
+    RankedItem& item = r.items.emplace_back();
+    item.item_id = i == 0 ? "" : absl::StrCat("edge-", i);
+    item.score = doubles[i];
+    item.position = i == 0 ? UINT32_MAX : static_cast<uint32_t>(i);
+    item.metrics = {{i64, MetricValue::Int(ints[i])},
+                    {f32, MetricValue::Float(floats[i])},
+                    {f64, MetricValue::Double(doubles[i])},
+                    {str, MetricValue::String(strings[i])}};
+  }
+  return r;
+}
+
+std::string MustEncode(const Codec& codec, const RankResult& r) {
+  absl::StatusOr<OwnedBuffer> bytes = codec.Encode(r, EncodeOptions{});
+  if (!bytes.ok()) {
+    std::fprintf(stderr, "encode failed: %s\n", bytes.status().ToString().c_str());
+    std::exit(2);
+  }
+  return std::string(bytes->view());
+}
+
+void MustDecodeTo(const Codec& codec, const std::string& bytes, const RankResult& want,
+                  const std::string& name) {
+  absl::StatusOr<RankResult> got = codec.Decode(SharedBytes::FromString(bytes));
+  const std::string diff = got.ok() ? DiffResults(*got, want) : got.status().ToString();
+  if (!diff.empty()) {
+    std::fprintf(stderr, "seed %s does not decode to its result: %s\n", name.c_str(), diff.c_str());
+    std::exit(2);
+  }
+}
+
+std::string ProtobufBytes(const RankResult& r) {
+  rank::v1::RankResult m;
+  if (!ToProto(r, &m).ok()) std::exit(2);
+  return Deterministic(m);
+}
+
+Corpus MakeCorpus() {
+  rankbin::WriterOptions plain;
+  rankbin::WriterOptions zstd;
+  zstd.block_items = 2;
+  zstd.compress_values = zstd.compress_logs = true;
+  zstd.min_saving = 0;
+  zstd.max_dict_entries = 0;  // Repeated strings stay plain: zstd's to shrink.
+  rankbin::WriterOptions tiny;
+  tiny.block_items = 1;
+  tiny.max_dict_entries = 1;
+  const RankbinCodec rankbin("rankbin", plain, {});
+  const RankbinCodec rankbin_zstd("rankbin-zstd", zstd, {});
+  const RankbinCodec rankbin_tiny("rankbin-tiny", tiny, {});
+
+  std::vector<std::pair<std::string, RankResult>> results = {
+      {"empty", RankResult{}},
+      {"format_example", FormatExample()},
+      {"one_item", Typed(1)},
+      {"three_items", Typed(3)},
+      {"eight_items", Typed(8)},
+      {"edge_values", EdgeValues()},
+  };
+  {
+    RankResult r;
+    r.AddKey("unused", MetricType::kDouble);
+    r.items.resize(2);
+    r.items[0].item_id = "no-metrics";
+    results.push_back({"no_metrics", r});
+  }
+  {
+    // Repetitive values: zstd value blocks.
+    RankResult r;
+    const uint32_t model = r.AddKey("model.version", MetricType::kString);
+    const uint32_t bucket = r.AddKey("bucket", MetricType::kInt);
+    const uint32_t ctr = r.AddKey("ctr", MetricType::kDouble);
+    for (int i = 0; i < 6; ++i) {
+      RankedItem& item = r.items.emplace_back();
+      item.item_id = absl::StrCat("sku-", i);
+      item.score = 0.5;
+      item.position = static_cast<uint32_t>(i + 1);
+      item.metrics = {{model, MetricValue::String("lr-v3-2024-06-01-production")},
+                      {bucket, MetricValue::Int(42)},
+                      {ctr, MetricValue::Double(0.125)}};
+    }
+    results.push_back({"repetitive", r});
+  }
+  for (uint64_t seed : {1, 2}) {
+    std::mt19937_64 rng(seed);
+    test::RandomResultOptions options;
+    options.max_items = 6;
+    options.max_keys = 5;
+    RankResult r;
+    while (r.items.empty()) r = test::RandomResult(rng, options);
+    results.push_back({absl::StrCat("random_", seed), r});
+  }
+
+  Corpus corpus;
+  auto& rb = corpus["rankbin_reader"];
+  auto& pb = corpus["protobuf_codec"];
+  // Adds a seed unless one with the same bytes is there already.
+  auto add = [](std::map<std::string, std::string>& seeds, const std::string& name,
+                std::string bytes) {
+    for (const auto& [other, b] : seeds) {
+      if (b == bytes) return;
+    }
+    seeds[name] = std::move(bytes);
+  };
+  for (const auto& [name, r] : results) {
+    add(rb, name + ".rankbin", MustEncode(rankbin, r));
+    add(rb, name + ".rankbin-zstd", MustEncode(rankbin_zstd, r));
+    add(rb, name + ".one-per-block", MustEncode(rankbin_tiny, r));
+    const std::string pb_bytes = ProtobufBytes(r);
+    MustDecodeTo(ProtobufCodec(), pb_bytes, r, name);
+    add(pb, name + ".pb", pb_bytes);
+  }
+  // A seed that does not decode teaches a fuzzer nothing: check them all.
+  for (const auto& [name, bytes] : rb) {
+    absl::StatusOr<RankResult> r = rankbin.Decode(SharedBytes::FromString(bytes));
+    if (!r.ok()) {
+      std::fprintf(stderr, "seed %s does not decode: %s\n", name.c_str(), r.status().ToString().c_str());
+      std::exit(2);
+    }
+  }
+  // Things only a newer writer or a hand makes: an unknown section, a
+  // higher minor version.
+  std::string future = rb["format_example.rankbin"];
+  future[5] = 7;  // minor
+  future += std::string("\x09\x03\x00\x00\x00" "abc", 8);
+  rb["format_example_future.rankbin"] = future;
+
+  auto& env = corpus["envelope"];
+  rank::v1::ResponseHeader header;
+  header.set_request_id("req-1");
+  header.set_codec("rankbin");
+  header.set_format_version(1);
+  header.set_item_count(2);
+  header.mutable_timings()->set_rank_us(120);
+  header.mutable_timings()->set_total_us(300);
+  header.set_log_mode(rank::v1::LOG_MODE_STORE);
+  header.set_log_key("rankwire:log:req-1");
+  {
+    rank::v1::RankResponse response;
+    *response.mutable_header() = header;
+    response.set_payload(rb["format_example.rankbin"]);
+    env["payload.env"] = Deterministic(response);
+  }
+  {
+    rank::v1::RankResponse response;
+    *response.mutable_header() = header;
+    response.mutable_header()->set_codec("protobuf");
+    if (!ToProto(FormatExample(), response.mutable_result()).ok()) std::exit(2);
+    env["result.env"] = Deterministic(response);
+  }
+  {
+    rank::v1::RankResponse response;
+    *response.mutable_header() = header;
+    env["header_only.env"] = Deterministic(response);
+  }
+  env["empty.env"] = "";
+  // An unknown varint field and an unknown length-delimited field around
+  // the payload.
+  env["unknown_fields.env"] = std::string("\x20\x05", 2) + env["payload.env"] +
+                              std::string("\x82\x01\x03xyz", 6);
+  for (const auto& [name, bytes] : env) {
+    rank::v1::RankResponse response;
+    if (!response.ParseFromString(bytes)) {
+      std::fprintf(stderr, "seed %s is not a RankResponse\n", name.c_str());
+      std::exit(2);
+    }
+  }
+  return corpus;
+}
+
+}  // namespace
+}  // namespace rankwire
+
+int main(int argc, char** argv) {
+  bool check = false;
+  int arg = 1;
+  if (arg < argc && std::strcmp(argv[arg], "--check") == 0) {
+    check = true;
+    ++arg;
+  }
+  if (arg + 1 != argc) {
+    std::fprintf(stderr, "usage: %s [--check] CORPUS_DIR\n", argv[0]);
+    return 2;
+  }
+  const std::filesystem::path root(argv[arg]);
+  int stale = 0;
+  for (const auto& [target, files] : rankwire::MakeCorpus()) {
+    const std::filesystem::path dir = root / target;
+    if (!check) std::filesystem::create_directories(dir);
+    for (const auto& [name, bytes] : files) {
+      const std::filesystem::path path = dir / name;
+      if (check) {
+        if (!std::filesystem::exists(path)) {
+          std::fprintf(stderr, "missing: %s\n", path.c_str());
+          ++stale;
+          continue;
+        }
+        std::ifstream in(path, std::ios::binary);
+        const std::string have((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        if (have != bytes) {
+          std::fprintf(stderr, "stale: %s\n", path.c_str());
+          ++stale;
+        }
+        continue;
+      }
+      std::ofstream out(path, std::ios::binary | std::ios::trunc);
+      out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+      if (!out) {
+        std::fprintf(stderr, "cannot write %s\n", path.c_str());
+        return 1;
+      }
+    }
+    std::printf("%s: %zu seeds\n", target.c_str(), files.size());
+  }
+  return stale == 0 ? 0 : 1;
+}

@@ -1,0 +1,910 @@
+// Tests of the rankbin wire format against its specification, docs/FORMAT.md:
+// the worked example byte for byte (read from FORMAT.md itself, so the page
+// and the code cannot drift apart), the compatibility rules, and each
+// malformed payload the "Validity" section lists. Payloads that a writer
+// never produces are built by hand with coding::Writer.
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "codec/builtin_codecs.h"
+#include "codec/codec.h"
+#include "codec/coding.h"
+#include "codec/compression.h"
+#include "codec/rank_result.h"
+#include "codec/rankbin/format.h"
+#include "codec/rankbin/rankbin_codec.h"
+#include "codec/rankbin/reader.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace rankwire::rankbin {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Payload construction -----------------------------------------------------
+
+// Appends little-endian pieces through coding::Writer.
+class Bytes {
+ public:
+  Bytes& Varint(uint64_t v) {
+    return Put(coding::VarintLength(v), [&](coding::Writer& w) { w.PutVarint64(v); });
+  }
+  Bytes& U8(uint8_t v) {
+    return Put(1, [&](coding::Writer& w) { w.PutByte(v); });
+  }
+  Bytes& U16(uint16_t v) { return U8(v & 0xff).U8(v >> 8); }
+  Bytes& U32(uint32_t v) {
+    return Put(4, [&](coding::Writer& w) { w.PutFixed32(v); });
+  }
+  Bytes& F64(double v) {
+    return Put(8, [&](coding::Writer& w) { w.PutDouble(v); });
+  }
+  Bytes& Raw(absl::string_view s) {
+    return Put(s.size(), [&](coding::Writer& w) { w.PutBytes(s); });
+  }
+  Bytes& Str(absl::string_view s) { return Varint(s.size()).Raw(s); }
+  const std::string& str() const { return s_; }
+  operator std::string() const { return s_; }  // NOLINT: builder sugar.
+
+ private:
+  template <typename F>
+  Bytes& Put(size_t n, F write) {
+    const size_t at = s_.size();
+    s_.resize(at + n);
+    coding::Writer w(s_.data() + at, s_.data() + at + n);
+    write(w);
+    EXPECT_EQ(w.written(), n);
+    return *this;
+  }
+  std::string s_;
+};
+
+struct KeySpec {
+  uint8_t code;
+  std::string name;
+  std::vector<std::string> dict = {};
+  std::string extra = {};  // Trailing bytes a newer minor version might add.
+};
+
+struct ItemSpec {
+  std::string id;
+  double score;
+  uint32_t position;
+  uint32_t shape;
+  uint32_t values_offset;
+  std::string extra = {};
+  std::optional<std::string> raw = {};  // The whole record, when set.
+};
+
+struct BlockSpec {
+  uint8_t codec;
+  std::string stored;
+  uint32_t raw_size;
+  static BlockSpec Raw(std::string bytes) {
+    const uint32_t n = static_cast<uint32_t>(bytes.size());
+    return {static_cast<uint8_t>(BlockCodec::kRaw), std::move(bytes), n};
+  }
+  static BlockSpec Zstd(const std::string& raw) {
+    absl::StatusOr<std::string> frame = compression::ZstdCompress(raw, 1);
+    EXPECT_TRUE(frame.ok());
+    return {static_cast<uint8_t>(BlockCodec::kZstd), *frame, static_cast<uint32_t>(raw.size())};
+  }
+};
+
+// A rankbin payload as its parts, so a test can change one and rebuild.
+struct Payload {
+  std::string magic = "RKWB";
+  uint8_t major = 1;
+  uint8_t minor = 0;
+  uint16_t flags = 0;
+  std::vector<KeySpec> keys;
+  std::vector<std::vector<uint32_t>> shapes;
+  uint32_t block_items = 32;
+  std::vector<ItemSpec> items;
+  std::optional<std::vector<uint32_t>> directory;  // Computed unless set.
+  std::vector<BlockSpec> values;
+  std::optional<std::vector<BlockSpec>> logs;
+
+  std::string Header() const {
+    return Bytes().Raw(magic).U8(major).U8(minor).U16(flags);
+  }
+  static std::string Section(uint8_t id, const std::string& body) {
+    return Bytes().U8(id).U32(static_cast<uint32_t>(body.size())).Raw(body);
+  }
+  std::string KeysBody() const {
+    Bytes b;
+    b.Varint(keys.size());
+    for (const KeySpec& k : keys) {
+      Bytes entry;
+      entry.U8(k.code).Str(k.name);
+      if (k.code == static_cast<uint8_t>(TypeCode::kStringDict)) {
+        entry.Varint(k.dict.size());
+        for (const std::string& d : k.dict) entry.Str(d);
+      }
+      entry.Raw(k.extra);
+      b.Str(entry.str());
+    }
+    return b;
+  }
+  std::string ShapesBody() const {
+    Bytes b;
+    b.Varint(shapes.size());
+    for (const auto& s : shapes) {
+      b.Varint(s.size());
+      for (uint32_t k : s) b.Varint(k);
+    }
+    return b;
+  }
+  std::string ItemsBody() const {
+    std::vector<std::string> records;
+    for (const ItemSpec& i : items) {
+      if (i.raw) {
+        records.push_back(*i.raw);
+        continue;
+      }
+      records.push_back(Bytes()
+                            .Str(i.id)
+                            .F64(i.score)
+                            .Varint(i.position)
+                            .Varint(i.shape)
+                            .Varint(i.values_offset)
+                            .Raw(i.extra));
+    }
+    Bytes b;
+    b.Varint(items.size()).Varint(block_items);
+    if (directory) {
+      for (uint32_t d : *directory) b.U32(d);
+    } else {
+      uint32_t offset = 0;
+      for (const std::string& r : records) {
+        b.U32(offset);
+        offset += static_cast<uint32_t>(r.size());
+      }
+    }
+    for (const std::string& r : records) b.Raw(r);
+    return b;
+  }
+  static std::string BlocksBody(const std::vector<BlockSpec>& blocks) {
+    Bytes b;
+    b.Varint(blocks.size());
+    for (const BlockSpec& s : blocks) {
+      b.U8(s.codec).U32(static_cast<uint32_t>(s.stored.size())).U32(s.raw_size);
+    }
+    for (const BlockSpec& s : blocks) b.Raw(s.stored);
+    return b;
+  }
+  std::string Build() const {
+    std::string out = Header() + Section(1, KeysBody()) + Section(2, ShapesBody()) +
+                      Section(3, ItemsBody()) + Section(4, BlocksBody(values));
+    if (logs) out += Section(5, BlocksBody(*logs));
+    return out;
+  }
+};
+
+// docs/FORMAT.md's worked example, as parts.
+Payload ExamplePayload() {
+  Payload p;
+  p.keys = {{0x12, "score.ctr"}, {0x20, "recall.source", {"vector_ann"}}};
+  p.shapes = {{0, 1}};
+  p.items = {{"sku-1", 0.5, 1, 0, 0}, {"sku-2", 0.25, 2, 0, 9}};
+  p.values = {BlockSpec::Raw(Bytes().F64(0.25).Varint(0).F64(0.125).Varint(0))};
+  p.logs = std::vector<BlockSpec>{BlockSpec::Raw(Bytes().Str("").Str("hi"))};
+  return p;
+}
+
+// docs/FORMAT.md's worked example, as the model.
+RankResult ExampleResult() {
+  RankResult r;
+  const uint32_t ctr = r.AddKey("score.ctr", MetricType::kDouble);
+  const uint32_t src = r.AddKey("recall.source", MetricType::kString);
+  RankedItem& a = r.items.emplace_back();
+  a.item_id = "sku-1";
+  a.score = 0.5;
+  a.position = 1;
+  a.metrics = {{ctr, MetricValue::Double(0.25)}, {src, MetricValue::String("vector_ann")}};
+  RankedItem& b = r.items.emplace_back();
+  b.item_id = "sku-2";
+  b.score = 0.25;
+  b.position = 2;
+  b.metrics = {{ctr, MetricValue::Double(0.125)}, {src, MetricValue::String("vector_ann")}};
+  b.log = "hi";
+  return r;
+}
+
+// Reading ---------------------------------------------------------------------
+
+absl::StatusOr<std::unique_ptr<ResultView>> Open(const std::string& bytes,
+                                                 const ReaderOptions& options = {}) {
+  // An exact-size copy, so a sanitizer sees reads past the end.
+  return OpenRankbin(SharedBytes::FromBuffer(OwnedBuffer::CopyOf(bytes)), options);
+}
+
+absl::StatusOr<RankResult> Decode(const std::string& bytes, const ReaderOptions& options = {}) {
+  absl::StatusOr<std::unique_ptr<ResultView>> view = Open(bytes, options);
+  if (!view.ok()) return view.status();
+  return (*view)->Materialize();
+}
+
+// The codec a RankResult is written with, from the registry.
+std::string Encode(const RankResult& r, const BuiltinCodecOptions& options = {},
+                   absl::string_view name = kRankbinCodecName) {
+  absl::StatusOr<CodecRegistry> registry = MakeBuiltinCodecs(options);
+  EXPECT_TRUE(registry.ok());
+  const Codec* codec = registry->Find(name);
+  EXPECT_NE(codec, nullptr);
+  absl::StatusOr<OwnedBuffer> bytes = codec->Encode(r, EncodeOptions{});
+  EXPECT_TRUE(bytes.ok()) << bytes.status();
+  return bytes.ok() ? std::string(bytes->view()) : "";
+}
+
+// A payload's sections and block directories, walked per FORMAT.md.
+struct SectionRef {
+  uint8_t id;
+  size_t body;  // Offset of the body in the payload.
+  size_t size;
+};
+std::vector<SectionRef> Sections(const std::string& payload) {
+  std::vector<SectionRef> out;
+  coding::Reader r(absl::string_view(payload).substr(kHeaderSize), "walk", kHeaderSize);
+  while (!r.empty() && r.ok()) {
+    const uint8_t id = r.Byte("id");
+    const uint32_t size = r.Fixed32("length");
+    out.push_back({id, r.offset(), size});
+    r.Skip(size, "body");
+  }
+  EXPECT_TRUE(r.ok()) << r.status();
+  return out;
+}
+std::optional<SectionRef> FindSection(const std::string& payload, SectionId id) {
+  for (const SectionRef& s : Sections(payload)) {
+    if (s.id == static_cast<uint8_t>(id)) return s;
+  }
+  return std::nullopt;
+}
+struct BlockRef {
+  uint8_t codec;
+  size_t stored;  // Offset of the stored bytes in the payload.
+  uint32_t stored_size;
+  uint32_t raw_size;
+};
+std::vector<BlockRef> Blocks(const std::string& payload, SectionId id) {
+  std::optional<SectionRef> s = FindSection(payload, id);
+  if (!s) return {};
+  coding::Reader r(absl::string_view(payload).substr(s->body, s->size), "walk", s->body);
+  std::vector<BlockRef> out(r.Varint64("count"));
+  for (BlockRef& b : out) {
+    b.codec = r.Byte("codec");
+    b.stored_size = r.Fixed32("stored");
+    b.raw_size = r.Fixed32("raw");
+  }
+  size_t at = r.offset();
+  for (BlockRef& b : out) {
+    b.stored = at;
+    at += b.stored_size;
+  }
+  EXPECT_TRUE(r.ok()) << r.status();
+  return out;
+}
+
+// The worked example's bytes, as docs/FORMAT.md prints them: the hex pairs
+// that start each line of the code block under "## Worked example". Also
+// returns the size the text states ("... 164 bytes:").
+struct DocExample {
+  std::string bytes;
+  size_t stated_size = 0;
+};
+DocExample ReadDocExample() {
+  DocExample out;
+  std::ifstream in(RANKWIRE_SOURCE_DIR "/docs/FORMAT.md");
+  EXPECT_TRUE(in.good()) << "cannot read docs/FORMAT.md";
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string doc = text.str();
+  const size_t section = doc.find("## Worked example");
+  EXPECT_NE(section, std::string::npos);
+  if (section == std::string::npos) return out;
+  const size_t fence = doc.find("```", section);
+  const size_t end = doc.find("```", fence + 3);
+  EXPECT_NE(end, std::string::npos);
+  std::smatch m;
+  const std::string intro = doc.substr(section, fence - section);
+  if (std::regex_search(intro, m, std::regex(R"((\d+)\s+bytes:)"))) {
+    out.stated_size = std::stoul(m[1]);
+  }
+  std::istringstream block(doc.substr(fence + 3, end - fence - 3));
+  std::string line;
+  while (std::getline(block, line)) {
+    std::istringstream words(line);
+    std::string word;
+    while (words >> word && word.size() == 2 && std::isxdigit(static_cast<unsigned char>(word[0])) &&
+           std::isxdigit(static_cast<unsigned char>(word[1]))) {
+      out.bytes.push_back(static_cast<char>(std::stoi(word, nullptr, 16)));
+    }
+  }
+  return out;
+}
+
+std::string Hex(absl::string_view s) {
+  std::string out;
+  for (unsigned char c : s) absl::StrAppend(&out, absl::Hex(c, absl::kZeroPad2), " ");
+  return out;
+}
+
+// The worked example -----------------------------------------------------------
+
+TEST(WorkedExampleTest, TheDocumentedBytesAreTheWorkedExample) {
+  const DocExample doc = ReadDocExample();
+  EXPECT_EQ(doc.bytes.size(), doc.stated_size);
+  EXPECT_EQ(doc.stated_size, 164u);
+  // The hand-built payload (this file's reading of FORMAT.md's grammar)
+  // is the same bytes.
+  EXPECT_EQ(Hex(ExamplePayload().Build()), Hex(doc.bytes));
+}
+
+TEST(WorkedExampleTest, RankbinCodecWritesTheDocumentedBytes) {
+  const DocExample doc = ReadDocExample();
+  ASSERT_FALSE(doc.bytes.empty());
+  EXPECT_EQ(Hex(Encode(ExampleResult())), Hex(doc.bytes));
+}
+
+TEST(WorkedExampleTest, DocumentedBytesDecodeToTheExample) {
+  const DocExample doc = ReadDocExample();
+  absl::StatusOr<RankResult> r = Decode(doc.bytes);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(DiffResults(*r, ExampleResult()), "");
+
+  // Either registered rankbin codec reads it.
+  absl::StatusOr<CodecRegistry> registry = MakeBuiltinCodecs({});
+  ASSERT_TRUE(registry.ok());
+  for (absl::string_view name : {kRankbinCodecName, kRankbinZstdCodecName}) {
+    absl::StatusOr<RankResult> d =
+        registry->Find(name)->Decode(SharedBytes::FromString(doc.bytes));
+    ASSERT_TRUE(d.ok()) << name << ": " << d.status();
+    EXPECT_EQ(DiffResults(*d, ExampleResult()), "") << name;
+  }
+
+  absl::StatusOr<std::unique_ptr<ResultView>> view = Open(doc.bytes);
+  ASSERT_TRUE(view.ok());
+  absl::StatusOr<ItemRef> second = (*view)->Item(1);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->id(), "sku-2");
+  EXPECT_EQ(second->score(), 0.25);
+  absl::StatusOr<std::optional<MetricRef>> src = second->Metric("recall.source");
+  ASSERT_TRUE(src.ok() && src->has_value());
+  EXPECT_EQ((*src)->string_value(), "vector_ann");
+  EXPECT_EQ(*second->Log(), "hi");
+  EXPECT_EQ(*(*view)->Log(0), "");
+}
+
+// Writer behaviour FORMAT.md fixes -------------------------------------------
+
+TEST(WriterTest, LogsSectionOnlyWhenSomeItemHasALog) {
+  RankResult r = ExampleResult();
+  EXPECT_TRUE(FindSection(Encode(r), SectionId::kLogs).has_value());
+  r.items[1].log.clear();
+  const std::string bytes = Encode(r);
+  EXPECT_FALSE(FindSection(bytes, SectionId::kLogs).has_value());
+  absl::StatusOr<RankResult> back = Decode(bytes);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(DiffResults(*back, r), "");
+}
+
+TEST(WriterTest, SectionsInOrderAndBlocksOfBlockItems) {
+  RankResult r;
+  const uint32_t k = r.AddKey("k", MetricType::kInt);
+  for (int i = 0; i < 7; ++i) {
+    RankedItem& item = r.items.emplace_back();
+    item.metrics = {{k, MetricValue::Int(i)}};
+    item.log = "x";
+  }
+  BuiltinCodecOptions options;
+  options.block_items = 3;
+  const std::string bytes = Encode(r, options);
+  std::vector<uint8_t> ids;
+  for (const SectionRef& s : Sections(bytes)) ids.push_back(s.id);
+  EXPECT_EQ(ids, (std::vector<uint8_t>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(Blocks(bytes, SectionId::kValues).size(), 3u);  // ceil(7 / 3)
+  EXPECT_EQ(Blocks(bytes, SectionId::kLogs).size(), 3u);
+  for (const BlockRef& b : Blocks(bytes, SectionId::kValues)) {
+    EXPECT_EQ(b.codec, static_cast<uint8_t>(BlockCodec::kRaw));  // "rankbin": never zstd.
+  }
+}
+
+TEST(WriterTest, ShapeKeysAreDoublesThenFloatsThenIntsThenStrings) {
+  RankResult r;
+  const uint32_t s = r.AddKey("s", MetricType::kString);
+  const uint32_t i = r.AddKey("i", MetricType::kInt);
+  const uint32_t f = r.AddKey("f", MetricType::kFloat);
+  const uint32_t d = r.AddKey("d", MetricType::kDouble);
+  r.items.emplace_back().metrics = {{s, MetricValue::String("x")},
+                                    {i, MetricValue::Int(1)},
+                                    {f, MetricValue::Float(1)},
+                                    {d, MetricValue::Double(1)}};
+  const std::string bytes = Encode(r);
+  std::optional<SectionRef> shapes = FindSection(bytes, SectionId::kShapes);
+  ASSERT_TRUE(shapes);
+  EXPECT_EQ(Hex(bytes.substr(shapes->body, shapes->size)),
+            Hex(Bytes().Varint(1).Varint(4).Varint(d).Varint(f).Varint(i).Varint(s).str()));
+}
+
+TEST(WriterTest, ZstdBlocksAreFramesOfTheirRawSize) {
+  // Repetitive values and logs, so compression pays.
+  RankResult r;
+  const uint32_t model = r.AddKey("model", MetricType::kString);
+  const uint32_t ctr = r.AddKey("ctr", MetricType::kDouble);
+  for (int i = 0; i < 64; ++i) {
+    RankedItem& item = r.items.emplace_back();
+    item.item_id = absl::StrCat("sku-", i);
+    item.metrics = {{model, MetricValue::String(absl::StrCat("lr-v3-production-", i % 2 ? "a" : "b", "-", i))},
+                    {ctr, MetricValue::Double(0.125)}};
+    item.log = "model=lr-v3 scene=search features=[0.1,0.2,0.3,0.4] recall=vector_ann";
+  }
+  BuiltinCodecOptions options;
+  options.block_items = 16;
+  options.zstd_min_saving = 0;
+  const std::string bytes = Encode(r, options, kRankbinZstdCodecName);
+  for (SectionId id : {SectionId::kValues, SectionId::kLogs}) {
+    std::vector<BlockRef> blocks = Blocks(bytes, id);
+    ASSERT_EQ(blocks.size(), 4u);
+    for (const BlockRef& b : blocks) {
+      ASSERT_EQ(b.codec, static_cast<uint8_t>(BlockCodec::kZstd)) << static_cast<int>(id);
+      EXPECT_LT(b.stored_size, b.raw_size);
+      absl::StatusOr<std::string> raw =
+          compression::ZstdDecompress(absl::string_view(bytes).substr(b.stored, b.stored_size), b.raw_size);
+      ASSERT_TRUE(raw.ok()) << raw.status();
+      EXPECT_EQ(raw->size(), b.raw_size);
+    }
+  }
+  absl::StatusOr<RankResult> back = Decode(bytes);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(DiffResults(*back, r), "");
+}
+
+TEST(ReaderTest, DecompressesOnlyTheBlocksItReads) {
+  RankResult r;
+  const uint32_t model = r.AddKey("model", MetricType::kString);
+  for (int i = 0; i < 6; ++i) {
+    RankedItem& item = r.items.emplace_back();
+    item.item_id = absl::StrCat("sku-", i);
+    item.position = static_cast<uint32_t>(i + 1);
+    item.metrics = {{model, MetricValue::String(std::string(200, static_cast<char>('a' + i)))}};
+  }
+  BuiltinCodecOptions options;
+  options.block_items = 2;
+  options.zstd_min_saving = 0;
+  std::string bytes = Encode(r, options, kRankbinZstdCodecName);
+  std::vector<BlockRef> blocks = Blocks(bytes, SectionId::kValues);
+  ASSERT_EQ(blocks.size(), 3u);
+  ASSERT_EQ(blocks[2].codec, static_cast<uint8_t>(BlockCodec::kZstd));
+  // Break the last block's frame in the middle.
+  bytes[blocks[2].stored + blocks[2].stored_size / 2] ^= 0x5a;
+  bytes[blocks[2].stored + blocks[2].stored_size - 1] ^= 0x5a;
+
+  absl::StatusOr<std::unique_ptr<ResultView>> view = Open(bytes);
+  ASSERT_TRUE(view.ok()) << view.status();
+  absl::StatusOr<std::vector<ItemRef>> top = (*view)->TopN(4);
+  ASSERT_TRUE(top.ok());
+  for (const ItemRef& item : *top) {
+    absl::StatusOr<std::optional<MetricRef>> m = item.Metric("model");
+    ASSERT_TRUE(m.ok()) << m.status();
+    EXPECT_EQ((*m)->string_value(), std::string(200, static_cast<char>('a' + item.index())));
+  }
+  // Hot fields of the broken block's items need no values.
+  absl::StatusOr<ItemRef> fifth = (*view)->Item(4);
+  ASSERT_TRUE(fifth.ok());
+  EXPECT_EQ(fifth->id(), "sku-4");
+  EXPECT_EQ(fifth->Metric("model").status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ((*view)->Materialize().status().code(), absl::StatusCode::kDataLoss);
+}
+
+// Compatibility rules ------------------------------------------------------
+
+TEST(CompatibilityTest, UnknownSectionsAreSkipped) {
+  const Payload p = ExamplePayload();
+  const std::string unknown = Payload::Section(9, "future") + Payload::Section(255, "");
+  const std::string bytes = p.Header() + unknown + Payload::Section(1, p.KeysBody()) +
+                            Payload::Section(2, p.ShapesBody()) + unknown +
+                            Payload::Section(3, p.ItemsBody()) +
+                            Payload::Section(4, Payload::BlocksBody(p.values)) +
+                            Payload::Section(5, Payload::BlocksBody(*p.logs)) + unknown;
+  absl::StatusOr<RankResult> r = Decode(bytes);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(DiffResults(*r, ExampleResult()), "");
+}
+
+TEST(CompatibilityTest, SectionsMayComeInAnyOrder) {
+  const Payload p = ExamplePayload();
+  const std::string bytes = p.Header() + Payload::Section(5, Payload::BlocksBody(*p.logs)) +
+                            Payload::Section(4, Payload::BlocksBody(p.values)) +
+                            Payload::Section(3, p.ItemsBody()) +
+                            Payload::Section(2, p.ShapesBody()) + Payload::Section(1, p.KeysBody());
+  absl::StatusOr<RankResult> r = Decode(bytes);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(DiffResults(*r, ExampleResult()), "");
+}
+
+// A key of an unknown type code with a known wire class: its values are
+// skipped and it is not part of the decoded keys. One per wire class, in
+// the middle of the shape so the values after it must be found past it.
+TEST(CompatibilityTest, UnknownTypeCodesAreSkippedByWireClass) {
+  struct Unknown {
+    uint8_t code;
+    std::string value;  // One value of it.
+  };
+  const Unknown unknowns[] = {
+      {0x08, Bytes().Varint(300)},                  // wire class 0
+      {0x19, Bytes().U32(0xdeadbeef)},              // wire class 1
+      {0x0a, Bytes().F64(1.5)},                     // wire class 2
+      {0x0b, Bytes().Str("opaque future bytes")},   // wire class 3
+  };
+  for (const Unknown& u : unknowns) {
+    SCOPED_TRACE(static_cast<int>(u.code));
+    ASSERT_FALSE(ModelTypeOf(u.code).has_value());
+    Payload p = ExamplePayload();
+    // Named like a known key: names need only be unique among known codes.
+    p.keys.push_back({u.code, "score.ctr"});
+    p.shapes = {{0, 2, 1}};
+    const std::string run0 = Bytes().F64(0.25).Raw(u.value).Varint(0);
+    const std::string run1 = Bytes().F64(0.125).Raw(u.value).Varint(0);
+    p.values = {BlockSpec::Raw(run0 + run1)};
+    p.items[1].values_offset = static_cast<uint32_t>(run0.size());
+    const std::string bytes = p.Build();
+
+    absl::StatusOr<RankResult> r = Decode(bytes);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(DiffResults(*r, ExampleResult()), "");
+    absl::StatusOr<std::unique_ptr<ResultView>> view = Open(bytes);
+    ASSERT_TRUE(view.ok());
+    EXPECT_EQ((*view)->keys().size(), 2u);
+    absl::StatusOr<std::optional<MetricRef>> src = (*view)->FindMetric(1, "recall.source");
+    ASSERT_TRUE(src.ok()) << src.status();
+    ASSERT_TRUE(src->has_value());
+    EXPECT_EQ((*src)->string_value(), "vector_ann");
+    absl::StatusOr<std::optional<MetricRef>> ctr = (*view)->FindMetric(1, "score.ctr");
+    ASSERT_TRUE(ctr.ok() && ctr->has_value());
+    EXPECT_EQ((*ctr)->double_value(), 0.125);
+  }
+}
+
+TEST(CompatibilityTest, TrailingBytesInKeyEntriesAndItemRecordsAreIgnored) {
+  Payload p = ExamplePayload();
+  p.keys[0].extra = "\x01\x02\x03";
+  p.keys[1].extra = std::string(200, '\x7f');  // Past one byte of entry length.
+  p.items[0].extra = "\xff\xff\xff";
+  p.items[1].extra = "newer field";
+  absl::StatusOr<RankResult> r = Decode(p.Build());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(DiffResults(*r, ExampleResult()), "");
+}
+
+TEST(CompatibilityTest, AnyMinorVersionAndFlagsAreRead) {
+  Payload p = ExamplePayload();
+  p.minor = 9;
+  p.flags = 0xffff;
+  absl::StatusOr<RankResult> r = Decode(p.Build());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(DiffResults(*r, ExampleResult()), "");
+}
+
+TEST(CompatibilityTest, OtherMajorVersionsAreUnimplemented) {
+  for (uint8_t major : {0, 2, 255}) {
+    Payload p = ExamplePayload();
+    p.major = major;
+    absl::Status s = Open(p.Build()).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << int{major};
+    EXPECT_THAT(s.message(), HasSubstr("version"));
+  }
+}
+
+TEST(CompatibilityTest, ReservedWireClassesAreRejected) {
+  for (uint8_t code : {0x04, 0x05, 0x06, 0x07, 0x0c, 0x27}) {
+    Payload p = ExamplePayload();
+    p.keys.push_back({code, "reserved"});
+    EXPECT_EQ(Open(p.Build()).status().code(), absl::StatusCode::kDataLoss) << int{code};
+  }
+}
+
+// Malformed payloads ("Validity") ---------------------------------------------
+
+void ExpectOpenFails(const std::string& bytes, absl::string_view message_part,
+                     absl::StatusCode code = absl::StatusCode::kDataLoss) {
+  absl::Status s = Open(bytes).status();
+  EXPECT_EQ(s.code(), code) << s;
+  EXPECT_THAT(s.message(), HasSubstr(std::string(message_part)));
+}
+
+// Open succeeds (the problem is in data read lazily); reading item `item`'s
+// metrics and the whole result fail with DataLoss.
+void ExpectReadFails(const std::string& bytes, size_t item, absl::string_view message_part) {
+  absl::StatusOr<std::unique_ptr<ResultView>> view = Open(bytes);
+  ASSERT_TRUE(view.ok()) << view.status();
+  absl::Status s = (*view)->ForEachMetric(item, [](uint32_t, const MetricRef&) {});
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+  EXPECT_THAT(s.message(), HasSubstr(std::string(message_part)));
+  EXPECT_EQ((*view)->Materialize().status().code(), absl::StatusCode::kDataLoss);
+}
+
+TEST(MalformedTest, ShorterThanTheHeader) {
+  const std::string bytes = ExamplePayload().Build();
+  for (size_t n = 0; n < kHeaderSize; ++n) {
+    ExpectOpenFails(bytes.substr(0, n), "header");
+  }
+}
+
+TEST(MalformedTest, BadMagic) {
+  Payload p = ExamplePayload();
+  p.magic = "RKWC";
+  ExpectOpenFails(p.Build(), "magic");
+  p.magic = "PK\x03\x04";
+  ExpectOpenFails(p.Build(), "magic");
+}
+
+TEST(MalformedTest, RepeatedKnownSection) {
+  const Payload p = ExamplePayload();
+  ExpectOpenFails(p.Build() + Payload::Section(1, p.KeysBody()), "twice");
+  ExpectOpenFails(p.Build() + Payload::Section(5, Payload::BlocksBody(*p.logs)), "twice");
+}
+
+TEST(MalformedTest, MissingRequiredSection) {
+  const Payload p = ExamplePayload();
+  const std::string sections[] = {Payload::Section(1, p.KeysBody()), Payload::Section(2, p.ShapesBody()),
+                                  Payload::Section(3, p.ItemsBody()),
+                                  Payload::Section(4, Payload::BlocksBody(p.values))};
+  const char* names[] = {"KEYS", "SHAPES", "ITEMS", "VALUES"};
+  for (int missing = 0; missing < 4; ++missing) {
+    std::string bytes = p.Header();
+    for (int s = 0; s < 4; ++s) {
+      if (s != missing) bytes += sections[s];
+    }
+    ExpectOpenFails(bytes, absl::StrCat("missing ", names[missing]));
+  }
+}
+
+TEST(MalformedTest, SectionLengthPastTheEnd) {
+  std::string bytes = ExamplePayload().Build();
+  std::optional<SectionRef> logs = FindSection(bytes, SectionId::kLogs);
+  ASSERT_TRUE(logs);
+  coding::EncodeFixed32(&bytes[logs->body - 4], static_cast<uint32_t>(logs->size + 1));
+  ExpectOpenFails(bytes, "truncated");
+  coding::EncodeFixed32(&bytes[logs->body - 4], UINT32_MAX);
+  ExpectOpenFails(bytes, "truncated");
+}
+
+TEST(MalformedTest, ItemDirectoryOutOfOrderOrPastTheRecords) {
+  Payload p = ExamplePayload();
+  p.directory = std::vector<uint32_t>{17, 0};
+  ExpectOpenFails(p.Build(), "directory");
+  p.directory = std::vector<uint32_t>{0, 35};  // The records are 34 bytes.
+  ExpectOpenFails(p.Build(), "directory");
+  p.directory = std::vector<uint32_t>{0, 34};  // An empty last record: Open is fine...
+  absl::StatusOr<std::unique_ptr<ResultView>> view = Open(p.Build());
+  ASSERT_TRUE(view.ok()) << view.status();
+  // ...reading it is not.
+  EXPECT_EQ((*view)->Item(1).status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_TRUE((*view)->Item(0).ok());
+}
+
+TEST(MalformedTest, ShapeIndexRepeatedOrOutOfRange) {
+  Payload p = ExamplePayload();
+  p.shapes = {{0, 0}};
+  ExpectOpenFails(p.Build(), "repeated");
+  p.shapes = {{0, 2}};
+  ExpectOpenFails(p.Build(), "out of range");
+  p.shapes = {{0, 1}, {1, 0, 1}};
+  ExpectOpenFails(p.Build(), "repeated");
+}
+
+TEST(MalformedTest, CountsLargerThanTheBytesLeft) {
+  Payload p = ExamplePayload();
+  // 2 keys declared as 1000.
+  std::string keys = p.KeysBody();
+  keys[0] = '\xe8';
+  keys.insert(1, "\x07");
+  ExpectOpenFails(p.Header() + Payload::Section(1, keys) + Payload::Section(2, p.ShapesBody()) +
+                      Payload::Section(3, p.ItemsBody()) +
+                      Payload::Section(4, Payload::BlocksBody(p.values)),
+                  "key count");
+  // An item count the section cannot hold (16 bytes each at least).
+  std::string items = Bytes().Varint(uint64_t{1} << 40).Varint(32);
+  ExpectOpenFails(p.Header() + Payload::Section(1, p.KeysBody()) +
+                      Payload::Section(2, p.ShapesBody()) + Payload::Section(3, items) +
+                      Payload::Section(4, Payload::BlocksBody(p.values)),
+                  "item count");
+}
+
+TEST(MalformedTest, BlockItemsZero) {
+  Payload p = ExamplePayload();
+  p.block_items = 0;
+  ExpectOpenFails(p.Build(), "block items");
+}
+
+TEST(MalformedTest, WrongBlockCount) {
+  Payload p = ExamplePayload();
+  const BlockSpec empty = BlockSpec::Raw("");
+  p.values.push_back(empty);  // 2 items in blocks of 32 make 1 block, not 2.
+  ExpectOpenFails(p.Build(), "blocks");
+  p.values.clear();
+  ExpectOpenFails(p.Build(), "blocks");
+  p = ExamplePayload();
+  p.block_items = 1;  // Now 2 blocks are needed; VALUES has 1.
+  ExpectOpenFails(p.Build(), "blocks");
+  p = ExamplePayload();
+  p.logs->push_back(empty);
+  ExpectOpenFails(p.Build(), "LOGS");
+}
+
+TEST(MalformedTest, RawBlockSizesDiffer) {
+  Payload p = ExamplePayload();
+  p.values[0].raw_size -= 1;
+  ExpectOpenFails(p.Build(), "sizes differ");
+}
+
+TEST(MalformedTest, UnknownBlockCodec) {
+  for (uint8_t codec : {2, 255}) {
+    Payload p = ExamplePayload();
+    p.values[0].codec = codec;
+    ExpectOpenFails(p.Build(), "unknown codec");
+  }
+}
+
+TEST(MalformedTest, BlockDataPastTheSection) {
+  Payload p = ExamplePayload();
+  p.values[0].stored.pop_back();  // The directory still says 18 bytes.
+  std::string body = Payload::BlocksBody(p.values);
+  coding::EncodeFixed32(&body[2], 18);
+  coding::EncodeFixed32(&body[6], 18);
+  ExpectOpenFails(p.Header() + Payload::Section(1, p.KeysBody()) +
+                      Payload::Section(2, p.ShapesBody()) + Payload::Section(3, p.ItemsBody()) +
+                      Payload::Section(4, body),
+                  "block data");
+}
+
+TEST(MalformedTest, CorruptZstdFrame) {
+  Payload p = ExamplePayload();
+  const std::string raw = p.values[0].stored;
+  p.values[0] = {static_cast<uint8_t>(BlockCodec::kZstd), std::string(18, '\x42'), 18};
+  ExpectReadFails(p.Build(), 0, "zstd");
+  // A valid frame of the wrong size.
+  p.values[0] = BlockSpec::Zstd(raw);
+  p.values[0].raw_size += 1;
+  ExpectReadFails(p.Build(), 1, "zstd");
+  // A good frame with a byte changed.
+  p.values[0] = BlockSpec::Zstd(raw);
+  p.values[0].stored[p.values[0].stored.size() - 2] ^= 0x10;
+  absl::StatusOr<std::unique_ptr<ResultView>> view = Open(p.Build());
+  ASSERT_TRUE(view.ok());
+  // zstd's checksum is off by default; whatever a damaged frame yields must
+  // still be read safely.
+  (void)(*view)->Materialize();
+  // And the frame itself, undamaged, reads back.
+  p.values[0] = BlockSpec::Zstd(raw);
+  absl::StatusOr<RankResult> good = Decode(p.Build());
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_EQ(DiffResults(*good, ExampleResult()), "");
+}
+
+TEST(MalformedTest, DictionaryIndexOutOfRange) {
+  Payload p = ExamplePayload();
+  p.values = {BlockSpec::Raw(Bytes().F64(0.25).Varint(0).F64(0.125).Varint(1))};
+  ExpectReadFails(p.Build(), 1, "dictionary index");
+  absl::StatusOr<std::unique_ptr<ResultView>> view = Open(p.Build());
+  ASSERT_TRUE(view.ok());
+  EXPECT_EQ((*view)->FindMetric(1, "recall.source").status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_TRUE((*view)->FindMetric(1, "score.ctr").ok());  // Before the bad value.
+  EXPECT_TRUE((*view)->FindMetric(0, "recall.source").ok());
+}
+
+TEST(MalformedTest, RecordShapeOutOfRange) {
+  Payload p = ExamplePayload();
+  p.items[1].shape = 1;
+  ExpectReadFails(p.Build(), 1, "shape");
+}
+
+TEST(MalformedTest, ValuesOffsetPastItsBlock) {
+  Payload p = ExamplePayload();
+  p.items[1].values_offset = 19;  // The block is 18 bytes.
+  ExpectReadFails(p.Build(), 1, "values offset");
+  p.items[1].values_offset = 17;  // Inside, but the run is cut short.
+  ExpectReadFails(p.Build(), 1, "truncated");
+}
+
+TEST(MalformedTest, LogPastItsBlock) {
+  Payload p = ExamplePayload();
+  p.logs = std::vector<BlockSpec>{BlockSpec::Raw(Bytes().Str("").Varint(5).Raw("hi"))};
+  absl::StatusOr<std::unique_ptr<ResultView>> view = Open(p.Build());
+  ASSERT_TRUE(view.ok()) << view.status();
+  EXPECT_EQ(*(*view)->Log(0), "");
+  EXPECT_EQ((*view)->Log(1).status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ((*view)->Materialize().status().code(), absl::StatusCode::kDataLoss);
+}
+
+TEST(MalformedTest, OverlongOrOversizedVarint) {
+  // Item 1's position: 11 bytes; a 10-byte varint past 64 bits; one past 32.
+  const std::string positions[] = {std::string(10, '\x81') + std::string(1, '\0'),
+                                   std::string(9, '\xff') + "\x02",
+                                   Bytes().Varint(uint64_t{1} << 32).str()};
+  for (const std::string& position : positions) {
+    Payload p = ExamplePayload();
+    p.items[1].raw = Bytes().Str("sku-2").F64(0.25).Raw(position).Varint(0).Varint(9).str();
+    absl::StatusOr<std::unique_ptr<ResultView>> view = Open(p.Build());
+    ASSERT_TRUE(view.ok()) << view.status();
+    EXPECT_TRUE((*view)->Item(0).ok());
+    absl::Status s = (*view)->Item(1).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+    EXPECT_THAT(s.message(), HasSubstr("item position"));
+  }
+}
+
+// Caps ---------------------------------------------------------------------------
+
+TEST(CapTest, DecodedSizeOfZstdBlocksIsCappedBeforeDecoding) {
+  Payload p = ExamplePayload();
+  p.block_items = 1;
+  p.items[1].values_offset = 0;
+  const std::string run0 = Bytes().F64(0.25).Varint(0);
+  const std::string run1 = Bytes().F64(0.125).Varint(0);
+  p.values = {BlockSpec::Zstd(run0), BlockSpec::Zstd(run1)};
+  p.logs = std::vector<BlockSpec>{BlockSpec::Zstd(Bytes().Str("")), BlockSpec::Zstd(Bytes().Str("hi"))};
+  const std::string bytes = p.Build();
+  const uint64_t total = 9 + 9 + 1 + 3;  // Every zstd block's raw_size.
+
+  ReaderOptions exact;
+  exact.max_decoded_bytes = total;
+  absl::StatusOr<RankResult> r = Decode(bytes, exact);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(DiffResults(*r, ExampleResult()), "");
+
+  ReaderOptions small;
+  small.max_decoded_bytes = total - 1;  // VALUES alone fits; VALUES + LOGS does not.
+  absl::Status s = Open(bytes, small).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+
+  // A frame claiming gigabytes is refused at Open, before any allocation.
+  Payload huge = ExamplePayload();
+  huge.values = {BlockSpec::Zstd(std::string(1 << 16, '\0'))};
+  huge.values[0].raw_size = UINT32_MAX;
+  EXPECT_EQ(Open(huge.Build()).status().code(), absl::StatusCode::kResourceExhausted);
+}
+
+// One long dictionary value shared by many items: a payload of ~100 KB that
+// would materialize to ~100 MB of strings. Materialize() stays within the
+// reader's cap; lazy reads, which return views, are unaffected.
+TEST(CapTest, MaterializeIsCappedWhenSharedDictionaryValuesWouldExplode) {
+  const std::string big(20000, 'w');
+  Payload p;
+  p.keys = {{0x20, "model", {big}}};
+  p.shapes = {{0}};
+  p.block_items = 8192;
+  std::string run;
+  for (uint32_t i = 0; i < 5000; ++i) {
+    p.items.push_back({"", 0, i + 1, 0, i});
+    run.push_back('\0');  // Dictionary index 0.
+  }
+  p.values = {BlockSpec::Raw(run)};
+  const std::string bytes = p.Build();
+  ASSERT_LT(bytes.size(), 150000u);
+
+  ReaderOptions options;
+  options.max_materialized_bytes = 16 << 20;
+  absl::StatusOr<std::unique_ptr<ResultView>> view = Open(bytes, options);
+  ASSERT_TRUE(view.ok()) << view.status();
+  absl::StatusOr<std::optional<MetricRef>> m = (*view)->FindMetric(4999, "model");
+  ASSERT_TRUE(m.ok() && m->has_value());
+  EXPECT_EQ((*m)->string_value().size(), big.size());
+  absl::Status s = (*view)->Materialize().status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+}
+
+}  // namespace
+}  // namespace rankwire::rankbin
