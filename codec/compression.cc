@@ -16,10 +16,25 @@ struct DCtxDeleter {
   void operator()(ZSTD_DCtx* d) const { ZSTD_freeDCtx(d); }
 };
 
-// Creating a context allocates several hundred KB; reuse one per thread.
-ZSTD_CCtx* ThreadCCtx() {
-  thread_local std::unique_ptr<ZSTD_CCtx, CCtxDeleter> ctx(ZSTD_createCCtx());
-  return ctx.get();
+// Creating a context allocates several hundred KB; reuse one per thread,
+// with its level as a sticky parameter so that compressing many small
+// values (log lines) does not re-derive parameters on every call.
+struct ThreadCompressor {
+  std::unique_ptr<ZSTD_CCtx, CCtxDeleter> ctx{ZSTD_createCCtx()};
+  int level = 0;
+  bool level_set = false;
+};
+ZSTD_CCtx* ThreadCCtx(int level) {
+  thread_local ThreadCompressor c;
+  if (c.ctx == nullptr) return nullptr;
+  if (!c.level_set || c.level != level) {
+    if (ZSTD_isError(ZSTD_CCtx_setParameter(c.ctx.get(), ZSTD_c_compressionLevel, level))) {
+      return nullptr;
+    }
+    c.level = level;
+    c.level_set = true;
+  }
+  return c.ctx.get();
 }
 ZSTD_DCtx* ThreadDCtx() {
   thread_local std::unique_ptr<ZSTD_DCtx, DCtxDeleter> ctx(ZSTD_createDCtx());
@@ -32,9 +47,12 @@ size_t ZstdBound(size_t n) { return ZSTD_compressBound(n); }
 
 absl::StatusOr<size_t> ZstdCompressInto(absl::string_view src, int level,
                                         char* dst, size_t dst_capacity) {
-  ZSTD_CCtx* ctx = ThreadCCtx();
-  if (ctx == nullptr) return absl::ResourceExhaustedError("zstd: no compression context");
-  size_t n = ZSTD_compressCCtx(ctx, dst, dst_capacity, src.data(), src.size(), level);
+  ZSTD_CCtx* ctx = ThreadCCtx(level);
+  if (ctx == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("zstd: no compression context for level ", level));
+  }
+  size_t n = ZSTD_compress2(ctx, dst, dst_capacity, src.data(), src.size());
   if (ZSTD_isError(n)) {
     return absl::ResourceExhaustedError(
         absl::StrCat("zstd: compress failed: ", ZSTD_getErrorName(n)));

@@ -56,7 +56,7 @@ void MetricValue::SetString(absl::string_view v) {
   char* block = new char[sizeof(size) + v.size()];
   std::memcpy(block, &size, sizeof(size));
   std::memcpy(block + sizeof(size), v.data(), v.size());
-  std::memcpy(rep_ + 8, &block, sizeof(block));
+  std::memcpy(rep_ + kPayload, &block, sizeof(block));
 }
 
 bool operator==(const MetricValue& a, const MetricValue& b) {

@@ -392,10 +392,14 @@ void Encoder::WriteItems(coding::Writer& w) {
   }
 }
 
-bool Encoder::WriteItemValues(coding::Writer& w, size_t i, size_t* str_cursor) {
-  const std::vector<MetricEntry>& m = r_.items[i].metrics;
+bool Encoder::WriteItemValues(coding::Writer& out, size_t i, size_t* str_cursor) {
+  const MetricEntry* m = r_.items[i].metrics.data();
   const Shape& shape = shapes_[item_shape_[i]];
   const uint32_t* perm = shape.perm.data();
+  // A local copy whose address never escapes: the compiler keeps its write
+  // pointer in a register instead of reloading it after every byte store
+  // (char stores may alias anything else).
+  coding::Writer w = out;
   // Ints and strings were type-checked by Analyze(); doubles and floats are
   // checked here, in the one pass that reads them. The wire order groups
   // the types, so each loop has a single kind of store.
@@ -422,6 +426,7 @@ bool Encoder::WriteItemValues(coding::Writer& w, size_t i, size_t* str_cursor) {
       w.PutLengthPrefixed(m[perm[j]].value.string_value());
     }
   }
+  out = w;
   return true;
 }
 
