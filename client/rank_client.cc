@@ -109,6 +109,13 @@ absl::StatusOr<RankReply> RankClient::Rank(const rank::v1::RankRequest& request,
   const size_t body_bytes = envelope->body.size();
   absl::StatusOr<std::unique_ptr<ResultView>> view = codec->Open(envelope->body);
   if (!view.ok()) return view.status();
+  // A protobuf body cut at a field boundary still parses; the header's
+  // count is what tells.
+  if ((*view)->size() != envelope->header.item_count()) {
+    return absl::DataLossError(absl::StrCat("the response header announces ",
+                                            envelope->header.item_count(),
+                                            " items, the body holds ", (*view)->size()));
+  }
   timings.open_us = Micros(t3, Clock::now());
   return RankReply(std::move(envelope->header), *std::move(view), bytes.size(), body_bytes,
                    timings);

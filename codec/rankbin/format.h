@@ -2,11 +2,13 @@
 // this header mirrors it and nothing here may disagree with it.
 //
 //   payload  := header section*
-//   header   := magic "RKWB" | major u8 | minor u8 | flags u16      (8 bytes)
+//   header   := magic "RKWB" | major u8 | minor u8 | section_count u16  (8 bytes)
 //   section  := id u8 | length u32 | body[length]
 //
 // Sections: KEYS (1), SHAPES (2), ITEMS (3), VALUES (4), LOGS (5, optional).
-// Unknown section ids are skipped. Integers are little-endian.
+// Unknown section ids are skipped. Exactly section_count sections follow
+// the header and nothing after them, so a payload cut at a section boundary
+// is detected. Integers are little-endian.
 #ifndef RANKWIRE_CODEC_RANKBIN_FORMAT_H_
 #define RANKWIRE_CODEC_RANKBIN_FORMAT_H_
 

@@ -125,17 +125,22 @@ absl::Status RankbinView::Parse() {
         kContext, ": format version ", major, ".", static_cast<int>(static_cast<uint8_t>(all[5])),
         " is not supported; this reader reads ", kMajorVersion, ".x"));
   }
-  // Minor versions only add what a 1.x reader can skip; the flags are
-  // reserved for such additions and are ignored.
+  // Minor versions only add what a 1.x reader can skip (sections, trailing
+  // fields, type codes); the section count covers the sections it adds too.
+  const uint16_t section_count = static_cast<uint16_t>(
+      static_cast<uint8_t>(all[6]) | (static_cast<uint8_t>(all[7]) << 8));
   absl::string_view sections[6];
   size_t section_base[6] = {};
   coding::Reader r(all.substr(kHeaderSize), kContext, kHeaderSize);
-  while (!r.empty()) {
+  for (uint16_t n = 0; n < section_count; ++n) {
     const uint8_t id = r.Byte("section id");
     const uint32_t length = r.Fixed32("section length");
     const size_t base = r.offset();
     absl::string_view body = r.Bytes(length, "section body");
-    if (!r.ok()) return r.status();
+    if (!r.ok()) {
+      return Corrupt(absl::StrCat("the header announces ", section_count, " sections; section ",
+                                  n + 1, " is cut short (", r.status().message(), ")"));
+    }
     if (id >= 1 && id <= 5) {
       if (sections[id].data() != nullptr) {
         return Corrupt(absl::StrCat("section ", static_cast<int>(id), " appears twice"));
@@ -143,6 +148,10 @@ absl::Status RankbinView::Parse() {
       sections[id] = body.data() == nullptr ? absl::string_view("", 0) : body;
       section_base[id] = base;
     }
+  }
+  if (!r.empty()) {
+    return Corrupt(absl::StrCat(r.remaining(), " bytes after the ", section_count,
+                                " sections the header announces"));
   }
   constexpr const char* kNames[] = {"", "KEYS", "SHAPES", "ITEMS", "VALUES", "LOGS"};
   for (int id = 1; id <= 4; ++id) {

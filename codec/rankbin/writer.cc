@@ -533,8 +533,10 @@ absl::StatusOr<OwnedBuffer> Encoder::Encode() {
   w.PutBytes(absl::string_view(kMagic, 4));
   w.PutByte(kMajorVersion);
   w.PutByte(kMinorVersion);
-  w.PutByte(0);  // flags, reserved
-  w.PutByte(0);
+  // Section count, so a reader detects a payload cut between sections.
+  const uint16_t section_count = static_cast<uint16_t>(sections);
+  w.PutByte(static_cast<uint8_t>(section_count & 0xff));
+  w.PutByte(static_cast<uint8_t>(section_count >> 8));
 
   auto section = [&](SectionId id, auto&& body) -> absl::Status {
     w.PutByte(static_cast<uint8_t>(id));

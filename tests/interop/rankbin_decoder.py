@@ -121,9 +121,10 @@ class Payload:
             raise FormatError(f"unsupported major version {data[4]}")
         self.data = data
         self.minor = data[5]
+        section_count = struct.unpack("<H", data[6:8])[0]
         sections = {}
         r = Reader(data, 8)
-        while r.remaining() > 0:
+        for _ in range(section_count):
             sid = r.u8("section id")
             length = r.u32("section length")
             start = r.pos
@@ -132,6 +133,8 @@ class Payload:
                 if sid in sections:
                     raise FormatError(f"section {sid} appears twice")
                 sections[sid] = (start, start + length)
+        if r.remaining():
+            raise FormatError(f"{r.remaining()} bytes after the {section_count} sections")
         for sid in (SECTION_KEYS, SECTION_SHAPES, SECTION_ITEMS, SECTION_VALUES):
             if sid not in sections:
                 raise FormatError(f"missing section {sid}")

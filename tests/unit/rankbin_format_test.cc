@@ -107,7 +107,7 @@ struct Payload {
   std::string magic = "RKWB";
   uint8_t major = 1;
   uint8_t minor = 0;
-  uint16_t flags = 0;
+  std::optional<uint16_t> section_count;  // Computed unless set.
   std::vector<KeySpec> keys;
   std::vector<std::vector<uint32_t>> shapes;
   uint32_t block_items = 32;
@@ -116,8 +116,8 @@ struct Payload {
   std::vector<BlockSpec> values;
   std::optional<std::vector<BlockSpec>> logs;
 
-  std::string Header() const {
-    return Bytes().Raw(magic).U8(major).U8(minor).U16(flags);
+  std::string Header(uint16_t sections) const {
+    return Bytes().Raw(magic).U8(major).U8(minor).U16(section_count.value_or(sections));
   }
   static std::string Section(uint8_t id, const std::string& body) {
     return Bytes().U8(id).U32(static_cast<uint32_t>(body.size())).Raw(body);
@@ -185,7 +185,7 @@ struct Payload {
     return b;
   }
   std::string Build() const {
-    std::string out = Header() + Section(1, KeysBody()) + Section(2, ShapesBody()) +
+    std::string out = Header(logs ? 5 : 4) + Section(1, KeysBody()) + Section(2, ShapesBody()) +
                       Section(3, ItemsBody()) + Section(4, BlocksBody(values));
     if (logs) out += Section(5, BlocksBody(*logs));
     return out;
@@ -513,7 +513,8 @@ TEST(ReaderTest, DecompressesOnlyTheBlocksItReads) {
 TEST(CompatibilityTest, UnknownSectionsAreSkipped) {
   const Payload p = ExamplePayload();
   const std::string unknown = Payload::Section(9, "future") + Payload::Section(255, "");
-  const std::string bytes = p.Header() + unknown + Payload::Section(1, p.KeysBody()) +
+  // Five known sections and three unknown ones, twice: 11.
+  const std::string bytes = p.Header(11) + unknown + Payload::Section(1, p.KeysBody()) +
                             Payload::Section(2, p.ShapesBody()) + unknown +
                             Payload::Section(3, p.ItemsBody()) +
                             Payload::Section(4, Payload::BlocksBody(p.values)) +
@@ -525,7 +526,7 @@ TEST(CompatibilityTest, UnknownSectionsAreSkipped) {
 
 TEST(CompatibilityTest, SectionsMayComeInAnyOrder) {
   const Payload p = ExamplePayload();
-  const std::string bytes = p.Header() + Payload::Section(5, Payload::BlocksBody(*p.logs)) +
+  const std::string bytes = p.Header(5) + Payload::Section(5, Payload::BlocksBody(*p.logs)) +
                             Payload::Section(4, Payload::BlocksBody(p.values)) +
                             Payload::Section(3, p.ItemsBody()) +
                             Payload::Section(2, p.ShapesBody()) + Payload::Section(1, p.KeysBody());
@@ -588,13 +589,37 @@ TEST(CompatibilityTest, TrailingBytesInKeyEntriesAndItemRecordsAreIgnored) {
   EXPECT_EQ(DiffResults(*r, ExampleResult()), "");
 }
 
-TEST(CompatibilityTest, AnyMinorVersionAndFlagsAreRead) {
+TEST(CompatibilityTest, AnyMinorVersionIsRead) {
   Payload p = ExamplePayload();
   p.minor = 9;
-  p.flags = 0xffff;
   absl::StatusOr<RankResult> r = Decode(p.Build());
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(DiffResults(*r, ExampleResult()), "");
+}
+
+// The section count is what makes a payload cut between sections visible:
+// the LOGS section is optional, so without it a payload cut just before
+// LOGS would decode with every log empty.
+TEST(SectionCountTest, PayloadCutBeforeTheLogsIsDetected) {
+  const Payload p = ExamplePayload();
+  const std::string full = p.Build();
+  const std::string logs = Payload::Section(5, Payload::BlocksBody(*p.logs));
+  const std::string cut = full.substr(0, full.size() - logs.size());
+  absl::Status s = Open(cut).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("announces 5 sections; section 5 is cut short"));
+}
+
+TEST(SectionCountTest, MoreOrFewerSectionsThanAnnouncedAreErrors) {
+  Payload p = ExamplePayload();
+  p.section_count = 4;  // But five follow.
+  absl::Status s = Open(p.Build()).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("bytes after the 4 sections"));
+  p.section_count = 6;
+  EXPECT_EQ(Open(p.Build()).status().code(), absl::StatusCode::kDataLoss);
+  p.section_count = std::nullopt;
+  EXPECT_EQ(Open(p.Build() + "x").status().code(), absl::StatusCode::kDataLoss);
 }
 
 TEST(CompatibilityTest, OtherMajorVersionsAreUnimplemented) {
@@ -651,7 +676,8 @@ TEST(MalformedTest, BadMagic) {
 }
 
 TEST(MalformedTest, RepeatedKnownSection) {
-  const Payload p = ExamplePayload();
+  Payload p = ExamplePayload();
+  p.section_count = 6;  // Announce the repeated section too.
   ExpectOpenFails(p.Build() + Payload::Section(1, p.KeysBody()), "twice");
   ExpectOpenFails(p.Build() + Payload::Section(5, Payload::BlocksBody(*p.logs)), "twice");
 }
@@ -663,7 +689,7 @@ TEST(MalformedTest, MissingRequiredSection) {
                                   Payload::Section(4, Payload::BlocksBody(p.values))};
   const char* names[] = {"KEYS", "SHAPES", "ITEMS", "VALUES"};
   for (int missing = 0; missing < 4; ++missing) {
-    std::string bytes = p.Header();
+    std::string bytes = p.Header(3);
     for (int s = 0; s < 4; ++s) {
       if (s != missing) bytes += sections[s];
     }
@@ -711,13 +737,13 @@ TEST(MalformedTest, CountsLargerThanTheBytesLeft) {
   std::string keys = p.KeysBody();
   keys[0] = '\xe8';
   keys.insert(1, "\x07");
-  ExpectOpenFails(p.Header() + Payload::Section(1, keys) + Payload::Section(2, p.ShapesBody()) +
+  ExpectOpenFails(p.Header(4) + Payload::Section(1, keys) + Payload::Section(2, p.ShapesBody()) +
                       Payload::Section(3, p.ItemsBody()) +
                       Payload::Section(4, Payload::BlocksBody(p.values)),
                   "key count");
   // An item count the section cannot hold (16 bytes each at least).
   std::string items = Bytes().Varint(uint64_t{1} << 40).Varint(32);
-  ExpectOpenFails(p.Header() + Payload::Section(1, p.KeysBody()) +
+  ExpectOpenFails(p.Header(4) + Payload::Section(1, p.KeysBody()) +
                       Payload::Section(2, p.ShapesBody()) + Payload::Section(3, items) +
                       Payload::Section(4, Payload::BlocksBody(p.values)),
                   "item count");
@@ -764,7 +790,7 @@ TEST(MalformedTest, BlockDataPastTheSection) {
   std::string body = Payload::BlocksBody(p.values);
   coding::EncodeFixed32(&body[2], 18);
   coding::EncodeFixed32(&body[6], 18);
-  ExpectOpenFails(p.Header() + Payload::Section(1, p.KeysBody()) +
+  ExpectOpenFails(p.Header(4) + Payload::Section(1, p.KeysBody()) +
                       Payload::Section(2, p.ShapesBody()) + Payload::Section(3, p.ItemsBody()) +
                       Payload::Section(4, body),
                   "block data");
