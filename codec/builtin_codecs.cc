@@ -10,6 +10,7 @@ namespace rankwire {
 absl::StatusOr<CodecRegistry> MakeBuiltinCodecs(const BuiltinCodecOptions& options) {
   rankbin::ReaderOptions reader;
   reader.max_decoded_bytes = options.max_decoded_bytes;
+  reader.max_materialized_bytes = options.max_materialized_bytes;
   rankbin::WriterOptions plain;
   plain.block_items = options.block_items;
   rankbin::WriterOptions zstd = plain;

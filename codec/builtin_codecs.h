@@ -21,8 +21,10 @@ struct BuiltinCodecOptions {
   bool zstd_logs = true;
   // A compressed block is kept only if it saves at least this fraction.
   double zstd_min_saving = 0.10;
-  // Readers: most bytes one payload's compressed blocks may decode to.
+  // Readers: most bytes one payload's compressed blocks may decode to, and
+  // most bytes Materialize() may build from one payload.
   uint64_t max_decoded_bytes = uint64_t{256} << 20;
+  uint64_t max_materialized_bytes = uint64_t{256} << 20;
 };
 
 // "protobuf" (the baseline), "rankbin" and "rankbin-zstd", in that order.

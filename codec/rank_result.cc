@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <new>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -52,11 +53,20 @@ void MetricValue::SetString(absl::string_view v) {
     return;
   }
   rep_[1] = kHeap;
-  const uint64_t size = v.size();
-  char* block = new char[sizeof(size) + v.size()];
-  std::memcpy(block, &size, sizeof(size));
-  std::memcpy(block + sizeof(size), v.data(), v.size());
+  rep_[2] = rep_[3] = 0;
+  char* memory = new char[sizeof(HeapString) + v.size()];
+  HeapString* block = new (memory) HeapString;
+  block->refs.store(1, std::memory_order_relaxed);
+  block->size = v.size();
+  std::memcpy(memory + sizeof(HeapString), v.data(), v.size());
   std::memcpy(rep_ + kPayload, &block, sizeof(block));
+}
+
+void MetricValue::ReleaseHeap(HeapString* block) {
+  if (block->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    block->~HeapString();
+    delete[] reinterpret_cast<char*>(block);
+  }
 }
 
 bool operator==(const MetricValue& a, const MetricValue& b) {

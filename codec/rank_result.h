@@ -20,6 +20,7 @@
 #define RANKWIRE_CODEC_RANK_RESULT_H_
 
 #include <cstdint>
+#include <atomic>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -47,6 +48,10 @@ std::optional<MetricType> MetricTypeFromNumber(int number);
 // MetricEntry (key + value) is 16 bytes. Encoders walk tens of thousands of
 // these per response and their cost is mostly reading them: this is a third
 // of the memory a std::variant holding a std::string takes (48 bytes).
+//
+// Heap strings are immutable and shared by copies (an atomic reference
+// count), so the 500 copies of a model version or an experiment bucket a
+// result carries are one allocation, not 500.
 class MetricValue {
  public:
   MetricValue() { SetNumber(MetricType::kInt, int64_t{0}); }
@@ -90,10 +95,8 @@ class MetricValue {
     if (rep_[1] != kHeap) {
       return absl::string_view(reinterpret_cast<const char*>(rep_ + 2), rep_[1]);
     }
-    const char* block = HeapBlock();
-    uint64_t size;
-    std::memcpy(&size, block, sizeof(size));
-    return absl::string_view(block + sizeof(size), size);
+    const HeapString* block = Heap();
+    return absl::string_view(block->bytes(), block->size);
   }
   // Any numeric type as a double (strings give nullopt).
   std::optional<double> AsDouble() const;
@@ -108,9 +111,9 @@ class MetricValue {
 
  private:
   // rep_[0]: MetricType. rep_[1]: inline string length (0..10, the bytes at
-  // rep_ + 2), or kHeap for a heap string whose block pointer is at rep_ + 4
-  // (the block holds a uint64 size, then the bytes). Numbers live at
-  // rep_ + 4 (unaligned; read and written with memcpy).
+  // rep_ + 2), or kHeap for a heap string whose HeapString pointer is at
+  // rep_ + 4. Numbers live at rep_ + 4 (unaligned; read and written with
+  // memcpy).
   static constexpr uint8_t kHeap = 0xff;
   static constexpr size_t kInlineMax = 10;
   static constexpr size_t kPayload = 4;
@@ -134,22 +137,27 @@ class MetricValue {
     std::memcpy(&v, rep_ + kPayload, sizeof(v));
     return v;
   }
-  const char* HeapBlock() const {
-    const char* block;
+  // An immutable string shared by the values that copy it; the bytes
+  // follow the header in the same allocation.
+  struct HeapString {
+    std::atomic<uint64_t> refs;
+    uint64_t size;
+    const char* bytes() const { return reinterpret_cast<const char*>(this + 1); }
+  };
+  HeapString* Heap() const {
+    HeapString* block;
     std::memcpy(&block, rep_ + kPayload, sizeof(block));
     return block;
   }
   void SetString(absl::string_view v);
   void CopyFrom(const MetricValue& other) {
-    if (other.rep_[1] == kHeap) {
-      SetString(other.string_value());
-    } else {
-      std::memcpy(rep_, other.rep_, sizeof(rep_));
-    }
+    std::memcpy(rep_, other.rep_, sizeof(rep_));
+    if (rep_[1] == kHeap) Heap()->refs.fetch_add(1, std::memory_order_relaxed);
   }
   void Release() {
-    if (rep_[1] == kHeap) delete[] HeapBlock();
+    if (rep_[1] == kHeap) ReleaseHeap(Heap());
   }
+  static void ReleaseHeap(HeapString* block);
 
   alignas(4) unsigned char rep_[12];
 };

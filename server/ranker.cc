@@ -207,6 +207,17 @@ RankResult Ranker::Rank(const rank::v1::RankRequest& request,
 
   const std::string& bucket = model.BucketOf(request.user_id());
   const std::string& version = model.full_version();
+  // Strings every item shares are made once; copies share their bytes.
+  const MetricValue bucket_value = MetricValue::String(bucket);
+  const MetricValue version_value = MetricValue::String(version);
+  std::vector<std::pair<std::string, MetricValue>> sources;
+  auto SourceValue = [&sources](const std::string& source) -> const MetricValue& {
+    for (const auto& [name, value] : sources) {
+      if (name == source) return value;
+    }
+    sources.emplace_back(source, MetricValue::String(source));
+    return sources.back().second;
+  };
 
   // What every log line of this request shares, formatted once.
   std::string log_prefix, log_context;
@@ -251,11 +262,11 @@ RankResult Ranker::Rank(const rank::v1::RankRequest& request,
       add(k_feat[j], integral[j] ? MetricValue::Int(static_cast<int64_t>(v))
                                  : MetricValue::Float(v));
     }
-    add(k_source, MetricValue::String(c.recall_source()));
+    add(k_source, SourceValue(c.recall_source()));
     add(k_recall_rank, MetricValue::Int(c.recall_rank()));
     add(k_pre, MetricValue::Int(s.candidate + 1));
-    add(k_bucket, MetricValue::String(bucket));
-    add(k_version, MetricValue::String(version));
+    add(k_bucket, bucket_value);
+    add(k_version, version_value);
 
     if (!with_logs) continue;
     // The per-item log line: what an engineer needs to explain this item's

@@ -439,8 +439,13 @@ absl::StatusOr<RankResult> RankbinView::Materialize() const {
   absl::Span<const MetricKey> k = keys();
   result.keys.assign(k.begin(), k.end());
   result.items.resize(n_);
-  // Items may share dictionary values (and, in a hostile payload, value
-  // runs), so the model can be far larger than the payload: cap it.
+  // Each dictionary string becomes one value that every item using it
+  // shares (MetricValue heap strings are reference-counted).
+  std::vector<MetricValue> dict_values;
+  dict_values.reserve(dict_.size());
+  for (absl::string_view d : dict_) dict_values.push_back(MetricValue::String(d));
+  // Items may share value runs in a hostile payload, so the model can be far
+  // larger than the payload: cap it.
   uint64_t materialized = 0;
   auto too_big = [&] {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -468,18 +473,48 @@ absl::StatusOr<RankResult> RankbinView::Materialize() const {
       if (absl::Status s = ValuesOf(i, *rec, &r, &shape); !s.ok()) return s;
       materialized += rec->id.size() + uint64_t{shape->size} * sizeof(MetricEntry);
       if (materialized > options_.max_materialized_bytes) return too_big();
-      item.metrics.reserve(shape->size);
+      std::vector<MetricEntry>& metrics = item.metrics;
+      metrics.reserve(shape->size);
       const uint32_t* keys = shape_keys_.data() + shape->begin;
-      for (uint32_t j = 0; j < shape->size; ++j) {
-        bool ok = ReadValue(r, keys[j], [&](uint32_t key, const MetricRef& v) {
-          if (v.type() == MetricType::kString) materialized += v.string_value().size();
-          if (materialized <= options_.max_materialized_bytes) {
-            item.metrics.push_back(MetricEntry{key, v.ToValue()});
+      // Decoded straight into the model: one switch per value, no
+      // intermediate MetricRef.
+      for (uint32_t j = 0; j < shape->size && r.ok(); ++j) {
+        const Key& key = keys_[keys[j]];
+        switch (static_cast<TypeCode>(key.code)) {
+          case TypeCode::kDouble:
+            metrics.push_back(MetricEntry{key.model_index, MetricValue::Double(r.Double("double value"))});
+            break;
+          case TypeCode::kFloat:
+            metrics.push_back(MetricEntry{key.model_index, MetricValue::Float(r.Float("float value"))});
+            break;
+          case TypeCode::kInt:
+            metrics.push_back(
+                MetricEntry{key.model_index, MetricValue::Int(r.SignedVarint64("int value"))});
+            break;
+          case TypeCode::kString: {
+            absl::string_view text = r.LengthPrefixed("string value");
+            materialized += text.size();
+            if (materialized > options_.max_materialized_bytes) return too_big();
+            metrics.push_back(MetricEntry{key.model_index, MetricValue::String(text)});
+            break;
           }
-        });
-        if (!ok) return r.status();
-        if (materialized > options_.max_materialized_bytes) return too_big();
+          case TypeCode::kStringDict: {
+            const uint64_t index = r.Varint64("dictionary index");
+            if (r.ok() && index >= key.dict_size) {
+              r.Fail("dictionary index", absl::StrCat("index ", index, " out of range (",
+                                                      key.dict_size, " entries)"));
+              break;
+            }
+            if (r.ok()) {
+              metrics.push_back(MetricEntry{key.model_index, dict_values[key.dict_begin + index]});
+            }
+            break;
+          }
+          default:
+            ValueSerializer::Skip(r, key.code);  // A type this reader does not know.
+        }
       }
+      if (!r.ok()) return r.status();
       if (logs_.present) {
         absl::string_view log = logs.LengthPrefixed("log");
         if (!logs.ok()) return logs.status();

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -81,14 +82,36 @@ TEST(MetricValueTest, StringsOfEveryLengthAroundTheInlineLimit) {
   }
 }
 
-TEST(MetricValueTest, CopyOfAHeapStringOwnsItsOwnBytes) {
+TEST(MetricValueTest, CopiesOfAHeapStringShareItAndOutliveTheOriginal) {
   const std::string text(100, 'x');
   auto original = std::make_unique<MetricValue>(MetricValue::String(text));
   MetricValue copy(*original);
+  MetricValue assigned = MetricValue::Int(1);
+  assigned = copy;
   EXPECT_EQ(copy.string_value(), text);
-  EXPECT_NE(copy.string_value().data(), original->string_value().data());
-  original.reset();  // The copy must not depend on the original.
+  // One immutable block, shared: copying a long string allocates nothing.
+  EXPECT_EQ(copy.string_value().data(), original->string_value().data());
+  EXPECT_EQ(assigned.string_value().data(), original->string_value().data());
+  original.reset();  // The copies must not depend on the original.
   EXPECT_EQ(copy.string_value(), text);
+  copy = MetricValue::Double(2);
+  EXPECT_EQ(assigned.string_value(), text);  // The last owner still reads it.
+}
+
+TEST(MetricValueTest, SharedHeapStringsAcrossThreads) {
+  const MetricValue shared = MetricValue::String(std::string(64, 's'));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&shared] {
+      for (int i = 0; i < 10000; ++i) {
+        MetricValue copy = shared;
+        MetricValue moved = std::move(copy);
+        if (moved.string_value().size() != 64) std::abort();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(shared.string_value(), std::string(64, 's'));
 }
 
 TEST(MetricValueTest, CopyOfAnInlineString) {
@@ -128,9 +151,9 @@ TEST(MetricValueTest, AssignmentAcrossKinds) {
   EXPECT_EQ(v.type(), MetricType::kInt);
   EXPECT_EQ(v.int_value(), -7);
   const MetricValue heap = MetricValue::String(long_text);
-  v = heap;  // Number -> string (copy).
+  v = heap;  // Number -> string (copy, sharing the immutable block).
   EXPECT_EQ(v.string_value(), long_text);
-  EXPECT_NE(v.string_value().data(), heap.string_value().data());
+  EXPECT_EQ(v.string_value().data(), heap.string_value().data());
 }
 
 TEST(MetricValueTest, SelfAssignmentKeepsTheValue) {

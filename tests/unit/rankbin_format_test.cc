@@ -903,10 +903,9 @@ TEST(CapTest, DecodedSizeOfZstdBlocksIsCappedBeforeDecoding) {
   EXPECT_EQ(Open(huge.Build()).status().code(), absl::StatusCode::kResourceExhausted);
 }
 
-// One long dictionary value shared by many items: a payload of ~100 KB that
-// would materialize to ~100 MB of strings. Materialize() stays within the
-// reader's cap; lazy reads, which return views, are unaffected.
-TEST(CapTest, MaterializeIsCappedWhenSharedDictionaryValuesWouldExplode) {
+// One long dictionary value shared by many items: materializing it makes one
+// string that every item shares (reference-counted), not 5000 copies.
+TEST(CapTest, SharedDictionaryValuesStayShared) {
   const std::string big(20000, 'w');
   Payload p;
   p.keys = {{0x20, "model", {big}}};
@@ -918,6 +917,31 @@ TEST(CapTest, MaterializeIsCappedWhenSharedDictionaryValuesWouldExplode) {
     run.push_back('\0');  // Dictionary index 0.
   }
   p.values = {BlockSpec::Raw(run)};
+  ReaderOptions options;
+  options.max_materialized_bytes = 16 << 20;  // 5000 copies would be 100 MB.
+  absl::StatusOr<std::unique_ptr<ResultView>> view = Open(p.Build(), options);
+  ASSERT_TRUE(view.ok()) << view.status();
+  absl::StatusOr<RankResult> r = (*view)->Materialize();
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->items.size(), 5000u);
+  const char* shared = r->items[0].metrics[0].value.string_value().data();
+  for (const RankedItem& item : r->items) {
+    ASSERT_EQ(item.metrics[0].value.string_value().size(), big.size());
+    ASSERT_EQ(item.metrics[0].value.string_value().data(), shared);
+  }
+}
+
+// Items that all point at one value run holding a long plain string: a
+// payload of ~25 KB that would materialize to ~100 MB. Materialize() stays
+// within the reader's cap; lazy reads, which return views, are unaffected.
+TEST(CapTest, MaterializeIsCappedWhenItemsShareAValueRun) {
+  const std::string big(20000, 'w');
+  Payload p;
+  p.keys = {{0x1b, "note"}};
+  p.shapes = {{0}};
+  p.block_items = 8192;
+  for (uint32_t i = 0; i < 5000; ++i) p.items.push_back({"", 0, i + 1, 0, 0});
+  p.values = {BlockSpec::Raw(Bytes().Str(big))};
   const std::string bytes = p.Build();
   ASSERT_LT(bytes.size(), 150000u);
 
@@ -925,7 +949,7 @@ TEST(CapTest, MaterializeIsCappedWhenSharedDictionaryValuesWouldExplode) {
   options.max_materialized_bytes = 16 << 20;
   absl::StatusOr<std::unique_ptr<ResultView>> view = Open(bytes, options);
   ASSERT_TRUE(view.ok()) << view.status();
-  absl::StatusOr<std::optional<MetricRef>> m = (*view)->FindMetric(4999, "model");
+  absl::StatusOr<std::optional<MetricRef>> m = (*view)->FindMetric(4999, "note");
   ASSERT_TRUE(m.ok() && m->has_value());
   EXPECT_EQ((*m)->string_value().size(), big.size());
   absl::Status s = (*view)->Materialize().status();
