@@ -102,12 +102,18 @@ char* Scratch(size_t n) {
   return buffer.get();
 }
 
+// Encodes in three passes over the items. Fast mode assumes an item has the
+// previous item's keys when it has as many (ranker output almost always
+// does) and verifies that in the write pass, which reads every key anyway;
+// a wrong guess makes Encode() start over in careful mode, which compares
+// every item's keys up front. Errors are only reported from careful mode.
 class Encoder {
  public:
-  Encoder(const RankResult& result, const WriterOptions& options)
-      : r_(result), o_(options) {}
+  Encoder(const RankResult& result, const WriterOptions& options, bool careful)
+      : r_(result), o_(options), careful_(careful) {}
 
   absl::StatusOr<OwnedBuffer> Encode();
+  bool speculation_failed() const { return speculation_failed_; }
 
  private:
   absl::Status CheckKeys();
@@ -125,6 +131,10 @@ class Encoder {
   // False (with error_ set) if a value's type is not its key's.
   bool WriteItemValues(coding::Writer& w, size_t item, size_t* str_cursor);
   bool WrongType(size_t item, uint32_t key, const MetricValue& v);
+  absl::Status SpeculationFailed() {
+    speculation_failed_ = true;
+    return absl::AbortedError("rankbin: fast-mode guess failed");
+  }
   absl::Status WrongTypeStatus(size_t item, uint32_t key, const MetricValue& v) const;
   // Writes blocks of `raw_sizes` through `fill(block, dst)`, compressing
   // each when `compress`.
@@ -133,8 +143,16 @@ class Encoder {
                            bool compress, Fill fill);
   size_t BlockSectionBound(const std::vector<uint64_t>& raw_sizes, bool compress) const;
 
+  // In fast mode: the guess about an item's keys was wrong somewhere.
+  bool Misguessed() {
+    speculation_failed_ = true;
+    return false;
+  }
+
   const RankResult& r_;
   const WriterOptions& o_;
+  const bool careful_;
+  bool speculation_failed_ = false;
   size_t n_ = 0;
   size_t blocks_ = 0;
   uint32_t block_items_ = 1;
@@ -275,10 +293,11 @@ absl::Status Encoder::Analyze() {
   strings_.resize(r_.keys.size());
   for (size_t i = 0; i < n_; ++i) {
     const std::vector<MetricEntry>& m = r_.items[i].metrics;
-    // The item's shape: almost always the previous item's.
+    // The item's shape: almost always the previous item's. Careful mode
+    // compares every key here; fast mode leaves that to the write pass.
     uint32_t id = i > 0 ? item_shape_[i - 1] : 0;
     bool same = i > 0 && shapes_[id].item_keys.size() == m.size();
-    if (same) {
+    if (same && careful_) {
       const uint32_t* keys = shapes_[id].item_keys.data();
       for (size_t j = 0; j < m.size(); ++j) same &= m[j].key == keys[j];
     }
@@ -292,12 +311,18 @@ absl::Status Encoder::Analyze() {
     uint64_t size = shape.fixed_bytes;
     for (uint32_t j = shape.float_end; j < shape.int_end; ++j) {
       const MetricValue& v = m[shape.perm[j]].value;
-      if (ABSL_PREDICT_FALSE(v.type() != MetricType::kInt)) return WrongTypeStatus(i, shape.wire_keys[j], v);
+      if (ABSL_PREDICT_FALSE(v.type() != MetricType::kInt)) {
+        if (!careful_) return SpeculationFailed();
+        return WrongTypeStatus(i, shape.wire_keys[j], v);
+      }
       size += coding::VarintLength(coding::ZigZagEncode64(v.int_value()));
     }
     for (uint32_t j = shape.int_end; j < shape.perm.size(); ++j) {
       const MetricValue& v = m[shape.perm[j]].value;
-      if (ABSL_PREDICT_FALSE(v.type() != MetricType::kString)) return WrongTypeStatus(i, shape.wire_keys[j], v);
+      if (ABSL_PREDICT_FALSE(v.type() != MetricType::kString)) {
+        if (!careful_) return SpeculationFailed();
+        return WrongTypeStatus(i, shape.wire_keys[j], v);
+      }
       StringKey& sk = strings_[shape.wire_keys[j]];
       absl::string_view text = v.string_value();
       sk.plain_bytes += coding::LengthPrefixedLength(text.size());
@@ -403,27 +428,36 @@ bool Encoder::WriteItemValues(coding::Writer& out, size_t i, size_t* str_cursor)
   // Ints and strings were type-checked by Analyze(); doubles and floats are
   // checked here, in the one pass that reads them. The wire order groups
   // the types, so each loop has a single kind of store.
+  // Every key is compared with the shape's here, in the pass that reads
+  // the values anyway (fast mode's only check of them).
+  const uint32_t* keys = shape.wire_keys.data();
   uint32_t j = 0;
   for (; j < shape.double_end; ++j) {
-    const MetricValue& v = m[perm[j]].value;
-    if (ABSL_PREDICT_FALSE(v.type() != MetricType::kDouble)) return WrongType(i, shape.wire_keys[j], v);
-    w.PutDouble(v.double_value());
+    const MetricEntry& e = m[perm[j]];
+    if (ABSL_PREDICT_FALSE(e.key != keys[j])) return Misguessed();
+    if (ABSL_PREDICT_FALSE(e.value.type() != MetricType::kDouble)) return WrongType(i, keys[j], e.value);
+    w.PutDouble(e.value.double_value());
   }
   for (; j < shape.float_end; ++j) {
-    const MetricValue& v = m[perm[j]].value;
-    if (ABSL_PREDICT_FALSE(v.type() != MetricType::kFloat)) return WrongType(i, shape.wire_keys[j], v);
-    w.PutFloat(v.float_value());
+    const MetricEntry& e = m[perm[j]];
+    if (ABSL_PREDICT_FALSE(e.key != keys[j])) return Misguessed();
+    if (ABSL_PREDICT_FALSE(e.value.type() != MetricType::kFloat)) return WrongType(i, keys[j], e.value);
+    w.PutFloat(e.value.float_value());
   }
   for (; j < shape.int_end; ++j) {
-    w.PutSignedVarint64(m[perm[j]].value.int_value());
+    const MetricEntry& e = m[perm[j]];
+    if (ABSL_PREDICT_FALSE(e.key != keys[j])) return Misguessed();
+    w.PutSignedVarint64(e.value.int_value());
   }
   const uint32_t count = static_cast<uint32_t>(shape.perm.size());
   for (; j < count; ++j) {
+    const MetricEntry& e = m[perm[j]];
+    if (ABSL_PREDICT_FALSE(e.key != keys[j])) return Misguessed();
     const uint32_t index = string_values_[(*str_cursor)++];
-    if (key_code_[shape.wire_keys[j]] == kStringDict) {
+    if (key_code_[keys[j]] == kStringDict) {
       w.PutVarint64(index);
     } else {
-      w.PutLengthPrefixed(m[perm[j]].value.string_value());
+      w.PutLengthPrefixed(e.value.string_value());
     }
   }
   out = w;
@@ -437,6 +471,7 @@ absl::Status Encoder::WrongTypeStatus(size_t i, uint32_t key, const MetricValue&
 }
 
 bool Encoder::WrongType(size_t i, uint32_t key, const MetricValue& v) {
+  if (!careful_) return Misguessed();
   error_ = WrongTypeStatus(i, key, v);
   return false;
 }
@@ -452,12 +487,12 @@ absl::Status Encoder::WriteBlocks(coding::Writer& w, const std::vector<uint64_t>
                      static_cast<uint32_t>(raw)};
     if (!compress || raw == 0) {
       coding::Writer bw(w.position(), w.position() + raw);
-      if (!fill(b, bw)) return error_;
+      if (!fill(b, bw)) return speculation_failed_ ? SpeculationFailed() : error_;
       w.Skip(raw);
     } else {
       char* scratch = Scratch(raw);
       coding::Writer bw(scratch, scratch + raw);
-      if (!fill(b, bw)) return error_;
+      if (!fill(b, bw)) return speculation_failed_ ? SpeculationFailed() : error_;
       absl::StatusOr<size_t> stored = compression::ZstdCompressInto(
           absl::string_view(scratch, raw), o_.zstd_level, w.position(), w.remaining());
       if (!stored.ok()) return stored.status();
@@ -566,7 +601,10 @@ absl::StatusOr<OwnedBuffer> Encoder::Encode() {
 
 absl::StatusOr<OwnedBuffer> WriteRankbin(const RankResult& result,
                                          const WriterOptions& options) {
-  return Encoder(result, options).Encode();
+  Encoder fast(result, options, /*careful=*/false);
+  absl::StatusOr<OwnedBuffer> out = fast.Encode();
+  if (out.ok() || !fast.speculation_failed()) return out;
+  return Encoder(result, options, /*careful=*/true).Encode();
 }
 
 }  // namespace rankwire::rankbin
