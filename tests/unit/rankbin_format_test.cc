@@ -471,6 +471,52 @@ TEST(WriterTest, ZstdBlocksAreFramesOfTheirRawSize) {
   EXPECT_EQ(DiffResults(*back, r), "");
 }
 
+// The writer guesses that an item has the previous item's keys when it has
+// as many, and checks that while writing. Items that break the guess in
+// every way it can be broken must still round-trip or be rejected exactly as
+// without the guess.
+TEST(WriterTest, ItemsWithAsManyButDifferentKeysRoundTrip) {
+  RankResult r;
+  const uint32_t a = r.AddKey("a", MetricType::kDouble);
+  const uint32_t b = r.AddKey("b", MetricType::kInt);
+  const uint32_t c = r.AddKey("c", MetricType::kString);
+  const uint32_t d = r.AddKey("d", MetricType::kFloat);
+  const std::vector<std::vector<MetricEntry>> variants = {
+      {{a, MetricValue::Double(1)}, {b, MetricValue::Int(2)}, {c, MetricValue::String("x")}},
+      {{a, MetricValue::Double(3)}, {b, MetricValue::Int(4)}, {d, MetricValue::Float(5)}},  // Other key.
+      {{b, MetricValue::Int(6)}, {a, MetricValue::Double(7)}, {c, MetricValue::String("y")}},  // Order.
+      {{d, MetricValue::Float(8)}, {c, MetricValue::String("z")}, {b, MetricValue::Int(9)}},
+  };
+  for (int i = 0; i < 12; ++i) {
+    RankedItem& item = r.items.emplace_back();
+    item.item_id = absl::StrCat("sku-", i);
+    item.position = i + 1;
+    item.metrics = variants[i % variants.size()];
+  }
+  for (const char* name : {"rankbin", "rankbin-zstd"}) {
+    absl::StatusOr<CodecRegistry> codecs = MakeBuiltinCodecs({});
+    ASSERT_TRUE(codecs.ok());
+    const Codec* codec = codecs->Find(name);
+    absl::StatusOr<OwnedBuffer> bytes = codec->Encode(r, {});
+    ASSERT_TRUE(bytes.ok()) << bytes.status();
+    absl::StatusOr<RankResult> back = codec->Decode(SharedBytes::FromBuffer(*std::move(bytes)));
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(DiffResults(r, *back), "") << name;
+  }
+  // A duplicate key or a wrong type behind a good guess is still reported,
+  // and for the right item.
+  RankResult dup = r;
+  dup.items[5].metrics[2].key = dup.items[5].metrics[0].key;
+  absl::Status s = rankbin::WriteRankbin(dup, {}).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("item 5 (sku-5)"));
+  RankResult wrong = r;
+  wrong.items[4].metrics[0].value = MetricValue::Int(1);  // Key "a" is a double.
+  s = rankbin::WriteRankbin(wrong, {}).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("item 4 (sku-4): metric \"a\" is int"));
+}
+
 TEST(ReaderTest, DecompressesOnlyTheBlocksItReads) {
   RankResult r;
   const uint32_t model = r.AddKey("model", MetricType::kString);
