@@ -90,7 +90,14 @@ class RankbinView final : public ResultView {
 
   std::vector<Key> keys_;
   std::vector<absl::string_view> dict_;
-  absl::flat_hash_map<absl::string_view, uint32_t> by_name_;
+  // Key name -> index, built on the first lookup by name (most readers of
+  // a top-N never look a key up by name, and hashing 40 names is a third of
+  // Open()). A repeated name is found then, and fails name lookups and
+  // Materialize().
+  absl::Status Names() const;
+  mutable absl::once_flag names_once_;
+  mutable absl::flat_hash_map<absl::string_view, uint32_t> by_name_;
+  mutable absl::Status names_status_;
   mutable absl::once_flag model_keys_once_;
   mutable std::vector<MetricKey> model_keys_;
 
@@ -181,7 +188,6 @@ absl::Status RankbinView::ParseKeys(absl::string_view body, size_t base) {
   const uint64_t count = r.Count(Serializer<KeyEntry>::kMinBytes, "key count");
   if (!r.ok()) return r.status();
   keys_.resize(count);
-  by_name_.reserve(count);
   uint32_t model_index = 0;
   KeyEntry entry;
   for (uint64_t k = 0; k < count; ++k) {
@@ -197,12 +203,7 @@ absl::Status RankbinView::ParseKeys(absl::string_view body, size_t base) {
     key.dict_begin = static_cast<uint32_t>(dict_.size());
     key.dict_size = static_cast<uint32_t>(entry.dict.size());
     dict_.insert(dict_.end(), entry.dict.begin(), entry.dict.end());
-    if (ModelTypeOf(entry.type_code)) {
-      key.model_index = model_index++;
-      if (!by_name_.emplace(entry.name, static_cast<uint32_t>(k)).second) {
-        return Corrupt(absl::StrCat("metric key \"", entry.name, "\" appears twice"));
-      }
-    }
+    if (ModelTypeOf(entry.type_code)) key.model_index = model_index++;
   }
   return absl::OkStatus();
 }
@@ -212,6 +213,9 @@ absl::Status RankbinView::ParseShapes(absl::string_view body, size_t base) {
   const uint64_t count = r.Count(1, "shape count");
   if (!r.ok()) return r.status();
   shapes_.resize(count);
+  // Every shape entry takes at least a byte, so this bounds them.
+  shape_keys_.reserve(body.size());
+  shape_offset_.reserve(body.size());
   std::vector<bool> seen(keys_.size(), false);
   std::vector<uint32_t> keys;
   for (uint64_t s = 0; s < count; ++s) {
@@ -299,6 +303,20 @@ absl::Status RankbinView::ParseColumn(absl::string_view body, size_t base, const
   }
   column->cache.reset(new BlockCache[blocks]);
   return absl::OkStatus();
+}
+
+absl::Status RankbinView::Names() const {
+  absl::call_once(names_once_, [this] {
+    by_name_.reserve(keys_.size());
+    for (size_t k = 0; k < keys_.size(); ++k) {
+      if (keys_[k].model_index == kNone) continue;
+      if (!by_name_.emplace(keys_[k].name, static_cast<uint32_t>(k)).second) {
+        names_status_ = Corrupt(absl::StrCat("metric key \"", keys_[k].name, "\" appears twice"));
+        return;
+      }
+    }
+  });
+  return names_status_;
 }
 
 absl::Span<const MetricKey> RankbinView::keys() const {
@@ -401,6 +419,7 @@ absl::StatusOr<std::optional<MetricRef>> RankbinView::FindMetric(
     size_t i, absl::string_view name) const {
   absl::StatusOr<ItemRecord> rec = Record(i);
   if (!rec.ok()) return rec.status();
+  if (absl::Status s = Names(); !s.ok()) return s;
   auto it = by_name_.find(name);
   if (it == by_name_.end()) return std::nullopt;
   const uint32_t key = it->second;
@@ -435,6 +454,7 @@ absl::StatusOr<absl::string_view> RankbinView::Log(size_t i) const {
 }
 
 absl::StatusOr<RankResult> RankbinView::Materialize() const {
+  if (absl::Status s = Names(); !s.ok()) return s;
   RankResult result;
   absl::Span<const MetricKey> k = keys();
   result.keys.assign(k.begin(), k.end());

@@ -296,7 +296,7 @@ struct ValueSerializer {
   }
   // Reads a value of a known code. `dict` is the key's dictionary.
   // Returns false (and leaves an error in r) on malformed input.
-  static bool Read(coding::Reader& r, uint8_t code,
+  ABSL_ATTRIBUTE_ALWAYS_INLINE static bool Read(coding::Reader& r, uint8_t code,
                    const absl::string_view* dict, uint32_t dict_size,
                    MetricRef* out) {
     switch (static_cast<TypeCode>(code)) {
