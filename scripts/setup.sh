@@ -20,7 +20,7 @@ PACKAGES=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev redis-server
   python3-grpcio python3-protobuf python3-zstandard python3-yaml
   clang-14 libclang-rt-14-dev llvm-14
-  libflatbuffers-dev flatbuffers-compiler libcapnp-dev capnproto
+  libflatbuffers-dev flatbuffers-compiler libcapnp-dev capnproto liblz4-dev
   # end-to-end benchmarks
   hyperfine
 )

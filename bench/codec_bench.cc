@@ -1,0 +1,517 @@
+// Codec micro-benchmarks on the seed-shaped payload (bench/seed_payload.h):
+// every registered codec (encode, full decode, top-10 lazy read, bytes), the
+// protobuf baseline's serialize-only and parse-only, memcpy floors, and
+// reference rows for tuned protobuf, FlatBuffers and Cap'n Proto
+// (bench/reference_formats.h).
+//
+// Names are BM_<Op>/<format>/<logs_inline|logs_store>, so results sort into
+// a table; every row has a "bytes" counter (the payload it works on) and
+// bytes/items processed. scripts/bench.sh runs this binary in interleaved
+// rounds and bench/bench_report.py turns the JSON into BENCHMARKS tables.
+//
+// Extra flag (before Google Benchmark's own): --rotate=N registers the
+// benchmarks starting at the N-th (mod count), so rounds can run in
+// different orders.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "bench/reference_formats.h"
+#include "bench/seed_payload.h"
+#include "capnp/serialize.h"
+#include "codec/builtin_codecs.h"
+#include "codec/protobuf_codec.h"
+#include "google/protobuf/arena.h"
+#include "rank/v1/rank.pb.h"
+
+#ifndef RANKWIRE_MODEL_PATH
+#error "RANKWIRE_MODEL_PATH must name server/models/ecom_search_lr.model"
+#endif
+
+namespace rankwire::bench {
+namespace {
+
+constexpr size_t kTopN = 10;
+
+[[noreturn]] void Die(const std::string& what) {
+  std::fprintf(stderr, "codec_bench: %s\n", what.c_str());
+  std::exit(1);
+}
+
+template <typename T>
+T Check(absl::StatusOr<T> v, const std::string& what) {
+  if (!v.ok()) Die(absl::StrCat(what, ": ", v.status().ToString()));
+  return *std::move(v);
+}
+
+void Check(const absl::Status& s, const std::string& what) {
+  if (!s.ok()) Die(absl::StrCat(what, ": ", s.ToString()));
+}
+
+void CheckSame(const RankResult& want, const RankResult& got, const std::string& what) {
+  std::string diff = DiffResults(want, got);
+  if (!diff.empty()) Die(absl::StrCat(what, " does not round-trip: ", diff));
+}
+
+// Everything one log placement needs, built once before any timing.
+struct Payload {
+  LogPlacement placement;
+  RankResult result;
+  std::vector<std::pair<const Codec*, OwnedBuffer>> encoded;  // Per codec.
+  rank::v1::RankResult proto;
+  std::string proto_bytes;
+  tuned::Result tuned;
+  std::string tuned_bytes;
+  size_t fb_size = 0;
+  flatbuffers::DetachedBuffer fb;
+  unsigned capnp_words = 0;  // Of the single segment.
+  kj::Array<capnp::word> capnp_flat;
+};
+
+void Report(benchmark::State& state, size_t bytes, size_t items) {
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * items));
+  state.counters["bytes"] = static_cast<double>(bytes);
+}
+
+// Reads every field of the value without branching on its type, so the
+// caller's own type dispatch (mispredicted on mixed-type metrics) does not
+// dominate a ten-item read; the reference formats' readers know each
+// column's type statically and do not branch either.
+void TouchMetric(Touched* t, const MetricRef& v) {
+  t->Number(v.double_value());
+  t->Integer(v.int_value());
+  t->Text(v.string_value());
+}
+
+// Open + TopN + every metric + log of each: what a caller showing ten does.
+absl::Status ReadTop(const Codec& codec, absl::string_view bytes, Touched* t) {
+  absl::StatusOr<std::unique_ptr<ResultView>> view = codec.Open(SharedBytes::Unowned(bytes));
+  if (!view.ok()) return view.status();
+  absl::StatusOr<std::vector<ItemRef>> top = (*view)->TopN(kTopN);
+  if (!top.ok()) return top.status();
+  for (const ItemRef& item : *top) {
+    t->Text(item.id());
+    t->Number(item.score());
+    t->Integer(item.position());
+    absl::Status s = item.ForEachMetric([t](uint32_t, const MetricRef& v) { TouchMetric(t, v); });
+    if (!s.ok()) return s;
+    absl::StatusOr<absl::string_view> log = item.Log();
+    if (!log.ok()) return log.status();
+    t->Text(*log);
+  }
+  return absl::OkStatus();
+}
+
+using BenchFn = std::function<void(benchmark::State&)>;
+struct Entry {
+  std::string name;
+  BenchFn fn;
+};
+
+void AddCodecRows(const Payload& p, std::vector<Entry>* out) {
+  const std::string variant = PlacementName(p.placement);
+  const size_t n = p.result.items.size();
+  for (const auto& [codec, buffer] : p.encoded) {
+    const std::string name(codec->name());
+    const absl::string_view bytes = buffer.view();
+    out->push_back({absl::StrCat("BM_Encode/", name, "/", variant),
+                    [&p, codec = codec, size = bytes.size(), n](benchmark::State& state) {
+                      for (auto _ : state) {
+                        absl::StatusOr<OwnedBuffer> b = codec->Encode(p.result, {});
+                        if (!b.ok()) {
+                          state.SkipWithError(b.status().ToString().c_str());
+                          break;
+                        }
+                        benchmark::DoNotOptimize(b->data());
+                        benchmark::ClobberMemory();
+                      }
+                      Report(state, size, n);
+                    }});
+    out->push_back({absl::StrCat("BM_Decode/", name, "/", variant),
+                    [codec = codec, bytes, n](benchmark::State& state) {
+                      for (auto _ : state) {
+                        absl::StatusOr<RankResult> r = codec->Decode(SharedBytes::Unowned(bytes));
+                        if (!r.ok()) {
+                          state.SkipWithError(r.status().ToString().c_str());
+                          break;
+                        }
+                        benchmark::DoNotOptimize(r);
+                      }
+                      Report(state, bytes.size(), n);
+                    }});
+    // Open alone: the fixed cost of a lazy read before any item is touched.
+    out->push_back({absl::StrCat("BM_Open/", name, "/", variant),
+                    [codec = codec, bytes](benchmark::State& state) {
+                      for (auto _ : state) {
+                        auto view = codec->Open(SharedBytes::Unowned(bytes));
+                        if (!view.ok()) {
+                          state.SkipWithError(view.status().ToString().c_str());
+                          break;
+                        }
+                        benchmark::DoNotOptimize(view->get());
+                      }
+                      Report(state, bytes.size(), 0);
+                    }});
+    out->push_back({absl::StrCat("BM_Top10/", name, "/", variant),
+                    [codec = codec, bytes](benchmark::State& state) {
+                      for (auto _ : state) {
+                        Touched t;
+                        absl::Status s = ReadTop(*codec, bytes, &t);
+                        if (!s.ok()) {
+                          state.SkipWithError(s.ToString().c_str());
+                          break;
+                        }
+                        benchmark::DoNotOptimize(t);
+                      }
+                      Report(state, bytes.size(), kTopN);
+                    }});
+    // Floors: the cheapest way to produce these bytes is to copy them.
+    out->push_back(
+        {absl::StrCat("BM_Memcpy/", name, "/", variant), [bytes](benchmark::State& state) {
+           std::unique_ptr<char[]> dst(new char[bytes.size()]);
+           std::memset(dst.get(), 0, bytes.size());  // Fault the pages in once.
+           for (auto _ : state) {
+             std::memcpy(dst.get(), bytes.data(), bytes.size());
+             benchmark::DoNotOptimize(dst.get());
+             benchmark::ClobberMemory();
+           }
+           Report(state, bytes.size(), 0);
+         }});
+    out->push_back(
+        {absl::StrCat("BM_MemcpyAlloc/", name, "/", variant), [bytes](benchmark::State& state) {
+           for (auto _ : state) {
+             OwnedBuffer b = OwnedBuffer::CopyOf(bytes);
+             benchmark::DoNotOptimize(b.data());
+             benchmark::ClobberMemory();
+           }
+           Report(state, bytes.size(), 0);
+         }});
+  }
+}
+
+void AddProtobufRows(const Payload& p, std::vector<Entry>* out) {
+  const std::string variant = PlacementName(p.placement);
+  const size_t n = p.result.items.size();
+  // Floor of any full decode into the model: copying it (the same strings,
+  // vectors and values allocated and filled) with no decoding at all.
+  out->push_back({absl::StrCat("BM_ModelCopy/model/", variant), [&p, n](benchmark::State& state) {
+                    for (auto _ : state) {
+                      RankResult copy = p.result;
+                      benchmark::DoNotOptimize(copy);
+                    }
+                    Report(state, 0, n);
+                  }});
+  // The baseline message, already built: serialize only.
+  out->push_back(
+      {absl::StrCat("BM_Serialize/protobuf/", variant), [&p, n](benchmark::State& state) {
+         const size_t size = p.proto_bytes.size();
+         std::unique_ptr<char[]> dst(new char[size]);
+         std::memset(dst.get(), 0, size);
+         for (auto _ : state) {
+           if (!p.proto.SerializeToArray(dst.get(), static_cast<int>(size))) {
+             state.SkipWithError("SerializeToArray failed");
+             break;
+           }
+           benchmark::DoNotOptimize(dst.get());
+           benchmark::ClobberMemory();
+         }
+         Report(state, size, n);
+       }});
+  out->push_back({absl::StrCat("BM_Parse/protobuf/", variant), [&p, n](benchmark::State& state) {
+                    const std::string& bytes = p.proto_bytes;
+                    for (auto _ : state) {
+                      rank::v1::RankResult m;
+                      if (!m.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+                        state.SkipWithError("ParseFromArray failed");
+                        break;
+                      }
+                      benchmark::DoNotOptimize(m);
+                    }
+                    Report(state, bytes.size(), n);
+                  }});
+}
+
+// An arena whose first block is preallocated and reused: the best case for
+// protobuf parsing (a server would keep one per thread).
+struct ArenaBlock {
+  explicit ArenaBlock(size_t size) : size(size), data(new char[size]) {
+    std::memset(data.get(), 0, size);
+  }
+  google::protobuf::ArenaOptions Options() const {
+    google::protobuf::ArenaOptions o;
+    o.initial_block = data.get();
+    o.initial_block_size = size;
+    o.start_block_size = 64 << 10;
+    o.max_block_size = 1 << 20;
+    return o;
+  }
+  size_t size;
+  std::unique_ptr<char[]> data;
+};
+
+void AddTunedProtobufRows(const Payload& p, std::vector<Entry>* out) {
+  const std::string variant = PlacementName(p.placement);
+  const size_t n = p.result.items.size();
+  out->push_back(
+      {absl::StrCat("BM_Serialize/tuned-protobuf/", variant), [&p, n](benchmark::State& state) {
+         const size_t size = p.tuned_bytes.size();
+         std::unique_ptr<char[]> dst(new char[size]);
+         std::memset(dst.get(), 0, size);
+         for (auto _ : state) {
+           if (!p.tuned.SerializeToArray(dst.get(), static_cast<int>(size))) {
+             state.SkipWithError("SerializeToArray failed");
+             break;
+           }
+           benchmark::DoNotOptimize(dst.get());
+           benchmark::ClobberMemory();
+         }
+         Report(state, size, n);
+       }});
+  // From the model, like Codec::Encode: build the message, then serialize
+  // into a buffer allocated for it.
+  out->push_back(
+      {absl::StrCat("BM_Encode/tuned-protobuf/", variant), [&p, n](benchmark::State& state) {
+         for (auto _ : state) {
+           tuned::Result m;
+           absl::Status s = BuildTunedProto(p.result, &m);
+           if (!s.ok()) {
+             state.SkipWithError(s.ToString().c_str());
+             break;
+           }
+           const size_t size = m.ByteSizeLong();
+           OwnedBuffer b = OwnedBuffer::Allocate(size);
+           m.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(b.data()));
+           benchmark::DoNotOptimize(b.data());
+           benchmark::ClobberMemory();
+         }
+         Report(state, p.tuned_bytes.size(), n);
+       }});
+  out->push_back(
+      {absl::StrCat("BM_Parse/tuned-protobuf-arena/", variant), [&p, n](benchmark::State& state) {
+         const std::string& bytes = p.tuned_bytes;
+         ArenaBlock block(4 * bytes.size() + (1 << 20));
+         for (auto _ : state) {
+           google::protobuf::Arena arena(block.Options());
+           auto* m = google::protobuf::Arena::CreateMessage<tuned::Result>(&arena);
+           if (!m->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+             state.SkipWithError("ParseFromArray failed");
+             break;
+           }
+           benchmark::DoNotOptimize(m);
+         }
+         Report(state, bytes.size(), n);
+       }});
+  out->push_back(
+      {absl::StrCat("BM_Decode/tuned-protobuf-arena/", variant), [&p, n](benchmark::State& state) {
+         const std::string& bytes = p.tuned_bytes;
+         ArenaBlock block(4 * bytes.size() + (1 << 20));
+         for (auto _ : state) {
+           google::protobuf::Arena arena(block.Options());
+           auto* m = google::protobuf::Arena::CreateMessage<tuned::Result>(&arena);
+           if (!m->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+             state.SkipWithError("ParseFromArray failed");
+             break;
+           }
+           absl::StatusOr<RankResult> r = TunedProtoToModel(*m);
+           if (!r.ok()) {
+             state.SkipWithError(r.status().ToString().c_str());
+             break;
+           }
+           benchmark::DoNotOptimize(r);
+         }
+         Report(state, bytes.size(), n);
+       }});
+}
+
+void AddFlatbuffersRows(const Payload& p, std::vector<Entry>* out) {
+  const std::string variant = PlacementName(p.placement);
+  const size_t n = p.result.items.size();
+  const absl::string_view bytes(reinterpret_cast<const char*>(p.fb.data()), p.fb.size());
+  out->push_back(
+      {absl::StrCat("BM_Encode/flatbuffers/", variant), [&p, n](benchmark::State& state) {
+         // A server would size the builder from its previous responses.
+         const size_t initial = p.fb_size + 4096;
+         for (auto _ : state) {
+           auto b = EncodeFlatbuffers(p.result, initial);
+           if (!b.ok()) {
+             state.SkipWithError(b.status().ToString().c_str());
+             break;
+           }
+           benchmark::DoNotOptimize(b->data());
+           benchmark::ClobberMemory();
+         }
+         Report(state, p.fb_size, n);
+       }});
+  out->push_back(
+      {absl::StrCat("BM_Decode/flatbuffers/", variant), [bytes, n](benchmark::State& state) {
+         for (auto _ : state) {
+           absl::StatusOr<RankResult> r = DecodeFlatbuffers(bytes);
+           if (!r.ok()) {
+             state.SkipWithError(r.status().ToString().c_str());
+             break;
+           }
+           benchmark::DoNotOptimize(r);
+         }
+         Report(state, bytes.size(), n);
+       }});
+  out->push_back({absl::StrCat("BM_Top10/flatbuffers/", variant), [bytes](benchmark::State& state) {
+                    for (auto _ : state) {
+                      Touched t;
+                      absl::Status s = TopNFlatbuffers(bytes, kTopN, &t);
+                      if (!s.ok()) {
+                        state.SkipWithError(s.ToString().c_str());
+                        break;
+                      }
+                      benchmark::DoNotOptimize(t);
+                    }
+                    Report(state, bytes.size(), kTopN);
+                  }});
+  out->push_back(
+      {absl::StrCat("BM_Verify/flatbuffers/", variant), [bytes, n](benchmark::State& state) {
+         for (auto _ : state) {
+           bool ok = VerifyFlatbuffers(bytes);
+           if (!ok) {
+             state.SkipWithError("verify failed");
+             break;
+           }
+           benchmark::DoNotOptimize(ok);
+         }
+         Report(state, bytes.size(), n);
+       }});
+}
+
+void AddCapnpRows(const Payload& p, std::vector<Entry>* out) {
+  const std::string variant = PlacementName(p.placement);
+  const size_t n = p.result.items.size();
+  const kj::ArrayPtr<const capnp::word> words = p.capnp_flat.asPtr();
+  const size_t size = words.size() * sizeof(capnp::word);
+  out->push_back(
+      {absl::StrCat("BM_Encode/capnp/", variant), [&p, n, size](benchmark::State& state) {
+         const unsigned hint = p.capnp_words + 512;
+         for (auto _ : state) {
+           auto m = EncodeCapnp(p.result, hint);
+           if (!m.ok()) {
+             state.SkipWithError(m.status().ToString().c_str());
+             break;
+           }
+           // What a transport sends: the segments, no copy.
+           auto segments = (*m)->getSegmentsForOutput();
+           benchmark::DoNotOptimize(segments.begin());
+           benchmark::ClobberMemory();
+         }
+         Report(state, size, n);
+       }});
+  out->push_back(
+      {absl::StrCat("BM_Decode/capnp/", variant), [words, n, size](benchmark::State& state) {
+         for (auto _ : state) {
+           absl::StatusOr<RankResult> r = DecodeCapnp(words);
+           if (!r.ok()) {
+             state.SkipWithError(r.status().ToString().c_str());
+             break;
+           }
+           benchmark::DoNotOptimize(r);
+         }
+         Report(state, size, n);
+       }});
+  out->push_back({absl::StrCat("BM_Top10/capnp/", variant), [words, size](benchmark::State& state) {
+                    for (auto _ : state) {
+                      Touched t;
+                      absl::Status s = TopNCapnp(words, kTopN, &t);
+                      if (!s.ok()) {
+                        state.SkipWithError(s.ToString().c_str());
+                        break;
+                      }
+                      benchmark::DoNotOptimize(t);
+                    }
+                    Report(state, size, kTopN);
+                  }});
+}
+
+// Builds every payload and checks that each format gives back the model.
+void Prepare(const CodecRegistry& codecs, Payload* p) {
+  const std::string variant = PlacementName(p->placement);
+  p->result = Check(SeedResult(RANKWIRE_MODEL_PATH, p->placement), "seed result");
+  for (const std::string& codec_name : codecs.Names()) {
+    const Codec* codec = codecs.Find(codec_name);
+    const std::string what = absl::StrCat(codec->name(), "/", variant);
+    OwnedBuffer b = Check(codec->Encode(p->result, {}), what);
+    CheckSame(p->result, Check(codec->Decode(SharedBytes::Unowned(b.view())), what), what);
+    p->encoded.emplace_back(codec, std::move(b));
+  }
+  Check(ToProto(p->result, &p->proto), "ToProto");
+  p->proto_bytes = p->proto.SerializeAsString();
+
+  Check(BuildTunedProto(p->result, &p->tuned), "tuned protobuf");
+  p->tuned_bytes = p->tuned.SerializeAsString();
+  tuned::Result parsed;
+  if (!parsed.ParseFromString(p->tuned_bytes)) Die("tuned protobuf does not parse");
+  CheckSame(p->result, Check(TunedProtoToModel(parsed), "tuned protobuf"), "tuned protobuf");
+
+  p->fb = Check(EncodeFlatbuffers(p->result, 1 << 20), "flatbuffers");
+  p->fb_size = p->fb.size();
+  CheckSame(p->result,
+            Check(DecodeFlatbuffers(
+                      absl::string_view(reinterpret_cast<const char*>(p->fb.data()), p->fb.size())),
+                  "flatbuffers"),
+            "flatbuffers");
+
+  auto message = Check(EncodeCapnp(p->result, 1 << 17), "capnp");
+  p->capnp_flat = capnp::messageToFlatArray(*message);
+  p->capnp_words = static_cast<unsigned>(p->capnp_flat.size());
+  CheckSame(p->result, Check(DecodeCapnp(p->capnp_flat.asPtr()), "capnp"), "capnp");
+}
+
+}  // namespace
+}  // namespace rankwire::bench
+
+int main(int argc, char** argv) {
+  using namespace rankwire::bench;
+  long rotate = 0;
+  // Strip our own flag before Google Benchmark sees the command line.
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--rotate=", 9) == 0) {
+      rotate = std::strtol(argv[i] + 9, nullptr, 10);
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
+
+  auto codecs = Check(rankwire::MakeBuiltinCodecs(rankwire::BuiltinCodecOptions{}), "codecs");
+  static Payload payloads[2];
+  payloads[0].placement = LogPlacement::kInline;
+  payloads[1].placement = LogPlacement::kStore;
+  std::vector<Entry> entries;
+  for (Payload& p : payloads) {
+    Prepare(codecs, &p);
+    AddCodecRows(p, &entries);
+    AddProtobufRows(p, &entries);
+    AddTunedProtobufRows(p, &entries);
+    AddFlatbuffersRows(p, &entries);
+    AddCapnpRows(p, &entries);
+  }
+  if (!entries.empty()) {
+    const long count = static_cast<long>(entries.size());
+    std::rotate(entries.begin(), entries.begin() + ((rotate % count) + count) % count,
+                entries.end());
+  }
+  for (Entry& e : entries) {
+    benchmark::RegisterBenchmark(e.name.c_str(), e.fn)->Unit(benchmark::kMicrosecond);
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Codec micro-benchmarks, measured the noise-resistant way:
+#
+#   1. builds bench/codec_bench (and bench/compression_study) in build-bench,
+#      Release, tests off;
+#   2. runs the suite pinned to one core (taskset) in interleaved rounds: each
+#      round runs every benchmark once, in an order rotated by round, with a
+#      short --benchmark_min_time, one JSON file per round in bench/results/;
+#   3. prints, via bench/bench_report.py, a Markdown table (median CPU time,
+#      min-max spread over rounds, ratios against protobuf taken within each
+#      round) and the issue's target checks, ready to paste into BENCHMARKS.md;
+#   4. with --study, runs the compression study too and prints its tables.
+#
+# The machine's speed drifts by 1.4-2.5x within a minute, so one long run
+# per benchmark would compare numbers taken at different speeds; interleaving
+# puts every benchmark under every speed, and per-round ratios compare rows
+# measured seconds apart. A large spread means the machine was busy: re-run.
+#
+# Usage: scripts/bench.sh [--rounds N] [--min-time SECONDS] [--cpu N]
+#                         [--filter REGEX] [--study] [--study-only]
+#                         [--no-build] [--out FILE.md]
+# Environment overrides: BENCH_ROUNDS (5), BENCH_MIN_TIME (0.1), BENCH_CPU (1),
+# BENCH_FILTER, BENCH_BUILD_DIR (build-bench), BENCH_JOBS (2), BENCH_REVISION
+# (what to print as the revision when the tree is not a git checkout).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+rounds=${BENCH_ROUNDS:-5}
+min_time=${BENCH_MIN_TIME:-0.1}
+cpu=${BENCH_CPU:-1}
+filter=${BENCH_FILTER:-}
+build=${BENCH_BUILD_DIR:-$root/build-bench}
+jobs=${BENCH_JOBS:-2}
+do_build=1
+do_codec=1
+do_study=0
+out=""
+command_line="scripts/bench.sh"
+for arg in "$@"; do command_line+=" $(printf '%q' "$arg")"; done
+
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --rounds) rounds=$2; shift 2 ;;
+    --rounds=*) rounds=${1#*=}; shift ;;
+    --min-time) min_time=$2; shift 2 ;;
+    --min-time=*) min_time=${1#*=}; shift ;;
+    --cpu) cpu=$2; shift 2 ;;
+    --cpu=*) cpu=${1#*=}; shift ;;
+    --filter) filter=$2; shift 2 ;;
+    --filter=*) filter=${1#*=}; shift ;;
+    --study) do_study=1; shift ;;
+    --study-only) do_study=1; do_codec=0; shift ;;
+    --no-build) do_build=0; shift ;;
+    --out) out=$2; shift 2 ;;
+    --out=*) out=${1#*=}; shift ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    *) echo "bench.sh: unknown argument: $1" >&2; exit 2 ;;
+  esac
+done
+if ! [[ $rounds =~ ^[1-9][0-9]*$ ]]; then
+  echo "bench.sh: --rounds must be a positive integer" >&2
+  exit 2
+fi
+
+if [[ $do_build == 1 ]]; then
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DRANKWIRE_BUILD_TESTS=OFF \
+    -DRANKWIRE_BUILD_BENCHMARKS=ON >/dev/null
+  cmake --build "$build" -j "$jobs" --target codec_bench compression_study >/dev/null
+fi
+
+results=$root/bench/results
+mkdir -p "$results"
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+pin=(taskset -c "$cpu")
+report=""
+
+if [[ $do_codec == 1 ]]; then
+  bin=$build/bench/codec_bench
+  filter_args=()
+  [[ -n $filter ]] && filter_args=("--benchmark_filter=$filter")
+  count=$("$bin" "${filter_args[@]}" --benchmark_list_tests=true | wc -l)
+  if [[ $count -eq 0 ]]; then
+    echo "bench.sh: no benchmark matches '$filter'" >&2
+    exit 1
+  fi
+  files=()
+  for ((r = 0; r < rounds; r++)); do
+    rotate=$((r * count / rounds))
+    file=$results/codec-$stamp-round$r.json
+    echo "round $((r + 1))/$rounds (rotated by $rotate of $count)" >&2
+    "${pin[@]}" "$bin" "${filter_args[@]}" --rotate="$rotate" \
+      --benchmark_min_time="$min_time" \
+      --benchmark_out="$file" --benchmark_out_format=json >/dev/null
+    files+=("$file")
+  done
+  revision_args=()
+  [[ -n ${BENCH_REVISION:-} ]] && revision_args=(--revision "$BENCH_REVISION")
+  report=$(cd "$root" && /usr/bin/python3 bench/bench_report.py --command "$command_line" \
+    "${revision_args[@]}" "${files[@]}")
+fi
+
+if [[ $do_study == 1 ]]; then
+  echo "compression study (pinned to cpu $cpu)" >&2
+  study=$("${pin[@]}" "$build/bench/compression_study" --rounds="$rounds")
+  report=${report:+$report$'\n\n'}$study
+fi
+
+printf '%s\n' "$report"
+if [[ -n $out ]]; then
+  printf '%s\n' "$report" > "$out"
+  echo "wrote $out" >&2
+fi
