@@ -58,10 +58,11 @@ ABSL_FLAG(int, drain_ms, 0,
           "On SIGTERM/SIGINT, how long to keep serving while reporting NOT_SERVING "
           "on the health service, so load balancers move traffic away first.");
 ABSL_FLAG(int, log_flush_ms, 2000, "On shutdown, how long to flush queued logs.");
-ABSL_FLAG(uint32_t, rankbin_block_items, 32,
+ABSL_FLAG(uint32_t, rankbin_block_items, 16,
           "rankbin: items per block, the unit of lazy decompression.");
 ABSL_FLAG(int, zstd_level, 1, "rankbin-zstd: zstd level (negative: fast modes).");
-ABSL_FLAG(bool, zstd_values, true, "rankbin-zstd: compress metric value blocks.");
+ABSL_FLAG(bool, zstd_values, false,
+          "rankbin-zstd: also try to compress metric value blocks (they rarely shrink).");
 ABSL_FLAG(bool, zstd_logs, true, "rankbin-zstd: compress inline log blocks.");
 
 namespace rankwire::server {

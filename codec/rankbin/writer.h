@@ -22,7 +22,7 @@ namespace rankwire::rankbin {
 
 struct WriterOptions {
   // Items per VALUES/LOGS block; the unit of lazy decompression.
-  uint32_t block_items = 32;
+  uint32_t block_items = 16;
   bool compress_values = false;
   bool compress_logs = false;
   // zstd level; negative levels are zstd's fast modes.

@@ -110,7 +110,7 @@ struct Payload {
   std::optional<uint16_t> section_count;  // Computed unless set.
   std::vector<KeySpec> keys;
   std::vector<std::vector<uint32_t>> shapes;
-  uint32_t block_items = 32;
+  uint32_t block_items = 16;
   std::vector<ItemSpec> items;
   std::optional<std::vector<uint32_t>> directory;  // Computed unless set.
   std::vector<BlockSpec> values;
@@ -452,6 +452,7 @@ TEST(WriterTest, ZstdBlocksAreFramesOfTheirRawSize) {
   }
   BuiltinCodecOptions options;
   options.block_items = 16;
+  options.zstd_values = true;
   options.zstd_min_saving = 0;
   const std::string bytes = Encode(r, options, kRankbinZstdCodecName);
   for (SectionId id : {SectionId::kValues, SectionId::kLogs}) {
@@ -528,6 +529,7 @@ TEST(ReaderTest, DecompressesOnlyTheBlocksItReads) {
   }
   BuiltinCodecOptions options;
   options.block_items = 2;
+  options.zstd_values = true;
   options.zstd_min_saving = 0;
   std::string bytes = Encode(r, options, kRankbinZstdCodecName);
   std::vector<BlockRef> blocks = Blocks(bytes, SectionId::kValues);
