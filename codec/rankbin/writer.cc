@@ -117,12 +117,12 @@ class Encoder {
 
  private:
   absl::Status CheckKeys();
-  // Pass 1, per item: shape, type checks, int sizes, dictionary indexes.
+  // The one pass before writing, per item: shape, type checks, int sizes,
+  // dictionary indexes, log and record sizes.
   absl::Status Analyze();
   absl::Status NewShape(size_t item, uint32_t* id);
   uint32_t DictIndex(StringKey& sk, absl::string_view v);
-  // Pass 2, per item: string sizes, value offsets, block and record sizes.
-  absl::Status Layout();
+
   void WriteKeys(coding::Writer& w);
   void WriteShapes(coding::Writer& w);
   void WriteItems(coding::Writer& w);
@@ -164,13 +164,13 @@ class Encoder {
   std::vector<StringKey> strings_;       // Per key; used for string keys.
   std::vector<uint32_t> string_values_;  // Dictionary index of every string value, in write order.
 
-  std::vector<uint64_t> values_size_;    // Per item, without strings until Layout().
-  std::vector<uint32_t> values_offset_;  // Per item, in its block.
-  std::vector<uint64_t> value_block_raw_;
+  std::vector<uint64_t> values_size_;    // Per item, without its strings.
+  std::vector<uint64_t> values_bound_;   // Per item, strings included either way.
+  uint64_t values_total_ = 0;            // Every value run, exact.
+  std::vector<uint32_t> values_offset_;  // Per item, in its block; set while writing.
   std::vector<uint64_t> log_block_raw_;
   bool has_logs_ = false;
-  std::vector<uint32_t> record_size_;
-  uint64_t records_bytes_ = 0;
+  uint64_t records_bound_ = 0;
   absl::Status error_;  // Set by the write pass.
 };
 
@@ -290,9 +290,12 @@ uint32_t Encoder::DictIndex(StringKey& sk, absl::string_view v) {
 absl::Status Encoder::Analyze() {
   item_shape_.resize(n_);
   values_size_.resize(n_);
+  values_bound_.resize(n_);
   strings_.resize(r_.keys.size());
+  log_block_raw_.assign(blocks_, 0);
   for (size_t i = 0; i < n_; ++i) {
-    const std::vector<MetricEntry>& m = r_.items[i].metrics;
+    const RankedItem& item = r_.items[i];
+    const std::vector<MetricEntry>& m = item.metrics;
     // The item's shape: almost always the previous item's. Careful mode
     // compares every key here; fast mode leaves that to the write pass.
     uint32_t id = i > 0 ? item_shape_[i - 1] : 0;
@@ -306,9 +309,11 @@ absl::Status Encoder::Analyze() {
     }
     item_shape_[i] = id;
     const Shape& shape = shapes_[id];
-    // Ints: type and size. Strings: type and dictionary index; their size
-    // is added by Layout() once the dictionaries are decided.
+    // Ints: type and size. Strings: type and dictionary index; their exact
+    // size waits for the dictionaries to be decided, so the item also gets
+    // a bound that holds either way.
     uint64_t size = shape.fixed_bytes;
+    uint64_t string_bound = 0;
     for (uint32_t j = shape.float_end; j < shape.int_end; ++j) {
       const MetricValue& v = m[shape.perm[j]].value;
       if (ABSL_PREDICT_FALSE(v.type() != MetricType::kInt)) {
@@ -325,10 +330,24 @@ absl::Status Encoder::Analyze() {
       }
       StringKey& sk = strings_[shape.wire_keys[j]];
       absl::string_view text = v.string_value();
-      sk.plain_bytes += coding::LengthPrefixedLength(text.size());
+      const size_t plain = coding::LengthPrefixedLength(text.size());
+      sk.plain_bytes += plain;
+      string_bound += std::max<size_t>(plain, coding::kMaxVarint32Length);
       string_values_.push_back(DictIndex(sk, text));
     }
     values_size_[i] = size;
+    values_bound_[i] = size + string_bound;
+    const size_t block = i / block_items_;
+    log_block_raw_[block] += coding::LengthPrefixedLength(item.log.size());
+    if (!item.log.empty()) has_logs_ = true;
+    records_bound_ += coding::LengthPrefixedLength(item.item_id.size()) + 8 +
+                      coding::VarintLength(item.position) + coding::VarintLength(id) +
+                      coding::kMaxVarint32Length;
+  }
+  for (size_t b = 0; b < blocks_; ++b) {
+    if (log_block_raw_[b] > UINT32_MAX) {
+      return absl::InvalidArgumentError("rankbin: a logs block exceeds 4 GiB");
+    }
   }
   for (size_t k = 0; k < r_.keys.size(); ++k) {
     StringKey& sk = strings_[k];
@@ -338,44 +357,13 @@ absl::Status Encoder::Analyze() {
     sk.use_dict = dict_bytes + sk.index_bytes < sk.plain_bytes;
     if (sk.use_dict) key_code_[k] = kStringDict;
   }
-  return absl::OkStatus();
-}
-
-absl::Status Encoder::Layout() {
-  values_offset_.resize(n_);
-  record_size_.resize(n_);
-  value_block_raw_.assign(blocks_, 0);
-  log_block_raw_.assign(blocks_, 0);
-  size_t str_cursor = 0;
-  for (size_t i = 0; i < n_; ++i) {
-    const RankedItem& item = r_.items[i];
-    const Shape& shape = shapes_[item_shape_[i]];
-    uint64_t size = values_size_[i];
-    for (uint32_t j = shape.int_end; j < shape.perm.size(); ++j) {
-      const uint32_t index = string_values_[str_cursor++];
-      size += key_code_[shape.wire_keys[j]] == kStringDict
-                  ? coding::VarintLength(index)
-                  : coding::LengthPrefixedLength(
-                        item.metrics[shape.perm[j]].value.string_value().size());
-    }
-    const size_t block = i / block_items_;
-    const uint64_t offset = value_block_raw_[block];
-    if (offset > UINT32_MAX) return Invalid(i, r_, "values block exceeds 4 GiB");
-    values_offset_[i] = static_cast<uint32_t>(offset);
-    value_block_raw_[block] += size;
-    log_block_raw_[block] += coding::LengthPrefixedLength(item.log.size());
-    if (!item.log.empty()) has_logs_ = true;
-    ItemRecord rec{item.item_id, item.score, item.position, item_shape_[i], values_offset_[i]};
-    record_size_[i] = static_cast<uint32_t>(Serializer<ItemRecord>::Size(rec));
-    records_bytes_ += record_size_[i];
-  }
-  for (size_t b = 0; b < blocks_; ++b) {
-    if (value_block_raw_[b] > UINT32_MAX || log_block_raw_[b] > UINT32_MAX) {
-      return absl::InvalidArgumentError("rankbin: a block exceeds 4 GiB");
-    }
-  }
-  if (records_bytes_ > UINT32_MAX) {
-    return absl::InvalidArgumentError("rankbin: item records exceed 4 GiB");
+  // The exact size of every value run together, now that the dictionaries
+  // are decided.
+  values_total_ = 0;
+  for (uint64_t v : values_size_) values_total_ += v;
+  for (size_t k = 0; k < r_.keys.size(); ++k) {
+    if (r_.keys[k].type != MetricType::kString) continue;
+    values_total_ += strings_[k].use_dict ? strings_[k].index_bytes : strings_[k].plain_bytes;
   }
   return absl::OkStatus();
 }
@@ -405,12 +393,10 @@ void Encoder::WriteShapes(coding::Writer& w) {
 void Encoder::WriteItems(coding::Writer& w) {
   w.PutVarint64(n_);
   w.PutVarint64(block_items_);
-  uint32_t offset = 0;
+  char* directory = w.Skip(4 * n_);
+  const char* records = w.position();
   for (size_t i = 0; i < n_; ++i) {
-    w.PutFixed32(offset);
-    offset += record_size_[i];
-  }
-  for (size_t i = 0; i < n_; ++i) {
+    coding::EncodeFixed32(directory + 4 * i, static_cast<uint32_t>(w.position() - records));
     const RankedItem& item = r_.items[i];
     Serializer<ItemRecord>::Write(
         w, ItemRecord{item.item_id, item.score, item.position, item_shape_[i], values_offset_[i]});
@@ -477,26 +463,30 @@ bool Encoder::WrongType(size_t i, uint32_t key, const MetricValue& v) {
 }
 
 template <typename Fill>
-absl::Status Encoder::WriteBlocks(coding::Writer& w, const std::vector<uint64_t>& raw_sizes,
+absl::Status Encoder::WriteBlocks(coding::Writer& w, const std::vector<uint64_t>& raw_bounds,
                                   bool compress, Fill fill) {
-  w.PutVarint64(raw_sizes.size());
-  char* directory = w.Skip(raw_sizes.size() * kBlockEntryBytes);
-  for (size_t b = 0; b < raw_sizes.size(); ++b) {
-    const size_t raw = raw_sizes[b];
-    BlockEntry entry{static_cast<uint8_t>(BlockCodec::kRaw), static_cast<uint32_t>(raw),
-                     static_cast<uint32_t>(raw)};
-    if (!compress || raw == 0) {
-      coding::Writer bw(w.position(), w.position() + raw);
+  w.PutVarint64(raw_bounds.size());
+  char* directory = w.Skip(raw_bounds.size() * kBlockEntryBytes);
+  for (size_t b = 0; b < raw_bounds.size(); ++b) {
+    BlockEntry entry{static_cast<uint8_t>(BlockCodec::kRaw), 0, 0};
+    if (!compress) {
+      // Raw blocks go straight into the output; `fill` reports the size.
+      coding::Writer bw(w.position(), w.position() + w.remaining());
       if (!fill(b, bw)) return speculation_failed_ ? SpeculationFailed() : error_;
-      w.Skip(raw);
+      entry.raw_size = entry.stored_size = static_cast<uint32_t>(bw.written());
+      w.Skip(bw.written());
     } else {
-      char* scratch = Scratch(raw);
-      coding::Writer bw(scratch, scratch + raw);
+      char* scratch = Scratch(raw_bounds[b]);
+      coding::Writer bw(scratch, scratch + raw_bounds[b]);
       if (!fill(b, bw)) return speculation_failed_ ? SpeculationFailed() : error_;
-      absl::StatusOr<size_t> stored = compression::ZstdCompressInto(
-          absl::string_view(scratch, raw), o_.zstd_level, w.position(), w.remaining());
+      const size_t raw = bw.written();
+      entry.raw_size = entry.stored_size = static_cast<uint32_t>(raw);
+      absl::StatusOr<size_t> stored =
+          raw == 0 ? absl::StatusOr<size_t>(0)
+                   : compression::ZstdCompressInto(absl::string_view(scratch, raw), o_.zstd_level,
+                                                   w.position(), w.remaining());
       if (!stored.ok()) return stored.status();
-      if (*stored <= static_cast<double>(raw) * (1.0 - o_.min_saving)) {
+      if (raw > 0 && *stored <= static_cast<double>(raw) * (1.0 - o_.min_saving)) {
         entry.codec = static_cast<uint8_t>(BlockCodec::kZstd);
         entry.stored_size = static_cast<uint32_t>(*stored);
         w.Skip(*stored);
@@ -511,13 +501,22 @@ absl::Status Encoder::WriteBlocks(coding::Writer& w, const std::vector<uint64_t>
 }
 
 absl::Status Encoder::WriteValues(coding::Writer& w) {
+  // Per-block bounds: only compressed blocks need them (for the scratch).
+  std::vector<uint64_t> bounds(blocks_, 0);
+  for (size_t i = 0; i < n_; ++i) bounds[i / block_items_] += values_bound_[i];
+  values_offset_.resize(n_);
   // Items are written in order, so one cursor over the string values works
   // across blocks.
   size_t str_cursor = 0;
-  return WriteBlocks(w, value_block_raw_, o_.compress_values,
+  return WriteBlocks(w, bounds, o_.compress_values,
                      [&](size_t block, coding::Writer& bw) {
                        size_t end = std::min(n_, (block + 1) * block_items_);
                        for (size_t i = block * block_items_; i < end; ++i) {
+                         if (bw.written() > UINT32_MAX) {
+                           error_ = Invalid(i, r_, "values block exceeds 4 GiB");
+                           return false;
+                         }
+                         values_offset_[i] = static_cast<uint32_t>(bw.written());
                          if (!WriteItemValues(bw, i, &str_cursor)) return false;
                        }
                        return true;
@@ -542,7 +541,6 @@ absl::StatusOr<OwnedBuffer> Encoder::Encode() {
   blocks_ = (n_ + block_items_ - 1) / block_items_;
   if (absl::Status s = CheckKeys(); !s.ok()) return s;
   if (absl::Status s = Analyze(); !s.ok()) return s;
-  if (absl::Status s = Layout(); !s.ok()) return s;
 
   size_t keys_bytes = coding::VarintLength(r_.keys.size());
   for (size_t k = 0; k < r_.keys.size(); ++k) {
@@ -552,14 +550,20 @@ absl::StatusOr<OwnedBuffer> Encoder::Encode() {
   }
   size_t shapes_bytes = coding::VarintLength(shapes_.size());
   for (const Shape& s : shapes_) shapes_bytes += IndexSetSerializer::Size(s.wire_keys);
-  const size_t items_bytes = coding::VarintLength(n_) + coding::VarintLength(block_items_) +
-                             4 * n_ + records_bytes_;
-  const size_t values_bound = BlockSectionBound(value_block_raw_, o_.compress_values);
+  // ITEMS: exact but for each record's values offset, bounded at 5 bytes.
+  const size_t items_bound = coding::VarintLength(n_) + coding::VarintLength(block_items_) +
+                             4 * n_ + records_bound_;
+  // VALUES: exact when raw; compressed blocks may take zstd's bound
+  // (size + size/256 + 64 per block, summed over blocks).
+  const size_t block_directory = coding::VarintLength(blocks_) + blocks_ * kBlockEntryBytes;
+  const size_t values_bound =
+      block_directory + (o_.compress_values ? values_total_ + (values_total_ >> 8) + 64 * blocks_
+                                            : values_total_);
   const size_t logs_bound = has_logs_ ? BlockSectionBound(log_block_raw_, o_.compress_logs) : 0;
   const int sections = has_logs_ ? 5 : 4;
   const size_t capacity = kHeaderSize + sections * kSectionHeaderSize + keys_bytes +
-                          shapes_bytes + items_bytes + values_bound + logs_bound;
-  for (size_t s : {keys_bytes, shapes_bytes, items_bytes, values_bound, logs_bound}) {
+                          shapes_bytes + items_bound + values_bound + logs_bound;
+  for (size_t s : {keys_bytes, shapes_bytes, items_bound, values_bound, logs_bound}) {
     if (s > UINT32_MAX) return absl::InvalidArgumentError("rankbin: a section exceeds 4 GiB");
   }
 
@@ -587,11 +591,13 @@ absl::StatusOr<OwnedBuffer> Encoder::Encode() {
       return absl::OkStatus();
     };
   };
+  // VALUES before ITEMS: the records hold each item's values offset, which
+  // is known once its values are written.
   absl::Status s = section(SectionId::kKeys, ok([&] { WriteKeys(w); }));
   if (s.ok()) s = section(SectionId::kShapes, ok([&] { WriteShapes(w); }));
-  if (s.ok()) s = section(SectionId::kItems, ok([&] { WriteItems(w); }));
   if (s.ok()) s = section(SectionId::kValues, [&] { return WriteValues(w); });
   if (s.ok() && has_logs_) s = section(SectionId::kLogs, [&] { return WriteLogs(w); });
+  if (s.ok()) s = section(SectionId::kItems, ok([&] { WriteItems(w); }));
   if (!s.ok()) return s;
   out.set_size(w.written());
   return out;

@@ -1,7 +1,9 @@
 // WriteRankbin encodes a RankResult in the rankbin format (docs/FORMAT.md)
 // into one buffer allocated once: an analysis pass finds the item shapes
-// (which keys an item carries, in which order) and the string dictionaries,
-// a size pass computes exact sizes, and a write pass fills the buffer.
+// (which keys an item carries, in which order), the string dictionaries and
+// the sizes (exact, but for a few bytes per item record), then one write
+// pass fills the buffer: VALUES and LOGS first, then ITEMS, whose records
+// point at values written by then.
 //
 // Compression (rankbin-zstd) is per block of `block_items` items and per
 // column (metric values, logs), so a reader decompresses only the blocks of

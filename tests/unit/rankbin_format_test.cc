@@ -185,10 +185,12 @@ struct Payload {
     return b;
   }
   std::string Build() const {
+    // The order writers of 1.0 use (FORMAT.md): KEYS, SHAPES, VALUES, LOGS,
+    // ITEMS.
     std::string out = Header(logs ? 5 : 4) + Section(1, KeysBody()) + Section(2, ShapesBody()) +
-                      Section(3, ItemsBody()) + Section(4, BlocksBody(values));
+                      Section(4, BlocksBody(values));
     if (logs) out += Section(5, BlocksBody(*logs));
-    return out;
+    return out + Section(3, ItemsBody());
   }
 };
 
@@ -413,7 +415,7 @@ TEST(WriterTest, SectionsInOrderAndBlocksOfBlockItems) {
   const std::string bytes = Encode(r, options);
   std::vector<uint8_t> ids;
   for (const SectionRef& s : Sections(bytes)) ids.push_back(s.id);
-  EXPECT_EQ(ids, (std::vector<uint8_t>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(ids, (std::vector<uint8_t>{1, 2, 4, 5, 3}));  // FORMAT.md: ITEMS last.
   EXPECT_EQ(Blocks(bytes, SectionId::kValues).size(), 3u);  // ceil(7 / 3)
   EXPECT_EQ(Blocks(bytes, SectionId::kLogs).size(), 3u);
   for (const BlockRef& b : Blocks(bytes, SectionId::kValues)) {
