@@ -21,9 +21,9 @@ import statistics
 import subprocess
 import sys
 
-OP_ORDER = ["Encode", "Serialize", "Memcpy", "MemcpyAlloc", "Decode", "ModelCopy", "Parse", "Open", "Top10",
+OP_ORDER = ["Encode", "Serialize", "Memcpy", "MemcpyAlloc", "GatherFloor", "Decode", "ModelCopy", "Parse", "Open", "Top10",
             "Verify"]
-ENCODE_SIDE = {"Encode", "Serialize", "Memcpy", "MemcpyAlloc"}
+ENCODE_SIDE = {"Encode", "Serialize", "Memcpy", "MemcpyAlloc", "GatherFloor"}
 FORMAT_ORDER = ["model", "protobuf", "rankbin", "rankbin-zstd", "tuned-protobuf", "tuned-protobuf-arena",
                 "flatbuffers", "capnp"]
 VARIANT_ORDER = ["logs_inline", "logs_store"]
@@ -243,6 +243,9 @@ def target_checks(res):
                      rb, f"BM_Memcpy/rankbin/{v}", 5),
         within_check(res, "  (same, memcpy into a freshly allocated OwnedBuffer; informational)",
                      rb, f"BM_MemcpyAlloc/rankbin/{v}", 5),
+        within_check(res, "  (informational: vs gathering the bytes an encoder must read from "
+                     "the model's separate allocations, no format)",
+                     rb, f"BM_GatherFloor/model/{v}", 5),
         speed_check(res, "`rankbin` full decode vs protobuf parse-only", parse,
                     f"BM_Decode/rankbin/{v}", 20),
         speed_check(res, "`rankbin` top-10 lazy read (all metrics + log) vs protobuf parse-only",
