@@ -532,8 +532,12 @@ absl::StatusOr<RankResult> RankbinView::Materialize() const {
       if (absl::Status s = ValuesOf(i, *rec, &r, &shape); !s.ok()) return s;
       materialized += rec->id.size() + uint64_t{shape->size} * sizeof(MetricEntry);
       if (materialized > options_.max_materialized_bytes) return too_big();
+      // Sized once and filled by index (a push_back per value was 14% of
+      // the decode: perf); trimmed below if a key of unknown type was
+      // skipped.
       std::vector<MetricEntry>& metrics = item.metrics;
-      metrics.reserve(shape->size);
+      metrics.resize(shape->size);
+      MetricEntry* out = metrics.data();
       const uint32_t* keys = shape_keys_.data() + shape->begin;
       // Decoded straight into the model: runs of doubles or floats in one
       // go, other values with one switch each, no intermediate MetricRef.
@@ -548,11 +552,11 @@ absl::StatusOr<RankResult> RankbinView::Materialize() const {
             if (doubles) {
               double v;
               std::memcpy(&v, p + 8 * k, 8);
-              metrics.push_back(MetricEntry{model_index, MetricValue::Double(v)});
+              *out++ = MetricEntry{model_index, MetricValue::Double(v)};
             } else {
               float v;
               std::memcpy(&v, p + 4 * k, 4);
-              metrics.push_back(MetricEntry{model_index, MetricValue::Float(v)});
+              *out++ = MetricEntry{model_index, MetricValue::Float(v)};
             }
           }
           j += n - 1;
@@ -561,20 +565,19 @@ absl::StatusOr<RankResult> RankbinView::Materialize() const {
         const Key& key = keys_[keys[j]];
         switch (static_cast<TypeCode>(key.code)) {
           case TypeCode::kDouble:
-            metrics.push_back(MetricEntry{key.model_index, MetricValue::Double(r.Double("double value"))});
+            *out++ = MetricEntry{key.model_index, MetricValue::Double(r.Double("double value"))};
             break;
           case TypeCode::kFloat:
-            metrics.push_back(MetricEntry{key.model_index, MetricValue::Float(r.Float("float value"))});
+            *out++ = MetricEntry{key.model_index, MetricValue::Float(r.Float("float value"))};
             break;
           case TypeCode::kInt:
-            metrics.push_back(
-                MetricEntry{key.model_index, MetricValue::Int(r.SignedVarint64("int value"))});
+            *out++ = MetricEntry{key.model_index, MetricValue::Int(r.SignedVarint64("int value"))};
             break;
           case TypeCode::kString: {
             absl::string_view text = r.LengthPrefixed("string value");
             materialized += text.size();
             if (materialized > options_.max_materialized_bytes) return too_big();
-            metrics.push_back(MetricEntry{key.model_index, MetricValue::String(text)});
+            *out++ = MetricEntry{key.model_index, MetricValue::String(text)};
             break;
           }
           case TypeCode::kStringDict: {
@@ -585,7 +588,7 @@ absl::StatusOr<RankResult> RankbinView::Materialize() const {
               break;
             }
             if (r.ok()) {
-              metrics.push_back(MetricEntry{key.model_index, dict_values[key.dict_begin + index]});
+              *out++ = MetricEntry{key.model_index, dict_values[key.dict_begin + index]};
             }
             break;
           }
@@ -594,6 +597,7 @@ absl::StatusOr<RankResult> RankbinView::Materialize() const {
         }
       }
       if (!r.ok()) return r.status();
+      metrics.resize(static_cast<size_t>(out - metrics.data()));
       if (logs_.present) {
         absl::string_view log = logs.LengthPrefixed("log");
         if (!logs.ok()) return logs.status();
