@@ -91,6 +91,14 @@ struct SpanHash {
   }
 };
 
+// String equality that skips the byte comparison when both views are the
+// same bytes: items share one heap block for a repeated long string
+// (MetricValue), so that is the common case for a model version or bucket.
+inline bool SameString(absl::string_view a, absl::string_view b) {
+  return a.size() == b.size() &&
+         (a.data() == b.data() || std::memcmp(a.data(), b.data(), a.size()) == 0);
+}
+
 // Scratch for raw blocks that will be compressed; grows, never shrinks.
 char* Scratch(size_t n) {
   thread_local std::unique_ptr<char[]> buffer;
@@ -253,11 +261,11 @@ uint32_t Encoder::DictIndex(StringKey& sk, absl::string_view v) {
   // bucket) or come from a handful of values (recall source): compare with
   // the last one, then scan a small dictionary, and hash only beyond that.
   uint32_t index = UINT32_MAX;
-  if (sk.last < sk.entries.size() && sk.entries[sk.last] == v) {
+  if (sk.last < sk.entries.size() && SameString(sk.entries[sk.last], v)) {
     index = sk.last;
   } else if (sk.entries.size() <= kLinearDictMax) {
     for (uint32_t d = 0; d < sk.entries.size(); ++d) {
-      if (sk.entries[d] == v) {
+      if (SameString(sk.entries[d], v)) {
         index = d;
         break;
       }
@@ -288,6 +296,7 @@ uint32_t Encoder::DictIndex(StringKey& sk, absl::string_view v) {
 }
 
 absl::Status Encoder::Analyze() {
+  string_values_.reserve(n_ * 4);
   item_shape_.resize(n_);
   values_size_.resize(n_);
   values_bound_.resize(n_);
