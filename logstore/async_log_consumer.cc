@@ -1,6 +1,12 @@
 #include "logstore/async_log_consumer.h"
 
 #include <pthread.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -58,6 +64,7 @@ AsyncLogConsumer::AsyncLogConsumer(const LogStoreConfig& config,
       batch_requests_(config.batch_requests),
       compress_(config.compress),
       compress_level_(config.compress_level),
+      writer_nice_(config.writer_nice),
       sink_(std::move(sink)),
       writer_([this] { WriterLoop(); }) {}
 
@@ -102,6 +109,11 @@ std::future<LogReceipt> AsyncLogConsumer::Consume(RequestLogs logs) {
 
 void AsyncLogConsumer::WriterLoop() {
   pthread_setname_np(pthread_self(), "rankwire-logw");
+  // Lower this thread's priority only (on Linux a nice value is per thread).
+  if (writer_nice_ != 0 &&
+      setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), writer_nice_) != 0) {
+    spdlog::warn("log writer: cannot set nice {}: {}", writer_nice_, std::strerror(errno));
+  }
   std::vector<Pending> batch;
   for (;;) {
     batch.clear();

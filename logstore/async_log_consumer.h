@@ -107,6 +107,7 @@ class AsyncLogConsumer final : public LogConsumer {
   const size_t batch_requests_;
   const bool compress_;
   const int compress_level_;
+  const int writer_nice_;
   const std::unique_ptr<LogSink> sink_;  // Used by the writer thread only.
 
   mutable absl::Mutex mu_;

@@ -107,6 +107,10 @@ struct LogStoreConfig {
   size_t batch_requests = 16;
   bool compress = false;  // zstd each value.
   int compress_level = 1;
+  // Nice value of the writer thread (Linux: per thread). Positive values let
+  // ranking threads take the CPU first when both want it; the writer uses
+  // what is left, and if that is not enough the queue bound drops logs.
+  int writer_nice = 10;
   absl::Duration connect_timeout = absl::Milliseconds(200);
   absl::Duration io_timeout = absl::Milliseconds(500);
   absl::Duration reconnect_backoff_min = absl::Milliseconds(50);

@@ -50,6 +50,8 @@ ABSL_FLAG(uint32_t, log_queue_mb, 256, "Log queue bound, in MiB of log text.");
 ABSL_FLAG(uint32_t, log_batch_requests, 16,
           "Requests' logs written per pipelined round trip to the store.");
 ABSL_FLAG(bool, log_compress, false, "zstd-compress each log value in the store.");
+ABSL_FLAG(int, log_writer_nice, 10,
+          "Nice value of the log writer thread: ranking threads get the CPU first.");
 ABSL_FLAG(int, metrics_port, 9464,
           "Prometheus /metrics HTTP port (0 picks a free port, -1 disables).");
 ABSL_FLAG(int, shutdown_grace_ms, 5000,
@@ -97,6 +99,7 @@ absl::StatusOr<logstore::LogStoreConfig> LogStoreConfigFromFlags() {
   config.queue_capacity_bytes = size_t{absl::GetFlag(FLAGS_log_queue_mb)} << 20;
   config.batch_requests = absl::GetFlag(FLAGS_log_batch_requests);
   config.compress = absl::GetFlag(FLAGS_log_compress);
+  config.writer_nice = absl::GetFlag(FLAGS_log_writer_nice);
   return config;
 }
 
