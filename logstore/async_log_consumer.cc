@@ -25,11 +25,18 @@ std::future<LogReceipt> Completed(LogReceipt::Outcome outcome, size_t items,
   return promise.get_future();
 }
 
-// Bytes the queue is charged for a request: its ids and log text.
+// Bytes the queue is charged for a request: its ids and log text (or, for
+// lines not rendered yet, the renderer's estimate).
 size_t RequestBytes(const RequestLogs& logs) {
   size_t bytes = logs.request_id.size();
   for (const ItemLog& item : logs.items) bytes += item.item_id.size() + item.text.size();
+  if (logs.renderer) bytes += logs.renderer->EstimatedBytes();
   return bytes;
+}
+
+// Log lines of a request, rendered or not.
+size_t ItemCount(const RequestLogs& logs) {
+  return logs.items.size() + (logs.renderer ? logs.renderer->ItemCount() : 0);
 }
 
 }  // namespace
@@ -75,7 +82,7 @@ std::string AsyncLogConsumer::KeyFor(absl::string_view request_id) const {
 }
 
 std::future<LogReceipt> AsyncLogConsumer::Consume(RequestLogs logs) {
-  const size_t items = logs.items.size();
+  const size_t items = ItemCount(logs);
   // Nothing to store; HSET needs at least one field.
   if (items == 0) return Completed(LogReceipt::Outcome::kStored, 0, absl::OkStatus());
   const size_t bytes = RequestBytes(logs);
@@ -128,7 +135,7 @@ void AsyncLogConsumer::WriterLoop() {
         cancelled.swap(queue_);
         queue_bytes_ = 0;
         for (const Pending& p : cancelled) {
-          items_dropped_shutdown_.fetch_add(p.logs.items.size(), std::memory_order_relaxed);
+          items_dropped_shutdown_.fetch_add(ItemCount(p.logs), std::memory_order_relaxed);
         }
       } else {
         size_t batch_bytes = 0;
@@ -144,7 +151,7 @@ void AsyncLogConsumer::WriterLoop() {
     if (exit) {
       for (Pending& p : cancelled) {
         p.promise.set_value(LogReceipt{
-            LogReceipt::Outcome::kDropped, p.logs.items.size(),
+            LogReceipt::Outcome::kDropped, ItemCount(p.logs),
             absl::CancelledError("log consumer shut down before these logs were written")});
       }
       ReportQueueFullDrops();
@@ -160,6 +167,13 @@ void AsyncLogConsumer::WriterLoop() {
 }
 
 void AsyncLogConsumer::WriteBatch(std::vector<Pending>& batch) {
+  // Lines handed over unrendered are made here, off the ranking path.
+  for (Pending& p : batch) {
+    if (p.logs.renderer) {
+      p.logs.renderer->Render(&p.logs.items);
+      p.logs.renderer.reset();
+    }
+  }
   std::vector<SinkEntry> entries(batch.size());
   std::vector<size_t> value_bytes(batch.size(), 0);
   for (size_t i = 0; i < batch.size(); ++i) {

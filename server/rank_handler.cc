@@ -41,8 +41,9 @@ rank::v1::LogMode RankHandler::EffectiveLogMode(
 }
 
 absl::StatusOr<EncodedResponse> RankHandler::Handle(
-    const rank::v1::RankRequest& request, Clock::time_point started,
+    std::shared_ptr<const rank::v1::RankRequest> shared_request, Clock::time_point started,
     uint32_t deserialize_us) const {
+  const rank::v1::RankRequest& request = *shared_request;
   EncodedResponse response;
   rank::v1::ServerTimings* timings = response.header.mutable_timings();
   timings->set_request_deserialize_us(deserialize_us);
@@ -56,23 +57,22 @@ absl::StatusOr<EncodedResponse> RankHandler::Handle(
   if (!valid.ok()) return valid;
 
   const rank::v1::LogMode log_mode = EffectiveLogMode(request);
-  const bool with_logs = log_mode == rank::v1::LOG_MODE_INLINE ||
-                         log_mode == rank::v1::LOG_MODE_STORE;
-  RankResult result = ranker_->Rank(request, with_logs);
+  const LogDetail detail = log_mode == rank::v1::LOG_MODE_INLINE  ? LogDetail::kInline
+                           : log_mode == rank::v1::LOG_MODE_STORE ? LogDetail::kDeferred
+                                                                  : LogDetail::kNone;
+  RankOutput ranked = ranker_->Rank(shared_request, detail);
+  RankResult& result = ranked.result;
   Clock::time_point t2 = Clock::now();
   timings->set_rank_us(MicrosSince(t1, t2));
   if (metrics_) Record(metrics_->rank, timings->rank_us());
 
-  // Logs leave the result before it is encoded; the consumer only queues
-  // them, and its future is not waited on.
+  // Logs for the store are handed over unformatted: the consumer only
+  // queues them, the writer thread formats and stores them, and the future
+  // is not waited on.
   if (log_mode == rank::v1::LOG_MODE_STORE) {
     logstore::RequestLogs logs;
     logs.request_id = request.request_id();
-    logs.items.reserve(result.items.size());
-    for (RankedItem& item : result.items) {
-      logs.items.push_back(logstore::ItemLog{item.item_id, std::move(item.log)});
-      item.log.clear();
-    }
+    logs.renderer = std::move(ranked.logs);
     response.header.set_log_key(logs_->KeyFor(request.request_id()));
     logs_->Consume(std::move(logs));
   }

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 
 #include "absl/status/statusor.h"
 #include "codec/registry.h"
@@ -46,7 +47,9 @@ class RankHandler {
   // `started` is when the call began (before request parsing) and
   // `deserialize_us` how long parsing took; both go into the header.
   // InvalidArgument for a bad request; Internal if encoding fails.
-  absl::StatusOr<EncodedResponse> Handle(const rank::v1::RankRequest& request,
+  // The request is shared because, with logs in the store, the log lines
+  // are formatted later on the log writer thread from the request.
+  absl::StatusOr<EncodedResponse> Handle(std::shared_ptr<const rank::v1::RankRequest> request,
                                          Clock::time_point started,
                                          uint32_t deserialize_us) const;
 

@@ -31,9 +31,10 @@ grpc::ServerUnaryReactor* RankServiceImpl::Rank(
 
   // A copy of a ByteBuffer shares its slices; parsing consumes the copy.
   grpc::ByteBuffer input(*request);
-  rank::v1::RankRequest parsed;
+  // Shared: with logs in the store, the log writer formats from it later.
+  auto parsed = std::make_shared<rank::v1::RankRequest>();
   grpc::Status parse = grpc::SerializationTraits<rank::v1::RankRequest>::Deserialize(
-      &input, &parsed);
+      &input, parsed.get());
   const auto parsed_at = RankHandler::Clock::now();
   if (!parse.ok()) {
     if (metrics_) metrics_->rpcs_invalid_argument->Increment();
@@ -45,7 +46,7 @@ grpc::ServerUnaryReactor* RankServiceImpl::Rank(
       std::chrono::duration_cast<std::chrono::microseconds>(parsed_at - started).count());
 
   absl::StatusOr<EncodedResponse> encoded =
-      handler_->Handle(parsed, started, deserialize_us);
+      handler_->Handle(std::move(parsed), started, deserialize_us);
   if (!encoded.ok()) {
     if (metrics_) {
       (encoded.status().code() == absl::StatusCode::kInvalidArgument
@@ -54,7 +55,7 @@ grpc::ServerUnaryReactor* RankServiceImpl::Rank(
           ->Increment();
     }
     if (encoded.status().code() != absl::StatusCode::kInvalidArgument) {
-      spdlog::error("Rank {} failed: {}", parsed.request_id(),
+      spdlog::error("Rank {} failed: {}", parsed->request_id(),
                     encoded.status().ToString());
     }
     reactor->Finish(ToGrpcStatus(encoded.status()));

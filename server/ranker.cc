@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstring>
 #include <cmath>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -121,10 +122,125 @@ class LogLine {
   char* p_;
 };
 
+// Formats the log lines of one request: what the lines share is formatted
+// once, then each line is assembled with memcpy and SixDigits.
+class LogLineFormatter {
+ public:
+  LogLineFormatter(const Model& model, const rank::v1::RankRequest& request,
+                   const std::string& bucket)
+      : model_(model), request_(request) {
+    prefix_ = absl::StrCat("req=", request.request_id(), " ts=", request.request_time_ms(),
+                           " scene=", SceneName(request.scene()), " user=", request.user_id(),
+                           " bucket=", bucket, " model=", model.full_version(), " item=");
+    for (const char* key : {"query", "device", "hour_of_day", "city_tier"}) {
+      auto it = request.context().find(key);
+      if (it != request.context().end()) absl::StrAppend(&context_, " ", key, "=\"", it->second, "\"");
+    }
+    for (const std::string& name : request.item_feature_names()) {
+      feature_labels_.push_back(absl::StrCat(" ", name, "="));
+    }
+    for (const Model::Head& h : model.heads()) {
+      std::vector<std::string>& labels = term_labels_.emplace_back();
+      for (const Model::Term& t : h.terms) labels.push_back(absl::StrCat(" ", t.input, ":"));
+    }
+  }
+
+  // The line of the item ranked at `position` (1-based).
+  std::string Format(int position, const Scored& s) const {
+    const rank::v1::Candidate& c = request_.candidates(s.candidate);
+    std::string out;
+    LogLine line(&out, 1536);
+    line.Append(prefix_);
+    line.Append(c.item_id());
+    line.Append(" pos=");
+    line.Number(static_cast<int64_t>(position));
+    line.Append(" pre=");
+    line.Number(static_cast<int64_t>(s.candidate + 1));
+    line.Append(" src=");
+    line.Append(c.recall_source());
+    line.Append("#");
+    line.Number(static_cast<int64_t>(c.recall_rank()));
+    line.Append(context_);
+    line.Append(" | feats");
+    for (size_t j = 0; j < feature_labels_.size(); ++j) {
+      line.Append(feature_labels_[j]);
+      line.Number(static_cast<double>(c.features(static_cast<int>(j))));
+    }
+    size_t t = 0;
+    for (size_t h = 0; h < model_.heads().size(); ++h) {
+      line.Append(" | ");
+      line.Append(model_.heads()[h].name);
+      line.Append(" p=");
+      line.Number(s.head_p[h]);
+      line.Append(" logit=");
+      line.Number(s.head_logit[h]);
+      for (const std::string& label : term_labels_[h]) {
+        line.Append(label);
+        line.Number(s.contribution[t++]);
+      }
+    }
+    line.Append(" | boost=");
+    line.Number(s.boost);
+    line.Append(" final=");
+    line.Number(s.score);
+    line.Finish();
+    return out;
+  }
+
+ private:
+  const Model& model_;
+  const rank::v1::RankRequest& request_;
+  std::string prefix_;
+  std::string context_;
+  std::vector<std::string> feature_labels_;
+  std::vector<std::vector<std::string>> term_labels_;
+};
+
+// The deferred form of a request's log lines: the request and the scores,
+// formatted when the log writer asks.
+class RankLogRenderer final : public logstore::LogRenderer {
+ public:
+  RankLogRenderer(const Model* model, std::shared_ptr<const rank::v1::RankRequest> request,
+                  std::string bucket, std::vector<Scored> ranked)
+      : model_(model),
+        request_(std::move(request)),
+        bucket_(std::move(bucket)),
+        ranked_(std::move(ranked)) {}
+
+  size_t ItemCount() const override { return ranked_.size(); }
+  // Lines of the shipped model run 1.1-1.3 KB.
+  size_t EstimatedBytes() const override { return ranked_.size() * 1280; }
+  void Render(std::vector<logstore::ItemLog>* items) override {
+    LogLineFormatter formatter(*model_, *request_, bucket_);
+    items->reserve(items->size() + ranked_.size());
+    for (size_t r = 0; r < ranked_.size(); ++r) {
+      items->push_back(logstore::ItemLog{request_->candidates(ranked_[r].candidate).item_id(),
+                                         formatter.Format(static_cast<int>(r + 1), ranked_[r])});
+    }
+  }
+
+ private:
+  const Model* model_;
+  std::shared_ptr<const rank::v1::RankRequest> request_;
+  std::string bucket_;
+  std::vector<Scored> ranked_;
+};
+
 }  // namespace
 
-RankResult Ranker::Rank(const rank::v1::RankRequest& request,
-                        bool with_logs) const {
+RankResult Ranker::Rank(const rank::v1::RankRequest& request, bool with_logs) const {
+  return RankImpl(request, nullptr, with_logs ? LogDetail::kInline : LogDetail::kNone).result;
+}
+
+RankOutput Ranker::Rank(std::shared_ptr<const rank::v1::RankRequest> request,
+                        LogDetail detail) const {
+  const rank::v1::RankRequest& r = *request;
+  return RankImpl(r, std::move(request), detail);
+}
+
+RankOutput Ranker::RankImpl(const rank::v1::RankRequest& request,
+                            std::shared_ptr<const rank::v1::RankRequest> keep,
+                            LogDetail detail) const {
   const Model& model = *model_;
   const Binding binding = Bind(model, request);
   const int n = request.candidates_size();
@@ -219,26 +335,6 @@ RankResult Ranker::Rank(const rank::v1::RankRequest& request,
     return sources.back().second;
   };
 
-  // What every log line of this request shares, formatted once.
-  std::string log_prefix, log_context;
-  std::vector<std::string> feature_labels;
-  std::vector<std::vector<std::string>> term_labels;
-  if (with_logs) {
-    log_prefix = absl::StrCat("req=", request.request_id(), " ts=", request.request_time_ms(),
-                              " scene=", SceneName(request.scene()), " user=", request.user_id(),
-                              " bucket=", bucket, " model=", version, " item=");
-    for (const char* key : {"query", "device", "hour_of_day", "city_tier"}) {
-      auto it = request.context().find(key);
-      if (it != request.context().end()) absl::StrAppend(&log_context, " ", key, "=\"", it->second, "\"");
-    }
-    for (int j = 0; j < feature_count; ++j) {
-      feature_labels.push_back(absl::StrCat(" ", request.item_feature_names(j), "="));
-    }
-    for (const Model::Head& h : model.heads()) {
-      std::vector<std::string>& labels = term_labels.emplace_back();
-      for (const Model::Term& t : h.terms) labels.push_back(absl::StrCat(" ", t.input, ":"));
-    }
-  }
   result.items.resize(n);
   for (int r = 0; r < n; ++r) {
     const Scored& s = scored[r];
@@ -267,49 +363,17 @@ RankResult Ranker::Rank(const rank::v1::RankRequest& request,
     add(k_pre, MetricValue::Int(s.candidate + 1));
     add(k_bucket, bucket_value);
     add(k_version, version_value);
-
-    if (!with_logs) continue;
-    // The per-item log line: what an engineer needs to explain this item's
-    // rank after the fact. Built with memcpy and to_chars into one buffer:
-    // formatting 500 of these is most of the ranking cost otherwise.
-    LogLine line(&item.log, 1536);
-    line.Append(log_prefix);
-    line.Append(c.item_id());
-    line.Append(" pos=");
-    line.Number(static_cast<int64_t>(r + 1));
-    line.Append(" pre=");
-    line.Number(static_cast<int64_t>(s.candidate + 1));
-    line.Append(" src=");
-    line.Append(c.recall_source());
-    line.Append("#");
-    line.Number(static_cast<int64_t>(c.recall_rank()));
-    line.Append(log_context);
-    line.Append(" | feats");
-    for (int j = 0; j < feature_count; ++j) {
-      line.Append(feature_labels[j]);
-      line.Number(static_cast<double>(c.features(j)));
-    }
-    size_t t = 0;
-    for (size_t h = 0; h < model.heads().size(); ++h) {
-      const Model::Head& head = model.heads()[h];
-      line.Append(" | ");
-      line.Append(head.name);
-      line.Append(" p=");
-      line.Number(s.head_p[h]);
-      line.Append(" logit=");
-      line.Number(s.head_logit[h]);
-      for (const std::string& label : term_labels[h]) {
-        line.Append(label);
-        line.Number(s.contribution[t++]);
-      }
-    }
-    line.Append(" | boost=");
-    line.Number(s.boost);
-    line.Append(" final=");
-    line.Number(s.score);
-    line.Finish();
   }
-  return result;
+  RankOutput out;
+  if (detail == LogDetail::kInline) {
+    const LogLineFormatter formatter(model, request, bucket);
+    for (int r = 0; r < n; ++r) result.items[r].log = formatter.Format(r + 1, scored[r]);
+  } else if (detail == LogDetail::kDeferred) {
+    out.logs = std::make_unique<RankLogRenderer>(model_, std::move(keep), bucket,
+                                                 std::move(scored));
+  }
+  out.result = std::move(result);
+  return out;
 }
 
 }  // namespace rankwire::server

@@ -31,7 +31,8 @@ class RankHandlerTest : public ::testing::Test {
   }
 
   absl::StatusOr<EncodedResponse> Handle(const rank::v1::RankRequest& request) {
-    return handler_->Handle(request, RankHandler::Clock::now(), 5);
+    return handler_->Handle(std::make_shared<const rank::v1::RankRequest>(request),
+                            RankHandler::Clock::now(), 5);
   }
   absl::StatusOr<RankResult> Decode(const EncodedResponse& response) {
     const Codec* codec = codecs_->Find(response.header.codec());
@@ -109,7 +110,9 @@ TEST_F(RankHandlerTest, WithoutALogStoreStoreModeMeansNoLogs) {
   options.default_codec = codecs_->Find("protobuf");
   RankHandler handler(ranker_.get(), codecs_.get(), nullptr, nullptr, options);
   absl::StatusOr<EncodedResponse> r =
-      handler.Handle(Request({}, rank::v1::LOG_MODE_STORE), RankHandler::Clock::now(), 0);
+      handler.Handle(std::make_shared<const rank::v1::RankRequest>(
+                         Request({}, rank::v1::LOG_MODE_STORE)),
+                     RankHandler::Clock::now(), 0);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->header.log_mode(), rank::v1::LOG_MODE_NONE);
   EXPECT_EQ(r->header.log_key(), "");
