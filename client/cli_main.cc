@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "client/rank_client.h"
 #include "client/workload.h"
 #include "codec/builtin_codecs.h"
@@ -152,10 +153,20 @@ absl::Status RankOnce(const RankClient& client) {
     }
   } else {
     source = absl::StrCat("from the log store, key ", h.log_key());
-    absl::StatusOr<std::vector<ItemLogResult>> fetched =
-        client.FetchLogs(request.request_id(), ids, call);
-    if (!fetched.ok()) return fetched.status();
-    for (size_t i = 0; i < fetched->size() && i < logs.size(); ++i) logs[i] = (*fetched)[i].log;
+    // The server stores them after answering (its log writer formats them):
+    // a caller that asks at once may be a few milliseconds early.
+    for (int attempt = 0; attempt < 20; ++attempt) {
+      absl::StatusOr<std::vector<ItemLogResult>> fetched =
+          client.FetchLogs(request.request_id(), ids, call);
+      if (!fetched.ok()) return fetched.status();
+      bool all = true;
+      for (size_t i = 0; i < fetched->size() && i < logs.size(); ++i) {
+        logs[i] = (*fetched)[i].log;
+        all &= logs[i].has_value();
+      }
+      if (all) break;
+      absl::SleepFor(absl::Milliseconds(10));
+    }
   }
   absl::PrintF("logs of the top %d (%s):\n", ids.size(), source);
   const int chars = absl::GetFlag(FLAGS_log_chars);

@@ -205,7 +205,13 @@ class InteropTest(unittest.TestCase):
             request_serializer=rank_pb2.FetchLogsRequest.SerializeToString,
             response_deserializer=rank_pb2.FetchLogsResponse.FromString)
         ids = [item["id"] for item in decoded["items"][:10]]
-        logs = fetch(rank_pb2.FetchLogsRequest(request_id="py-7", item_ids=ids), timeout=10)
+        # Stored after the response is sent (the server's log writer formats
+        # them): poll briefly, well inside the 1 s TTL.
+        for _ in range(100):
+            logs = fetch(rank_pb2.FetchLogsRequest(request_id="py-7", item_ids=ids), timeout=10)
+            if all(e.found for e in logs.logs):
+                break
+            time.sleep(0.005)
         self.assertEqual([e.item_id for e in logs.logs], ids)
         for entry in logs.logs:
             self.assertTrue(entry.found)
