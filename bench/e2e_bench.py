@@ -110,6 +110,12 @@ def spread(values):
     return f"{min(values):.0f}–{max(values):.0f}" if values else "-"
 
 
+def drop_text(runs):
+    fractions = [r.get("log_drop_fraction") for r in runs]
+    fractions = [f for f in fractions if f is not None]
+    return f"{100 * med(fractions):.0f}%" if fractions else "-"
+
+
 def codec_experiment(args):
     variants = [
         ("protobuf", "inline", "protobuf, logs inline (source system)"),
@@ -128,7 +134,16 @@ def codec_experiment(args):
             server = Server(args.build, [f"--codec={codec}", f"--log_mode={logs}", "--logstore=memory"])
             try:
                 open_loop[v].append(loadgen(args.build, server, args.qps, args.seconds, 4))
+                before = server.metrics()
                 closed[v].append(loadgen(args.build, server, 0, args.seconds, 2))
+                time.sleep(1.0)  # Let the writer finish what is queued.
+                after = server.metrics()
+                key = 'rankwire_log_items_total{outcome="%s"}'
+                enq = after.get(key % "enqueued", 0) - before.get(key % "enqueued", 0)
+                dropped = sum(after.get(key % o, 0) - before.get(key % o, 0)
+                              for o in ("dropped_queue_full", "dropped_store_error"))
+                closed[v][-1]["log_drop_fraction"] = (
+                    dropped / (enq + dropped) if enq + dropped > 0 else None)
             finally:
                 server.close()
             print(f"round {rnd + 1} {codec}/{logs}: open p99 {open_loop[v][-1]['p99_us']:.0f} us, "
@@ -141,8 +156,9 @@ def codec_experiment(args):
         f"over rounds; ratios are per round against protobuf with logs inline, then the median.",
         "",
         "| server flags | response bytes | of base | p50 us | p99 us [spread] | p99 / base | "
-        "server encode us | client decode us | peak qps [spread] | peak / base |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "server encode us | client decode us | peak qps [spread] | peak / base | "
+        "logs dropped at peak |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for v in variants:
         o, c = open_loop[v], closed[v]
@@ -155,7 +171,8 @@ def codec_experiment(args):
             f"{med([r['p50_us'] for r in o]):.0f} | {med(p99):.0f} [{spread(p99)}] | {ratio_p99:.2f} | "
             f"{med([r['server_serialize_p50_us'] for r in o]):.0f} | "
             f"{med([r['client_decode_p50_us'] for r in o]):.1f} | "
-            f"{med([r['qps'] for r in c]):.0f} [{spread([r['qps'] for r in c])}] | {ratio_qps:.2f} |")
+            f"{med([r['qps'] for r in c]):.0f} [{spread([r['qps'] for r in c])}] | {ratio_qps:.2f} | "
+            f"{drop_text(c)} |")
     errors = sum(r["errors"] for v in variants for r in open_loop[v] + closed[v])
     lines.append("")
     lines.append(f"Errors across all runs: {errors}.")
