@@ -6,8 +6,11 @@
 # test support library.
 if(RANKWIRE_BUILD_TESTS)
   add_executable(logstore_bench ${CMAKE_CURRENT_LIST_DIR}/logstore_bench.cc)
+  # The log lines are the ranker's, from the workload generator's requests.
+  target_compile_definitions(logstore_bench PRIVATE
+    RANKWIRE_MODEL_PATH="${PROJECT_SOURCE_DIR}/server/models/ecom_search_lr.model")
   target_link_libraries(logstore_bench PRIVATE
-    rankwire::logstore rankwire_test_support
+    rankwire::logstore rankwire::server rankwire::client rankwire_test_support
     absl::flags absl::flags_parse absl::strings absl::str_format absl::time)
 else()
   message(STATUS "logstore_bench skipped: it needs RANKWIRE_BUILD_TESTS=ON (tests/support)")

@@ -48,7 +48,9 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "client/workload.h"
 #include "logstore/log_store.h"
+#include "server/ranker.h"
 #include "tests/support/redis_process.h"
 
 ABSL_FLAG(int, rounds, 5, "Rounds of the writer-ceiling measurement (each runs every variant)");
@@ -73,158 +75,19 @@ namespace rankwire::logstore {
 namespace {
 
 // ---------------------------------------------------------------------------
-// Ranker-shaped log lines. The same fields, feature distributions and number
-// format (%.5g) as server/ranker.cc over client/workload.cc and the shipped
-// model, so sizes and compression ratios are those of the real lines; kept
-// local so the benchmark does not link the gRPC server.
+// The real log lines: the workload generator's requests ranked by the shipped
+// model, exactly what the server hands to the log store.
 
-class Rng {  // splitmix64, as in client/workload.cc.
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
-  double Uniform(double lo, double hi) { return lo + (hi - lo) * Uniform(); }
-  uint64_t Below(uint64_t n) { return Next() % n; }
-  bool Bernoulli(double p) { return Uniform() < p; }
-  double Normal(double mean, double sd) {
-    double u1 = std::max(Uniform(), 1e-300);
-    double u2 = Uniform();
-    return mean + sd * std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
-  }
-  double LogNormal(double mu, double sigma) { return std::exp(Normal(mu, sigma)); }
-
- private:
-  uint64_t state_;
-};
-
-double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
-double Round(double v, double step) { return std::round(v / step) * step; }
-
-constexpr const char* kFeatureNames[] = {
-    "price",       "discount_rate",  "sales_30d",      "review_count", "rating",
-    "ctr_7d",      "cvr_7d",         "add_cart_rate_7d", "text_match", "semantic_sim",
-    "brand_affinity", "category_match", "shop_score",  "freshness_days", "stock",
-    "delivery_days", "image_quality", "return_rate"};
-constexpr const char* kQueries[] = {"wireless earbuds", "running shoes men", "air fryer",
-                                    "phone case iphone 16", "mechanical keyboard", "yoga mat",
-                                    "coffee grinder", "usb c charger 65w", "robot vacuum"};
-constexpr const char* kDevices[] = {"ios", "android", "web", "mini_program"};
-constexpr const char* kSources[] = {"text_bm25", "vector_ann", "i2i_cf", "hot_sale",
-                                    "personalized"};
-constexpr const char* kBuckets[] = {"control", "treat_rel_boost", "treat_price_aware"};
-
-struct Term {
-  const char* input;
-  int feature;  // Index into kFeatureNames, or -1 for a cross with user/ctx.
-  double weight;
-};
-struct Head {
-  const char* name;
-  double bias;
-  std::vector<Term> terms;
-};
-const std::vector<Head>& Heads() {  // server/models/ecom_search_lr.model
-  static const auto* heads = new std::vector<Head>{
-      {"ctr", -3.20, {{"ctr_7d", 5, 14.5}, {"add_cart_rate_7d", 7, 6.2}, {"text_match", 8, 1.35},
-                      {"semantic_sim", 9, 0.95}, {"image_quality", 16, 0.6},
-                      {"discount_rate", 1, 0.85}, {"sales_30d", 2, 0.12},
-                      {"freshness_days", 13, -0.3}, {"brand_affinity*user.user_activity", -1, 0.7},
-                      {"price~user.user_price_pref", -1, -0.42},
-                      {"ctx.is_mobile*image_quality", -1, 0.25}}},
-      {"cvr", -4.10, {{"cvr_7d", 6, 22.0}, {"rating", 4, 1.1}, {"review_count", 3, 0.09},
-                      {"shop_score", 12, 0.8}, {"delivery_days", 15, -0.11},
-                      {"return_rate", 17, -2.4}, {"stock", 14, 0.05},
-                      {"price*user.user_purchase_power", -1, 0.08}}},
-      {"rel", -1.40, {{"text_match", 8, 2.6}, {"semantic_sim", 9, 1.9}, {"category_match", 11, 0.85}}},
-  };
-  return *heads;
-}
-
-void AppendNumber(std::string* out, double v) { absl::StrAppendFormat(out, "%.5g", v); }
-
-RequestLogs MakeRequestLogs(uint64_t sequence, int items) {
-  Rng rng(0x5eed ^ (sequence + 1) * 0x9e3779b97f4a7c15ull);
+RequestLogs MakeRequestLogs(const server::Ranker& ranker, uint64_t sequence, int items) {
+  client::WorkloadOptions options;
+  options.candidates = static_cast<uint32_t>(items);
+  const rank::v1::RankRequest request = client::WorkloadGenerator(options).Make(sequence);
+  RankResult result = ranker.Rank(request, /*with_logs=*/true);
   RequestLogs logs;
-  logs.request_id = absl::StrFormat("req-1351e29-%08d", sequence);
-  const uint64_t user = rng.Below(5'000'000);
-  const double price_pref = rng.Normal(4.8, 0.6);
-  const double activity = rng.Uniform();
-  const char* query = kQueries[rng.Below(std::size(kQueries))];
-  const char* device = kDevices[rng.Below(std::size(kDevices))];
-  const uint64_t hour = rng.Below(24), tier = 1 + rng.Below(5);
-  const char* bucket = kBuckets[user % 4 == 0 ? 1 : user % 4 == 1 ? 2 : 0];
-  std::vector<uint32_t> per_source_rank(std::size(kSources), 0);
-  for (int i = 0; i < items; ++i) {
-    const uint64_t sku = 10'000'000 + rng.Below(90'000'000);
-    const size_t s = rng.Below(std::size(kSources));
-    const double q = rng.Normal(0, 1);
-    const double price = Round(std::max(0.5, rng.LogNormal(price_pref + rng.Normal(0, 0.4), 0.7)), 0.01);
-    const double sales = std::floor(rng.LogNormal(3.0 + 0.8 * q, 1.5));
-    const float f[18] = {
-        float(price),
-        float(rng.Bernoulli(0.25) ? 0.0 : Round(rng.Uniform(0.05, 0.6), 0.01)),
-        float(sales),
-        float(std::floor(sales * rng.Uniform(0.3, 12.0))),
-        float(Round(std::clamp(4.3 + 0.3 * q + rng.Normal(0, 0.3), 1.0, 5.0), 0.1)),
-        float(Sigmoid(-3.3 + 0.5 * q + rng.Normal(0, 0.4))),
-        float(Sigmoid(-4.0 + 0.4 * q + rng.Normal(0, 0.5))),
-        float(Sigmoid(-3.0 + 0.4 * q + rng.Normal(0, 0.4))),
-        float(std::pow(rng.Uniform(), 0.9)),
-        float(std::clamp(rng.Normal(0.55, 0.2), -0.2, 1.0)),
-        float(std::pow(rng.Uniform(), 3.0)),
-        rng.Bernoulli(0.8) ? 1.0f : 0.0f,
-        float(Round(std::clamp(4.5 + 0.2 * q + rng.Normal(0, 0.2), 3.0, 5.0), 0.01)),
-        float(std::floor(std::pow(rng.Uniform(), 2.0) * 720)),
-        float(std::floor(rng.LogNormal(4.0, 1.5))),
-        float(1 + rng.Below(rng.Bernoulli(0.7) ? 3 : 10)),
-        float(rng.Uniform(0.3, 1.0)),
-        float(std::clamp(rng.Normal(0.06, 0.04), 0.0, 0.3))};
-
-    std::string line;
-    line.reserve(1400);
-    absl::StrAppend(&line, "req=", logs.request_id, " ts=", 1'795'000'000'000 + sequence * 37,
-                    " scene=search user=u", user, " bucket=", bucket,
-                    " model=ecom_search_lr@2026.11.3 item=sku-", sku, " pos=", i + 1,
-                    " pre=", rng.Below(items) + 1, " src=", kSources[s], "#",
-                    ++per_source_rank[s], " query=\"", query, "\" device=\"", device,
-                    "\" hour_of_day=\"", hour, "\" city_tier=\"", tier, "\" | feats");
-    for (int j = 0; j < 18; ++j) {
-      absl::StrAppend(&line, " ", kFeatureNames[j], "=");
-      AppendNumber(&line, f[j]);
-    }
-    double final_score = 1;
-    for (const Head& head : Heads()) {
-      std::vector<double> contrib;
-      double logit = head.bias;
-      for (const Term& t : head.terms) {
-        double x = t.feature >= 0 ? f[t.feature] : activity * rng.Uniform();
-        if (t.feature == 2 || t.feature == 3 || t.feature == 14) x = std::log1p(x);
-        contrib.push_back(t.weight * x);
-        logit += contrib.back();
-      }
-      const double p = Sigmoid(logit);
-      final_score *= p;
-      absl::StrAppend(&line, " | ", head.name, " p=");
-      AppendNumber(&line, p);
-      line += " logit=";
-      AppendNumber(&line, logit);
-      line += " bias=";
-      AppendNumber(&line, head.bias);
-      for (size_t t = 0; t < head.terms.size(); ++t) {
-        absl::StrAppend(&line, " ", head.terms[t].input, ":");
-        AppendNumber(&line, contrib[t]);
-      }
-    }
-    line += " | boost=";
-    AppendNumber(&line, 1.0 + 0.01 * double(s));
-    line += " final=";
-    AppendNumber(&line, final_score);
-    logs.items.push_back(ItemLog{absl::StrCat("sku-", sku), std::move(line)});
+  logs.request_id = request.request_id();
+  logs.items.reserve(result.items.size());
+  for (RankedItem& item : result.items) {
+    logs.items.push_back(ItemLog{std::move(item.item_id), std::move(item.log)});
   }
   return logs;
 }
@@ -536,10 +399,13 @@ int Main() {
   const test::RedisProcess& redis = **started;
 
   const int items = absl::GetFlag(FLAGS_items);
+  absl::StatusOr<server::LinearModel> model = server::LinearModel::LoadFile(RANKWIRE_MODEL_PATH);
+  Check(model.status(), "load the ranking model");
+  const server::Ranker ranker(&*model);
   std::vector<RequestLogs> templates;
   size_t text_bytes = 0, lines = 0;
   for (int t = 0; t < absl::GetFlag(FLAGS_templates); ++t) {
-    templates.push_back(MakeRequestLogs(uint64_t(t), items));
+    templates.push_back(MakeRequestLogs(ranker, uint64_t(t), items));
     text_bytes += TextBytes(templates.back());
     lines += templates.back().items.size();
   }
