@@ -48,6 +48,21 @@ absl::StatusOr<RedisAddress> ParseRedisAddress(absl::string_view host_port) {
   return RedisAddress{std::string(host), port};
 }
 
+absl::StatusOr<RedisConnectOptions> ConnectOptionsFrom(const LogStoreConfig& config) {
+  absl::StatusOr<RedisAddress> address = ParseRedisAddress(config.redis_addr);
+  if (!address.ok()) return address.status();
+  if (config.connect_timeout <= absl::ZeroDuration() ||
+      config.io_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("redis connect and I/O timeouts must be positive");
+  }
+  RedisConnectOptions options;
+  options.address = *std::move(address);
+  options.password = config.redis_password;
+  options.connect_timeout = config.connect_timeout;
+  options.io_timeout = config.io_timeout;
+  return options;
+}
+
 ScopedSigpipeBlock::ScopedSigpipeBlock() {
   sigset_t pipe;
   sigemptyset(&pipe);

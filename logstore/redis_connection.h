@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "logstore/log_store.h"
 
 struct redisContext;
 struct redisReply;
@@ -40,6 +41,11 @@ struct RedisConnectOptions {
   absl::Duration connect_timeout = absl::Milliseconds(200);
   absl::Duration io_timeout = absl::Milliseconds(500);
 };
+
+// The connection part of a LogStoreConfig, checked: InvalidArgument for a
+// bad address or a timeout that is not positive. The sink and the reader
+// both start from this.
+absl::StatusOr<RedisConnectOptions> ConnectOptionsFrom(const LogStoreConfig& config);
 
 // Frees a hiredis reply.
 struct RedisReplyDeleter {

@@ -11,18 +11,9 @@ namespace rankwire::logstore {
 
 absl::StatusOr<std::unique_ptr<RedisLogReader>> RedisLogReader::Create(
     const LogStoreConfig& config) {
-  absl::StatusOr<RedisAddress> address = ParseRedisAddress(config.redis_addr);
-  if (!address.ok()) return address.status();
-  if (config.connect_timeout <= absl::ZeroDuration() ||
-      config.io_timeout <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError("redis connect and I/O timeouts must be positive");
-  }
-  RedisConnectOptions options;
-  options.address = *std::move(address);
-  options.password = config.redis_password;
-  options.connect_timeout = config.connect_timeout;
-  options.io_timeout = config.io_timeout;
-  return std::make_unique<RedisLogReader>(std::move(options), config.key_prefix);
+  absl::StatusOr<RedisConnectOptions> options = ConnectOptionsFrom(config);
+  if (!options.ok()) return options.status();
+  return std::make_unique<RedisLogReader>(*std::move(options), config.key_prefix);
 }
 
 absl::StatusOr<std::vector<std::optional<std::string>>> RedisLogReader::Fetch(

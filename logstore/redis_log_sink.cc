@@ -53,22 +53,15 @@ absl::Status ExecOutcome(const redisReply& exec, absl::string_view address) {
 
 absl::StatusOr<std::unique_ptr<RedisLogSink>> RedisLogSink::Create(
     const LogStoreConfig& config) {
-  absl::StatusOr<RedisAddress> address = ParseRedisAddress(config.redis_addr);
-  if (!address.ok()) return address.status();
-  if (config.connect_timeout <= absl::ZeroDuration() ||
-      config.io_timeout <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError("redis connect and I/O timeouts must be positive");
-  }
+  absl::StatusOr<RedisConnectOptions> connect = ConnectOptionsFrom(config);
+  if (!connect.ok()) return connect.status();
   if (config.reconnect_backoff_min <= absl::ZeroDuration() ||
       config.reconnect_backoff_max < config.reconnect_backoff_min) {
     return absl::InvalidArgumentError(
         "reconnect backoff must satisfy 0 < backoff_min <= backoff_max");
   }
   RedisSinkOptions options;
-  options.connect.address = *std::move(address);
-  options.connect.password = config.redis_password;
-  options.connect.connect_timeout = config.connect_timeout;
-  options.connect.io_timeout = config.io_timeout;
+  options.connect = *std::move(connect);
   options.backoff_min = config.reconnect_backoff_min;
   options.backoff_max = config.reconnect_backoff_max;
   return std::make_unique<RedisLogSink>(std::move(options));
