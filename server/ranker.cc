@@ -79,14 +79,33 @@ Binding Bind(const Model& model, const rank::v1::RankRequest& request) {
   return b;
 }
 
-// Everything computed for one candidate.
+// Each candidate's head logits, probabilities and per-input contributions,
+// one flat array each indexed by candidate: three allocations per request,
+// not three per candidate.
+struct Scores {
+  size_t heads = 0;
+  size_t terms = 0;  // Over all heads.
+  std::vector<double> logit, p, contribution;
+
+  Scores(size_t candidates, size_t head_count, size_t term_count)
+      : heads(head_count),
+        terms(term_count),
+        logit(candidates * head_count),
+        p(candidates * head_count),
+        contribution(candidates * term_count) {}
+  double* Logit(int c) { return logit.data() + c * heads; }
+  double* P(int c) { return p.data() + c * heads; }
+  double* Contribution(int c) { return contribution.data() + c * terms; }
+  const double* Logit(int c) const { return logit.data() + c * heads; }
+  const double* P(int c) const { return p.data() + c * heads; }
+  const double* Contribution(int c) const { return contribution.data() + c * terms; }
+};
+
+// A candidate's place in the ranking.
 struct Scored {
   int candidate = 0;
   double score = 0;
   double boost = 1;
-  std::vector<double> head_logit;
-  std::vector<double> head_p;
-  std::vector<double> contribution;  // Flattened over heads' terms.
 };
 
 // Appends to a string through a raw pointer, growing it only when needed;
@@ -146,8 +165,11 @@ class LogLineFormatter {
   }
 
   // The line of the item ranked at `position` (1-based).
-  std::string Format(int position, const Scored& s) const {
+  std::string Format(int position, const Scored& s, const Scores& scores) const {
     const rank::v1::Candidate& c = request_.candidates(s.candidate);
+    const double* head_p = scores.P(s.candidate);
+    const double* head_logit = scores.Logit(s.candidate);
+    const double* contribution = scores.Contribution(s.candidate);
     std::string out;
     LogLine line(&out, 1536);
     line.Append(prefix_);
@@ -171,12 +193,12 @@ class LogLineFormatter {
       line.Append(" | ");
       line.Append(model_.heads()[h].name);
       line.Append(" p=");
-      line.Number(s.head_p[h]);
+      line.Number(head_p[h]);
       line.Append(" logit=");
-      line.Number(s.head_logit[h]);
+      line.Number(head_logit[h]);
       for (const std::string& label : term_labels_[h]) {
         line.Append(label);
-        line.Number(s.contribution[t++]);
+        line.Number(contribution[t++]);
       }
     }
     line.Append(" | boost=");
@@ -201,11 +223,12 @@ class LogLineFormatter {
 class RankLogRenderer final : public logstore::LogRenderer {
  public:
   RankLogRenderer(const Model* model, std::shared_ptr<const rank::v1::RankRequest> request,
-                  std::string bucket, std::vector<Scored> ranked)
+                  std::string bucket, std::vector<Scored> ranked, Scores scores)
       : model_(model),
         request_(std::move(request)),
         bucket_(std::move(bucket)),
-        ranked_(std::move(ranked)) {}
+        ranked_(std::move(ranked)),
+        scores_(std::move(scores)) {}
 
   size_t ItemCount() const override { return ranked_.size(); }
   // Lines of the shipped model run 1.1-1.3 KB.
@@ -215,7 +238,8 @@ class RankLogRenderer final : public logstore::LogRenderer {
     items->reserve(items->size() + ranked_.size());
     for (size_t r = 0; r < ranked_.size(); ++r) {
       items->push_back(logstore::ItemLog{request_->candidates(ranked_[r].candidate).item_id(),
-                                         formatter.Format(static_cast<int>(r + 1), ranked_[r])});
+                                         formatter.Format(static_cast<int>(r + 1), ranked_[r],
+                                                          scores_)});
     }
   }
 
@@ -224,6 +248,7 @@ class RankLogRenderer final : public logstore::LogRenderer {
   std::shared_ptr<const rank::v1::RankRequest> request_;
   std::string bucket_;
   std::vector<Scored> ranked_;
+  Scores scores_;
 };
 
 }  // namespace
@@ -250,6 +275,7 @@ RankOutput Ranker::RankImpl(const rank::v1::RankRequest& request,
 
   // Score every candidate.
   std::vector<Scored> scored(n);
+  Scores scores(n, model.heads().size(), term_count);
   std::vector<double> atom_value(atom_count);
   for (int i = 0; i < n; ++i) {
     const rank::v1::Candidate& c = request.candidates(i);
@@ -261,21 +287,24 @@ RankOutput Ranker::RankImpl(const rank::v1::RankRequest& request,
     Scored& s = scored[i];
     s.candidate = i;
     s.boost = model.Boost(c.recall_source());
-    s.contribution.reserve(term_count);
     s.score = s.boost;
-    for (const Model::Head& h : model.heads()) {
+    double* head_logit = scores.Logit(i);
+    double* head_p = scores.P(i);
+    double* contribution = scores.Contribution(i);
+    for (size_t hi = 0; hi < model.heads().size(); ++hi) {
+      const Model::Head& h = model.heads()[hi];
       double logit = h.bias;
       for (const Model::Term& t : h.terms) {
         double x = atom_value[t.lhs];
         if (t.op == Model::Op::kProduct) x *= atom_value[t.rhs];
         if (t.op == Model::Op::kAbsDiff) x = std::fabs(x - atom_value[t.rhs]);
-        double contrib = t.weight * x;
-        s.contribution.push_back(contrib);
+        const double contrib = t.weight * x;
+        *contribution++ = contrib;
         logit += contrib;
       }
-      double p = Sigmoid(logit);
-      s.head_logit.push_back(logit);
-      s.head_p.push_back(p);
+      const double p = Sigmoid(logit);
+      head_logit[hi] = logit;
+      head_p[hi] = p;
       s.score *= std::pow(p, h.exponent);
     }
   }
@@ -348,10 +377,12 @@ RankOutput Ranker::RankImpl(const rank::v1::RankRequest& request,
       item.metrics.push_back(MetricEntry{key, std::move(v)});
     };
     add(k_final, MetricValue::Double(s.score));
-    for (size_t h = 0; h < k_head.size(); ++h) add(k_head[h], MetricValue::Double(s.head_p[h]));
+    const double* head_p = scores.P(s.candidate);
+    const double* contribution = scores.Contribution(s.candidate);
+    for (size_t h = 0; h < k_head.size(); ++h) add(k_head[h], MetricValue::Double(head_p[h]));
     for (size_t t = 0; t < k_contrib.size(); ++t) {
       if (k_contrib[t] == UINT32_MAX) continue;
-      add(k_contrib[t], MetricValue::Float(static_cast<float>(s.contribution[t])));
+      add(k_contrib[t], MetricValue::Float(static_cast<float>(contribution[t])));
     }
     for (int j = 0; j < feature_count; ++j) {
       float v = c.features(j);
@@ -367,10 +398,10 @@ RankOutput Ranker::RankImpl(const rank::v1::RankRequest& request,
   RankOutput out;
   if (detail == LogDetail::kInline) {
     const LogLineFormatter formatter(model, request, bucket);
-    for (int r = 0; r < n; ++r) result.items[r].log = formatter.Format(r + 1, scored[r]);
+    for (int r = 0; r < n; ++r) result.items[r].log = formatter.Format(r + 1, scored[r], scores);
   } else if (detail == LogDetail::kDeferred) {
     out.logs = std::make_unique<RankLogRenderer>(model_, std::move(keep), bucket,
-                                                 std::move(scored));
+                                                 std::move(scored), std::move(scores));
   }
   out.result = std::move(result);
   return out;
