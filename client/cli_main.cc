@@ -44,14 +44,6 @@ ABSL_FLAG(int, compare_calls, 15, "Calls per row of --compare (medians are shown
 namespace rankwire::client {
 namespace {
 
-absl::StatusOr<rank::v1::LogMode> ParseLogMode(const std::string& s) {
-  if (s == "default") return rank::v1::LOG_MODE_DEFAULT;
-  if (s == "store") return rank::v1::LOG_MODE_STORE;
-  if (s == "inline") return rank::v1::LOG_MODE_INLINE;
-  if (s == "none") return rank::v1::LOG_MODE_NONE;
-  return absl::InvalidArgumentError(absl::StrCat("--log_mode=", s));
-}
-
 std::string MetricText(const absl::StatusOr<std::optional<MetricRef>>& m) {
   if (!m.ok()) return "<error>";
   if (!m->has_value()) return "-";

@@ -1,6 +1,7 @@
 #include "client/envelope.h"
 
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/io/coded_stream.h"
 #include "codec/coding.h"
 
 namespace rankwire::client {
@@ -40,7 +41,9 @@ absl::StatusOr<Envelope> ParseEnvelope(const SharedBytes& response) {
         absl::string_view value = r.LengthPrefixed("length-delimited field");
         if (!r.ok()) break;
         if (field == 1) {
-          if (!out.header.MergeFromString(std::string(value))) {
+          google::protobuf::io::CodedInputStream in(
+              reinterpret_cast<const uint8_t*>(value.data()), static_cast<int>(value.size()));
+          if (!out.header.MergeFromCodedStream(&in) || !in.ConsumedEntireMessage()) {
             r.Fail("header", "ResponseHeader does not parse");
           }
         } else if (field == 2 || field == 3) {

@@ -86,10 +86,12 @@ int Run() {
   options.top_n = absl::GetFlag(FLAGS_top_n);
   options.accept_codecs = absl::StrSplit(absl::GetFlag(FLAGS_codec), ',', absl::SkipEmpty());
   const std::string mode = absl::GetFlag(FLAGS_log_mode);
-  options.log_mode = mode == "store"    ? rank::v1::LOG_MODE_STORE
-                     : mode == "inline" ? rank::v1::LOG_MODE_INLINE
-                     : mode == "none"   ? rank::v1::LOG_MODE_NONE
-                                        : rank::v1::LOG_MODE_DEFAULT;
+  absl::StatusOr<rank::v1::LogMode> log_mode = ParseLogMode(mode);
+  if (!log_mode.ok()) {
+    absl::FPrintF(stderr, "--log_mode: %s\n", log_mode.status().message());
+    return 1;
+  }
+  options.log_mode = *log_mode;
   WorkloadGenerator generator(options);
   std::vector<rank::v1::RankRequest> requests;
   for (uint32_t i = 0; i < std::max(1u, absl::GetFlag(FLAGS_distinct_requests)); ++i) {

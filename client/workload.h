@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "rank/v1/rank.pb.h"
 
 namespace rankwire::client {
@@ -28,6 +30,10 @@ struct WorkloadOptions {
   std::vector<std::string> accept_codecs;
   rank::v1::LogMode log_mode = rank::v1::LOG_MODE_DEFAULT;
 };
+
+// "default", "store", "inline" or "none" as a LogMode (command-line flags of
+// the CLI and the load generator); InvalidArgument otherwise.
+absl::StatusOr<rank::v1::LogMode> ParseLogMode(absl::string_view name);
 
 // The item feature names every generated request carries, in order.
 const std::vector<std::string>& ItemFeatureNames();
