@@ -1,9 +1,9 @@
 // Byte buffers that cross the codec boundary.
 //
 // OwnedBuffer is what an encoder writes into: one heap allocation, sized up
-// front, not zero-filled. Its memory can be released to a new owner (the
-// server hands it to a gRPC slice, which frees it after the bytes are on the
-// wire), so the encoded payload is never copied.
+// front, not zero-filled. The server shares it with a gRPC slice, which drops
+// its reference after the bytes are on the wire, so the encoded payload is
+// never copied.
 //
 // SharedBytes is what a decoder reads from: a read-only view plus a shared
 // handle on whatever keeps the bytes alive (an OwnedBuffer, a std::string, a
@@ -47,13 +47,6 @@ class OwnedBuffer {
   // REQUIRES: n <= capacity().
   void set_size(size_t n) { size_ = n; }
   absl::string_view view() const { return absl::string_view(data(), size_); }
-
-  // Gives up ownership. The caller frees the memory with Free().
-  char* Release() {
-    size_ = capacity_ = 0;
-    return data_.release();
-  }
-  static void Free(void* p) { delete[] static_cast<char*>(p); }
 
  private:
   std::unique_ptr<char[]> data_;

@@ -134,7 +134,6 @@ class Writer {
   }
 
   char* position() const { return p_; }
-  void set_position(char* p) { p_ = p; }
   size_t written() const { return static_cast<size_t>(p_ - begin_); }
   size_t remaining() const { return static_cast<size_t>(end_ - p_); }
 

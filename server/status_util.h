@@ -1,4 +1,4 @@
-// The one place an absl::Status becomes a grpc::Status. absl's canonical
+// The one place in the server an absl::Status becomes a grpc::Status. absl's canonical
 // codes have the same numbers as gRPC's, so the conversion keeps the code and
 // the message.
 #ifndef RANKWIRE_SERVER_STATUS_UTIL_H_
@@ -16,12 +16,6 @@ inline grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
                       std::string(status.message()));
-}
-
-inline absl::Status FromGrpcStatus(const grpc::Status& status) {
-  if (status.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                      status.error_message());
 }
 
 }  // namespace rankwire
