@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 
 PACKAGES=(
   # toolchain
-  cmake g++ make pkg-config git
+  cmake g++ make pkg-config git ccache
   # gRPC 1.51, protobuf 3.21, and the libraries the code uses
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev libfmt-dev libhiredis-dev libzstd-dev libcivetweb-dev
@@ -42,7 +42,14 @@ fi
 
 BUILD_DIR=${BUILD_DIR:-build}
 BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo}
-cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" ${CMAKE_ARGS:-} >/dev/null
+# ccache makes a rebuild on the same machine (CI after a session, a second
+# worktree) cheap; base_dir keeps its keys independent of the checkout path.
+LAUNCHER=()
+if command -v ccache >/dev/null; then
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(cd .. && pwd)}
+  LAUNCHER=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" "${LAUNCHER[@]}" ${CMAKE_ARGS:-} >/dev/null
 if (($#)); then
   cmake --build "$BUILD_DIR" -j "$(nproc)" --target "$@"
 else
