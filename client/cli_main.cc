@@ -19,6 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "client/rank_client.h"
+#include "client/tls_flags.h"
 #include "client/workload.h"
 #include "codec/builtin_codecs.h"
 #include "codec/protobuf_codec.h"
@@ -244,7 +245,9 @@ absl::Status Compare(const RankClient& client, const CodecRegistry& codecs) {
 absl::Status Run() {
   absl::StatusOr<CodecRegistry> codecs = MakeBuiltinCodecs(BuiltinCodecOptions{});
   if (!codecs.ok()) return codecs.status();
-  RankClient client(MakeChannel(absl::GetFlag(FLAGS_target)), &*codecs);
+  absl::StatusOr<ClientSecurity> security = ClientSecurityFromFlags();
+  if (!security.ok()) return security.status();
+  RankClient client(MakeChannel(absl::GetFlag(FLAGS_target), 64 << 20, &*security), &*codecs);
   if (absl::GetFlag(FLAGS_compare)) return Compare(client, *codecs);
   return RankOnce(client);
 }

@@ -24,6 +24,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "client/rank_client.h"
+#include "client/tls_flags.h"
 #include "client/workload.h"
 #include "codec/builtin_codecs.h"
 
@@ -58,6 +59,9 @@ struct Sample {
 
 struct Worker {
   std::vector<Sample> samples;
+  // Calls the server refused with RESOURCE_EXHAUSTED (admission control):
+  // not errors, their latency is reported apart.
+  std::vector<double> rejected_us;
   Clock::time_point last_done;
   uint64_t errors = 0;
   std::string first_error;
@@ -92,6 +96,11 @@ int Run() {
     return 1;
   }
   options.log_mode = *log_mode;
+  absl::StatusOr<ClientSecurity> security = ClientSecurityFromFlags();
+  if (!security.ok()) {
+    absl::FPrintF(stderr, "%s\n", security.status().ToString());
+    return 1;
+  }
   WorkloadGenerator generator(options);
   std::vector<rank::v1::RankRequest> requests;
   for (uint32_t i = 0; i < std::max(1u, absl::GetFlag(FLAGS_distinct_requests)); ++i) {
@@ -113,7 +122,8 @@ int Run() {
   std::vector<std::thread> threads;
   for (int w = 0; w < concurrency; ++w) {
     threads.emplace_back([&, w] {
-      RankClient client(MakeChannel(absl::GetFlag(FLAGS_target)), &*codecs);
+      RankClient client(MakeChannel(absl::GetFlag(FLAGS_target), 64 << 20, &*security),
+                        &*codecs);
       Worker& me = workers[w];
       // Open loop: this thread's share of the rate, phase-shifted.
       const double interval_s = qps > 0 ? concurrency / qps : 0;
@@ -149,6 +159,10 @@ int Run() {
         const Clock::time_point done = Clock::now();
         if (sent < measure_from) continue;
         me.last_done = std::max(me.last_done, done);
+        if (!ok && error.code() == absl::StatusCode::kResourceExhausted) {
+          me.rejected_us.push_back(Micros(done - sent));
+          continue;
+        }
         if (!ok) {
           if (me.errors++ == 0) me.first_error = error.ToString();
           continue;
@@ -166,7 +180,7 @@ int Run() {
   }
   for (std::thread& t : threads) t.join();
 
-  std::vector<double> latency, decode, server_total, server_ser, server_rank;
+  std::vector<double> latency, decode, server_total, server_ser, server_rank, rejected;
   double bytes = 0;
   uint64_t errors = 0;
   std::string first_error;
@@ -180,6 +194,7 @@ int Run() {
       bytes += s.response_bytes;
     }
     errors += w.errors;
+    rejected.insert(rejected.end(), w.rejected_us.begin(), w.rejected_us.end());
     if (first_error.empty()) first_error = w.first_error;
   }
   // Achieved rate over the wall time the measured calls took: a server that
@@ -198,12 +213,14 @@ int Run() {
         "\"p50_us\":%.0f,\"p90_us\":%.0f,\"p99_us\":%.0f,\"p999_us\":%.0f,\"max_us\":%.0f,"
         "\"client_decode_p50_us\":%.1f,\"server_total_p50_us\":%.0f,"
         "\"server_serialize_p50_us\":%.0f,\"server_rank_p50_us\":%.0f,"
-        "\"response_bytes\":%.0f,\"wire_mbps\":%.1f,\"first_error\":\"%s\"}\n",
+        "\"response_bytes\":%.0f,\"wire_mbps\":%.1f,\"rejected\":%d,"
+        "\"rejected_p50_us\":%.0f,\"rejected_p99_us\":%.0f,\"first_error\":\"%s\"}\n",
         absl::GetFlag(FLAGS_label), absl::GetFlag(FLAGS_codec), mode, concurrency, qps, achieved,
         n, errors, Percentile(latency, 0.5), Percentile(latency, 0.9), Percentile(latency, 0.99),
         Percentile(latency, 0.999), Percentile(latency, 1.0), Percentile(decode, 0.5),
         Percentile(server_total, 0.5), Percentile(server_ser, 0.5), Percentile(server_rank, 0.5),
-        mean_bytes, achieved * mean_bytes * 8 / 1e6, first_error);
+        mean_bytes, achieved * mean_bytes * 8 / 1e6, rejected.size(),
+        Percentile(rejected, 0.5), Percentile(rejected, 0.99), first_error);
   } else {
     absl::PrintF("%s codec=%s log_mode=%s concurrency=%d %s\n", absl::GetFlag(FLAGS_label),
                  absl::GetFlag(FLAGS_codec).empty() ? "(server default)" : absl::GetFlag(FLAGS_codec),
@@ -221,6 +238,10 @@ int Run() {
                  Percentile(decode, 0.5));
     absl::PrintF("  response bytes: %.0f  (%.1f Mbit/s on the wire)\n", mean_bytes,
                  achieved * mean_bytes * 8 / 1e6);
+    if (!rejected.empty()) {
+      absl::PrintF("  rejected (RESOURCE_EXHAUSTED): %d, latency us p50 %.0f  p99 %.0f\n",
+                   rejected.size(), Percentile(rejected, 0.5), Percentile(rejected, 0.99));
+    }
   }
   return errors == 0 ? 0 : 2;
 }

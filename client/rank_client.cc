@@ -46,12 +46,16 @@ SharedBytes Contiguous(grpc::ByteBuffer* buffer) {
 
 }  // namespace
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target,
-                                           int max_message_bytes) {
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target, int max_message_bytes,
+                                           const ClientSecurity* security) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(max_message_bytes);
   args.SetMaxSendMessageSize(max_message_bytes);
-  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  if (security == nullptr) {
+    return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  }
+  if (!security->server_name.empty()) args.SetSslTargetNameOverride(security->server_name);
+  return grpc::CreateCustomChannel(target, security->credentials, args);
 }
 
 RankClient::RankClient(std::shared_ptr<grpc::Channel> channel,

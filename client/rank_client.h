@@ -25,6 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "client/tls.h"
 #include "codec/codec.h"
 #include "codec/registry.h"
 #include "rank/v1/rank.grpc.pb.h"
@@ -75,9 +76,11 @@ struct ItemLogResult {
   std::optional<std::string> log;  // nullopt: not in the store (expired or dropped).
 };
 
-// An insecure channel with message limits large enough for ranking responses.
+// A channel with message limits large enough for ranking responses;
+// plaintext unless `security` (client/tls.h: TLS or mutual TLS) is given.
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target,
-                                           int max_message_bytes = 64 << 20);
+                                           int max_message_bytes = 64 << 20,
+                                           const ClientSecurity* security = nullptr);
 
 class RankClient {
  public:

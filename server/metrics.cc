@@ -16,7 +16,47 @@ std::string SeriesName(absl::string_view name, absl::string_view labels,
   return absl::StrCat(name, "{", labels, ",", extra, "}");
 }
 
+// Prometheus label value escaping: backslash, double quote, newline.
+std::string EscapeLabelValue(absl::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (char c : v) {
+    if (c == '\\' || c == '"') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+void LabeledCounters::Increment(absl::string_view value) {
+  absl::MutexLock lock(&mu_);
+  auto it = counts_.find(value);
+  if (it != counts_.end()) {
+    ++it->second;
+  } else if (counts_.size() < max_values_) {
+    counts_.emplace(std::string(value), 1);
+  } else {
+    ++other_;
+  }
+}
+
+std::vector<std::pair<std::string, uint64_t>> LabeledCounters::Snapshot() const {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  {
+    absl::MutexLock lock(&mu_);
+    out.assign(counts_.begin(), counts_.end());
+    if (other_ > 0) out.emplace_back("_other", other_);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 Histogram::Histogram(std::vector<double> bounds)
     : bounds_(std::move(bounds)),
@@ -85,7 +125,8 @@ Counter* MetricsRegistry::AddCounter(absl::string_view name,
                                      absl::string_view help,
                                      absl::string_view labels) {
   Family& f = FamilyFor(name, help, "counter");
-  f.series.push_back(Series{std::string(labels), std::make_unique<Counter>(), nullptr, nullptr});
+  f.series.push_back(
+      Series{std::string(labels), std::make_unique<Counter>(), nullptr, nullptr, nullptr});
   return f.series.back().counter.get();
 }
 
@@ -95,7 +136,7 @@ Histogram* MetricsRegistry::AddHistogram(absl::string_view name,
                                          absl::string_view labels) {
   Family& f = FamilyFor(name, help, "histogram");
   f.series.push_back(Series{std::string(labels), nullptr,
-                            std::make_unique<Histogram>(std::move(bounds)), nullptr});
+                            std::make_unique<Histogram>(std::move(bounds)), nullptr, nullptr});
   return f.series.back().histogram.get();
 }
 
@@ -103,7 +144,17 @@ void MetricsRegistry::AddGauge(absl::string_view name, absl::string_view help,
                                std::function<double()> read,
                                absl::string_view labels) {
   Family& f = FamilyFor(name, help, "gauge");
-  f.series.push_back(Series{std::string(labels), nullptr, nullptr, std::move(read)});
+  f.series.push_back(Series{std::string(labels), nullptr, nullptr, std::move(read), nullptr});
+}
+
+LabeledCounters* MetricsRegistry::AddLabeledCounters(absl::string_view name,
+                                                     absl::string_view help,
+                                                     absl::string_view label,
+                                                     size_t max_values) {
+  Family& f = FamilyFor(name, help, "counter");
+  f.series.push_back(Series{std::string(label), nullptr, nullptr, nullptr,
+                            std::make_unique<LabeledCounters>(max_values)});
+  return f.series.back().labeled.get();
 }
 
 std::string MetricsRegistry::RenderPrometheus() const {
@@ -112,7 +163,12 @@ std::string MetricsRegistry::RenderPrometheus() const {
     absl::StrAppend(&out, "# HELP ", f->name, " ", f->help, "\n# TYPE ",
                     f->name, " ", f->type, "\n");
     for (const Series& s : f->series) {
-      if (s.counter) {
+      if (s.labeled) {
+        for (const auto& [value, count] : s.labeled->Snapshot()) {
+          absl::StrAppend(&out, f->name, "{", s.labels, "=\"", EscapeLabelValue(value), "\"} ",
+                          count, "\n");
+        }
+      } else if (s.counter) {
         absl::StrAppend(&out, SeriesName(f->name, s.labels), " ",
                         s.counter->value(), "\n");
       } else if (s.gauge) {

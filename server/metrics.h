@@ -15,9 +15,13 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 
 namespace rankwire::server {
 
@@ -28,6 +32,24 @@ class Counter {
 
  private:
   std::atomic<uint64_t> value_{0};
+};
+
+// Counters keyed by one label whose values come from callers (e.g. feature
+// names a request sent): at most `max_values` distinct values get their own
+// series; the rest are counted under the value "_other", so a caller cannot
+// grow the metrics page without bound.
+class LabeledCounters {
+ public:
+  explicit LabeledCounters(size_t max_values) : max_values_(max_values) {}
+  void Increment(absl::string_view value);
+  // (label value, count), sorted by value.
+  std::vector<std::pair<std::string, uint64_t>> Snapshot() const;
+
+ private:
+  const size_t max_values_;
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, uint64_t> counts_ ABSL_GUARDED_BY(mu_);
+  uint64_t other_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // Cumulative buckets with upper bounds `bounds` (ascending) plus +Inf.
@@ -64,6 +86,10 @@ class MetricsRegistry {
                           absl::string_view labels = "");
   void AddGauge(absl::string_view name, absl::string_view help,
                 std::function<double()> read, absl::string_view labels = "");
+  // A counter family whose `label` values are added while serving; label
+  // values are escaped when rendered.
+  LabeledCounters* AddLabeledCounters(absl::string_view name, absl::string_view help,
+                                      absl::string_view label, size_t max_values);
 
   std::string RenderPrometheus() const;
 
@@ -76,6 +102,7 @@ class MetricsRegistry {
     std::unique_ptr<Counter> counter;
     std::unique_ptr<Histogram> histogram;
     std::function<double()> gauge;
+    std::unique_ptr<LabeledCounters> labeled;  // `labels` is then the label name.
   };
   struct Family {
     std::string name, help, type;

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace rankwire::server {
 namespace {
@@ -27,7 +28,34 @@ RankHandler::RankHandler(const Ranker* ranker, const CodecRegistry* codecs,
       codecs_(codecs),
       logs_(logs),
       metrics_(metrics),
-      options_(std::move(options)) {}
+      options_(std::move(options)),
+      budget_(options_.max_response_bytes, options_.rankbin_block_items) {
+  for (const LinearModel::Atom& atom : ranker_->model().atoms()) {
+    if (atom.source == LinearModel::Source::kItem) known_item_features_.insert(atom.name);
+  }
+}
+
+absl::Status RankHandler::Admit(const rank::v1::RankRequest& request, const Codec& codec,
+                                rank::v1::LogMode log_mode,
+                                rank::v1::ResponseHeader* header) const {
+  std::vector<std::string> unknown = UnknownItemFeatures(request, known_item_features_);
+  if (!unknown.empty()) {
+    if (options_.unknown_features == UnknownFeaturePolicy::kReject) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "item_feature_names the model ", ranker_->model().full_version(),
+          " does not know: ", absl::StrJoin(unknown, ", "),
+          " (the server runs with --unknown_features=reject)"));
+    }
+    for (std::string& name : unknown) {
+      if (metrics_) metrics_->unknown_item_features->Increment(name);
+      header->add_unknown_item_features(std::move(name));
+    }
+  }
+  absl::Status budget = budget_.Check(request, ranker_->Shape(request), codec, log_mode,
+                                      *codecs_);
+  if (!budget.ok() && metrics_) metrics_->rejected.response_budget->Increment();
+  return budget;
+}
 
 rank::v1::LogMode RankHandler::EffectiveLogMode(
     const rank::v1::RankRequest& request) const {
@@ -42,21 +70,31 @@ rank::v1::LogMode RankHandler::EffectiveLogMode(
 
 absl::StatusOr<EncodedResponse> RankHandler::Handle(
     std::shared_ptr<const rank::v1::RankRequest> shared_request, Clock::time_point started,
-    uint32_t deserialize_us) const {
+    uint32_t deserialize_us, Deadline deadline) const {
   const rank::v1::RankRequest& request = *shared_request;
   EncodedResponse response;
   rank::v1::ServerTimings* timings = response.header.mutable_timings();
   timings->set_request_deserialize_us(deserialize_us);
   if (metrics_) Record(metrics_->request_deserialize, deserialize_us);
 
+  // Validation, unknown features and the response budget count as
+  // "validate": everything decided before any ranking work.
   Clock::time_point t0 = Clock::now();
-  absl::Status valid = ValidateRequest(request, options_.limits);
+  const rank::v1::LogMode log_mode = EffectiveLogMode(request);
+  const Codec& codec =
+      codecs_->Negotiate(request.accept_codecs(), *options_.default_codec);
+  absl::Status admitted = ValidateRequest(request, options_.limits);
+  if (admitted.ok()) admitted = Admit(request, codec, log_mode, &response.header);
   Clock::time_point t1 = Clock::now();
   timings->set_validate_us(MicrosSince(t0, t1));
   if (metrics_) Record(metrics_->validate, timings->validate_us());
-  if (!valid.ok()) return valid;
+  if (!admitted.ok()) return admitted;
+  // A caller that has given up gets nothing ranked for it.
+  if (std::chrono::system_clock::now() >= deadline) {
+    if (metrics_) metrics_->rejected.deadline->Increment();
+    return absl::DeadlineExceededError("the call's deadline passed before ranking started");
+  }
 
-  const rank::v1::LogMode log_mode = EffectiveLogMode(request);
   const LogDetail detail = log_mode == rank::v1::LOG_MODE_INLINE  ? LogDetail::kInline
                            : log_mode == rank::v1::LOG_MODE_STORE ? LogDetail::kDeferred
                                                                   : LogDetail::kNone;
@@ -80,8 +118,6 @@ absl::StatusOr<EncodedResponse> RankHandler::Handle(
   timings->set_log_enqueue_us(MicrosSince(t2, t3));
   if (metrics_) Record(metrics_->log_enqueue, timings->log_enqueue_us());
 
-  const Codec& codec =
-      codecs_->Negotiate(request.accept_codecs(), *options_.default_codec);
   absl::StatusOr<OwnedBuffer> body = codec.Encode(result, EncodeOptions{request.top_n()});
   if (!body.ok()) {
     return absl::InternalError(absl::StrCat("encoding with ", codec.name(),

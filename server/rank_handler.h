@@ -14,7 +14,8 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-
+#include <string>
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "codec/registry.h"
 #include "logstore/log_store.h"
@@ -22,12 +23,26 @@
 #include "server/encoded_response.h"
 #include "server/ranker.h"
 #include "server/request_validator.h"
+#include "server/response_budget.h"
 #include "server/server_metrics.h"
 
 namespace rankwire::server {
 
+// What to do with item feature names the model does not know (a misspelt
+// name otherwise silently contributes 0 to every score).
+enum class UnknownFeaturePolicy {
+  kCount,   // Rank; count per name; list them in ResponseHeader.unknown_item_features.
+  kReject,  // INVALID_ARGUMENT naming them.
+};
+
 struct RankHandlerOptions {
   RequestLimits limits;
+  UnknownFeaturePolicy unknown_features = UnknownFeaturePolicy::kCount;
+  // Largest response the server may send (--max_message_bytes); a request
+  // whose estimated response is larger is refused before ranking.
+  size_t max_response_bytes = 64 << 20;
+  // The rankbin codecs' block size, for the estimate (--rankbin_block_items).
+  size_t rankbin_block_items = 16;
   // The codec used when the request accepts none this server has (--codec).
   const Codec* default_codec = nullptr;
   // Where logs go when the request says LOG_MODE_DEFAULT (--log_mode).
@@ -37,6 +52,7 @@ struct RankHandlerOptions {
 class RankHandler {
  public:
   using Clock = std::chrono::steady_clock;
+  using Deadline = std::chrono::system_clock::time_point;
 
   // `logs` may be null: LOG_MODE_STORE then behaves as LOG_MODE_NONE and the
   // header says so. `metrics` may be null.
@@ -46,12 +62,14 @@ class RankHandler {
 
   // `started` is when the call began (before request parsing) and
   // `deserialize_us` how long parsing took; both go into the header.
-  // InvalidArgument for a bad request; Internal if encoding fails.
+  // InvalidArgument for a bad request; ResourceExhausted when its response
+  // would exceed the budget; DeadlineExceeded when `deadline` has passed
+  // before ranking starts; Internal if encoding fails. Only OK ranks.
   // The request is shared because, with logs in the store, the log lines
   // are formatted later on the log writer thread from the request.
   absl::StatusOr<EncodedResponse> Handle(std::shared_ptr<const rank::v1::RankRequest> request,
-                                         Clock::time_point started,
-                                         uint32_t deserialize_us) const;
+                                         Clock::time_point started, uint32_t deserialize_us,
+                                         Deadline deadline = Deadline::max()) const;
 
   // The log mode a request gets (the request's, or the server default).
   rank::v1::LogMode EffectiveLogMode(const rank::v1::RankRequest& request) const;
@@ -61,7 +79,14 @@ class RankHandler {
   const CodecRegistry* codecs_;
   logstore::LogConsumer* logs_;
   ServerMetrics* metrics_;
+  // Checks before ranking: the input contract, unknown features, the
+  // response budget. Fills the header's unknown_item_features.
+  absl::Status Admit(const rank::v1::RankRequest& request, const Codec& codec,
+                     rank::v1::LogMode log_mode, rank::v1::ResponseHeader* header) const;
+
   RankHandlerOptions options_;
+  absl::flat_hash_set<std::string> known_item_features_;
+  ResponseBudget budget_;
 };
 
 }  // namespace rankwire::server

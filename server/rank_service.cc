@@ -2,6 +2,10 @@
 
 #include <grpcpp/support/proto_buffer_reader.h>
 
+#include <memory>
+#include <optional>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "server/status_util.h"
 #include "spdlog/spdlog.h"
@@ -11,12 +15,80 @@ namespace {
 
 constexpr size_t kMaxFetchItems = 1000;
 
+// The reactor of one Rank call. It lives until gRPC reports the call done
+// (the response sent, or the call cancelled); then the response bytes stop
+// counting as unsent.
+class RankReactor final : public grpc::ServerUnaryReactor {
+ public:
+  RankReactor(AdmissionControl* admission, std::string peer)
+      : admission_(admission), peer_(std::move(peer)) {}
+
+  // Before Finish(): these bytes stay in the server until the peer reads them.
+  void HoldUnsent(size_t bytes) {
+    unsent_ = bytes;
+    admission_->AddUnsent(peer_, bytes);
+  }
+  void OnDone() override {
+    if (unsent_ > 0) admission_->RemoveUnsent(peer_, unsent_);
+    delete this;
+  }
+  void OnCancel() override {}
+
+ private:
+  AdmissionControl* admission_;
+  std::string peer_;
+  size_t unsent_ = 0;
+};
+
+void CountRejection(ServerMetrics* metrics, AdmissionControl::Refusal refusal) {
+  if (metrics == nullptr) return;
+  metrics->rpcs_rejected->Increment();
+  (refusal == AdmissionControl::Refusal::kOverload ? metrics->rejected.overload
+                                                  : metrics->rejected.unsent_bytes)
+      ->Increment();
+}
+
 }  // namespace
 
 grpc::ServerUnaryReactor* RankServiceImpl::Rank(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  std::string peer = context->peer();
+  auto* reactor = new RankReactor(admission_, peer);
+  const auto deadline = context->deadline();
+  if (std::chrono::system_clock::now() >= deadline) {
+    if (metrics_) {
+      metrics_->rpcs_rejected->Increment();
+      metrics_->rejected.deadline->Increment();
+    }
+    reactor->Finish(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                                 "the call's deadline passed before the server received it"));
+    return reactor;
+  }
+  std::optional<AdmissionControl::Slot> slot;
+  AdmissionControl::Refusal refusal;
+  absl::Status admitted = admission_->Admit(peer, &slot, &refusal);
+  if (!admitted.ok()) {
+    CountRejection(metrics_, refusal);
+    reactor->Finish(ToGrpcStatus(admitted));
+    return reactor;
+  }
+  // std::function needs a copyable callable; the slot moves through a
+  // shared_ptr.
+  auto held = std::make_shared<AdmissionControl::Slot>(*std::move(slot));
+  workers_->Submit([this, reactor, deadline, request, response, held] {
+    Serve(reactor, deadline, request, response, std::move(*held));
+  });
+  return reactor;
+}
+
+// The ranking slot (last parameter) is held until the call is finished: it
+// is released when this returns.
+void RankServiceImpl::Serve(grpc::ServerUnaryReactor* base_reactor,
+                            std::chrono::system_clock::time_point deadline,
+                            const grpc::ByteBuffer* request, grpc::ByteBuffer* response,
+                            AdmissionControl::Slot /*slot*/) {
+  auto* reactor = static_cast<RankReactor*>(base_reactor);
   const auto started = RankHandler::Clock::now();
   // Counts the call as in flight until it has been finished.
   struct InFlight {
@@ -39,34 +111,37 @@ grpc::ServerUnaryReactor* RankServiceImpl::Rank(
   if (!parse.ok()) {
     if (metrics_) metrics_->rpcs_invalid_argument->Increment();
     reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                 "request is not a valid rank.v1.RankRequest"));
-    return reactor;
+                                 "request is not a valid rank.v1.RankRequest (or holds "
+                                 "strings that are not UTF-8)"));
+    return;
   }
   const auto deserialize_us = static_cast<uint32_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(parsed_at - started).count());
 
   absl::StatusOr<EncodedResponse> encoded =
-      handler_->Handle(std::move(parsed), started, deserialize_us);
+      handler_->Handle(std::move(parsed), started, deserialize_us, deadline);
   if (!encoded.ok()) {
+    const absl::StatusCode code = encoded.status().code();
+    const bool refused = code == absl::StatusCode::kInvalidArgument ||
+                         code == absl::StatusCode::kResourceExhausted ||
+                         code == absl::StatusCode::kDeadlineExceeded;
     if (metrics_) {
-      (encoded.status().code() == absl::StatusCode::kInvalidArgument
-           ? metrics_->rpcs_invalid_argument
-           : metrics_->rpcs_failed)
+      (code == absl::StatusCode::kInvalidArgument ? metrics_->rpcs_invalid_argument
+       : refused                                  ? metrics_->rpcs_rejected
+                                                  : metrics_->rpcs_failed)
           ->Increment();
     }
-    if (encoded.status().code() != absl::StatusCode::kInvalidArgument) {
-      spdlog::error("Rank {} failed: {}", parsed->request_id(),
-                    encoded.status().ToString());
-    }
+    // Refusals are the caller's doing and are counted, not logged.
+    if (!refused) spdlog::error("Rank failed: {}", encoded.status().ToString());
     reactor->Finish(ToGrpcStatus(encoded.status()));
-    return reactor;
+    return;
   }
   bool own = false;
   grpc::Status written =
       grpc::SerializationTraits<EncodedResponse>::Serialize(*encoded, response, &own);
   if (metrics_) (written.ok() ? metrics_->rpcs_ok : metrics_->rpcs_failed)->Increment();
+  if (written.ok()) reactor->HoldUnsent(response->Length());
   reactor->Finish(written);
-  return reactor;
 }
 
 grpc::ServerUnaryReactor* LogServiceImpl::FetchLogs(

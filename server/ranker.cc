@@ -164,6 +164,40 @@ class LogLineFormatter {
     }
   }
 
+  // What OutputShape says about this request's lines; Format() below is
+  // what it bounds, so the two change together.
+  void Bound(OutputShape* shape) const {
+    // Six significant digits with an exponent: "-1.23457e-308".
+    constexpr size_t kMaxDouble = 13;
+    constexpr size_t kMaxInt = 20;
+    size_t shared = prefix_.size() + context_.size();
+    size_t fields = 4;  // item id, position, pre-rank, recall source + rank.
+    shared += std::strlen(" pos=") + std::strlen(" pre=") + std::strlen(" src=") + 1 +
+              std::strlen(" | feats");
+    size_t numbers = 3 * kMaxInt;
+    for (const std::string& label : feature_labels_) {
+      shared += label.size();
+      numbers += kMaxDouble;
+      ++fields;
+    }
+    for (size_t h = 0; h < model_.heads().size(); ++h) {
+      shared += 3 + model_.heads()[h].name.size() + 3 + 7;  // " | ", name, " p=", " logit="
+      numbers += 2 * kMaxDouble;
+      fields += 2;
+      for (const std::string& label : term_labels_[h]) {
+        shared += label.size();
+        numbers += kMaxDouble;
+        ++fields;
+      }
+    }
+    shared += std::strlen(" | boost=") + std::strlen(" final=");
+    numbers += 2 * kMaxDouble;
+    fields += 2;
+    shape->line_shared_bytes = shared;
+    shape->line_fixed_bytes = shared + numbers;
+    shape->line_fields = fields;
+  }
+
   // The line of the item ranked at `position` (1-based).
   std::string Format(int position, const Scored& s, const Scores& scores) const {
     const rank::v1::Candidate& c = request_.candidates(s.candidate);
@@ -252,6 +286,37 @@ class RankLogRenderer final : public logstore::LogRenderer {
 };
 
 }  // namespace
+
+OutputShape Ranker::Shape(const rank::v1::RankRequest& request) const {
+  // The same key table RankImpl builds (ranker_test checks they agree).
+  const Model& model = *model_;
+  OutputShape shape;
+  auto add = [&shape](std::string name, MetricType type, uint64_t max_int = 0,
+                      size_t string_bytes = 0) {
+    shape.keys.push_back(OutputShape::Key{std::move(name), type, max_int, string_bytes, false});
+  };
+  add("score.final", MetricType::kDouble);
+  for (const Model::Head& h : model.heads()) add(absl::StrCat("score.", h.name), MetricType::kDouble);
+  for (const Model::Head& h : model.heads()) {
+    if (!h.explain) continue;
+    for (const Model::Term& t : h.terms) {
+      add(absl::StrCat("contrib.", h.name, ".", t.input), MetricType::kFloat);
+    }
+  }
+  // Integral features are ints up to 9e15 (see RankImpl), others floats.
+  for (const std::string& name : request.item_feature_names()) {
+    add(absl::StrCat("feat.", name), MetricType::kInt, 9'000'000'000'000'000);
+  }
+  add("recall.source", MetricType::kString);
+  shape.keys.back().is_recall_source = true;
+  add("recall.rank", MetricType::kInt, UINT32_MAX);
+  add("rank.pre", MetricType::kInt, static_cast<uint64_t>(request.candidates_size()));
+  const std::string& bucket = model.BucketOf(request.user_id());
+  add("exp.bucket", MetricType::kString, 0, bucket.size());
+  add("model.version", MetricType::kString, 0, model.full_version().size());
+  LogLineFormatter(model, request, bucket).Bound(&shape);
+  return shape;
+}
 
 RankResult Ranker::Rank(const rank::v1::RankRequest& request, bool with_logs) const {
   return RankImpl(request, nullptr, with_logs ? LogDetail::kInline : LogDetail::kNone).result;

@@ -17,6 +17,8 @@
 #define RANKWIRE_SERVER_RANKER_H_
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "codec/rank_result.h"
 #include "logstore/log_store.h"
@@ -29,6 +31,33 @@ enum class LogDetail {
   kNone,      // No log lines.
   kInline,    // In each RankedItem::log.
   kDeferred,  // In RankOutput::logs, formatted when rendered.
+};
+
+// An upper bound on what Rank() puts in each item of a request's result,
+// known before ranking: ResponseBudget turns it into a response size per
+// codec. Building it costs O(features + model terms), never O(response).
+struct OutputShape {
+  struct Key {
+    std::string name;
+    // kInt for item features (they are ints or floats depending on the
+    // values; the int bound is the larger one in every codec).
+    MetricType type = MetricType::kDouble;
+    // Int values: the largest magnitude.
+    uint64_t max_int = 0;
+    // String values: the value's bytes (the same in every item), or the
+    // item's recall_source.
+    size_t string_bytes = 0;
+    bool is_recall_source = false;
+  };
+  std::vector<Key> keys;  // In the order of RankResult::keys.
+  // An inline log line of candidate c has at most
+  // line_fixed_bytes + |c.item_id| + |c.recall_source| bytes...
+  size_t line_fixed_bytes = 0;
+  // ...of which line_shared_bytes are the same text in every line of the
+  // request (labels, user, context), and line_fields the number of separate
+  // runs of varying text (numbers, ids) between them.
+  size_t line_shared_bytes = 0;
+  size_t line_fields = 0;
 };
 
 struct RankOutput {
@@ -48,6 +77,9 @@ class Ranker {
   RankOutput Rank(std::shared_ptr<const rank::v1::RankRequest> request, LogDetail detail) const;
   // Logs inline or none.
   RankResult Rank(const rank::v1::RankRequest& request, bool with_logs) const;
+
+  // REQUIRES: ValidateRequest(request, ...) returned OK.
+  OutputShape Shape(const rank::v1::RankRequest& request) const;
 
   const LinearModel& model() const { return *model_; }
 

@@ -1,26 +1,53 @@
 // Request validation: everything the ranker assumes about a RankRequest is
 // checked here first, and a bad request gets INVALID_ARGUMENT with a message
-// that names the problem ("candidates[3].features[5] (ctr_7d) is nan").
+// that names the field and the rule ("candidates[3].features[5] (ctr_7d) is
+// nan", "user_id is 102400 bytes; the limit is 256").
+//
+// The rules are the input contract of rank.v1.RankRequest; rank.proto and
+// docs/ARCHITECTURE.md ("Input contract") list them. Every string the server
+// copies into each item's metrics or log line has a byte limit here, so that
+// no request can make the response (or the log store) grow by more than a
+// known factor of its own size; ResponseBudget (response_budget.h) then
+// bounds what is left: the number of items times what each carries.
 //
 // Thread safety: pure functions.
 #ifndef RANKWIRE_SERVER_REQUEST_VALIDATOR_H_
 #define RANKWIRE_SERVER_REQUEST_VALIDATOR_H_
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "rank/v1/rank.pb.h"
 
 namespace rankwire::server {
 
+// Limits of the input contract. Byte limits count UTF-8 bytes (protobuf has
+// already checked that strings are UTF-8 when the request parsed).
 struct RequestLimits {
-  uint32_t max_candidates = 2000;      // --max_candidates
-  uint32_t max_item_features = 256;
-  uint32_t max_id_bytes = 256;         // request id, item ids
+  uint32_t max_candidates = 2000;        // --max_candidates
+  uint32_t max_item_features = 256;      // item_feature_names entries
+  uint32_t max_user_features = 256;      // user_features entries
+  uint32_t max_context_entries = 64;     // context entries
+  uint32_t max_accept_codecs = 16;       // accept_codecs entries
+  uint32_t max_id_bytes = 256;           // request_id, user_id, candidates[].item_id
+  uint32_t max_recall_source_bytes = 64; // candidates[].recall_source
+  uint32_t max_feature_name_bytes = 128; // item_feature_names[], user_features keys
+  uint32_t max_context_key_bytes = 64;   // context keys
+  uint32_t max_context_value_bytes = 512;  // context values (the query is one)
+  uint32_t max_codec_name_bytes = 64;    // accept_codecs[]
 };
 
 absl::Status ValidateRequest(const rank::v1::RankRequest& request,
                              const RequestLimits& limits);
+
+// The item feature names of `request` that are not in `known` (the model's
+// item inputs), in request order. REQUIRES: ValidateRequest returned OK (so
+// the list is bounded by max_item_features).
+std::vector<std::string> UnknownItemFeatures(const rank::v1::RankRequest& request,
+                                             const absl::flat_hash_set<std::string>& known);
 
 }  // namespace rankwire::server
 

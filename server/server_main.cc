@@ -20,11 +20,15 @@
 #include "codec/builtin_codecs.h"
 #include "logstore/log_store.h"
 #include "server/linear_model.h"
+#include "server/admission.h"
 #include "server/metrics_http.h"
+#include "server/protobuf_log.h"
 #include "server/rank_handler.h"
 #include "server/rank_service.h"
 #include "server/ranker.h"
 #include "server/server_metrics.h"
+#include "server/tls.h"
+#include "server/worker_pool.h"
 #include "spdlog/spdlog.h"
 
 ABSL_FLAG(std::string, address, "0.0.0.0", "Address to listen on.");
@@ -66,6 +70,28 @@ ABSL_FLAG(int, zstd_level, 1, "rankbin-zstd: zstd level (negative: fast modes)."
 ABSL_FLAG(bool, zstd_values, false,
           "rankbin-zstd: also try to compress metric value blocks (they rarely shrink).");
 ABSL_FLAG(bool, zstd_logs, true, "rankbin-zstd: compress inline log blocks.");
+// Hostile and overloaded callers (docs/ARCHITECTURE.md, "Input contract"
+// and "Admission control").
+ABSL_FLAG(int, max_concurrent_rank, 0,
+          "Rank calls parsed, ranked or encoded at once; past it a call gets "
+          "RESOURCE_EXHAUSTED at once (0: twice the cores).");
+ABSL_FLAG(uint32_t, max_unsent_response_mb, 512,
+          "Response bytes (MiB) handed to gRPC but not yet read by clients, over all "
+          "connections; past it calls get RESOURCE_EXHAUSTED.");
+ABSL_FLAG(uint32_t, max_unsent_response_mb_per_peer, 128,
+          "The same bound per client connection: a client that does not read its "
+          "responses is refused, others are not.");
+ABSL_FLAG(std::string, unknown_features, "count",
+          "Item feature names the model does not know: count (rank, count them per name, "
+          "list them in the response header) or reject (INVALID_ARGUMENT).");
+ABSL_FLAG(std::string, tls_cert_file, "",
+          "PEM certificate chain: serve gRPC over TLS (empty: plaintext).");
+ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file.");
+ABSL_FLAG(std::string, tls_client_ca_file, "",
+          "PEM CA bundle: require client certificates signed by it (mutual TLS).");
+ABSL_FLAG(int, health_port, -1,
+          "Plaintext port serving only grpc.health.v1.Health (for kubelet gRPC probes, "
+          "which cannot speak TLS); 0 picks a free port, -1 disables.");
 
 namespace rankwire::server {
 namespace {
@@ -76,6 +102,27 @@ absl::StatusOr<rank::v1::LogMode> ParseLogMode(const std::string& mode) {
   if (mode == "none") return rank::v1::LOG_MODE_NONE;
   return absl::InvalidArgumentError(
       absl::StrCat("--log_mode=", mode, ": expected store, inline or none"));
+}
+
+absl::StatusOr<UnknownFeaturePolicy> ParseUnknownFeatures(const std::string& policy) {
+  if (policy == "count") return UnknownFeaturePolicy::kCount;
+  if (policy == "reject") return UnknownFeaturePolicy::kReject;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--unknown_features=", policy, ": expected count or reject"));
+}
+
+absl::StatusOr<AdmissionOptions> AdmissionOptionsFromFlags() {
+  AdmissionOptions options;
+  const int max_concurrent = absl::GetFlag(FLAGS_max_concurrent_rank);
+  if (max_concurrent < 0) return absl::InvalidArgumentError("--max_concurrent_rank must be >= 0");
+  options.max_concurrent_rank = max_concurrent == 0 ? DefaultMaxConcurrentRank() : max_concurrent;
+  options.max_unsent_bytes = size_t{absl::GetFlag(FLAGS_max_unsent_response_mb)} << 20;
+  options.max_unsent_bytes_per_peer = size_t{absl::GetFlag(FLAGS_max_unsent_response_mb_per_peer)}
+                                      << 20;
+  if (options.max_unsent_bytes == 0 || options.max_unsent_bytes_per_peer == 0) {
+    return absl::InvalidArgumentError("--max_unsent_response_mb* must be at least 1");
+  }
+  return options;
 }
 
 absl::StatusOr<logstore::LogStoreConfig> LogStoreConfigFromFlags() {
@@ -130,6 +177,27 @@ void ExportLogStats(MetricsRegistry* registry, const logstore::LogConsumer* cons
                      [consumer]() { return consumer->stats().store_up ? 1.0 : 0.0; });
 }
 
+// A plaintext gRPC server with only the health service: kubelet's gRPC
+// probes cannot speak TLS, so with TLS on the main port they use this one.
+// It serves no Rank or LogService methods.
+struct HealthServer {
+  std::unique_ptr<grpc::Server> server;  // Null when disabled.
+  int port = -1;
+};
+
+absl::StatusOr<HealthServer> StartHealthServer(const std::string& address, int port) {
+  HealthServer health;
+  if (port < 0) return health;
+  grpc::ServerBuilder builder;
+  const std::string listen = absl::StrCat(address, ":", port);
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &health.port);
+  health.server = builder.BuildAndStart();
+  if (health.server == nullptr || health.port == 0) {
+    return absl::UnavailableError(absl::StrCat("--health_port: cannot listen on ", listen));
+  }
+  return health;
+}
+
 // Blocks SIGTERM/SIGINT in every thread (call before any thread starts), so
 // the main thread can wait for them with sigwait().
 sigset_t BlockShutdownSignals() {
@@ -143,6 +211,7 @@ sigset_t BlockShutdownSignals() {
 
 absl::Status Run() {
   const sigset_t signals = BlockShutdownSignals();
+  InstallProtobufLogHandler();
 
   BuiltinCodecOptions codec_options;
   codec_options.block_items = absl::GetFlag(FLAGS_rankbin_block_items);
@@ -182,12 +251,31 @@ absl::Status Run() {
     ExportLogStats(&registry, store.consumer.get());
   }
 
+  absl::StatusOr<UnknownFeaturePolicy> unknown_features =
+      ParseUnknownFeatures(absl::GetFlag(FLAGS_unknown_features));
+  if (!unknown_features.ok()) return unknown_features.status();
+  absl::StatusOr<AdmissionOptions> admission_options = AdmissionOptionsFromFlags();
+  if (!admission_options.ok()) return admission_options.status();
+  const ServerTlsFiles tls{absl::GetFlag(FLAGS_tls_cert_file), absl::GetFlag(FLAGS_tls_key_file),
+                           absl::GetFlag(FLAGS_tls_client_ca_file)};
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      MakeServerCredentials(tls);
+  if (!credentials.ok()) return credentials.status();
+
   RankHandlerOptions options;
   options.limits.max_candidates = absl::GetFlag(FLAGS_max_candidates);
   options.default_codec = *default_codec;
   options.default_log_mode = *log_mode;
+  options.unknown_features = *unknown_features;
+  options.max_response_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_message_bytes));
+  options.rankbin_block_items = codec_options.block_items;
   RankHandler handler(&ranker, &*codecs, store.consumer.get(), &metrics, options);
-  RankServiceImpl rank_service(&handler, &metrics);
+  AdmissionControl admission(*admission_options);
+  registry.AddGauge("rankwire_unsent_response_bytes",
+                    "Response bytes handed to gRPC that clients have not read yet.",
+                    [&admission] { return static_cast<double>(admission.unsent_bytes()); });
+  WorkerPool workers(admission_options->max_concurrent_rank);
+  RankServiceImpl rank_service(&handler, &metrics, &admission, &workers);
   LogServiceImpl log_service(store.reader.get());
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -196,7 +284,7 @@ absl::Status Run() {
   int bound_port = 0;
   const std::string listen =
       absl::StrCat(absl::GetFlag(FLAGS_address), ":", absl::GetFlag(FLAGS_port));
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &bound_port);
+  builder.AddListeningPort(listen, *credentials, &bound_port);
   builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_message_bytes));
   builder.SetMaxSendMessageSize(absl::GetFlag(FLAGS_max_message_bytes));
   builder.RegisterService(&rank_service);
@@ -205,7 +293,14 @@ absl::Status Run() {
   if (server == nullptr || bound_port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", listen));
   }
-  server->GetHealthCheckService()->SetServingStatus(true);
+  absl::StatusOr<HealthServer> health =
+      StartHealthServer(absl::GetFlag(FLAGS_address), absl::GetFlag(FLAGS_health_port));
+  if (!health.ok()) return health.status();
+  auto set_serving = [&](bool serving) {
+    server->GetHealthCheckService()->SetServingStatus(serving);
+    if (health->server) health->server->GetHealthCheckService()->SetServingStatus(serving);
+  };
+  set_serving(true);
 
   std::unique_ptr<MetricsHttpServer> http;
   if (int metrics_port = absl::GetFlag(FLAGS_metrics_port); metrics_port >= 0) {
@@ -215,20 +310,24 @@ absl::Status Run() {
     http = *std::move(started);
   }
   // Scripts and tests read the ports from this line.
-  spdlog::info("rankwire-server listening port={} metrics_port={} codec={} log_mode={} logstore={} model={}",
+  spdlog::info("rankwire-server listening port={} metrics_port={} codec={} log_mode={} logstore={} "
+               "model={} health_port={} tls={} max_concurrent_rank={}",
                bound_port, http ? http->port() : -1, std::string((*default_codec)->name()),
                absl::GetFlag(FLAGS_log_mode), absl::GetFlag(FLAGS_logstore),
-               model->full_version());
+               model->full_version(), health->port,
+               !UsesTls(tls) ? "off" : tls.client_ca_file.empty() ? "tls" : "mutual",
+               admission_options->max_concurrent_rank);
 
   int signal_number = 0;
   sigwait(&signals, &signal_number);
   spdlog::info("signal {}: draining (drain {} ms, grace {} ms)", signal_number,
                absl::GetFlag(FLAGS_drain_ms), absl::GetFlag(FLAGS_shutdown_grace_ms));
-  server->GetHealthCheckService()->SetServingStatus(false);
+  set_serving(false);
   absl::SleepFor(absl::Milliseconds(absl::GetFlag(FLAGS_drain_ms)));
   server->Shutdown(std::chrono::system_clock::now() +
                    std::chrono::milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms)));
   server->Wait();
+  if (health->server) health->server->Shutdown();
   if (store.consumer) {
     store.consumer->Shutdown(absl::Milliseconds(absl::GetFlag(FLAGS_log_flush_ms)));
     logstore::LogStats s = store.consumer->stats();

@@ -11,6 +11,21 @@ ServerMetrics::ServerMetrics(MetricsRegistry* r,
   rpcs_ok = r->AddCounter(kRpcs, kRpcsHelp, "outcome=\"ok\"");
   rpcs_invalid_argument = r->AddCounter(kRpcs, kRpcsHelp, "outcome=\"invalid_argument\"");
   rpcs_failed = r->AddCounter(kRpcs, kRpcsHelp, "outcome=\"error\"");
+  rpcs_rejected = r->AddCounter(kRpcs, kRpcsHelp, "outcome=\"rejected\"");
+  constexpr absl::string_view kRejected = "rankwire_server_rejected_total";
+  constexpr absl::string_view kRejectedHelp =
+      "Rank calls refused before ranking, by reason (RESOURCE_EXHAUSTED or "
+      "DEADLINE_EXCEEDED).";
+  rejected.overload = r->AddCounter(kRejected, kRejectedHelp, "reason=\"overload\"");
+  rejected.unsent_bytes = r->AddCounter(kRejected, kRejectedHelp, "reason=\"unsent_bytes\"");
+  rejected.deadline = r->AddCounter(kRejected, kRejectedHelp, "reason=\"deadline\"");
+  rejected.response_budget =
+      r->AddCounter(kRejected, kRejectedHelp, "reason=\"response_budget\"");
+  unknown_item_features = r->AddLabeledCounters(
+      "rankwire_unknown_item_features_total",
+      "Requests naming an item feature the model does not know, by name (the first 64 "
+      "names; later ones count as \"_other\").",
+      "name", 64);
   r->AddGauge("rankwire_rank_rpcs_in_flight", "Rank calls being handled now.",
               [this] { return static_cast<double>(in_flight.load(std::memory_order_relaxed)); });
 

@@ -27,6 +27,18 @@ struct ServerMetrics {
   Counter* rpcs_ok;
   Counter* rpcs_invalid_argument;
   Counter* rpcs_failed;
+  Counter* rpcs_rejected;  // RESOURCE_EXHAUSTED or DEADLINE_EXCEEDED, not ranked.
+  // Calls refused without being ranked (rankwire_server_rejected_total):
+  // past --max_concurrent_rank, past the unsent-response byte bounds, past
+  // their deadline before ranking, over the response budget.
+  struct Rejected {
+    Counter* overload;
+    Counter* unsent_bytes;
+    Counter* deadline;
+    Counter* response_budget;
+  } rejected;
+  // Item feature names the model does not know, per name (bounded).
+  LabeledCounters* unknown_item_features;
   Histogram* request_deserialize;
   Histogram* validate;
   Histogram* rank;

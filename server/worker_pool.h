@@ -1,0 +1,43 @@
+// WorkerPool: a fixed number of threads running submitted tasks in order.
+// The Rank service parses, ranks and encodes on it, so gRPC's own threads
+// only admit or refuse calls and a refusal never waits behind ranking work.
+// The queue has no bound of its own: AdmissionControl admits at most as
+// many calls as the pool has threads, so it never holds more than that.
+//
+// Thread safety: Submit() is safe from many threads. The destructor runs the
+// tasks already queued, then joins.
+#ifndef RANKWIRE_SERVER_WORKER_POOL_H_
+#define RANKWIRE_SERVER_WORKER_POOL_H_
+
+#include <deque>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+
+namespace rankwire::server {
+
+class WorkerPool {
+ public:
+  explicit WorkerPool(int threads);
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  void Submit(std::function<void()> task);
+
+ private:
+  void Loop();
+  bool HasWorkOrStopping() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  absl::Mutex mu_;
+  std::deque<std::function<void()>> tasks_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace rankwire::server
+
+#endif  // RANKWIRE_SERVER_WORKER_POOL_H_
