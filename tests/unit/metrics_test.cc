@@ -34,5 +34,21 @@ TEST(MetricsTest, RendersPrometheusText) {
   EXPECT_EQ(text.find("# TYPE calls_total"), text.rfind("# TYPE calls_total"));
 }
 
+TEST(MetricsTest, LabeledCountersAreBoundedAndEscaped) {
+  MetricsRegistry registry;
+  LabeledCounters* c = registry.AddLabeledCounters("unknown_total", "Unknown.", "name", 2);
+  c->Increment("a\"b\\c\nd");
+  c->Increment("x");
+  c->Increment("x");
+  c->Increment("third");   // Past the two distinct values: "_other".
+  c->Increment("fourth");
+  const std::string text = registry.RenderPrometheus();
+  EXPECT_THAT(text, HasSubstr("# TYPE unknown_total counter\n"));
+  EXPECT_THAT(text, HasSubstr("unknown_total{name=\"a\\\"b\\\\c\\nd\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("unknown_total{name=\"x\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("unknown_total{name=\"_other\"} 2\n"));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("third")));
+}
+
 }  // namespace
 }  // namespace rankwire::server

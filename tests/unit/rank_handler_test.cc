@@ -127,5 +127,42 @@ TEST_F(RankHandlerTest, InvalidRequestsAreRejectedAndCounted) {
   EXPECT_EQ(metrics_->validate->count(), 1u);
 }
 
+TEST_F(RankHandlerTest, UnknownFeaturesAreCountedAndListedInTheHeader) {
+  rank::v1::RankRequest request = Request({}, rank::v1::LOG_MODE_NONE);
+  request.set_item_feature_names(3, "reveiw_count");
+  absl::StatusOr<EncodedResponse> r = Handle(request);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(r->header.unknown_item_features(), ::testing::ElementsAre("reveiw_count"));
+  EXPECT_THAT(registry_.RenderPrometheus(),
+              HasSubstr("rankwire_unknown_item_features_total{name=\"reveiw_count\"} 1\n"));
+  absl::StatusOr<EncodedResponse> known = Handle(Request({}, rank::v1::LOG_MODE_NONE));
+  ASSERT_TRUE(known.ok());
+  EXPECT_EQ(known->header.unknown_item_features_size(), 0);
+}
+
+TEST_F(RankHandlerTest, UnknownFeaturesAreRefusedWhenTheServerSaysSo) {
+  RankHandlerOptions options;
+  options.default_codec = codecs_->Find("rankbin");
+  options.unknown_features = UnknownFeaturePolicy::kReject;
+  RankHandler strict(ranker_.get(), codecs_.get(), nullptr, metrics_.get(), options);
+  rank::v1::RankRequest request = Request({}, rank::v1::LOG_MODE_NONE);
+  request.set_item_feature_names(3, "reveiw_count");
+  absl::StatusOr<EncodedResponse> r = strict.Handle(
+      std::make_shared<const rank::v1::RankRequest>(request), RankHandler::Clock::now(), 0);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(r.status().message()),
+              HasSubstr("does not know: reveiw_count (the server runs with "
+                        "--unknown_features=reject)"));
+}
+
+TEST_F(RankHandlerTest, ACallPastItsDeadlineIsNotRanked) {
+  absl::StatusOr<EncodedResponse> r = handler_->Handle(
+      std::make_shared<const rank::v1::RankRequest>(Request({}, rank::v1::LOG_MODE_NONE)),
+      RankHandler::Clock::now(), 0, std::chrono::system_clock::now() - std::chrono::seconds(1));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(metrics_->rank->count(), 0u);
+  EXPECT_EQ(metrics_->rejected.deadline->value(), 1u);
+}
+
 }  // namespace
 }  // namespace rankwire::server

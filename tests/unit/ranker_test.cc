@@ -119,5 +119,30 @@ TEST_F(RankerTest, MissingFeaturesCountAsZero) {
               1e-12);
 }
 
+// The response budget sizes responses from Shape(): it must name exactly the
+// keys Rank() emits, and bound every log line.
+TEST_F(RankerTest, ShapeNamesTheKeysAndBoundsTheLogLines) {
+  rank::v1::RankRequest request = request_;
+  request.set_user_id(std::string(256, 'u'));
+  (*request.mutable_context())["query"] = std::string(512, 'q');
+  request.mutable_candidates(3)->set_recall_source(std::string(64, 's'));
+  const OutputShape shape = ranker_->Shape(request);
+  RankResult r = ranker_->Rank(request, true);
+  ASSERT_EQ(shape.keys.size(), r.keys.size());
+  for (size_t k = 0; k < r.keys.size(); ++k) {
+    EXPECT_EQ(shape.keys[k].name, r.keys[k].name);
+    if (r.keys[k].type != MetricType::kInt && shape.keys[k].type != MetricType::kInt) {
+      EXPECT_EQ(shape.keys[k].type, r.keys[k].type) << r.keys[k].name;
+    }
+  }
+  for (const RankedItem& item : r.items) {
+    const MetricValue* source = r.FindMetric(item.position - 1, "recall.source");
+    ASSERT_NE(source, nullptr);
+    EXPECT_LE(item.log.size(),
+              shape.line_fixed_bytes + item.item_id.size() + source->string_value().size());
+    EXPECT_GT(item.log.size(), shape.line_shared_bytes);
+  }
+}
+
 }  // namespace
 }  // namespace rankwire::server

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <functional>
 
+#include "absl/strings/str_cat.h"
 #include "client/workload.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -41,6 +42,39 @@ TEST(RequestValidatorTest, EachProblemIsNamed) {
        "candidates[2] has 19 features but item_feature_names names 18"},
       {[](auto* r) { r->mutable_candidates(2)->set_features(0, -INFINITY); },
        "candidates[2].features[0] (price) is -inf"},
+      // Enums, ranges.
+      {[](auto* r) { r->set_scene(static_cast<rank::v1::Scene>(99)); },
+       "scene 99 is not a known Scene"},
+      {[](auto* r) { r->mutable_candidates(4)->set_recall_rank(0); },
+       "candidates[4].recall_rank is 0; it is 1-based"},
+      {[](auto* r) { r->set_request_time_ms(-1); }, "request_time_ms -1 is negative"},
+      // Every string copied into each item has a byte limit.
+      {[](auto* r) { r->set_user_id(std::string(100 * 1024, 'u')); },
+       "user_id is 102400 bytes; the limit is 256"},
+      {[](auto* r) { r->mutable_candidates(7)->set_recall_source(std::string(65, 's')); },
+       "candidates[7].recall_source is 65 bytes; the limit is 64"},
+      {[](auto* r) { r->set_item_feature_names(17, std::string(1 << 20, 'f')); },
+       "item_feature_names[17] is 1048576 bytes; the limit is 128"},
+      {[](auto* r) { (*r->mutable_context())["query"] = std::string(8 << 20, 'q'); },
+       "context[\"query\"] is 8388608 bytes; the limit is 512"},
+      {[](auto* r) { (*r->mutable_context())[std::string(65, 'k')] = "v"; },
+       "is 65 bytes; the limit is 64"},
+      {[](auto* r) { (*r->mutable_user_features())[std::string(129, 'k')] = 1; },
+       "is 129 bytes; the limit is 128"},
+      {[](auto* r) { r->add_accept_codecs(std::string(65, 'c')); },
+       "accept_codecs[0] is 65 bytes; the limit is 64"},
+      {[](auto* r) {
+         for (int i = 0; i < 17; ++i) r->add_accept_codecs("rankbin");
+       },
+       "17 accept_codecs exceed the limit of 16"},
+      {[](auto* r) {
+         for (int i = 0; i < 65; ++i) (*r->mutable_context())[absl::StrCat("k", i)] = "v";
+       },
+       "context entries exceed the limit of 64"},
+      {[](auto* r) {
+         for (int i = 0; i < 257; ++i) (*r->mutable_user_features())[absl::StrCat("u", i)] = 1;
+       },
+       "user features exceed the limit of 256"},
   };
   for (const Case& c : cases) {
     rank::v1::RankRequest request = client::WorkloadGenerator({}).Make(0);
@@ -60,6 +94,30 @@ TEST(RequestValidatorTest, LimitsAreConfigurable) {
   limits.max_item_features = 10;
   s = ValidateRequest(client::WorkloadGenerator({}).Make(0), limits);
   EXPECT_THAT(std::string(s.message()), HasSubstr("18 item features exceed the limit of 10"));
+}
+
+TEST(RequestValidatorTest, LimitsAtTheirMaximumAreValid) {
+  rank::v1::RankRequest request = client::WorkloadGenerator({}).Make(0);
+  request.set_request_id(std::string(256, 'r'));
+  request.set_user_id(std::string(256, 'u'));
+  request.set_request_time_ms(0);
+  request.set_scene(rank::v1::SCENE_CART);
+  (*request.mutable_context())["query"] = std::string(512, 'q');
+  request.mutable_candidates(0)->set_recall_source(std::string(64, 's'));
+  request.mutable_candidates(0)->set_item_id(std::string(256, 'i'));
+  request.set_item_feature_names(0, std::string(128, 'f'));
+  EXPECT_TRUE(ValidateRequest(request, {}).ok()) << ValidateRequest(request, {});
+}
+
+TEST(RequestValidatorTest, UnknownItemFeaturesAreListedInRequestOrder) {
+  rank::v1::RankRequest request = client::WorkloadGenerator({}).Make(0);
+  request.set_item_feature_names(3, "reveiw_count");
+  request.set_item_feature_names(1, "discount");
+  absl::flat_hash_set<std::string> known(client::ItemFeatureNames().begin(),
+                                         client::ItemFeatureNames().end());
+  EXPECT_THAT(UnknownItemFeatures(request, known),
+              ::testing::ElementsAre("discount", "reveiw_count"));
+  EXPECT_TRUE(UnknownItemFeatures(client::WorkloadGenerator({}).Make(0), known).empty());
 }
 
 }  // namespace

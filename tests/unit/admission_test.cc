@@ -1,0 +1,59 @@
+#include "server/admission.h"
+
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace rankwire::server {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(AdmissionTest, RefusesPastTheSlotsAndAdmitsAgainWhenOneIsFreed) {
+  AdmissionControl admission(AdmissionOptions{2, 1 << 20, 1 << 20});
+  AdmissionControl::Refusal refusal;
+  std::optional<AdmissionControl::Slot> a, b, c;
+  ASSERT_TRUE(admission.Admit("p", &a, &refusal).ok());
+  ASSERT_TRUE(admission.Admit("p", &b, &refusal).ok());
+  absl::Status s = admission.Admit("q", &c, &refusal);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("maximum of 2 calls (--max_concurrent_rank)"));
+  EXPECT_EQ(refusal, AdmissionControl::Refusal::kOverload);
+  EXPECT_FALSE(c.has_value());
+  EXPECT_EQ(admission.in_use(), 2);
+  a.reset();
+  EXPECT_EQ(admission.in_use(), 1);
+  EXPECT_TRUE(admission.Admit("q", &c, &refusal).ok());
+}
+
+TEST(AdmissionTest, APeerThatDoesNotReadIsRefusedAndOthersAreNot) {
+  AdmissionControl admission(AdmissionOptions{8, 1000, 100});
+  AdmissionControl::Refusal refusal;
+  admission.AddUnsent("slow", 100);
+  std::optional<AdmissionControl::Slot> slot;
+  absl::Status s = admission.Admit("slow", &slot, &refusal);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(refusal, AdmissionControl::Refusal::kUnsentBytes);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("has not read 100 bytes"));
+  EXPECT_TRUE(admission.Admit("fast", &slot, &refusal).ok());
+  slot.reset();
+  admission.RemoveUnsent("slow", 60);
+  EXPECT_TRUE(admission.Admit("slow", &slot, &refusal).ok());
+  EXPECT_EQ(admission.unsent_bytes(), 40u);
+}
+
+TEST(AdmissionTest, TheGlobalUnsentBoundRefusesEveryone) {
+  AdmissionControl admission(AdmissionOptions{8, 1000, 800});
+  AdmissionControl::Refusal refusal;
+  for (int i = 0; i < 10; ++i) admission.AddUnsent(absl::StrCat("peer", i), 100);
+  std::optional<AdmissionControl::Slot> slot;
+  EXPECT_EQ(admission.Admit("new", &slot, &refusal).code(),
+            absl::StatusCode::kResourceExhausted);
+  admission.RemoveUnsent("peer0", 100);
+  EXPECT_TRUE(admission.Admit("new", &slot, &refusal).ok());
+}
+
+}  // namespace
+}  // namespace rankwire::server
