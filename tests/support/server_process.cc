@@ -90,6 +90,15 @@ ServerProcess::~ServerProcess() {
   if (!log_path_.empty()) unlink(log_path_.c_str());
 }
 
+absl::StatusOr<size_t> ServerProcess::ResidentBytes() const {
+  std::ifstream status(absl::StrCat("/proc/", pid_, "/status"));
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;  // "... kB"
+  }
+  return absl::NotFoundError(absl::StrCat("no VmRSS for pid ", pid_));
+}
+
 std::string ServerProcess::target() const { return absl::StrCat("127.0.0.1:", port_); }
 
 absl::Status ServerProcess::Signal(int signal_number) {

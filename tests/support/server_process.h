@@ -40,6 +40,9 @@ class ServerProcess {
   int metrics_port() const { return metrics_port_; }
   std::string target() const;  // "127.0.0.1:<port>"
   bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
+  // VmRSS from /proc/<pid>/status, in bytes.
+  absl::StatusOr<size_t> ResidentBytes() const;
 
   absl::Status Signal(int signal_number);
   // Waits for the process to exit and returns its exit status (the code,

@@ -1,0 +1,439 @@
+// Hostile and overloaded callers against the real rankwire-server binary:
+// overload past --max_concurrent_rank, the amplification request, garbage
+// and invalid UTF-8, and a client that never reads its responses. Every
+// test is bounded in calls and time; assertions are on status codes,
+// counters and memory bounds, not on latency (scripts/bench_hostile.sh
+// measures that).
+#include <arpa/inet.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "client/rank_client.h"
+#include "client/workload.h"
+#include "codec/builtin_codecs.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/hostile_requests.h"
+#include "tests/support/server_process.h"
+
+namespace rankwire {
+namespace {
+
+using ::testing::HasSubstr;
+using test::ServerProcess;
+
+class HostileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<CodecRegistry> codecs = MakeBuiltinCodecs({});
+    ASSERT_TRUE(codecs.ok()) << codecs.status();
+    codecs_ = std::make_unique<CodecRegistry>(*std::move(codecs));
+  }
+
+  std::unique_ptr<ServerProcess> Start(const std::vector<std::string>& flags) {
+    absl::StatusOr<std::unique_ptr<ServerProcess>> server = ServerProcess::Start(flags);
+    EXPECT_TRUE(server.ok()) << server.status();
+    return server.ok() ? *std::move(server) : nullptr;
+  }
+
+  client::RankClient Client(const ServerProcess& server) {
+    return client::RankClient(client::MakeChannel(server.target()), codecs_.get());
+  }
+
+  static rank::v1::RankRequest Request(std::vector<std::string> accept,
+                                       rank::v1::LogMode log_mode, uint64_t sequence = 0) {
+    client::WorkloadOptions options;
+    options.accept_codecs = std::move(accept);
+    options.log_mode = log_mode;
+    return client::WorkloadGenerator(options).Make(sequence);
+  }
+
+  // The value of one series on the server's /metrics page (-1 if absent).
+  static double Metric(const ServerProcess& server, const std::string& series) {
+    absl::StatusOr<std::string> page = test::HttpGet(server.metrics_port(), "/metrics");
+    EXPECT_TRUE(page.ok()) << page.status();
+    if (!page.ok()) return -1;
+    const std::string prefix = series + " ";
+    size_t at = page->find("\n" + prefix);
+    if (at == std::string::npos) return -1;
+    return std::stod(page->substr(at + 1 + prefix.size()));
+  }
+
+  // The raw bytes of a call through a generic stub; its status.
+  static grpc::Status RawCall(const std::shared_ptr<grpc::Channel>& channel,
+                              const std::string& bytes) {
+    grpc::GenericStub stub(channel);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    grpc::Slice slice(bytes.data(), bytes.size());
+    grpc::ByteBuffer request(&slice, 1), response;
+    absl::Notification done;
+    grpc::Status status;
+    stub.UnaryCall(&context, "/rank.v1.RankService/Rank", grpc::StubOptions(), &request,
+                   &response, [&](grpc::Status s) {
+                     status = std::move(s);
+                     done.Notify();
+                   });
+    done.WaitForNotification();
+    return status;
+  }
+
+  std::unique_ptr<CodecRegistry> codecs_;
+};
+
+// Four times as many closed-loop callers as ranking slots for 10 s: every
+// call is answered OK or RESOURCE_EXHAUSTED, nothing else (no deadline
+// expiries from queueing, no UNAVAILABLE), and the server counts exactly
+// the rejections the callers saw.
+TEST_F(HostileTest, OverloadAtFourTimesTheLimitAnswersOkOrResourceExhausted) {
+  constexpr int kSlots = 2;
+  auto server = Start({absl::StrCat("--max_concurrent_rank=", kSlots), "--codec=rankbin",
+                       "--log_mode=none"});
+  ASSERT_NE(server, nullptr);
+  struct Counts {
+    uint64_t ok = 0, exhausted = 0, other = 0;
+    std::vector<double> ok_us, exhausted_us;
+    std::string first_other;
+  };
+  std::vector<Counts> counts(4 * kSlots);
+  const absl::Time end = absl::Now() + absl::Seconds(10);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < counts.size(); ++t) {
+    threads.emplace_back([&, t] {
+      client::RankClient client = Client(*server);
+      client::CallOptions call;
+      call.deadline = absl::Seconds(5);
+      Counts& c = counts[t];
+      for (uint64_t n = 0; absl::Now() < end; ++n) {
+        const absl::Time sent = absl::Now();
+        absl::StatusOr<client::RankReply> reply =
+            client.Rank(Request({}, rank::v1::LOG_MODE_NONE, n % 16), call);
+        const double us = absl::ToDoubleMicroseconds(absl::Now() - sent);
+        if (reply.ok()) {
+          ++c.ok;
+          c.ok_us.push_back(us);
+        } else if (reply.status().code() == absl::StatusCode::kResourceExhausted) {
+          ++c.exhausted;
+          c.exhausted_us.push_back(us);
+        } else if (c.other++ == 0) {
+          c.first_other = reply.status().ToString();
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  Counts total;
+  for (const Counts& c : counts) {
+    total.ok += c.ok;
+    total.exhausted += c.exhausted;
+    total.other += c.other;
+    total.ok_us.insert(total.ok_us.end(), c.ok_us.begin(), c.ok_us.end());
+    total.exhausted_us.insert(total.exhausted_us.end(), c.exhausted_us.begin(),
+                              c.exhausted_us.end());
+    if (total.first_other.empty()) total.first_other = c.first_other;
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  };
+  std::printf("ok %lu (median %.0f us), resource_exhausted %lu (median %.0f us), other %lu\n",
+              total.ok, median(total.ok_us), total.exhausted, median(total.exhausted_us),
+              total.other);
+  EXPECT_EQ(total.other, 0u) << total.first_other;
+  EXPECT_GT(total.ok, 0u);
+  EXPECT_GT(total.exhausted, 0u);
+  EXPECT_EQ(Metric(*server, "rankwire_server_rejected_total{reason=\"overload\"}"),
+            static_cast<double>(total.exhausted));
+  // A refusal does no ranking: it is answered faster than a ranked call.
+  EXPECT_LT(median(total.exhausted_us), median(total.ok_us));
+}
+
+// RESOURCE_EXHAUSTED is final for the client: a refused call reaches the
+// server once (a retry policy that retried it would turn overload into more
+// load).
+TEST_F(HostileTest, TheClientDoesNotRetryResourceExhausted) {
+  auto server = Start({"--max_concurrent_rank=1", "--max_candidates=20000", "--codec=rankbin",
+                       "--log_mode=none"});
+  ASSERT_NE(server, nullptr);
+  client::RankClient client = Client(*server);
+  ASSERT_TRUE(client.Rank(Request({}, rank::v1::LOG_MODE_NONE), {}).ok());
+  // Hold the only slot with a big call (well over 100 ms of ranking)...
+  client::WorkloadOptions options;
+  options.candidates = 15000;
+  options.log_mode = rank::v1::LOG_MODE_NONE;
+  const rank::v1::RankRequest big = client::WorkloadGenerator(options).Make(7);
+  std::thread holder([&] {
+    client::CallOptions call;
+    call.deadline = absl::Seconds(60);
+    EXPECT_TRUE(Client(*server).Rank(big, call).ok());
+  });
+  bool held = false;
+  for (int i = 0; i < 2000 && !held; ++i) {
+    held = Metric(*server, "rankwire_rank_rpcs_in_flight") == 1;
+    if (!held) absl::SleepFor(absl::Milliseconds(1));
+  }
+  // ...and send one call while it is held.
+  absl::StatusOr<client::RankReply> refused = client.Rank(Request({}, rank::v1::LOG_MODE_NONE), {});
+  const bool still_held = Metric(*server, "rankwire_rank_rpcs_in_flight") == 1;
+  holder.join();
+  ASSERT_TRUE(held) << "the big call never reached the handler";
+  if (!still_held && refused.ok()) GTEST_SKIP() << "the big call finished before the probe";
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("--max_concurrent_rank"));
+  EXPECT_EQ(Metric(*server, "rankwire_server_rejected_total{reason=\"overload\"}"), 1);
+}
+
+// The amplification request (100 KB user_id, 1000 candidates, logs
+// inline, protobuf) is refused by the input contract; the largest request
+// the contract allows, asking for a response over --max_message_bytes
+// (about 75 MB), is refused by the response budget before anything is
+// built. 20 of each leave the server's resident memory within 1.2x of its
+// steady level.
+TEST_F(HostileTest, AmplificationIsRefusedUpFrontAndMemoryStaysFlat) {
+  auto server = Start({"--codec=protobuf"});
+  ASSERT_NE(server, nullptr);
+  client::RankClient client = Client(*server);
+  const rank::v1::RankRequest maximal =
+      test::MaximalRequest(1000, rank::v1::LOG_MODE_INLINE, "protobuf");
+  // The steady state: normal traffic, and large (1.4 MB) requests parsed,
+  // four at a time so that every ranking worker has parsed some (glibc
+  // keeps a heap per thread).
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(client.Rank(Request({"protobuf"}, rank::v1::LOG_MODE_INLINE, i), {}).ok());
+  }
+  for (int round = 0; round < 3; ++round) {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&] {
+        EXPECT_EQ(Client(*server).Rank(maximal, {}).status().code(),
+                  absl::StatusCode::kResourceExhausted);
+      });
+    }
+    for (std::thread& t : threads) t.join();
+  }
+  absl::SleepFor(absl::Seconds(1));
+  absl::StatusOr<size_t> before = server->ResidentBytes();
+  ASSERT_TRUE(before.ok()) << before.status();
+
+  for (int i = 0; i < 20; ++i) {
+    absl::StatusOr<client::RankReply> reply = client.Rank(test::AmplificationRequest(i), {});
+    ASSERT_EQ(reply.status().code(), absl::StatusCode::kInvalidArgument) << reply.status();
+    EXPECT_THAT(std::string(reply.status().message()),
+                HasSubstr("user_id is 102400 bytes; the limit is 256"));
+  }
+  absl::SleepFor(absl::Seconds(5));
+  absl::StatusOr<size_t> after_amplification = server->ResidentBytes();
+  ASSERT_TRUE(after_amplification.ok()) << after_amplification.status();
+
+  for (int i = 0; i < 20; ++i) {
+    absl::StatusOr<client::RankReply> reply = client.Rank(maximal, {});
+    ASSERT_EQ(reply.status().code(), absl::StatusCode::kResourceExhausted) << reply.status();
+    EXPECT_THAT(std::string(reply.status().message()), HasSubstr("(--max_message_bytes)"));
+    EXPECT_THAT(std::string(reply.status().message()), HasSubstr("LOG_MODE_STORE"));
+  }
+  EXPECT_EQ(Metric(*server, "rankwire_server_rejected_total{reason=\"response_budget\"}"), 32);
+  // Nothing was ranked for them: only the 20 normal calls reached the ranker.
+  EXPECT_EQ(Metric(*server, "rankwire_server_phase_seconds_count{phase=\"rank\"}"), 20);
+
+  absl::SleepFor(absl::Seconds(5));
+  absl::StatusOr<size_t> after = server->ResidentBytes();
+  ASSERT_TRUE(after.ok()) << after.status();
+  std::printf("RSS before %zu, 5 s after 20 amplification calls %zu (%.2fx), 5 s after 20 "
+              "over-budget calls %zu (%.2fx)\n",
+              *before, *after_amplification, static_cast<double>(*after_amplification) / *before,
+              *after, static_cast<double>(*after) / *before);
+  EXPECT_LE(static_cast<double>(*after_amplification), 1.2 * static_cast<double>(*before));
+  EXPECT_LE(static_cast<double>(*after), 1.2 * static_cast<double>(*before));
+  EXPECT_TRUE(client.Rank(Request({}, rank::v1::LOG_MODE_NONE), {}).ok());
+}
+
+// Garbage bytes and requests with invalid UTF-8 get INVALID_ARGUMENT; the
+// server's log gets at most one libprotobuf line per 10 s interval.
+TEST_F(HostileTest, GarbageIsInvalidArgumentAndLoggedAtMostOncePerInterval) {
+  auto server = Start({});
+  ASSERT_NE(server, nullptr);
+  auto channel = client::MakeChannel(server->target());
+  rank::v1::RankRequest valid = Request({}, rank::v1::LOG_MODE_NONE);
+  std::string bad_utf8 = valid.SerializeAsString();
+  // user_id is field 3; put a string with an invalid UTF-8 byte at the end
+  // (a later field wins when parsing).
+  const std::string bad_user = "u\xff\xfe";
+  bad_utf8 += absl::StrCat(std::string(1, '\x1a'), std::string(1, static_cast<char>(bad_user.size())),
+                           bad_user);
+  const absl::Time start = absl::Now();
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_EQ(RawCall(channel, "\xff\xff\xff\xff not protobuf").error_code(),
+              grpc::StatusCode::INVALID_ARGUMENT);
+    grpc::Status utf8 = RawCall(channel, bad_utf8);
+    EXPECT_EQ(utf8.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(utf8.error_message(), HasSubstr("not UTF-8"));
+  }
+  const int intervals = 1 + static_cast<int>(absl::ToInt64Seconds(absl::Now() - start) / 10);
+  const std::string output = server->Output();
+  int lines = 0;
+  for (size_t at = output.find("libprotobuf"); at != std::string::npos;
+       at = output.find("libprotobuf", at + 1)) {
+    ++lines;
+  }
+  EXPECT_GE(lines, 1) << output;  // The first one is reported...
+  EXPECT_LE(lines, intervals + 1) << output;  // ...and the next 99 are not.
+  EXPECT_TRUE(client::RankClient(channel, codecs_.get()).Rank(valid, {}).ok());
+}
+
+// A minimal HTTP/2 client that sends Rank calls and never reads: it
+// announces a stream window of 0, so the server cannot send a byte of any
+// response body and must hold them.
+class NonReadingClient {
+ public:
+  explicit NonReadingClient(int port) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    int small = 4096;
+    setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    std::string out = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    // SETTINGS: INITIAL_WINDOW_SIZE (0x4) = 0.
+    out += Frame(0x4, 0, 0, std::string("\x00\x04\x00\x00\x00\x00", 6));
+    Send(out);
+  }
+  ~NonReadingClient() { close(fd_); }
+  bool connected() const { return connected_; }
+
+  // One Rank call on a new stream; the response is never read.
+  void Call(const std::string& request) {
+    const uint32_t stream = next_stream_;
+    next_stream_ += 2;
+    std::string headers;
+    for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
+             {":method", "POST"},
+             {":scheme", "http"},
+             {":path", "/rank.v1.RankService/Rank"},
+             {":authority", "localhost"},
+             {"content-type", "application/grpc"},
+             {"te", "trailers"}}) {
+      headers += '\0';  // Literal header field without indexing, new name.
+      headers += static_cast<char>(name.size());
+      headers += name;
+      headers += static_cast<char>(value.size());
+      headers += value;
+    }
+    std::string message(5, '\0');  // gRPC message prefix: uncompressed, length.
+    const uint32_t n = static_cast<uint32_t>(request.size());
+    message[1] = static_cast<char>(n >> 24);
+    message[2] = static_cast<char>(n >> 16);
+    message[3] = static_cast<char>(n >> 8);
+    message[4] = static_cast<char>(n);
+    message += request;
+    std::string out = Frame(0x1, 0x4, stream, headers);  // HEADERS, END_HEADERS.
+    for (size_t at = 0; at < message.size(); at += 16384) {
+      const bool last = at + 16384 >= message.size();
+      out += Frame(0x0, last ? 0x1 : 0x0, stream, message.substr(at, 16384));  // DATA
+    }
+    Send(out);
+  }
+
+ private:
+  static std::string Frame(uint8_t type, uint8_t flags, uint32_t stream,
+                           const std::string& payload) {
+    std::string f(9, '\0');
+    f[0] = static_cast<char>(payload.size() >> 16);
+    f[1] = static_cast<char>(payload.size() >> 8);
+    f[2] = static_cast<char>(payload.size());
+    f[3] = static_cast<char>(type);
+    f[4] = static_cast<char>(flags);
+    f[5] = static_cast<char>(stream >> 24);
+    f[6] = static_cast<char>(stream >> 16);
+    f[7] = static_cast<char>(stream >> 8);
+    f[8] = static_cast<char>(stream);
+    return f + payload;
+  }
+  void Send(const std::string& bytes) {
+    for (size_t at = 0; at < bytes.size();) {
+      ssize_t n = send(fd_, bytes.data() + at, bytes.size() - at, MSG_NOSIGNAL);
+      if (n <= 0) return;
+      at += static_cast<size_t>(n);
+    }
+  }
+
+  int fd_ = -1;
+  bool connected_ = false;
+  uint32_t next_stream_ = 1;
+};
+
+// A client that sends 100 calls for 1.2 MB responses and reads none: the
+// server holds at most its per-connection bound of unsent bytes (plus the
+// one response that crossed it), refuses that client's further calls, and
+// keeps serving another client (which backs off on RESOURCE_EXHAUSTED, as
+// clients must, since the non-reader's calls also take ranking slots).
+TEST_F(HostileTest, AClientThatNeverReadsIsBoundedAndOthersAreServed) {
+  constexpr int kPerPeerMb = 16;
+  auto server = Start({"--codec=protobuf",
+                       absl::StrCat("--max_unsent_response_mb_per_peer=", kPerPeerMb)});
+  ASSERT_NE(server, nullptr);
+  client::RankClient reader = Client(*server);
+  auto served = [&](uint64_t sequence) {
+    absl::Status last;
+    for (int attempt = 0; attempt < 50; ++attempt) {
+      absl::StatusOr<client::RankReply> reply =
+          reader.Rank(Request({}, rank::v1::LOG_MODE_INLINE, sequence), {});
+      if (reply.ok()) return absl::OkStatus();
+      last = reply.status();
+      if (last.code() != absl::StatusCode::kResourceExhausted) return last;
+      absl::SleepFor(absl::Milliseconds(10 * (attempt + 1)));
+    }
+    return last;
+  };
+  ASSERT_TRUE(served(0).ok());
+  absl::StatusOr<size_t> before = server->ResidentBytes();
+  ASSERT_TRUE(before.ok()) << before.status();
+
+  NonReadingClient slow(server->port());
+  ASSERT_TRUE(slow.connected());
+  const std::string request = Request({"protobuf"}, rank::v1::LOG_MODE_INLINE).SerializeAsString();
+  for (int i = 0; i < 100; ++i) {
+    slow.Call(request);
+    absl::SleepFor(absl::Milliseconds(5));
+    if (i % 10 == 9) {
+      absl::Status s = served(i);  // Another client is served all along.
+      ASSERT_TRUE(s.ok()) << s;
+    }
+  }
+  // Let the server work through what it has received.
+  double refused = 0;
+  for (int wait = 0; wait < 100 && refused < 1; ++wait) {
+    absl::SleepFor(absl::Milliseconds(50));
+    refused = Metric(*server, "rankwire_server_rejected_total{reason=\"unsent_bytes\"}");
+  }
+  EXPECT_GE(refused, 1) << "the non-reading client was never refused";
+  const double unsent = Metric(*server, "rankwire_unsent_response_bytes");
+  std::printf("unsent bytes held: %.0f; refused calls: %.0f\n", unsent, refused);
+  EXPECT_GT(unsent, 0);
+  EXPECT_LE(unsent, (kPerPeerMb << 20) + 2e6);  // The bound plus one response.
+  absl::StatusOr<size_t> after = server->ResidentBytes();
+  ASSERT_TRUE(after.ok()) << after.status();
+  std::printf("RSS before %zu, with the non-reader's calls %zu\n", *before, *after);
+  // 100 unread 1.2 MB responses would be 120 MB (and more while encoding).
+  EXPECT_LE(*after, *before + (size_t{kPerPeerMb} << 20) * 3);
+  for (int i = 0; i < 5; ++i) {
+    absl::Status s = served(100 + i);
+    ASSERT_TRUE(s.ok()) << s;
+  }
+}
+
+}  // namespace
+}  // namespace rankwire
