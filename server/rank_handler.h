@@ -44,6 +44,7 @@ struct RankHandlerOptions {
   // The rankbin codecs' block size, for the estimate (--rankbin_block_items).
   size_t rankbin_block_items = 16;
   // The codec used when the request accepts none this server has (--codec).
+  // REQUIRES: not null (the constructor aborts otherwise: a programmer error).
   const Codec* default_codec = nullptr;
   // Where logs go when the request says LOG_MODE_DEFAULT (--log_mode).
   rank::v1::LogMode default_log_mode = rank::v1::LOG_MODE_STORE;
@@ -64,7 +65,9 @@ class RankHandler {
   // `deserialize_us` how long parsing took; both go into the header.
   // InvalidArgument for a bad request; ResourceExhausted when its response
   // would exceed the budget; DeadlineExceeded when `deadline` has passed
-  // before ranking starts; Internal if encoding fails. Only OK ranks.
+  // before ranking starts (only OK ranks); if encoding fails, the codec's
+  // error (its code kept, e.g. ResourceExhausted for a result over a format
+  // limit).
   // The request is shared because, with logs in the store, the log lines
   // are formatted later on the log writer thread from the request.
   absl::StatusOr<EncodedResponse> Handle(std::shared_ptr<const rank::v1::RankRequest> request,

@@ -39,9 +39,7 @@ enum class LogDetail {
 struct OutputShape {
   struct Key {
     std::string name;
-    // kInt for item features (they are ints or floats depending on the
-    // values; the int bound is the larger one in every codec).
-    MetricType type = MetricType::kDouble;
+    MetricType type = MetricType::kDouble;  // As Rank() will emit it.
     // Int values: the largest magnitude.
     uint64_t max_int = 0;
     // String values: the value's bytes (the same in every item), or the
@@ -73,10 +71,11 @@ class Ranker {
   // returns).
   explicit Ranker(const LinearModel* model) : model_(model) {}
 
+  // Scores every candidate, orders them, emits the result's items and the
+  // log lines `detail` asks for. The request is shared because a deferred
+  // renderer keeps it.
   // REQUIRES: ValidateRequest(*request, ...) returned OK.
   RankOutput Rank(std::shared_ptr<const rank::v1::RankRequest> request, LogDetail detail) const;
-  // Logs inline or none.
-  RankResult Rank(const rank::v1::RankRequest& request, bool with_logs) const;
 
   // REQUIRES: ValidateRequest(request, ...) returned OK.
   OutputShape Shape(const rank::v1::RankRequest& request) const;
@@ -84,9 +83,6 @@ class Ranker {
   const LinearModel& model() const { return *model_; }
 
  private:
-  RankOutput RankImpl(const rank::v1::RankRequest& request,
-                      std::shared_ptr<const rank::v1::RankRequest> keep, LogDetail detail) const;
-
   const LinearModel* model_;
 };
 

@@ -27,7 +27,7 @@ namespace rankwire::server {
 // Limits of the input contract. Byte limits count UTF-8 bytes (protobuf has
 // already checked that strings are UTF-8 when the request parsed).
 struct RequestLimits {
-  uint32_t max_candidates = 2000;        // --max_candidates
+  uint32_t max_candidates = 1000;        // --max_candidates (same default)
   uint32_t max_item_features = 256;      // item_feature_names entries
   uint32_t max_user_features = 256;      // user_features entries
   uint32_t max_context_entries = 64;     // context entries

@@ -21,7 +21,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "client/rank_client.h"
-#include "client/workload.h"
+#include "workload/workload.h"
 #include "codec/builtin_codecs.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -54,10 +54,10 @@ class HostileTest : public ::testing::Test {
 
   static rank::v1::RankRequest Request(std::vector<std::string> accept,
                                        rank::v1::LogMode log_mode, uint64_t sequence = 0) {
-    client::WorkloadOptions options;
+    workload::WorkloadOptions options;
     options.accept_codecs = std::move(accept);
     options.log_mode = log_mode;
-    return client::WorkloadGenerator(options).Make(sequence);
+    return workload::WorkloadGenerator(options).Make(sequence);
   }
 
   // The value of one series on the server's /metrics page (-1 if absent).
@@ -170,10 +170,10 @@ TEST_F(HostileTest, TheClientDoesNotRetryResourceExhausted) {
   client::RankClient client = Client(*server);
   ASSERT_TRUE(client.Rank(Request({}, rank::v1::LOG_MODE_NONE), {}).ok());
   // Hold the only slot with a big call (well over 100 ms of ranking)...
-  client::WorkloadOptions options;
+  workload::WorkloadOptions options;
   options.candidates = 15000;
   options.log_mode = rank::v1::LOG_MODE_NONE;
-  const rank::v1::RankRequest big = client::WorkloadGenerator(options).Make(7);
+  const rank::v1::RankRequest big = workload::WorkloadGenerator(options).Make(7);
   std::thread holder([&] {
     client::CallOptions call;
     call.deadline = absl::Seconds(60);

@@ -9,7 +9,7 @@
 #include "absl/synchronization/notification.h"
 #include "client/rank_client.h"
 #include "client/tls.h"
-#include "client/workload.h"
+#include "workload/workload.h"
 #include "codec/builtin_codecs.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -56,9 +56,9 @@ class TlsTest : public ::testing::Test {
                               codecs_.get());
     client::CallOptions call;
     call.deadline = absl::Seconds(5);
-    client::WorkloadOptions options;
+    workload::WorkloadOptions options;
     options.candidates = 50;
-    return client.Rank(client::WorkloadGenerator(options).Make(0), call).status();
+    return client.Rank(workload::WorkloadGenerator(options).Make(0), call).status();
   }
 
   std::unique_ptr<CodecRegistry> codecs_;

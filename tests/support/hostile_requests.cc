@@ -3,7 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "client/workload.h"
+#include "workload/workload.h"
 
 namespace rankwire::test {
 namespace {
@@ -26,22 +26,22 @@ std::string RandomText(uint64_t* state, size_t n) {
 }  // namespace
 
 rank::v1::RankRequest AmplificationRequest(uint64_t sequence) {
-  client::WorkloadOptions options;
+  workload::WorkloadOptions options;
   options.candidates = 1000;
   options.log_mode = rank::v1::LOG_MODE_INLINE;
   options.accept_codecs = {"protobuf"};
-  rank::v1::RankRequest request = client::WorkloadGenerator(options).Make(sequence);
+  rank::v1::RankRequest request = workload::WorkloadGenerator(options).Make(sequence);
   request.set_user_id(std::string(100 * 1024, 'u'));
   return request;
 }
 
 rank::v1::RankRequest MaximalRequest(uint32_t candidates, rank::v1::LogMode log_mode,
                                      const char* codec, uint64_t seed) {
-  client::WorkloadOptions options;
+  workload::WorkloadOptions options;
   options.candidates = candidates;
   options.log_mode = log_mode;
   options.accept_codecs = {codec};
-  rank::v1::RankRequest request = client::WorkloadGenerator(options).Make(seed);
+  rank::v1::RankRequest request = workload::WorkloadGenerator(options).Make(seed);
   uint64_t state = seed * 0x9e3779b97f4a7c15ull + 1;
   request.set_request_id(RandomText(&state, 256));
   request.set_user_id(RandomText(&state, 256));

@@ -4,9 +4,9 @@
 #include <functional>
 
 #include "absl/strings/str_cat.h"
-#include "client/workload.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "workload/workload.h"
 
 namespace rankwire::server {
 namespace {
@@ -14,7 +14,7 @@ namespace {
 using ::testing::HasSubstr;
 
 TEST(RequestValidatorTest, GeneratedRequestIsValid) {
-  EXPECT_TRUE(ValidateRequest(client::WorkloadGenerator({}).Make(0), {}).ok());
+  EXPECT_TRUE(ValidateRequest(workload::WorkloadGenerator({}).Make(0), {}).ok());
 }
 
 TEST(RequestValidatorTest, EachProblemIsNamed) {
@@ -77,7 +77,7 @@ TEST(RequestValidatorTest, EachProblemIsNamed) {
        "user features exceed the limit of 256"},
   };
   for (const Case& c : cases) {
-    rank::v1::RankRequest request = client::WorkloadGenerator({}).Make(0);
+    rank::v1::RankRequest request = workload::WorkloadGenerator({}).Make(0);
     c.mutate(&request);
     absl::Status s = ValidateRequest(request, {});
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.message;
@@ -88,16 +88,16 @@ TEST(RequestValidatorTest, EachProblemIsNamed) {
 TEST(RequestValidatorTest, LimitsAreConfigurable) {
   RequestLimits limits;
   limits.max_candidates = 499;
-  absl::Status s = ValidateRequest(client::WorkloadGenerator({}).Make(0), limits);
+  absl::Status s = ValidateRequest(workload::WorkloadGenerator({}).Make(0), limits);
   EXPECT_THAT(std::string(s.message()), HasSubstr("500 candidates exceed the limit of 499"));
   limits = {};
   limits.max_item_features = 10;
-  s = ValidateRequest(client::WorkloadGenerator({}).Make(0), limits);
+  s = ValidateRequest(workload::WorkloadGenerator({}).Make(0), limits);
   EXPECT_THAT(std::string(s.message()), HasSubstr("18 item features exceed the limit of 10"));
 }
 
 TEST(RequestValidatorTest, LimitsAtTheirMaximumAreValid) {
-  rank::v1::RankRequest request = client::WorkloadGenerator({}).Make(0);
+  rank::v1::RankRequest request = workload::WorkloadGenerator({}).Make(0);
   request.set_request_id(std::string(256, 'r'));
   request.set_user_id(std::string(256, 'u'));
   request.set_request_time_ms(0);
@@ -110,14 +110,14 @@ TEST(RequestValidatorTest, LimitsAtTheirMaximumAreValid) {
 }
 
 TEST(RequestValidatorTest, UnknownItemFeaturesAreListedInRequestOrder) {
-  rank::v1::RankRequest request = client::WorkloadGenerator({}).Make(0);
+  rank::v1::RankRequest request = workload::WorkloadGenerator({}).Make(0);
   request.set_item_feature_names(3, "reveiw_count");
   request.set_item_feature_names(1, "discount");
-  absl::flat_hash_set<std::string> known(client::ItemFeatureNames().begin(),
-                                         client::ItemFeatureNames().end());
+  absl::flat_hash_set<std::string> known(workload::ItemFeatureNames().begin(),
+                                         workload::ItemFeatureNames().end());
   EXPECT_THAT(UnknownItemFeatures(request, known),
               ::testing::ElementsAre("discount", "reveiw_count"));
-  EXPECT_TRUE(UnknownItemFeatures(client::WorkloadGenerator({}).Make(0), known).empty());
+  EXPECT_TRUE(UnknownItemFeatures(workload::WorkloadGenerator({}).Make(0), known).empty());
 }
 
 }  // namespace

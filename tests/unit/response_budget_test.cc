@@ -2,7 +2,7 @@
 
 #include <grpcpp/support/byte_buffer.h>
 
-#include "client/workload.h"
+#include "workload/workload.h"
 #include "codec/builtin_codecs.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -37,10 +37,7 @@ class ResponseBudgetTest : public ::testing::Test {
         std::make_shared<const rank::v1::RankRequest>(request), RankHandler::Clock::now(), 0);
     EXPECT_TRUE(encoded.ok()) << encoded.status();
     if (!encoded.ok()) return 0;
-    grpc::ByteBuffer buffer;
-    bool own = false;
-    EXPECT_TRUE(grpc::SerializationTraits<EncodedResponse>::Serialize(*encoded, &buffer, &own).ok());
-    return buffer.Length();
+    return ToByteBuffer(*encoded).Length();
   }
 
   size_t Estimate(const rank::v1::RankRequest& request, const std::string& codec) {
@@ -66,18 +63,18 @@ TEST_F(ResponseBudgetTest, EstimateBoundsTheRealSizeForEveryCodecAndLogMode) {
   const std::vector<Payload> payloads = {
       {"workload-500",
        [](rank::v1::LogMode mode, const std::string& codec) {
-         client::WorkloadOptions options;
+         workload::WorkloadOptions options;
          options.log_mode = mode;
          options.accept_codecs = {codec};
-         return client::WorkloadGenerator(options).Make(3);
+         return workload::WorkloadGenerator(options).Make(3);
        }},
       {"workload-1000",
        [](rank::v1::LogMode mode, const std::string& codec) {
-         client::WorkloadOptions options;
+         workload::WorkloadOptions options;
          options.candidates = 1000;
          options.log_mode = mode;
          options.accept_codecs = {codec};
-         return client::WorkloadGenerator(options).Make(4);
+         return workload::WorkloadGenerator(options).Make(4);
        }},
       {"maximal-60",
        [](rank::v1::LogMode mode, const std::string& codec) {
@@ -107,10 +104,10 @@ TEST_F(ResponseBudgetTest, EstimateBoundsTheRealSizeForEveryCodecAndLogMode) {
 }
 
 TEST_F(ResponseBudgetTest, RefusesWithTheSizeAndWhatToChange) {
-  client::WorkloadOptions options;
+  workload::WorkloadOptions options;
   options.candidates = 1000;
   options.log_mode = rank::v1::LOG_MODE_INLINE;
-  const rank::v1::RankRequest request = client::WorkloadGenerator(options).Make(0);
+  const rank::v1::RankRequest request = workload::WorkloadGenerator(options).Make(0);
   const OutputShape shape = ranker_->Shape(request);
   const Codec& protobuf = *codecs_->Find("protobuf");
   // About 2.4 MB with logs inline, about 1.3 MB without.
