@@ -12,6 +12,8 @@
 //    global bound (--max_unsent_response_mb) and one per peer connection
 //    (--max_unsent_response_mb_per_peer): a peer over its bound gets
 //    RESOURCE_EXHAUSTED until it reads, and does not use up everyone's.
+//    The bounds are checked at admission, so calls admitted before a bound
+//    was crossed can pass it by one response each (at most one per slot).
 //
 // Example:
 //   std::optional<AdmissionControl::Slot> slot;
