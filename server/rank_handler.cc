@@ -125,8 +125,11 @@ absl::StatusOr<EncodedResponse> RankHandler::Handle(
   // Validation, unknown features and the response budget count as
   // "validate": everything decided before any ranking work.
   const rank::v1::LogMode log_mode = EffectiveLogMode(request);
-  const Codec& codec = codecs_->Negotiate(request.accept_codecs(), *options_.default_codec);
   absl::Status admitted = ValidateRequest(request, options_.limits);
+  // Negotiated only once accept_codecs is known to be short.
+  const Codec& codec = admitted.ok() ? codecs_->Negotiate(request.accept_codecs(),
+                                                          *options_.default_codec)
+                                     : *options_.default_codec;
   if (admitted.ok()) admitted = Admit(request, codec, log_mode, &header);
   phases.End(&T::set_validate_us, &ServerMetrics::validate);
   RETURN_IF_ERROR(admitted);
