@@ -15,6 +15,7 @@ absl::StatusOr<CodecRegistry> MakeBuiltinCodecs(const BuiltinCodecOptions& optio
   plain.block_items = options.block_items;
   rankbin::WriterOptions zstd = plain;
   zstd.compress_values = options.zstd_values;
+  zstd.compress_string_values = options.zstd_string_values;
   zstd.compress_logs = options.zstd_logs;
   zstd.zstd_level = options.zstd_level;
   zstd.min_saving = options.zstd_min_saving;

@@ -16,11 +16,15 @@ struct BuiltinCodecOptions {
   // Items per rankbin block (the unit of lazy decompression). 16 keeps a
   // top-10 read inside one block (BENCHMARKS.md, compression study).
   uint32_t block_items = 16;
-  // rankbin-zstd: zstd level and which columns are compressed. Metric values
-  // never compress below 97.7 % of raw (floats), so only logs are
-  // compressed by default; level 1 is the best size for its speed here.
+  // rankbin-zstd: zstd level and which columns are compressed. Numeric
+  // metric values never compress below 97.7 % of raw (floats), so every
+  // VALUES block is tried only with zstd_values; blocks made mostly of long
+  // plain strings (debug traces kept as metrics) are tried with
+  // zstd_string_values; logs always. Level 1 is the best size for its speed
+  // here.
   int zstd_level = 1;
   bool zstd_values = false;
+  bool zstd_string_values = true;
   bool zstd_logs = true;
   // A compressed block is kept only if it saves at least this fraction.
   double zstd_min_saving = 0.10;

@@ -65,6 +65,9 @@ ABSL_FLAG(uint32_t, rankbin_block_items, 16,
 ABSL_FLAG(int, zstd_level, 1, "rankbin-zstd: zstd level (negative: fast modes).");
 ABSL_FLAG(bool, zstd_values, false,
           "rankbin-zstd: also try to compress metric value blocks (they rarely shrink).");
+ABSL_FLAG(bool, zstd_string_values, true,
+          "rankbin-zstd: compress metric-value blocks made mostly of long plain strings "
+          "(kept per block only where that saves 10 %).");
 ABSL_FLAG(bool, zstd_logs, true, "rankbin-zstd: compress inline log blocks.");
 
 namespace rankwire::server {
@@ -149,6 +152,7 @@ absl::Status Run() {
   codec_options.zstd_level = absl::GetFlag(FLAGS_zstd_level);
   codec_options.zstd_values = absl::GetFlag(FLAGS_zstd_values);
   codec_options.zstd_logs = absl::GetFlag(FLAGS_zstd_logs);
+  codec_options.zstd_string_values = absl::GetFlag(FLAGS_zstd_string_values);
   if (codec_options.block_items == 0) {
     return absl::InvalidArgumentError("--rankbin_block_items must be at least 1");
   }
@@ -219,6 +223,8 @@ absl::Status Run() {
                bound_port, http ? http->port() : -1, std::string((*default_codec)->name()),
                absl::GetFlag(FLAGS_log_mode), absl::GetFlag(FLAGS_logstore),
                model->full_version());
+  // The allocator linked in (server/malloc.cmake); benchmarks compare builds by it.
+  spdlog::info("allocator={}", RANKWIRE_MALLOC_NAME);
 
   int signal_number = 0;
   sigwait(&signals, &signal_number);
