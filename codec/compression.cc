@@ -48,6 +48,9 @@ constexpr uint8_t kChecksumFlag = 1 << 2;
 constexpr uint8_t kDictionaryIdFlags = 3;
 constexpr uint8_t kContentSizeFlags = 3 << 6;
 constexpr uint8_t kSingleSegmentFlag = 1 << 5;
+// Bit 4 is unused (decoders ignore it) and bit 3 reserved; writers leave
+// both 0, so a set one is damage.
+constexpr uint8_t kUnusedFlags = 3 << 3;
 ZSTD_DCtx* ThreadDCtx() {
   thread_local std::unique_ptr<ZSTD_DCtx, DCtxDeleter> ctx(ZSTD_createDCtx());
   return ctx.get();
@@ -107,6 +110,9 @@ absl::Status CheckBlockFrame(absl::string_view frame, size_t raw_size,
     return absl::DataLossError("zstd: not a zstd frame (skippable frames are not allowed)");
   }
   const uint8_t descriptor = p[4];
+  if ((descriptor & kUnusedFlags) != 0) {
+    return absl::DataLossError("zstd: frame header sets an unused or reserved bit");
+  }
   if ((descriptor & kDictionaryIdFlags) != 0) {
     return absl::DataLossError("zstd: frame names a dictionary");
   }

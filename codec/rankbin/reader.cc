@@ -246,6 +246,7 @@ absl::Status RankbinView::ParseKeys(absl::string_view body, size_t base) {
     dict_.insert(dict_.end(), entry.dict.begin(), entry.dict.end());
     if (ModelTypeOf(entry.type_code)) key.model_index = model_index++;
   }
+  if (!r.empty()) return Corrupt(absl::StrCat(r.remaining(), " bytes after the last key"));
   return absl::OkStatus();
 }
 
