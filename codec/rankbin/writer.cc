@@ -137,6 +137,9 @@ class Encoder {
   // The one pass before writing, per item: shape, type checks, int sizes,
   // dictionary indexes, log and record sizes.
   absl::Status Analyze();
+  // After Analyze: which string keys get a dictionary (the smaller
+  // encoding), and the exact size of the value runs.
+  void DecideDictionaries();
   absl::Status NewShape(size_t item, uint32_t* id);
   uint32_t DictIndex(StringKey& sk, absl::string_view v);
 
@@ -397,6 +400,11 @@ absl::Status Encoder::Analyze() {
       return absl::InvalidArgumentError("rankbin: a logs block exceeds 4 GiB");
     }
   }
+  DecideDictionaries();
+  return absl::OkStatus();
+}
+
+void Encoder::DecideDictionaries() {
   for (size_t k = 0; k < r_.keys.size(); ++k) {
     StringKey& sk = strings_[k];
     if (r_.keys[k].type != MetricType::kString || sk.overflow || sk.entries.empty()) continue;
@@ -413,7 +421,6 @@ absl::Status Encoder::Analyze() {
     if (r_.keys[k].type != MetricType::kString) continue;
     values_total_ += strings_[k].use_dict ? strings_[k].index_bytes : strings_[k].plain_bytes;
   }
-  return absl::OkStatus();
 }
 
 size_t Encoder::BlockSectionBound(const std::vector<uint64_t>& raw_sizes, bool compress) const {
