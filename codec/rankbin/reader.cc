@@ -50,9 +50,17 @@ class RankbinView final : public ResultView {
     uint32_t dict_size = 0;
     uint32_t model_index = kNone;  // Index in keys(); kNone for unknown types.
   };
+  // One shape, parsed: per position, the key index; the byte offset from
+  // the item's first value when every value before it is fixed-width
+  // (kNone otherwise); and how many consecutive values from there are
+  // doubles (or floats) of known keys, read as one bounds-checked run with
+  // no per-value dispatch (0 where no such run starts).
   struct Shape {
-    uint32_t begin = 0;  // Into shape_keys_ / shape_offset_.
     uint32_t size = 0;
+    std::unique_ptr<uint32_t[]> data;  // keys, offsets, runs: size each.
+    const uint32_t* keys() const { return data.get(); }
+    const uint32_t* offsets() const { return data.get() + size; }
+    const uint32_t* runs() const { return data.get() + 2 * size; }
   };
   struct BlockCache {
     absl::once_flag once;
@@ -126,8 +134,7 @@ class RankbinView final : public ResultView {
   // SHAPES, parsed lazily: most readers of a top-N touch the first few
   // shapes, and a result whose items each carry a different subset of keys
   // has as many shapes as items. Shapes [0, shapes_ready_) are parsed and
-  // immutable (their arrays never reallocate: each holds at most one entry
-  // per byte of the section), so readers use them without the lock.
+  // immutable (shapes_ is sized once), so readers use them without the lock.
   absl::string_view shapes_body_;
   size_t shapes_base_ = 0;
   uint64_t shape_count_ = 0;
@@ -136,15 +143,6 @@ class RankbinView final : public ResultView {
   mutable size_t shapes_next_ ABSL_GUARDED_BY(shapes_mu_) = 0;  // Offset in shapes_body_.
   mutable absl::Status shapes_status_ ABSL_GUARDED_BY(shapes_mu_);
   mutable std::unique_ptr<Shape[]> shapes_;
-  mutable std::unique_ptr<uint32_t[]> shape_keys_;
-  // Byte offset of each shape position from the item's first value, when
-  // every value before it is fixed-width; kNone otherwise.
-  mutable std::unique_ptr<uint32_t[]> shape_offset_;
-  // At each shape position, how many consecutive values from there are
-  // doubles (or floats) of known keys: read as one bounds-checked run with
-  // no per-value dispatch. 0 where no such run starts.
-  mutable std::unique_ptr<uint32_t[]> shape_run_;
-  mutable size_t shape_keys_used_ ABSL_GUARDED_BY(shapes_mu_) = 0;
 
   uint8_t minor_ = 0;  // The payload's minor version.
   size_t n_ = 0;
@@ -278,39 +276,37 @@ absl::Status RankbinView::ParseShapesUpTo(uint64_t s) const {
   uint64_t ready = shapes_ready_.load(std::memory_order_relaxed);
   if (s < ready) return absl::OkStatus();
   if (!shapes_status_.ok()) return shapes_status_;
-  if (shapes_ == nullptr) {
-    // Each shape and each key index takes at least a byte of the section.
-    shapes_.reset(new Shape[shape_count_]);
-    shape_keys_.reset(new uint32_t[shapes_body_.size()]);
-    shape_offset_.reset(new uint32_t[shapes_body_.size()]);
-    shape_run_.reset(new uint32_t[shapes_body_.size()]);
-  }
+  if (shapes_ == nullptr) shapes_.reset(new Shape[shape_count_]);
   coding::Reader r(shapes_body_.substr(shapes_next_), kContext, shapes_base_ + shapes_next_);
   std::vector<bool> seen(keys_.size(), false);
   std::vector<uint32_t> keys;
   for (; ready <= s; ++ready) {
     IndexSetSerializer::Read(r, static_cast<uint32_t>(keys_.size()), &seen, &keys, "shape keys");
     if (!r.ok()) return shapes_status_ = r.status();
-    const size_t first = shape_keys_used_;
-    shapes_[ready] = Shape{static_cast<uint32_t>(first), static_cast<uint32_t>(keys.size())};
+    const size_t n = keys.size();
+    Shape& shape = shapes_[ready];
+    shape.size = static_cast<uint32_t>(n);
+    shape.data.reset(new uint32_t[3 * n + 1]);
+    uint32_t* out_keys = shape.data.get();
+    uint32_t* out_offsets = out_keys + n;
+    uint32_t* out_runs = out_keys + 2 * n;
     uint32_t offset = 0;
-    for (size_t j = 0; j < keys.size(); ++j) {
-      shape_keys_[first + j] = keys[j];
-      shape_offset_[first + j] = offset;
+    for (size_t j = 0; j < n; ++j) {
+      out_keys[j] = keys[j];
+      out_offsets[j] = offset;
       const size_t fixed = ValueSerializer::FixedSize(keys_[keys[j]].code);
       offset = (offset == kNone || fixed == 0) ? kNone : offset + static_cast<uint32_t>(fixed);
     }
     // Runs, computed backwards: a run continues while the code repeats.
-    for (size_t j = keys.size(); j-- > 0;) {
+    for (size_t j = n; j-- > 0;) {
       const Key& key = keys_[keys[j]];
       const bool fixed = key.model_index != kNone &&
                          (key.code == static_cast<uint8_t>(TypeCode::kDouble) ||
                           key.code == static_cast<uint8_t>(TypeCode::kFloat));
-      const bool continues = fixed && j + 1 < keys.size() && shape_run_[first + j + 1] > 0 &&
-                             keys_[keys[j + 1]].code == key.code;
-      shape_run_[first + j] = !fixed ? 0 : continues ? shape_run_[first + j + 1] + 1 : 1;
+      const bool continues =
+          fixed && j + 1 < n && out_runs[j + 1] > 0 && keys_[keys[j + 1]].code == key.code;
+      out_runs[j] = !fixed ? 0 : continues ? out_runs[j + 1] + 1 : 1;
     }
-    shape_keys_used_ += keys.size();
     shapes_ready_.store(ready + 1, std::memory_order_release);
   }
   shapes_next_ = shapes_body_.size() - r.remaining();
@@ -479,8 +475,8 @@ absl::Status RankbinView::ValuesOf(size_t i, uint32_t shape_id, uint32_t values_
 
 template <typename Sink>
 bool RankbinView::DecodeValues(coding::Reader& r, const Shape& shape, Sink& sink) const {
-  const uint32_t* keys = shape_keys_.get() + shape.begin;
-  const uint32_t* run = shape_run_.get() + shape.begin;
+  const uint32_t* keys = shape.keys();
+  const uint32_t* run = shape.runs();
   for (uint32_t j = 0; j < shape.size;) {
     if (const uint32_t n = run[j]; n > 0) {
       // A run of doubles or floats: one bounds check, no per-value dispatch.
@@ -578,11 +574,11 @@ absl::StatusOr<std::optional<MetricRef>> RankbinView::FindMetricAt(
   coding::Reader r(absl::string_view(), kContext);
   const Shape* shape = nullptr;
   if (absl::Status s = ValuesOf(i, shape_id, values_offset, &r, &shape); !s.ok()) return s;
-  const uint32_t* keys = shape_keys_.get() + shape->begin;
+  const uint32_t* keys = shape->keys();
   uint32_t j = 0;
   while (j < shape->size && keys[j] != key) ++j;
   if (j == shape->size) return std::nullopt;
-  const uint32_t fixed = shape_offset_[shape->begin + j];
+  const uint32_t fixed = shape->offsets()[j];
   if (fixed != kNone) {
     r.Skip(fixed, "value");
   } else {
