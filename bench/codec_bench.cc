@@ -4,7 +4,13 @@
 // reference rows for tuned protobuf, FlatBuffers and Cap'n Proto
 // (bench/reference_formats.h).
 //
-// Names are BM_<Op>/<format>/<logs_inline|logs_store>, so results sort into
+// Then the payload-shape sweep (bench/shape_payloads.h, its own generators):
+// the codecs and the protobuf baseline on shape_strings, shape_fewkeys,
+// shape_manykeys and items_<N> for N in 10..5000 (bench/shape_report.py
+// makes the sweep table and the scaling plot). The binary links the
+// server's allocator (server/malloc.cmake), so every row runs under it.
+//
+// Names are BM_<Op>/<format>/<variant>, so results sort into
 // a table; every row has a "bytes" counter (the payload it works on) and
 // bytes/items processed. scripts/bench.sh runs this binary in interleaved
 // rounds and bench/bench_report.py turns the JSON into BENCHMARKS tables.
@@ -31,6 +37,7 @@
 #include "capnp/serialize.h"
 #include "codec/builtin_codecs.h"
 #include "codec/protobuf_codec.h"
+#include "codec/rankbin/rankbin_codec.h"
 #include "google/protobuf/arena.h"
 #include "rank/v1/rank.pb.h"
 
@@ -570,6 +577,25 @@ int main(int argc, char** argv) {
     AddTunedProtobufRows(p, &entries);
     AddFlatbuffersRows(p, &entries);
     AddCapnpRows(p, &entries);
+  }
+  // What format 1.1's zstd checksum costs the encoder (these payloads are
+  // not 1.1-valid, so they are only encoded).
+  for (Payload& p : payloads) {
+    const auto* zstd = static_cast<const rankwire::RankbinCodec*>(codecs.Find("rankbin-zstd"));
+    rankwire::rankbin::WriterOptions options = zstd->writer_options();
+    options.zstd_checksum = false;
+    entries.push_back({absl::StrCat("BM_Encode/rankbin-zstd-nochecksum/", p.variant),
+                       [&p, options](benchmark::State& state) {
+                         for (auto _ : state) {
+                           auto b = rankwire::rankbin::WriteRankbin(p.result, options);
+                           if (!b.ok()) {
+                             state.SkipWithError(b.status().ToString().c_str());
+                             break;
+                           }
+                           benchmark::DoNotOptimize(b->data());
+                           benchmark::ClobberMemory();
+                         }
+                       }});
   }
   static std::vector<Payload> shapes = MakeShapePayloads();
   for (Payload& p : shapes) {

@@ -562,7 +562,7 @@ absl::Status Encoder::WriteBlocks(coding::Writer& w, const std::vector<uint64_t>
           raw == 0 ? absl::StatusOr<size_t>(0)
                    : compression::ZstdCompressInto(absl::string_view(scratch, raw), o_.zstd_level,
                                                    w.position(), w.remaining(),
-                                                   /*checksum=*/true);
+                                                   o_.zstd_checksum);
       if (!stored.ok()) return stored.status();
       if (raw > 0 && *stored <= static_cast<double>(raw) * (1.0 - o_.min_saving)) {
         entry.codec = static_cast<uint8_t>(BlockCodec::kZstd);

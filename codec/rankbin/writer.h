@@ -35,6 +35,9 @@ struct WriterOptions {
   bool compress_logs = false;
   // zstd level; negative levels are zstd's fast modes.
   int zstd_level = 1;
+  // zstd's content checksum in every frame. Format 1.1 requires it (its
+  // readers reject frames without it); off only to measure what it costs.
+  bool zstd_checksum = true;
   // A compressed block is kept only if it is at most (1 - min_saving) of
   // the raw block.
   double min_saving = 0.10;
