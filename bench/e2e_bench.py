@@ -290,11 +290,27 @@ def codec_experiment(args):
     servers = [tuple(x.split("=", 1)) for x in args.servers] if args.servers else [("default", None)]
     allocs = [name for name, _ in servers]
     variants = [v for v in VARIANTS if not args.variants or f"{v[0]}/{v[1]}" in args.variants]
-    link, why = (None, "not requested") if args.link == "off" else Link.create()
-    if args.link == "on" and link is None:
+    link, why = (None, "not requested") if args.link == "off" or args.from_raw else Link.create()
+    if args.link == "on" and link is None and not args.from_raw:
         raise RuntimeError(why)
     nets = ["loopback"] + (["link"] if link else [])
     runs = {(a, n) + v[:2]: [] for a in allocs for n in nets for v in variants}
+    if args.from_raw:
+        with open(args.from_raw) as f:
+            raw = json.load(f)
+        runs = {tuple(k.split("|")): v for k, v in raw["runs"].items()}
+        link, why = None, raw["why"]
+        nets = raw["nets"]
+        rounds = len(next(iter(runs.values())))
+    else:
+        runs, why, nets = collect(args, servers, variants, link, why, nets, runs)
+        rounds = args.rounds
+    return report(args, runs, variants, allocs, nets, why, rounds)
+
+
+def collect(args, servers, variants, link, why, nets, runs):
+    """Runs every (server, network, row) per round, interleaved; keeps the raw
+    results in --raw as it goes, so a later failure loses nothing."""
     try:
         for rnd in range(args.rounds):
             combos = [(srv, n, v) for v in variants for srv in servers for n in nets]
@@ -306,16 +322,23 @@ def codec_experiment(args):
                       f"{r['open']['p99_us']:.0f} us, closed {r['closed']['qps']:.0f} qps, encode "
                       f"p50 {r.get('unloaded', {}).get('server_serialize_p50_us', float('nan')):.0f} "
                       f"-> {r['closed']['server_serialize_p50_us']:.0f} us", file=sys.stderr)
+                if args.raw:
+                    with open(args.raw, "w") as f:
+                        json.dump({"why": why, "nets": nets,
+                                   "runs": {"|".join(k): v for k, v in runs.items()}}, f)
     finally:
         if link:
             link.close()
+    return runs, why, nets
 
+
+def report(args, runs, variants, allocs, nets, why, rounds):
     lines = [f"Open loop at {args.qps:.0f} qps (4 callers), then closed loop (2 callers); "
-             f"{args.rounds} interleaved rounds of {args.seconds:.0f} s each; medians, [min–max] "
+             f"{rounds} interleaved rounds of {args.seconds:.0f} s each; medians, [min–max] "
              f"over rounds; ratios are per round against the first row, then the median. "
              f"Unloaded encode: 1 caller at 10 qps for {args.unloaded_seconds:.0f} s; under load: "
              f"the closed-loop run. Allocators: {', '.join(allocs)}."]
-    if not link:
+    if "link" not in nets:
         lines.append(f"\nLink rows: none ({why}); loopback only.")
     for alloc in allocs:
         for net in nets:
@@ -434,6 +457,8 @@ def main():
                         help="also run every row across a 1 Gbit/s veth link (needs root)")
     parser.add_argument("--unloaded_seconds", type=float, default=3)
     parser.add_argument("--plot", help="write the latency plot (PNG) here")
+    parser.add_argument("--raw", help="keep every run's results (JSON) here, as they come")
+    parser.add_argument("--from_raw", help="report (and plot) a --raw file instead of running")
     args = parser.parse_args()
     cpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
     model = re.search(r"Model name:\s*(.*)", cpu)
