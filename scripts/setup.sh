@@ -20,7 +20,7 @@ PACKAGES=(
   libjemalloc-dev libgoogle-perftools-dev
   # tests, fuzzing and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev redis-server
-  python3-grpcio python3-protobuf python3-zstandard python3-yaml
+  python3-grpcio python3-protobuf python3-zstandard python3-yaml python3-matplotlib
   clang-14 libclang-rt-14-dev llvm-14
   libflatbuffers-dev flatbuffers-compiler libcapnp-dev capnproto liblz4-dev
   # end-to-end benchmarks (perf: profiling the server under load; iproute2:
