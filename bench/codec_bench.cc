@@ -4,7 +4,13 @@
 // reference rows for tuned protobuf, FlatBuffers and Cap'n Proto
 // (bench/reference_formats.h).
 //
-// Names are BM_<Op>/<format>/<logs_inline|logs_store>, so results sort into
+// Then the payload-shape sweep (bench/shape_payloads.h, its own generators):
+// the codecs and the protobuf baseline on shape_strings, shape_fewkeys,
+// shape_manykeys and items_<N> for N in 10..5000 (bench/shape_report.py
+// makes the sweep table and the scaling plot). The binary links the
+// server's allocator (server/malloc.cmake), so every row runs under it.
+//
+// Names are BM_<Op>/<format>/<variant>, so results sort into
 // a table; every row has a "bytes" counter (the payload it works on) and
 // bytes/items processed. scripts/bench.sh runs this binary in interleaved
 // rounds and bench/bench_report.py turns the JSON into BENCHMARKS tables.
@@ -27,9 +33,11 @@
 #include "absl/strings/str_cat.h"
 #include "bench/reference_formats.h"
 #include "bench/seed_payload.h"
+#include "bench/shape_payloads.h"
 #include "capnp/serialize.h"
 #include "codec/builtin_codecs.h"
 #include "codec/protobuf_codec.h"
+#include "codec/rankbin/rankbin_codec.h"
 #include "google/protobuf/arena.h"
 #include "rank/v1/rank.pb.h"
 
@@ -65,6 +73,7 @@ void CheckSame(const RankResult& want, const RankResult& got, const std::string&
 // Everything one log placement needs, built once before any timing.
 struct Payload {
   LogPlacement placement;
+  std::string variant;  // The last part of every row's name.
   RankResult result;
   std::vector<std::pair<const Codec*, OwnedBuffer>> encoded;  // Per codec.
   rank::v1::RankResult proto;
@@ -119,7 +128,7 @@ struct Entry {
 };
 
 void AddCodecRows(const Payload& p, std::vector<Entry>* out) {
-  const std::string variant = PlacementName(p.placement);
+  const std::string& variant = p.variant;
   const size_t n = p.result.items.size();
   for (const auto& [codec, buffer] : p.encoded) {
     const std::string name(codec->name());
@@ -199,8 +208,44 @@ void AddCodecRows(const Payload& p, std::vector<Entry>* out) {
   }
 }
 
+// The protobuf baseline: serialize-only and parse-only (the targets'
+// denominators).
 void AddProtobufRows(const Payload& p, std::vector<Entry>* out) {
-  const std::string variant = PlacementName(p.placement);
+  const std::string& variant = p.variant;
+  const size_t n = p.result.items.size();
+  // The baseline message, already built: serialize only.
+  out->push_back(
+      {absl::StrCat("BM_Serialize/protobuf/", variant), [&p, n](benchmark::State& state) {
+         const size_t size = p.proto_bytes.size();
+         std::unique_ptr<char[]> dst(new char[size]);
+         std::memset(dst.get(), 0, size);
+         for (auto _ : state) {
+           if (!p.proto.SerializeToArray(dst.get(), static_cast<int>(size))) {
+             state.SkipWithError("SerializeToArray failed");
+             break;
+           }
+           benchmark::DoNotOptimize(dst.get());
+           benchmark::ClobberMemory();
+         }
+         Report(state, size, n);
+       }});
+  out->push_back({absl::StrCat("BM_Parse/protobuf/", variant), [&p, n](benchmark::State& state) {
+                    const std::string& bytes = p.proto_bytes;
+                    for (auto _ : state) {
+                      rank::v1::RankResult m;
+                      if (!m.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+                        state.SkipWithError("ParseFromArray failed");
+                        break;
+                      }
+                      benchmark::DoNotOptimize(m);
+                    }
+                    Report(state, bytes.size(), n);
+                  }});
+}
+
+// Floors of any decoder and encoder of this model.
+void AddModelFloorRows(const Payload& p, std::vector<Entry>* out) {
+  const std::string& variant = p.variant;
   const size_t n = p.result.items.size();
   // Floor of any full decode into the model: copying it (the same strings,
   // vectors and values allocated and filled) with no decoding at all.
@@ -242,34 +287,6 @@ void AddProtobufRows(const Payload& p, std::vector<Entry>* out) {
                     }
                     Report(state, total, p.result.items.size());
                   }});
-  // The baseline message, already built: serialize only.
-  out->push_back(
-      {absl::StrCat("BM_Serialize/protobuf/", variant), [&p, n](benchmark::State& state) {
-         const size_t size = p.proto_bytes.size();
-         std::unique_ptr<char[]> dst(new char[size]);
-         std::memset(dst.get(), 0, size);
-         for (auto _ : state) {
-           if (!p.proto.SerializeToArray(dst.get(), static_cast<int>(size))) {
-             state.SkipWithError("SerializeToArray failed");
-             break;
-           }
-           benchmark::DoNotOptimize(dst.get());
-           benchmark::ClobberMemory();
-         }
-         Report(state, size, n);
-       }});
-  out->push_back({absl::StrCat("BM_Parse/protobuf/", variant), [&p, n](benchmark::State& state) {
-                    const std::string& bytes = p.proto_bytes;
-                    for (auto _ : state) {
-                      rank::v1::RankResult m;
-                      if (!m.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-                        state.SkipWithError("ParseFromArray failed");
-                        break;
-                      }
-                      benchmark::DoNotOptimize(m);
-                    }
-                    Report(state, bytes.size(), n);
-                  }});
 }
 
 // An arena whose first block is preallocated and reused: the best case for
@@ -291,7 +308,7 @@ struct ArenaBlock {
 };
 
 void AddTunedProtobufRows(const Payload& p, std::vector<Entry>* out) {
-  const std::string variant = PlacementName(p.placement);
+  const std::string& variant = p.variant;
   const size_t n = p.result.items.size();
   out->push_back(
       {absl::StrCat("BM_Serialize/tuned-protobuf/", variant), [&p, n](benchmark::State& state) {
@@ -365,7 +382,7 @@ void AddTunedProtobufRows(const Payload& p, std::vector<Entry>* out) {
 }
 
 void AddFlatbuffersRows(const Payload& p, std::vector<Entry>* out) {
-  const std::string variant = PlacementName(p.placement);
+  const std::string& variant = p.variant;
   const size_t n = p.result.items.size();
   const absl::string_view bytes(reinterpret_cast<const char*>(p.fb.data()), p.fb.size());
   out->push_back(
@@ -422,7 +439,7 @@ void AddFlatbuffersRows(const Payload& p, std::vector<Entry>* out) {
 }
 
 void AddCapnpRows(const Payload& p, std::vector<Entry>* out) {
-  const std::string variant = PlacementName(p.placement);
+  const std::string& variant = p.variant;
   const size_t n = p.result.items.size();
   const kj::ArrayPtr<const capnp::word> words = p.capnp_flat.asPtr();
   const size_t size = words.size() * sizeof(capnp::word);
@@ -468,10 +485,10 @@ void AddCapnpRows(const Payload& p, std::vector<Entry>* out) {
                   }});
 }
 
-// Builds every payload and checks that each format gives back the model.
-void Prepare(const CodecRegistry& codecs, Payload* p) {
-  const std::string variant = PlacementName(p->placement);
-  p->result = Check(SeedResult(RANKWIRE_MODEL_PATH, p->placement), "seed result");
+// Encodes p->result with every codec and as the protobuf baseline, and
+// checks that each gives back the model.
+void PrepareCodecs(const CodecRegistry& codecs, Payload* p) {
+  const std::string& variant = p->variant;
   for (const std::string& codec_name : codecs.Names()) {
     const Codec* codec = codecs.Find(codec_name);
     const std::string what = absl::StrCat(codec->name(), "/", variant);
@@ -481,7 +498,10 @@ void Prepare(const CodecRegistry& codecs, Payload* p) {
   }
   Check(ToProto(p->result, &p->proto), "ToProto");
   p->proto_bytes = p->proto.SerializeAsString();
+}
 
+// The reference formats of the shipped payload.
+void PrepareReferences(Payload* p) {
   Check(BuildTunedProto(p->result, &p->tuned), "tuned protobuf");
   p->tuned_bytes = p->tuned.SerializeAsString();
   tuned::Result parsed;
@@ -502,6 +522,25 @@ void Prepare(const CodecRegistry& codecs, Payload* p) {
   CheckSame(p->result, Check(DecodeCapnp(p->capnp_flat.asPtr()), "capnp"), "capnp");
 }
 
+// The sweep's shapes, each from its own generator and seed.
+std::vector<Payload> MakeShapePayloads() {
+  constexpr uint64_t kSeed = 1130;
+  std::vector<Payload> out;
+  auto add = [&out](std::string variant, RankResult result) {
+    Payload& p = out.emplace_back();
+    p.placement = LogPlacement::kInline;
+    p.variant = std::move(variant);
+    p.result = std::move(result);
+  };
+  add("shape_strings", StringHeavyResult(500, kSeed));
+  add("shape_fewkeys", FewKeysResult(500, kSeed + 1));
+  add("shape_manykeys", ManyKeysResult(500, kSeed + 2));
+  for (size_t n : {10, 100, 500, 2000, 5000}) {
+    add(absl::StrCat("items_", n), MixedResult(n, kSeed + 3));
+  }
+  return out;
+}
+
 }  // namespace
 }  // namespace rankwire::bench
 
@@ -520,17 +559,49 @@ int main(int argc, char** argv) {
   argc = kept;
 
   auto codecs = Check(rankwire::MakeBuiltinCodecs(rankwire::BuiltinCodecOptions{}), "codecs");
+  // The shipped payload (both log placements) with every reference format,
+  // then the shape sweep (bench/shape_payloads.h) with the codecs and the
+  // protobuf baseline.
   static Payload payloads[2];
   payloads[0].placement = LogPlacement::kInline;
   payloads[1].placement = LogPlacement::kStore;
   std::vector<Entry> entries;
   for (Payload& p : payloads) {
-    Prepare(codecs, &p);
+    p.variant = PlacementName(p.placement);
+    p.result = Check(SeedResult(RANKWIRE_MODEL_PATH, p.placement), "seed result");
+    PrepareCodecs(codecs, &p);
+    PrepareReferences(&p);
     AddCodecRows(p, &entries);
     AddProtobufRows(p, &entries);
+    AddModelFloorRows(p, &entries);
     AddTunedProtobufRows(p, &entries);
     AddFlatbuffersRows(p, &entries);
     AddCapnpRows(p, &entries);
+  }
+  // What format 1.1's zstd checksum costs the encoder (these payloads are
+  // not 1.1-valid, so they are only encoded).
+  for (Payload& p : payloads) {
+    const auto* zstd = static_cast<const rankwire::RankbinCodec*>(codecs.Find("rankbin-zstd"));
+    rankwire::rankbin::WriterOptions options = zstd->writer_options();
+    options.zstd_checksum = false;
+    entries.push_back({absl::StrCat("BM_Encode/rankbin-zstd-nochecksum/", p.variant),
+                       [&p, options](benchmark::State& state) {
+                         for (auto _ : state) {
+                           auto b = rankwire::rankbin::WriteRankbin(p.result, options);
+                           if (!b.ok()) {
+                             state.SkipWithError(b.status().ToString().c_str());
+                             break;
+                           }
+                           benchmark::DoNotOptimize(b->data());
+                           benchmark::ClobberMemory();
+                         }
+                       }});
+  }
+  static std::vector<Payload> shapes = MakeShapePayloads();
+  for (Payload& p : shapes) {
+    PrepareCodecs(codecs, &p);
+    AddCodecRows(p, &entries);
+    AddProtobufRows(p, &entries);
   }
   if (!entries.empty()) {
     const long count = static_cast<long>(entries.size());

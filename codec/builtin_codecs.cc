@@ -14,6 +14,7 @@ namespace rankwire {
 absl::StatusOr<CodecRegistry> MakeBuiltinCodecs(const BuiltinCodecOptions& options) {
   rankbin::WriterOptions plain = options.writer;
   plain.compress_values = false;
+  plain.compress_string_values = false;
   plain.compress_logs = false;
 
   CodecRegistry registry;

@@ -17,8 +17,11 @@ namespace rankwire {
 struct BuiltinCodecOptions {
   // How "rankbin-zstd" writes: block size (the unit of lazy decompression;
   // 16 keeps a top-10 read inside one block, BENCHMARKS.md), zstd level and
-  // which columns are compressed. Metric values never compress below 97.7 %
-  // of raw (floats), so only logs are compressed by default.
+  // which columns are compressed. Numeric metric values never compress
+  // below 97.7 % of raw (floats), so every VALUES block is tried only with
+  // compress_values; blocks made mostly of long plain strings (debug traces
+  // kept as metrics), which do compress, are tried by default
+  // (compress_string_values), and so are logs.
   // "rankbin" writes the same way with compression off.
   rankbin::WriterOptions writer = DefaultWriterOptions();
   // Both rankbin codecs read with these caps.
@@ -27,6 +30,7 @@ struct BuiltinCodecOptions {
   static rankbin::WriterOptions DefaultWriterOptions() {
     rankbin::WriterOptions w;
     w.compress_logs = true;
+    w.compress_string_values = true;
     return w;
   }
 };

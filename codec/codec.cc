@@ -48,11 +48,11 @@ MetricValue MetricRef::ToValue() const {
 
 absl::StatusOr<std::optional<MetricRef>> ItemRef::Metric(
     absl::string_view name) const {
-  return view_->FindMetric(index_, name);
+  return view_->FindMetricOf(*this, name);
 }
 
 absl::Status ItemRef::ForEachMetric(MetricVisitor visit) const {
-  return view_->ForEachMetric(index_, visit);
+  return view_->ForEachMetricOf(*this, visit);
 }
 
 absl::StatusOr<absl::string_view> ItemRef::Log() const {

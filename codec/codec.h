@@ -104,13 +104,26 @@ class ResultView;
 
 // One item of a view: its hot fields, read when the ItemRef was made, and
 // handles to read the rest. Cheap to copy; valid while its view lives.
+// What a view already parsed of an item to make its ItemRef, kept in the
+// ref so that reading the item's metrics does not parse it again (rankbin:
+// the record's shape and values offset). Opaque to everyone but the view.
+struct ItemCursor {
+  static constexpr uint32_t kNone = UINT32_MAX;
+  uint32_t a = kNone;
+  uint32_t b = 0;
+};
+
 class ItemRef {
  public:
+  using Cursor = ItemCursor;
+
   ItemRef(const ResultView* view, size_t index, absl::string_view id,
-          double score, uint32_t position)
-      : view_(view), index_(index), id_(id), score_(score), position_(position) {}
+          double score, uint32_t position, Cursor cursor = {})
+      : view_(view), index_(index), id_(id), score_(score), position_(position),
+        cursor_(cursor) {}
 
   size_t index() const { return index_; }
+  const Cursor& cursor() const { return cursor_; }
   absl::string_view id() const { return id_; }
   double score() const { return score_; }
   uint32_t position() const { return position_; }
@@ -128,6 +141,7 @@ class ItemRef {
   absl::string_view id_;
   double score_;
   uint32_t position_;
+  Cursor cursor_;
 };
 
 class ResultView {
@@ -144,6 +158,15 @@ class ResultView {
       size_t i, absl::string_view name) const = 0;
   virtual absl::Status ForEachMetric(size_t i, MetricVisitor visit) const = 0;
   virtual absl::StatusOr<absl::string_view> Log(size_t i) const = 0;
+  // The same for an ItemRef this view made; a view may use its cursor to
+  // skip re-reading the item. By default, by index.
+  virtual absl::StatusOr<std::optional<MetricRef>> FindMetricOf(
+      const ItemRef& item, absl::string_view name) const {
+    return FindMetric(item.index(), name);
+  }
+  virtual absl::Status ForEachMetricOf(const ItemRef& item, MetricVisitor visit) const {
+    return ForEachMetric(item.index(), visit);
+  }
 
   // The first min(n, size()) items.
   absl::StatusOr<std::vector<ItemRef>> TopN(size_t n) const;

@@ -9,7 +9,9 @@
 #   3. prints, via bench/bench_report.py, a Markdown table (median CPU time,
 #      min-max spread over rounds, ratios against protobuf taken within each
 #      round) and the issue's target checks, ready to paste into BENCHMARKS.md;
-#   4. with --study, runs the compression study too and prints its tables.
+#   4. with --study, runs the compression study too and prints its tables;
+#   5. with --shapes PNG, also prints the payload-shape sweep and the scaling
+#      table (bench/shape_report.py) and draws the scaling plot into PNG.
 #
 # The machine's speed drifts by 1.4-2.5x within a minute, so one long run
 # per benchmark would compare numbers taken at different speeds; interleaving
@@ -18,7 +20,7 @@
 #
 # Usage: scripts/bench.sh [--rounds N] [--min-time SECONDS] [--cpu N]
 #                         [--filter REGEX] [--study] [--study-only]
-#                         [--no-build] [--out FILE.md]
+#                         [--no-build] [--out FILE.md] [--shapes PNG]
 # Environment overrides: BENCH_ROUNDS (5), BENCH_MIN_TIME (0.1), BENCH_CPU (1),
 # BENCH_FILTER, BENCH_BUILD_DIR (build-bench), BENCH_JOBS (2), BENCH_REVISION
 # (what to print as the revision when the tree is not a git checkout).
@@ -35,6 +37,7 @@ do_build=1
 do_codec=1
 do_study=0
 out=""
+shapes_plot=""
 command_line="scripts/bench.sh"
 for arg in "$@"; do command_line+=" $(printf '%q' "$arg")"; done
 
@@ -53,7 +56,9 @@ while [[ $# -gt 0 ]]; do
     --no-build) do_build=0; shift ;;
     --out) out=$2; shift 2 ;;
     --out=*) out=${1#*=}; shift ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    --shapes) shapes_plot=$2; shift 2 ;;
+    --shapes=*) shapes_plot=${1#*=}; shift ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -97,6 +102,10 @@ if [[ $do_codec == 1 ]]; then
   [[ -n ${BENCH_REVISION:-} ]] && revision_args=(--revision "$BENCH_REVISION")
   report=$(cd "$root" && /usr/bin/python3 bench/bench_report.py --command "$command_line" \
     "${revision_args[@]}" "${files[@]}")
+  if [[ -n $shapes_plot ]]; then
+    report+=$'\n\n'$(cd "$root" && /usr/bin/python3 bench/shape_report.py --plot "$shapes_plot" \
+      --command "$command_line" "${files[@]}")
+  fi
 fi
 
 if [[ $do_study == 1 ]]; then

@@ -16,13 +16,16 @@ PACKAGES=(
   # gRPC 1.51, protobuf 3.21, and the libraries the code uses
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev libfmt-dev libhiredis-dev libzstd-dev libcivetweb-dev
+  # the server's allocator (server/malloc.cmake; tcmalloc and glibc for comparison)
+  libjemalloc-dev libgoogle-perftools-dev
   # tests, fuzzing and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev redis-server openssl
-  python3-grpcio python3-protobuf python3-zstandard python3-yaml
+  python3-grpcio python3-protobuf python3-zstandard python3-yaml python3-matplotlib
   clang-14 libclang-rt-14-dev llvm-14
   libflatbuffers-dev flatbuffers-compiler libcapnp-dev capnproto liblz4-dev
-  # end-to-end benchmarks
-  hyperfine
+  # end-to-end benchmarks (perf: profiling the server under load; iproute2:
+  # the shaped veth link)
+  hyperfine linux-perf iproute2
 )
 
 missing=()

@@ -73,6 +73,9 @@ ABSL_FLAG(uint32_t, rankbin_block_items, 16,
 ABSL_FLAG(int, zstd_level, 1, "rankbin-zstd: zstd level (negative: fast modes).");
 ABSL_FLAG(bool, zstd_values, false,
           "rankbin-zstd: also try to compress metric value blocks (they rarely shrink).");
+ABSL_FLAG(bool, zstd_string_values, true,
+          "rankbin-zstd: compress metric-value blocks made mostly of long plain strings "
+          "(kept per block only where that saves 10 %).");
 ABSL_FLAG(bool, zstd_logs, true, "rankbin-zstd: compress inline log blocks.");
 // Hostile and overloaded callers (docs/ARCHITECTURE.md, "Input contract"
 // and "Admission control").
@@ -225,6 +228,7 @@ absl::Status Run() {
   codec_options.writer.zstd_level = absl::GetFlag(FLAGS_zstd_level);
   codec_options.writer.compress_values = absl::GetFlag(FLAGS_zstd_values);
   codec_options.writer.compress_logs = absl::GetFlag(FLAGS_zstd_logs);
+  codec_options.writer.compress_string_values = absl::GetFlag(FLAGS_zstd_string_values);
   if (codec_options.writer.block_items == 0) {
     return absl::InvalidArgumentError("--rankbin_block_items must be at least 1");
   }
@@ -316,6 +320,8 @@ absl::Status Run() {
                model.full_version(), health.port,
                !UsesTls(tls) ? "off" : tls.client_ca_file.empty() ? "tls" : "mutual",
                admission_options.max_concurrent_rank);
+  // The allocator linked in (server/malloc.cmake); benchmarks compare builds by it.
+  spdlog::info("allocator={}", RANKWIRE_MALLOC_NAME);
 
   int signal_number = 0;
   sigwait(&signals, &signal_number);

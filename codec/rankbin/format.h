@@ -21,7 +21,9 @@ namespace rankwire::rankbin {
 
 inline constexpr char kMagic[4] = {'R', 'K', 'W', 'B'};
 inline constexpr uint8_t kMajorVersion = 1;
-inline constexpr uint8_t kMinorVersion = 0;
+// 1.1: every zstd block frame carries its content checksum (readers verify
+// it, and require it in 1.1+ payloads). The layout is 1.0's.
+inline constexpr uint8_t kMinorVersion = 1;
 inline constexpr size_t kHeaderSize = 8;
 inline constexpr size_t kSectionHeaderSize = 5;
 

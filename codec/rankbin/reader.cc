@@ -1,10 +1,12 @@
 #include "codec/rankbin/reader.h"
 
+#include <atomic>
 #include <cstring>
 #include <vector>
 
 #include "absl/base/call_once.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/strings/str_cat.h"
 #include "codec/coding.h"
 #include "codec/compression.h"
@@ -34,6 +36,9 @@ class RankbinView final : public ResultView {
   absl::StatusOr<std::optional<MetricRef>> FindMetric(
       size_t i, absl::string_view name) const override;
   absl::Status ForEachMetric(size_t i, MetricVisitor visit) const override;
+  absl::StatusOr<std::optional<MetricRef>> FindMetricOf(const ItemRef& item,
+                                                        absl::string_view name) const override;
+  absl::Status ForEachMetricOf(const ItemRef& item, MetricVisitor visit) const override;
   absl::StatusOr<absl::string_view> Log(size_t i) const override;
   absl::StatusOr<RankResult> Materialize() const override;
 
@@ -45,9 +50,17 @@ class RankbinView final : public ResultView {
     uint32_t dict_size = 0;
     uint32_t model_index = kNone;  // Index in keys(); kNone for unknown types.
   };
+  // One shape, parsed: per position, the key index; the byte offset from
+  // the item's first value when every value before it is fixed-width
+  // (kNone otherwise); and how many consecutive values from there are
+  // doubles (or floats) of known keys, read as one bounds-checked run with
+  // no per-value dispatch (0 where no such run starts).
   struct Shape {
-    uint32_t begin = 0;  // Into shape_keys_ / shape_offset_.
     uint32_t size = 0;
+    std::unique_ptr<uint32_t[]> data;  // keys, offsets, runs: size each.
+    const uint32_t* keys() const { return data.get(); }
+    const uint32_t* offsets() const { return data.get() + size; }
+    const uint32_t* runs() const { return data.get() + 2 * size; }
   };
   struct BlockCache {
     absl::once_flag once;
@@ -73,13 +86,30 @@ class RankbinView final : public ResultView {
                            Column* column, uint64_t* decoded_total);
   absl::StatusOr<ItemRecord> Record(size_t i) const;
   absl::StatusOr<absl::string_view> BlockData(const Column& column, size_t block) const;
-  // Item i's values, positioned at its first value, and its shape.
-  absl::Status ValuesOf(size_t i, const ItemRecord& rec, coding::Reader* out,
-                        const Shape** shape) const;
-  // Reads one value of key `key` and passes it to `visit` when its type is
-  // known; skips it otherwise.
-  template <typename Visit>
-  bool ReadValue(coding::Reader& r, uint32_t key, Visit&& visit) const;
+  // Shape s, parsed (with every shape before it) on first use.
+  absl::StatusOr<const Shape*> GetShape(uint32_t s) const;
+  absl::Status ParseShapesUpTo(uint64_t s) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(shapes_mu_);
+  // Item i's values, positioned at its first value, and its shape, from
+  // its record's shape and values offset.
+  absl::Status ValuesOf(size_t i, uint32_t shape_id, uint32_t values_offset,
+                        coding::Reader* out, const Shape** shape) const;
+  // The one decoder of an item's values: from r, one value per key of
+  // `shape` into `sink` (sink.Double/Float/Int/String(model_index, v),
+  // sink.DictString(model_index, key, index)); unknown types skipped.
+  template <typename Sink>
+  bool DecodeValues(coding::Reader& r, const Shape& shape, Sink& sink) const;
+  absl::Status ForEachMetricAt(size_t i, uint32_t shape_id, uint32_t values_offset,
+                               MetricVisitor visit) const;
+  absl::StatusOr<std::optional<MetricRef>> FindMetricAt(size_t i, uint32_t shape_id,
+                                                        uint32_t values_offset,
+                                                        absl::string_view name) const;
+  // Materialize(), one block of items at a time.
+  struct Budget;
+  absl::Status MaterializeBlock(size_t b, const std::vector<MetricValue>& dict_values,
+                                Budget* budget, RankResult* result) const;
+  absl::Status MaterializeValues(size_t i, const ItemRecord& rec,
+                                 const std::vector<MetricValue>& dict_values, Budget* budget,
+                                 RankedItem* item) const;
   absl::Status OutOfRange(size_t i) const {
     return absl::OutOfRangeError(absl::StrCat("item ", i, " out of range (", n_, " items)"));
   }
@@ -101,16 +131,20 @@ class RankbinView final : public ResultView {
   mutable absl::once_flag model_keys_once_;
   mutable std::vector<MetricKey> model_keys_;
 
-  std::vector<uint32_t> shape_keys_;
-  // Byte offset of each shape position from the item's first value, when
-  // every value before it is fixed-width; kNone otherwise.
-  std::vector<uint32_t> shape_offset_;
-  // At each shape position, how many consecutive values from there are
-  // doubles (or floats) of known keys: read as one bounds-checked run with
-  // no per-value dispatch. 0 where no such run starts.
-  std::vector<uint32_t> shape_run_;
-  std::vector<Shape> shapes_;
+  // SHAPES, parsed lazily: most readers of a top-N touch the first few
+  // shapes, and a result whose items each carry a different subset of keys
+  // has as many shapes as items. Shapes [0, shapes_ready_) are parsed and
+  // immutable (shapes_ is sized once), so readers use them without the lock.
+  absl::string_view shapes_body_;
+  size_t shapes_base_ = 0;
+  uint64_t shape_count_ = 0;
+  mutable absl::Mutex shapes_mu_;
+  mutable std::atomic<uint64_t> shapes_ready_{0};
+  mutable size_t shapes_next_ ABSL_GUARDED_BY(shapes_mu_) = 0;  // Offset in shapes_body_.
+  mutable absl::Status shapes_status_ ABSL_GUARDED_BY(shapes_mu_);
+  mutable std::unique_ptr<Shape[]> shapes_;
 
+  uint8_t minor_ = 0;  // The payload's minor version.
   size_t n_ = 0;
   uint32_t block_items_ = 1;
   const char* offsets_ = nullptr;
@@ -136,6 +170,7 @@ absl::Status RankbinView::Parse() {
         kContext, ": format version ", major, ".", static_cast<int>(static_cast<uint8_t>(all[5])),
         " is not supported; this reader reads ", kMajorVersion, ".x"));
   }
+  minor_ = static_cast<uint8_t>(all[5]);
   // Minor versions only add what a 1.x reader can skip (sections, trailing
   // fields, type codes); the section count covers the sections it adds too.
   const uint16_t section_count = static_cast<uint16_t>(
@@ -209,45 +244,74 @@ absl::Status RankbinView::ParseKeys(absl::string_view body, size_t base) {
     dict_.insert(dict_.end(), entry.dict.begin(), entry.dict.end());
     if (ModelTypeOf(entry.type_code)) key.model_index = model_index++;
   }
+  if (!r.empty()) return Corrupt(absl::StrCat(r.remaining(), " bytes after the last key"));
   return absl::OkStatus();
 }
 
 absl::Status RankbinView::ParseShapes(absl::string_view body, size_t base) {
   coding::Reader r(body, kContext, base);
-  const uint64_t count = r.Count(1, "shape count");
+  shape_count_ = r.Count(1, "shape count");
   if (!r.ok()) return r.status();
-  shapes_.resize(count);
-  // Every shape entry takes at least a byte, so this bounds them.
-  shape_keys_.reserve(body.size());
-  shape_offset_.reserve(body.size());
-  shape_run_.reserve(body.size());
+  shapes_body_ = body;
+  shapes_base_ = base;
+  absl::MutexLock lock(&shapes_mu_);
+  shapes_next_ = body.size() - r.remaining();
+  if (shape_count_ == 0 && !r.empty()) {
+    return Corrupt(absl::StrCat(r.remaining(), " bytes after the last shape"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const RankbinView::Shape*> RankbinView::GetShape(uint32_t s) const {
+  if (s >= shape_count_) {
+    return Corrupt(absl::StrCat("shape ", s, " out of range (", shape_count_, " shapes)"));
+  }
+  if (s < shapes_ready_.load(std::memory_order_acquire)) return &shapes_[s];
+  absl::MutexLock lock(&shapes_mu_);
+  if (absl::Status st = ParseShapesUpTo(s); !st.ok()) return st;
+  return &shapes_[s];
+}
+
+absl::Status RankbinView::ParseShapesUpTo(uint64_t s) const {
+  uint64_t ready = shapes_ready_.load(std::memory_order_relaxed);
+  if (s < ready) return absl::OkStatus();
+  if (!shapes_status_.ok()) return shapes_status_;
+  if (shapes_ == nullptr) shapes_.reset(new Shape[shape_count_]);
+  coding::Reader r(shapes_body_.substr(shapes_next_), kContext, shapes_base_ + shapes_next_);
   std::vector<bool> seen(keys_.size(), false);
   std::vector<uint32_t> keys;
-  for (uint64_t s = 0; s < count; ++s) {
+  for (; ready <= s; ++ready) {
     IndexSetSerializer::Read(r, static_cast<uint32_t>(keys_.size()), &seen, &keys, "shape keys");
-    if (!r.ok()) return r.status();
-    shapes_[s].begin = static_cast<uint32_t>(shape_keys_.size());
-    shapes_[s].size = static_cast<uint32_t>(keys.size());
+    if (!r.ok()) return shapes_status_ = r.status();
+    const size_t n = keys.size();
+    Shape& shape = shapes_[ready];
+    shape.size = static_cast<uint32_t>(n);
+    shape.data.reset(new uint32_t[3 * n + 1]);
+    uint32_t* out_keys = shape.data.get();
+    uint32_t* out_offsets = out_keys + n;
+    uint32_t* out_runs = out_keys + 2 * n;
     uint32_t offset = 0;
-    for (uint32_t key : keys) {
-      shape_keys_.push_back(key);
-      shape_offset_.push_back(offset);
-      size_t fixed = ValueSerializer::FixedSize(keys_[key].code);
+    for (size_t j = 0; j < n; ++j) {
+      out_keys[j] = keys[j];
+      out_offsets[j] = offset;
+      const size_t fixed = ValueSerializer::FixedSize(keys_[keys[j]].code);
       offset = (offset == kNone || fixed == 0) ? kNone : offset + static_cast<uint32_t>(fixed);
     }
     // Runs, computed backwards: a run continues while the code repeats.
-    const size_t first = shape_run_.size();
-    shape_run_.resize(first + keys.size(), 0);
-    for (size_t j = keys.size(); j-- > 0;) {
+    for (size_t j = n; j-- > 0;) {
       const Key& key = keys_[keys[j]];
       const bool fixed = key.model_index != kNone &&
                          (key.code == static_cast<uint8_t>(TypeCode::kDouble) ||
                           key.code == static_cast<uint8_t>(TypeCode::kFloat));
-      if (!fixed) continue;
-      const bool continues = j + 1 < keys.size() && shape_run_[first + j + 1] > 0 &&
-                             keys_[keys[j + 1]].code == key.code;
-      shape_run_[first + j] = continues ? shape_run_[first + j + 1] + 1 : 1;
+      const bool continues =
+          fixed && j + 1 < n && out_runs[j + 1] > 0 && keys_[keys[j + 1]].code == key.code;
+      out_runs[j] = !fixed ? 0 : continues ? out_runs[j + 1] + 1 : 1;
     }
+    shapes_ready_.store(ready + 1, std::memory_order_release);
+  }
+  shapes_next_ = shapes_body_.size() - r.remaining();
+  if (ready == shape_count_ && !r.empty()) {
+    return shapes_status_ = Corrupt(absl::StrCat(r.remaining(), " bytes after the last shape"));
   }
   return absl::OkStatus();
 }
@@ -263,16 +327,9 @@ absl::Status RankbinView::ParseItems(absl::string_view body, size_t base) {
   offsets_ = offsets.data();
   records_ = r.position();
   records_size_ = r.remaining();
-  uint32_t previous = 0;
-  for (size_t i = 0; i < n_; ++i) {
-    uint32_t off = coding::DecodeFixed32(offsets_ + 4 * i);
-    if (off < previous || off > records_size_) {
-      return Corrupt(absl::StrCat("item directory entry ", i, " (", off,
-                                  ") is out of order or past the records (", records_size_,
-                                  " bytes)"));
-    }
-    previous = off;
-  }
+  // The directory is checked entry by entry as items are read (Record), so
+  // opening a payload costs the same for 10 items as for 5000; a full
+  // decode reads, and so checks, every entry.
   return absl::OkStatus();
 }
 
@@ -353,6 +410,11 @@ absl::StatusOr<ItemRecord> RankbinView::Record(size_t i) const {
   const uint32_t begin = coding::DecodeFixed32(offsets_ + 4 * i);
   const size_t end =
       i + 1 < n_ ? coding::DecodeFixed32(offsets_ + 4 * (i + 1)) : records_size_;
+  if (begin > end || end > records_size_) {
+    return Corrupt(absl::StrCat("item directory entries ", i, " and ", i + 1, " (", begin, ", ",
+                                end, ") are out of order or past the records (", records_size_,
+                                " bytes)"));
+  }
   coding::Reader r(absl::string_view(records_ + begin, end - begin), kContext,
                    Offset(records_ + begin));
   ItemRecord rec;
@@ -364,7 +426,8 @@ absl::StatusOr<ItemRecord> RankbinView::Record(size_t i) const {
 absl::StatusOr<ItemRef> RankbinView::Item(size_t i) const {
   absl::StatusOr<ItemRecord> rec = Record(i);
   if (!rec.ok()) return rec.status();
-  return ItemRef(this, i, rec->id, rec->score, rec->position);
+  return ItemRef(this, i, rec->id, rec->score, rec->position,
+                 ItemRef::Cursor{rec->shape, rec->values_offset});
 }
 
 absl::StatusOr<absl::string_view> RankbinView::BlockData(const Column& column,
@@ -375,9 +438,14 @@ absl::StatusOr<absl::string_view> RankbinView::BlockData(const Column& column,
   }
   BlockCache& cache = column.cache[b];
   absl::call_once(cache.once, [&] {
-    cache.data.reset(new char[block.raw_size > 0 ? block.raw_size : 1]);
-    cache.status = compression::ZstdDecompressExact(
-        absl::string_view(block.stored, block.stored_size), cache.data.get(), block.raw_size);
+    const absl::string_view frame(block.stored, block.stored_size);
+    // From version 1.1 every frame carries zstd's content checksum, which
+    // the decompression verifies; a 1.0 payload's frames may lack it.
+    cache.status = compression::CheckBlockFrame(frame, block.raw_size, minor_ >= 1);
+    if (cache.status.ok()) {
+      cache.data.reset(new char[block.raw_size > 0 ? block.raw_size : 1]);
+      cache.status = compression::ZstdDecompressExact(frame, cache.data.get(), block.raw_size);
+    }
     if (!cache.status.ok()) {
       cache.status = Corrupt(absl::StrCat("block ", b, ": ", cache.status.message()));
       cache.data.reset();
@@ -387,70 +455,99 @@ absl::StatusOr<absl::string_view> RankbinView::BlockData(const Column& column,
   return absl::string_view(cache.data.get(), block.raw_size);
 }
 
-absl::Status RankbinView::ValuesOf(size_t i, const ItemRecord& rec, coding::Reader* out,
-                                   const Shape** shape) const {
-  if (rec.shape >= shapes_.size()) {
-    return Corrupt(absl::StrCat("item ", i, " refers to shape ", rec.shape, " of ",
-                                shapes_.size()));
+absl::Status RankbinView::ValuesOf(size_t i, uint32_t shape_id, uint32_t values_offset,
+                                   coding::Reader* out, const Shape** shape) const {
+  absl::StatusOr<const Shape*> found = GetShape(shape_id);
+  if (!found.ok()) {
+    return Corrupt(absl::StrCat("item ", i, ": ", found.status().message()));
   }
-  *shape = &shapes_[rec.shape];
+  *shape = *found;
   absl::StatusOr<absl::string_view> data = BlockData(values_, i / block_items_);
   if (!data.ok()) return data.status();
-  if (rec.values_offset > data->size()) {
-    return Corrupt(absl::StrCat("item ", i, " values offset ", rec.values_offset,
+  if (values_offset > data->size()) {
+    return Corrupt(absl::StrCat("item ", i, " values offset ", values_offset,
                                 " is past its block (", data->size(), " bytes)"));
   }
   // Offsets of decompressed blocks are relative to the block.
-  *out = coding::Reader(data->substr(rec.values_offset), kContext, rec.values_offset);
+  *out = coding::Reader(data->substr(values_offset), kContext, values_offset);
   return absl::OkStatus();
 }
 
-template <typename Visit>
-bool RankbinView::ReadValue(coding::Reader& r, uint32_t key, Visit&& visit) const {
-  const Key& k = keys_[key];
-  if (k.model_index == kNone) {
-    ValueSerializer::Skip(r, k.code);
-    return r.ok();
+template <typename Sink>
+bool RankbinView::DecodeValues(coding::Reader& r, const Shape& shape, Sink& sink) const {
+  const uint32_t* keys = shape.keys();
+  const uint32_t* run = shape.runs();
+  for (uint32_t j = 0; j < shape.size;) {
+    if (const uint32_t n = run[j]; n > 0) {
+      // A run of doubles or floats: one bounds check, no per-value dispatch.
+      const bool doubles = keys_[keys[j]].code == static_cast<uint8_t>(TypeCode::kDouble);
+      const char* p = r.Bytes(uint64_t{n} * (doubles ? 8 : 4), "fixed-width values").data();
+      if (!r.ok()) return false;
+      for (uint32_t k = 0; k < n; ++k) {
+        const uint32_t model_index = keys_[keys[j + k]].model_index;
+        if (doubles) {
+          double v;
+          std::memcpy(&v, p + 8 * k, 8);
+          sink.Double(model_index, v);
+        } else {
+          float v;
+          std::memcpy(&v, p + 4 * k, 4);
+          sink.Float(model_index, v);
+        }
+      }
+      j += n;
+      continue;
+    }
+    const Key& key = keys_[keys[j++]];
+    if (key.model_index == kNone) {
+      ValueSerializer::Skip(r, key.code);  // A type this reader does not know.
+      if (!r.ok()) return false;
+      continue;
+    }
+    // Binds the key to the sink for the one-value decoder.
+    struct KeySink {
+      Sink& sink;
+      const Key& key;
+      void Int(int64_t v) { sink.Int(key.model_index, v); }
+      void Float(float v) { sink.Float(key.model_index, v); }
+      void Double(double v) { sink.Double(key.model_index, v); }
+      void String(absl::string_view v) { sink.String(key.model_index, v); }
+      void DictString(uint32_t index) { sink.DictString(key.model_index, key, index); }
+    } bound{sink, key};
+    if (!ValueSerializer::Decode(r, key.code, key.dict_size, bound)) return false;
   }
-  MetricRef value = MetricRef::Int(0);
-  if (!ValueSerializer::Read(r, k.code, dict_.data() + k.dict_begin, k.dict_size, &value)) {
-    return false;
-  }
-  visit(k.model_index, value);
   return true;
 }
 
 absl::Status RankbinView::ForEachMetric(size_t i, MetricVisitor visit) const {
   absl::StatusOr<ItemRecord> rec = Record(i);
   if (!rec.ok()) return rec.status();
+  return ForEachMetricAt(i, rec->shape, rec->values_offset, visit);
+}
+
+absl::Status RankbinView::ForEachMetricOf(const ItemRef& item, MetricVisitor visit) const {
+  const ItemRef::Cursor& c = item.cursor();
+  if (c.a == ItemRef::Cursor::kNone) return ForEachMetric(item.index(), visit);
+  return ForEachMetricAt(item.index(), c.a, c.b, visit);
+}
+
+absl::Status RankbinView::ForEachMetricAt(size_t i, uint32_t shape_id, uint32_t values_offset,
+                                          MetricVisitor visit) const {
   coding::Reader r(absl::string_view(), kContext);
   const Shape* shape = nullptr;
-  if (absl::Status s = ValuesOf(i, *rec, &r, &shape); !s.ok()) return s;
-  const uint32_t* keys = shape_keys_.data() + shape->begin;
-  const uint32_t* run = shape_run_.data() + shape->begin;
-  for (uint32_t j = 0; j < shape->size;) {
-    if (const uint32_t n = run[j]; n > 0) {
-      const bool doubles = keys_[keys[j]].code == static_cast<uint8_t>(TypeCode::kDouble);
-      const char* p = r.Bytes(uint64_t{n} * (doubles ? 8 : 4), "fixed-width values").data();
-      if (!r.ok()) return r.status();
-      for (uint32_t k = 0; k < n; ++k) {
-        const uint32_t model_index = keys_[keys[j + k]].model_index;
-        if (doubles) {
-          double v;
-          std::memcpy(&v, p + 8 * k, 8);
-          visit(model_index, MetricRef::Double(v));
-        } else {
-          float v;
-          std::memcpy(&v, p + 4 * k, 4);
-          visit(model_index, MetricRef::Float(v));
-        }
-      }
-      j += n;
-      continue;
+  if (absl::Status s = ValuesOf(i, shape_id, values_offset, &r, &shape); !s.ok()) return s;
+  struct VisitSink {
+    MetricVisitor visit;
+    const RankbinView* view;
+    void Int(uint32_t m, int64_t v) { visit(m, MetricRef::Int(v)); }
+    void Float(uint32_t m, float v) { visit(m, MetricRef::Float(v)); }
+    void Double(uint32_t m, double v) { visit(m, MetricRef::Double(v)); }
+    void String(uint32_t m, absl::string_view v) { visit(m, MetricRef::String(v)); }
+    void DictString(uint32_t m, const Key& key, uint32_t index) {
+      visit(m, MetricRef::String(view->dict_[key.dict_begin + index]));
     }
-    if (!ReadValue(r, keys[j], visit)) return r.status();
-    ++j;
-  }
+  } sink{visit, this};
+  if (!DecodeValues(r, *shape, sink)) return r.status();
   return absl::OkStatus();
 }
 
@@ -458,26 +555,42 @@ absl::StatusOr<std::optional<MetricRef>> RankbinView::FindMetric(
     size_t i, absl::string_view name) const {
   absl::StatusOr<ItemRecord> rec = Record(i);
   if (!rec.ok()) return rec.status();
+  return FindMetricAt(i, rec->shape, rec->values_offset, name);
+}
+
+absl::StatusOr<std::optional<MetricRef>> RankbinView::FindMetricOf(
+    const ItemRef& item, absl::string_view name) const {
+  const ItemRef::Cursor& c = item.cursor();
+  if (c.a == ItemRef::Cursor::kNone) return FindMetric(item.index(), name);
+  return FindMetricAt(item.index(), c.a, c.b, name);
+}
+
+absl::StatusOr<std::optional<MetricRef>> RankbinView::FindMetricAt(
+    size_t i, uint32_t shape_id, uint32_t values_offset, absl::string_view name) const {
   if (absl::Status s = Names(); !s.ok()) return s;
   auto it = by_name_.find(name);
   if (it == by_name_.end()) return std::nullopt;
   const uint32_t key = it->second;
   coding::Reader r(absl::string_view(), kContext);
   const Shape* shape = nullptr;
-  if (absl::Status s = ValuesOf(i, *rec, &r, &shape); !s.ok()) return s;
-  const uint32_t* keys = shape_keys_.data() + shape->begin;
+  if (absl::Status s = ValuesOf(i, shape_id, values_offset, &r, &shape); !s.ok()) return s;
+  const uint32_t* keys = shape->keys();
   uint32_t j = 0;
   while (j < shape->size && keys[j] != key) ++j;
   if (j == shape->size) return std::nullopt;
-  const uint32_t fixed = shape_offset_[shape->begin + j];
+  const uint32_t fixed = shape->offsets()[j];
   if (fixed != kNone) {
     r.Skip(fixed, "value");
   } else {
     for (uint32_t p = 0; p < j && r.ok(); ++p) ValueSerializer::Skip(r, keys_[keys[p]].code);
   }
-  std::optional<MetricRef> found;
-  if (!ReadValue(r, key, [&](uint32_t, const MetricRef& v) { found = v; })) return r.status();
-  return found;
+  const Key& k = keys_[key];
+  MetricRef value = MetricRef::Int(0);
+  if (!r.ok() ||
+      !ValueSerializer::Read(r, k.code, dict_.data() + k.dict_begin, k.dict_size, &value)) {
+    return r.status();
+  }
+  return value;
 }
 
 absl::StatusOr<absl::string_view> RankbinView::Log(size_t i) const {
@@ -492,6 +605,19 @@ absl::StatusOr<absl::string_view> RankbinView::Log(size_t i) const {
   return log;
 }
 
+// Items may share value runs in a hostile payload, so the model can be far
+// larger than the payload: Materialize counts what it builds against a cap.
+struct RankbinView::Budget {
+  uint64_t used = 0;
+  uint64_t cap = 0;
+  absl::Status Add(uint64_t n) {
+    used += n;
+    if (used <= cap) return absl::OkStatus();
+    return absl::ResourceExhaustedError(absl::StrCat(
+        kContext, ": the result would materialize to more than ", cap, " bytes"));
+  }
+};
+
 absl::StatusOr<RankResult> RankbinView::Materialize() const {
   if (absl::Status s = Names(); !s.ok()) return s;
   RankResult result;
@@ -503,111 +629,83 @@ absl::StatusOr<RankResult> RankbinView::Materialize() const {
   std::vector<MetricValue> dict_values;
   dict_values.reserve(dict_.size());
   for (absl::string_view d : dict_) dict_values.push_back(MetricValue::String(d));
-  // Items may share value runs in a hostile payload, so the model can be far
-  // larger than the payload: cap it.
-  uint64_t materialized = 0;
-  auto too_big = [&] {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        kContext, ": the result would materialize to more than ", options_.max_materialized_bytes,
-        " bytes"));
-  };
-  const size_t blocks = values_.blocks.size();
-  for (size_t b = 0; b < blocks; ++b) {
-    coding::Reader logs(absl::string_view(), kContext);
-    if (logs_.present) {
-      absl::StatusOr<absl::string_view> data = BlockData(logs_, b);
-      if (!data.ok()) return data.status();
-      logs = coding::Reader(*data, kContext);
-    }
-    const size_t end = std::min(n_, (b + 1) * size_t{block_items_});
-    for (size_t i = b * block_items_; i < end; ++i) {
-      absl::StatusOr<ItemRecord> rec = Record(i);
-      if (!rec.ok()) return rec.status();
-      RankedItem& item = result.items[i];
-      item.item_id.assign(rec->id.data(), rec->id.size());
-      item.score = rec->score;
-      item.position = rec->position;
-      coding::Reader r(absl::string_view(), kContext);
-      const Shape* shape = nullptr;
-      if (absl::Status s = ValuesOf(i, *rec, &r, &shape); !s.ok()) return s;
-      materialized += rec->id.size() + uint64_t{shape->size} * sizeof(MetricEntry);
-      if (materialized > options_.max_materialized_bytes) return too_big();
-      // Sized once and filled by index (a push_back per value was 14% of
-      // the decode: perf); trimmed below if a key of unknown type was
-      // skipped.
-      std::vector<MetricEntry>& metrics = item.metrics;
-      metrics.resize(shape->size);
-      MetricEntry* out = metrics.data();
-      const uint32_t* keys = shape_keys_.data() + shape->begin;
-      // Decoded straight into the model: runs of doubles or floats in one
-      // go, other values with one switch each, no intermediate MetricRef.
-      const uint32_t* run = shape_run_.data() + shape->begin;
-      for (uint32_t j = 0; j < shape->size && r.ok(); ++j) {
-        if (const uint32_t n = run[j]; n > 0) {
-          const bool doubles = keys_[keys[j]].code == static_cast<uint8_t>(TypeCode::kDouble);
-          const char* p = r.Bytes(uint64_t{n} * (doubles ? 8 : 4), "fixed-width values").data();
-          if (!r.ok()) break;
-          for (uint32_t k = 0; k < n; ++k) {
-            const uint32_t model_index = keys_[keys[j + k]].model_index;
-            if (doubles) {
-              double v;
-              std::memcpy(&v, p + 8 * k, 8);
-              *out++ = MetricEntry{model_index, MetricValue::Double(v)};
-            } else {
-              float v;
-              std::memcpy(&v, p + 4 * k, 4);
-              *out++ = MetricEntry{model_index, MetricValue::Float(v)};
-            }
-          }
-          j += n - 1;
-          continue;
-        }
-        const Key& key = keys_[keys[j]];
-        switch (static_cast<TypeCode>(key.code)) {
-          case TypeCode::kDouble:
-            *out++ = MetricEntry{key.model_index, MetricValue::Double(r.Double("double value"))};
-            break;
-          case TypeCode::kFloat:
-            *out++ = MetricEntry{key.model_index, MetricValue::Float(r.Float("float value"))};
-            break;
-          case TypeCode::kInt:
-            *out++ = MetricEntry{key.model_index, MetricValue::Int(r.SignedVarint64("int value"))};
-            break;
-          case TypeCode::kString: {
-            absl::string_view text = r.LengthPrefixed("string value");
-            materialized += text.size();
-            if (materialized > options_.max_materialized_bytes) return too_big();
-            *out++ = MetricEntry{key.model_index, MetricValue::String(text)};
-            break;
-          }
-          case TypeCode::kStringDict: {
-            const uint64_t index = r.Varint64("dictionary index");
-            if (r.ok() && index >= key.dict_size) {
-              r.Fail("dictionary index", absl::StrCat("index ", index, " out of range (",
-                                                      key.dict_size, " entries)"));
-              break;
-            }
-            if (r.ok()) {
-              *out++ = MetricEntry{key.model_index, dict_values[key.dict_begin + index]};
-            }
-            break;
-          }
-          default:
-            ValueSerializer::Skip(r, key.code);  // A type this reader does not know.
-        }
-      }
-      if (!r.ok()) return r.status();
-      metrics.resize(static_cast<size_t>(out - metrics.data()));
-      if (logs_.present) {
-        absl::string_view log = logs.LengthPrefixed("log");
-        if (!logs.ok()) return logs.status();
-        materialized += log.size();
-        if (materialized > options_.max_materialized_bytes) return too_big();
-        item.log.assign(log.data(), log.size());
-      }
+  Budget budget{0, options_.max_materialized_bytes};
+  for (size_t b = 0; b < values_.blocks.size(); ++b) {
+    if (absl::Status s = MaterializeBlock(b, dict_values, &budget, &result); !s.ok()) return s;
+  }
+  // Every shape is read by now unless no item names the last ones: parse
+  // them too, so a full decode checks the whole section.
+  if (shape_count_ > 0) {
+    if (absl::StatusOr<const Shape*> last = GetShape(static_cast<uint32_t>(shape_count_ - 1));
+        !last.ok()) {
+      return last.status();
     }
   }
   return result;
+}
+
+absl::Status RankbinView::MaterializeBlock(size_t b, const std::vector<MetricValue>& dict_values,
+                                           Budget* budget, RankResult* result) const {
+  coding::Reader logs(absl::string_view(), kContext);
+  if (logs_.present) {
+    absl::StatusOr<absl::string_view> data = BlockData(logs_, b);
+    if (!data.ok()) return data.status();
+    logs = coding::Reader(*data, kContext);
+  }
+  const size_t end = std::min(n_, (b + 1) * size_t{block_items_});
+  for (size_t i = b * block_items_; i < end; ++i) {
+    absl::StatusOr<ItemRecord> rec = Record(i);
+    if (!rec.ok()) return rec.status();
+    RankedItem& item = result->items[i];
+    item.item_id.assign(rec->id.data(), rec->id.size());
+    item.score = rec->score;
+    item.position = rec->position;
+    if (absl::Status s = MaterializeValues(i, *rec, dict_values, budget, &item); !s.ok()) {
+      return s;
+    }
+    if (logs_.present) {
+      absl::string_view log = logs.LengthPrefixed("log");
+      if (!logs.ok()) return logs.status();
+      if (absl::Status s = budget->Add(log.size()); !s.ok()) return s;
+      item.log.assign(log.data(), log.size());
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RankbinView::MaterializeValues(size_t i, const ItemRecord& rec,
+                                            const std::vector<MetricValue>& dict_values,
+                                            Budget* budget, RankedItem* item) const {
+  coding::Reader r(absl::string_view(), kContext);
+  const Shape* shape = nullptr;
+  if (absl::Status s = ValuesOf(i, rec.shape, rec.values_offset, &r, &shape); !s.ok()) return s;
+  if (absl::Status s = budget->Add(rec.id.size() + uint64_t{shape->size} * sizeof(MetricEntry));
+      !s.ok()) {
+    return s;
+  }
+  // Sized once and filled by index (a push_back per value was 14% of the
+  // decode: perf); trimmed below if a key of unknown type was skipped.
+  item->metrics.resize(shape->size);
+  struct ModelSink {
+    MetricEntry* out;
+    const std::vector<MetricValue>& dict_values;
+    uint64_t string_bytes = 0;
+    void Int(uint32_t m, int64_t v) { *out++ = MetricEntry{m, MetricValue::Int(v)}; }
+    void Float(uint32_t m, float v) { *out++ = MetricEntry{m, MetricValue::Float(v)}; }
+    void Double(uint32_t m, double v) { *out++ = MetricEntry{m, MetricValue::Double(v)}; }
+    void String(uint32_t m, absl::string_view v) {
+      string_bytes += v.size();
+      *out++ = MetricEntry{m, MetricValue::String(v)};
+    }
+    void DictString(uint32_t m, const Key& key, uint32_t index) {
+      *out++ = MetricEntry{m, dict_values[key.dict_begin + index]};
+    }
+  } sink{item->metrics.data(), dict_values};
+  if (!DecodeValues(r, *shape, sink)) return r.status();
+  item->metrics.resize(static_cast<size_t>(sink.out - item->metrics.data()));
+  // One item's strings are bounded by its block, so counting them after
+  // the item keeps the total within the cap plus one block.
+  return budget->Add(sink.string_bytes);
 }
 
 }  // namespace

@@ -294,24 +294,30 @@ struct ValueSerializer {
     }
     r.Fail("value", "unknown wire class");
   }
-  // Reads a value of a known code. `dict` is the key's dictionary.
-  // Returns false (and leaves an error in r) on malformed input.
-  ABSL_ATTRIBUTE_ALWAYS_INLINE static bool Read(coding::Reader& r, uint8_t code,
-                   const absl::string_view* dict, uint32_t dict_size,
-                   MetricRef* out) {
+  // Decodes one value of a known code into `sink`, the one value decoder
+  // every reader path uses: sink.Int(int64_t), sink.Float(float),
+  // sink.Double(double), sink.String(string_view) (a view into r's input),
+  // sink.DictString(uint32_t index) (checked < dict_size). Returns false
+  // (and leaves an error in r) on malformed input.
+  template <typename Sink>
+  ABSL_ATTRIBUTE_ALWAYS_INLINE static bool Decode(coding::Reader& r, uint8_t code,
+                                                  uint32_t dict_size, Sink& sink) {
     switch (static_cast<TypeCode>(code)) {
       case TypeCode::kInt:
-        *out = MetricRef::Int(r.SignedVarint64("int value"));
+        sink.Int(r.SignedVarint64("int value"));
         return r.ok();
       case TypeCode::kFloat:
-        *out = MetricRef::Float(r.Float("float value"));
+        sink.Float(r.Float("float value"));
         return r.ok();
       case TypeCode::kDouble:
-        *out = MetricRef::Double(r.Double("double value"));
+        sink.Double(r.Double("double value"));
         return r.ok();
-      case TypeCode::kString:
-        *out = MetricRef::String(r.LengthPrefixed("string value"));
-        return r.ok();
+      case TypeCode::kString: {
+        absl::string_view text = r.LengthPrefixed("string value");
+        if (!r.ok()) return false;
+        sink.String(text);
+        return true;
+      }
       case TypeCode::kStringDict: {
         uint64_t index = r.Varint64("dictionary index");
         if (!r.ok()) return false;
@@ -320,12 +326,27 @@ struct ValueSerializer {
                                                   dict_size, " entries)"));
           return false;
         }
-        *out = MetricRef::String(dict[index]);
+        sink.DictString(static_cast<uint32_t>(index));
         return true;
       }
     }
     r.Fail("value", "unknown type code");
     return false;
+  }
+  // Decode into a MetricRef. `dict` is the key's dictionary.
+  ABSL_ATTRIBUTE_ALWAYS_INLINE static bool Read(coding::Reader& r, uint8_t code,
+                                                const absl::string_view* dict,
+                                                uint32_t dict_size, MetricRef* out) {
+    struct RefSink {
+      const absl::string_view* dict;
+      MetricRef* out;
+      void Int(int64_t v) { *out = MetricRef::Int(v); }
+      void Float(float v) { *out = MetricRef::Float(v); }
+      void Double(double v) { *out = MetricRef::Double(v); }
+      void String(absl::string_view v) { *out = MetricRef::String(v); }
+      void DictString(uint32_t i) { *out = MetricRef::String(dict[i]); }
+    } sink{dict, out};
+    return Decode(r, code, dict_size, sink);
   }
 };
 

@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
@@ -79,12 +80,20 @@ struct StringKey {
   uint64_t plain_bytes = 0;  // Size of the values written as plain strings.
   uint64_t index_bytes = 0;  // Size of the values written as indexes.
   uint32_t last = UINT32_MAX;  // Index of the previous value.
-  bool overflow = false;
+  uint32_t seen = 0;           // Values looked up so far.
+  bool overflow = false;       // No dictionary: too many distinct values.
   bool use_dict = false;
 };
 
 // Dictionaries up to this size are searched linearly.
 constexpr size_t kLinearDictMax = 8;
+// A string key's dictionary is kept or dropped after this many values.
+constexpr uint32_t kDictSample = 64;
+// A plain string of at least this many bytes counts towards its block's
+// "compressible string bytes" (short strings are mostly length prefixes).
+constexpr size_t kLongString = 32;
+// After this many blocks in a row that did not pay, a column stops trying.
+constexpr int kMaxCompressMisses = 4;
 
 struct SpanHash {
   size_t operator()(absl::Span<const uint32_t> s) const {
@@ -129,8 +138,8 @@ class Encoder {
   // The one pass before writing, per item: shape, type checks, int sizes,
   // dictionary indexes, log and record sizes.
   absl::Status Analyze();
-  // After Analyze's pass: which string keys get a dictionary, and the exact
-  // size of the value runs that follows from that.
+  // After Analyze: which string keys get a dictionary (the smaller
+  // encoding), and the exact size of the value runs.
   void DecideDictionaries();
   absl::Status NewShape(size_t item, uint32_t* id);
   uint32_t DictIndex(StringKey& sk, absl::string_view v);
@@ -148,11 +157,21 @@ class Encoder {
     return absl::AbortedError("rankbin: fast-mode guess failed");
   }
   absl::Status WrongTypeStatus(size_t item, uint32_t key, const MetricValue& v) const;
-  // Writes blocks of `raw_sizes` through `fill(block, dst)`, compressing
-  // each when `compress`.
+  // Writes blocks of `raw_sizes` through `fill(block, dst)`, trying to
+  // compress the blocks for which `candidate(block)` holds; a block stays
+  // compressed only when that saves min_saving, and after
+  // kMaxCompressMisses blocks in a row that did not, the column stops
+  // trying.
   template <typename Fill>
   absl::Status WriteBlocks(coding::Writer& w, const std::vector<uint64_t>& raw_sizes,
-                           bool compress, Fill fill);
+                           absl::FunctionRef<bool(size_t)> candidate, Fill fill);
+  // Whether VALUES block b is worth trying to compress: always with
+  // compress_values; with compress_string_values, when at least half of
+  // its bytes are long plain strings.
+  bool ValuesCandidate(size_t b, const std::vector<uint64_t>& bounds) const {
+    return o_.compress_values ||
+           (o_.compress_string_values && bounds[b] > 0 && 2 * values_long_strings_[b] >= bounds[b]);
+  }
   size_t BlockSectionBound(const std::vector<uint64_t>& raw_sizes, bool compress) const;
 
   // In fast mode: the guess about an item's keys was wrong somewhere.
@@ -173,6 +192,8 @@ class Encoder {
   std::vector<Shape> shapes_;
   std::vector<uint32_t> item_shape_;
   absl::flat_hash_map<std::vector<uint32_t>, uint32_t> shape_index_;
+  std::vector<uint32_t> scratch_keys_;  // NewShape's, reused.
+  std::vector<uint8_t> seen_;           // NewShape's, all 0 between calls.
   std::vector<StringKey> strings_;       // Per key; used for string keys.
   std::vector<uint32_t> string_values_;  // Dictionary index of every string value, in write order.
 
@@ -181,6 +202,8 @@ class Encoder {
   uint64_t values_total_ = 0;            // Every value run, exact.
   std::vector<uint32_t> values_offset_;  // Per item, in its block; set while writing.
   std::vector<uint64_t> log_block_raw_;
+  // Per VALUES block: bytes of long strings of keys without a dictionary.
+  std::vector<uint64_t> values_long_strings_;
   bool has_logs_ = false;
   uint64_t records_bound_ = 0;
   absl::Status error_;  // Set by the write pass.
@@ -207,33 +230,44 @@ absl::Status Encoder::CheckKeys() {
 
 absl::Status Encoder::NewShape(size_t i, uint32_t* id) {
   const size_t key_count = r_.keys.size();
-  std::vector<uint32_t> keys;
-  keys.reserve(r_.items[i].metrics.size());
+  std::vector<uint32_t>& keys = scratch_keys_;
+  keys.clear();
   for (const MetricEntry& e : r_.items[i].metrics) keys.push_back(e.key);
   if (auto it = shape_index_.find(keys); it != shape_index_.end()) {
     *id = it->second;
     return absl::OkStatus();
   }
   // A new shape: check it once, for every item that will share it.
-  std::vector<uint8_t> seen(key_count, 0);
+  seen_.resize(key_count, 0);
+  absl::Status bad;
   for (uint32_t k : keys) {
     if (k >= key_count) {
-      return Invalid(i, r_, absl::StrCat("metric key index ", k, " out of range (", key_count,
-                                         " keys)"));
+      bad = Invalid(i, r_, absl::StrCat("metric key index ", k, " out of range (", key_count,
+                                        " keys)"));
+      break;
     }
-    if (seen[k]) {
-      return Invalid(i, r_, absl::StrCat("metric \"", r_.keys[k].name, "\" appears twice"));
+    if (seen_[k]) {
+      bad = Invalid(i, r_, absl::StrCat("metric \"", r_.keys[k].name, "\" appears twice"));
+      break;
     }
-    seen[k] = 1;
+    seen_[k] = 1;
   }
+  for (uint32_t k : keys) {
+    if (k < key_count) seen_[k] = 0;
+  }
+  if (!bad.ok()) return bad;
   if (shapes_.size() >= UINT32_MAX) return Invalid(i, r_, "too many shapes");
   Shape shape;
   shape.item_keys = keys;
-  shape.perm.resize(keys.size());
-  for (uint32_t j = 0; j < keys.size(); ++j) shape.perm[j] = j;
-  std::stable_sort(shape.perm.begin(), shape.perm.end(), [&](uint32_t a, uint32_t b) {
-    return WireRank(r_.keys[keys[a]].type) < WireRank(r_.keys[keys[b]].type);
-  });
+  // Wire order by one stable pass per wire rank (a sort was a third of the
+  // encode of items that each carry different keys).
+  shape.perm.reserve(keys.size());
+  for (int rank = 0; rank < 4; ++rank) {
+    for (uint32_t j = 0; j < keys.size(); ++j) {
+      if (WireRank(r_.keys[keys[j]].type) == rank) shape.perm.push_back(j);
+    }
+  }
+  shape.wire_keys.reserve(keys.size());
   for (uint32_t j = 0; j < shape.perm.size(); ++j) {
     const uint32_t key = keys[shape.perm[j]];
     shape.wire_keys.push_back(key);
@@ -254,13 +288,28 @@ absl::Status Encoder::NewShape(size_t i, uint32_t* id) {
     }
   }
   *id = static_cast<uint32_t>(shapes_.size());
-  shape_index_.emplace(std::move(keys), *id);
+  shape_index_.emplace(keys, *id);
   shapes_.push_back(std::move(shape));
   return absl::OkStatus();
 }
 
+// Drops a key's dictionary: its values are written plain from now on.
+void GiveUpDict(StringKey& sk) {
+  sk.overflow = true;
+  sk.index.clear();
+  sk.entries.clear();
+}
+
 uint32_t Encoder::DictIndex(StringKey& sk, absl::string_view v) {
   if (sk.overflow) return UINT32_MAX;
+  // Decide early, from a sample, as ORC does (orc.dictionary.key.threshold):
+  // after the key's first kDictSample values, a key whose values are mostly
+  // distinct will not get a dictionary that pays, so stop hashing them.
+  if (++sk.seen == kDictSample &&
+      sk.entries.size() > static_cast<size_t>(kDictSample * o_.dict_distinct_threshold)) {
+    GiveUpDict(sk);
+    return UINT32_MAX;
+  }
   // Most string metrics repeat the previous item's value (model version,
   // bucket) or come from a handful of values (recall source): compare with
   // the last one, then scan a small dictionary, and hash only beyond that.
@@ -279,9 +328,7 @@ uint32_t Encoder::DictIndex(StringKey& sk, absl::string_view v) {
   }
   if (index == UINT32_MAX) {
     if (sk.entries.size() >= o_.max_dict_entries) {
-      sk.overflow = true;
-      sk.index.clear();
-      sk.entries.clear();
+      GiveUpDict(sk);
       return UINT32_MAX;
     }
     index = static_cast<uint32_t>(sk.entries.size());
@@ -306,6 +353,7 @@ absl::Status Encoder::Analyze() {
   values_bound_.resize(n_);
   strings_.resize(r_.keys.size());
   log_block_raw_.assign(blocks_, 0);
+  values_long_strings_.assign(blocks_, 0);
   for (size_t i = 0; i < n_; ++i) {
     const RankedItem& item = r_.items[i];
     const std::vector<MetricEntry>& m = item.metrics;
@@ -313,9 +361,17 @@ absl::Status Encoder::Analyze() {
     // compares every key here; fast mode leaves that to the write pass.
     uint32_t id = i > 0 ? item_shape_[i - 1] : 0;
     bool same = i > 0 && shapes_[id].item_keys.size() == m.size();
-    if (same && careful_) {
+    if (same) {
       const uint32_t* keys = shapes_[id].item_keys.data();
-      for (size_t j = 0; j < m.size(); ++j) same &= m[j].key == keys[j];
+      if (careful_) {
+        for (size_t j = 0; j < m.size(); ++j) same &= m[j].key == keys[j];
+      } else if (!m.empty()) {
+        // Fast mode samples three keys: items that each carry a different
+        // subset of as many keys (sparse features) fail here, not in the
+        // write pass, which would restart the whole encode.
+        const size_t mid = m.size() / 2, last = m.size() - 1;
+        same = m[0].key == keys[0] && m[mid].key == keys[mid] && m[last].key == keys[last];
+      }
     }
     if (!same) {
       RETURN_IF_ERROR(NewShape(i, &id));
@@ -346,7 +402,11 @@ absl::Status Encoder::Analyze() {
       const size_t plain = coding::LengthPrefixedLength(text.size());
       sk.plain_bytes += plain;
       string_bound += std::max<size_t>(plain, coding::kMaxVarint32Length);
-      string_values_.push_back(DictIndex(sk, text));
+      const uint32_t index = DictIndex(sk, text);
+      if (index == UINT32_MAX && text.size() >= kLongString) {
+        values_long_strings_[i / block_items_] += plain;
+      }
+      string_values_.push_back(index);
     }
     values_size_[i] = size;
     values_bound_[i] = size + string_bound;
@@ -481,12 +541,13 @@ bool Encoder::WrongType(size_t i, uint32_t key, const MetricValue& v) {
 
 template <typename Fill>
 absl::Status Encoder::WriteBlocks(coding::Writer& w, const std::vector<uint64_t>& raw_bounds,
-                                  bool compress, Fill fill) {
+                                  absl::FunctionRef<bool(size_t)> candidate, Fill fill) {
   w.PutVarint64(raw_bounds.size());
   char* directory = w.Skip(raw_bounds.size() * kBlockEntryBytes);
+  int misses = 0;
   for (size_t b = 0; b < raw_bounds.size(); ++b) {
     BlockEntry entry{static_cast<uint8_t>(BlockCodec::kRaw), 0, 0};
-    if (!compress) {
+    if (misses >= kMaxCompressMisses || !candidate(b)) {
       // Raw blocks go straight into the output; `fill` reports the size.
       coding::Writer bw(w.position(), w.position() + w.remaining());
       if (!fill(b, bw)) return speculation_failed_ ? SpeculationFailed() : error_;
@@ -501,14 +562,17 @@ absl::Status Encoder::WriteBlocks(coding::Writer& w, const std::vector<uint64_t>
       absl::StatusOr<size_t> stored =
           raw == 0 ? absl::StatusOr<size_t>(0)
                    : compression::ZstdCompressInto(absl::string_view(scratch, raw), o_.zstd_level,
-                                                   w.position(), w.remaining());
+                                                   w.position(), w.remaining(),
+                                                   o_.zstd_checksum);
       if (!stored.ok()) return stored.status();
       if (raw > 0 && *stored <= static_cast<double>(raw) * (1.0 - o_.min_saving)) {
         entry.codec = static_cast<uint8_t>(BlockCodec::kZstd);
         entry.stored_size = static_cast<uint32_t>(*stored);
         w.Skip(*stored);
+        misses = 0;
       } else {
         w.PutBytes(absl::string_view(scratch, raw));
+        if (raw > 0) ++misses;
       }
     }
     coding::Writer dw(directory + b * kBlockEntryBytes, directory + (b + 1) * kBlockEntryBytes);
@@ -525,7 +589,7 @@ absl::Status Encoder::WriteValues(coding::Writer& w) {
   // Items are written in order, so one cursor over the string values works
   // across blocks.
   size_t str_cursor = 0;
-  return WriteBlocks(w, bounds, o_.compress_values,
+  return WriteBlocks(w, bounds, [&](size_t b) { return ValuesCandidate(b, bounds); },
                      [&](size_t block, coding::Writer& bw) {
                        size_t end = std::min(n_, (block + 1) * block_items_);
                        for (size_t i = block * block_items_; i < end; ++i) {
@@ -541,7 +605,7 @@ absl::Status Encoder::WriteValues(coding::Writer& w) {
 }
 
 absl::Status Encoder::WriteLogs(coding::Writer& w) {
-  return WriteBlocks(w, log_block_raw_, o_.compress_logs,
+  return WriteBlocks(w, log_block_raw_, [&](size_t) { return o_.compress_logs; },
                      [&](size_t block, coding::Writer& bw) {
                        size_t end = std::min(n_, (block + 1) * block_items_);
                        for (size_t i = block * block_items_; i < end; ++i) {
@@ -570,12 +634,17 @@ absl::StatusOr<OwnedBuffer> Encoder::Encode() {
   // ITEMS: exact but for each record's values offset, bounded at 5 bytes.
   const size_t items_bound = coding::VarintLength(n_) + coding::VarintLength(block_items_) +
                              4 * n_ + records_bound_;
+  const size_t block_directory = coding::VarintLength(blocks_) + blocks_ * kBlockEntryBytes;
   // VALUES: exact when raw; compressed blocks may take zstd's bound
   // (size + size/256 + 64 per block, summed over blocks).
-  const size_t block_directory = coding::VarintLength(blocks_) + blocks_ * kBlockEntryBytes;
+  const bool may_compress_values =
+      o_.compress_values ||
+      (o_.compress_string_values &&
+       std::any_of(values_long_strings_.begin(), values_long_strings_.end(),
+                   [](uint64_t n) { return n > 0; }));
   const size_t values_bound =
-      block_directory + (o_.compress_values ? values_total_ + (values_total_ >> 8) + 64 * blocks_
-                                            : values_total_);
+      block_directory + (may_compress_values ? values_total_ + (values_total_ >> 8) + 64 * blocks_
+                                             : values_total_);
   const size_t logs_bound = has_logs_ ? BlockSectionBound(log_block_raw_, o_.compress_logs) : 0;
   const int sections = has_logs_ ? 5 : 4;
   const size_t capacity = kHeaderSize + sections * kSectionHeaderSize + keys_bytes +

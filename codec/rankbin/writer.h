@@ -25,16 +25,29 @@ namespace rankwire::rankbin {
 struct WriterOptions {
   // Items per VALUES/LOGS block; the unit of lazy decompression.
   uint32_t block_items = 16;
+  // Try to compress every VALUES block (numbers rarely pay: see
+  // BENCHMARKS.md section 2).
   bool compress_values = false;
+  // Try to compress the VALUES blocks made mostly of long plain strings
+  // (keys without a dictionary), which do pay; kept per block only where
+  // they save min_saving.
+  bool compress_string_values = false;
   bool compress_logs = false;
   // zstd level; negative levels are zstd's fast modes.
   int zstd_level = 1;
+  // zstd's content checksum in every frame. Format 1.1 requires it (its
+  // readers reject frames without it); off only to measure what it costs.
+  bool zstd_checksum = true;
   // A compressed block is kept only if it is at most (1 - min_saving) of
   // the raw block.
   double min_saving = 0.10;
   // A string key gets a dictionary only while it has at most this many
   // distinct values (and only if the dictionary is smaller).
   uint32_t max_dict_entries = 4096;
+  // A string key keeps its dictionary only if, among its first 64 values,
+  // at most this share are distinct (the rest are repeats). Decided early so
+  // that long distinct strings are not hashed for nothing.
+  double dict_distinct_threshold = 0.5;
 };
 
 // InvalidArgument if `result` breaks ValidateResult's invariants (every one

@@ -172,6 +172,28 @@ std::vector<std::pair<std::string, RankResult>> SeedResults() {
     }
     results.push_back({"repetitive", r});
   }
+  {
+    // Long distinct strings (no dictionary; rankbin-zstd compresses their
+    // value blocks) and items that each carry a different subset of keys
+    // (one shape per item, parsed lazily by the reader).
+    RankResult r;
+    const uint32_t trace = r.AddKey("debug.trace", MetricType::kString);
+    const uint32_t a = r.AddKey("a", MetricType::kDouble);
+    const uint32_t b = r.AddKey("b", MetricType::kInt);
+    const uint32_t c = r.AddKey("c", MetricType::kFloat);
+    for (int i = 0; i < 5; ++i) {
+      RankedItem& item = r.items.emplace_back();
+      item.item_id = absl::StrCat("sku-", i);
+      item.position = static_cast<uint32_t>(i + 1);
+      std::string text;
+      for (int k = 0; k < 8; ++k) absl::StrAppend(&text, "stage=rank item=", i, " took_us=", k, " ");
+      item.metrics.push_back({trace, MetricValue::String(text)});
+      if (i % 2 == 0) item.metrics.push_back({a, MetricValue::Double(i)});
+      if (i % 3 == 0) item.metrics.push_back({b, MetricValue::Int(-i)});
+      if (i % 2 == 1) item.metrics.push_back({c, MetricValue::Float(0.5f * i)});
+    }
+    results.push_back({"traces_sparse", r});
+  }
   for (uint64_t seed : {1, 2}) {
     std::mt19937_64 rng(seed);
     test::RandomResultOptions options;

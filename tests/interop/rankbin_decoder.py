@@ -94,6 +94,47 @@ class Reader:
         return n
 
 
+ZSTD_MAGIC = 0xFD2FB528
+
+
+def check_frame(frame, raw, require_checksum):
+    """A block's frame per FORMAT.md "Blocks": one zstd frame, no skippable
+    frame, no dictionary id, content size declared and equal to `raw`, the
+    unused/reserved descriptor bits 0, the checksum flag set in 1.1+, and
+    nothing after the frame."""
+    if len(frame) < 5 or int.from_bytes(frame[:4], "little") != ZSTD_MAGIC:
+        raise FormatError("not a zstd frame (skippable frames are not allowed)")
+    descriptor = frame[4]
+    if descriptor & 0x18:
+        raise FormatError("zstd frame header sets an unused or reserved bit")
+    if descriptor & 3:
+        raise FormatError("zstd frame names a dictionary")
+    if descriptor >> 6 == 0 and not descriptor & 0x20:
+        raise FormatError("zstd frame does not declare its content size")
+    if require_checksum and not descriptor & 4:
+        raise FormatError("zstd frame has no content checksum")
+    params = zstandard.get_frame_parameters(frame)
+    if params.content_size != raw:
+        raise FormatError("zstd frame declares the wrong size")
+    # Walk the frame's blocks to find its end: nothing may follow it.
+    single = descriptor & 0x20
+    fcs_size = {0: 1 if single else 0, 1: 2, 2: 4, 3: 8}[descriptor >> 6]
+    pos = 5 + (0 if single else 1) + fcs_size
+    while True:
+        if pos + 3 > len(frame):
+            raise FormatError("zstd frame is cut short")
+        header = int.from_bytes(frame[pos:pos + 3], "little")
+        last, kind, size = header & 1, (header >> 1) & 3, header >> 3
+        if kind == 3:
+            raise FormatError("zstd frame has a reserved block type")
+        pos += 3 + (1 if kind == 1 else size)
+        if last:
+            break
+    pos += 4 if descriptor & 4 else 0
+    if pos != len(frame):
+        raise FormatError("bytes after the zstd frame")
+
+
 def skip_value(r, code):
     wire = code & 7
     if wire == 0:
@@ -162,6 +203,8 @@ class Payload:
                 dictionary = [e.string("dict entry") for _ in range(e.count("dict count"))]
             # Bytes after the params we know are skipped.
             self.keys.append((code, name, dictionary))
+        if r.remaining():
+            raise FormatError(f"{r.remaining()} bytes after the last key")
         known = [name for code, name, _ in self.keys if code in MODEL_TYPE]
         if len(set(known)) != len(known):
             raise FormatError("a key name appears twice")
@@ -174,6 +217,8 @@ class Payload:
             if any(k >= len(self.keys) for k in shape) or len(set(shape)) != len(shape):
                 raise FormatError("shape index out of range or repeated")
             self.shapes.append(shape)
+        if r.remaining():
+            raise FormatError(f"{r.remaining()} bytes after the last shape")
 
     def _read_items(self, start, end):
         r = Reader(self.data, start, end)
@@ -183,12 +228,8 @@ class Payload:
             raise FormatError("block items is 0")
         self.directory = [r.u32("directory") for _ in range(self.item_count)]
         self.records = (r.pos, end)
-        size = end - r.pos
-        previous = 0
-        for off in self.directory:
-            if off < previous or off > size:
-                raise FormatError("item directory out of order")
-            previous = off
+        # Entries k and k+1 are checked when item k is read (FORMAT.md,
+        # "Items"); this decoder reads every item, so it checks them all.
 
     def _read_blocks(self, start, end, name):
         r = Reader(self.data, start, end)
@@ -219,6 +260,7 @@ class Payload:
             frame, raw = block
             if zstandard is None:
                 raise FormatError("zstd block, but python3-zstandard is not installed")
+            check_frame(frame, raw, require_checksum=self.minor >= 1)
             try:
                 out = zstandard.ZstdDecompressor().decompress(frame, max_output_size=raw)
             except zstandard.ZstdError as e:
@@ -241,6 +283,8 @@ class Payload:
         start, end = self.records
         rec_start = start + self.directory[k]
         rec_end = start + self.directory[k + 1] if k + 1 < self.item_count else end
+        if rec_start > rec_end or rec_end > end:
+            raise FormatError("item directory out of order or past the records")
         r = Reader(self.data, rec_start, rec_end)
         item = {
             "id": r.string("item id"),

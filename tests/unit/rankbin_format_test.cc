@@ -95,10 +95,14 @@ struct BlockSpec {
     const uint32_t n = static_cast<uint32_t>(bytes.size());
     return {static_cast<uint8_t>(BlockCodec::kRaw), std::move(bytes), n};
   }
-  static BlockSpec Zstd(const std::string& raw) {
-    absl::StatusOr<std::string> frame = compression::ZstdCompress(raw, 1);
-    EXPECT_TRUE(frame.ok());
-    return {static_cast<uint8_t>(BlockCodec::kZstd), *frame, static_cast<uint32_t>(raw.size())};
+  // A frame as writers of 1.1 make it: content size and checksum declared.
+  static BlockSpec Zstd(const std::string& raw, bool checksum = true) {
+    std::string frame(compression::ZstdBound(raw.size()), '\0');
+    absl::StatusOr<size_t> n =
+        compression::ZstdCompressInto(raw, 1, frame.data(), frame.size(), checksum);
+    EXPECT_TRUE(n.ok());
+    frame.resize(n.ok() ? *n : 0);
+    return {static_cast<uint8_t>(BlockCodec::kZstd), frame, static_cast<uint32_t>(raw.size())};
   }
 };
 
@@ -106,7 +110,7 @@ struct BlockSpec {
 struct Payload {
   std::string magic = "RKWB";
   uint8_t major = 1;
-  uint8_t minor = 0;
+  uint8_t minor = 1;
   std::optional<uint16_t> section_count;  // Computed unless set.
   std::vector<KeySpec> keys;
   std::vector<std::vector<uint32_t>> shapes;
@@ -757,28 +761,62 @@ TEST(MalformedTest, SectionLengthPastTheEnd) {
   ExpectOpenFails(bytes, "truncated");
 }
 
+// The directory is checked entry by entry as items are read (FORMAT.md,
+// "What a lazy reader checks"): Open does not read it, reading an item whose
+// entries are out of order or past the records fails, a full decode fails.
 TEST(MalformedTest, ItemDirectoryOutOfOrderOrPastTheRecords) {
   Payload p = ExamplePayload();
-  p.directory = std::vector<uint32_t>{17, 0};
-  ExpectOpenFails(p.Build(), "directory");
-  p.directory = std::vector<uint32_t>{0, 35};  // The records are 34 bytes.
-  ExpectOpenFails(p.Build(), "directory");
-  p.directory = std::vector<uint32_t>{0, 34};  // An empty last record: Open is fine...
+  for (std::vector<uint32_t> directory : {std::vector<uint32_t>{17, 0},  // Item 0 ends before it starts.
+                                          std::vector<uint32_t>{0, 35}}) {  // Records are 34 bytes.
+    p.directory = directory;
+    absl::StatusOr<std::unique_ptr<ResultView>> view = Open(p.Build());
+    ASSERT_TRUE(view.ok()) << view.status();
+    absl::Status s = (*view)->Item(directory[0] == 0 ? 1 : 0).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+    EXPECT_THAT(s.message(), HasSubstr("directory"));
+    EXPECT_EQ((*view)->Materialize().status().code(), absl::StatusCode::kDataLoss);
+  }
+  p.directory = std::vector<uint32_t>{0, 34};  // An empty last record: too short to read.
   absl::StatusOr<std::unique_ptr<ResultView>> view = Open(p.Build());
   ASSERT_TRUE(view.ok()) << view.status();
-  // ...reading it is not.
   EXPECT_EQ((*view)->Item(1).status().code(), absl::StatusCode::kDataLoss);
   EXPECT_TRUE((*view)->Item(0).ok());
 }
 
+// Shapes are parsed when an item names them; a full decode parses them all.
 TEST(MalformedTest, ShapeIndexRepeatedOrOutOfRange) {
   Payload p = ExamplePayload();
   p.shapes = {{0, 0}};
-  ExpectOpenFails(p.Build(), "repeated");
+  ExpectReadFails(p.Build(), 0, "repeated");
   p.shapes = {{0, 2}};
-  ExpectOpenFails(p.Build(), "out of range");
-  p.shapes = {{0, 1}, {1, 0, 1}};
-  ExpectOpenFails(p.Build(), "repeated");
+  ExpectReadFails(p.Build(), 0, "out of range");
+  p.shapes = {{0, 1}, {1, 0, 1}};  // No item names shape 1.
+  absl::StatusOr<std::unique_ptr<ResultView>> view = Open(p.Build());
+  ASSERT_TRUE(view.ok()) << view.status();
+  EXPECT_TRUE((*view)->ForEachMetric(0, [](uint32_t, const MetricRef&) {}).ok());
+  absl::Status s = (*view)->Materialize().status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(s.message(), HasSubstr("repeated"));
+}
+
+TEST(MalformedTest, TrailingBytesAfterTheLastShapeOrKey) {
+  Payload p = ExamplePayload();
+  const std::string shapes = p.ShapesBody() + std::string(1, '\0');
+  const std::string bytes = p.Header(5) + Payload::Section(1, p.KeysBody()) +
+                            Payload::Section(2, shapes) +
+                            Payload::Section(4, Payload::BlocksBody(p.values)) +
+                            Payload::Section(5, Payload::BlocksBody(*p.logs)) +
+                            Payload::Section(3, p.ItemsBody());
+  absl::StatusOr<std::unique_ptr<ResultView>> view = Open(bytes);
+  ASSERT_TRUE(view.ok()) << view.status();
+  absl::Status s = (*view)->ForEachMetric(0, [](uint32_t, const MetricRef&) {});
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+  EXPECT_THAT(s.message(), HasSubstr("after the last shape"));
+  const std::string keys = p.KeysBody() + std::string(1, '\0');
+  ExpectOpenFails(p.Header(4) + Payload::Section(1, keys) + Payload::Section(2, p.ShapesBody()) +
+                      Payload::Section(3, p.ItemsBody()) +
+                      Payload::Section(4, Payload::BlocksBody(p.values)),
+                  "after the last key");
 }
 
 TEST(MalformedTest, CountsLargerThanTheBytesLeft) {
@@ -855,19 +893,70 @@ TEST(MalformedTest, CorruptZstdFrame) {
   p.values[0] = BlockSpec::Zstd(raw);
   p.values[0].raw_size += 1;
   ExpectReadFails(p.Build(), 1, "zstd");
-  // A good frame with a byte changed.
-  p.values[0] = BlockSpec::Zstd(raw);
-  p.values[0].stored[p.values[0].stored.size() - 2] ^= 0x10;
-  absl::StatusOr<std::unique_ptr<ResultView>> view = Open(p.Build());
-  ASSERT_TRUE(view.ok());
-  // zstd's checksum is off by default; whatever a damaged frame yields must
-  // still be read safely.
-  (void)(*view)->Materialize();
   // And the frame itself, undamaged, reads back.
   p.values[0] = BlockSpec::Zstd(raw);
   absl::StatusOr<RankResult> good = Decode(p.Build());
   ASSERT_TRUE(good.ok()) << good.status();
   EXPECT_EQ(DiffResults(*good, ExampleResult()), "");
+}
+
+// Integrity (FORMAT.md 1.1): a single-bit flip anywhere in a checksummed
+// frame is an error or, where it lands in bits the decoder does not use,
+// gives the same bytes; never different bytes.
+TEST(IntegrityTest, NoBitFlipInACompressedBlockDecodesToDifferentBytes) {
+  Payload p = ExamplePayload();
+  std::string text;
+  for (int i = 0; i < 40; ++i) absl::StrAppend(&text, "model=lr-v3 item=", i, " recall=ann; ");
+  p.logs = std::vector<BlockSpec>{BlockSpec::Zstd(Bytes().Str("").Str(text))};
+  ASSERT_TRUE(Decode(p.Build()).ok());
+  const std::string good = p.logs->at(0).stored;
+  int detected = 0, flips = 0;
+  for (size_t byte = 0; byte < good.size(); ++byte) {
+    for (int bit = 0; bit < 8; ++bit, ++flips) {
+      (*p.logs)[0].stored = good;
+      (*p.logs)[0].stored[byte] ^= static_cast<char>(1 << bit);
+      absl::StatusOr<std::unique_ptr<ResultView>> view = Open(p.Build());
+      ASSERT_TRUE(view.ok());
+      absl::StatusOr<absl::string_view> log = (*view)->Log(1);
+      if (!log.ok()) {
+        EXPECT_EQ(log.status().code(), absl::StatusCode::kDataLoss);
+        ++detected;
+      } else {
+        EXPECT_EQ(*log, text) << "byte " << byte << " bit " << bit;
+      }
+    }
+  }
+  // Almost every flip is detected; the rest changed nothing.
+  EXPECT_GT(detected, flips * 9 / 10);
+}
+
+TEST(IntegrityTest, FramesOf1_1PayloadsMustCarryAChecksum) {
+  Payload p = ExamplePayload();
+  const std::string raw = p.values[0].stored;
+  p.values[0] = BlockSpec::Zstd(raw, /*checksum=*/false);
+  ExpectReadFails(p.Build(), 0, "checksum");
+  p.minor = 0;  // A 1.0 payload's frames may lack it.
+  absl::StatusOr<RankResult> old = Decode(p.Build());
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_EQ(DiffResults(*old, ExampleResult()), "");
+}
+
+TEST(IntegrityTest, OnlyOnePlainFrameIsABlock) {
+  Payload p = ExamplePayload();
+  const std::string raw = p.values[0].stored;
+  const BlockSpec frame = BlockSpec::Zstd(raw);
+  // Trailing bytes after the frame.
+  p.values[0] = frame;
+  p.values[0].stored += std::string(1, '\0');
+  ExpectReadFails(p.Build(), 0, "after the frame");
+  // A skippable frame (magic 0x184D2A50, 0 bytes of content) first.
+  p.values[0] = frame;
+  p.values[0].stored = Bytes().U32(0x184D2A50).U32(0).str() + frame.stored;
+  ExpectReadFails(p.Build(), 0, "skippable");
+  // A dictionary id (descriptor bits 0-1) is not allowed.
+  p.values[0] = frame;
+  p.values[0].stored[4] |= 1;
+  ExpectReadFails(p.Build(), 0, "dictionary");
 }
 
 TEST(MalformedTest, DictionaryIndexOutOfRange) {

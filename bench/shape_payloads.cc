@@ -1,0 +1,172 @@
+#include "bench/shape_payloads.h"
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace rankwire::bench {
+namespace {
+
+using Rng = std::mt19937_64;
+
+double Uniform(Rng& rng) { return std::uniform_real_distribution<double>(0, 1)(rng); }
+size_t Pick(Rng& rng, size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng); }
+
+template <size_t N>
+const char* PickWord(Rng& rng, const char* const (&words)[N]) {
+  return words[Pick(rng, N)];
+}
+
+// Items in rank order with falling scores and 1-based positions.
+RankedItem& AddItem(RankResult& r, Rng& rng, size_t i) {
+  RankedItem& item = r.items.emplace_back();
+  item.item_id = absl::StrFormat("it-%08x-%zu", static_cast<uint32_t>(rng()), i);
+  item.score = 1.0 / (1.0 + static_cast<double>(i)) + 1e-9 * Uniform(rng);
+  item.position = static_cast<uint32_t>(i + 1);
+  return item;
+}
+
+constexpr const char* kCategories[] = {"electronics", "home", "garden", "toys", "books",
+                                       "fashion", "sports", "beauty", "grocery", "auto"};
+constexpr const char* kStages[] = {"recall", "filter", "prerank", "rank", "rerank", "blend"};
+constexpr const char* kRules[] = {"brand_match", "stock_low", "price_drop", "new_arrival",
+                                  "seller_score", "none", "geo_boost", "dedup"};
+
+// A debug trace of 150-300 bytes: the vocabulary of debug output (stage
+// names, rule names, feature names) with numbers that make every trace
+// distinct.
+std::string Trace(Rng& rng, const std::string& item_id, size_t k) {
+  const size_t target = 150 + Pick(rng, 151);
+  std::string s = absl::StrCat("trace#", k, " item=", item_id);
+  while (s.size() < target) {
+    switch (Pick(rng, 4)) {
+      case 0:
+        absl::StrAppend(&s, " stage=", PickWord(rng, kStages), " took_us=", Pick(rng, 5000));
+        break;
+      case 1:
+        absl::StrAppendFormat(&s, " feat{ctr:%.4f,cvr:%.5f}", Uniform(rng), Uniform(rng) / 10);
+        break;
+      case 2:
+        absl::StrAppend(&s, " rule=", PickWord(rng, kRules), " w=", Pick(rng, 100));
+        break;
+      default:
+        absl::StrAppend(&s, " path=", PickWord(rng, kStages), "->", PickWord(rng, kStages));
+    }
+  }
+  s.resize(target);
+  return s;
+}
+
+}  // namespace
+
+RankResult StringHeavyResult(size_t items, uint64_t seed) {
+  Rng rng(seed);
+  RankResult r;
+  std::vector<uint32_t> keys;
+  for (int k = 0; k < 12; ++k) keys.push_back(r.AddKey(absl::StrCat("feat.f", k), MetricType::kDouble));
+  for (int k = 0; k < 20; ++k) keys.push_back(r.AddKey(absl::StrCat("score.m", k), MetricType::kDouble));
+  for (int k = 0; k < 10; ++k) keys.push_back(r.AddKey(absl::StrCat("cat.c", k), MetricType::kString));
+  for (int k = 0; k < 6; ++k) keys.push_back(r.AddKey(absl::StrCat("debug.trace", k), MetricType::kString));
+  for (size_t i = 0; i < items; ++i) {
+    RankedItem& item = AddItem(r, rng, i);
+    size_t j = 0;
+    for (; j < 32; ++j) item.metrics.push_back({keys[j], MetricValue::Double(Uniform(rng))});
+    for (; j < 42; ++j) {
+      item.metrics.push_back({keys[j], MetricValue::String(PickWord(rng, kCategories))});
+    }
+    for (size_t t = 0; j < 48; ++j, ++t) {
+      item.metrics.push_back({keys[j], MetricValue::String(Trace(rng, item.item_id, t))});
+    }
+  }
+  return r;
+}
+
+RankResult FewKeysResult(size_t items, uint64_t seed) {
+  Rng rng(seed);
+  RankResult r;
+  const uint32_t ctr = r.AddKey("ctr", MetricType::kDouble);
+  const uint32_t cvr = r.AddKey("cvr", MetricType::kDouble);
+  const uint32_t stock = r.AddKey("stock", MetricType::kInt);
+  const uint32_t source = r.AddKey("source", MetricType::kString);
+  for (size_t i = 0; i < items; ++i) {
+    RankedItem& item = AddItem(r, rng, i);
+    item.metrics.push_back({ctr, MetricValue::Double(Uniform(rng) / 10)});
+    item.metrics.push_back({cvr, MetricValue::Double(Uniform(rng) / 100)});
+    item.metrics.push_back({stock, MetricValue::Int(static_cast<int64_t>(Pick(rng, 10000)))});
+    item.metrics.push_back({source, MetricValue::String(PickWord(rng, kStages))});
+  }
+  return r;
+}
+
+RankResult ManyKeysResult(size_t items, uint64_t seed) {
+  Rng rng(seed);
+  RankResult r;
+  constexpr size_t kKeys = 200;
+  for (size_t k = 0; k < kKeys; ++k) {
+    // Mostly doubles, as feature stores are; some floats, ints and strings.
+    MetricType type = k % 10 == 7 ? MetricType::kInt
+                      : k % 10 == 8 ? MetricType::kFloat
+                      : k % 20 == 9 ? MetricType::kString
+                                    : MetricType::kDouble;
+    r.AddKey(absl::StrCat("sparse.feature_", k), type);
+  }
+  std::vector<uint32_t> order(kKeys);
+  std::iota(order.begin(), order.end(), 0);
+  for (size_t i = 0; i < items; ++i) {
+    RankedItem& item = AddItem(r, rng, i);
+    // A different half of the keys per item, in key order.
+    std::shuffle(order.begin(), order.end(), rng);
+    std::vector<uint32_t> half(order.begin(), order.begin() + kKeys / 2);
+    std::sort(half.begin(), half.end());
+    for (uint32_t k : half) {
+      switch (r.keys[k].type) {
+        case MetricType::kInt:
+          item.metrics.push_back({k, MetricValue::Int(static_cast<int64_t>(Pick(rng, 1 << 20)))});
+          break;
+        case MetricType::kFloat:
+          item.metrics.push_back({k, MetricValue::Float(static_cast<float>(Uniform(rng)))});
+          break;
+        case MetricType::kString:
+          item.metrics.push_back({k, MetricValue::String(PickWord(rng, kCategories))});
+          break;
+        case MetricType::kDouble:
+          item.metrics.push_back({k, MetricValue::Double(Uniform(rng))});
+      }
+    }
+  }
+  return r;
+}
+
+RankResult MixedResult(size_t items, uint64_t seed) {
+  Rng rng(seed);
+  RankResult r;
+  std::vector<uint32_t> keys;
+  for (int k = 0; k < 24; ++k) keys.push_back(r.AddKey(absl::StrCat("m.d", k), MetricType::kDouble));
+  for (int k = 0; k < 8; ++k) keys.push_back(r.AddKey(absl::StrCat("m.f", k), MetricType::kFloat));
+  for (int k = 0; k < 4; ++k) keys.push_back(r.AddKey(absl::StrCat("m.i", k), MetricType::kInt));
+  for (int k = 0; k < 3; ++k) keys.push_back(r.AddKey(absl::StrCat("m.s", k), MetricType::kString));
+  for (size_t i = 0; i < items; ++i) {
+    RankedItem& item = AddItem(r, rng, i);
+    size_t j = 0;
+    for (; j < 24; ++j) item.metrics.push_back({keys[j], MetricValue::Double(Uniform(rng))});
+    for (; j < 32; ++j) {
+      item.metrics.push_back({keys[j], MetricValue::Float(static_cast<float>(Uniform(rng)))});
+    }
+    for (; j < 36; ++j) {
+      item.metrics.push_back({keys[j], MetricValue::Int(static_cast<int64_t>(Pick(rng, 100000)))});
+    }
+    for (; j < 39; ++j) {
+      item.metrics.push_back({keys[j], MetricValue::String(PickWord(rng, kCategories))});
+    }
+    item.log = Trace(rng, item.item_id, i);
+    absl::StrAppend(&item.log, " | ", Trace(rng, item.item_id, i + 1));
+  }
+  return r;
+}
+
+}  // namespace rankwire::bench

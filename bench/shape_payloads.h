@@ -1,0 +1,33 @@
+// Payload shapes for the codec sweep (bench/codec_bench.cc): RankResults
+// built by their own seeded generators, independent of the shipped model and
+// the workload generator, so a codec is measured on shapes it was not tuned
+// on.
+//
+//   strings   500 items; 12 double features, 20 double metrics, 10 short
+//             categorical strings, 6 long distinct trace strings (150-300 B,
+//             text with the repeated vocabulary of debug output); no logs.
+//   fewkeys   500 items; 4 metrics (2 doubles, an int, a categorical string).
+//   manykeys  500 items; 200 keys (doubles, floats, ints, short strings),
+//             each item carries a different random half of them.
+//   items_N   N items of a mixed shape (24 doubles, 8 floats, 4 ints, 3
+//             short strings, a ~300 B log line), for N in 10..5000.
+//
+// Thread safety: plain functions over values.
+#ifndef RANKWIRE_BENCH_SHAPE_PAYLOADS_H_
+#define RANKWIRE_BENCH_SHAPE_PAYLOADS_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "codec/rank_result.h"
+
+namespace rankwire::bench {
+
+RankResult StringHeavyResult(size_t items, uint64_t seed);
+RankResult FewKeysResult(size_t items, uint64_t seed);
+RankResult ManyKeysResult(size_t items, uint64_t seed);
+RankResult MixedResult(size_t items, uint64_t seed);
+
+}  // namespace rankwire::bench
+
+#endif  // RANKWIRE_BENCH_SHAPE_PAYLOADS_H_
