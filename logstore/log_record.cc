@@ -21,15 +21,15 @@ namespace {
 constexpr int kScaleBias = 24;
 constexpr uint64_t kSpecialCode = 31;
 
-// 10^k for k in [0, 27] as long double: exact (5^27 < 2^64).
-long double Pow10L(int k) {
-  static const auto* table = [] {
-    auto* t = new long double[28];
-    t[0] = 1;
-    for (int i = 1; i < 28; ++i) t[i] = t[i - 1] * 10;
-    return t;
-  }();
-  return table[k];
+// 10^k for k in [0, 22]: exact doubles.
+constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                             1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                             1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+// a * 10^k, within a few ulps (one or two roundings).
+double ScaleBy10(double a, int k) {
+  if (k >= 0) return k <= 22 ? a * kPow10[k] : a * kPow10[22] * kPow10[k - 22];
+  return -k <= 22 ? a / kPow10[-k] : a / kPow10[22] / kPow10[-k - 22];
 }
 
 void AppendVarint(uint64_t v, std::string* out) {
@@ -47,14 +47,6 @@ void AppendRawDouble(bool negative, double value, std::string* out) {
   out->append(buf, 8);
 }
 
-// |value| scaled by 10^(5 - e): about [1e5, 1e6) when e is the decimal
-// exponent of value.
-long double Scaled(long double a, int e) {
-  const int k = 5 - e;
-  if (k >= 0) return a * Pow10L(k);
-  return a / Pow10L(-k);
-}
-
 void AppendLength(absl::string_view s, std::string* out) {
   AppendVarint(s.size(), out);
   out->append(s.data(), s.size());
@@ -69,29 +61,36 @@ void AppendLogNumber(double value, std::string* out) {
     AppendVarint(uint64_t{negative} << 5 | kSpecialCode, out);
     return;
   }
-  // Beyond these the decimal exponent range or the long double powers run
+  // Beyond these the decimal exponent range or the exact powers of ten run
   // out; the raw form renders the same through SixDigits.
   if (!std::isfinite(a) || a < 1e-18 || a >= 1e12) {
     AppendRawDouble(negative, value, out);
     return;
   }
-  int e2 = 0;
-  std::frexp(a, &e2);
-  // floor(log10(a)), estimated from the binary exponent and corrected.
-  int e = static_cast<int>(std::floor((e2 - 1) * 0.30102999566398120));
-  long double r = Scaled(a, e);
-  while (r >= 999999.5L) r = Scaled(a, ++e);
-  while (r < 99999.5L) r = Scaled(a, --e);
-  const long double whole = std::floor(r);
-  const long double frac = r - whole;
-  // SixDigits rounds to nearest; this scaling is exact to ~1e-19 relative,
-  // absl's to ~1e-15 with an exact recheck near the tie. Near a tie, give
-  // the reader the double itself.
-  if (std::fabs(frac - 0.5L) < 1e-7L) {
+  // floor(log10(a)) estimated from the binary exponent (a is normal here:
+  // a >= 1e-18), then corrected by the scaled value's range.
+  uint64_t bits;
+  std::memcpy(&bits, &a, sizeof bits);
+  const int e2 = static_cast<int>((bits >> 52) & 0x7ff) - 1023;  // a in [2^e2, 2^(e2+1))
+  int e = (e2 * 78913) >> 18;  // floor(e2 * log10(2)); >> floors negatives (GCC, Clang).
+  double r = ScaleBy10(a, 5 - e);
+  // At 999999.5 rounding decides the exponent too (999999 or 1e+06).
+  if (std::fabs(r - 999999.5) < 1e-6) {
     AppendRawDouble(negative, value, out);
     return;
   }
-  uint64_t n = static_cast<uint64_t>(whole) + (frac > 0.5L ? 1 : 0);
+  if (r >= 999999.5) r = ScaleBy10(a, 5 - ++e);
+  if (r < 99999.5) r = ScaleBy10(a, 5 - --e);
+  // r is |value| * 10^(5-e) to within ~1e-10 (a few ulps of a number below
+  // 1e6). SixDigits rounds the exact value to nearest; near a tie the two
+  // could disagree, so give the reader the double itself.
+  const double whole = std::floor(r);
+  const double frac = r - whole;
+  if (std::fabs(frac - 0.5) < 1e-7) {
+    AppendRawDouble(negative, value, out);
+    return;
+  }
+  uint64_t n = static_cast<uint64_t>(whole) + (frac > 0.5 ? 1 : 0);
   int scale = e - 5;
   if (n == 1000000) {
     n = 100000;
@@ -132,9 +131,12 @@ void LogRecordBuilder::Int(int64_t value) {
 
 void LogRecordBuilder::String(absl::string_view text) {
   Slot(SlotKind::kString);
-  auto [it, inserted] =
-      string_index_.try_emplace(std::string(text), static_cast<uint32_t>(strings_.size()));
-  if (inserted) strings_.emplace_back(text);
+  // Looked up by view: no allocation for a string seen before.
+  auto it = string_index_.find(text);
+  if (it == string_index_.end()) {
+    it = string_index_.emplace(std::string(text), static_cast<uint32_t>(strings_.size())).first;
+    strings_.emplace_back(text);
+  }
   AppendVarint(it->second, &record_);
 }
 
@@ -246,8 +248,7 @@ absl::StatusOr<std::string> LogLayout::Render(absl::string_view item_id,
           if (n == 0 || n > 999999) {
             return absl::DataLossError("log record: number digits out of range");
           }
-          v = scale >= 0 ? static_cast<double>(n) * static_cast<double>(Pow10L(scale))
-                         : static_cast<double>(n) / static_cast<double>(Pow10L(-scale));
+          v = ScaleBy10(static_cast<double>(n), scale);
         } else if (n == 1) {
           v = std::fabs(in.Double("raw number"));
         } else if (n != 0) {

@@ -50,7 +50,7 @@ TEST(LogRecordNumberTest, EdgeValuesRenderAsSixDigitsDoes) {
                            0.0001, 0.00001, 1e-5, 1.5e-5, 99999.95, 100000, 1e6, 1234567,
                            1e-18, 9.99999e-19, 1e-300, 5e-324, 1e12, 1e15, 1e300, -1e300,
                            inf, -inf, std::nan(""), 0.1, 0.2, 0.3, 1.0 / 3, 2.0 / 3,
-                           78.7f, 0.05f, 4.5f, 0.123456789, -3.2, 1.35, 14.5 * 0.0312f};
+                           78.7f, 0.05f, 4.5f, 99999.95, 9999995e-7, 999999.49999999, 0.0999999949999, 0.123456789, -3.2, 1.35, 14.5 * 0.0312f};
   for (double v : values) EXPECT_EQ(RoundTrip(v), SixDigits(v)) << v;
 }
 
@@ -70,6 +70,22 @@ TEST(LogRecordNumberTest, AMillionRandomDoublesRenderAsSixDigitsDoes) {
     const std::string want = SixDigits(v);
     const std::string got = RoundTrip(v);
     ASSERT_EQ(got, want) << "bits " << state;
+  }
+}
+
+TEST(LogRecordNumberTest, ValuesNearARoundingTieRenderAsSixDigitsDoes) {
+  // Where six-digit rounding is decided by the last bits: n.5 x 10^k and
+  // its neighbours, including the 999999.5 -> 1e+06 boundary.
+  uint64_t state = 7;
+  for (int i = 0; i < 300000; ++i) {
+    state = Mix(state);
+    const double n = double(99999 + state % 900001);  // 99999..999999
+    const int k = int((state >> 20) % 30) - 20;
+    const double nudge = double(int64_t((state >> 40) % 2001) - 1000) * 1e-12;
+    const double v = (n + 0.5 + nudge) * std::pow(10.0, k) * ((state >> 62) ? 1 : -1);
+    ASSERT_EQ(RoundTrip(v), SixDigits(v)) << v;
+    const double next = std::nextafter(v, 0.0);
+    ASSERT_EQ(RoundTrip(next), SixDigits(next)) << next;
   }
 }
 
