@@ -17,7 +17,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev libfmt-dev libhiredis-dev libzstd-dev libcivetweb-dev
   # tests, fuzzing and benchmarks
-  googletest libgtest-dev libgmock-dev libbenchmark-dev redis-server
+  googletest libgtest-dev libgmock-dev libbenchmark-dev redis-server redis-tools
   python3-grpcio python3-protobuf python3-zstandard python3-yaml
   clang-14 libclang-rt-14-dev llvm-14
   libflatbuffers-dev flatbuffers-compiler libcapnp-dev capnproto liblz4-dev
