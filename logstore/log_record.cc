@@ -26,6 +26,19 @@ constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                              1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
                              1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
+// 10^-k for k in [0, 22], rounded: multiplying by these is faster than
+// dividing by kPow10 and off by at most an ulp more.
+constexpr double kInvPow10[] = {1e-0,  1e-1,  1e-2,  1e-3,  1e-4,  1e-5,  1e-6,  1e-7,
+                                1e-8,  1e-9,  1e-10, 1e-11, 1e-12, 1e-13, 1e-14, 1e-15,
+                                1e-16, 1e-17, 1e-18, 1e-19, 1e-20, 1e-21, 1e-22};
+
+// a * 10^k to within ~3 ulps, for the encoder (the tie margin below is
+// ~10^6 times wider). k in [-22, 23].
+double ScaleBy10Fast(double a, int k) {
+  if (k >= 0) return k <= 22 ? a * kPow10[k] : a * kPow10[22] * kPow10[k - 22];
+  return a * kInvPow10[-k];
+}
+
 // a * 10^k, within a few ulps (one or two roundings).
 double ScaleBy10(double a, int k) {
   if (k >= 0) return k <= 22 ? a * kPow10[k] : a * kPow10[22] * kPow10[k - 22];
@@ -73,24 +86,24 @@ void AppendLogNumber(double value, std::string* out) {
   std::memcpy(&bits, &a, sizeof bits);
   const int e2 = static_cast<int>((bits >> 52) & 0x7ff) - 1023;  // a in [2^e2, 2^(e2+1))
   int e = (e2 * 78913) >> 18;  // floor(e2 * log10(2)); >> floors negatives (GCC, Clang).
-  double r = ScaleBy10(a, 5 - e);
+  double r = ScaleBy10Fast(a, 5 - e);
   // At 999999.5 rounding decides the exponent too (999999 or 1e+06).
   if (std::fabs(r - 999999.5) < 1e-6) {
     AppendRawDouble(negative, value, out);
     return;
   }
-  if (r >= 999999.5) r = ScaleBy10(a, 5 - ++e);
-  if (r < 99999.5) r = ScaleBy10(a, 5 - --e);
+  if (r >= 999999.5) r = ScaleBy10Fast(a, 5 - ++e);
+  if (r < 99999.5) r = ScaleBy10Fast(a, 5 - --e);
   // r is |value| * 10^(5-e) to within ~1e-10 (a few ulps of a number below
   // 1e6). SixDigits rounds the exact value to nearest; near a tie the two
   // could disagree, so give the reader the double itself.
-  const double whole = std::floor(r);
-  const double frac = r - whole;
+  const uint64_t whole = static_cast<uint64_t>(r);  // r is in [99999.5, 999999.5).
+  const double frac = r - static_cast<double>(whole);
   if (std::fabs(frac - 0.5) < 1e-7) {
     AppendRawDouble(negative, value, out);
     return;
   }
-  uint64_t n = static_cast<uint64_t>(whole) + (frac > 0.5 ? 1 : 0);
+  uint64_t n = whole + (frac > 0.5 ? 1 : 0);
   int scale = e - 5;
   if (n == 1000000) {
     n = 100000;
