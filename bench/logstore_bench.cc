@@ -46,7 +46,6 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -55,13 +54,14 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "client/workload.h"
+#include "base/flags.h"
 #include "logstore/log_record.h"
 #include "logstore/log_value.h"
 #include "logstore/redis_log_sink.h"
 #include "logstore/log_store.h"
 #include "server/ranker.h"
 #include "tests/support/redis_process.h"
+#include "workload/workload.h"
 
 ABSL_FLAG(int, rounds, 5, "Rounds of the writer-ceiling measurement (each runs every variant)");
 ABSL_FLAG(double, seconds, 2.0, "Measured window per variant per round, seconds");
@@ -98,12 +98,12 @@ struct Template {
 };
 
 Template MakeTemplate(const server::Ranker& ranker, uint64_t sequence, int items) {
-  client::WorkloadOptions options;
+  workload::WorkloadOptions options;
   options.candidates = static_cast<uint32_t>(items);
   Template t;
   t.request = std::make_shared<const rank::v1::RankRequest>(
-      client::WorkloadGenerator(options).Make(sequence));
-  RankResult result = ranker.Rank(*t.request, /*with_logs=*/true);
+      workload::WorkloadGenerator(options).Make(sequence));
+  RankResult result = ranker.Rank(t.request, server::LogDetail::kInline).result;
   t.text.request_id = t.request->request_id();
   t.text.items.reserve(result.items.size());
   for (RankedItem& item : result.items) {
@@ -740,6 +740,8 @@ int Main() {
 }  // namespace rankwire::logstore
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
+  rankwire::ParseFlags(argc, argv,
+                       "Log store writer ceiling and Redis memory per request; see "
+                       "scripts/bench_logstore.sh.");
   return rankwire::logstore::Main();
 }

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/status_macros.h"
 #include "logstore/async_log_consumer.h"
 #include "logstore/memory_log_store.h"
 #include "logstore/redis_cluster_log_store.h"
@@ -30,20 +31,17 @@ namespace {
 // a bad config fails here and not in a background log line.
 template <typename Sink, typename Reader>
 absl::StatusOr<LogStore> OpenRemoteLogStore(const LogStoreConfig& config) {
-  absl::StatusOr<std::unique_ptr<Reader>> reader = Reader::Create(config);
-  if (!reader.ok()) return reader.status();
+  ASSIGN_OR_RETURN(std::unique_ptr<Reader> reader, Reader::Create(config));
   std::vector<std::unique_ptr<LogSink>> sinks;
   for (size_t i = 0; i < WriterCount(config) && i <= AsyncLogConsumer::kMaxWriters; ++i) {
-    absl::StatusOr<std::unique_ptr<Sink>> sink = Sink::Create(config);
-    if (!sink.ok()) return sink.status();
-    sinks.push_back(*std::move(sink));
+    ASSIGN_OR_RETURN(std::unique_ptr<Sink> sink, Sink::Create(config));
+    sinks.push_back(std::move(sink));
   }
-  absl::StatusOr<std::unique_ptr<AsyncLogConsumer>> consumer =
-      AsyncLogConsumer::Create(config, std::move(sinks));
-  if (!consumer.ok()) return consumer.status();
+  ASSIGN_OR_RETURN(std::unique_ptr<AsyncLogConsumer> consumer,
+                   AsyncLogConsumer::Create(config, std::move(sinks)));
   LogStore store;
-  store.consumer = *std::move(consumer);
-  store.reader = *std::move(reader);
+  store.consumer = std::move(consumer);
+  store.reader = std::move(reader);
   return store;
 }
 
@@ -64,14 +62,12 @@ absl::StatusOr<LogStore> OpenLogStore(const LogStoreConfig& config) {
 absl::StatusOr<std::unique_ptr<LogReader>> OpenRedisLogReader(
     const LogStoreConfig& config) {
   if (config.backend == LogStoreConfig::Backend::kRedisCluster) {
-    absl::StatusOr<std::unique_ptr<RedisClusterReader>> reader =
-        RedisClusterReader::Create(config);
-    if (!reader.ok()) return reader.status();
-    return std::unique_ptr<LogReader>(*std::move(reader));
+    ASSIGN_OR_RETURN(std::unique_ptr<RedisClusterReader> reader,
+                     RedisClusterReader::Create(config));
+    return std::unique_ptr<LogReader>(std::move(reader));
   }
-  absl::StatusOr<std::unique_ptr<RedisLogReader>> reader = RedisLogReader::Create(config);
-  if (!reader.ok()) return reader.status();
-  return std::unique_ptr<LogReader>(*std::move(reader));
+  ASSIGN_OR_RETURN(std::unique_ptr<RedisLogReader> reader, RedisLogReader::Create(config));
+  return std::unique_ptr<LogReader>(std::move(reader));
 }
 
 }  // namespace rankwire::logstore

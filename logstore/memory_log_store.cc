@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "logstore/async_log_consumer.h"
 #include "logstore/log_record.h"
 #include "logstore/log_value.h"
@@ -104,8 +105,7 @@ absl::StatusOr<std::vector<std::optional<std::string>>> MemoryLogReader::Fetch(
   std::optional<std::string> layout = std::move(got.front());
   std::vector<std::optional<std::string>> values(std::make_move_iterator(got.begin() + 1),
                                                  std::make_move_iterator(got.end()));
-  absl::Status decoded = DecodeLogValues(request_id, layout, item_ids, &values);
-  if (!decoded.ok()) return decoded;
+  RETURN_IF_ERROR(DecodeLogValues(request_id, layout, item_ids, &values));
   return values;
 }
 
@@ -116,11 +116,10 @@ absl::StatusOr<LogStore> OpenMemoryLogStore(const LogStoreConfig& config,
   for (size_t i = 0; i < WriterCount(config) && i <= AsyncLogConsumer::kMaxWriters; ++i) {
     sinks.push_back(std::make_unique<MemoryLogSink>(table));
   }
-  absl::StatusOr<std::unique_ptr<AsyncLogConsumer>> consumer =
-      AsyncLogConsumer::Create(config, std::move(sinks));
-  if (!consumer.ok()) return consumer.status();
+  ASSIGN_OR_RETURN(std::unique_ptr<AsyncLogConsumer> consumer,
+                   AsyncLogConsumer::Create(config, std::move(sinks)));
   LogStore store;
-  store.consumer = *std::move(consumer);
+  store.consumer = std::move(consumer);
   store.reader = std::make_unique<MemoryLogReader>(std::move(table), config.key_prefix);
   return store;
 }

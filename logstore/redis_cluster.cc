@@ -85,9 +85,12 @@ const std::string& RedisClusterRouter::NodeFor(uint16_t slot) const {
 }
 
 absl::StatusOr<RedisConnection*> RedisClusterRouter::Connection(const std::string& address) {
-  auto [it, inserted] = connections_.try_emplace(address);
-  Node& node = it->second;
-  if (inserted) node.backoff = options_.backoff_min;
+  std::unique_ptr<Node>& slot = connections_[address];
+  if (slot == nullptr) {
+    slot = std::make_unique<Node>();
+    slot->backoff = options_.backoff_min;
+  }
+  Node& node = *slot;
   if (node.connection.has_value()) return &*node.connection;
   const absl::Time now = absl::Now();
   if (now < node.next_attempt) {
@@ -114,9 +117,9 @@ absl::StatusOr<RedisConnection*> RedisClusterRouter::Connection(const std::strin
 void RedisClusterRouter::Disconnect(const std::string& address) {
   auto it = connections_.find(address);
   if (it == connections_.end()) return;
-  it->second.connection.reset();
-  it->second.had_failure = true;
-  it->second.next_attempt = absl::InfinitePast();
+  it->second->connection.reset();
+  it->second->had_failure = true;
+  it->second->next_attempt = absl::InfinitePast();
 }
 
 absl::Status RedisClusterRouter::Refresh() {

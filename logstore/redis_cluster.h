@@ -90,7 +90,8 @@ class RedisClusterRouter {
   bool has_map_ = false;
   std::vector<uint16_t> slots_;     // Index into nodes_, kNoNode if unserved.
   std::vector<std::string> nodes_;  // Masters.
-  absl::flat_hash_map<std::string, Node> connections_;
+  // Boxed: Connection() hands out pointers that must survive later inserts.
+  absl::flat_hash_map<std::string, std::unique_ptr<Node>> connections_;
   uint64_t reconnects_ = 0;
 };
 

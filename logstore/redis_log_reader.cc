@@ -5,15 +5,15 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "logstore/redis_commands.h"
 
 namespace rankwire::logstore {
 
 absl::StatusOr<std::unique_ptr<RedisLogReader>> RedisLogReader::Create(
     const LogStoreConfig& config) {
-  absl::StatusOr<RedisConnectOptions> options = ConnectOptionsFrom(config);
-  if (!options.ok()) return options.status();
-  return std::make_unique<RedisLogReader>(*std::move(options), config.key_prefix);
+  ASSIGN_OR_RETURN(RedisConnectOptions options, ConnectOptionsFrom(config));
+  return std::make_unique<RedisLogReader>(std::move(options), config.key_prefix);
 }
 
 absl::StatusOr<std::vector<std::optional<std::string>>> RedisLogReader::Fetch(
@@ -30,9 +30,8 @@ absl::StatusOr<std::vector<std::optional<std::string>>> RedisLogReader::Fetch(
     for (int attempt = 0; attempt < 2 && reply == nullptr; ++attempt) {
       const bool fresh = !connection_.has_value();
       if (fresh) {
-        absl::StatusOr<RedisConnection> connection = RedisConnection::Connect(options_);
-        if (!connection.ok()) return connection.status();
-        connection_.emplace(*std::move(connection));
+        ASSIGN_OR_RETURN(RedisConnection connection, RedisConnection::Connect(options_));
+        connection_.emplace(std::move(connection));
       }
       void* raw = nullptr;
       if (commands_.AppendRead(connection_->get(), key, item_ids) &&

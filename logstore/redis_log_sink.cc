@@ -9,16 +9,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "base/status_macros.h"
 
 namespace rankwire::logstore {
 
 absl::StatusOr<std::unique_ptr<RedisLogSink>> RedisLogSink::Create(
     const LogStoreConfig& config) {
-  absl::StatusOr<RedisConnectOptions> connect = ConnectOptionsFrom(config);
-  if (!connect.ok()) return connect.status();
-  if (absl::Status backoff = CheckReconnectBackoff(config); !backoff.ok()) return backoff;
+  ASSIGN_OR_RETURN(RedisConnectOptions connect, ConnectOptionsFrom(config));
+  RETURN_IF_ERROR(CheckReconnectBackoff(config));
   RedisSinkOptions options;
-  options.connect = *std::move(connect);
+  options.connect = std::move(connect);
   options.backoff_min = config.reconnect_backoff_min;
   options.backoff_max = config.reconnect_backoff_max;
   return std::make_unique<RedisLogSink>(std::move(options));

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "client/workload.h"
 #include "gtest/gtest.h"
 #include "logstore/log_store.h"
 #include "logstore/log_value.h"
@@ -23,6 +22,7 @@
 #include "server/ranker.h"
 #include "tests/logstore/log_test_util.h"
 #include "tests/support/redis_process.h"
+#include "workload/workload.h"
 
 namespace rankwire::logstore {
 namespace {
@@ -156,17 +156,17 @@ class RankerRecordTest : public ::testing::Test {
   }
 
   std::shared_ptr<const rank::v1::RankRequest> Request(uint64_t seed, uint32_t candidates) {
-    client::WorkloadOptions options;
+    workload::WorkloadOptions options;
     options.candidates = candidates;
     return std::make_shared<const rank::v1::RankRequest>(
-        client::WorkloadGenerator(options).Make(seed));
+        workload::WorkloadGenerator(options).Make(seed));
   }
 
   // Stores `request`'s deferred logs in `store` and checks that every
   // item's text read back equals its inline line.
   void ExpectEveryItemIdentical(LogStore& store, uint64_t seed) {
     auto request = Request(seed, 500);
-    const RankResult inline_result = ranker_->Rank(*request, /*with_logs=*/true);
+    const RankResult inline_result = ranker_->Rank(request, server::LogDetail::kInline).result;
     server::RankOutput deferred = ranker_->Rank(request, server::LogDetail::kDeferred);
     ASSERT_NE(deferred.logs, nullptr);
     RequestLogs logs;
@@ -193,7 +193,7 @@ class RankerRecordTest : public ::testing::Test {
 TEST_F(RankerRecordTest, RecordsRenderEveryItemByteIdenticalToTheInlineLine) {
   for (uint64_t seed = 0; seed < 40; ++seed) {
     auto request = Request(seed, 500);
-    const RankResult inline_result = ranker_->Rank(*request, /*with_logs=*/true);
+    const RankResult inline_result = ranker_->Rank(request, server::LogDetail::kInline).result;
     server::RankOutput deferred = ranker_->Rank(request, server::LogDetail::kDeferred);
     std::string layout;
     std::vector<ItemLog> records;

@@ -19,7 +19,6 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/rank_client.h"
-#include "client/workload.h"
 #include "codec/builtin_codecs.h"
 #include "gtest/gtest.h"
 #include "logstore/log_store.h"
@@ -27,6 +26,7 @@
 #include "tests/logstore/log_test_util.h"
 #include "tests/support/redis_cluster.h"
 #include "tests/support/server_process.h"
+#include "workload/workload.h"
 
 namespace rankwire::logstore {
 namespace {
@@ -245,9 +245,9 @@ TEST(RedisClusterFailoverTest, AMasterFailoverUnderLoadFailsNoRankCallAndCountsE
   absl::StatusOr<CodecRegistry> codecs = MakeBuiltinCodecs({});
   ASSERT_TRUE(codecs.ok());
   client::RankClient rank_client(client::MakeChannel((*server)->target()), &*codecs);
-  client::WorkloadOptions options;
+  workload::WorkloadOptions options;
   options.candidates = 100;
-  client::WorkloadGenerator generator(options);
+  workload::WorkloadGenerator generator(options);
 
   std::atomic<bool> stop{false};
   std::atomic<int> calls{0}, failed{0};
