@@ -27,6 +27,88 @@ struct NodeBatch {
   absl::Status error;
 };
 
+// Entries still to send, with the ASK target of an entry redirected by ASK.
+using Pending = std::vector<std::pair<size_t, std::string>>;
+
+// What a round found beyond the per-entry results.
+struct RoundOutcome {
+  bool moved = false;        // A MOVED: reload the map.
+  bool node_failed = false;  // A node could not be reached or was lost.
+  bool stale = false;        // The map may be out of date.
+};
+
+// Connects to `address` and sends `node`'s transactions, each flushed as
+// soon as it is queued; sets node.error on failure.
+void SendToNode(RedisClusterRouter& router, RedisCommandWriter& commands,
+                const std::string& address, absl::Span<SinkEntry> batch,
+                const std::string& ttl_ms, NodeBatch& node) {
+  absl::StatusOr<RedisConnection*> connection = router.Connection(address);
+  if (!connection.ok()) {
+    node.error = connection.status();
+    return;
+  }
+  node.connection = *connection;
+  redisContext* context = node.connection->get();
+  for (const Route& route : node.routes) {
+    if (!commands.AppendWrite(context, batch[route.entry], ttl_ms, route.asking)) {
+      node.error = node.connection->IoError("queue commands");
+      return;
+    }
+    int written = 0;
+    do {
+      if (redisBufferWrite(context, &written) != REDIS_OK) {
+        node.error = node.connection->IoError("write logs");
+        return;
+      }
+    } while (!written);
+    ++node.sent;
+  }
+}
+
+// Reads `node`'s replies into `results`; redirected entries go to
+// `pending`. After a lost connection the node's unconfirmed entries fail
+// with its error (each transaction ran whole or not at all).
+void ReadFromNode(RedisClusterRouter& router, const std::string& address, NodeBatch& node,
+                  std::vector<absl::Status>& results, Pending& pending, RoundOutcome& outcome) {
+  for (size_t k = 0; k < node.routes.size() && node.error.ok(); ++k) {
+    const Route& route = node.routes[k];
+    const int count = kRepliesPerWrite + (route.asking ? 1 : 0);
+    RedisReplyPtr replies[kRepliesPerWrite + 1];
+    redisReply* raw_replies[kRepliesPerWrite + 1];
+    for (int r = 0; r < count && node.error.ok(); ++r) {
+      void* raw = nullptr;
+      if (redisGetReply(node.connection->get(), &raw) != REDIS_OK) {
+        node.error = node.connection->IoError("write logs");
+      }
+      replies[r].reset(static_cast<redisReply*>(raw));
+      raw_replies[r] = replies[r].get();
+    }
+    if (!node.error.ok()) break;
+    std::optional<RedisRedirect> redirect;
+    absl::Span<redisReply* const> write_replies(raw_replies + (route.asking ? 1 : 0),
+                                                kRepliesPerWrite);
+    results[route.entry] = WriteOutcome(write_replies, address, &redirect);
+    if (redirect.has_value()) {
+      outcome.moved |= !redirect->ask;
+      pending.emplace_back(route.entry, redirect->ask ? redirect->address : std::string());
+      results[route.entry] = absl::UnavailableError(absl::StrCat(
+          "redis cluster: still redirected after 3 tries (last to ", redirect->address, ")"));
+    } else if (results[route.entry].code() == absl::StatusCode::kUnavailable) {
+      outcome.stale = true;  // CLUSTERDOWN: the map may be changing.
+    }
+  }
+  if (node.error.ok()) return;
+  for (const Route& route : node.routes) {
+    if (results[route.entry].ok()) continue;
+    const bool redirected = std::any_of(pending.begin(), pending.end(),
+                                        [&](const auto& p) { return p.first == route.entry; });
+    if (!redirected) results[route.entry] = node.error;
+  }
+  if (node.connection != nullptr) router.Disconnect(address);
+  outcome.node_failed = true;
+  outcome.stale = true;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<RedisClusterSink>> RedisClusterSink::Create(
@@ -83,8 +165,7 @@ std::vector<absl::Status> RedisClusterSink::Write(absl::Span<SinkEntry> batch,
     return results;
   }
   const std::string ttl_ms = absl::StrCat(std::max<int64_t>(1, absl::ToInt64Milliseconds(ttl)));
-  // Entries still to send, with an ASK target when redirected by ASK.
-  std::vector<std::pair<size_t, std::string>> pending;
+  Pending pending;
   for (size_t i = 0; i < batch.size(); ++i) pending.emplace_back(i, std::string());
   bool node_failed = false;
   for (int round = 0; round < 3 && !pending.empty(); ++round) {
@@ -106,79 +187,18 @@ std::vector<absl::Status> RedisClusterSink::Write(absl::Span<SinkEntry> batch,
       it->second.routes.push_back(Route{entry, asking});
     }
     pending.clear();
-    // Send to every node first, so the masters execute in parallel.
+    // Send to every node first, so the masters execute in parallel, then
+    // read every node's replies.
     for (const std::string& address : order) {
-      NodeBatch& node = nodes[address];
-      absl::StatusOr<RedisConnection*> connection = router_.Connection(address);
-      if (!connection.ok()) {
-        node.error = connection.status();
-        continue;
-      }
-      node.connection = *connection;
-      redisContext* context = node.connection->get();
-      for (const Route& route : node.routes) {
-        if (!commands_.AppendWrite(context, batch[route.entry], ttl_ms, route.asking)) {
-          node.error = node.connection->IoError("queue commands");
-          break;
-        }
-        int written = 0;
-        do {
-          if (redisBufferWrite(context, &written) != REDIS_OK) {
-            node.error = node.connection->IoError("write logs");
-            break;
-          }
-        } while (!written);
-        if (!node.error.ok()) break;
-        ++node.sent;
-      }
+      SendToNode(router_, commands_, address, batch, ttl_ms, nodes[address]);
     }
-    // Then read every node's replies.
-    bool moved = false;
+    RoundOutcome outcome;
     for (const std::string& address : order) {
-      NodeBatch& node = nodes[address];
-      for (size_t k = 0; k < node.routes.size() && node.error.ok(); ++k) {
-        const Route& route = node.routes[k];
-        const int count = kRepliesPerWrite + (route.asking ? 1 : 0);
-        RedisReplyPtr replies[kRepliesPerWrite + 1];
-        redisReply* raw_replies[kRepliesPerWrite + 1];
-        for (int r = 0; r < count; ++r) {
-          void* raw = nullptr;
-          if (redisGetReply(node.connection->get(), &raw) != REDIS_OK) {
-            node.error = node.connection->IoError("write logs");
-            break;
-          }
-          replies[r].reset(static_cast<redisReply*>(raw));
-          raw_replies[r] = replies[r].get();
-        }
-        if (!node.error.ok()) break;
-        std::optional<RedisRedirect> redirect;
-        absl::Span<redisReply* const> write_replies(raw_replies + (route.asking ? 1 : 0),
-                                                    kRepliesPerWrite);
-        results[route.entry] = WriteOutcome(write_replies, address, &redirect);
-        if (redirect.has_value()) {
-          moved |= !redirect->ask;
-          pending.emplace_back(route.entry, redirect->ask ? redirect->address : std::string());
-          results[route.entry] = absl::UnavailableError(
-              absl::StrCat("redis cluster: still redirected after 3 tries (last to ",
-                           redirect->address, ")"));
-        } else if (results[route.entry].code() == absl::StatusCode::kUnavailable) {
-          stale_ = true;  // CLUSTERDOWN: the map may be changing.
-        }
-      }
-      if (!node.error.ok()) {
-        // Every unconfirmed transaction ran whole or not at all.
-        for (const Route& route : node.routes) {
-          if (results[route.entry].ok()) continue;
-          const bool redirected = std::any_of(pending.begin(), pending.end(),
-                                              [&](const auto& p) { return p.first == route.entry; });
-          if (!redirected) results[route.entry] = node.error;
-        }
-        if (node.connection != nullptr) router_.Disconnect(address);
-        node_failed = true;
-        stale_ = true;
-      }
+      ReadFromNode(router_, address, nodes[address], results, pending, outcome);
     }
-    if (moved) MaybeRefresh(/*force=*/true);
+    node_failed |= outcome.node_failed;
+    stale_ |= outcome.stale;
+    if (outcome.moved) MaybeRefresh(/*force=*/true);
   }
   up_.store(!node_failed, std::memory_order_relaxed);
   size_t failed = 0;
