@@ -65,9 +65,8 @@ absl::StatusOr<RankReply> RankClient::Rank(const rank::v1::RankRequest& request,
   const Clock::time_point t0 = Clock::now();
   grpc::ByteBuffer request_bytes;
   bool own = false;
-  grpc::Status ser = grpc::SerializationTraits<rank::v1::RankRequest>::Serialize(
-      request, &request_bytes, &own);
-  if (!ser.ok()) return FromGrpcStatus(ser);
+  RETURN_IF_ERROR(FromGrpcStatus(grpc::SerializationTraits<rank::v1::RankRequest>::Serialize(
+      request, &request_bytes, &own)));
   const Clock::time_point t1 = Clock::now();
   timings.request_serialize_us = Micros(t0, t1);
 
@@ -84,7 +83,7 @@ absl::StatusOr<RankReply> RankClient::Rank(const rank::v1::RankRequest& request,
   done.WaitForNotification();
   const Clock::time_point t2 = Clock::now();
   timings.call_us = Micros(t1, t2);
-  if (!call_status.ok()) return FromGrpcStatus(call_status);
+  RETURN_IF_ERROR(FromGrpcStatus(call_status));
 
   SharedBytes bytes = Contiguous(&response_bytes);
   ASSIGN_OR_RETURN(Envelope envelope, ParseEnvelope(bytes));
@@ -126,8 +125,7 @@ absl::StatusOr<std::vector<ItemLogResult>> RankClient::FetchLogs(
   rank::v1::FetchLogsResponse response;
   grpc::ClientContext context;
   SetDeadline(&context, options);
-  grpc::Status s = logs_->FetchLogs(&context, request, &response);
-  if (!s.ok()) return FromGrpcStatus(s);
+  RETURN_IF_ERROR(FromGrpcStatus(logs_->FetchLogs(&context, request, &response)));
   std::vector<ItemLogResult> out;
   out.reserve(response.logs_size());
   for (const rank::v1::ItemLogEntry& e : response.logs()) {

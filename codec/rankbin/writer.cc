@@ -556,8 +556,8 @@ absl::StatusOr<OwnedBuffer> Encoder::Encode() {
   if (n_ > UINT32_MAX) return absl::InvalidArgumentError("rankbin: too many items");
   block_items_ = std::max<uint32_t>(1, o_.block_items);
   blocks_ = (n_ + block_items_ - 1) / block_items_;
-  if (absl::Status s = CheckKeys(); !s.ok()) return s;
-  if (absl::Status s = Analyze(); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckKeys());
+  RETURN_IF_ERROR(Analyze());
 
   size_t keys_bytes = coding::VarintLength(r_.keys.size());
   for (size_t k = 0; k < r_.keys.size(); ++k) {
@@ -610,12 +610,11 @@ absl::StatusOr<OwnedBuffer> Encoder::Encode() {
   };
   // VALUES before ITEMS: the records hold each item's values offset, which
   // is known once its values are written.
-  absl::Status s = section(SectionId::kKeys, ok([&] { WriteKeys(w); }));
-  if (s.ok()) s = section(SectionId::kShapes, ok([&] { WriteShapes(w); }));
-  if (s.ok()) s = section(SectionId::kValues, [&] { return WriteValues(w); });
-  if (s.ok() && has_logs_) s = section(SectionId::kLogs, [&] { return WriteLogs(w); });
-  if (s.ok()) s = section(SectionId::kItems, ok([&] { WriteItems(w); }));
-  if (!s.ok()) return s;
+  RETURN_IF_ERROR(section(SectionId::kKeys, ok([&] { WriteKeys(w); })));
+  RETURN_IF_ERROR(section(SectionId::kShapes, ok([&] { WriteShapes(w); })));
+  RETURN_IF_ERROR(section(SectionId::kValues, [&] { return WriteValues(w); }));
+  if (has_logs_) RETURN_IF_ERROR(section(SectionId::kLogs, [&] { return WriteLogs(w); }));
+  RETURN_IF_ERROR(section(SectionId::kItems, ok([&] { WriteItems(w); })));
   out.set_size(w.written());
   return out;
 }
