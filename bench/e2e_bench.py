@@ -55,6 +55,16 @@ class Redis:
             time.sleep(0.05)
         raise RuntimeError("redis-server did not start")
 
+    def cli(self, *args):
+        return subprocess.run(["redis-cli", "-p", str(self.port), *args],
+                              capture_output=True, text=True).stdout
+
+    def used_memory(self):
+        return int(re.search(r"used_memory:(\d+)", self.cli("INFO", "memory")).group(1))
+
+    def dbsize(self):
+        return int(self.cli("DBSIZE").strip() or 0)
+
     def close(self):
         self.proc.terminate()
         self.proc.wait()
@@ -90,6 +100,22 @@ class Server:
                 name, value = line.rsplit(" ", 1)
                 out[name] = float(value)
         return out
+
+    def writer_cpu_seconds(self):
+        """CPU time of the log writer threads (rankwire-logw), summed."""
+        total = 0.0
+        task_dir = f"/proc/{self.proc.pid}/task"
+        for tid in os.listdir(task_dir):
+            try:
+                with open(f"{task_dir}/{tid}/comm") as f:
+                    if f.read().strip() != "rankwire-logw":
+                        continue
+                with open(f"{task_dir}/{tid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            except OSError:
+                continue
+        return total
 
     def close(self):
         self.proc.terminate()
@@ -368,14 +394,23 @@ def report(args, runs, variants, allocs, nets, why, rounds):
 def logstore_experiment(args):
     workdir = tempfile.mkdtemp()
     redis = Redis(workdir)
-    # off: no log lines at all; memory: lines made and kept in-process (the
-    # cost of producing logs, no network); redis: the production setting.
-    variants = [("off", ["--log_mode=none"]),
-                ("memory", ["--log_mode=store", "--logstore=memory"]),
-                ("redis", ["--log_mode=store", "--logstore=redis",
-                           f"--redis_addr=127.0.0.1:{redis.port}"])]
+    redis_flags = ["--log_mode=store", "--logstore=redis", f"--redis_addr=127.0.0.1:{redis.port}"]
+    # off: no log lines at all; then Redis logging per stored representation
+    # (--log_format) and writer count (--log_writers).
+    stores = [("text, 1 writer", [*redis_flags, "--log_format=text", "--log_writers=1"]),
+              ("record, 1 writer", [*redis_flags, "--log_format=record", "--log_writers=1"]),
+              ("record, 2 writers", [*redis_flags, "--log_format=record", "--log_writers=2"]),
+              # The writers at nice 0: how much of the dropping is the
+              # writers losing the CPU to other processes (nice 10).
+              ("record, 2 writers, nice 0", [*redis_flags, "--log_format=record",
+                                             "--log_writers=2", "--log_writer_nice=0"])]
+    variants = [("off", ["--log_mode=none"]), *stores]
     results = {name: [] for name, _ in variants}
     peak = {name: [] for name, _ in variants}
+    fractions = (0.5, 0.8, 0.9, 1.0)
+    # The sweep runs logging off too, for the p99 ratio at each rate.
+    swept = [("off", ["--log_mode=none"]), *stores]
+    sweep = {name: [] for name, _ in swept}
     try:
         for rnd in range(args.rounds):
             order = variants[rnd % len(variants):] + variants[:rnd % len(variants)]
@@ -389,56 +424,76 @@ def logstore_experiment(args):
                 print(f"round {rnd + 1} logs {name}: p99 {results[name][-1]['p99_us']:.0f} us, "
                       f"peak {peak[name][-1]['qps']:.0f} qps", file=sys.stderr)
 
-        # At the peak rate with logging off, logging to Redis should drop
-        # nothing; also at fractions of it, to find where it stops dropping.
+        # Open loop at fractions of the logging-off peak (same run), per
+        # variant, interleaved: drops, writer CPU per request, and Redis
+        # bytes per live request (INFO used_memory delta / DBSIZE right after
+        # the run, while the last second's keys are alive).
         peak_qps = med([r["qps"] for r in peak["off"]])
-        drops = []
-        for fraction in (1.0, 0.75, 0.5):
-            for rnd in range(args.rounds if fraction == 1.0 else 1):
-                server = Server(args.build, ["--codec=rankbin", "--log_mode=store",
-                                             "--logstore=redis",
-                                             f"--redis_addr=127.0.0.1:{redis.port}"])
+        for fraction in fractions:
+            for name, flags in swept:
+                redis.cli("FLUSHALL", "SYNC")
+                base = redis.used_memory()
+                server = Server(args.build, ["--codec=rankbin", *flags])
                 try:
                     run = loadgen(args.build, server, peak_qps * fraction, args.seconds, 4)
-                    time.sleep(1.5)  # Let the writer finish what is queued.
+                    used, keys = redis.used_memory(), redis.dbsize()
+                    time.sleep(1.5)  # Let the writers finish what is queued.
                     m = server.metrics()
+                    cpu = server.writer_cpu_seconds()
                 finally:
                     server.close()
-                drops.append((fraction, run, m))
+                g = lambda k: m.get(f'rankwire_log_items_total{{outcome="{k}"}}', float("nan"))
+                requests = g("enqueued") / 500
+                sweep[name].append({
+                    "fraction": fraction, "run": run, "enqueued": g("enqueued"),
+                    "stored": g("stored"),
+                    "dropped": g("dropped_queue_full") + g("dropped_store_error"),
+                    # Lines handed to the consumer: enqueued ones plus the
+                    # ones refused at the queue (store errors are enqueued).
+                    "lines": g("enqueued") + g("dropped_queue_full"),
+                    "writer_us": 1e6 * cpu / requests if requests else float("nan"),
+                    "bytes": (used - base) / keys if keys else float("nan")})
+                print(f"{name} at {fraction:.0%} of peak: dropped {sweep[name][-1]['dropped']:.0f} "
+                      f"of {sweep[name][-1]['lines']:.0f}", file=sys.stderr)
     finally:
         redis.close()
         shutil.rmtree(workdir, ignore_errors=True)
 
-    off, mem, on = results["off"], results["memory"], results["redis"]
-    ratios = [b["p99_us"] / a["p99_us"] for a, b in zip(off, on)]
-    ratios_mem = [b["p99_us"] / a["p99_us"] for a, b in zip(mem, on)]
+    off = results["off"]
     lines = [
         f"Codec rankbin; open loop at {args.qps:.0f} qps (4 callers); {args.rounds} interleaved "
-        f"rounds of {args.seconds:.0f} s; Redis 7.0 on loopback pinned with the load generator.",
+        f"rounds of {args.seconds:.0f} s; server on CPU 1, Redis 7.0 and the load generator on "
+        f"CPU 0 (2 cores: Redis cannot have its own).",
         "",
-        "| logging | p50 us | p99 us [spread] | p99.9 us | peak qps (closed loop) [spread] |",
-        "|---|---:|---:|---:|---:|",
+        "| logging | p50 us | p99 us [spread] | p99 / off (per-round median) | p99.9 us | "
+        "peak qps (closed loop) [spread] |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
-    for name in ("off", "memory", "redis"):
+    for name, _ in variants:
         r, p = results[name], peak[name]
+        ratio = med([b["p99_us"] / a["p99_us"] for a, b in zip(off, r)])
         lines.append(f"| {name} | {med([x['p50_us'] for x in r]):.0f} | "
                      f"{med([x['p99_us'] for x in r]):.0f} [{spread([x['p99_us'] for x in r])}] | "
-                     f"{med([x['p999_us'] for x in r]):.0f} | {med([x['qps'] for x in p]):.0f} "
-                     f"[{spread([x['qps'] for x in p])}] |")
-    lines += ["", f"p99 with Redis logging / p99 with logging off: median {med(ratios):.3f} "
-              f"(per round: {', '.join(f'{x:.3f}' for x in ratios)}; target <= 1.05).",
-              f"p99 with Redis logging / p99 with logs kept in-process: median "
-              f"{med(ratios_mem):.3f} (per round: {', '.join(f'{x:.3f}' for x in ratios_mem)}).", "",
-              f"At the peak rate with logging off ({peak_qps:.0f} qps) and fractions of it, "
-              f"logging to Redis (open loop):", "",
-              "| target qps | achieved qps | p99 us | items enqueued | stored | dropped (queue full) | "
-              "dropped (store error) | errors |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for fraction, run, m in drops:
-        g = lambda k: m.get(f'rankwire_log_items_total{{outcome="{k}"}}', float("nan"))
-        lines.append(f"| {peak_qps * fraction:.0f} ({fraction:.0%} of peak) | {run['qps']:.0f} | "
-                     f"{run['p99_us']:.0f} | {g('enqueued'):.0f} | {g('stored'):.0f} | "
-                     f"{g('dropped_queue_full'):.0f} | {g('dropped_store_error'):.0f} | "
-                     f"{run['errors']} |")
+                     f"{ratio:.3f} | {med([x['p999_us'] for x in r]):.0f} | "
+                     f"{med([x['qps'] for x in p]):.0f} [{spread([x['qps'] for x in p])}] |")
+    lines += ["", f"Open loop at fractions of the logging-off peak ({peak_qps:.0f} qps, same run):",
+              "", "| variant | target qps | achieved qps | p99 us (vs off, same rate) | log lines | dropped | "
+              "dropped share | writer CPU us / request | Redis bytes / request |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, _ in swept:
+        for x, o in zip(sweep[name], sweep["off"]):
+            share = x["dropped"] / x["lines"] if x["lines"] else float("nan")
+            lines.append(f"| {name} | {peak_qps * x['fraction']:.0f} ({x['fraction']:.0%}) | "
+                         f"{x['run']['qps']:.0f} | {x['run']['p99_us']:.0f} "
+                         f"({x['run']['p99_us'] / o['run']['p99_us']:.2f}x off) | "
+                         f"{x['lines']:.0f} | {x['dropped']:.0f} | {share:.1%} | "
+                         f"{x['writer_us']:.0f} | {x['bytes'] / 1e3:.0f} KB |")
+    lines += ["", "Highest tested rate with no dropped line, as a share of the logging-off peak:",
+              ""]
+    for name, _ in stores:
+        clean = [x["fraction"] for x in sweep[name] if x["dropped"] == 0]
+        lines.append(f"- {name}: {max(clean):.0%}" if clean else f"- {name}: none of "
+                     f"{', '.join(f'{f:.0%}' for f in fractions)}")
     return "\n".join(lines)
 
 

@@ -1,25 +1,32 @@
-// logstore_bench: how fast the log store's writer gets per-item logs into a
-// real redis-server on loopback, and how much Redis memory a request's logs
-// take, each with and without zstd values.
+// logstore_bench: what a request's per-item logs cost in each stored
+// representation, and how fast the log writers get them into a real
+// redis-server on loopback.
 //
-//   1. Writer ceiling. A closed-loop producer keeps the consumer's queue
-//      non-empty (--inflight requests outstanding, 500 items of ~1.2 KB
-//      each), so the writer thread always has a full batch; after a warm-up
-//      the items stored per second over a fixed window are the ceiling. The
-//      TTL is the service's 1 s, so Redis also pays for expiring keys as it
-//      would in production. Variants alternate order each round (AB, BA, ...)
-//      so drift in machine speed hits both alike; medians and min..max are
-//      reported. CPU use of the writer thread, the producer and redis-server
-//      over the window says which one is the bottleneck.
-//   2. Redis memory per request: INFO used_memory before and after N live
-//      requests (long TTL), per variant, alternating, median of rounds; plus
-//      MEMORY USAGE of one key as a cross-check. With the steady-state
-//      used_memory of part 1 it gives the effective residency of a 1 s TTL
-//      and the QPS that fits the design's ~1 GB budget.
+//   0. Representations, on the real ranker output (the workload generator's
+//      requests ranked by the shipped model, handed over deferred exactly as
+//      the server does): (a) text 'T', (a') text zstd 'Z', (b) text zstd
+//      with a dictionary trained per model version (bench-only: values are
+//      compressed here and stored as opaque values), (c) structured records
+//      'R' + one layout per request. Per request: encode CPU on one thread
+//      (rendering + encoding, what the writer does), value bytes, Redis
+//      memory (INFO used_memory delta over N live keys), and the latency of
+//      reading the top 10 (HMGET + decode, the reader's path).
+//   1. Writer ceiling per representation and writer count. A closed-loop
+//      producer keeps the consumer's queue non-empty (--inflight requests
+//      outstanding, 500 items each), ranking each request (deferred logs);
+//      after a warm-up the items stored per second over a fixed window are
+//      the ceiling. Writer CPU is summed over the writer threads. Variants
+//      alternate order each round (AB, BA, ...); medians and min..max.
+//   2. Redis memory per request (INFO used_memory delta / N live requests),
+//      with the steady-state used_memory of part 1 giving the effective key
+//      residency at a 1 s TTL and the QPS that fits the ~1 GB budget.
 //
 // It starts its own redis-server (tests/support/redis_process.h). Pin it with
 // `taskset -c 0 logstore_bench --redis_cpu=1` (scripts/bench_logstore.sh does).
+#define ZDICT_STATIC_LINKING_ONLY
 #include <dirent.h>
+#include <zdict.h>
+#include <zstd.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,6 +55,9 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/flags.h"
+#include "logstore/log_record.h"
+#include "logstore/log_value.h"
+#include "logstore/redis_log_sink.h"
 #include "logstore/log_store.h"
 #include "server/ranker.h"
 #include "tests/support/redis_process.h"
@@ -68,8 +78,11 @@ ABSL_FLAG(int, memory_requests, 200, "Live requests per memory measurement");
 ABSL_FLAG(int, memory_rounds, 3, "Rounds of the memory measurement");
 ABSL_FLAG(int, redis_cpu, -1, "Pin redis-server to this CPU (-1: no pinning)");
 ABSL_FLAG(double, budget_gb, 1.0, "The design's Redis memory budget, GB");
-ABSL_FLAG(std::string, variants, "plain,zstd",
-          "Variants, in order: plain, zstd (at --compress_level), zstd:<level>");
+ABSL_FLAG(std::string, variants, "text:1,record:1,record:2",
+          "Writer-ceiling variants <representation>:<writers>, representation text, zstd "
+          "(text, zstd at --compress_level) or record");
+ABSL_FLAG(int, read_samples, 2000, "Top-10 reads per representation for the read latency");
+ABSL_FLAG(int, dict_kb, 64, "Size of the trained zstd dictionary, KB");
 
 namespace rankwire::logstore {
 namespace {
@@ -78,18 +91,33 @@ namespace {
 // The real log lines: the workload generator's requests ranked by the shipped
 // model, exactly what the server hands to the log store.
 
-RequestLogs MakeRequestLogs(const server::Ranker& ranker, uint64_t sequence, int items) {
+// One request of the workload and its inline log lines (the reference text).
+struct Template {
+  std::shared_ptr<const rank::v1::RankRequest> request;
+  RequestLogs text;
+};
+
+Template MakeTemplate(const server::Ranker& ranker, uint64_t sequence, int items) {
   workload::WorkloadOptions options;
   options.candidates = static_cast<uint32_t>(items);
-  const auto request = std::make_shared<const rank::v1::RankRequest>(
+  Template t;
+  t.request = std::make_shared<const rank::v1::RankRequest>(
       workload::WorkloadGenerator(options).Make(sequence));
-  RankResult result = ranker.Rank(request, server::LogDetail::kInline).result;
-  RequestLogs logs;
-  logs.request_id = request->request_id();
-  logs.items.reserve(result.items.size());
+  RankResult result = ranker.Rank(t.request, server::LogDetail::kInline).result;
+  t.text.request_id = t.request->request_id();
+  t.text.items.reserve(result.items.size());
   for (RankedItem& item : result.items) {
-    logs.items.push_back(ItemLog{std::move(item.item_id), std::move(item.log)});
+    t.text.items.push_back(ItemLog{std::move(item.item_id), std::move(item.log)});
   }
+  return t;
+}
+
+// The request's logs as the server hands them over: deferred, not rendered.
+RequestLogs Deferred(const server::Ranker& ranker, const Template& t, std::string request_id) {
+  server::RankOutput out = ranker.Rank(t.request, server::LogDetail::kDeferred);
+  RequestLogs logs;
+  logs.request_id = std::move(request_id);
+  logs.renderer = std::move(out.logs);
   return logs;
 }
 
@@ -108,7 +136,7 @@ double ThreadCpuSeconds() {
   return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
 
-// utime + stime of this process's thread named `name` (/proc, clock ticks).
+// utime + stime of this process's threads named `name` (/proc, clock ticks).
 std::optional<double> NamedThreadCpuSeconds(const std::string& name) {
   DIR* dir = opendir("/proc/self/task");
   if (dir == nullptr) return std::nullopt;
@@ -130,7 +158,8 @@ std::optional<double> NamedThreadCpuSeconds(const std::string& name) {
     uint64_t utime = 0, stime = 0;
     if (fields.size() > 12 && absl::SimpleAtoi(fields[11], &utime) &&
         absl::SimpleAtoi(fields[12], &stime)) {
-      result = double(utime + stime) / double(sysconf(_SC_CLK_TCK));
+      // Summed: there is one such thread per log writer.
+      result = result.value_or(0) + double(utime + stime) / double(sysconf(_SC_CLK_TCK));
     }
   }
   closedir(dir);
@@ -213,17 +242,191 @@ std::string CpuBusy(const CpuTimes& a, const CpuTimes& b) {
 
 // ---------------------------------------------------------------------------
 
+enum class Rep { kText, kZstd, kZstdDict, kRecord };
+
+const char* RepName(Rep rep) {
+  switch (rep) {
+    case Rep::kText: return "text (T)";
+    case Rep::kZstd: return "text zstd (Z)";
+    case Rep::kZstdDict: return "text zstd + dictionary";
+    case Rep::kRecord: return "structured record (R)";
+  }
+  return "?";
+}
+
+// A zstd dictionary trained on the lines of one model version.
+struct Dictionary {
+  ZSTD_CDict* cdict = nullptr;
+  ZSTD_DDict* ddict = nullptr;
+  size_t bytes = 0;
+  ~Dictionary() {
+    ZSTD_freeCDict(cdict);
+    ZSTD_freeDDict(ddict);
+  }
+};
+
+void TrainDictionary(const std::vector<Template>& templates, Dictionary* dict) {
+  std::string samples;
+  std::vector<size_t> sizes;
+  for (const Template& t : templates) {
+    for (const ItemLog& item : t.text.items) {
+      samples += item.text;
+      sizes.push_back(item.text.size());
+    }
+  }
+  std::string buffer(size_t(absl::GetFlag(FLAGS_dict_kb)) << 10, '\0');
+  const size_t n = ZDICT_trainFromBuffer(buffer.data(), buffer.size(), samples.data(),
+                                         sizes.data(), unsigned(sizes.size()));
+  if (ZDICT_isError(n)) {
+    std::cerr << "dictionary training failed: " << ZDICT_getErrorName(n) << "\n";
+    std::exit(1);
+  }
+  dict->bytes = n;
+  dict->cdict = ZSTD_createCDict(buffer.data(), n, absl::GetFlag(FLAGS_compress_level));
+  dict->ddict = ZSTD_createDDict(buffer.data(), n);
+}
+
+// What the writer does for one request in `rep`, from the deferred logs to
+// the sink entry (key, fields). The dictionary variant is stored as opaque
+// values behind a 'T' tag: the product has no 'D' tag, and the benchmark
+// decompresses after reading.
+SinkEntry Encode(Rep rep, RequestLogs logs, const Dictionary& dict, ZSTD_CCtx* cctx) {
+  SinkEntry entry;
+  entry.key = absl::StrCat("rank:log:", logs.request_id);
+  std::vector<ItemLog> items;
+  if (rep == Rep::kRecord) {
+    std::string layout;
+    if (!logs.renderer->RenderRecords(&layout, &items)) std::exit(3);
+    entry.fields.push_back(SinkField{std::string(kLayoutField), std::move(layout)});
+  } else {
+    logs.renderer->Render(&items);
+  }
+  std::string scratch;
+  for (ItemLog& item : items) {
+    if (rep == Rep::kText || rep == Rep::kZstd) {
+      EncodeLogValue(rep == Rep::kZstd, absl::GetFlag(FLAGS_compress_level), &item.text);
+    } else if (rep == Rep::kZstdDict) {
+      scratch.resize(ZSTD_compressBound(item.text.size()) + 1);
+      scratch[0] = kPlainLogTag;
+      const size_t n = ZSTD_compress_usingCDict(cctx, scratch.data() + 1, scratch.size() - 1,
+                                                item.text.data(), item.text.size(), dict.cdict);
+      if (ZSTD_isError(n)) std::exit(3);
+      item.text.assign(scratch.data(), n + 1);
+    }
+    entry.fields.push_back(SinkField{std::move(item.item_id), std::move(item.text)});
+  }
+  return entry;
+}
+
+struct RepResult {
+  std::vector<double> encode_us;  // Per request, per round.
+  double value_bytes = 0;         // Per request.
+  std::vector<double> redis_bytes;
+  std::vector<double> read_us;  // Every top-10 read.
+};
+
+double Percentile(std::vector<double> v, double q) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, size_t(q * double(v.size())))];
+}
+
+void MeasureRepresentation(const test::RedisProcess& redis, const server::Ranker& ranker,
+                           const std::vector<Template>& templates, const Dictionary& dict,
+                           Rep rep, RepResult* out) {
+  ZSTD_CCtx* cctx = ZSTD_createCCtx();
+  ZSTD_DCtx* dctx = ZSTD_createDCtx();
+  // Encode CPU: the writer's work per request, on this thread.
+  std::vector<SinkEntry> entries;
+  double cpu = 0;
+  size_t value_bytes = 0;
+  for (size_t i = 0; i < templates.size(); ++i) {
+    RequestLogs logs = Deferred(ranker, templates[i], absl::StrCat("rep-", i));
+    const double c0 = ThreadCpuSeconds();
+    entries.push_back(Encode(rep, std::move(logs), dict, cctx));
+    cpu += ThreadCpuSeconds() - c0;
+    for (const SinkField& f : entries.back().fields) value_bytes += f.value.size();
+  }
+  out->encode_us.push_back(cpu / double(templates.size()) * 1e6);
+  out->value_bytes = double(value_bytes) / double(templates.size());
+
+  // Redis memory: N live requests (long TTL), written by the real sink.
+  FlushRedis(redis);
+  absl::SleepFor(absl::Milliseconds(100));
+  const int64_t before = UsedMemory(redis);
+  LogStoreConfig config;
+  config.backend = LogStoreConfig::Backend::kRedis;
+  config.redis_addr = redis.address();
+  config.io_timeout = absl::Seconds(5);
+  absl::StatusOr<std::unique_ptr<RedisLogSink>> sink = RedisLogSink::Create(config);
+  Check(sink.status(), "sink");
+  const int n = absl::GetFlag(FLAGS_memory_requests);
+  for (int i = 0; i < n; i += 16) {
+    std::vector<SinkEntry> batch;
+    for (int j = i; j < std::min(n, i + 16); ++j) {
+      SinkEntry e = entries[size_t(j) % entries.size()];
+      e.key = absl::StrCat("rank:log:mem-", j);
+      batch.push_back(std::move(e));
+    }
+    for (const absl::Status& s : (*sink)->Write(absl::MakeSpan(batch), absl::Hours(1))) {
+      Check(s, "memory write");
+    }
+  }
+  out->redis_bytes.push_back(double(UsedMemory(redis) - before) / n);
+
+  // Top-10 read latency through the product reader (HMGET + decode).
+  absl::StatusOr<std::unique_ptr<LogReader>> reader = OpenRedisLogReader(config);
+  Check(reader.status(), "reader");
+  const std::vector<std::string> top10 = [&] {
+    std::vector<std::string> ids;
+    for (int k = 0; k < 10; ++k) ids.push_back(templates[0].text.items[size_t(k)].item_id);
+    return ids;
+  }();
+  for (int r = 0; r < absl::GetFlag(FLAGS_read_samples); ++r) {
+    // mem-j holds template j % templates.size(); read template 0's.
+    const std::string id = absl::StrCat("mem-", (r % (n / int(templates.size()))) *
+                                                    int(templates.size()));
+    const absl::Time t0 = absl::Now();
+    absl::StatusOr<std::vector<std::optional<std::string>>> got = (*reader)->Fetch(id, top10);
+    Check(got.status(), "read");
+    std::vector<std::string> texts;
+    for (size_t k = 0; k < got->size(); ++k) {
+      if (!(*got)[k].has_value()) Check(absl::NotFoundError(id), "read");
+      if (rep == Rep::kZstdDict) {
+        const std::string& frame = *(*got)[k];
+        std::string text(ZSTD_getFrameContentSize(frame.data(), frame.size()), '\0');
+        ZSTD_decompress_usingDDict(dctx, text.data(), text.size(), frame.data(), frame.size(),
+                                   dict.ddict);
+        texts.push_back(std::move(text));
+      } else {
+        texts.push_back(*std::move((*got)[k]));
+      }
+    }
+    out->read_us.push_back(absl::ToDoubleMicroseconds(absl::Now() - t0));
+    if (r == 0) {
+      for (size_t k = 0; k < texts.size(); ++k) {
+        if (texts[k] != templates[0].text.items[k].text) {
+          std::cerr << RepName(rep) << ": item " << k << " does not read back identical\n";
+          std::exit(1);
+        }
+      }
+    }
+  }
+  FlushRedis(redis);
+  ZSTD_freeCCtx(cctx);
+  ZSTD_freeDCtx(dctx);
+}
+
 struct Variant {
   std::string name;
-  bool compress;
-  int level;
+  Rep rep = Rep::kRecord;
+  size_t writers = 1;
 };
 
 struct CeilingSample {
   double items_per_s = 0;
-  double text_mb_per_s = 0;    // Log text handed to the consumer (MB = 1e6 B).
-  double stored_mb_per_s = 0;  // Value bytes sent to Redis (after compression).
-  double writer_cpu = 0;       // Fraction of one core.
+  double writer_cpu = 0;  // Cores, summed over writers.
+  double writer_us_per_request = 0;
   double producer_cpu = 0;
   double redis_cpu = 0;
   double steady_used_memory = 0;  // Bytes, end of window (TTL running).
@@ -231,30 +434,20 @@ struct CeilingSample {
   std::string machine_busy;  // Per-CPU busy share over the window, all processes.
 };
 
-LogStoreConfig BaseConfig(const test::RedisProcess& redis, const Variant& variant) {
-  LogStoreConfig config;
-  config.backend = LogStoreConfig::Backend::kRedis;
-  config.redis_addr = redis.address();
-  config.compress = variant.compress;
-  config.compress_level = variant.level;
-  config.batch_requests = size_t(absl::GetFlag(FLAGS_batch_requests));
-  config.io_timeout = absl::Seconds(5);
-  return config;
-}
-
-// Keeps `inflight` requests outstanding until `until`; returns how many
-// completed as dropped.
+// Keeps `inflight` requests outstanding until `until`, each ranked with
+// deferred logs as the server does; returns how many completed as dropped.
 class ClosedLoop {
  public:
-  ClosedLoop(LogConsumer* consumer, const std::vector<RequestLogs>* templates, int inflight)
-      : consumer_(consumer), templates_(templates), inflight_(size_t(inflight)) {}
+  ClosedLoop(LogConsumer* consumer, const server::Ranker* ranker,
+             const std::vector<Template>* templates, int inflight)
+      : consumer_(consumer), ranker_(ranker), templates_(templates), inflight_(size_t(inflight)) {}
 
   void RunUntil(absl::Time until) {
     while (absl::Now() < until) {
       while (outstanding_.size() >= inflight_) Reap();
-      RequestLogs logs = (*templates_)[sequence_ % templates_->size()];
-      logs.request_id = absl::StrCat(logs.request_id, "-", sequence_++);
-      outstanding_.push_back(consumer_->Consume(std::move(logs)));
+      const Template& t = (*templates_)[sequence_ % templates_->size()];
+      outstanding_.push_back(consumer_->Consume(
+          Deferred(*ranker_, t, absl::StrCat(t.request->request_id(), "-", sequence_++))));
     }
   }
   void Drain() {
@@ -270,22 +463,32 @@ class ClosedLoop {
   }
 
   LogConsumer* const consumer_;
-  const std::vector<RequestLogs>* const templates_;
+  const server::Ranker* const ranker_;
+  const std::vector<Template>* const templates_;
   const size_t inflight_;
   std::deque<std::future<LogReceipt>> outstanding_;
   uint64_t sequence_ = 0;
   uint64_t dropped_ = 0;
 };
 
-CeilingSample MeasureCeiling(const test::RedisProcess& redis, const Variant& variant,
-                             const std::vector<RequestLogs>& templates, double avg_line_bytes) {
+CeilingSample MeasureCeiling(const test::RedisProcess& redis, const server::Ranker& ranker,
+                             const Variant& variant, const std::vector<Template>& templates) {
   FlushRedis(redis);
-  LogStoreConfig config = BaseConfig(redis, variant);
+  LogStoreConfig config;
+  config.backend = LogStoreConfig::Backend::kRedis;
+  config.redis_addr = redis.address();
+  config.format = variant.rep == Rep::kRecord ? LogStoreConfig::Format::kRecord
+                                              : LogStoreConfig::Format::kText;
+  config.compress = variant.rep == Rep::kZstd;
+  config.compress_level = absl::GetFlag(FLAGS_compress_level);
+  config.writers = variant.writers;
+  config.batch_requests = size_t(absl::GetFlag(FLAGS_batch_requests));
+  config.io_timeout = absl::Seconds(5);
   config.ttl = absl::Milliseconds(absl::GetFlag(FLAGS_ttl_ms));
   absl::StatusOr<LogStore> store = OpenLogStore(config);
   Check(store.status(), "OpenLogStore");
   LogConsumer& consumer = *store->consumer;
-  ClosedLoop loop(&consumer, &templates, absl::GetFlag(FLAGS_inflight));
+  ClosedLoop loop(&consumer, &ranker, &templates, absl::GetFlag(FLAGS_inflight));
 
   loop.RunUntil(absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_warmup_seconds)));
   const LogStats s0 = consumer.stats();
@@ -308,10 +511,10 @@ CeilingSample MeasureCeiling(const test::RedisProcess& redis, const Variant& var
   const double secs = absl::ToDoubleSeconds(t1 - t0);
   CeilingSample out;
   const double items = double(s1.items_stored - s0.items_stored);
+  const double requests = items / double(absl::GetFlag(FLAGS_items));
   out.items_per_s = items / secs;
-  out.text_mb_per_s = items * avg_line_bytes / secs / 1e6;
-  out.stored_mb_per_s = double(s1.bytes_stored - s0.bytes_stored) / secs / 1e6;
   out.writer_cpu = (w1 - w0) / secs;
+  out.writer_us_per_request = (w1 - w0) / requests * 1e6;
   out.producer_cpu = (p1 - p0) / secs;
   out.redis_cpu = (r1 - r0) / secs;
   out.steady_used_memory = double(used);
@@ -319,46 +522,6 @@ CeilingSample MeasureCeiling(const test::RedisProcess& redis, const Variant& var
   const LogStats end = consumer.stats();
   out.dropped = end.items_dropped_queue_full + end.items_dropped_store_error +
                 end.items_dropped_shutdown + loop.dropped();
-  return out;
-}
-
-struct MemorySample {
-  double used_per_request = 0;    // INFO used_memory delta / N.
-  double key_usage = 0;           // MEMORY USAGE of one key.
-  double value_bytes_per_request = 0;
-};
-
-MemorySample MeasureMemory(const test::RedisProcess& redis, const Variant& variant,
-                           const std::vector<RequestLogs>& templates) {
-  FlushRedis(redis);
-  absl::SleepFor(absl::Milliseconds(100));
-  const int64_t before = UsedMemory(redis);
-  LogStoreConfig config = BaseConfig(redis, variant);
-  config.ttl = absl::Seconds(3600);  // Live for the measurement.
-  absl::StatusOr<LogStore> store = OpenLogStore(config);
-  Check(store.status(), "OpenLogStore");
-  const int n = absl::GetFlag(FLAGS_memory_requests);
-  ClosedLoop loop(store->consumer.get(), &templates, absl::GetFlag(FLAGS_inflight));
-  std::string first_key;
-  for (int i = 0; i < n; ++i) {
-    RequestLogs logs = templates[size_t(i) % templates.size()];
-    logs.request_id = absl::StrCat(logs.request_id, "-mem-", i);
-    if (i == 0) first_key = store->consumer->KeyFor(logs.request_id);
-    std::future<LogReceipt> f = store->consumer->Consume(std::move(logs));
-    if (f.get().outcome != LogReceipt::Outcome::kStored) {
-      std::cerr << "memory run: a request was dropped\n";
-      std::exit(1);
-    }
-  }
-  const LogStats stats = store->consumer->stats();
-  store->consumer->Shutdown(absl::Seconds(10));
-  const int64_t after = UsedMemory(redis);
-  MemorySample out;
-  out.used_per_request = double(after - before) / n;
-  out.value_bytes_per_request = double(stats.bytes_stored) / n;
-  absl::StatusOr<test::RedisReply> usage = redis.Command({"MEMORY", "USAGE", first_key, "SAMPLES", "0"});
-  out.key_usage = usage.ok() ? double(usage->integer) : NAN;
-  FlushRedis(redis);
   return out;
 }
 
@@ -391,6 +554,13 @@ std::string CpuModel() {
   return "unknown";
 }
 
+std::string LoadAverage() {
+  std::ifstream in("/proc/loadavg");
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
 int Main() {
   test::RedisProcessOptions redis_options;
   redis_options.cpu = absl::GetFlag(FLAGS_redis_cpu);
@@ -403,20 +573,27 @@ int Main() {
   absl::StatusOr<server::LinearModel> model = server::LinearModel::LoadFile(RANKWIRE_MODEL_PATH);
   Check(model.status(), "load the ranking model");
   const server::Ranker ranker(&*model);
-  std::vector<RequestLogs> templates;
+  std::vector<Template> templates;
   size_t text_bytes = 0, lines = 0;
   for (int t = 0; t < absl::GetFlag(FLAGS_templates); ++t) {
-    templates.push_back(MakeRequestLogs(ranker, uint64_t(t), items));
-    text_bytes += TextBytes(templates.back());
-    lines += templates.back().items.size();
+    templates.push_back(MakeTemplate(ranker, uint64_t(t), items));
+    text_bytes += TextBytes(templates.back().text);
+    lines += templates.back().text.items.size();
   }
   const double avg_line = double(text_bytes) / double(lines);
+  // The dictionary is trained on other requests than the measured ones
+  // (one dictionary per model version, made offline).
+  std::vector<Template> training;
+  for (int t = 0; t < 16; ++t) training.push_back(MakeTemplate(ranker, uint64_t(1000 + t), items));
+  Dictionary dict;
+  TrainDictionary(training, &dict);
 
   utsname uts{};
   uname(&uts);
   std::cout << "# logstore_bench\n\n"
             << "machine: " << CpuModel() << ", " << sysconf(_SC_NPROCESSORS_ONLN)
-            << " CPUs online, " << uts.sysname << " " << uts.release << "\n"
+            << " CPUs online, " << uts.sysname << " " << uts.release << "; load average at start "
+            << LoadAverage() << "\n"
             << "redis-server " << InfoString(redis, "server", "redis_version") << " ("
             << "pinned to CPU " << absl::GetFlag(FLAGS_redis_cpu) << "), port " << redis.port()
             << "\n"
@@ -427,18 +604,67 @@ int Main() {
                                absl::GetFlag(FLAGS_batch_requests), absl::GetFlag(FLAGS_inflight),
                                absl::GetFlag(FLAGS_ttl_ms));
 
+  // 0. Representations, interleaved rounds.
+  const Rep reps[] = {Rep::kText, Rep::kZstd, Rep::kZstdDict, Rep::kRecord};
+  std::vector<RepResult> rep_results(4);
+  for (int round = 0; round < absl::GetFlag(FLAGS_memory_rounds); ++round) {
+    for (int k = 0; k < 4; ++k) {
+      const int i = round % 2 == 0 ? k : 3 - k;
+      MeasureRepresentation(redis, ranker, templates, dict, reps[i], &rep_results[size_t(i)]);
+      std::cerr << absl::StrFormat("representation round %d %-24s encode %.0f us, redis %.0f B/request\n",
+                                   round, RepName(reps[i]), rep_results[size_t(i)].encode_us.back(),
+                                   rep_results[size_t(i)].redis_bytes.back());
+    }
+  }
+  const double text_redis = Summarize(rep_results[0].redis_bytes).median;
+  const double text_encode = Summarize(rep_results[0].encode_us).median;
+  const double text_read = Percentile(rep_results[0].read_us, 0.5);
+  std::cout << absl::StrFormat(
+      "## Representations (%d rounds; %d live requests for memory; %d top-10 reads)\n\n"
+      "Encode CPU is the writer's work per request on one thread (render + encode; the\n"
+      "dictionary (%zu B, trained on other requests of the same model version) lives in the\n"
+      "reader and writer, not in Redis). Read: HMGET of 10 items + decode, through the product\n"
+      "reader. Every value read back was checked byte-identical to the inline line.\n\n",
+      absl::GetFlag(FLAGS_memory_rounds), absl::GetFlag(FLAGS_memory_requests),
+      absl::GetFlag(FLAGS_read_samples), dict.bytes);
+  std::cout << "| representation | value bytes / request | Redis memory / request (min..max) | "
+               "vs text | encode CPU us / request (min..max) | vs text | top-10 read p50 / p99 us | "
+               "vs text |\n|---|---|---|---|---|---|---|---|\n";
+  for (int i = 0; i < 4; ++i) {
+    const RepResult& r = rep_results[size_t(i)];
+    const Summary redis_kb = Summarize(r.redis_bytes);
+    const Summary encode = Summarize(r.encode_us);
+    const double p50 = Percentile(r.read_us, 0.5);
+    std::cout << absl::StrFormat(
+        "| %s | %.1f KB | %.1f KB (%.1f..%.1f) | %.2fx | %.0f (%.0f..%.0f) | %.2fx | %.0f / %.0f | "
+        "%.2fx |\n",
+        RepName(reps[i]), r.value_bytes / 1e3, redis_kb.median / 1e3, redis_kb.min / 1e3,
+        redis_kb.max / 1e3, redis_kb.median / text_redis, encode.median, encode.min, encode.max,
+        encode.median / text_encode, p50, Percentile(r.read_us, 0.99), p50 / text_read);
+  }
+
   std::vector<Variant> variants;
-  for (absl::string_view name : absl::StrSplit(absl::GetFlag(FLAGS_variants), ',')) {
-    int level = absl::GetFlag(FLAGS_compress_level);
-    if (name == "plain") {
-      variants.push_back({"plain", false, 0});
-    } else if (name == "zstd" ||
-               (absl::ConsumePrefix(&name, "zstd:") && absl::SimpleAtoi(name, &level))) {
-      variants.push_back({absl::StrCat("zstd ", level), true, level});
-    } else {
-      std::cerr << "unknown variant '" << name << "' (plain, zstd, zstd:<level>)\n";
+  for (absl::string_view spec : absl::StrSplit(absl::GetFlag(FLAGS_variants), ',')) {
+    std::vector<absl::string_view> parts = absl::StrSplit(spec, ':');
+    Variant v;
+    int writers = 1;
+    if (parts.size() != 2 || !absl::SimpleAtoi(parts[1], &writers) || writers < 1) {
+      std::cerr << "variant '" << spec << "': expected <text|zstd|record>:<writers>\n";
       return 2;
     }
+    if (parts[0] == "text") {
+      v.rep = Rep::kText;
+    } else if (parts[0] == "zstd") {
+      v.rep = Rep::kZstd;
+    } else if (parts[0] == "record") {
+      v.rep = Rep::kRecord;
+    } else {
+      std::cerr << "variant '" << spec << "': unknown representation\n";
+      return 2;
+    }
+    v.writers = size_t(writers);
+    v.name = absl::StrCat(RepName(v.rep), ", ", writers, " writer", writers > 1 ? "s" : "");
+    variants.push_back(v);
   }
 
   // 1. Writer ceiling, variants alternating order each round.
@@ -446,103 +672,67 @@ int Main() {
   for (int round = 0; round < absl::GetFlag(FLAGS_rounds); ++round) {
     for (size_t k = 0; k < variants.size(); ++k) {
       const size_t v = round % 2 == 0 ? k : variants.size() - 1 - k;
-      CeilingSample s = MeasureCeiling(redis, variants[v], templates, avg_line);
+      CeilingSample s = MeasureCeiling(redis, ranker, variants[v], templates);
       std::cerr << absl::StrFormat(
-          "round %d %-12s %8.0f items/s %7.1f MB/s text %7.1f MB/s stored  cpu writer %.2f "
-          "producer %.2f redis %.2f  used_memory %.0f MB  dropped %d  [%s]\n",
-          round, variants[v].name, s.items_per_s, s.text_mb_per_s, s.stored_mb_per_s,
-          s.writer_cpu, s.producer_cpu, s.redis_cpu, s.steady_used_memory / 1e6, s.dropped,
-          s.machine_busy);
+          "round %d %-36s %8.0f items/s  writer cpu %.2f (%.0f us/request) producer %.2f redis "
+          "%.2f  used_memory %.0f MB  dropped %d  [%s]\n",
+          round, variants[v].name, s.items_per_s, s.writer_cpu, s.writer_us_per_request,
+          s.producer_cpu, s.redis_cpu, s.steady_used_memory / 1e6, s.dropped, s.machine_busy);
       ceiling[v].push_back(s);
-    }
-  }
-
-  // 2. Memory per request.
-  std::vector<std::vector<MemorySample>> memory(variants.size());
-  for (int round = 0; round < absl::GetFlag(FLAGS_memory_rounds); ++round) {
-    for (size_t k = 0; k < variants.size(); ++k) {
-      const size_t v = round % 2 == 0 ? k : variants.size() - 1 - k;
-      MemorySample m = MeasureMemory(redis, variants[v], templates);
-      std::cerr << absl::StrFormat("memory round %d %-12s %.0f B/request (MEMORY USAGE %.0f)\n",
-                                   round, variants[v].name, m.used_per_request, m.key_usage);
-      memory[v].push_back(m);
     }
   }
 
   const int rounds = absl::GetFlag(FLAGS_rounds);
   std::cout << absl::StrFormat(
-      "## Writer ceiling into Redis (loopback), median (min..max) of %d rounds of %.1f s\n\n",
+      "\n## Writer ceiling into Redis (loopback), median (min..max) of %d rounds of %.1f s\n\n"
+      "The producer ranks each request (deferred logs, as the server's ranking threads do) on\n"
+      "the same CPU as the writers; Redis has its own CPU. Writer CPU is summed over writers.\n\n",
       rounds, absl::GetFlag(FLAGS_seconds));
-  std::cout << "| values | items/s | requests/s | text MB/s | stored MB/s | writer CPU | "
-               "producer CPU | redis CPU | used_memory at 1 s TTL | spread | drops |\n"
-            << "|---|---|---|---|---|---|---|---|---|---|---|\n";
-  std::vector<double> residency(variants.size(), NAN);
-  std::vector<Summary> items_summary(variants.size());
+  std::cout << "| variant | requests/s | vs first | writer CPU (cores) | writer CPU us / request | "
+               "producer CPU | redis CPU | used_memory at 1 s TTL | drops |\n"
+               "|---|---|---|---|---|---|---|---|---|\n";
+  std::vector<Summary> rps_summary(variants.size());
   for (size_t v = 0; v < variants.size(); ++v) {
-    std::vector<double> ips, text, stored, wc, pc, rc, used;
+    std::vector<double> rps, wc, wus, pc, rc, used, ratio;
     uint64_t drops = 0;
-    for (const CeilingSample& s : ceiling[v]) {
-      ips.push_back(s.items_per_s);
-      text.push_back(s.text_mb_per_s);
-      stored.push_back(s.stored_mb_per_s);
+    for (size_t r = 0; r < ceiling[v].size(); ++r) {
+      const CeilingSample& s = ceiling[v][r];
+      rps.push_back(s.items_per_s / items);
       wc.push_back(s.writer_cpu);
+      wus.push_back(s.writer_us_per_request);
       pc.push_back(s.producer_cpu);
       rc.push_back(s.redis_cpu);
       used.push_back(s.steady_used_memory / 1e6);
+      ratio.push_back(s.items_per_s / ceiling[0][r].items_per_s);
       drops += s.dropped;
     }
-    const Summary i = Summarize(ips);
-    items_summary[v] = i;
-    std::vector<double> rps;
-    for (double x : ips) rps.push_back(x / items);
-    std::cout << absl::StrFormat("| %s | %s | %s | %s | %s | %.2f | %.2f | %.2f | %s MB | %.0f%% | %d |\n",
-                                 variants[v].name, Fmt(i), Fmt(Summarize(rps)), Fmt(Summarize(text), 1),
-                                 Fmt(Summarize(stored), 1), Summarize(wc).median,
-                                 Summarize(pc).median, Summarize(rc).median, Fmt(Summarize(used)),
-                                 100.0 * (i.max - i.min) / i.median, drops);
+    rps_summary[v] = Summarize(rps);
+    std::cout << absl::StrFormat("| %s | %s | %.2fx | %.2f | %s | %.2f | %.2f | %s MB | %d |\n",
+                                 variants[v].name, Fmt(rps_summary[v]), Summarize(ratio).median,
+                                 Summarize(wc).median, Fmt(Summarize(wus)), Summarize(pc).median,
+                                 Summarize(rc).median, Fmt(Summarize(used)), drops);
   }
 
-  std::cout << absl::StrFormat(
-      "\n## Redis memory per request (%d items), median (min..max) of %d rounds, %d live requests each\n\n",
-      items, absl::GetFlag(FLAGS_memory_rounds), absl::GetFlag(FLAGS_memory_requests));
-  std::cout << "| values | used_memory delta / request | MEMORY USAGE of one key | value bytes / "
-               "request | Redis overhead | per item |\n|---|---|---|---|---|---|\n";
-  std::vector<double> per_request(variants.size());
-  for (size_t v = 0; v < variants.size(); ++v) {
-    std::vector<double> used, usage, value;
-    for (const MemorySample& m : memory[v]) {
-      used.push_back(m.used_per_request / 1e3);
-      usage.push_back(m.key_usage / 1e3);
-      value.push_back(m.value_bytes_per_request / 1e3);
-    }
-    const Summary u = Summarize(used);
-    per_request[v] = u.median * 1e3;
-    const double value_kb = Summarize(value).median;
-    std::cout << absl::StrFormat("| %s | %s KB | %.1f KB | %.1f KB | %+.0f%% | %.0f B |\n",
-                                 variants[v].name, Fmt(u, 1), Summarize(usage).median, value_kb,
-                                 100.0 * (u.median - value_kb) / value_kb, u.median * 1e3 / items);
-    // Effective residency of a key under a 1 s TTL: steady used_memory over
-    // (request rate x bytes per request).
-    std::vector<double> res;
-    for (const CeilingSample& s : ceiling[v]) {
-      res.push_back(s.steady_used_memory / (s.items_per_s / items * per_request[v]));
-    }
-    residency[v] = Summarize(res).median;
-  }
-
+  // 2. What fits in the budget at the TTL.
   const double budget = absl::GetFlag(FLAGS_budget_gb) * 1e9;
   std::cout << absl::StrFormat(
       "\n## What fits in the %.1f GB budget at a %d ms TTL\n\n", absl::GetFlag(FLAGS_budget_gb),
       absl::GetFlag(FLAGS_ttl_ms));
-  std::cout << "| values | effective key residency | Redis memory at 100 / 500 / 1000 QPS | QPS "
-               "that fits the budget | writer ceiling (requests/s) |\n|---|---|---|---|---|\n";
+  std::cout << "| variant | Redis memory / request | effective key residency | QPS that fits the "
+               "budget | writer ceiling (requests/s) |\n|---|---|---|---|---|\n";
   for (size_t v = 0; v < variants.size(); ++v) {
-    const double per_qps = per_request[v] * residency[v];  // Bytes per 1 QPS.
-    std::cout << absl::StrFormat("| %s | %.2f s | %.0f / %.0f / %.0f MB | %.0f | %.0f |\n",
-                                 variants[v].name, residency[v], 100 * per_qps / 1e6,
-                                 500 * per_qps / 1e6, 1000 * per_qps / 1e6, budget / per_qps,
-                                 items_summary[v].median / items);
+    const int rep_index = static_cast<int>(variants[v].rep);
+    const double per_request = Summarize(rep_results[size_t(rep_index)].redis_bytes).median;
+    std::vector<double> res;
+    for (const CeilingSample& s : ceiling[v]) {
+      res.push_back(s.steady_used_memory / (s.items_per_s / items * per_request));
+    }
+    const double residency = Summarize(res).median;
+    std::cout << absl::StrFormat("| %s | %.1f KB | %.2f s | %.0f | %.0f |\n", variants[v].name,
+                                 per_request / 1e3, residency, budget / (per_request * residency),
+                                 rps_summary[v].median);
   }
+  std::cout << "\nload average at end: " << LoadAverage() << "\n";
   return 0;
 }
 

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "logstore/log_record.h"
 #include "logstore/log_value.h"
 
 namespace rankwire::logstore {
@@ -42,8 +43,14 @@ size_t ItemCount(const RequestLogs& logs) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<AsyncLogConsumer>> AsyncLogConsumer::Create(
-    const LogStoreConfig& config, std::unique_ptr<LogSink> sink) {
-  if (sink == nullptr) return absl::InvalidArgumentError("log sink is null");
+    const LogStoreConfig& config, std::vector<std::unique_ptr<LogSink>> sinks) {
+  if (sinks.empty() || sinks.size() > kMaxWriters) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("log writers must be in [1, ", kMaxWriters, "], got ", sinks.size()));
+  }
+  for (const auto& sink : sinks) {
+    if (sink == nullptr) return absl::InvalidArgumentError("log sink is null");
+  }
   if (config.queue_capacity_requests == 0 || config.queue_capacity_bytes == 0) {
     return absl::InvalidArgumentError("log queue capacity (requests and bytes) must be positive");
   }
@@ -59,21 +66,26 @@ absl::StatusOr<std::unique_ptr<AsyncLogConsumer>> AsyncLogConsumer::Create(
     return absl::InvalidArgumentError(absl::StrCat(
         "zstd level must be at most 22, got ", config.compress_level));
   }
-  return std::unique_ptr<AsyncLogConsumer>(new AsyncLogConsumer(config, std::move(sink)));
+  return std::unique_ptr<AsyncLogConsumer>(new AsyncLogConsumer(config, std::move(sinks)));
 }
 
 AsyncLogConsumer::AsyncLogConsumer(const LogStoreConfig& config,
-                                   std::unique_ptr<LogSink> sink)
+                                   std::vector<std::unique_ptr<LogSink>> sinks)
     : key_prefix_(config.key_prefix),
       ttl_(config.ttl),
       capacity_requests_(config.queue_capacity_requests),
       capacity_bytes_(config.queue_capacity_bytes),
       batch_requests_(config.batch_requests),
+      format_(config.format),
       compress_(config.compress),
       compress_level_(config.compress_level),
       writer_nice_(config.writer_nice),
-      sink_(std::move(sink)),
-      writer_([this] { WriterLoop(); }) {}
+      sinks_(std::move(sinks)) {
+  writers_.reserve(sinks_.size());
+  for (size_t i = 0; i < sinks_.size(); ++i) {
+    writers_.emplace_back([this, i] { WriterLoop(i); });
+  }
+}
 
 AsyncLogConsumer::~AsyncLogConsumer() { Shutdown(kDestructorFlushTimeout); }
 
@@ -114,7 +126,9 @@ std::future<LogReceipt> AsyncLogConsumer::Consume(RequestLogs logs) {
   return future;
 }
 
-void AsyncLogConsumer::WriterLoop() {
+void AsyncLogConsumer::WriterLoop(size_t index) {
+  LogSink& sink = *sinks_[index];
+  const bool reporter = index == 0;
   pthread_setname_np(pthread_self(), "rankwire-logw");
   // Lower this thread's priority only (on Linux a nice value is per thread).
   if (writer_nice_ != 0 &&
@@ -154,39 +168,48 @@ void AsyncLogConsumer::WriterLoop() {
             LogReceipt::Outcome::kDropped, ItemCount(p.logs),
             absl::CancelledError("log consumer shut down before these logs were written")});
       }
-      ReportQueueFullDrops();
+      if (reporter) ReportQueueFullDrops();
       return;
     }
     if (batch.empty()) {
-      sink_->Poll();  // Idle: let the sink reconnect or purge.
+      sink.Poll();  // Idle: let the sink reconnect or purge.
     } else {
-      WriteBatch(batch);
+      WriteBatch(sink, batch);
     }
-    ReportQueueFullDrops();
+    if (reporter) ReportQueueFullDrops();
   }
 }
 
-void AsyncLogConsumer::WriteBatch(std::vector<Pending>& batch) {
-  // Lines handed over unrendered are made here, off the ranking path.
-  for (Pending& p : batch) {
-    if (p.logs.renderer) {
-      p.logs.renderer->Render(&p.logs.items);
-      p.logs.renderer.reset();
-    }
-  }
+void AsyncLogConsumer::WriteBatch(LogSink& sink, std::vector<Pending>& batch) {
   std::vector<SinkEntry> entries(batch.size());
   std::vector<size_t> value_bytes(batch.size(), 0);
   for (size_t i = 0; i < batch.size(); ++i) {
     RequestLogs& logs = batch[i].logs;
     entries[i].key = KeyFor(logs.request_id);
-    entries[i].fields.reserve(logs.items.size());
+    entries[i].fields.reserve(logs.items.size() + 1);
+    // Lines handed over unrendered are made here, off the ranking path:
+    // as records (values already tagged 'R', plus the layout field) or as
+    // text to be tagged below.
+    bool records = false;
+    if (logs.renderer) {
+      std::string layout;
+      records = format_ == LogStoreConfig::Format::kRecord &&
+                logs.renderer->RenderRecords(&layout, &logs.items);
+      if (records) {
+        value_bytes[i] += layout.size();
+        entries[i].fields.push_back(SinkField{std::string(kLayoutField), std::move(layout)});
+      } else {
+        logs.renderer->Render(&logs.items);
+      }
+      logs.renderer.reset();
+    }
     for (ItemLog& item : logs.items) {
-      EncodeLogValue(compress_, compress_level_, &item.text);
+      if (!records) EncodeLogValue(compress_, compress_level_, &item.text);
       value_bytes[i] += item.text.size();
       entries[i].fields.push_back(SinkField{std::move(item.item_id), std::move(item.text)});
     }
   }
-  std::vector<absl::Status> results = sink_->Write(absl::MakeSpan(entries), ttl_);
+  std::vector<absl::Status> results = sink.Write(absl::MakeSpan(entries), ttl_);
   for (size_t i = 0; i < batch.size(); ++i) {
     const size_t items = batch[i].logs.items.size();
     absl::Status status = i < results.size()
@@ -226,7 +249,7 @@ void AsyncLogConsumer::Shutdown(absl::Duration timeout) {
     stopping_ = true;
     flush_deadline_ = absl::Now() + std::max(timeout, absl::ZeroDuration());
   }
-  writer_.join();
+  for (std::thread& writer : writers_) writer.join();
 }
 
 LogStats AsyncLogConsumer::stats() const {
@@ -243,8 +266,11 @@ LogStats AsyncLogConsumer::stats() const {
   s.items_dropped_store_error = items_dropped_store_error_.load(std::memory_order_relaxed);
   s.items_dropped_shutdown = items_dropped_shutdown_.load(std::memory_order_relaxed);
   s.bytes_stored = bytes_stored_.load(std::memory_order_relaxed);
-  s.reconnects = sink_->reconnects();
-  s.store_up = sink_->up();
+  s.store_up = true;
+  for (const auto& sink : sinks_) {
+    s.reconnects += sink->reconnects();
+    s.store_up = s.store_up && sink->up();
+  }
   return s;
 }
 

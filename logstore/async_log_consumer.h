@@ -1,5 +1,6 @@
 // AsyncLogConsumer is the LogConsumer behind every backend: a bounded queue
-// of requests' logs and one writer thread that drains it into a LogSink.
+// of requests' logs and writer threads that drain it, each into its own
+// LogSink (its own store connection).
 //
 // The ranking thread calls Consume(): it sizes the request (one pass over
 // the item lengths, no copying), takes a lock, and either moves the logs
@@ -8,12 +9,15 @@
 // future at once as dropped. It never waits on the store. A full queue
 // drops the new request; what is queued keeps its place.
 //
-// The writer thread takes up to batch_requests requests at a time (what is
-// there; it does not wait to fill a batch), encodes every value
-// (log_value.h, compressing if asked), hands the batch to the sink in one
-// call and completes each future with the sink's per-request outcome. When
-// idle it calls LogSink::Poll() every few tens of milliseconds so a sink
-// that is down reconnects without waiting for traffic.
+// A writer thread takes up to batch_requests requests at a time (what is
+// there; it does not wait to fill a batch), renders them (structured
+// records, log_record.h, or text, log_value.h, compressing if asked), hands
+// the batch to its sink in one call (one pipelined round trip) and
+// completes each future with the sink's per-request outcome. Writers share
+// the queue, so rendering and writing scale over them; each runs at
+// `writer_nice` so ranking threads get the CPU first. When idle a writer
+// calls LogSink::Poll() every few tens of milliseconds so a sink that is
+// down reconnects without waiting for traffic.
 //
 // Every future completes, exactly once, with kStored or kDropped; counters
 // are updated before the future completes, so a caller that has waited on a
@@ -21,7 +25,7 @@
 // in exactly one of items_stored or the items_dropped_* counters;
 // items_enqueued counts the ones that entered the queue.
 //
-// Ownership: owns the sink and the writer thread. The destructor calls
+// Ownership: owns the sinks and the writer threads. The destructor calls
 // Shutdown(kDestructorFlushTimeout).
 //
 // Thread safety: Consume(), stats() and KeyFor() are safe from many
@@ -63,12 +67,16 @@ class AsyncLogConsumer final : public LogConsumer {
   // How often an idle writer calls LogSink::Poll().
   static constexpr absl::Duration kIdlePollInterval = absl::Milliseconds(50);
 
-  // Uses the queue, batch, TTL, key and compression fields of `config`.
-  // InvalidArgument if one is out of range (zero capacity or batch, TTL
-  // outside [1 ms, kMaxTtl], compression level above 22) or `sink` is null. Starts the
-  // writer thread.
+  // The most writer threads accepted.
+  static constexpr size_t kMaxWriters = 64;
+
+  // Uses the queue, batch, TTL, key, format and compression fields of
+  // `config`. InvalidArgument if one is out of range (zero capacity or
+  // batch, TTL outside [1 ms, kMaxTtl], compression level above 22), if
+  // `sinks` is empty or holds a null, or has more than kMaxWriters. Starts
+  // one writer thread per sink.
   static absl::StatusOr<std::unique_ptr<AsyncLogConsumer>> Create(
-      const LogStoreConfig& config, std::unique_ptr<LogSink> sink);
+      const LogStoreConfig& config, std::vector<std::unique_ptr<LogSink>> sinks);
 
   ~AsyncLogConsumer() override;
 
@@ -91,10 +99,11 @@ class AsyncLogConsumer final : public LogConsumer {
     std::promise<LogReceipt> promise;
   };
 
-  AsyncLogConsumer(const LogStoreConfig& config, std::unique_ptr<LogSink> sink);
+  AsyncLogConsumer(const LogStoreConfig& config, std::vector<std::unique_ptr<LogSink>> sinks);
 
-  void WriterLoop();
-  void WriteBatch(std::vector<Pending>& batch);
+  // `index` 0 also reports queue-full drops.
+  void WriterLoop(size_t index);
+  void WriteBatch(LogSink& sink, std::vector<Pending>& batch);
   void ReportQueueFullDrops();
   bool HasWorkOrStopping() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return !queue_.empty() || stopping_;
@@ -105,10 +114,12 @@ class AsyncLogConsumer final : public LogConsumer {
   const size_t capacity_requests_;
   const size_t capacity_bytes_;
   const size_t batch_requests_;
+  const LogStoreConfig::Format format_;
   const bool compress_;
   const int compress_level_;
   const int writer_nice_;
-  const std::unique_ptr<LogSink> sink_;  // Used by the writer thread only.
+  // sinks_[i] is used by writer thread i only (up() and reconnects() by any).
+  const std::vector<std::unique_ptr<LogSink>> sinks_;
 
   mutable absl::Mutex mu_;
   std::deque<Pending> queue_ ABSL_GUARDED_BY(mu_);
@@ -124,13 +135,13 @@ class AsyncLogConsumer final : public LogConsumer {
   std::atomic<uint64_t> items_dropped_shutdown_{0};
   std::atomic<uint64_t> bytes_stored_{0};
 
-  // Writer thread only: queue-full drops already reported in a log line.
+  // Writer 0 only: queue-full drops already reported in a log line.
   uint64_t queue_full_reported_ = 0;
   LogThrottle queue_full_throttle_;
 
   absl::Mutex shutdown_mu_;
   bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;
-  std::thread writer_;
+  std::vector<std::thread> writers_;
 };
 
 }  // namespace rankwire::logstore

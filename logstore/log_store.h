@@ -9,9 +9,12 @@
 // round trip, within the TTL.
 //
 // Keys: one per request, KeyFor(request_id) = key_prefix + request_id
-// ("rank:log:req-1"); one hash field per item (the item id). Values are the
-// log text with a one-byte tag: 'T' + text, or 'Z' + a zstd frame of the text
-// (--log_compress). Readers accept both.
+// ("rank:log:req-1"), a hash written whole (DEL + HSET + PEXPIRE in one
+// MULTI/EXEC, so a reused request id replaces the earlier logs); one hash
+// field per item (the item id). Values start with a one-byte tag: 'R' + a
+// structured record rendered with the request's layout (field "", 'L' + ...;
+// log_record.h), 'T' + text, or 'Z' + a zstd frame of the text. Readers
+// accept all three. docs/LOGS.md specifies the bytes.
 //
 // Thread safety: LogConsumer::Consume and LogReader::Fetch are safe from many
 // threads. Shutdown is called once.
@@ -48,8 +51,17 @@ class LogRenderer {
   // bound, before they exist).
   virtual size_t ItemCount() const = 0;
   virtual size_t EstimatedBytes() const = 0;
-  // Appends one ItemLog per item. Called once.
+  // Appends one ItemLog per item. Called once (this or RenderRecords).
   virtual void Render(std::vector<ItemLog>* items) = 0;
+  // The structured form (log_record.h): sets `*layout` to the request's
+  // layout value and appends one ItemLog per item whose text is its record
+  // value ('R' + ...), which renders to the same text Render() makes.
+  // False if this renderer has no structured form (then Render() is used).
+  virtual bool RenderRecords(std::string* layout, std::vector<ItemLog>* items) {
+    (void)layout;
+    (void)items;
+    return false;
+  }
 };
 
 // The logs of one ranking request: the lines themselves, or a renderer that
@@ -113,9 +125,16 @@ class LogReader {
 };
 
 struct LogStoreConfig {
-  enum class Backend { kMemory, kRedis };
+  enum class Backend { kMemory, kRedis, kRedisCluster };
+  // How lines handed over as renderers are stored: structured records (the
+  // default: ~5x less Redis memory, no text formatting on the write path)
+  // or text ('T', or 'Z' with `compress`). Lines handed over as text are
+  // always stored as text.
+  enum class Format { kRecord, kText };
   Backend backend = Backend::kMemory;
-  std::string redis_addr = "127.0.0.1:6379";  // host:port
+  Format format = Format::kRecord;
+  // host:port; for kRedisCluster a comma-separated list of seed nodes.
+  std::string redis_addr = "127.0.0.1:6379";
   std::string redis_password;                 // AUTH when not empty.
   std::string key_prefix = "rank:log:";
   absl::Duration ttl = absl::Milliseconds(1000);
@@ -124,6 +143,8 @@ struct LogStoreConfig {
   size_t queue_capacity_bytes = size_t{256} << 20;
   // Requests written per pipelined round trip.
   size_t batch_requests = 16;
+  // Writer threads, each with its own store connection; 0: DefaultLogWriters().
+  size_t writers = 0;
   bool compress = false;  // zstd each value.
   int compress_level = 1;
   // Nice value of the writer thread (Linux: per thread). Positive values let
@@ -147,7 +168,16 @@ struct LogStore {
 // connects (and reconnects) on its own; InvalidArgument for a bad config.
 absl::StatusOr<LogStore> OpenLogStore(const LogStoreConfig& config);
 
-// A reader for a remote Redis (the client side of the log store).
+// The writer count of `config`: its `writers`, or DefaultLogWriters().
+size_t WriterCount(const LogStoreConfig& config);
+
+// The writer count used when LogStoreConfig::writers is 0: one per two
+// cores, at least 1 and at most 8. Writers mostly wait on the store, and
+// ranking threads need the cores more.
+size_t DefaultLogWriters();
+
+// A reader for a remote Redis or, with Backend::kRedisCluster, a Redis
+// Cluster (the client side of the log store).
 absl::StatusOr<std::unique_ptr<LogReader>> OpenRedisLogReader(
     const LogStoreConfig& config);
 

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "codec/compression.h"
+#include "logstore/log_record.h"
 
 namespace rankwire::logstore {
 
@@ -38,17 +39,44 @@ absl::StatusOr<std::string> DecodeLogValue(absl::string_view value,
       return absl::DataLossError(absl::StrCat(
           "log value has unknown tag byte 0x",
           absl::Hex(static_cast<unsigned char>(tag), absl::kZeroPad2),
-          " (expected 'T' or 'Z')"));
+          " (expected 'T', 'Z' or 'R')"));
   }
 }
 
-absl::StatusOr<std::string> DecodeItemLog(absl::string_view value, absl::string_view request_id,
-                                          absl::string_view item_id) {
-  absl::StatusOr<std::string> text = DecodeLogValue(value);
-  if (text.ok()) return text;
-  return absl::Status(text.status().code(),
-                      absl::StrCat("log of item '", item_id, "' of request '", request_id,
-                                   "': ", text.status().message()));
+absl::Status DecodeLogValues(absl::string_view request_id,
+                             const std::optional<std::string>& layout,
+                             absl::Span<const std::string> item_ids,
+                             std::vector<std::optional<std::string>>* values) {
+  std::optional<LogLayout> parsed;  // Parsed at the first 'R' value.
+  for (size_t i = 0; i < values->size() && i < item_ids.size(); ++i) {
+    std::optional<std::string>& value = (*values)[i];
+    if (!value.has_value()) continue;
+    absl::StatusOr<std::string> text;
+    if (!value->empty() && value->front() == kRecordTag) {
+      if (!parsed.has_value()) {
+        if (!layout.has_value()) {
+          text = absl::DataLossError("a record value but the request has no layout field");
+        } else {
+          absl::StatusOr<LogLayout> l = LogLayout::Parse(*layout);
+          if (l.ok()) {
+            parsed = *std::move(l);
+          } else {
+            text = l.status();
+          }
+        }
+      }
+      if (parsed.has_value()) text = parsed->Render(item_ids[i], *value);
+    } else {
+      text = DecodeLogValue(*value);
+    }
+    if (!text.ok()) {
+      return absl::Status(text.status().code(),
+                          absl::StrCat("log of item '", item_ids[i], "' of request '",
+                                       request_id, "': ", text.status().message()));
+    }
+    value = *std::move(text);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace rankwire::logstore

@@ -2,6 +2,8 @@
 //
 //   'T' + text              plain text
 //   'Z' + zstd frame        the text compressed (the frame declares its size)
+//   'R' + record            a structured record, rendered with the request's
+//                           layout (field "" of the same hash; log_record.h)
 //
 // The writer picks 'Z' only when compression was asked for and the frame is
 // smaller than the text; readers accept both, so a store may hold a mix (for
@@ -18,10 +20,13 @@
 #define RANKWIRE_LOGSTORE_LOG_VALUE_H_
 
 #include <cstddef>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace rankwire::logstore {
 
@@ -43,10 +48,15 @@ void EncodeLogValue(bool compress, int level, std::string* value);
 absl::StatusOr<std::string> DecodeLogValue(
     absl::string_view value, size_t max_text_bytes = kMaxLogTextBytes);
 
-// DecodeLogValue for a log readers return, its error naming the item and
-// the request (what the readers' callers need to find it).
-absl::StatusOr<std::string> DecodeItemLog(absl::string_view value, absl::string_view request_id,
-                                          absl::string_view item_id);
+// Turns the values read from one request's hash into text, in place:
+// `layout` is the value of field "" (nullopt if there is none), `values[i]`
+// the value of `item_ids[i]` (nullopt stays nullopt). 'T', 'Z' and 'R'
+// values may be mixed. DataLoss (naming the item and request) for a corrupt
+// value or an 'R' value with no layout.
+absl::Status DecodeLogValues(absl::string_view request_id,
+                             const std::optional<std::string>& layout,
+                             absl::Span<const std::string> item_ids,
+                             std::vector<std::optional<std::string>>* values);
 
 }  // namespace rankwire::logstore
 

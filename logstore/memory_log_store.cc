@@ -1,20 +1,26 @@
 #include "logstore/memory_log_store.h"
 
+#include <iterator>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "logstore/async_log_consumer.h"
+#include "logstore/log_record.h"
 #include "logstore/log_value.h"
 
 namespace rankwire::logstore {
 
 void MemoryLogTable::Put(SinkEntry& entry, absl::Duration ttl) {
-  const Clock::time_point now = Clock::now();
+  const Clock::time_point now = now_();
   const Clock::time_point expires = now + absl::ToChronoNanoseconds(ttl);
   absl::MutexLock lock(&mu_);
   PurgeExpiredLocked(now);
   Entry& stored = entries_[entry.key];
+  // Like DEL before HSET: a key written again holds only the new fields.
+  bytes_ -= stored.bytes;
+  stored.bytes = 0;
+  stored.fields.clear();
   for (SinkField& field : entry.fields) {
     const size_t size = field.name.size() + field.value.size();
     auto [it, inserted] = stored.fields.try_emplace(std::move(field.name));
@@ -34,7 +40,7 @@ void MemoryLogTable::Put(SinkEntry& entry, absl::Duration ttl) {
 std::vector<std::optional<std::string>> MemoryLogTable::Get(
     absl::string_view key, absl::Span<const std::string> fields) {
   std::vector<std::optional<std::string>> values(fields.size());
-  const Clock::time_point now = Clock::now();
+  const Clock::time_point now = now_();
   absl::MutexLock lock(&mu_);
   auto it = entries_.find(key);
   if (it == entries_.end() || it->second.expires <= now) return values;
@@ -46,7 +52,7 @@ std::vector<std::optional<std::string>> MemoryLogTable::Get(
 }
 
 std::optional<absl::Duration> MemoryLogTable::TimeToLive(absl::string_view key) {
-  const Clock::time_point now = Clock::now();
+  const Clock::time_point now = now_();
   absl::MutexLock lock(&mu_);
   auto it = entries_.find(key);
   if (it == entries_.end() || it->second.expires <= now) return std::nullopt;
@@ -55,7 +61,7 @@ std::optional<absl::Duration> MemoryLogTable::TimeToLive(absl::string_view key) 
 
 size_t MemoryLogTable::PurgeExpired() {
   absl::MutexLock lock(&mu_);
-  return PurgeExpiredLocked(Clock::now());
+  return PurgeExpiredLocked(now_());
 }
 
 size_t MemoryLogTable::PurgeExpiredLocked(Clock::time_point now) {
@@ -90,20 +96,28 @@ std::vector<absl::Status> MemoryLogSink::Write(absl::Span<SinkEntry> batch,
 
 absl::StatusOr<std::vector<std::optional<std::string>>> MemoryLogReader::Fetch(
     absl::string_view request_id, absl::Span<const std::string> item_ids) {
-  std::vector<std::optional<std::string>> values =
-      table_->Get(absl::StrCat(key_prefix_, request_id), item_ids);
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (!values[i].has_value()) continue;
-    ASSIGN_OR_RETURN(values[i], DecodeItemLog(*values[i], request_id, item_ids[i]));
-  }
+  std::vector<std::string> fields;
+  fields.reserve(item_ids.size() + 1);
+  fields.emplace_back(kLayoutField);
+  fields.insert(fields.end(), item_ids.begin(), item_ids.end());
+  std::vector<std::optional<std::string>> got =
+      table_->Get(absl::StrCat(key_prefix_, request_id), fields);
+  std::optional<std::string> layout = std::move(got.front());
+  std::vector<std::optional<std::string>> values(std::make_move_iterator(got.begin() + 1),
+                                                 std::make_move_iterator(got.end()));
+  RETURN_IF_ERROR(DecodeLogValues(request_id, layout, item_ids, &values));
   return values;
 }
 
 absl::StatusOr<LogStore> OpenMemoryLogStore(const LogStoreConfig& config,
                                             std::shared_ptr<MemoryLogTable> table) {
   if (table == nullptr) return absl::InvalidArgumentError("memory log table is null");
+  std::vector<std::unique_ptr<LogSink>> sinks;
+  for (size_t i = 0; i < WriterCount(config) && i <= AsyncLogConsumer::kMaxWriters; ++i) {
+    sinks.push_back(std::make_unique<MemoryLogSink>(table));
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<AsyncLogConsumer> consumer,
-      AsyncLogConsumer::Create(config, std::make_unique<MemoryLogSink>(table)));
+                   AsyncLogConsumer::Create(config, std::move(sinks)));
   LogStore store;
   store.consumer = std::move(consumer);
   store.reader = std::make_unique<MemoryLogReader>(std::move(table), config.key_prefix);

@@ -1,8 +1,8 @@
 // The embedded log store: an in-process table with Redis's semantics for
 // what rankwire does with Redis, so the server runs with no Redis at all.
 //
-//   - one key per request, one field per item; writing a key again adds or
-//     replaces fields and resets its expiry (HSET + PEXPIRE);
+//   - one key per request, one field per item; writing a key again replaces
+//     all of its fields and resets its expiry (DEL + HSET + PEXPIRE);
 //   - a key is invisible from its expiry on (reads check it, like Redis's
 //     lazy expiry) and is purged soon after (like Redis's active expiry), so
 //     memory is bounded by what was written in the last TTL.
@@ -46,9 +46,14 @@ namespace rankwire::logstore {
 class MemoryLogTable {
  public:
   using Clock = std::chrono::steady_clock;
+  // Where the table reads the time. Tests pass a manual clock so that
+  // expiry is tested without sleeping.
+  using NowFunction = std::function<Clock::time_point()>;
 
-  // Sets the fields of `entry.key` (moving from them) and its expiry to
-  // now + ttl. Purges keys that have expired.
+  explicit MemoryLogTable(NowFunction now = &Clock::now) : now_(std::move(now)) {}
+
+  // Replaces the fields of `entry.key` with the entry's (moving from them)
+  // and sets its expiry to now + ttl. Purges keys that have expired.
   void Put(SinkEntry& entry, absl::Duration ttl);
 
   // The encoded values of `fields` of `key`, in order; nullopt for a field
@@ -77,6 +82,7 @@ class MemoryLogTable {
 
   size_t PurgeExpiredLocked(Clock::time_point now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  const NowFunction now_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
   // Min-heap of (expiry, key). A key written again has a stale element here

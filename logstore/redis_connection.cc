@@ -63,6 +63,15 @@ absl::StatusOr<RedisConnectOptions> ConnectOptionsFrom(const LogStoreConfig& con
   return options;
 }
 
+absl::Status CheckReconnectBackoff(const LogStoreConfig& config) {
+  if (config.reconnect_backoff_min <= absl::ZeroDuration() ||
+      config.reconnect_backoff_max < config.reconnect_backoff_min) {
+    return absl::InvalidArgumentError(
+        "reconnect backoff must satisfy 0 < backoff_min <= backoff_max");
+  }
+  return absl::OkStatus();
+}
+
 ScopedSigpipeBlock::ScopedSigpipeBlock() {
   sigset_t pipe;
   sigemptyset(&pipe);

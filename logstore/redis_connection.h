@@ -46,6 +46,8 @@ struct RedisConnectOptions {
 // bad address or a timeout that is not positive. The sink and the reader
 // both start from this.
 absl::StatusOr<RedisConnectOptions> ConnectOptionsFrom(const LogStoreConfig& config);
+// InvalidArgument unless 0 < reconnect_backoff_min <= reconnect_backoff_max.
+absl::Status CheckReconnectBackoff(const LogStoreConfig& config);
 
 // Frees a hiredis reply.
 struct RedisReplyDeleter {

@@ -23,6 +23,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "logstore/log_store.h"
+#include "logstore/redis_commands.h"
 #include "logstore/redis_connection.h"
 
 namespace rankwire::logstore {
@@ -48,6 +49,7 @@ class RedisLogReader final : public LogReader {
   const std::string key_prefix_;
   absl::Mutex mu_;
   std::optional<RedisConnection> connection_ ABSL_GUARDED_BY(mu_);
+  RedisCommandWriter commands_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace rankwire::logstore

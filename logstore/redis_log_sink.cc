@@ -12,54 +12,11 @@
 #include "base/status_macros.h"
 
 namespace rankwire::logstore {
-namespace {
-
-// Commands per entry: MULTI, HSET, PEXPIRE, EXEC.
-constexpr int kRepliesPerEntry = 4;
-
-absl::string_view ReplyText(const redisReply& reply) {
-  return absl::string_view(reply.str == nullptr ? "" : reply.str, reply.len);
-}
-
-// The outcome of one entry from its EXEC reply (the three replies before it
-// are +OK and +QUEUED unless the server refused a command, which then shows
-// up here as EXECABORT).
-absl::Status ExecOutcome(const redisReply& exec, absl::string_view address) {
-  if (exec.type == REDIS_REPLY_ERROR) {
-    return absl::InternalError(
-        absl::StrCat("redis ", address, " refused the write: ", ReplyText(exec)));
-  }
-  if (exec.type != REDIS_REPLY_ARRAY || exec.elements != 2) {
-    return absl::InternalError(absl::StrCat(
-        "redis ", address, ": unexpected EXEC reply (type ", exec.type, ")"));
-  }
-  for (size_t i = 0; i < exec.elements; ++i) {
-    const redisReply& r = *exec.element[i];
-    if (r.type == REDIS_REPLY_ERROR) {
-      return absl::InternalError(absl::StrCat("redis ", address, ": ",
-                                              i == 0 ? "HSET" : "PEXPIRE",
-                                              ": ", ReplyText(r)));
-    }
-  }
-  // PEXPIRE answers 0 when the key does not exist, which right after HSET in
-  // the same transaction means something else deleted it.
-  if (exec.element[1]->type != REDIS_REPLY_INTEGER || exec.element[1]->integer != 1) {
-    return absl::InternalError(
-        absl::StrCat("redis ", address, ": PEXPIRE did not set the TTL"));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<RedisLogSink>> RedisLogSink::Create(
     const LogStoreConfig& config) {
   ASSIGN_OR_RETURN(RedisConnectOptions connect, ConnectOptionsFrom(config));
-  if (config.reconnect_backoff_min <= absl::ZeroDuration() ||
-      config.reconnect_backoff_max < config.reconnect_backoff_min) {
-    return absl::InvalidArgumentError(
-        "reconnect backoff must satisfy 0 < backoff_min <= backoff_max");
-  }
+  RETURN_IF_ERROR(CheckReconnectBackoff(config));
   RedisSinkOptions options;
   options.connect = std::move(connect);
   options.backoff_min = config.reconnect_backoff_min;
@@ -205,29 +162,7 @@ absl::Status RedisLogSink::WritePipeline(absl::Span<const SinkEntry> entries,
   // formatted, and hiredis's output buffer never holds more than one
   // request. Replies (a few bytes each) are read after the last one.
   for (const SinkEntry& entry : entries) {
-    argv_.clear();
-    argv_len_.clear();
-    argv_.push_back("HSET");
-    argv_len_.push_back(4);
-    argv_.push_back(entry.key.data());
-    argv_len_.push_back(entry.key.size());
-    for (const SinkField& field : entry.fields) {
-      argv_.push_back(field.name.data());
-      argv_len_.push_back(field.name.size());
-      argv_.push_back(field.value.data());
-      argv_len_.push_back(field.value.size());
-    }
-    const char* multi[] = {"MULTI"};
-    const size_t multi_len[] = {5};
-    const char* pexpire[] = {"PEXPIRE", entry.key.data(), ttl_ms.data()};
-    const size_t pexpire_len[] = {7, entry.key.size(), ttl_ms.size()};
-    const char* exec[] = {"EXEC"};
-    const size_t exec_len[] = {4};
-    if (redisAppendCommandArgv(context, 1, multi, multi_len) != REDIS_OK ||
-        redisAppendCommandArgv(context, static_cast<int>(argv_.size()), argv_.data(),
-                               argv_len_.data()) != REDIS_OK ||
-        redisAppendCommandArgv(context, 3, pexpire, pexpire_len) != REDIS_OK ||
-        redisAppendCommandArgv(context, 1, exec, exec_len) != REDIS_OK) {
+    if (!commands_.AppendWrite(context, entry, ttl_ms)) {
       return connection_->IoError("queue commands");
     }
     int written = 0;
@@ -238,8 +173,9 @@ absl::Status RedisLogSink::WritePipeline(absl::Span<const SinkEntry> entries,
     } while (!written);
   }
   for (size_t i = 0; i < entries.size(); ++i) {
-    RedisReplyPtr exec_reply;
-    for (int r = 0; r < kRepliesPerEntry; ++r) {
+    RedisReplyPtr replies[kRepliesPerWrite];
+    redisReply* raw_replies[kRepliesPerWrite];
+    for (int r = 0; r < kRepliesPerWrite; ++r) {
       void* raw = nullptr;
       if (redisGetReply(context, &raw) != REDIS_OK) {
         // Nothing from here on was confirmed. Each unconfirmed transaction
@@ -247,10 +183,16 @@ absl::Status RedisLogSink::WritePipeline(absl::Span<const SinkEntry> entries,
         // left without its TTL.
         return connection_->IoError("write logs");
       }
-      RedisReplyPtr reply(static_cast<redisReply*>(raw));
-      if (r == kRepliesPerEntry - 1) exec_reply = std::move(reply);
+      replies[r].reset(static_cast<redisReply*>(raw));
+      raw_replies[r] = replies[r].get();
     }
-    results[i] = ExecOutcome(*exec_reply, address_);
+    std::optional<RedisRedirect> redirect;
+    results[i] = WriteOutcome(raw_replies, address_, &redirect);
+    if (redirect.has_value()) {
+      results[i] = absl::InternalError(absl::StrCat(
+          "redis ", address_, " is a cluster node (redirects to ", redirect->address,
+          "); use --logstore=redis-cluster"));
+    }
     ++*done;
   }
   return absl::OkStatus();

@@ -1,9 +1,11 @@
 // RedisLogSink writes log batches to Redis over one hiredis connection.
 //
 // Each request becomes one pipelined transaction
-//   MULTI / HSET key item value [item value ...] / PEXPIRE key ttl_ms / EXEC
-// and a batch of requests goes out in one round trip. MULTI/EXEC makes the
-// HSET and its PEXPIRE land together: if the connection is cut mid-batch
+//   MULTI / DEL key / HSET key item value [item value ...] / PEXPIRE key ttl_ms / EXEC
+// and a batch of requests goes out in one round trip. The DEL makes a
+// request's write replace the key (a request id reused within the TTL never
+// merges two requests' logs). MULTI/EXEC makes the DEL, the HSET and its
+// PEXPIRE land together: if the connection is cut mid-batch
 // (I/O timeout against a stalled server, say), Redis discards the
 // unfinished transaction instead of keeping a key that never expires.
 //
@@ -34,6 +36,7 @@
 #include "logstore/log_sink.h"
 #include "logstore/log_store.h"
 #include "logstore/log_throttle.h"
+#include "logstore/redis_commands.h"
 #include "logstore/redis_connection.h"
 
 namespace rankwire::logstore {
@@ -88,9 +91,7 @@ class RedisLogSink final : public LogSink {
   absl::Duration backoff_;
   bool had_failure_ = false;  // Since the last successful connect.
   absl::Status last_error_;
-  // Per-write scratch: argv for one HSET, reused across entries.
-  std::vector<const char*> argv_;
-  std::vector<size_t> argv_len_;
+  RedisCommandWriter commands_;
 
   std::atomic<bool> up_{false};
   std::atomic<uint64_t> reconnects_{0};

@@ -1,12 +1,20 @@
 #!/usr/bin/env bash
-# Builds and runs the log store benchmark: the writer's ceiling into a real
-# redis-server on loopback and Redis memory per request, each with plain and
-# zstd values (bench/logstore_bench.cc). The benchmark (producer + writer
-# thread) is pinned to CPU 0 and the redis-server it starts to CPU 1.
+# Builds and runs the log store benchmark (bench/logstore_bench.cc) on the
+# real ranker output: per stored representation (text, zstd, zstd with a
+# trained dictionary, structured records) the Redis memory per request, the
+# writer's encode CPU and the top-10 read latency; then the writers' ceiling
+# into a real redis-server per representation and writer count. The
+# benchmark (producer + writer threads) is pinned to CPU 0 and the
+# redis-server it starts to CPU 1.
+#
+# The end-to-end side (drops at fractions of the logging-off peak, per
+# representation and writer count, p99 ratio) is
+# `ONLY=logstore scripts/bench_e2e.sh`.
 #
 # Markdown results go to stdout, one line per round to stderr.
 #
 #   scripts/bench_logstore.sh                      # 5 rounds x 2 s per variant
+#   scripts/bench_logstore.sh --variants=text:1,record:1,record:2,record:4
 #   scripts/bench_logstore.sh --rounds=9 --seconds=3
 #   BUILD_DIR=build-bench scripts/bench_logstore.sh
 set -euo pipefail
@@ -16,7 +24,7 @@ build="${BUILD_DIR:-$repo/build}"
 case "$build" in /*) ;; *) build="$repo/$build" ;; esac
 
 cmake -S "$repo" -B "$build" -DRANKWIRE_BUILD_BENCHMARKS=ON -DRANKWIRE_BUILD_TESTS=ON >/dev/null
-cmake --build "$build" --target logstore_bench -j "$(nproc)"
+cmake --build "$build" --target logstore_bench -j 2
 
 bench="$build/bench/logstore_bench"
 if command -v taskset >/dev/null 2>&1 && [ "$(nproc)" -ge 2 ]; then

@@ -19,7 +19,7 @@ PACKAGES=(
   # the server's allocator (server/malloc.cmake; tcmalloc and glibc for comparison)
   libjemalloc-dev libgoogle-perftools-dev
   # tests, fuzzing and benchmarks
-  googletest libgtest-dev libgmock-dev libbenchmark-dev redis-server openssl
+  googletest libgtest-dev libgmock-dev libbenchmark-dev redis-server redis-tools openssl
   python3-grpcio python3-protobuf python3-zstandard python3-yaml python3-matplotlib
   clang-14 libclang-rt-14-dev llvm-14
   libflatbuffers-dev flatbuffers-compiler libcapnp-dev capnproto liblz4-dev

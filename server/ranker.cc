@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "logstore/log_record.h"
 
 namespace rankwire::server {
 namespace {
@@ -200,50 +201,85 @@ class LogLineFormatter {
 
   // The line of the item ranked at `position` (1-based).
   std::string Format(int position, const Scored& s, const Scores& scores) const {
+    std::string out;
+    TextOut text(&out, 1536);
+    Emit(text, position, s, scores);
+    text.Finish();
+    return out;
+  }
+
+  // The same line as a structured record (logstore/log_record.h): the
+  // values without their text, which the reader renders back.
+  std::string Record(logstore::LogRecordBuilder& builder, int position, const Scored& s,
+                     const Scores& scores) const {
+    Emit(builder, position, s, scores);
+    return builder.FinishRecord();
+  }
+
+ private:
+  // Text output for Emit: appends each part.
+  class TextOut {
+   public:
+    TextOut(std::string* out, size_t reserve) : line_(out, reserve) {}
+    void Literal(absl::string_view s) { line_.Append(s); }
+    void ItemId(absl::string_view id) { line_.Append(id); }
+    void Int(int64_t v) { line_.Number(v); }
+    void String(absl::string_view s) { line_.Append(s); }
+    void Number(double v) { line_.Number(v); }
+    void Finish() { line_.Finish(); }
+
+   private:
+    LogLine line_;
+  };
+
+  // The one description of a log line, written to text (TextOut) or to a
+  // structured record (logstore::LogRecordBuilder, which keeps the
+  // literals of the first line as the request's layout). What varies per
+  // item goes through ItemId/Int/String/Number, the rest is Literal.
+  template <typename Out>
+  void Emit(Out& out, int position, const Scored& s, const Scores& scores) const {
     const rank::v1::Candidate& c = request_.candidates(s.candidate);
     const double* head_p = scores.P(s.candidate);
     const double* head_logit = scores.Logit(s.candidate);
     const double* contribution = scores.Contribution(s.candidate);
-    std::string out;
-    LogLine line(&out, 1536);
-    line.Append(prefix_);
-    line.Append(c.item_id());
-    line.Append(" pos=");
-    line.Number(static_cast<int64_t>(position));
-    line.Append(" pre=");
-    line.Number(static_cast<int64_t>(s.candidate + 1));
-    line.Append(" src=");
-    line.Append(c.recall_source());
-    line.Append("#");
-    line.Number(static_cast<int64_t>(c.recall_rank()));
-    line.Append(context_);
-    line.Append(" | feats");
+    out.Literal(prefix_);
+    EmitItemId(out, c.item_id());
+    out.Literal(" pos=");
+    out.Int(static_cast<int64_t>(position));
+    out.Literal(" pre=");
+    out.Int(static_cast<int64_t>(s.candidate + 1));
+    out.Literal(" src=");
+    out.String(c.recall_source());
+    out.Literal("#");
+    out.Int(static_cast<int64_t>(c.recall_rank()));
+    out.Literal(context_);
+    out.Literal(" | feats");
     for (size_t j = 0; j < feature_labels_.size(); ++j) {
-      line.Append(feature_labels_[j]);
-      line.Number(static_cast<double>(c.features(static_cast<int>(j))));
+      out.Literal(feature_labels_[j]);
+      out.Number(static_cast<double>(c.features(static_cast<int>(j))));
     }
     size_t t = 0;
     for (size_t h = 0; h < model_.heads().size(); ++h) {
-      line.Append(" | ");
-      line.Append(model_.heads()[h].name);
-      line.Append(" p=");
-      line.Number(head_p[h]);
-      line.Append(" logit=");
-      line.Number(head_logit[h]);
+      out.Literal(" | ");
+      out.Literal(model_.heads()[h].name);
+      out.Literal(" p=");
+      out.Number(head_p[h]);
+      out.Literal(" logit=");
+      out.Number(head_logit[h]);
       for (const std::string& label : term_labels_[h]) {
-        line.Append(label);
-        line.Number(contribution[t++]);
+        out.Literal(label);
+        out.Number(contribution[t++]);
       }
     }
-    line.Append(" | boost=");
-    line.Number(s.boost);
-    line.Append(" final=");
-    line.Number(s.score);
-    line.Finish();
-    return out;
+    out.Literal(" | boost=");
+    out.Number(s.boost);
+    out.Literal(" final=");
+    out.Number(s.score);
   }
+  // The record form leaves the item id out: it is the hash field's name.
+  static void EmitItemId(TextOut& out, absl::string_view id) { out.ItemId(id); }
+  static void EmitItemId(logstore::LogRecordBuilder& out, absl::string_view) { out.ItemId(); }
 
- private:
   const Model& model_;
   const rank::v1::RankRequest& request_;
   std::string prefix_;
@@ -275,6 +311,24 @@ class RankLogRenderer final : public logstore::LogRenderer {
                                          formatter.Format(static_cast<int>(r + 1), ranked_[r],
                                                           scores_)});
     }
+  }
+  bool RenderRecords(std::string* layout, std::vector<logstore::ItemLog>* items) override {
+    LogLineFormatter formatter(*model_, *request_, bucket_);
+    logstore::LogRecordBuilder builder;
+    const size_t first = items->size();
+    items->reserve(first + ranked_.size());
+    for (size_t r = 0; r < ranked_.size(); ++r) {
+      items->push_back(logstore::ItemLog{
+          request_->candidates(ranked_[r].candidate).item_id(),
+          formatter.Record(builder, static_cast<int>(r + 1), ranked_[r], scores_)});
+    }
+    // Every line has the same shape by construction; if not, text it is.
+    if (!builder.consistent()) {
+      items->resize(first);
+      return false;
+    }
+    *layout = builder.Layout();
+    return true;
   }
 
  private:

@@ -10,7 +10,9 @@
 // Log lines cost more to format than the scores cost to compute (500 lines
 // of ~1.2 KB), so when they go to the log store the ranker does not format
 // them: LogDetail::kDeferred returns a renderer holding the request and the
-// scores, and the log writer thread formats the lines off the ranking path.
+// scores, and a log writer thread makes structured records of them
+// (logstore/log_record.h; rendered back to the same text on read) or the
+// text, off the ranking path. One description of the line serves both.
 //
 // Thread safety: const and stateless per call; share one Ranker.
 #ifndef RANKWIRE_SERVER_RANKER_H_

@@ -48,8 +48,16 @@ ABSL_FLAG(int, max_message_bytes, 64 << 20,
 ABSL_FLAG(std::string, log_mode, "store",
           "Where per-item logs go unless the request says: store, inline or none.");
 ABSL_FLAG(std::string, logstore, "memory",
-          "Log store backend: memory (in-process) or redis.");
-ABSL_FLAG(std::string, redis_addr, "127.0.0.1:6379", "Redis host:port for --logstore=redis.");
+          "Log store backend: memory (in-process), redis or redis-cluster.");
+ABSL_FLAG(std::string, redis_addr, "127.0.0.1:6379",
+          "Redis host:port for --logstore=redis; for redis-cluster a comma-separated list "
+          "of seed nodes.");
+ABSL_FLAG(std::string, log_format, "record",
+          "How stored logs are kept: record (structured, rendered to the same text on "
+          "read) or text ('T' values, 'Z' with --log_compress).");
+ABSL_FLAG(uint32_t, log_writers, 0,
+          "Log writer threads, each with its own store connection (0: one per two cores, "
+          "1..8).");
 ABSL_FLAG(std::string, redis_password, "", "Redis AUTH password (empty: no AUTH).");
 ABSL_FLAG(int, log_ttl_ms, 1000, "TTL of a request's logs in the store, in ms.");
 ABSL_FLAG(uint32_t, log_queue_requests, 256,
@@ -142,10 +150,22 @@ absl::StatusOr<logstore::LogStoreConfig> LogStoreConfigFromFlags() {
     config.backend = logstore::LogStoreConfig::Backend::kMemory;
   } else if (backend == "redis") {
     config.backend = logstore::LogStoreConfig::Backend::kRedis;
+  } else if (backend == "redis-cluster") {
+    config.backend = logstore::LogStoreConfig::Backend::kRedisCluster;
   } else {
     return absl::InvalidArgumentError(
-        absl::StrCat("--logstore=", backend, ": expected memory or redis"));
+        absl::StrCat("--logstore=", backend, ": expected memory, redis or redis-cluster"));
   }
+  const std::string format = absl::GetFlag(FLAGS_log_format);
+  if (format == "record") {
+    config.format = logstore::LogStoreConfig::Format::kRecord;
+  } else if (format == "text") {
+    config.format = logstore::LogStoreConfig::Format::kText;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--log_format=", format, ": expected record or text"));
+  }
+  config.writers = absl::GetFlag(FLAGS_log_writers);
   if (absl::GetFlag(FLAGS_log_ttl_ms) <= 0) {
     return absl::InvalidArgumentError("--log_ttl_ms must be positive");
   }

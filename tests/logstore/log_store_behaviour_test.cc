@@ -168,6 +168,31 @@ TYPED_TEST(LogStoreBehaviourTest, StoredLogsAreReadableWithinTheTtl) {
   for (const auto& v : *none) EXPECT_FALSE(v.has_value());
 }
 
+TYPED_TEST(LogStoreBehaviourTest, AReusedRequestIdReplacesTheEarlierLogs) {
+  LogStore store = this->Open(LogStoreConfig{});
+  ASSERT_NE(store.consumer, nullptr);
+  const RequestLogs first = MakeRequest("req-reused", 7);
+  std::future<LogReceipt> f1 = store.consumer->Consume(first);
+  ASSERT_EQ(GetReceipt(f1).outcome, LogReceipt::Outcome::kStored);
+  // The same request id again within the TTL, with one item that was not
+  // in the first request.
+  RequestLogs second;
+  second.request_id = "req-reused";
+  second.items.push_back(ItemLog{"sku-second", "the second request's only line"});
+  std::future<LogReceipt> f2 = store.consumer->Consume(second);
+  ASSERT_EQ(GetReceipt(f2).outcome, LogReceipt::Outcome::kStored);
+
+  std::vector<std::string> ids = ItemIds(first);
+  ids.push_back("sku-second");
+  absl::StatusOr<std::vector<std::optional<std::string>>> values =
+      store.reader->Fetch("req-reused", ids);
+  ASSERT_TRUE(values.ok()) << values.status();
+  for (size_t i = 0; i + 1 < ids.size(); ++i) {
+    EXPECT_FALSE((*values)[i].has_value()) << "merged: " << ids[i] << " of the first request";
+  }
+  EXPECT_EQ(values->back(), "the second request's only line");
+}
+
 TYPED_TEST(LogStoreBehaviourTest, LogsAreGoneAfterTheTtl) {
   LogStore store = this->Open(LogStoreConfig{});  // TTL 1 s.
   const RequestLogs logs = MakeRequest("req-expiring", 10);
@@ -242,12 +267,14 @@ TYPED_TEST(LogStoreBehaviourTest, CompressedAndPlainValuesReadBackFromOneStore) 
   LogStore compressed = this->Open(compressed_config);
   LogStore plain = this->Open(plain_config);
 
-  // One request whose items were written by both: ranker-like lines
-  // (compress well), a random line (does not) and a short one.
+  // Two requests, one written by each: ranker-like lines (compress well),
+  // a random line (does not) and a short one. A request's write replaces
+  // its key, so the mix of tags is within the compressed request ('Z' and
+  // 'T') and across the two.
   RequestLogs logs = MakeRequest("req-mixed", 12);
   logs.items.push_back(ItemLog{"sku-random", RandomBytes(42, 900)});
   logs.items.push_back(ItemLog{"sku-short", "ok"});
-  RequestLogs first_half{logs.request_id, {logs.items.begin(), logs.items.begin() + 7}};
+  RequestLogs first_half{"req-mixed-plain", {logs.items.begin(), logs.items.begin() + 7}};
   RequestLogs second_half{logs.request_id, {logs.items.begin() + 7, logs.items.end()}};
 
   std::future<LogReceipt> a = compressed.consumer->Consume(second_half);
@@ -256,6 +283,7 @@ TYPED_TEST(LogStoreBehaviourTest, CompressedAndPlainValuesReadBackFromOneStore) 
   ASSERT_EQ(GetReceipt(b).outcome, LogReceipt::Outcome::kStored);
 
   const std::string key = compressed.consumer->KeyFor(logs.request_id);
+  const std::string plain_key = compressed.consumer->KeyFor(first_half.request_id);
   // Compression paid on the ranker-like lines; bytes_stored counts what
   // was sent (the random and short lines went plain, one tag byte extra).
   const LogStats stats = compressed.consumer->stats();
@@ -263,19 +291,21 @@ TYPED_TEST(LogStoreBehaviourTest, CompressedAndPlainValuesReadBackFromOneStore) 
   absl::StatusOr<std::optional<std::string>> raw = this->backend_.RawValue(key, logs.items[8].item_id);
   ASSERT_TRUE(raw.ok() && raw->has_value());
   EXPECT_LT((*raw)->size(), logs.items[8].text.size() * 7 / 10);
-  auto tag = [&](const std::string& item) -> char {
-    absl::StatusOr<std::optional<std::string>> raw = this->backend_.RawValue(key, item);
+  auto tag = [&](const std::string& k, const std::string& item) -> char {
+    absl::StatusOr<std::optional<std::string>> raw = this->backend_.RawValue(k, item);
     if (!raw.ok() || !raw->has_value() || (*raw)->empty()) return '?';
     return (*raw)->front();
   };
-  EXPECT_EQ(tag(logs.items[0].item_id), 'T');   // Written plain.
-  EXPECT_EQ(tag(logs.items[8].item_id), 'Z');   // Written compressed.
-  EXPECT_EQ(tag("sku-random"), 'T');            // Compression did not pay.
-  EXPECT_EQ(tag("sku-short"), 'T');
+  EXPECT_EQ(tag(plain_key, logs.items[0].item_id), 'T');  // Written plain.
+  EXPECT_EQ(tag(key, logs.items[8].item_id), 'Z');        // Written compressed.
+  EXPECT_EQ(tag(key, "sku-random"), 'T');                 // Compression did not pay.
+  EXPECT_EQ(tag(key, "sku-short"), 'T');
 
-  // Either reader reads the whole mix.
-  this->ExpectReadable(*compressed.reader, logs);
-  this->ExpectReadable(*plain.reader, logs);
+  // Either reader reads both.
+  for (LogReader* reader : {compressed.reader.get(), plain.reader.get()}) {
+    this->ExpectReadable(*reader, first_half);
+    this->ExpectReadable(*reader, second_half);
+  }
 }
 
 TYPED_TEST(LogStoreBehaviourTest, BurstNeverExceedsTheQueueBound) {

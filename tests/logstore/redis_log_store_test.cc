@@ -134,6 +134,27 @@ TEST(RedisLogStoreTest, WritesOneHashPerRequestWithTaggedValues) {
   EXPECT_EQ(value->str, "T" + logs.items[1].text);
 }
 
+TEST(RedisLogStoreTest, AReusedRequestIdReplacesTheKey) {
+  std::unique_ptr<RedisProcess> redis = StartRedis();
+  ASSERT_NE(redis, nullptr);
+  LogStore store = OpenOrDie(RedisConfig(*redis));
+  std::future<LogReceipt> f1 = store.consumer->Consume(MakeRequest("req-again", 7));
+  ASSERT_EQ(GetReceipt(f1).outcome, LogReceipt::Outcome::kStored);
+  RequestLogs second;
+  second.request_id = "req-again";
+  second.items.push_back(ItemLog{"sku-new", "one line"});
+  std::future<LogReceipt> f2 = store.consumer->Consume(second);
+  ASSERT_EQ(GetReceipt(f2).outcome, LogReceipt::Outcome::kStored);
+  // 7 + 1 items: the key holds the second request's one field, not 8.
+  absl::StatusOr<RedisReply> len = redis->Command({"HLEN", "rank:log:req-again"});
+  ASSERT_TRUE(len.ok()) << len.status();
+  EXPECT_EQ(len->integer, 1);
+  absl::StatusOr<RedisReply> pttl = redis->Command({"PTTL", "rank:log:req-again"});
+  ASSERT_TRUE(pttl.ok()) << pttl.status();
+  EXPECT_GT(pttl->integer, 0);
+  EXPECT_LE(pttl->integer, 1000);
+}
+
 TEST(RedisLogStoreTest, RedisAbsentAtStartDropsThenRecoversByItself) {
   std::unique_ptr<RedisProcess> redis = StartRedis();
   ASSERT_NE(redis, nullptr);

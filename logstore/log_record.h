@@ -1,0 +1,133 @@
+// Structured log records: a request's log lines stored as the values they
+// are made of, and rendered back to the exact same text when read.
+//
+// A log line is literal text with values in between. Every line of one
+// request has the same literal text (request header, feature and term
+// labels) and differs only in its values, so the store keeps
+//
+//   - one LAYOUT per request (hash field "", value 'L' ...): the literal
+//     pieces, the kind of each slot between them, and a table of strings
+//     that slots refer to;
+//   - one RECORD per item (hash field = item id, value 'R' ...): the slot
+//     values in a compact binary form (varints; numbers as their six
+//     significant decimal digits, which is what the text shows).
+//
+// Rendering is literal[0] value[0] literal[1] value[1] ... literal[n]. The
+// bytes are specified in docs/LOGS.md; tests/interop/log_decoder.py is an
+// independent decoder. A number slot renders as absl::SixDigits does
+// (printf "%g"), so the text is byte-identical to the line the ranker
+// formats inline.
+//
+// Writing: a LogRecordBuilder per request. The producer describes each line
+// with Literal/ItemId/Int/String/Number calls; the literals of the first
+// line become the layout (later lines' literals are checked only by kind
+// sequence, not stored), then FinishRecord() returns the record value.
+//
+// Example:
+//   LogRecordBuilder b;
+//   for (item : items) {
+//     b.Literal("item="); b.ItemId(); b.Literal(" p="); b.Number(item.p);
+//     values.push_back(b.FinishRecord());
+//   }
+//   std::string layout = b.Layout();
+//   absl::StatusOr<std::string> text = RenderLogRecord(layout, "sku-1", values[0]);
+//
+// Thread safety: a builder is used by one thread; the functions are pure.
+#ifndef RANKWIRE_LOGSTORE_LOG_RECORD_H_
+#define RANKWIRE_LOGSTORE_LOG_RECORD_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace rankwire::logstore {
+
+inline constexpr char kLayoutTag = 'L';
+inline constexpr char kRecordTag = 'R';
+inline constexpr uint8_t kLayoutVersion = 1;
+
+// The hash field that holds a request's layout. Item ids are never empty
+// (the request validator refuses them), so it cannot collide with an item.
+inline constexpr absl::string_view kLayoutField = "";
+
+// What a slot holds.
+enum class SlotKind : uint8_t {
+  kItemId = 1,  // The item id (the hash field name); no bytes in the record.
+  kInt = 2,     // A signed integer: zigzag varint, rendered in decimal.
+  kString = 3,  // An index (varint) into the layout's string table.
+  kNumber = 4,  // A double rendered with six significant digits ("%g").
+};
+
+// Limits a decoder enforces, so a corrupt or hostile value cannot ask for
+// unbounded work or memory.
+inline constexpr size_t kMaxLayoutSlots = 4096;
+inline constexpr size_t kMaxLayoutStrings = 4096;
+inline constexpr size_t kMaxRenderedBytes = size_t{1} << 20;
+
+class LogRecordBuilder {
+ public:
+  // Describing one line, in order.
+  void Literal(absl::string_view text);
+  void ItemId();
+  void Int(int64_t value);
+  void String(absl::string_view text);
+  void Number(double value);
+
+  // Ends the current line and returns its record value ('R' + slot values).
+  // The first line fixes the layout; a later line with a different slot
+  // sequence marks the builder inconsistent (a programming error the
+  // producer checks with consistent()).
+  std::string FinishRecord();
+
+  // The layout value ('L' + ...). Call after the last FinishRecord().
+  std::string Layout() const;
+
+  bool consistent() const { return consistent_; }
+
+ private:
+  void Slot(SlotKind kind);
+
+  bool capturing_ = true;  // Still in the first line.
+  bool consistent_ = true;
+  size_t slot_ = 0;  // Next slot of the current line.
+  std::vector<std::string> pieces_{std::string()};
+  std::vector<SlotKind> kinds_;
+  std::vector<std::string> strings_;
+  absl::flat_hash_map<std::string, uint32_t> string_index_;
+  std::string record_;
+};
+
+// Appends the record encoding of one number slot to `out` (exposed for tests
+// of the number coding; LogRecordBuilder::Number uses it).
+void AppendLogNumber(double value, std::string* out);
+
+// A parsed layout, reusable for the records of one request.
+class LogLayout {
+ public:
+  // DataLoss for a value that is not a well-formed layout.
+  static absl::StatusOr<LogLayout> Parse(absl::string_view value);
+
+  // The text of the record `value` of item `item_id`. DataLoss for a value
+  // that does not match the layout; ResourceExhausted above
+  // kMaxRenderedBytes.
+  absl::StatusOr<std::string> Render(absl::string_view item_id, absl::string_view value) const;
+
+ private:
+  std::vector<std::string> pieces_;  // kinds_.size() + 1 of them.
+  std::vector<SlotKind> kinds_;
+  std::vector<std::string> strings_;
+};
+
+// Parse + Render, for one record.
+absl::StatusOr<std::string> RenderLogRecord(absl::string_view layout, absl::string_view item_id,
+                                            absl::string_view value);
+
+}  // namespace rankwire::logstore
+
+#endif  // RANKWIRE_LOGSTORE_LOG_RECORD_H_

@@ -1,0 +1,100 @@
+// Redis Cluster routing for the log store, the part hiredis does not have:
+// which master serves a key, and connections to the masters.
+//
+// What it relies on from Redis Cluster (and nothing else):
+//   - key -> slot: CRC16 (XMODEM) of the key, or of its hash tag (the text
+//     between the first '{' and the next '}', if not empty), mod 16384;
+//   - the slot map from CLUSTER SLOTS (masters only; replicas are ignored);
+//   - -MOVED <slot> <host:port>: the slot has a new master; follow it and
+//     reload the map;
+//   - -ASK <slot> <host:port>: the key is being migrated; send ASKING and
+//     the command to that node once, without touching the map;
+//   - a transaction (MULTI ... EXEC) on one key runs on that key's master.
+// Not used: replica reads, READONLY, pub/sub, cross-slot commands.
+//
+// The router keeps one connection per master, made on first use, and a
+// per-node reconnect backoff so a dead master costs one failed connect per
+// backoff period, not one per batch.
+//
+// Thread safety: a router is used by one thread at a time (the sink's writer
+// thread, or the reader under its lock).
+#ifndef RANKWIRE_LOGSTORE_REDIS_CLUSTER_H_
+#define RANKWIRE_LOGSTORE_REDIS_CLUSTER_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "logstore/log_store.h"
+#include "logstore/redis_connection.h"
+
+namespace rankwire::logstore {
+
+inline constexpr int kClusterSlots = 16384;
+
+// CRC16/XMODEM, the checksum Redis Cluster uses.
+uint16_t Crc16(absl::string_view data);
+// The slot of `key`, hash tags respected.
+uint16_t KeySlot(absl::string_view key);
+
+struct RedisClusterOptions {
+  std::vector<RedisAddress> seeds;
+  RedisConnectOptions connect;  // Its address is replaced per node.
+  absl::Duration backoff_min = absl::Milliseconds(50);
+  absl::Duration backoff_max = absl::Seconds(2);
+};
+
+// The cluster fields of `config`: redis_addr as a comma-separated seed
+// list. InvalidArgument for an empty list or a bad address.
+absl::StatusOr<RedisClusterOptions> ClusterOptionsFrom(const LogStoreConfig& config);
+
+class RedisClusterRouter {
+ public:
+  explicit RedisClusterRouter(RedisClusterOptions options);
+
+  // Loads the slot map from the first node (known masters, then seeds)
+  // that answers CLUSTER SLOTS. kUnavailable if none does.
+  absl::Status Refresh();
+  bool has_map() const { return has_map_; }
+  // The master serving `slot` ("host:port"), or "" if no node does.
+  const std::string& NodeFor(uint16_t slot) const;
+  // The distinct masters of the current map.
+  const std::vector<std::string>& masters() const { return nodes_; }
+
+  // The connection to `address`, connecting if needed. kUnavailable while
+  // the node's backoff runs after a failed attempt.
+  absl::StatusOr<RedisConnection*> Connection(const std::string& address);
+  // Drops the connection after an I/O error; the next attempt is immediate.
+  void Disconnect(const std::string& address);
+
+  // Connections made after a failure (a node lost, a failover).
+  uint64_t reconnects() const { return reconnects_; }
+
+ private:
+  struct Node {
+    std::optional<RedisConnection> connection;
+    absl::Time next_attempt = absl::InfinitePast();
+    absl::Duration backoff;
+    bool had_failure = false;
+  };
+  absl::Status LoadSlots(const std::string& address);
+
+  const RedisClusterOptions options_;
+  bool has_map_ = false;
+  std::vector<uint16_t> slots_;     // Index into nodes_, kNoNode if unserved.
+  std::vector<std::string> nodes_;  // Masters.
+  // Boxed: Connection() hands out pointers that must survive later inserts.
+  absl::flat_hash_map<std::string, std::unique_ptr<Node>> connections_;
+  uint64_t reconnects_ = 0;
+};
+
+}  // namespace rankwire::logstore
+
+#endif  // RANKWIRE_LOGSTORE_REDIS_CLUSTER_H_

@@ -1,0 +1,177 @@
+#include "logstore/redis_commands.h"
+
+#include <hiredis/hiredis.h>
+
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "logstore/log_record.h"
+#include "logstore/log_value.h"
+
+namespace rankwire::logstore {
+namespace {
+
+absl::string_view ReplyText(const redisReply& reply) {
+  return absl::string_view(reply.str == nullptr ? "" : reply.str, reply.len);
+}
+
+std::optional<RedisRedirect> RedirectOf(const redisReply& reply) {
+  if (reply.type != REDIS_REPLY_ERROR) return std::nullopt;
+  return ParseRedirect(ReplyText(reply));
+}
+
+}  // namespace
+
+std::optional<RedisRedirect> ParseRedirect(absl::string_view error) {
+  const bool moved = absl::StartsWith(error, "MOVED ");
+  const bool ask = absl::StartsWith(error, "ASK ");
+  if (!moved && !ask) return std::nullopt;
+  std::vector<absl::string_view> parts = absl::StrSplit(error, ' ', absl::SkipEmpty());
+  if (parts.size() != 3) return std::nullopt;
+  return RedisRedirect{ask, std::string(parts[2])};
+}
+
+bool RedisCommandWriter::AppendWrite(redisContext* context, const SinkEntry& entry,
+                                     absl::string_view ttl_ms, bool asking) {
+  argv_.clear();
+  argv_len_.clear();
+  argv_.push_back("HSET");
+  argv_len_.push_back(4);
+  argv_.push_back(entry.key.data());
+  argv_len_.push_back(entry.key.size());
+  for (const SinkField& field : entry.fields) {
+    argv_.push_back(field.name.data());
+    argv_len_.push_back(field.name.size());
+    argv_.push_back(field.value.data());
+    argv_len_.push_back(field.value.size());
+  }
+  const char* asking_argv[] = {"ASKING"};
+  const size_t asking_len[] = {6};
+  const char* multi[] = {"MULTI"};
+  const size_t multi_len[] = {5};
+  // DEL first: a request id used again within the TTL replaces the earlier
+  // request's logs instead of merging with them.
+  const char* del[] = {"DEL", entry.key.data()};
+  const size_t del_len[] = {3, entry.key.size()};
+  const char* pexpire[] = {"PEXPIRE", entry.key.data(), ttl_ms.data()};
+  const size_t pexpire_len[] = {7, entry.key.size(), ttl_ms.size()};
+  const char* exec[] = {"EXEC"};
+  const size_t exec_len[] = {4};
+  return (!asking || redisAppendCommandArgv(context, 1, asking_argv, asking_len) == REDIS_OK) &&
+         redisAppendCommandArgv(context, 1, multi, multi_len) == REDIS_OK &&
+         redisAppendCommandArgv(context, 2, del, del_len) == REDIS_OK &&
+         redisAppendCommandArgv(context, static_cast<int>(argv_.size()), argv_.data(),
+                                argv_len_.data()) == REDIS_OK &&
+         redisAppendCommandArgv(context, 3, pexpire, pexpire_len) == REDIS_OK &&
+         redisAppendCommandArgv(context, 1, exec, exec_len) == REDIS_OK;
+}
+
+bool RedisCommandWriter::AppendRead(redisContext* context, absl::string_view key,
+                                    absl::Span<const std::string> item_ids, bool asking) {
+  argv_.clear();
+  argv_len_.clear();
+  argv_.push_back("HMGET");
+  argv_len_.push_back(5);
+  argv_.push_back(key.data());
+  argv_len_.push_back(key.size());
+  // The request's layout (field "") comes in the same round trip.
+  argv_.push_back(kLayoutField.data());
+  argv_len_.push_back(kLayoutField.size());
+  for (const std::string& id : item_ids) {
+    argv_.push_back(id.data());
+    argv_len_.push_back(id.size());
+  }
+  const char* asking_argv[] = {"ASKING"};
+  const size_t asking_len[] = {6};
+  return (!asking || redisAppendCommandArgv(context, 1, asking_argv, asking_len) == REDIS_OK) &&
+         redisAppendCommandArgv(context, static_cast<int>(argv_.size()), argv_.data(),
+                                argv_len_.data()) == REDIS_OK;
+}
+
+absl::Status WriteOutcome(absl::Span<redisReply* const> replies, absl::string_view address,
+                          std::optional<RedisRedirect>* redirect) {
+  redirect->reset();
+  if (replies.size() != kRepliesPerWrite) {
+    return absl::InternalError(absl::StrCat("redis ", address, ": wrong reply count"));
+  }
+  // A command refused at queue time (a slot served elsewhere: -MOVED/-ASK;
+  // a full server: -OOM) shows up here, and EXEC then answers EXECABORT.
+  for (int i = 1; i < kRepliesPerWrite - 1; ++i) {
+    if (std::optional<RedisRedirect> r = RedirectOf(*replies[i]); r.has_value()) {
+      *redirect = std::move(r);
+      return absl::OkStatus();
+    }
+  }
+  const redisReply& exec = *replies[kRepliesPerWrite - 1];
+  if (exec.type == REDIS_REPLY_ERROR) {
+    for (int i = 0; i < kRepliesPerWrite - 1; ++i) {
+      if (replies[i]->type == REDIS_REPLY_ERROR) {
+        const absl::string_view error = ReplyText(*replies[i]);
+        return absl::StartsWith(error, "CLUSTERDOWN")
+                   ? absl::UnavailableError(absl::StrCat("redis ", address, ": ", error))
+                   : absl::InternalError(
+                         absl::StrCat("redis ", address, " refused the write: ", error));
+      }
+    }
+    return absl::InternalError(
+        absl::StrCat("redis ", address, " refused the write: ", ReplyText(exec)));
+  }
+  if (exec.type != REDIS_REPLY_ARRAY || exec.elements != 3) {
+    return absl::InternalError(absl::StrCat(
+        "redis ", address, ": unexpected EXEC reply (type ", exec.type, ")"));
+  }
+  static constexpr const char* kNames[] = {"DEL", "HSET", "PEXPIRE"};
+  for (size_t i = 0; i < exec.elements; ++i) {
+    const redisReply& r = *exec.element[i];
+    if (r.type == REDIS_REPLY_ERROR) {
+      return absl::InternalError(
+          absl::StrCat("redis ", address, ": ", kNames[i], ": ", ReplyText(r)));
+    }
+  }
+  // PEXPIRE answers 0 when the key does not exist, which right after HSET in
+  // the same transaction means something else deleted it.
+  if (exec.element[2]->type != REDIS_REPLY_INTEGER || exec.element[2]->integer != 1) {
+    return absl::InternalError(absl::StrCat("redis ", address, ": PEXPIRE did not set the TTL"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::optional<std::string>>> ReadOutcome(
+    const redisReply& reply, absl::string_view address, absl::string_view request_id,
+    absl::Span<const std::string> item_ids, std::optional<RedisRedirect>* redirect) {
+  redirect->reset();
+  std::vector<std::optional<std::string>> values(item_ids.size());
+  if (reply.type == REDIS_REPLY_ERROR) {
+    if (std::optional<RedisRedirect> r = RedirectOf(reply); r.has_value()) {
+      *redirect = std::move(r);
+      return values;
+    }
+    const absl::string_view error = ReplyText(reply);
+    if (absl::StartsWith(error, "CLUSTERDOWN")) {
+      return absl::UnavailableError(absl::StrCat("redis ", address, ": HMGET: ", error));
+    }
+    return absl::InternalError(absl::StrCat("redis ", address, ": HMGET: ", error));
+  }
+  if (reply.type != REDIS_REPLY_ARRAY || reply.elements != item_ids.size() + 1) {
+    return absl::InternalError(absl::StrCat("redis ", address, ": HMGET returned ",
+                                            reply.elements, " values for ",
+                                            item_ids.size() + 1, " fields"));
+  }
+  std::optional<std::string> layout;
+  for (size_t i = 0; i <= item_ids.size(); ++i) {
+    const redisReply& element = *reply.element[i];
+    if (element.type == REDIS_REPLY_NIL) continue;
+    if (element.type != REDIS_REPLY_STRING) {
+      return absl::InternalError(
+          absl::StrCat("redis ", address, ": HMGET value of field ", i, " is not a string"));
+    }
+    (i == 0 ? layout : values[i - 1]).emplace(element.str, element.len);
+  }
+  absl::Status decoded = DecodeLogValues(request_id, layout, item_ids, &values);
+  if (!decoded.ok()) return decoded;
+  return values;
+}
+
+}  // namespace rankwire::logstore

@@ -1,0 +1,74 @@
+// The Redis commands of the log store, shared by the single-node and the
+// cluster sink and reader: one request's write transaction and one read.
+//
+//   write: MULTI / DEL key / HSET key field value ... / PEXPIRE key ttl / EXEC
+//   read:  HMGET key "" item ...   (field "" is the request's layout)
+//
+// The functions queue commands on a hiredis context (redisAppendCommandArgv)
+// and parse replies; sending and reading is the caller's (it pipelines).
+// A reply may be a cluster redirection (-MOVED / -ASK slot host:port); the
+// parsers return it as a RedisRedirect instead of an error so the cluster
+// code can follow it.
+//
+// Thread safety: a RedisCommandWriter is used by one thread; the rest is pure.
+#ifndef RANKWIRE_LOGSTORE_REDIS_COMMANDS_H_
+#define RANKWIRE_LOGSTORE_REDIS_COMMANDS_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "logstore/log_sink.h"
+
+struct redisContext;
+struct redisReply;
+
+namespace rankwire::logstore {
+
+// Replies per write transaction: MULTI, DEL, HSET, PEXPIRE, EXEC.
+inline constexpr int kRepliesPerWrite = 5;
+
+// A cluster redirection found in a reply.
+struct RedisRedirect {
+  bool ask = false;     // -ASK (one-off) rather than -MOVED (the slot moved).
+  std::string address;  // host:port
+};
+
+// "MOVED 3999 127.0.0.1:6381" / "ASK 3999 127.0.0.1:6381" -> the redirect.
+std::optional<RedisRedirect> ParseRedirect(absl::string_view error);
+
+class RedisCommandWriter {
+ public:
+  // Queues `entry`'s transaction on `context`; with `asking`, an ASKING
+  // first (the reply count grows by one). False on a hiredis error.
+  bool AppendWrite(redisContext* context, const SinkEntry& entry, absl::string_view ttl_ms,
+                   bool asking = false);
+  // Queues HMGET key "" ids... (optionally after ASKING).
+  bool AppendRead(redisContext* context, absl::string_view key,
+                  absl::Span<const std::string> item_ids, bool asking = false);
+
+ private:
+  std::vector<const char*> argv_;
+  std::vector<size_t> argv_len_;
+};
+
+// The outcome of one write transaction from its replies (MULTI ... EXEC,
+// kRepliesPerWrite of them, after any ASKING reply): OK, a redirect (set
+// in `*redirect`, status OK), or the server's refusal (kInternal; CLUSTERDOWN
+// is kUnavailable).
+absl::Status WriteOutcome(absl::Span<redisReply* const> replies, absl::string_view address,
+                          std::optional<RedisRedirect>* redirect);
+
+// HMGET's reply for `item_ids` (plus the layout field) turned into text; a
+// redirect is returned in `*redirect` with an empty result.
+absl::StatusOr<std::vector<std::optional<std::string>>> ReadOutcome(
+    const redisReply& reply, absl::string_view address, absl::string_view request_id,
+    absl::Span<const std::string> item_ids, std::optional<RedisRedirect>* redirect);
+
+}  // namespace rankwire::logstore
+
+#endif  // RANKWIRE_LOGSTORE_REDIS_COMMANDS_H_

@@ -1,0 +1,252 @@
+// Structured log records (logstore/log_record.h) are faithful: the text a
+// reader gets back is byte-identical to the line the ranker formats inline,
+// for EVERY item of real ranker output, through the in-process store and a
+// real redis-server; the number coding renders exactly what SixDigits
+// renders for any double; corrupt values give DataLoss, never a crash.
+#include "logstore/log_record.h"
+
+#include <cmath>
+#include <cstring>
+#include <future>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "logstore/log_store.h"
+#include "logstore/log_value.h"
+#include "server/linear_model.h"
+#include "server/ranker.h"
+#include "tests/logstore/log_test_util.h"
+#include "tests/support/redis_process.h"
+#include "workload/workload.h"
+
+namespace rankwire::logstore {
+namespace {
+
+using test_util::GetReceipt;
+using test_util::Mix;
+
+std::string SixDigits(double v) { return std::string(absl::AlphaNum(absl::SixDigits(v)).Piece()); }
+
+// The text one number slot renders to.
+std::string RoundTrip(double v) {
+  LogRecordBuilder b;
+  b.Literal("<");
+  b.Number(v);
+  b.Literal(">");
+  std::string record = b.FinishRecord();
+  absl::StatusOr<std::string> text = RenderLogRecord(b.Layout(), "id", record);
+  if (!text.ok()) return absl::StrCat("error: ", text.status().message());
+  return text->substr(1, text->size() - 2);
+}
+
+TEST(LogRecordNumberTest, EdgeValuesRenderAsSixDigitsDoes) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double values[] = {0.0, -0.0, 1.0, -1.0, 0.5, 123456.5, 999999.5, 999999.4999,
+                           0.0001, 0.00001, 1e-5, 1.5e-5, 99999.95, 100000, 1e6, 1234567,
+                           1e-18, 9.99999e-19, 1e-300, 5e-324, 1e12, 1e15, 1e300, -1e300,
+                           inf, -inf, std::nan(""), 0.1, 0.2, 0.3, 1.0 / 3, 2.0 / 3,
+                           78.7f, 0.05f, 4.5f, 99999.95, 9999995e-7, 999999.49999999, 0.0999999949999, 0.123456789, -3.2, 1.35, 14.5 * 0.0312f};
+  for (double v : values) EXPECT_EQ(RoundTrip(v), SixDigits(v)) << v;
+}
+
+TEST(LogRecordNumberTest, AMillionRandomDoublesRenderAsSixDigitsDoes) {
+  uint64_t state = 42;
+  for (int i = 0; i < 1000000; ++i) {
+    state = Mix(state);
+    double v;
+    if (i % 2 == 0) {
+      // Any bit pattern: every exponent, subnormals, inf, nan.
+      std::memcpy(&v, &state, sizeof v);
+    } else {
+      // The ranker's range: magnitudes 1e-8..1e8, both signs.
+      const double unit = double(state >> 11) * 0x1.0p-53;
+      v = std::pow(10.0, unit * 16 - 8) * ((state & 1) ? -1 : 1);
+    }
+    const std::string want = SixDigits(v);
+    const std::string got = RoundTrip(v);
+    ASSERT_EQ(got, want) << "bits " << state;
+  }
+}
+
+TEST(LogRecordNumberTest, ValuesNearARoundingTieRenderAsSixDigitsDoes) {
+  // Where six-digit rounding is decided by the last bits: n.5 x 10^k and
+  // its neighbours, including the 999999.5 -> 1e+06 boundary.
+  uint64_t state = 7;
+  for (int i = 0; i < 300000; ++i) {
+    state = Mix(state);
+    const double n = double(99999 + state % 900001);  // 99999..999999
+    const int k = int((state >> 20) % 30) - 20;
+    const double nudge = double(int64_t((state >> 40) % 2001) - 1000) * 1e-12;
+    const double v = (n + 0.5 + nudge) * std::pow(10.0, k) * ((state >> 62) ? 1 : -1);
+    ASSERT_EQ(RoundTrip(v), SixDigits(v)) << v;
+    const double next = std::nextafter(v, 0.0);
+    ASSERT_EQ(RoundTrip(next), SixDigits(next)) << next;
+  }
+}
+
+TEST(LogRecordNumberTest, SixDigitValuesTakeAtMostFourBytes) {
+  std::string out;
+  AppendLogNumber(0.123456789, &out);
+  EXPECT_LE(out.size(), 4u);
+  out.clear();
+  AppendLogNumber(4.5, &out);
+  EXPECT_LE(out.size(), 2u);
+  out.clear();
+  AppendLogNumber(0.0, &out);
+  EXPECT_EQ(out.size(), 1u);
+}
+
+TEST(LogRecordTest, CorruptValuesAreDataLossNeverACrash) {
+  LogRecordBuilder b;
+  b.Literal("a=");
+  b.ItemId();
+  b.Literal(" n=");
+  b.Int(-42);
+  b.Literal(" s=");
+  b.String("text_bm25");
+  b.Literal(" x=");
+  b.Number(0.123456);
+  std::string record = b.FinishRecord();
+  const std::string layout = b.Layout();
+  absl::StatusOr<std::string> text = RenderLogRecord(layout, "sku-1", record);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_EQ(*text, "a=sku-1 n=-42 s=text_bm25 x=0.123456");
+  // Every truncation of the record and of the layout.
+  for (size_t n = 0; n < record.size(); ++n) {
+    EXPECT_EQ(RenderLogRecord(layout, "sku-1", record.substr(0, n)).status().code(),
+              absl::StatusCode::kDataLoss) << n;
+  }
+  for (size_t n = 0; n < layout.size(); ++n) {
+    EXPECT_EQ(RenderLogRecord(layout.substr(0, n), "sku-1", record).status().code(),
+              absl::StatusCode::kDataLoss) << n;
+  }
+  // Every single-byte corruption: an error or some text, never a crash.
+  for (size_t i = 0; i < record.size(); ++i) {
+    for (int bit = 0; bit < 8; ++bit) {
+      std::string bad = record;
+      bad[i] = static_cast<char>(bad[i] ^ (1 << bit));
+      (void)RenderLogRecord(layout, "sku-1", bad);
+      std::string bad_layout = layout;
+      bad_layout[i % layout.size()] = static_cast<char>(bad_layout[i % layout.size()] ^ (1 << bit));
+      (void)RenderLogRecord(bad_layout, "sku-1", record);
+    }
+  }
+  // A record without its layout, read through the store's decoder.
+  std::vector<std::optional<std::string>> values = {record};
+  std::vector<std::string> ids = {"sku-1"};
+  absl::Status no_layout = DecodeLogValues("req", std::nullopt, ids, &values);
+  EXPECT_EQ(no_layout.code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(no_layout.message().find("sku-1"), std::string::npos);
+}
+
+// The ranker's real output: requests from the workload generator ranked by
+// the shipped model.
+class RankerRecordTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<server::LinearModel> model = server::LinearModel::LoadFile(RANKWIRE_MODEL_PATH);
+    ASSERT_TRUE(model.ok()) << model.status();
+    model_ = std::make_unique<server::LinearModel>(*std::move(model));
+    ranker_ = std::make_unique<server::Ranker>(model_.get());
+  }
+
+  std::shared_ptr<const rank::v1::RankRequest> Request(uint64_t seed, uint32_t candidates) {
+    workload::WorkloadOptions options;
+    options.candidates = candidates;
+    return std::make_shared<const rank::v1::RankRequest>(
+        workload::WorkloadGenerator(options).Make(seed));
+  }
+
+  // Stores `request`'s deferred logs in `store` and checks that every
+  // item's text read back equals its inline line.
+  void ExpectEveryItemIdentical(LogStore& store, uint64_t seed) {
+    auto request = Request(seed, 500);
+    const RankResult inline_result = ranker_->Rank(request, server::LogDetail::kInline).result;
+    server::RankOutput deferred = ranker_->Rank(request, server::LogDetail::kDeferred);
+    ASSERT_NE(deferred.logs, nullptr);
+    RequestLogs logs;
+    logs.request_id = request->request_id();
+    logs.renderer = std::move(deferred.logs);
+    std::future<LogReceipt> f = store.consumer->Consume(std::move(logs));
+    ASSERT_EQ(GetReceipt(f).outcome, LogReceipt::Outcome::kStored);
+    std::vector<std::string> ids;
+    for (const RankedItem& item : inline_result.items) ids.push_back(item.item_id);
+    absl::StatusOr<std::vector<std::optional<std::string>>> read =
+        store.reader->Fetch(request->request_id(), ids);
+    ASSERT_TRUE(read.ok()) << read.status();
+    ASSERT_EQ(read->size(), ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      ASSERT_TRUE((*read)[i].has_value()) << ids[i];
+      ASSERT_EQ(*(*read)[i], inline_result.items[i].log) << "seed " << seed << " item " << ids[i];
+    }
+  }
+
+  std::unique_ptr<server::LinearModel> model_;
+  std::unique_ptr<server::Ranker> ranker_;
+};
+
+TEST_F(RankerRecordTest, RecordsRenderEveryItemByteIdenticalToTheInlineLine) {
+  for (uint64_t seed = 0; seed < 40; ++seed) {
+    auto request = Request(seed, 500);
+    const RankResult inline_result = ranker_->Rank(request, server::LogDetail::kInline).result;
+    server::RankOutput deferred = ranker_->Rank(request, server::LogDetail::kDeferred);
+    std::string layout;
+    std::vector<ItemLog> records;
+    ASSERT_TRUE(deferred.logs->RenderRecords(&layout, &records));
+    ASSERT_EQ(records.size(), inline_result.items.size());
+    absl::StatusOr<LogLayout> parsed = LogLayout::Parse(layout);
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    size_t record_bytes = 0, text_bytes = 0;
+    for (size_t i = 0; i < records.size(); ++i) {
+      ASSERT_EQ(records[i].item_id, inline_result.items[i].item_id);
+      absl::StatusOr<std::string> text = parsed->Render(records[i].item_id, records[i].text);
+      ASSERT_TRUE(text.ok()) << text.status();
+      ASSERT_EQ(*text, inline_result.items[i].log) << "seed " << seed << " item " << i;
+      record_bytes += records[i].text.size();
+      text_bytes += text->size();
+    }
+    // The point of records: several times smaller than the text.
+    EXPECT_LT(record_bytes * 4, text_bytes) << record_bytes << " vs " << text_bytes;
+  }
+}
+
+TEST_F(RankerRecordTest, EveryItemReadBackFromTheMemoryStoreIsIdentical) {
+  absl::StatusOr<LogStore> store = OpenLogStore(LogStoreConfig{});
+  ASSERT_TRUE(store.ok()) << store.status();
+  for (uint64_t seed = 100; seed < 104; ++seed) ExpectEveryItemIdentical(*store, seed);
+}
+
+TEST_F(RankerRecordTest, EveryItemReadBackFromRedisIsIdentical) {
+  absl::StatusOr<std::unique_ptr<test::RedisProcess>> redis = test::RedisProcess::Start();
+  ASSERT_TRUE(redis.ok()) << redis.status();
+  LogStoreConfig config;
+  config.backend = LogStoreConfig::Backend::kRedis;
+  config.redis_addr = (*redis)->address();
+  config.writers = 2;
+  absl::StatusOr<LogStore> store = OpenLogStore(config);
+  ASSERT_TRUE(store.ok()) << store.status();
+  for (uint64_t seed = 200; seed < 204; ++seed) ExpectEveryItemIdentical(*store, seed);
+  // The layout is field "" of the same hash, written with the records.
+  absl::StatusOr<test::RedisReply> layout =
+      (*redis)->Command({"HGET", "rank:log:" + Request(200, 500)->request_id(), ""});
+  ASSERT_TRUE(layout.ok()) << layout.status();
+  ASSERT_FALSE(layout->str.empty());
+  EXPECT_EQ(layout->str[0], kLayoutTag);
+}
+
+TEST_F(RankerRecordTest, TextFormatStillStoresTheSameText) {
+  LogStoreConfig config;
+  config.format = LogStoreConfig::Format::kText;
+  config.compress = true;
+  absl::StatusOr<LogStore> store = OpenLogStore(config);
+  ASSERT_TRUE(store.ok()) << store.status();
+  ExpectEveryItemIdentical(*store, 300);
+}
+
+}  // namespace
+}  // namespace rankwire::logstore

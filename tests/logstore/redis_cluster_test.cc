@@ -1,0 +1,322 @@
+// The Redis Cluster backend against a real cluster on loopback
+// (tests/support/redis_cluster.h): slots as Redis computes them, keys spread
+// over every master with the right TTL and contents, -ASK and -MOVED
+// followed, and a master failover under a real rankwire-server's load that
+// fails no Rank call, counts every lost line and resumes writing.
+#include <atomic>
+#include <future>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "client/rank_client.h"
+#include "codec/builtin_codecs.h"
+#include "gtest/gtest.h"
+#include "logstore/log_store.h"
+#include "logstore/redis_cluster.h"
+#include "tests/logstore/log_test_util.h"
+#include "tests/support/redis_cluster.h"
+#include "tests/support/server_process.h"
+#include "workload/workload.h"
+
+namespace rankwire::logstore {
+namespace {
+
+using test::RedisCluster;
+using test::RedisReply;
+using test_util::GetReceipt;
+using test_util::ItemIds;
+using test_util::MakeRequest;
+
+LogStoreConfig ClusterConfig(const RedisCluster& cluster) {
+  LogStoreConfig config;
+  config.backend = LogStoreConfig::Backend::kRedisCluster;
+  config.redis_addr = cluster.SeedList();
+  config.writers = 2;
+  config.reconnect_backoff_min = absl::Milliseconds(20);
+  config.reconnect_backoff_max = absl::Milliseconds(200);
+  return config;
+}
+
+test::RedisClusterOptions ClusterShape(int masters, int replicas) {
+  test::RedisClusterOptions options;
+  options.masters = masters;
+  options.replicas = replicas;
+  return options;
+}
+
+std::string NodeId(const test::RedisProcess& node) {
+  absl::StatusOr<RedisReply> id = node.Command({"CLUSTER", "MYID"});
+  return id.ok() ? id->str : "";
+}
+
+TEST(RedisClusterSlotTest, SlotsAreRedisClusterSlots) {
+  EXPECT_EQ(Crc16("123456789"), 0x31C3);  // CRC16/XMODEM check value.
+  EXPECT_EQ(KeySlot("foo"), 12182);
+  EXPECT_EQ(KeySlot("{user1000}.following"), KeySlot("{user1000}.followers"));
+  EXPECT_EQ(KeySlot("{user1000}.following"), KeySlot("user1000"));
+  EXPECT_EQ(KeySlot("foo{}{bar}"), KeySlot("foo{}{bar}"));  // Empty tag: whole key.
+  EXPECT_NE(KeySlot("foo{}{bar}"), KeySlot("bar"));
+  EXPECT_EQ(KeySlot("foo{{bar}}zap"), KeySlot("{bar"));
+}
+
+class RedisClusterTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    absl::StatusOr<std::unique_ptr<RedisCluster>> cluster =
+        RedisCluster::Start(ClusterShape(3, 0));
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    cluster_ = cluster->release();
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  void SetUp() override { ASSERT_NE(cluster_, nullptr); }
+
+  static RedisCluster* cluster_;
+};
+RedisCluster* RedisClusterTest::cluster_ = nullptr;
+
+TEST_F(RedisClusterTest, KeySlotAgreesWithTheServer) {
+  for (int i = 0; i < 200; ++i) {
+    const std::string key = absl::StrCat("rank:log:req-", i * 7919);
+    absl::StatusOr<RedisReply> slot = cluster_->nodes()[0]->Command({"CLUSTER", "KEYSLOT", key});
+    ASSERT_TRUE(slot.ok()) << slot.status();
+    EXPECT_EQ(slot->integer, KeySlot(key)) << key;
+  }
+}
+
+TEST_F(RedisClusterTest, KeysSpreadOverEveryMasterWithTheirTtlAndContents) {
+  absl::StatusOr<LogStore> store = OpenLogStore(ClusterConfig(*cluster_));
+  ASSERT_TRUE(store.ok()) << store.status();
+  std::vector<RequestLogs> requests;
+  std::vector<std::future<LogReceipt>> futures;
+  for (int r = 0; r < 60; ++r) {
+    requests.push_back(MakeRequest(absl::StrCat("req-spread-", r), 20, 300));
+    futures.push_back(store->consumer->Consume(requests.back()));
+  }
+  for (auto& f : futures) ASSERT_EQ(GetReceipt(f).outcome, LogReceipt::Outcome::kStored);
+
+  std::set<std::string> masters_used;
+  for (const RequestLogs& logs : requests) {
+    const std::string key = store->consumer->KeyFor(logs.request_id);
+    absl::StatusOr<test::RedisProcess*> master = cluster_->MasterOf(KeySlot(key));
+    ASSERT_TRUE(master.ok()) << master.status();
+    // On its master, with the TTL and every field.
+    absl::StatusOr<RedisReply> pttl = (*master)->Command({"PTTL", key});
+    ASSERT_TRUE(pttl.ok()) << pttl.status();
+    EXPECT_GT(pttl->integer, 0) << key;
+    EXPECT_LE(pttl->integer, 1000) << key;
+    absl::StatusOr<RedisReply> len = (*master)->Command({"HLEN", key});
+    ASSERT_TRUE(len.ok()) << len.status();
+    EXPECT_EQ(len->integer, 20) << key;
+    masters_used.insert((*master)->address());
+    // And read back through the cluster reader.
+    absl::StatusOr<std::vector<std::optional<std::string>>> read =
+        store->reader->Fetch(logs.request_id, ItemIds(logs));
+    ASSERT_TRUE(read.ok()) << read.status();
+    for (size_t i = 0; i < logs.items.size(); ++i) {
+      ASSERT_EQ((*read)[i], logs.items[i].text) << key << " " << logs.items[i].item_id;
+    }
+  }
+  EXPECT_EQ(masters_used.size(), 3u);
+  EXPECT_EQ(store->consumer->stats().items_dropped_store_error, 0u);
+}
+
+// Moves `slot` from its master to another master: with `finish`, the whole
+// way (the old master then answers MOVED); without, only marked migrating
+// (the old master answers ASK for keys it does not have).
+void MoveSlot(RedisCluster& cluster, int slot, bool finish) {
+  absl::StatusOr<test::RedisProcess*> source = cluster.MasterOf(slot);
+  ASSERT_TRUE(source.ok()) << source.status();
+  test::RedisProcess* target = nullptr;
+  for (const auto& node : cluster.nodes()) {
+    if (node.get() != *source) target = node.get();
+  }
+  ASSERT_NE(target, nullptr);
+  const std::string s = absl::StrCat(slot);
+  ASSERT_EQ(target->Command({"CLUSTER", "SETSLOT", s, "IMPORTING", NodeId(**source)})->str, "OK");
+  ASSERT_EQ((*source)->Command({"CLUSTER", "SETSLOT", s, "MIGRATING", NodeId(*target)})->str,
+            "OK");
+  if (!finish) return;
+  for (const auto& node : cluster.nodes()) {
+    ASSERT_EQ(node->Command({"CLUSTER", "SETSLOT", s, "NODE", NodeId(*target)})->str, "OK");
+  }
+}
+
+TEST_F(RedisClusterTest, AskAndMovedRedirectsAreFollowed) {
+  absl::StatusOr<LogStore> store = OpenLogStore(ClusterConfig(*cluster_));
+  ASSERT_TRUE(store.ok()) << store.status();
+  // The writers load the slot map with a first write.
+  std::future<LogReceipt> warm = store->consumer->Consume(MakeRequest("req-warm", 3));
+  ASSERT_EQ(GetReceipt(warm).outcome, LogReceipt::Outcome::kStored);
+
+  // ASK: the slot is migrating; a new key goes to the importing node.
+  const RequestLogs asked = MakeRequest("req-ask", 5);
+  const int ask_slot = KeySlot(store->consumer->KeyFor("req-ask"));
+  absl::StatusOr<test::RedisProcess*> migrating = cluster_->MasterOf(ask_slot);
+  ASSERT_TRUE(migrating.ok()) << migrating.status();
+  MoveSlot(*cluster_, ask_slot, /*finish=*/false);
+  std::future<LogReceipt> f1 = store->consumer->Consume(asked);
+  LogReceipt r1 = GetReceipt(f1);
+  EXPECT_EQ(r1.outcome, LogReceipt::Outcome::kStored) << r1.status;
+  absl::StatusOr<std::vector<std::optional<std::string>>> read =
+      store->reader->Fetch("req-ask", ItemIds(asked));
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ((*read)[4], asked.items[4].text);
+  // Finish that migration too, so the cluster stays consistent.
+  absl::StatusOr<test::RedisProcess*> importing = [&]() -> absl::StatusOr<test::RedisProcess*> {
+    for (const auto& node : cluster_->nodes()) {
+      absl::StatusOr<RedisReply> n =
+          node->Command({"CLUSTER", "COUNTKEYSINSLOT", absl::StrCat(ask_slot)});
+      if (n.ok() && n->integer == 1) return node.get();
+    }
+    return absl::NotFoundError("the asked key is on no node");
+  }();
+  ASSERT_TRUE(importing.ok()) << importing.status();
+  EXPECT_NE(*importing, *migrating);  // Written where ASK pointed.
+  for (const auto& node : cluster_->nodes()) {
+    ASSERT_EQ(node->Command({"CLUSTER", "SETSLOT", absl::StrCat(ask_slot), "NODE",
+                             NodeId(**importing)})->str,
+              "OK");
+  }
+
+  // MOVED: the slot now lives elsewhere; the writer's map is stale.
+  const RequestLogs moved = MakeRequest("req-moved", 5);
+  const int moved_slot = KeySlot(store->consumer->KeyFor("req-moved"));
+  absl::StatusOr<test::RedisProcess*> before = cluster_->MasterOf(moved_slot);
+  ASSERT_TRUE(before.ok());
+  const std::string old_master = (*before)->address();
+  MoveSlot(*cluster_, moved_slot, /*finish=*/true);
+  std::future<LogReceipt> f2 = store->consumer->Consume(moved);
+  LogReceipt r2 = GetReceipt(f2);
+  EXPECT_EQ(r2.outcome, LogReceipt::Outcome::kStored) << r2.status;
+  absl::StatusOr<test::RedisProcess*> after = cluster_->MasterOf(moved_slot);
+  ASSERT_TRUE(after.ok());
+  EXPECT_NE((*after)->address(), old_master);
+  absl::StatusOr<RedisReply> len =
+      (*after)->Command({"HLEN", store->consumer->KeyFor("req-moved")});
+  ASSERT_TRUE(len.ok());
+  EXPECT_EQ(len->integer, 5);
+  read = store->reader->Fetch("req-moved", ItemIds(moved));
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ((*read)[0], moved.items[0].text);
+  EXPECT_EQ(store->consumer->stats().items_dropped_store_error, 0u);
+}
+
+TEST(RedisClusterBadConfigTest, BadSeedListIsInvalidArgument) {
+  LogStoreConfig config;
+  config.backend = LogStoreConfig::Backend::kRedisCluster;
+  config.redis_addr = " , ";
+  EXPECT_EQ(OpenLogStore(config).status().code(), absl::StatusCode::kInvalidArgument);
+  config.redis_addr = "127.0.0.1:1,nonsense";
+  EXPECT_EQ(OpenLogStore(config).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// A metric's value from /metrics text.
+double Metric(const std::string& text, const std::string& name) {
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (absl::ConsumePrefix(&line, name) && absl::ConsumePrefix(&line, " ")) {
+      double v = 0;
+      if (absl::SimpleAtod(line, &v)) return v;
+    }
+  }
+  return -1;
+}
+
+TEST(RedisClusterFailoverTest, AMasterFailoverUnderLoadFailsNoRankCallAndCountsEveryLoss) {
+  absl::StatusOr<std::unique_ptr<RedisCluster>> cluster =
+      RedisCluster::Start(ClusterShape(3, 1));
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  absl::StatusOr<std::unique_ptr<test::ServerProcess>> server = test::ServerProcess::Start(
+      {"--logstore=redis-cluster", absl::StrCat("--redis_addr=", (*cluster)->SeedList()),
+       "--log_writers=2", "--codec=rankbin"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  absl::StatusOr<CodecRegistry> codecs = MakeBuiltinCodecs({});
+  ASSERT_TRUE(codecs.ok());
+  client::RankClient rank_client(client::MakeChannel((*server)->target()), &*codecs);
+  workload::WorkloadOptions options;
+  options.candidates = 100;
+  workload::WorkloadGenerator generator(options);
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> calls{0}, failed{0};
+  std::string first_error;
+  std::thread load([&] {
+    for (uint64_t seq = 0; !stop.load(); ++seq) {
+      rank::v1::RankRequest request = generator.Make(seq);
+      request.set_log_mode(rank::v1::LOG_MODE_STORE);
+      absl::StatusOr<client::RankReply> reply = rank_client.Rank(request, {});
+      calls.fetch_add(1);
+      if (!reply.ok() && failed.fetch_add(1) == 0) first_error = reply.status().ToString();
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+  });
+  absl::SleepFor(absl::Seconds(1));
+  // Kill the master of some slot; its replica takes over.
+  const int slot = 0;
+  absl::StatusOr<test::RedisProcess*> master = (*cluster)->MasterOf(slot);
+  ASSERT_TRUE(master.ok()) << master.status();
+  const std::string old_master = (*master)->address();
+  const int calls_at_kill = calls.load();
+  ASSERT_TRUE((*cluster)->KillMasterOf(slot).ok());
+  absl::Status promoted = (*cluster)->WaitForNewMaster(slot, old_master, absl::Seconds(30));
+  // Let writes resume on the promoted replica under load.
+  absl::SleepFor(absl::Seconds(1));
+  stop = true;
+  load.join();
+  ASSERT_TRUE(promoted.ok()) << promoted;
+  EXPECT_EQ(failed.load(), 0) << first_error;
+  EXPECT_GT(calls.load(), calls_at_kill + 20);
+
+  // Requests after the failover whose keys live in the promoted master's
+  // slots are stored there.
+  absl::StatusOr<test::RedisProcess*> new_master = (*cluster)->MasterOf(slot);
+  ASSERT_TRUE(new_master.ok());
+  int stored_on_new_master = 0;
+  for (uint64_t seq = 100000; seq < 100060; ++seq) {
+    rank::v1::RankRequest request = generator.Make(seq);
+    request.set_log_mode(rank::v1::LOG_MODE_STORE);
+    ASSERT_TRUE(rank_client.Rank(request, {}).ok());
+    const std::string key = absl::StrCat("rank:log:", request.request_id());
+    absl::StatusOr<test::RedisProcess*> owner = (*cluster)->MasterOf(KeySlot(key));
+    if (!owner.ok() || *owner != *new_master) continue;
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      absl::StatusOr<RedisReply> len = (*new_master)->Command({"HLEN", key});
+      if (len.ok() && len->integer == 101) {
+        ++stored_on_new_master;
+        break;
+      }
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+  }
+  EXPECT_GT(stored_on_new_master, 0);
+
+  // Every line is accounted for: stored or counted as dropped, and some
+  // were dropped (the dead master's share during the failover window).
+  absl::StatusOr<std::string> metrics = test::HttpGet((*server)->metrics_port(), "/metrics");
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  const std::string items = "rankwire_log_items_total{outcome=";
+  const double enqueued = Metric(*metrics, items + "\"enqueued\"}");
+  const double stored = Metric(*metrics, items + "\"stored\"}");
+  const double store_error = Metric(*metrics, items + "\"dropped_store_error\"}");
+  const double queue_full = Metric(*metrics, items + "\"dropped_queue_full\"}");
+  EXPECT_GT(store_error, 0);
+  EXPECT_EQ(queue_full, 0);
+  // The last requests may still be in the queue; wait for it to drain.
+  EXPECT_LE(stored + store_error, enqueued);
+  EXPECT_GT(stored, enqueued * 0.5);
+}
+
+}  // namespace
+}  // namespace rankwire::logstore
