@@ -11,6 +11,7 @@
 // callers that wait for it (no coordinated omission).
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -20,14 +21,19 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "client/channel_flags.h"
 #include "client/rank_client.h"
 #include "client/workload.h"
 #include "codec/builtin_codecs.h"
 
-ABSL_FLAG(std::string, target, "localhost:50051", "Server address.");
+ABSL_FLAG(std::string, target, "localhost:50051",
+          "Server: host:port, dns:///name:port or ipv4:a:port,b:port (replicas are "
+          "balanced by --lb_policy).");
 ABSL_FLAG(std::string, codec, "", "Codecs to accept, comma-separated (empty: server default).");
 ABSL_FLAG(std::string, log_mode, "default", "default, store, inline or none.");
 ABSL_FLAG(uint32_t, candidates, 500, "Candidates per request.");
@@ -35,6 +41,8 @@ ABSL_FLAG(uint32_t, top_n, 10, "Items each response's caller decodes fully.");
 ABSL_FLAG(uint32_t, distinct_requests, 64, "Distinct requests, cycled.");
 ABSL_FLAG(uint64_t, seed, 20261129, "Workload seed.");
 ABSL_FLAG(int, concurrency, 4, "Caller threads (one channel each).");
+ABSL_FLAG(bool, shared_channel, false,
+          "All caller threads share one channel (as one central-control process does).");
 ABSL_FLAG(double, qps, 0, "Target rate for open-loop load; 0 for closed loop.");
 ABSL_FLAG(double, duration_s, 10, "Measured seconds.");
 ABSL_FLAG(double, warmup_s, 2, "Unmeasured seconds first.");
@@ -61,7 +69,35 @@ struct Worker {
   Clock::time_point last_done;
   uint64_t errors = 0;
   std::string first_error;
+  std::map<std::string, uint64_t> by_status;  // Every measured call, "OK" included.
+  std::map<std::string, uint64_t> by_peer;    // Successful calls per replica.
+  uint64_t retried = 0;                       // Successful calls that took > 1 attempt.
 };
+
+// {"a":1,"b":2}; keys are status names and peer addresses (no quotes in them).
+std::string JsonCounts(const std::map<std::string, uint64_t>& counts) {
+  std::string out = "{";
+  for (const auto& [key, n] : counts) {
+    absl::StrAppend(&out, out.size() > 1 ? "," : "", "\"", key, "\":", n);
+  }
+  return out + "}";
+}
+
+// JSON string contents: quotes, backslashes and control characters escaped.
+std::string JsonEscape(absl::string_view in) {
+  std::string out;
+  for (char c : in) {
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      absl::StrAppendFormat(&out, "\\u%04x", c);
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
 
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
@@ -98,6 +134,19 @@ int Run() {
     requests.push_back(generator.Make(i));
   }
 
+  absl::StatusOr<ChannelOptions> channel_options = ChannelOptionsFromFlags();
+  if (!channel_options.ok()) {
+    absl::FPrintF(stderr, "%s\n", channel_options.status().ToString());
+    return 1;
+  }
+  auto make_channel = [&]() { return MakeChannel(absl::GetFlag(FLAGS_target), *channel_options); };
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> shared = make_channel();
+  if (!shared.ok()) {
+    absl::FPrintF(stderr, "%s\n", shared.status().ToString());
+    return 1;
+  }
+  const bool share = absl::GetFlag(FLAGS_shared_channel);
+
   const int concurrency = std::max(1, absl::GetFlag(FLAGS_concurrency));
   const double qps = absl::GetFlag(FLAGS_qps);
   const auto start = Clock::now();
@@ -113,7 +162,7 @@ int Run() {
   std::vector<std::thread> threads;
   for (int w = 0; w < concurrency; ++w) {
     threads.emplace_back([&, w] {
-      RankClient client(MakeChannel(absl::GetFlag(FLAGS_target)), &*codecs);
+      RankClient client(share ? *shared : *make_channel(), &*codecs);
       Worker& me = workers[w];
       // Open loop: this thread's share of the rate, phase-shifted.
       const double interval_s = qps > 0 ? concurrency / qps : 0;
@@ -149,10 +198,13 @@ int Run() {
         const Clock::time_point done = Clock::now();
         if (sent < measure_from) continue;
         me.last_done = std::max(me.last_done, done);
+        ++me.by_status[ok ? "OK" : absl::StatusCodeToString(error.code())];
         if (!ok) {
           if (me.errors++ == 0) me.first_error = error.ToString();
           continue;
         }
+        ++me.by_peer[reply->call().peer];
+        if (reply->call().attempts > 1) ++me.retried;
         const ClientTimings& t = reply->timings();
         const rank::v1::ServerTimings& st = reply->header().timings();
         // Client decode: envelope + open (in Rank) + reading the top N.
@@ -168,9 +220,13 @@ int Run() {
 
   std::vector<double> latency, decode, server_total, server_ser, server_rank;
   double bytes = 0;
-  uint64_t errors = 0;
+  uint64_t errors = 0, retried = 0;
   std::string first_error;
+  std::map<std::string, uint64_t> by_status, by_peer;
   for (const Worker& w : workers) {
+    for (const auto& [k, v] : w.by_status) by_status[k] += v;
+    for (const auto& [k, v] : w.by_peer) by_peer[k] += v;
+    retried += w.retried;
     for (const Sample& s : w.samples) {
       latency.push_back(s.latency_us);
       decode.push_back(s.decode_us);
@@ -198,12 +254,14 @@ int Run() {
         "\"p50_us\":%.0f,\"p90_us\":%.0f,\"p99_us\":%.0f,\"p999_us\":%.0f,\"max_us\":%.0f,"
         "\"client_decode_p50_us\":%.1f,\"server_total_p50_us\":%.0f,"
         "\"server_serialize_p50_us\":%.0f,\"server_rank_p50_us\":%.0f,"
-        "\"response_bytes\":%.0f,\"wire_mbps\":%.1f,\"first_error\":\"%s\"}\n",
+        "\"response_bytes\":%.0f,\"wire_mbps\":%.1f,\"retried\":%d,\"by_status\":%s,"
+        "\"by_peer\":%s,\"first_error\":\"%s\"}\n",
         absl::GetFlag(FLAGS_label), absl::GetFlag(FLAGS_codec), mode, concurrency, qps, achieved,
         n, errors, Percentile(latency, 0.5), Percentile(latency, 0.9), Percentile(latency, 0.99),
         Percentile(latency, 0.999), Percentile(latency, 1.0), Percentile(decode, 0.5),
         Percentile(server_total, 0.5), Percentile(server_ser, 0.5), Percentile(server_rank, 0.5),
-        mean_bytes, achieved * mean_bytes * 8 / 1e6, first_error);
+        mean_bytes, achieved * mean_bytes * 8 / 1e6, retried, JsonCounts(by_status),
+        JsonCounts(by_peer), JsonEscape(first_error));
   } else {
     absl::PrintF("%s codec=%s log_mode=%s concurrency=%d %s\n", absl::GetFlag(FLAGS_label),
                  absl::GetFlag(FLAGS_codec).empty() ? "(server default)" : absl::GetFlag(FLAGS_codec),
@@ -221,6 +279,11 @@ int Run() {
                  Percentile(decode, 0.5));
     absl::PrintF("  response bytes: %.0f  (%.1f Mbit/s on the wire)\n", mean_bytes,
                  achieved * mean_bytes * 8 / 1e6);
+    for (const auto& [status, count] : by_status) absl::PrintF("  status %s: %d\n", status, count);
+    for (const auto& [peer, count] : by_peer) {
+      absl::PrintF("  replica %s: %d calls (%.1f%%)\n", peer, count, n ? 100.0 * count / n : 0);
+    }
+    absl::PrintF("  calls answered after a retry: %d\n", retried);
   }
   return errors == 0 ? 0 : 2;
 }

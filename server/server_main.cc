@@ -60,6 +60,10 @@ ABSL_FLAG(int, drain_ms, 0,
           "On SIGTERM/SIGINT, how long to keep serving while reporting NOT_SERVING "
           "on the health service, so load balancers move traffic away first.");
 ABSL_FLAG(int, log_flush_ms, 2000, "On shutdown, how long to flush queued logs.");
+ABSL_FLAG(int, max_connection_age_ms, 0,
+          "Close each client connection (with GOAWAY, after its calls finish) this "
+          "long after it opened, so clients re-resolve DNS and spread over replicas "
+          "added since (0: never).");
 ABSL_FLAG(uint32_t, rankbin_block_items, 16,
           "rankbin: items per block, the unit of lazy decompression.");
 ABSL_FLAG(int, zstd_level, 1, "rankbin-zstd: zstd level (negative: fast modes).");
@@ -69,6 +73,9 @@ ABSL_FLAG(bool, zstd_logs, true, "rankbin-zstd: compress inline log blocks.");
 
 namespace rankwire::server {
 namespace {
+
+// "rank.v1.RankService", the health service name clients watch.
+const char* const kRankServiceName = rank::v1::RankService::service_full_name();
 
 absl::StatusOr<rank::v1::LogMode> ParseLogMode(const std::string& mode) {
   if (mode == "store") return rank::v1::LOG_MODE_STORE;
@@ -201,11 +208,21 @@ absl::Status Run() {
   builder.SetMaxSendMessageSize(absl::GetFlag(FLAGS_max_message_bytes));
   builder.RegisterService(&rank_service);
   builder.RegisterService(&log_service);
+  if (int age_ms = absl::GetFlag(FLAGS_max_connection_age_ms); age_ms > 0) {
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, age_ms);
+    // Calls still running when the age is reached get this long to finish.
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+                               absl::GetFlag(FLAGS_shutdown_grace_ms));
+  }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || bound_port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", listen));
   }
-  server->GetHealthCheckService()->SetServingStatus(true);
+  // Health per service as well as for the server (""): clients' health
+  // checking (client/rank_client.h) watches rank.v1.RankService.
+  grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
+  health->SetServingStatus(true);
+  health->SetServingStatus(kRankServiceName, true);
 
   std::unique_ptr<MetricsHttpServer> http;
   if (int metrics_port = absl::GetFlag(FLAGS_metrics_port); metrics_port >= 0) {
@@ -224,7 +241,10 @@ absl::Status Run() {
   sigwait(&signals, &signal_number);
   spdlog::info("signal {}: draining (drain {} ms, grace {} ms)", signal_number,
                absl::GetFlag(FLAGS_drain_ms), absl::GetFlag(FLAGS_shutdown_grace_ms));
-  server->GetHealthCheckService()->SetServingStatus(false);
+  // Both "" and rank.v1.RankService: clients that watch health stop sending
+  // new calls here while the calls already sent finish.
+  health->SetServingStatus(false);
+  health->SetServingStatus(kRankServiceName, false);
   absl::SleepFor(absl::Milliseconds(absl::GetFlag(FLAGS_drain_ms)));
   server->Shutdown(std::chrono::system_clock::now() +
                    std::chrono::milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms)));
