@@ -124,8 +124,16 @@ if [[ "$MODE" != smoke ]]; then
   log "building $IMAGE from deploy/Dockerfile"
   t1=$SECONDS
   # --layers: an unchanged step (the apt installs) is reused on the next run.
-  "${B[@]}" bud --isolation chroot --layers --pull=never -f deploy/Dockerfile -t "$IMAGE" . \
-    || die "buildah bud"
+  # The host's ccache at /ccache: the build stage reuses what scripts/setup.sh
+  # compiled (see deploy/Dockerfile).
+  volumes=()
+  if command -v ccache >/dev/null; then
+    cache_dir=$(ccache -k cache_dir)
+    mkdir -p "$cache_dir"
+    volumes=(-v "$cache_dir:/ccache")
+  fi
+  "${B[@]}" bud --isolation chroot --layers --pull=never "${volumes[@]}" -f deploy/Dockerfile \
+    -t "$IMAGE" . || die "buildah bud"
   t_build=$((SECONDS - t1))
   size=$(image_mb)
   log "built $IMAGE: base images ${t_base} s, image build ${t_build} s, size ${size} MB"

@@ -106,6 +106,22 @@ void MetricsRegistry::AddGauge(absl::string_view name, absl::string_view help,
   f.series.push_back(Series{std::string(labels), nullptr, nullptr, std::move(read)});
 }
 
+std::string MetricsRegistry::Label(absl::string_view name, absl::string_view value) {
+  std::string out = absl::StrCat(name, "=\"");
+  for (char c : value) {
+    if (c == '\\' || c == '"') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out.push_back(c);
+    }
+  }
+  out.push_back('"');
+  return out;
+}
+
 std::string MetricsRegistry::RenderPrometheus() const {
   std::string out;
   for (const auto& f : families_) {

@@ -178,6 +178,10 @@ absl::Status Run() {
 
   MetricsRegistry registry;
   ServerMetrics metrics(&registry, codecs->Names());
+  ExportServerInfo(&registry, {{"default_codec", std::string((*default_codec)->name())},
+                               {"log_mode", absl::GetFlag(FLAGS_log_mode)},
+                               {"logstore", absl::GetFlag(FLAGS_logstore)},
+                               {"model_version", model->full_version()}});
 
   logstore::LogStore store;
   if (*log_mode != rank::v1::LOG_MODE_NONE) {
@@ -223,6 +227,7 @@ absl::Status Run() {
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
   health->SetServingStatus(true);
   health->SetServingStatus(kRankServiceName, true);
+  metrics.serving.store(true);
 
   std::unique_ptr<MetricsHttpServer> http;
   if (int metrics_port = absl::GetFlag(FLAGS_metrics_port); metrics_port >= 0) {
@@ -245,6 +250,7 @@ absl::Status Run() {
   // new calls here while the calls already sent finish.
   health->SetServingStatus(false);
   health->SetServingStatus(kRankServiceName, false);
+  metrics.serving.store(false);
   absl::SleepFor(absl::Milliseconds(absl::GetFlag(FLAGS_drain_ms)));
   server->Shutdown(std::chrono::system_clock::now() +
                    std::chrono::milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms)));

@@ -1,6 +1,7 @@
 #include "server/server_metrics.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace rankwire::server {
 
@@ -13,6 +14,9 @@ ServerMetrics::ServerMetrics(MetricsRegistry* r,
   rpcs_failed = r->AddCounter(kRpcs, kRpcsHelp, "outcome=\"error\"");
   r->AddGauge("rankwire_rank_rpcs_in_flight", "Rank calls being handled now.",
               [this] { return static_cast<double>(in_flight.load(std::memory_order_relaxed)); });
+  r->AddGauge("rankwire_serving",
+              "1 while the health service reports SERVING, 0 while starting or draining.",
+              [this] { return serving.load(std::memory_order_relaxed) ? 1.0 : 0.0; });
 
   constexpr absl::string_view kPhase = "rankwire_server_phase_seconds";
   constexpr absl::string_view kPhaseHelp = "Server-side cost of each phase of a Rank call.";
@@ -36,6 +40,14 @@ ServerMetrics::ServerMetrics(MetricsRegistry* r,
                         "Encoded RankResult bytes per response, by codec.",
                         SizeBuckets(), label)});
   }
+}
+
+void ExportServerInfo(MetricsRegistry* registry,
+                      const std::vector<std::pair<std::string, std::string>>& labels) {
+  std::vector<std::string> parts;
+  for (const auto& [name, value] : labels) parts.push_back(MetricsRegistry::Label(name, value));
+  registry->AddGauge("rankwire_server_info", "This replica's configuration (always 1).",
+                     [] { return 1.0; }, absl::StrJoin(parts, ","));
 }
 
 const ServerMetrics::PerCodec* ServerMetrics::ForCodec(absl::string_view name) const {

@@ -24,6 +24,9 @@ struct ServerMetrics {
 
   // Rank calls inside the handler right now.
   std::atomic<int64_t> in_flight{0};
+  // What the health service says (rankwire_serving): false while starting
+  // and while draining after SIGTERM.
+  std::atomic<bool> serving{false};
   Counter* rpcs_ok;
   Counter* rpcs_invalid_argument;
   Counter* rpcs_failed;
@@ -43,6 +46,12 @@ struct ServerMetrics {
   // nullptr for a codec that was not registered.
   const PerCodec* ForCodec(absl::string_view name) const;
 };
+
+// rankwire_server_info{default_codec=...,log_mode=...,...} 1: which
+// configuration a replica runs, so a dashboard shows a codec switch rolling
+// through the fleet. `labels` are (name, value) pairs.
+void ExportServerInfo(MetricsRegistry* registry,
+                      const std::vector<std::pair<std::string, std::string>>& labels);
 
 }  // namespace rankwire::server
 

@@ -34,5 +34,10 @@ TEST(MetricsTest, RendersPrometheusText) {
   EXPECT_EQ(text.find("# TYPE calls_total"), text.rfind("# TYPE calls_total"));
 }
 
+TEST(MetricsTest, LabelValuesFromConfigurationAreEscaped) {
+  EXPECT_EQ(MetricsRegistry::Label("codec", "rankbin"), "codec=\"rankbin\"");
+  EXPECT_EQ(MetricsRegistry::Label("model", "a\"b\\c\nd"), "model=\"a\\\"b\\\\c\\nd\"");
+}
+
 }  // namespace
 }  // namespace rankwire::server
