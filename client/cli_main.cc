@@ -112,7 +112,7 @@ absl::Status RankOnce(const RankClient& client) {
                reply->body_bytes(), rank::v1::LogMode_Name(h.log_mode()),
                h.log_key().empty() ? "" : absl::StrCat(" log_key=", h.log_key()),
                h.model_version());
-  absl::PrintF("call: peer=%s attempts=%d\n", reply->call().peer, reply->call().attempts);
+  absl::PrintF("call: peer=%s\n", reply->call().peer);
   const rank::v1::ServerTimings& st = h.timings();
   absl::PrintF("server us: request_deserialize=%d validate=%d rank=%d log_enqueue=%d "
                "response_serialize=%d total=%d\n",

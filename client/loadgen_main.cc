@@ -70,8 +70,8 @@ struct Worker {
   uint64_t errors = 0;
   std::string first_error;
   std::map<std::string, uint64_t> by_status;  // Every measured call, "OK" included.
-  std::map<std::string, uint64_t> by_peer;    // Successful calls per replica.
-  uint64_t retried = 0;                       // Successful calls that took > 1 attempt.
+  // Successful calls per replica (of the first attempt: see CallInfo).
+  std::map<std::string, uint64_t> by_peer;
 };
 
 // {"a":1,"b":2}; keys are status names and peer addresses (no quotes in them).
@@ -204,7 +204,6 @@ int Run() {
           continue;
         }
         ++me.by_peer[reply->call().peer];
-        if (reply->call().attempts > 1) ++me.retried;
         const ClientTimings& t = reply->timings();
         const rank::v1::ServerTimings& st = reply->header().timings();
         // Client decode: envelope + open (in Rank) + reading the top N.
@@ -220,13 +219,12 @@ int Run() {
 
   std::vector<double> latency, decode, server_total, server_ser, server_rank;
   double bytes = 0;
-  uint64_t errors = 0, retried = 0;
+  uint64_t errors = 0;
   std::string first_error;
   std::map<std::string, uint64_t> by_status, by_peer;
   for (const Worker& w : workers) {
     for (const auto& [k, v] : w.by_status) by_status[k] += v;
     for (const auto& [k, v] : w.by_peer) by_peer[k] += v;
-    retried += w.retried;
     for (const Sample& s : w.samples) {
       latency.push_back(s.latency_us);
       decode.push_back(s.decode_us);
@@ -254,13 +252,13 @@ int Run() {
         "\"p50_us\":%.0f,\"p90_us\":%.0f,\"p99_us\":%.0f,\"p999_us\":%.0f,\"max_us\":%.0f,"
         "\"client_decode_p50_us\":%.1f,\"server_total_p50_us\":%.0f,"
         "\"server_serialize_p50_us\":%.0f,\"server_rank_p50_us\":%.0f,"
-        "\"response_bytes\":%.0f,\"wire_mbps\":%.1f,\"retried\":%d,\"by_status\":%s,"
+        "\"response_bytes\":%.0f,\"wire_mbps\":%.1f,\"by_status\":%s,"
         "\"by_peer\":%s,\"first_error\":\"%s\"}\n",
         absl::GetFlag(FLAGS_label), absl::GetFlag(FLAGS_codec), mode, concurrency, qps, achieved,
         n, errors, Percentile(latency, 0.5), Percentile(latency, 0.9), Percentile(latency, 0.99),
         Percentile(latency, 0.999), Percentile(latency, 1.0), Percentile(decode, 0.5),
         Percentile(server_total, 0.5), Percentile(server_ser, 0.5), Percentile(server_rank, 0.5),
-        mean_bytes, achieved * mean_bytes * 8 / 1e6, retried, JsonCounts(by_status),
+        mean_bytes, achieved * mean_bytes * 8 / 1e6, JsonCounts(by_status),
         JsonCounts(by_peer), JsonEscape(first_error));
   } else {
     absl::PrintF("%s codec=%s log_mode=%s concurrency=%d %s\n", absl::GetFlag(FLAGS_label),
@@ -283,7 +281,6 @@ int Run() {
     for (const auto& [peer, count] : by_peer) {
       absl::PrintF("  replica %s: %d calls (%.1f%%)\n", peer, count, n ? 100.0 * count / n : 0);
     }
-    absl::PrintF("  calls answered after a retry: %d\n", retried);
   }
   return errors == 0 ? 0 : 2;
 }

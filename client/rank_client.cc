@@ -10,7 +10,6 @@
 #include <chrono>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "client/envelope.h"
@@ -47,18 +46,9 @@ SharedBytes Contiguous(grpc::ByteBuffer* buffer) {
   return SharedBytes(std::move(slice), bytes);
 }
 
-// gRPC adds "grpc-previous-rpc-attempts" to the response metadata of a
-// call it retried.
 CallInfo CallInfoOf(const grpc::ClientContext& context) {
   CallInfo info;
   info.peer = context.peer();
-  const auto& metadata = context.GetServerInitialMetadata();
-  auto it = metadata.find("grpc-previous-rpc-attempts");
-  int previous = 0;
-  if (it != metadata.end() &&
-      absl::SimpleAtoi(absl::string_view(it->second.data(), it->second.size()), &previous)) {
-    info.attempts = 1 + previous;
-  }
   return info;
 }
 

@@ -46,12 +46,12 @@ struct ClientTimings {
   uint32_t open_us = 0;      // Codec Open() (a full parse for protobuf).
 };
 
-// Where a call went: the replica that answered ("ipv4:10.0.0.7:50051") and
-// how many attempts it took (more than 1: the retry policy re-sent it after
-// an UNAVAILABLE, e.g. from a replica that died with the call on it).
+// Where a call went: the replica that answered ("ipv4:10.0.0.7:50051").
+// gRPC reports the peer of the call's first attempt, so a call the retry
+// policy re-sent elsewhere names the replica that failed it (the server
+// counts retried calls: rankwire_rank_rpcs_retried_total).
 struct CallInfo {
   std::string peer;
-  int attempts = 1;
 };
 
 class RankReply {

@@ -12,6 +12,8 @@ ServerMetrics::ServerMetrics(MetricsRegistry* r,
   rpcs_ok = r->AddCounter(kRpcs, kRpcsHelp, "outcome=\"ok\"");
   rpcs_invalid_argument = r->AddCounter(kRpcs, kRpcsHelp, "outcome=\"invalid_argument\"");
   rpcs_failed = r->AddCounter(kRpcs, kRpcsHelp, "outcome=\"error\"");
+  rpcs_retried = r->AddCounter("rankwire_rank_rpcs_retried_total",
+                               "Rank calls that arrived as a client's retry of a failed attempt.");
   r->AddGauge("rankwire_rank_rpcs_in_flight", "Rank calls being handled now.",
               [this] { return static_cast<double>(in_flight.load(std::memory_order_relaxed)); });
   r->AddGauge("rankwire_serving",

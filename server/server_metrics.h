@@ -30,6 +30,10 @@ struct ServerMetrics {
   Counter* rpcs_ok;
   Counter* rpcs_invalid_argument;
   Counter* rpcs_failed;
+  // Rank calls that arrived as a client's retry (grpc-previous-rpc-attempts
+  // set): their first attempt failed with UNAVAILABLE, e.g. on a replica
+  // that died.
+  Counter* rpcs_retried;
   Histogram* request_deserialize;
   Histogram* validate;
   Histogram* rank;
