@@ -205,14 +205,23 @@ class DeployTest(unittest.TestCase):
         runtime = dockerfile.split("FROM debian:bookworm-slim", 1)[1]
         installed = set(re.findall(r"\b(lib[a-z0-9+.\-]+|ca-certificates)\b",
                                    runtime.split("rm -rf", 1)[0]))
+        needed = {}  # library path -> the binaries that link it
         for binary in [SERVER, *CLIENTS]:
             libs = re.findall(r"=> (/\S+)", subprocess.run(["ldd", binary], capture_output=True,
                                                             text=True).stdout)
             for lib in libs:
-                owner = subprocess.run(["dpkg", "-S", os.path.realpath(lib)], capture_output=True,
-                                       text=True).stdout.split(":")[0]
-                if owner and owner not in BASE_IMAGE_PACKAGES:
-                    self.assertIn(owner, installed, f"{binary} needs {lib} from {owner}")
+                needed.setdefault(os.path.realpath(lib), []).append(binary)
+        # One dpkg query for all of them (one per library is slow).
+        owners = {}
+        out = subprocess.run(["dpkg", "-S", *sorted(needed)], capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            package, path = line.split(": ", 1)
+            owners[path] = package.split(":")[0]
+        self.assertIn("libgrpc++1.51", owners.values(), "dpkg -S found no owners")
+        for lib, binaries in sorted(needed.items()):
+            owner = owners.get(lib)
+            if owner and owner not in BASE_IMAGE_PACKAGES:
+                self.assertIn(owner, installed, f"{binaries[0]} needs {lib} from {owner}")
 
     def test_server_accepts_the_local_flagfile(self):
         # --helpfull after the flagfile: parses every flag, prints, exits.
