@@ -127,7 +127,7 @@ void AddCodecRows(const Payload& p, std::vector<Entry>* out) {
     out->push_back({absl::StrCat("BM_Encode/", name, "/", variant),
                     [&p, codec = codec, size = bytes.size(), n](benchmark::State& state) {
                       for (auto _ : state) {
-                        absl::StatusOr<OwnedBuffer> b = codec->Encode(p.result, {});
+                        absl::StatusOr<OwnedBuffer> b = codec->Encode(p.result);
                         if (!b.ok()) {
                           state.SkipWithError(b.status().ToString().c_str());
                           break;
@@ -475,7 +475,7 @@ void Prepare(const CodecRegistry& codecs, Payload* p) {
   for (const std::string& codec_name : codecs.Names()) {
     const Codec* codec = codecs.Find(codec_name);
     const std::string what = absl::StrCat(codec->name(), "/", variant);
-    OwnedBuffer b = Check(codec->Encode(p->result, {}), what);
+    OwnedBuffer b = Check(codec->Encode(p->result), what);
     CheckSame(p->result, Check(codec->Decode(SharedBytes::Unowned(b.view())), what), what);
     p->encoded.emplace_back(codec, std::move(b));
   }

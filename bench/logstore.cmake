@@ -10,8 +10,8 @@ if(RANKWIRE_BUILD_TESTS)
   target_compile_definitions(logstore_bench PRIVATE
     RANKWIRE_MODEL_PATH="${PROJECT_SOURCE_DIR}/server/models/ecom_search_lr.model")
   target_link_libraries(logstore_bench PRIVATE
-    rankwire::logstore rankwire::server rankwire::client rankwire_test_support
-    absl::flags absl::flags_parse absl::strings absl::str_format absl::time)
+    rankwire::logstore rankwire::server rankwire::workload rankwire_test_support
+    rankwire::base absl::flags absl::strings absl::str_format absl::time)
 else()
   message(STATUS "logstore_bench skipped: it needs RANKWIRE_BUILD_TESTS=ON (tests/support)")
 endif()

@@ -39,7 +39,6 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -48,10 +47,11 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "client/workload.h"
+#include "base/flags.h"
 #include "logstore/log_store.h"
 #include "server/ranker.h"
 #include "tests/support/redis_process.h"
+#include "workload/workload.h"
 
 ABSL_FLAG(int, rounds, 5, "Rounds of the writer-ceiling measurement (each runs every variant)");
 ABSL_FLAG(double, seconds, 2.0, "Measured window per variant per round, seconds");
@@ -79,12 +79,13 @@ namespace {
 // model, exactly what the server hands to the log store.
 
 RequestLogs MakeRequestLogs(const server::Ranker& ranker, uint64_t sequence, int items) {
-  client::WorkloadOptions options;
+  workload::WorkloadOptions options;
   options.candidates = static_cast<uint32_t>(items);
-  const rank::v1::RankRequest request = client::WorkloadGenerator(options).Make(sequence);
-  RankResult result = ranker.Rank(request, /*with_logs=*/true);
+  const auto request = std::make_shared<const rank::v1::RankRequest>(
+      workload::WorkloadGenerator(options).Make(sequence));
+  RankResult result = ranker.Rank(request, server::LogDetail::kInline).result;
   RequestLogs logs;
-  logs.request_id = request.request_id();
+  logs.request_id = request->request_id();
   logs.items.reserve(result.items.size());
   for (RankedItem& item : result.items) {
     logs.items.push_back(ItemLog{std::move(item.item_id), std::move(item.log)});
@@ -549,6 +550,8 @@ int Main() {
 }  // namespace rankwire::logstore
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
+  rankwire::ParseFlags(argc, argv,
+                       "Log store writer ceiling and Redis memory per request; see "
+                       "scripts/bench_logstore.sh.");
   return rankwire::logstore::Main();
 }

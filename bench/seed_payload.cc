@@ -1,8 +1,10 @@
 #include "bench/seed_payload.h"
 
-#include "client/workload.h"
+#include <memory>
+
 #include "server/linear_model.h"
 #include "server/ranker.h"
+#include "workload/workload.h"
 
 namespace rankwire::bench {
 
@@ -14,10 +16,12 @@ absl::StatusOr<RankResult> SeedResult(const std::string& model_path, LogPlacemen
                                       uint64_t sequence) {
   absl::StatusOr<server::LinearModel> model = server::LinearModel::LoadFile(model_path);
   if (!model.ok()) return model.status();
-  const client::WorkloadGenerator workload{client::WorkloadOptions{}};
-  const rank::v1::RankRequest request = workload.Make(sequence);
+  const workload::WorkloadGenerator workload{workload::WorkloadOptions{}};
   const server::Ranker ranker(&*model);
-  RankResult result = ranker.Rank(request, /*with_logs=*/true);
+  RankResult result =
+      ranker.Rank(std::make_shared<const rank::v1::RankRequest>(workload.Make(sequence)),
+                  server::LogDetail::kInline)
+          .result;
   if (placement == LogPlacement::kStore) {
     for (RankedItem& item : result.items) item.log.clear();
   }

@@ -10,26 +10,26 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "base/flags.h"
+#include "base/status_macros.h"
 #include "client/channel_flags.h"
 #include "client/rank_client.h"
-#include "client/workload.h"
 #include "codec/builtin_codecs.h"
 #include "codec/protobuf_codec.h"
+#include "workload/workload.h"
 
 ABSL_FLAG(std::string, target, "localhost:50051",
           "Server: host:port, dns:///name:port (every address of the name) or "
           "ipv4:a:port,b:port (a list of replicas).");
 ABSL_FLAG(std::string, codec, "",
-          "Codecs to accept, most preferred first, comma-separated "
-          "(empty: the server's default).");
+          absl::StrCat("Codecs to accept, most preferred first, comma-separated (empty: the "
+                       "server's default). Known: ", rankwire::BuiltinCodecNames(), "."));
 ABSL_FLAG(uint32_t, candidates, 500, "Candidates in the generated request.");
 ABSL_FLAG(uint64_t, seed, 20261129, "Workload seed.");
 ABSL_FLAG(uint64_t, sequence, 0, "Which request of the seeded workload to send.");
@@ -69,104 +69,76 @@ uint32_t MicrosSince(std::chrono::steady_clock::time_point t0) {
 // them does, and returns how long that took.
 absl::StatusOr<uint32_t> DecodeTopN(const ResultView& view, size_t n) {
   auto t0 = std::chrono::steady_clock::now();
-  absl::StatusOr<std::vector<ItemRef>> top = view.TopN(n);
-  if (!top.ok()) return top.status();
-  for (const ItemRef& item : *top) {
-    absl::StatusOr<RankedItem> full = item.Materialize();
-    if (!full.ok()) return full.status();
-  }
+  ASSIGN_OR_RETURN(std::vector<ItemRef> top, view.TopN(n));
+  for (const ItemRef& item : top) RETURN_IF_ERROR(item.Materialize().status());
   return MicrosSince(t0);
 }
 
 rank::v1::RankRequest MakeRequest(const std::vector<std::string>& accept,
                                   rank::v1::LogMode log_mode) {
-  WorkloadOptions options;
+  workload::WorkloadOptions options;
   options.seed = absl::GetFlag(FLAGS_seed);
   options.candidates = absl::GetFlag(FLAGS_candidates);
   options.top_n = absl::GetFlag(FLAGS_top_n);
   options.accept_codecs = accept;
   options.log_mode = log_mode;
-  return WorkloadGenerator(options).Make(absl::GetFlag(FLAGS_sequence));
+  return workload::WorkloadGenerator(options).Make(absl::GetFlag(FLAGS_sequence));
 }
 
-absl::Status RankOnce(const RankClient& client) {
-  std::vector<std::string> accept =
-      absl::StrSplit(absl::GetFlag(FLAGS_codec), ',', absl::SkipEmpty());
-  absl::StatusOr<rank::v1::LogMode> log_mode = ParseLogMode(absl::GetFlag(FLAGS_log_mode));
-  if (!log_mode.ok()) return log_mode.status();
-  rank::v1::RankRequest request = MakeRequest(accept, *log_mode);
-  CallOptions call;
-  call.deadline = absl::Milliseconds(absl::GetFlag(FLAGS_deadline_ms));
-
-  absl::PrintF("request %s: %d candidates, top_n=%d, accept=[%s], %d bytes\n",
-               request.request_id(), request.candidates_size(), request.top_n(),
-               absl::StrJoin(accept, ","), request.ByteSizeLong());
-  absl::StatusOr<RankReply> reply = client.Rank(request, call);
-  if (!reply.ok()) return reply.status();
-  const rank::v1::ResponseHeader& h = reply->header();
-  absl::StatusOr<uint32_t> topn_us = DecodeTopN(reply->view(), request.top_n());
-  if (!topn_us.ok()) return topn_us.status();
-
+void PrintReply(const RankReply& reply, uint32_t top_n, uint32_t topn_us) {
+  const rank::v1::ResponseHeader& h = reply.header();
   absl::PrintF("response: codec=%s format=%d items=%d bytes=%d body_bytes=%d log_mode=%s%s model=%s\n",
-               h.codec(), h.format_version(), h.item_count(), reply->response_bytes(),
-               reply->body_bytes(), rank::v1::LogMode_Name(h.log_mode()),
+               h.codec(), h.format_version(), h.item_count(), reply.response_bytes(),
+               reply.body_bytes(), rank::v1::LogMode_Name(h.log_mode()),
                h.log_key().empty() ? "" : absl::StrCat(" log_key=", h.log_key()),
                h.model_version());
-  absl::PrintF("call: peer=%s\n", reply->call().peer);
+  absl::PrintF("call: peer=%s\n", reply.call().peer);
   const rank::v1::ServerTimings& st = h.timings();
   absl::PrintF("server us: request_deserialize=%d validate=%d rank=%d log_enqueue=%d "
                "response_serialize=%d total=%d\n",
                st.request_deserialize_us(), st.validate_us(), st.rank_us(),
                st.log_enqueue_us(), st.response_serialize_us(), st.total_us());
-  const ClientTimings& ct = reply->timings();
+  const ClientTimings& ct = reply.timings();
   absl::PrintF("client us: request_serialize=%d call=%d envelope=%d open=%d top%d_decode=%d\n",
-               ct.request_serialize_us, ct.call_us, ct.envelope_us, ct.open_us,
-               request.top_n(), *topn_us);
+               ct.request_serialize_us, ct.call_us, ct.envelope_us, ct.open_us, top_n, topn_us);
+}
 
+// Prints the top items with the --metrics columns.
+void PrintTop(const std::vector<ItemRef>& top) {
   std::vector<std::string> metrics =
       absl::StrSplit(absl::GetFlag(FLAGS_metrics), ',', absl::SkipEmpty());
   absl::PrintF("%4s  %-14s %-10s", "pos", "item", "score");
   for (const std::string& m : metrics) absl::PrintF(" %-14s", m);
   absl::PrintF("\n");
-  absl::StatusOr<std::vector<ItemRef>> top = reply->view().TopN(request.top_n());
-  if (!top.ok()) return top.status();
-  std::vector<std::string> ids;
-  for (const ItemRef& item : *top) {
-    ids.emplace_back(item.id());
+  for (const ItemRef& item : top) {
     absl::PrintF("%4d  %-14s %-10.6f", item.position(), item.id(), item.score());
     for (const std::string& m : metrics) absl::PrintF(" %-14s", MetricText(item.Metric(m)));
     absl::PrintF("\n");
   }
+}
 
-  if (!absl::GetFlag(FLAGS_fetch_logs) || h.log_mode() == rank::v1::LOG_MODE_NONE) {
-    return absl::OkStatus();
-  }
+// The logs of `ids` from the server's log store. The server stores them
+// after answering (its log writer formats them): a caller that asks at once
+// may be a few milliseconds early, so this asks a few times.
+absl::StatusOr<std::vector<std::optional<std::string>>> FetchStoredLogs(
+    const RankClient& client, const std::string& request_id, const std::vector<std::string>& ids,
+    const CallOptions& call) {
   std::vector<std::optional<std::string>> logs(ids.size());
-  std::string source;
-  if (h.log_mode() == rank::v1::LOG_MODE_INLINE) {
-    source = "inline in the response";
-    for (size_t i = 0; i < top->size(); ++i) {
-      absl::StatusOr<absl::string_view> log = (*top)[i].Log();
-      if (!log.ok()) return log.status();
-      logs[i] = std::string(*log);
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    ASSIGN_OR_RETURN(std::vector<ItemLogResult> fetched, client.FetchLogs(request_id, ids, call));
+    bool all = true;
+    for (size_t i = 0; i < fetched.size() && i < logs.size(); ++i) {
+      logs[i] = fetched[i].log;
+      all &= logs[i].has_value();
     }
-  } else {
-    source = absl::StrCat("from the log store, key ", h.log_key());
-    // The server stores them after answering (its log writer formats them):
-    // a caller that asks at once may be a few milliseconds early.
-    for (int attempt = 0; attempt < 20; ++attempt) {
-      absl::StatusOr<std::vector<ItemLogResult>> fetched =
-          client.FetchLogs(request.request_id(), ids, call);
-      if (!fetched.ok()) return fetched.status();
-      bool all = true;
-      for (size_t i = 0; i < fetched->size() && i < logs.size(); ++i) {
-        logs[i] = (*fetched)[i].log;
-        all &= logs[i].has_value();
-      }
-      if (all) break;
-      absl::SleepFor(absl::Milliseconds(10));
-    }
+    if (all) break;
+    absl::SleepFor(absl::Milliseconds(10));
   }
+  return logs;
+}
+
+void PrintLogs(const std::vector<std::string>& ids,
+               const std::vector<std::optional<std::string>>& logs, absl::string_view source) {
   absl::PrintF("logs of the top %d (%s):\n", ids.size(), source);
   const int chars = absl::GetFlag(FLAGS_log_chars);
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -179,6 +151,44 @@ absl::Status RankOnce(const RankClient& client) {
                             : *logs[i];
     absl::PrintF("%4d  %s (%d bytes): %s\n", i + 1, ids[i], logs[i]->size(), shown);
   }
+}
+
+absl::Status RankOnce(const RankClient& client) {
+  std::vector<std::string> accept =
+      absl::StrSplit(absl::GetFlag(FLAGS_codec), ',', absl::SkipEmpty());
+  ASSIGN_OR_RETURN(rank::v1::LogMode log_mode,
+                   workload::ParseLogMode(absl::GetFlag(FLAGS_log_mode)));
+  rank::v1::RankRequest request = MakeRequest(accept, log_mode);
+  CallOptions call;
+  call.deadline = absl::Milliseconds(absl::GetFlag(FLAGS_deadline_ms));
+
+  absl::PrintF("request %s: %d candidates, top_n=%d, accept=[%s], %d bytes\n",
+               request.request_id(), request.candidates_size(), request.top_n(),
+               absl::StrJoin(accept, ","), request.ByteSizeLong());
+  ASSIGN_OR_RETURN(RankReply reply, client.Rank(request, call));
+  ASSIGN_OR_RETURN(uint32_t topn_us, DecodeTopN(reply.view(), request.top_n()));
+  PrintReply(reply, request.top_n(), topn_us);
+  ASSIGN_OR_RETURN(std::vector<ItemRef> top, reply.view().TopN(request.top_n()));
+  PrintTop(top);
+
+  const rank::v1::ResponseHeader& h = reply.header();
+  if (!absl::GetFlag(FLAGS_fetch_logs) || h.log_mode() == rank::v1::LOG_MODE_NONE) {
+    return absl::OkStatus();
+  }
+  std::vector<std::string> ids;
+  for (const ItemRef& item : top) ids.emplace_back(item.id());
+  if (h.log_mode() == rank::v1::LOG_MODE_INLINE) {
+    std::vector<std::optional<std::string>> logs;
+    for (const ItemRef& item : top) {
+      ASSIGN_OR_RETURN(absl::string_view log, item.Log());
+      logs.emplace_back(std::string(log));
+    }
+    PrintLogs(ids, logs, "inline in the response");
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(std::vector<std::optional<std::string>> logs,
+                   FetchStoredLogs(client, request.request_id(), ids, call));
+  PrintLogs(ids, logs, absl::StrCat("from the log store, key ", h.log_key()));
   return absl::OkStatus();
 }
 
@@ -208,23 +218,20 @@ absl::Status Compare(const RankClient& client, const CodecRegistry& codecs) {
   for (int round = 0; round < calls; ++round) {
     for (Row& row : rows) {
       rank::v1::RankRequest request = MakeRequest({row.codec}, row.log_mode);
-      absl::StatusOr<RankReply> reply = client.Rank(request, call);
-      if (!reply.ok()) return reply.status();
-      if (reply->header().codec() != row.codec) {
+      ASSIGN_OR_RETURN(RankReply reply, client.Rank(request, call));
+      if (reply.header().codec() != row.codec) {
         return absl::InternalError(absl::StrCat("asked for ", row.codec, ", got ",
-                                                reply->header().codec()));
+                                                reply.header().codec()));
       }
-      absl::StatusOr<uint32_t> topn = DecodeTopN(reply->view(), request.top_n());
-      if (!topn.ok()) return topn.status();
-      row.call_us.push_back(reply->timings().call_us);
-      row.open_us.push_back(reply->timings().open_us);
-      row.topn_us.push_back(*topn);
-      row.serialize_us.push_back(reply->header().timings().response_serialize_us());
-      row.bytes = reply->response_bytes();
+      ASSIGN_OR_RETURN(uint32_t topn, DecodeTopN(reply.view(), request.top_n()));
+      row.call_us.push_back(reply.timings().call_us);
+      row.open_us.push_back(reply.timings().open_us);
+      row.topn_us.push_back(topn);
+      row.serialize_us.push_back(reply.header().timings().response_serialize_us());
+      row.bytes = reply.response_bytes();
       if (round == 0) {
-        absl::StatusOr<std::vector<ItemRef>> top = reply->view().TopN(request.top_n());
-        if (!top.ok()) return top.status();
-        for (const ItemRef& item : *top) row.top_ids.emplace_back(item.id());
+        ASSIGN_OR_RETURN(std::vector<ItemRef> top, reply.view().TopN(request.top_n()));
+        for (const ItemRef& item : top) row.top_ids.emplace_back(item.id());
       }
     }
   }
@@ -255,34 +262,29 @@ absl::Status Health(ChannelOptions options) {
   if (!options.service_config.empty()) {
     return absl::InvalidArgumentError("--health takes no --service_config");
   }
-  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
-      MakeChannel(absl::GetFlag(FLAGS_target), options);
-  if (!channel.ok()) return channel.status();
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
+                   MakeChannel(absl::GetFlag(FLAGS_target), options));
   CallOptions call;
   call.deadline = absl::Milliseconds(absl::GetFlag(FLAGS_deadline_ms));
   bool serving = true;
   for (const std::string service : {"", "rank.v1.RankService"}) {
-    absl::StatusOr<HealthStatus> status = CheckHealth(channel->get(), service, call);
-    if (!status.ok()) return status.status();
+    ASSIGN_OR_RETURN(HealthStatus status, CheckHealth(channel.get(), service, call));
     absl::PrintF("health %s: %s\n", service.empty() ? "(server)" : service,
-                 HealthStatusName(*status));
-    serving &= *status == HealthStatus::kServing;
+                 HealthStatusName(status));
+    serving &= status == HealthStatus::kServing;
   }
   if (!serving) return absl::UnavailableError("not serving");
   return absl::OkStatus();
 }
 
 absl::Status Run() {
-  absl::StatusOr<ChannelOptions> channel_options = ChannelOptionsFromFlags();
-  if (!channel_options.ok()) return channel_options.status();
-  if (absl::GetFlag(FLAGS_health)) return Health(*channel_options);
-  absl::StatusOr<CodecRegistry> codecs = MakeBuiltinCodecs(BuiltinCodecOptions{});
-  if (!codecs.ok()) return codecs.status();
-  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
-      MakeChannel(absl::GetFlag(FLAGS_target), *channel_options);
-  if (!channel.ok()) return channel.status();
-  RankClient client(*std::move(channel), &*codecs);
-  if (absl::GetFlag(FLAGS_compare)) return Compare(client, *codecs);
+  ASSIGN_OR_RETURN(ChannelOptions channel_options, ChannelOptionsFromFlags());
+  if (absl::GetFlag(FLAGS_health)) return Health(channel_options);
+  ASSIGN_OR_RETURN(CodecRegistry codecs, MakeBuiltinCodecs(BuiltinCodecOptions{}));
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
+                   MakeChannel(absl::GetFlag(FLAGS_target), channel_options));
+  RankClient client(std::move(channel), &codecs);
+  if (absl::GetFlag(FLAGS_compare)) return Compare(client, codecs);
   return RankOnce(client);
 }
 
@@ -290,12 +292,11 @@ absl::Status Run() {
 }  // namespace rankwire::client
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "Sends a generated 500-candidate RankRequest and prints the top-N.\n"
-      "  rankwire-cli --target=localhost:50051 --codec=rankbin\n"
-      "  rankwire-cli --compare\n"
-      "  rankwire-cli --target=ipv4:127.0.0.1:50051,127.0.0.1:50052 --health");
-  absl::ParseCommandLine(argc, argv);
+  rankwire::ParseFlags(argc, argv,
+                       "Sends a generated 500-candidate RankRequest and prints the top-N.\n"
+                       "  rankwire-cli --target=localhost:50051 --codec=rankbin\n"
+                       "  rankwire-cli --compare\n"
+                       "  rankwire-cli --target=ipv4:127.0.0.1:50051,127.0.0.1:50052 --health");
   absl::Status s = rankwire::client::Run();
   if (!s.ok()) {
     absl::FPrintF(stderr, "rankwire-cli: %s\n", s.ToString());

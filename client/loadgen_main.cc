@@ -11,30 +11,32 @@
 // callers that wait for it (no coordinated omission).
 #include <algorithm>
 #include <atomic>
-#include <map>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "base/flags.h"
+#include "base/status_macros.h"
 #include "client/channel_flags.h"
 #include "client/rank_client.h"
-#include "client/workload.h"
 #include "codec/builtin_codecs.h"
+#include "workload/workload.h"
 
 ABSL_FLAG(std::string, target, "localhost:50051",
           "Server: host:port, dns:///name:port or ipv4:a:port,b:port (replicas are "
           "balanced by --lb_policy).");
-ABSL_FLAG(std::string, codec, "", "Codecs to accept, comma-separated (empty: server default).");
+ABSL_FLAG(std::string, codec, "",
+          absl::StrCat("Codecs to accept, comma-separated (empty: server default). Known: ",
+                       rankwire::BuiltinCodecNames(), "."));
 ABSL_FLAG(std::string, log_mode, "default", "default, store, inline or none.");
 ABSL_FLAG(uint32_t, candidates, 500, "Candidates per request.");
 ABSL_FLAG(uint32_t, top_n, 10, "Items each response's caller decodes fully.");
@@ -110,188 +112,234 @@ double Micros(Clock::duration d) {
   return std::chrono::duration<double, std::micro>(d).count();
 }
 
-int Run() {
-  absl::StatusOr<CodecRegistry> codecs = MakeBuiltinCodecs({});
-  if (!codecs.ok()) {
-    absl::FPrintF(stderr, "%s\n", codecs.status().ToString());
-    return 1;
-  }
-  WorkloadOptions options;
+Clock::duration Seconds(double s) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
+// The distinct requests the callers cycle through, from the flags.
+absl::StatusOr<std::vector<rank::v1::RankRequest>> MakeRequests() {
+  workload::WorkloadOptions options;
   options.seed = absl::GetFlag(FLAGS_seed);
   options.candidates = absl::GetFlag(FLAGS_candidates);
   options.top_n = absl::GetFlag(FLAGS_top_n);
   options.accept_codecs = absl::StrSplit(absl::GetFlag(FLAGS_codec), ',', absl::SkipEmpty());
-  const std::string mode = absl::GetFlag(FLAGS_log_mode);
-  absl::StatusOr<rank::v1::LogMode> log_mode = ParseLogMode(mode);
+  absl::StatusOr<rank::v1::LogMode> log_mode =
+      workload::ParseLogMode(absl::GetFlag(FLAGS_log_mode));
   if (!log_mode.ok()) {
-    absl::FPrintF(stderr, "--log_mode: %s\n", log_mode.status().message());
-    return 1;
+    return absl::InvalidArgumentError(absl::StrCat("--log_mode: ", log_mode.status().message()));
   }
   options.log_mode = *log_mode;
-  WorkloadGenerator generator(options);
+  const workload::WorkloadGenerator generator(options);
   std::vector<rank::v1::RankRequest> requests;
   for (uint32_t i = 0; i < std::max(1u, absl::GetFlag(FLAGS_distinct_requests)); ++i) {
     requests.push_back(generator.Make(i));
   }
+  return requests;
+}
 
-  absl::StatusOr<ChannelOptions> channel_options = ChannelOptionsFromFlags();
-  if (!channel_options.ok()) {
-    absl::FPrintF(stderr, "%s\n", channel_options.status().ToString());
-    return 1;
-  }
-  auto make_channel = [&]() { return MakeChannel(absl::GetFlag(FLAGS_target), *channel_options); };
-  absl::StatusOr<std::shared_ptr<grpc::Channel>> shared = make_channel();
-  if (!shared.ok()) {
-    absl::FPrintF(stderr, "%s\n", shared.status().ToString());
-    return 1;
-  }
-  const bool share = absl::GetFlag(FLAGS_shared_channel);
-
-  const int concurrency = std::max(1, absl::GetFlag(FLAGS_concurrency));
-  const double qps = absl::GetFlag(FLAGS_qps);
-  const auto start = Clock::now();
-  const auto measure_from = start + std::chrono::duration_cast<Clock::duration>(
-                                        std::chrono::duration<double>(absl::GetFlag(FLAGS_warmup_s)));
-  const auto end = measure_from + std::chrono::duration_cast<Clock::duration>(
-                                      std::chrono::duration<double>(absl::GetFlag(FLAGS_duration_s)));
+// What every caller thread shares: the schedule and the call settings.
+struct Plan {
+  int concurrency = 1;
+  double qps = 0;  // 0: closed loop.
+  Clock::time_point start, measure_from, end;
+  size_t top_n = 10;
   CallOptions call;
-  call.deadline = absl::Milliseconds(absl::GetFlag(FLAGS_deadline_ms));
-  const size_t top_n = absl::GetFlag(FLAGS_top_n);
+  const std::vector<rank::v1::RankRequest>* requests = nullptr;
+  const CodecRegistry* codecs = nullptr;
+  ChannelOptions channel_options;
+  std::shared_ptr<grpc::Channel> shared_channel;  // nullptr: a channel per thread.
+};
 
-  std::vector<Worker> workers(concurrency);
-  std::vector<std::thread> threads;
-  for (int w = 0; w < concurrency; ++w) {
-    threads.emplace_back([&, w] {
-      RankClient client(share ? *shared : *make_channel(), &*codecs);
-      Worker& me = workers[w];
-      // Open loop: this thread's share of the rate, phase-shifted.
-      const double interval_s = qps > 0 ? concurrency / qps : 0;
-      auto next = start + std::chrono::duration_cast<Clock::duration>(
-                              std::chrono::duration<double>(interval_s * w / concurrency));
-      for (uint64_t n = 0;; ++n) {
-        Clock::time_point sent = Clock::now();
-        if (qps > 0) {
-          std::this_thread::sleep_until(next);
-          sent = next;  // Latency counts from when the call was due.
-          next += std::chrono::duration_cast<Clock::duration>(
-              std::chrono::duration<double>(interval_s));
-        }
-        if (sent >= end) break;
-        const rank::v1::RankRequest& request = requests[(n * concurrency + w) % requests.size()];
-        absl::StatusOr<RankReply> reply = client.Rank(request, call);
-        const Clock::time_point top_start = Clock::now();
-        bool ok = reply.ok();
-        absl::Status error = reply.status();
-        if (ok) {
-          // The caller shows the top N: every field of every one of them.
-          absl::StatusOr<std::vector<ItemRef>> top = reply->view().TopN(top_n);
-          ok = top.ok();
-          if (!ok) error = top.status();
-          for (size_t i = 0; ok && i < top->size(); ++i) {
-            absl::StatusOr<RankedItem> item = (*top)[i].Materialize();
-            if (!item.ok()) {
-              ok = false;
-              error = item.status();
-            }
-          }
-        }
-        const Clock::time_point done = Clock::now();
-        if (sent < measure_from) continue;
-        me.last_done = std::max(me.last_done, done);
-        ++me.by_status[ok ? "OK" : absl::StatusCodeToString(error.code())];
-        if (!ok) {
-          if (me.errors++ == 0) me.first_error = error.ToString();
-          continue;
-        }
-        ++me.by_peer[reply->call().peer];
-        const ClientTimings& t = reply->timings();
-        const rank::v1::ServerTimings& st = reply->header().timings();
-        // Client decode: envelope + open (in Rank) + reading the top N.
-        me.samples.push_back(Sample{
-            Micros(done - sent),
-            static_cast<double>(t.envelope_us + t.open_us) + Micros(done - top_start),
-            static_cast<double>(st.total_us()), static_cast<double>(st.response_serialize_us()),
-            static_cast<double>(st.rank_us()), reply->response_bytes()});
-      }
-    });
+Plan PlanFromFlags(const std::vector<rank::v1::RankRequest>* requests,
+                   const CodecRegistry* codecs) {
+  Plan plan;
+  plan.concurrency = std::max(1, absl::GetFlag(FLAGS_concurrency));
+  plan.qps = absl::GetFlag(FLAGS_qps);
+  plan.start = Clock::now();
+  plan.measure_from = plan.start + Seconds(absl::GetFlag(FLAGS_warmup_s));
+  plan.end = plan.measure_from + Seconds(absl::GetFlag(FLAGS_duration_s));
+  plan.top_n = absl::GetFlag(FLAGS_top_n);
+  plan.call.deadline = absl::Milliseconds(absl::GetFlag(FLAGS_deadline_ms));
+  plan.requests = requests;
+  plan.codecs = codecs;
+  return plan;
+}
+
+// What a caller does with a response: read every field of the top N.
+absl::Status ReadTopN(const RankReply& reply, size_t top_n) {
+  ASSIGN_OR_RETURN(std::vector<ItemRef> top, reply.view().TopN(top_n));
+  for (const ItemRef& item : top) RETURN_IF_ERROR(item.Materialize().status());
+  return absl::OkStatus();
+}
+
+// Caller thread `w`: sends until the plan's end, recording measured calls.
+void CallLoop(const Plan& plan, int w, Worker* me) {
+  // The options were checked when the shared channel was made.
+  RankClient client(plan.shared_channel != nullptr
+                        ? plan.shared_channel
+                        : *MakeChannel(absl::GetFlag(FLAGS_target), plan.channel_options),
+                    plan.codecs);
+  const std::vector<rank::v1::RankRequest>& requests = *plan.requests;
+  // Open loop: this thread's share of the rate, phase-shifted.
+  const double interval_s = plan.qps > 0 ? plan.concurrency / plan.qps : 0;
+  Clock::time_point next = plan.start + Seconds(interval_s * w / plan.concurrency);
+  for (uint64_t n = 0;; ++n) {
+    Clock::time_point sent = Clock::now();
+    if (plan.qps > 0) {
+      std::this_thread::sleep_until(next);
+      sent = next;  // Latency counts from when the call was due.
+      next += Seconds(interval_s);
+    }
+    if (sent >= plan.end) break;
+    const rank::v1::RankRequest& request = requests[(n * plan.concurrency + w) % requests.size()];
+    absl::StatusOr<RankReply> reply = client.Rank(request, plan.call);
+    const Clock::time_point top_start = Clock::now();
+    const absl::Status status = reply.ok() ? ReadTopN(*reply, plan.top_n) : reply.status();
+    const Clock::time_point done = Clock::now();
+    if (sent < plan.measure_from) continue;
+    me->last_done = std::max(me->last_done, done);
+    ++me->by_status[status.ok() ? "OK" : absl::StatusCodeToString(status.code())];
+    if (!status.ok()) {
+      if (me->errors++ == 0) me->first_error = status.ToString();
+      continue;
+    }
+    ++me->by_peer[reply->call().peer];
+    const ClientTimings& t = reply->timings();
+    const rank::v1::ServerTimings& st = reply->header().timings();
+    // Client decode: envelope + open (in Rank) + reading the top N.
+    me->samples.push_back(Sample{
+        Micros(done - sent),
+        static_cast<double>(t.envelope_us + t.open_us) + Micros(done - top_start),
+        static_cast<double>(st.total_us()), static_cast<double>(st.response_serialize_us()),
+        static_cast<double>(st.rank_us()), reply->response_bytes()});
   }
-  for (std::thread& t : threads) t.join();
+}
 
+// The measured calls of all workers, pooled.
+struct Summary {
   std::vector<double> latency, decode, server_total, server_ser, server_rank;
-  double bytes = 0;
+  double mean_bytes = 0;
   uint64_t errors = 0;
   std::string first_error;
   std::map<std::string, uint64_t> by_status, by_peer;
-  for (const Worker& w : workers) {
-    for (const auto& [k, v] : w.by_status) by_status[k] += v;
-    for (const auto& [k, v] : w.by_peer) by_peer[k] += v;
-    for (const Sample& s : w.samples) {
-      latency.push_back(s.latency_us);
-      decode.push_back(s.decode_us);
-      server_total.push_back(s.server_total_us);
-      server_ser.push_back(s.server_serialize_us);
-      server_rank.push_back(s.server_rank_us);
-      bytes += s.response_bytes;
-    }
-    errors += w.errors;
-    if (first_error.empty()) first_error = w.first_error;
-  }
+  double seconds = 0;   // Wall time of the measured calls.
+  double achieved = 0;  // Calls per second.
+};
+
+Summary Summarize(const std::vector<Worker>& workers, const Plan& plan) {
+  Summary s;
+  double bytes = 0;
   // Achieved rate over the wall time the measured calls took: a server that
   // cannot keep up stretches it past --duration_s.
-  Clock::time_point last = measure_from;
-  for (const Worker& w : workers) last = std::max(last, w.last_done);
-  const double seconds =
-      std::max(absl::GetFlag(FLAGS_duration_s), Micros(last - measure_from) * 1e-6);
-  const size_t n = latency.size();
-  const double achieved = n / seconds;
-  const double mean_bytes = n ? bytes / n : 0;
-  if (absl::GetFlag(FLAGS_json)) {
-    absl::PrintF(
-        "{\"label\":\"%s\",\"codec\":\"%s\",\"log_mode\":\"%s\",\"concurrency\":%d,"
-        "\"target_qps\":%.1f,\"qps\":%.1f,\"requests\":%d,\"errors\":%d,"
-        "\"p50_us\":%.0f,\"p90_us\":%.0f,\"p99_us\":%.0f,\"p999_us\":%.0f,\"max_us\":%.0f,"
-        "\"client_decode_p50_us\":%.1f,\"server_total_p50_us\":%.0f,"
-        "\"server_serialize_p50_us\":%.0f,\"server_rank_p50_us\":%.0f,"
-        "\"response_bytes\":%.0f,\"wire_mbps\":%.1f,\"by_status\":%s,"
-        "\"by_peer\":%s,\"first_error\":\"%s\"}\n",
-        absl::GetFlag(FLAGS_label), absl::GetFlag(FLAGS_codec), mode, concurrency, qps, achieved,
-        n, errors, Percentile(latency, 0.5), Percentile(latency, 0.9), Percentile(latency, 0.99),
-        Percentile(latency, 0.999), Percentile(latency, 1.0), Percentile(decode, 0.5),
-        Percentile(server_total, 0.5), Percentile(server_ser, 0.5), Percentile(server_rank, 0.5),
-        mean_bytes, achieved * mean_bytes * 8 / 1e6, JsonCounts(by_status),
-        JsonCounts(by_peer), JsonEscape(first_error));
-  } else {
-    absl::PrintF("%s codec=%s log_mode=%s concurrency=%d %s\n", absl::GetFlag(FLAGS_label),
-                 absl::GetFlag(FLAGS_codec).empty() ? "(server default)" : absl::GetFlag(FLAGS_codec),
-                 mode, concurrency,
-                 qps > 0 ? absl::StrFormat("open loop at %.0f qps", qps) : "closed loop");
-    absl::PrintF("  %d requests in %.1f s: %.1f qps, %d errors%s\n", n, seconds, achieved, errors,
-                 first_error.empty() ? "" : " (first: " + first_error + ")");
-    absl::PrintF("  latency us: p50 %.0f  p90 %.0f  p99 %.0f  p99.9 %.0f  max %.0f\n",
-                 Percentile(latency, 0.5), Percentile(latency, 0.9), Percentile(latency, 0.99),
-                 Percentile(latency, 0.999), Percentile(latency, 1.0));
-    absl::PrintF("  server us (p50): total %.0f  rank %.0f  response_serialize %.0f\n",
-                 Percentile(server_total, 0.5), Percentile(server_rank, 0.5),
-                 Percentile(server_ser, 0.5));
-    absl::PrintF("  client decode us (p50, envelope + open + top-%d): %.1f\n", top_n,
-                 Percentile(decode, 0.5));
-    absl::PrintF("  response bytes: %.0f  (%.1f Mbit/s on the wire)\n", mean_bytes,
-                 achieved * mean_bytes * 8 / 1e6);
-    for (const auto& [status, count] : by_status) absl::PrintF("  status %s: %d\n", status, count);
-    for (const auto& [peer, count] : by_peer) {
-      absl::PrintF("  replica %s: %d calls (%.1f%%)\n", peer, count, n ? 100.0 * count / n : 0);
+  Clock::time_point last = plan.measure_from;
+  for (const Worker& w : workers) {
+    for (const Sample& x : w.samples) {
+      s.latency.push_back(x.latency_us);
+      s.decode.push_back(x.decode_us);
+      s.server_total.push_back(x.server_total_us);
+      s.server_ser.push_back(x.server_serialize_us);
+      s.server_rank.push_back(x.server_rank_us);
+      bytes += x.response_bytes;
+    }
+    s.errors += w.errors;
+    if (s.first_error.empty()) s.first_error = w.first_error;
+    for (const auto& [k, v] : w.by_status) s.by_status[k] += v;
+    for (const auto& [k, v] : w.by_peer) s.by_peer[k] += v;
+    last = std::max(last, w.last_done);
+  }
+  const size_t n = s.latency.size();
+  s.seconds = std::max(absl::GetFlag(FLAGS_duration_s), Micros(last - plan.measure_from) * 1e-6);
+  s.achieved = n / s.seconds;
+  s.mean_bytes = n ? bytes / n : 0;
+  return s;
+}
+
+void PrintJson(const Summary& s, const Plan& plan) {
+  absl::PrintF(
+      "{\"label\":\"%s\",\"codec\":\"%s\",\"log_mode\":\"%s\",\"concurrency\":%d,"
+      "\"target_qps\":%.1f,\"qps\":%.1f,\"requests\":%d,\"errors\":%d,"
+      "\"p50_us\":%.0f,\"p90_us\":%.0f,\"p99_us\":%.0f,\"p999_us\":%.0f,\"max_us\":%.0f,"
+      "\"client_decode_p50_us\":%.1f,\"server_total_p50_us\":%.0f,"
+      "\"server_serialize_p50_us\":%.0f,\"server_rank_p50_us\":%.0f,"
+      "\"response_bytes\":%.0f,\"wire_mbps\":%.1f,\"by_status\":%s,\"by_peer\":%s,"
+      "\"first_error\":\"%s\"}\n",
+      absl::GetFlag(FLAGS_label), absl::GetFlag(FLAGS_codec), absl::GetFlag(FLAGS_log_mode),
+      plan.concurrency, plan.qps, s.achieved, s.latency.size(), s.errors,
+      Percentile(s.latency, 0.5), Percentile(s.latency, 0.9), Percentile(s.latency, 0.99),
+      Percentile(s.latency, 0.999), Percentile(s.latency, 1.0), Percentile(s.decode, 0.5),
+      Percentile(s.server_total, 0.5), Percentile(s.server_ser, 0.5),
+      Percentile(s.server_rank, 0.5), s.mean_bytes, s.achieved * s.mean_bytes * 8 / 1e6,
+      JsonCounts(s.by_status), JsonCounts(s.by_peer), JsonEscape(s.first_error));
+}
+
+void PrintText(const Summary& s, const Plan& plan) {
+  const std::string codec = absl::GetFlag(FLAGS_codec);
+  absl::PrintF("%s codec=%s log_mode=%s concurrency=%d %s\n", absl::GetFlag(FLAGS_label),
+               codec.empty() ? "(server default)" : codec, absl::GetFlag(FLAGS_log_mode),
+               plan.concurrency,
+               plan.qps > 0 ? absl::StrFormat("open loop at %.0f qps", plan.qps) : "closed loop");
+  absl::PrintF("  %d requests in %.1f s: %.1f qps, %d errors%s\n", s.latency.size(), s.seconds,
+               s.achieved, s.errors,
+               s.first_error.empty() ? "" : " (first: " + s.first_error + ")");
+  absl::PrintF("  latency us: p50 %.0f  p90 %.0f  p99 %.0f  p99.9 %.0f  max %.0f\n",
+               Percentile(s.latency, 0.5), Percentile(s.latency, 0.9),
+               Percentile(s.latency, 0.99), Percentile(s.latency, 0.999),
+               Percentile(s.latency, 1.0));
+  absl::PrintF("  server us (p50): total %.0f  rank %.0f  response_serialize %.0f\n",
+               Percentile(s.server_total, 0.5), Percentile(s.server_rank, 0.5),
+               Percentile(s.server_ser, 0.5));
+  absl::PrintF("  client decode us (p50, envelope + open + top-%d): %.1f\n", plan.top_n,
+               Percentile(s.decode, 0.5));
+  absl::PrintF("  response bytes: %.0f  (%.1f Mbit/s on the wire)\n", s.mean_bytes,
+               s.achieved * s.mean_bytes * 8 / 1e6);
+  for (const auto& [status, count] : s.by_status) absl::PrintF("  status %s: %d\n", status, count);
+  for (const auto& [peer, count] : s.by_peer) {
+    absl::PrintF("  replica %s: %d calls (%.1f%%)\n", peer, count,
+                 s.latency.empty() ? 0.0 : 100.0 * count / s.latency.size());
+  }
+}
+
+int Run() {
+  absl::StatusOr<CodecRegistry> codecs = MakeBuiltinCodecs({});
+  absl::StatusOr<std::vector<rank::v1::RankRequest>> requests = MakeRequests();
+  for (const absl::Status& s : {codecs.status(), requests.status()}) {
+    if (!s.ok()) {
+      absl::FPrintF(stderr, "rankwire-loadgen: %s\n", s.ToString());
+      return 1;
     }
   }
-  return errors == 0 ? 0 : 2;
+  Plan plan = PlanFromFlags(&*requests, &*codecs);
+  absl::StatusOr<ChannelOptions> channel_options = ChannelOptionsFromFlags();
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      channel_options.ok() ? MakeChannel(absl::GetFlag(FLAGS_target), *channel_options)
+                           : channel_options.status();
+  if (!channel.ok()) {
+    absl::FPrintF(stderr, "rankwire-loadgen: %s\n", channel.status().ToString());
+    return 1;
+  }
+  plan.channel_options = *channel_options;
+  if (absl::GetFlag(FLAGS_shared_channel)) plan.shared_channel = *channel;
+  std::vector<Worker> workers(plan.concurrency);
+  std::vector<std::thread> threads;
+  for (int w = 0; w < plan.concurrency; ++w) {
+    threads.emplace_back([&plan, &workers, w] { CallLoop(plan, w, &workers[w]); });
+  }
+  for (std::thread& t : threads) t.join();
+  const Summary summary = Summarize(workers, plan);
+  if (absl::GetFlag(FLAGS_json)) {
+    PrintJson(summary, plan);
+  } else {
+    PrintText(summary, plan);
+  }
+  return summary.errors == 0 ? 0 : 2;
 }
 
 }  // namespace
 }  // namespace rankwire::client
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "End-to-end load: rankwire-loadgen --target=localhost:50051 --concurrency=4 "
-      "--duration_s=10 [--qps=200] [--codec=rankbin]");
-  absl::ParseCommandLine(argc, argv);
+  rankwire::ParseFlags(argc, argv,
+                       "End-to-end load: rankwire-loadgen --target=localhost:50051 "
+                       "--concurrency=4 --duration_s=10 [--qps=200] [--codec=rankbin]");
   return rankwire::client::Run();
 }

@@ -12,7 +12,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
-#include "client/envelope.h"
+#include "base/status_macros.h"
+#include "codec/envelope.h"
+#include "rpc/status.h"
 
 namespace rankwire::client {
 namespace {
@@ -24,10 +26,6 @@ constexpr char kRankMethod[] = "/rank.v1.RankService/Rank";
 uint32_t Micros(Clock::time_point a, Clock::time_point b) {
   return static_cast<uint32_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(b - a).count());
-}
-
-absl::Status FromGrpc(const grpc::Status& s) {
-  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
 }
 
 void SetDeadline(grpc::ClientContext* context, const CallOptions& options) {
@@ -164,7 +162,7 @@ absl::StatusOr<HealthStatus> CheckHealth(grpc::Channel* channel, const std::stri
                    done.Notify();
                  });
   done.WaitForNotification();
-  if (!call_status.ok()) return FromGrpc(call_status);
+  RETURN_IF_ERROR(FromGrpcStatus(call_status));
   SharedBytes bytes = Contiguous(&response_bytes);
   absl::string_view in = bytes.view();
   // An empty message is status 0 (UNKNOWN); otherwise expect field 1 varint.
@@ -188,9 +186,8 @@ absl::StatusOr<RankReply> RankClient::Rank(const rank::v1::RankRequest& request,
   const Clock::time_point t0 = Clock::now();
   grpc::ByteBuffer request_bytes;
   bool own = false;
-  grpc::Status ser = grpc::SerializationTraits<rank::v1::RankRequest>::Serialize(
-      request, &request_bytes, &own);
-  if (!ser.ok()) return FromGrpc(ser);
+  RETURN_IF_ERROR(FromGrpcStatus(grpc::SerializationTraits<rank::v1::RankRequest>::Serialize(
+      request, &request_bytes, &own)));
   const Clock::time_point t1 = Clock::now();
   timings.request_serialize_us = Micros(t0, t1);
 
@@ -207,38 +204,36 @@ absl::StatusOr<RankReply> RankClient::Rank(const rank::v1::RankRequest& request,
   done.WaitForNotification();
   const Clock::time_point t2 = Clock::now();
   timings.call_us = Micros(t1, t2);
-  if (!call_status.ok()) return FromGrpc(call_status);
+  RETURN_IF_ERROR(FromGrpcStatus(call_status));
 
   SharedBytes bytes = Contiguous(&response_bytes);
-  absl::StatusOr<Envelope> envelope = ParseEnvelope(bytes);
-  if (!envelope.ok()) return envelope.status();
+  ASSIGN_OR_RETURN(Envelope envelope, ParseEnvelope(bytes));
   const Clock::time_point t3 = Clock::now();
   timings.envelope_us = Micros(t2, t3);
-  if (!envelope->has_body) {
+  if (!envelope.has_body) {
     return absl::DataLossError("response carries no body");
   }
-  const std::string& codec_name = envelope->header.codec();
+  const std::string& codec_name = envelope.header.codec();
   const Codec* codec = codecs_->Find(codec_name);
   if (codec == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat(
         "server answered with codec \"", codec_name, "\" which this client does not have"));
   }
-  if (codec->body_kind() != envelope->body_kind) {
+  if (codec->body_kind() != envelope.body_kind) {
     return absl::DataLossError(absl::StrCat("codec \"", codec_name,
                                             "\" body arrived in the wrong envelope field"));
   }
-  const size_t body_bytes = envelope->body.size();
-  absl::StatusOr<std::unique_ptr<ResultView>> view = codec->Open(envelope->body);
-  if (!view.ok()) return view.status();
+  const size_t body_bytes = envelope.body.size();
+  ASSIGN_OR_RETURN(std::unique_ptr<ResultView> view, codec->Open(envelope.body));
   // A protobuf body cut at a field boundary still parses; the header's
   // count is what tells.
-  if ((*view)->size() != envelope->header.item_count()) {
+  if (view->size() != envelope.header.item_count()) {
     return absl::DataLossError(absl::StrCat("the response header announces ",
-                                            envelope->header.item_count(),
-                                            " items, the body holds ", (*view)->size()));
+                                            envelope.header.item_count(),
+                                            " items, the body holds ", view->size()));
   }
   timings.open_us = Micros(t3, Clock::now());
-  return RankReply(std::move(envelope->header), *std::move(view), bytes.size(), body_bytes,
+  return RankReply(std::move(envelope.header), std::move(view), bytes.size(), body_bytes,
                    timings, CallInfoOf(context));
 }
 
@@ -251,8 +246,7 @@ absl::StatusOr<std::vector<ItemLogResult>> RankClient::FetchLogs(
   rank::v1::FetchLogsResponse response;
   grpc::ClientContext context;
   SetDeadline(&context, options);
-  grpc::Status s = logs_->FetchLogs(&context, request, &response);
-  if (!s.ok()) return FromGrpc(s);
+  RETURN_IF_ERROR(FromGrpcStatus(logs_->FetchLogs(&context, request, &response)));
   std::vector<ItemLogResult> out;
   out.reserve(response.logs_size());
   for (const rank::v1::ItemLogEntry& e : response.logs()) {

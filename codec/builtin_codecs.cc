@@ -1,36 +1,34 @@
 #include "codec/builtin_codecs.h"
 
 #include <memory>
+#include <string>
 
+#include "absl/strings/str_join.h"
+
+#include "base/status_macros.h"
 #include "codec/protobuf_codec.h"
 #include "codec/rankbin/rankbin_codec.h"
 
 namespace rankwire {
 
 absl::StatusOr<CodecRegistry> MakeBuiltinCodecs(const BuiltinCodecOptions& options) {
-  rankbin::ReaderOptions reader;
-  reader.max_decoded_bytes = options.max_decoded_bytes;
-  reader.max_materialized_bytes = options.max_materialized_bytes;
-  rankbin::WriterOptions plain;
-  plain.block_items = options.block_items;
-  rankbin::WriterOptions zstd = plain;
-  zstd.compress_values = options.zstd_values;
-  zstd.compress_logs = options.zstd_logs;
-  zstd.zstd_level = options.zstd_level;
-  zstd.min_saving = options.zstd_min_saving;
+  rankbin::WriterOptions plain = options.writer;
+  plain.compress_values = false;
+  plain.compress_logs = false;
 
   CodecRegistry registry;
-  absl::Status s = registry.Register(std::make_unique<ProtobufCodec>());
-  if (s.ok()) {
-    s = registry.Register(std::make_unique<RankbinCodec>(std::string(kRankbinCodecName), plain,
-                                                         reader));
-  }
-  if (s.ok()) {
-    s = registry.Register(std::make_unique<RankbinCodec>(std::string(kRankbinZstdCodecName),
-                                                         zstd, reader));
-  }
-  if (!s.ok()) return s;
+  RETURN_IF_ERROR(registry.Register(std::make_unique<ProtobufCodec>()));
+  RETURN_IF_ERROR(registry.Register(
+      std::make_unique<RankbinCodec>(std::string(kRankbinCodecName), plain, options.reader)));
+  RETURN_IF_ERROR(registry.Register(std::make_unique<RankbinCodec>(
+      std::string(kRankbinZstdCodecName), options.writer, options.reader)));
   return registry;
+}
+
+std::string BuiltinCodecNames() {
+  absl::StatusOr<CodecRegistry> registry = MakeBuiltinCodecs({});
+  if (!registry.ok()) return registry.status().ToString();
+  return absl::StrJoin(registry->Names(), ", ");
 }
 
 }  // namespace rankwire

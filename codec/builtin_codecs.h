@@ -5,33 +5,38 @@
 #ifndef RANKWIRE_CODEC_BUILTIN_CODECS_H_
 #define RANKWIRE_CODEC_BUILTIN_CODECS_H_
 
-#include <cstdint>
+#include <string>
 
 #include "absl/status/statusor.h"
+#include "codec/rankbin/reader.h"
+#include "codec/rankbin/writer.h"
 #include "codec/registry.h"
 
 namespace rankwire {
 
 struct BuiltinCodecOptions {
-  // Items per rankbin block (the unit of lazy decompression). 16 keeps a
-  // top-10 read inside one block (BENCHMARKS.md, compression study).
-  uint32_t block_items = 16;
-  // rankbin-zstd: zstd level and which columns are compressed. Metric values
-  // never compress below 97.7 % of raw (floats), so only logs are
-  // compressed by default; level 1 is the best size for its speed here.
-  int zstd_level = 1;
-  bool zstd_values = false;
-  bool zstd_logs = true;
-  // A compressed block is kept only if it saves at least this fraction.
-  double zstd_min_saving = 0.10;
-  // Readers: most bytes one payload's compressed blocks may decode to, and
-  // most bytes Materialize() may build from one payload.
-  uint64_t max_decoded_bytes = uint64_t{256} << 20;
-  uint64_t max_materialized_bytes = uint64_t{256} << 20;
+  // How "rankbin-zstd" writes: block size (the unit of lazy decompression;
+  // 16 keeps a top-10 read inside one block, BENCHMARKS.md), zstd level and
+  // which columns are compressed. Metric values never compress below 97.7 %
+  // of raw (floats), so only logs are compressed by default.
+  // "rankbin" writes the same way with compression off.
+  rankbin::WriterOptions writer = DefaultWriterOptions();
+  // Both rankbin codecs read with these caps.
+  rankbin::ReaderOptions reader;
+
+  static rankbin::WriterOptions DefaultWriterOptions() {
+    rankbin::WriterOptions w;
+    w.compress_logs = true;
+    return w;
+  }
 };
 
 // "protobuf" (the baseline), "rankbin" and "rankbin-zstd", in that order.
 absl::StatusOr<CodecRegistry> MakeBuiltinCodecs(const BuiltinCodecOptions& options);
+
+// The built-in codecs' names, comma-separated, from the registry itself:
+// what the binaries' --codec help lists, so it cannot go stale.
+std::string BuiltinCodecNames();
 
 }  // namespace rankwire
 

@@ -1,6 +1,7 @@
 #include "codec/codec.h"
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 
 namespace rankwire {
 
@@ -15,6 +16,20 @@ std::optional<double> MetricRef::AsDouble() const {
       return std::nullopt;
   }
   return std::nullopt;
+}
+
+MetricRef MetricRef::Of(const MetricValue& v) {
+  switch (v.type()) {
+    case MetricType::kInt:
+      return Int(v.int_value());
+    case MetricType::kFloat:
+      return Float(v.float_value());
+    case MetricType::kDouble:
+      return Double(v.double_value());
+    case MetricType::kString:
+      break;
+  }
+  return String(v.string_value());
 }
 
 MetricValue MetricRef::ToValue() const {
@@ -53,27 +68,23 @@ absl::StatusOr<std::vector<ItemRef>> ResultView::TopN(size_t n) const {
   size_t count = std::min(n, size());
   out.reserve(count);
   for (size_t i = 0; i < count; ++i) {
-    absl::StatusOr<ItemRef> item = Item(i);
-    if (!item.ok()) return item.status();
-    out.push_back(*item);
+    ASSIGN_OR_RETURN(ItemRef item, Item(i));
+    out.push_back(item);
   }
   return out;
 }
 
 absl::StatusOr<RankedItem> ResultView::MaterializeItem(size_t i) const {
-  absl::StatusOr<ItemRef> ref = Item(i);
-  if (!ref.ok()) return ref.status();
+  ASSIGN_OR_RETURN(ItemRef ref, Item(i));
   RankedItem item;
-  item.item_id = std::string(ref->id());
-  item.score = ref->score();
-  item.position = ref->position();
-  absl::Status s = ForEachMetric(i, [&](uint32_t key, const MetricRef& v) {
+  item.item_id = std::string(ref.id());
+  item.score = ref.score();
+  item.position = ref.position();
+  RETURN_IF_ERROR(ForEachMetric(i, [&](uint32_t key, const MetricRef& v) {
     item.metrics.push_back(MetricEntry{key, v.ToValue()});
-  });
-  if (!s.ok()) return s;
-  absl::StatusOr<absl::string_view> log = Log(i);
-  if (!log.ok()) return log.status();
-  item.log = std::string(*log);
+  }));
+  ASSIGN_OR_RETURN(absl::string_view log, Log(i));
+  item.log = std::string(log);
   return item;
 }
 
@@ -83,17 +94,15 @@ absl::StatusOr<RankResult> ResultView::Materialize() const {
   result.keys.assign(k.begin(), k.end());
   result.items.reserve(size());
   for (size_t i = 0; i < size(); ++i) {
-    absl::StatusOr<RankedItem> item = MaterializeItem(i);
-    if (!item.ok()) return item.status();
-    result.items.push_back(*std::move(item));
+    ASSIGN_OR_RETURN(RankedItem item, MaterializeItem(i));
+    result.items.push_back(std::move(item));
   }
   return result;
 }
 
 absl::StatusOr<RankResult> Codec::Decode(SharedBytes bytes) const {
-  absl::StatusOr<std::unique_ptr<ResultView>> view = Open(std::move(bytes));
-  if (!view.ok()) return view.status();
-  return (*view)->Materialize();
+  ASSIGN_OR_RETURN(std::unique_ptr<ResultView> view, Open(std::move(bytes)));
+  return view->Materialize();
 }
 
 }  // namespace rankwire

@@ -8,7 +8,7 @@
 // shows ten of five hundred items pays for ten. Materialize() decodes all.
 //
 // Example:
-//   absl::StatusOr<OwnedBuffer> bytes = codec.Encode(result, {});
+//   absl::StatusOr<OwnedBuffer> bytes = codec.Encode(result);
 //   auto view = codec.Open(SharedBytes::FromBuffer(*std::move(bytes)));
 //   for (const ItemRef& item : *(*view)->TopN(10)) {
 //     auto ctr = item.Metric("score.ctr");  // StatusOr<optional<MetricRef>>
@@ -22,6 +22,29 @@
 // Thread safety: a Codec is immutable after construction and safe to share.
 // A ResultView and its ItemRefs may be read from many threads; views fill
 // internal caches (decompressed blocks) under their own synchronization.
+//
+// Adding a codec takes three steps (brpc's protocol.h lists its own the
+// same way):
+//
+//   1. Write it: codec/<name>/<name>_codec.{h,cc}, a Codec subclass with
+//      name(), format_version(), body_kind() (codec/envelope.h), Encode and
+//      Open, and a ResultView that decodes what is read. Read and write bytes
+//      with codec/coding.h and compress with codec/compression.h: no private
+//      varints, bounds checks or zstd calls.
+//   2. Register it: one line in MakeBuiltinCodecs (codec/builtin_codecs.cc),
+//        RETURN_IF_ERROR(registry.Register(std::make_unique<MyCodec>()));
+//   3. Build it: one line in rankwire_codec's source list in
+//      codec/CMakeLists.txt,
+//        <name>/<name>_codec.cc
+//
+// Nothing else names codecs. The server negotiates the new codec and lists
+// it in --codec's help, the client decodes it, and the conformance suite
+// (tests/unit/codec_conformance_test.cc) and the codec fuzzer
+// (tests/fuzz/codec_fuzzer.cc) run it. Its fuzz seeds are generated:
+// `rankwire_fuzz_seeds tests/fuzz/corpus` writes them (the ctest
+// fuzz.seeds_current fails until it has). tests/codecs/identity_codec.* is
+// a worked example, registered as a test fixture in
+// tests/codecs/codecs_under_test.cc instead of step 2.
 #ifndef RANKWIRE_CODEC_CODEC_H_
 #define RANKWIRE_CODEC_CODEC_H_
 
@@ -37,6 +60,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "codec/buffer.h"
+#include "codec/envelope.h"
 #include "codec/rank_result.h"
 
 namespace rankwire {
@@ -51,6 +75,8 @@ class MetricRef {
   static MetricRef String(absl::string_view v) {
     return MetricRef(MetricType::kString, 0, 0, v);
   }
+  // A view of a model value; a string refers to `v`'s bytes.
+  static MetricRef Of(const MetricValue& v);
 
   MetricType type() const { return type_; }
   int64_t int_value() const { return i_; }
@@ -127,18 +153,6 @@ class ResultView {
   virtual absl::StatusOr<RankResult> Materialize() const;
 };
 
-// What the caller knows that may help an encoder.
-struct EncodeOptions {
-  // How many items the caller will show; 0 if unknown.
-  uint32_t top_n = 0;
-};
-
-// Which field of rank.v1.RankResponse carries the encoded bytes.
-enum class BodyKind {
-  kProtobufResult,  // `RankResult result = 2` (the bytes are that message).
-  kOpaquePayload,   // `bytes payload = 3`.
-};
-
 class Codec {
  public:
   virtual ~Codec() = default;
@@ -146,12 +160,12 @@ class Codec {
   // The name on the wire and in flags: "protobuf", "rankbin", ...
   virtual absl::string_view name() const = 0;
   virtual uint32_t format_version() const = 0;
+  // Which RankResponse field carries this codec's bytes (codec/envelope.h).
   virtual BodyKind body_kind() const = 0;
 
   // InvalidArgument if `result` breaks ValidateResult's invariants or the
   // format's limits.
-  virtual absl::StatusOr<OwnedBuffer> Encode(const RankResult& result,
-                                             const EncodeOptions& options) const = 0;
+  virtual absl::StatusOr<OwnedBuffer> Encode(const RankResult& result) const = 0;
   virtual absl::StatusOr<std::unique_ptr<ResultView>> Open(
       SharedBytes bytes) const = 0;
 

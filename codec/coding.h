@@ -182,24 +182,8 @@ class Reader {
     }
     return static_cast<uint8_t>(*p_++);
   }
-  uint32_t Fixed32(const char* what) {
-    if (ABSL_PREDICT_FALSE(end_ - p_ < 4)) {
-      Truncated(what, "fixed32");
-      return 0;
-    }
-    uint32_t v = DecodeFixed32(p_);
-    p_ += 4;
-    return v;
-  }
-  uint64_t Fixed64(const char* what) {
-    if (ABSL_PREDICT_FALSE(end_ - p_ < 8)) {
-      Truncated(what, "fixed64");
-      return 0;
-    }
-    uint64_t v = DecodeFixed64(p_);
-    p_ += 8;
-    return v;
-  }
+  uint32_t Fixed32(const char* what) { return Fixed<uint32_t>(what, "fixed32"); }
+  uint64_t Fixed64(const char* what) { return Fixed<uint64_t>(what, "fixed64"); }
   float Float(const char* what) {
     uint32_t bits = Fixed32(what);
     float v;
@@ -263,6 +247,19 @@ class Reader {
  private:
   uint64_t SlowVarint64(const char* what);
   void Truncated(const char* what, const char* kind);
+  // A little-endian unsigned T (uint32_t or uint64_t), or 0 after
+  // Truncated(what, kind).
+  template <typename T>
+  T Fixed(const char* what, const char* kind) {
+    if (ABSL_PREDICT_FALSE(end_ - p_ < static_cast<ptrdiff_t>(sizeof(T)))) {
+      Truncated(what, kind);
+      return 0;
+    }
+    T v;
+    std::memcpy(&v, p_, sizeof(T));  // As DecodeFixed32/64: little-endian hosts.
+    p_ += sizeof(T);
+    return v;
+  }
 
   const char* begin_;
   const char* p_;

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 
 namespace rankwire::compression {
 namespace {
@@ -62,9 +63,8 @@ absl::StatusOr<size_t> ZstdCompressInto(absl::string_view src, int level,
 
 absl::StatusOr<std::string> ZstdCompress(absl::string_view src, int level) {
   std::string out(ZstdBound(src.size()), '\0');
-  absl::StatusOr<size_t> n = ZstdCompressInto(src, level, out.data(), out.size());
-  if (!n.ok()) return n.status();
-  out.resize(*n);
+  ASSIGN_OR_RETURN(size_t n, ZstdCompressInto(src, level, out.data(), out.size()));
+  out.resize(n);
   return out;
 }
 

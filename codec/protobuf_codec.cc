@@ -9,6 +9,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 
 namespace rankwire {
 namespace {
@@ -48,20 +49,6 @@ absl::Status CheckEntry(const RankResult& result, size_t item,
   return absl::OkStatus();
 }
 
-MetricRef RefOf(const MetricValue& v) {
-  switch (v.type()) {
-    case MetricType::kInt:
-      return MetricRef::Int(v.int_value());
-    case MetricType::kFloat:
-      return MetricRef::Float(v.float_value());
-    case MetricType::kDouble:
-      return MetricRef::Double(v.double_value());
-    case MetricType::kString:
-      return MetricRef::String(v.string_value());
-  }
-  return MetricRef::Int(0);
-}
-
 absl::Status BadText(absl::string_view key, size_t item, MetricType type,
                      absl::string_view text) {
   return absl::DataLossError(absl::StrCat(
@@ -77,8 +64,7 @@ class ProtobufResultView final : public ResultView {
       std::unique_ptr<ProtoResult> message) {
     auto view = std::unique_ptr<ProtobufResultView>(
         new ProtobufResultView(std::move(message)));
-    absl::Status s = view->BuildKeys();
-    if (!s.ok()) return s;
+    RETURN_IF_ERROR(view->BuildKeys());
     return view;
   }
 
@@ -236,9 +222,9 @@ absl::Status ToProto(const RankResult& result, ProtoResult* out) {
     p->set_position(item.position);
     auto* metrics = p->mutable_metrics();
     for (const MetricEntry& e : item.metrics) {
-      if (absl::Status s = CheckEntry(result, i, e); !s.ok()) return s;
+      RETURN_IF_ERROR(CheckEntry(result, i, e));
       text.clear();
-      AppendMetricText(RefOf(e.value), &text);
+      AppendMetricText(MetricRef::Of(e.value), &text);
       size_t before = metrics->size();
       std::string& slot = (*metrics)[result.keys[e.key].name];
       if (metrics->size() == before) {
@@ -255,16 +241,14 @@ absl::Status ToProto(const RankResult& result, ProtoResult* out) {
 
 absl::StatusOr<RankResult> FromProto(const ProtoResult& message) {
   auto copy = std::make_unique<ProtoResult>(message);
-  absl::StatusOr<std::unique_ptr<ProtobufResultView>> view =
-      ProtobufResultView::Make(std::move(copy));
-  if (!view.ok()) return view.status();
-  return (*view)->Materialize();
+  ASSIGN_OR_RETURN(std::unique_ptr<ProtobufResultView> view,
+      ProtobufResultView::Make(std::move(copy)));
+  return view->Materialize();
 }
 
-absl::StatusOr<OwnedBuffer> ProtobufCodec::Encode(
-    const RankResult& result, const EncodeOptions& /*options*/) const {
+absl::StatusOr<OwnedBuffer> ProtobufCodec::Encode(const RankResult& result) const {
   ProtoResult message;
-  if (absl::Status s = ToProto(result, &message); !s.ok()) return s;
+  RETURN_IF_ERROR(ToProto(result, &message));
   size_t size = message.ByteSizeLong();
   if (size > INT_MAX) {
     return absl::ResourceExhaustedError(
@@ -288,10 +272,9 @@ absl::StatusOr<std::unique_ptr<ResultView>> ProtobufCodec::Open(
     return absl::DataLossError(absl::StrCat(
         "protobuf: ", bytes.size(), " bytes do not parse as rank.v1.RankResult"));
   }
-  absl::StatusOr<std::unique_ptr<ProtobufResultView>> view =
-      ProtobufResultView::Make(std::move(message));
-  if (!view.ok()) return view.status();
-  return std::unique_ptr<ResultView>(*std::move(view));
+  ASSIGN_OR_RETURN(std::unique_ptr<ProtobufResultView> view,
+      ProtobufResultView::Make(std::move(message)));
+  return std::unique_ptr<ResultView>(std::move(view));
 }
 
 }  // namespace rankwire

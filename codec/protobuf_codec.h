@@ -29,8 +29,7 @@ class ProtobufCodec final : public Codec {
   uint32_t format_version() const override { return 1; }
   BodyKind body_kind() const override { return BodyKind::kProtobufResult; }
 
-  absl::StatusOr<OwnedBuffer> Encode(const RankResult& result,
-                                     const EncodeOptions& options) const override;
+  absl::StatusOr<OwnedBuffer> Encode(const RankResult& result) const override;
   absl::StatusOr<std::unique_ptr<ResultView>> Open(
       SharedBytes bytes) const override;
 };

@@ -2,7 +2,7 @@
 // main() (or a test) and passed to whoever needs it; there is no global
 // registry and no registration in static initializers.
 //
-// Example:
+// Example (RETURN_IF_ERROR is base/status_macros.h's):
 //   CodecRegistry registry;
 //   RETURN_IF_ERROR(registry.Register(std::make_unique<ProtobufCodec>()));
 //   const Codec* codec = registry.Find("protobuf");

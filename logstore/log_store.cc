@@ -3,6 +3,7 @@
 #include <memory>
 #include <utility>
 
+#include "base/status_macros.h"
 #include "logstore/async_log_consumer.h"
 #include "logstore/memory_log_store.h"
 #include "logstore/redis_log_reader.h"
@@ -17,16 +18,13 @@ absl::StatusOr<LogStore> OpenLogStore(const LogStoreConfig& config) {
     case LogStoreConfig::Backend::kRedis: {
       // Both are checked before the writer thread starts, so a bad config
       // fails here and not in a background log line.
-      absl::StatusOr<std::unique_ptr<RedisLogReader>> reader = RedisLogReader::Create(config);
-      if (!reader.ok()) return reader.status();
-      absl::StatusOr<std::unique_ptr<RedisLogSink>> sink = RedisLogSink::Create(config);
-      if (!sink.ok()) return sink.status();
-      absl::StatusOr<std::unique_ptr<AsyncLogConsumer>> consumer =
-          AsyncLogConsumer::Create(config, *std::move(sink));
-      if (!consumer.ok()) return consumer.status();
+      ASSIGN_OR_RETURN(std::unique_ptr<RedisLogReader> reader, RedisLogReader::Create(config));
+      ASSIGN_OR_RETURN(std::unique_ptr<RedisLogSink> sink, RedisLogSink::Create(config));
+      ASSIGN_OR_RETURN(std::unique_ptr<AsyncLogConsumer> consumer,
+          AsyncLogConsumer::Create(config, std::move(sink)));
       LogStore store;
-      store.consumer = *std::move(consumer);
-      store.reader = *std::move(reader);
+      store.consumer = std::move(consumer);
+      store.reader = std::move(reader);
       return store;
     }
   }
@@ -35,9 +33,8 @@ absl::StatusOr<LogStore> OpenLogStore(const LogStoreConfig& config) {
 
 absl::StatusOr<std::unique_ptr<LogReader>> OpenRedisLogReader(
     const LogStoreConfig& config) {
-  absl::StatusOr<std::unique_ptr<RedisLogReader>> reader = RedisLogReader::Create(config);
-  if (!reader.ok()) return reader.status();
-  return std::unique_ptr<LogReader>(*std::move(reader));
+  ASSIGN_OR_RETURN(std::unique_ptr<RedisLogReader> reader, RedisLogReader::Create(config));
+  return std::unique_ptr<LogReader>(std::move(reader));
 }
 
 }  // namespace rankwire::logstore

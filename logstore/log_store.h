@@ -86,7 +86,9 @@ struct LogStats {
   bool store_up = false;
 };
 
-// IFutureConsumer<RequestLogs>.
+// Takes a request's logs off the ranking path: Consume queues them and
+// returns at once; a writer thread stores them. The future says what became
+// of them (stored or dropped, and why).
 class LogConsumer {
  public:
   virtual ~LogConsumer() = default;

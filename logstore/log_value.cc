@@ -42,4 +42,13 @@ absl::StatusOr<std::string> DecodeLogValue(absl::string_view value,
   }
 }
 
+absl::StatusOr<std::string> DecodeItemLog(absl::string_view value, absl::string_view request_id,
+                                          absl::string_view item_id) {
+  absl::StatusOr<std::string> text = DecodeLogValue(value);
+  if (text.ok()) return text;
+  return absl::Status(text.status().code(),
+                      absl::StrCat("log of item '", item_id, "' of request '", request_id,
+                                   "': ", text.status().message()));
+}
+
 }  // namespace rankwire::logstore

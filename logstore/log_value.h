@@ -43,6 +43,11 @@ void EncodeLogValue(bool compress, int level, std::string* value);
 absl::StatusOr<std::string> DecodeLogValue(
     absl::string_view value, size_t max_text_bytes = kMaxLogTextBytes);
 
+// DecodeLogValue for a log readers return, its error naming the item and
+// the request (what the readers' callers need to find it).
+absl::StatusOr<std::string> DecodeItemLog(absl::string_view value, absl::string_view request_id,
+                                          absl::string_view item_id);
+
 }  // namespace rankwire::logstore
 
 #endif  // RANKWIRE_LOGSTORE_LOG_VALUE_H_

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "logstore/async_log_consumer.h"
 #include "logstore/log_value.h"
 
@@ -93,13 +94,7 @@ absl::StatusOr<std::vector<std::optional<std::string>>> MemoryLogReader::Fetch(
       table_->Get(absl::StrCat(key_prefix_, request_id), item_ids);
   for (size_t i = 0; i < values.size(); ++i) {
     if (!values[i].has_value()) continue;
-    absl::StatusOr<std::string> text = DecodeLogValue(*values[i]);
-    if (!text.ok()) {
-      return absl::Status(text.status().code(),
-                          absl::StrCat("log of item '", item_ids[i], "' of request '",
-                                       request_id, "': ", text.status().message()));
-    }
-    values[i] = *std::move(text);
+    ASSIGN_OR_RETURN(values[i], DecodeItemLog(*values[i], request_id, item_ids[i]));
   }
   return values;
 }
@@ -107,11 +102,10 @@ absl::StatusOr<std::vector<std::optional<std::string>>> MemoryLogReader::Fetch(
 absl::StatusOr<LogStore> OpenMemoryLogStore(const LogStoreConfig& config,
                                             std::shared_ptr<MemoryLogTable> table) {
   if (table == nullptr) return absl::InvalidArgumentError("memory log table is null");
-  absl::StatusOr<std::unique_ptr<AsyncLogConsumer>> consumer =
-      AsyncLogConsumer::Create(config, std::make_unique<MemoryLogSink>(table));
-  if (!consumer.ok()) return consumer.status();
+  ASSIGN_OR_RETURN(std::unique_ptr<AsyncLogConsumer> consumer,
+      AsyncLogConsumer::Create(config, std::make_unique<MemoryLogSink>(table)));
   LogStore store;
-  store.consumer = *std::move(consumer);
+  store.consumer = std::move(consumer);
   store.reader = std::make_unique<MemoryLogReader>(std::move(table), config.key_prefix);
   return store;
 }

@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 
 namespace rankwire::logstore {
 namespace {
@@ -49,14 +50,13 @@ absl::StatusOr<RedisAddress> ParseRedisAddress(absl::string_view host_port) {
 }
 
 absl::StatusOr<RedisConnectOptions> ConnectOptionsFrom(const LogStoreConfig& config) {
-  absl::StatusOr<RedisAddress> address = ParseRedisAddress(config.redis_addr);
-  if (!address.ok()) return address.status();
+  ASSIGN_OR_RETURN(RedisAddress address, ParseRedisAddress(config.redis_addr));
   if (config.connect_timeout <= absl::ZeroDuration() ||
       config.io_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("redis connect and I/O timeouts must be positive");
   }
   RedisConnectOptions options;
-  options.address = *std::move(address);
+  options.address = std::move(address);
   options.password = config.redis_password;
   options.connect_timeout = config.connect_timeout;
   options.io_timeout = config.io_timeout;

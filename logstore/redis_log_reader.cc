@@ -5,15 +5,15 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "logstore/log_value.h"
 
 namespace rankwire::logstore {
 
 absl::StatusOr<std::unique_ptr<RedisLogReader>> RedisLogReader::Create(
     const LogStoreConfig& config) {
-  absl::StatusOr<RedisConnectOptions> options = ConnectOptionsFrom(config);
-  if (!options.ok()) return options.status();
-  return std::make_unique<RedisLogReader>(*std::move(options), config.key_prefix);
+  ASSIGN_OR_RETURN(RedisConnectOptions options, ConnectOptionsFrom(config));
+  return std::make_unique<RedisLogReader>(std::move(options), config.key_prefix);
 }
 
 absl::StatusOr<std::vector<std::optional<std::string>>> RedisLogReader::Fetch(
@@ -44,9 +44,8 @@ absl::StatusOr<std::vector<std::optional<std::string>>> RedisLogReader::Fetch(
     for (int attempt = 0; attempt < 2 && reply == nullptr; ++attempt) {
       const bool fresh = !connection_.has_value();
       if (fresh) {
-        absl::StatusOr<RedisConnection> connection = RedisConnection::Connect(options_);
-        if (!connection.ok()) return connection.status();
-        connection_.emplace(*std::move(connection));
+        ASSIGN_OR_RETURN(RedisConnection connection, RedisConnection::Connect(options_));
+        connection_.emplace(std::move(connection));
       }
       reply.reset(static_cast<redisReply*>(redisCommandArgv(
           connection_->get(), static_cast<int>(argv.size()), argv.data(), argv_len.data())));
@@ -74,14 +73,8 @@ absl::StatusOr<std::vector<std::optional<std::string>>> RedisLogReader::Fetch(
       return absl::InternalError(absl::StrCat("redis: HMGET value of item '", item_ids[i],
                                               "' is not a string"));
     }
-    absl::StatusOr<std::string> text =
-        DecodeLogValue(absl::string_view(element.str, element.len));
-    if (!text.ok()) {
-      return absl::Status(text.status().code(),
-                          absl::StrCat("log of item '", item_ids[i], "' of request '",
-                                       request_id, "': ", text.status().message()));
-    }
-    values[i] = *std::move(text);
+    ASSIGN_OR_RETURN(values[i], DecodeItemLog(absl::string_view(element.str, element.len),
+                                              request_id, item_ids[i]));
   }
   return values;
 }

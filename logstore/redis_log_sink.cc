@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "base/status_macros.h"
 
 namespace rankwire::logstore {
 namespace {
@@ -53,15 +54,14 @@ absl::Status ExecOutcome(const redisReply& exec, absl::string_view address) {
 
 absl::StatusOr<std::unique_ptr<RedisLogSink>> RedisLogSink::Create(
     const LogStoreConfig& config) {
-  absl::StatusOr<RedisConnectOptions> connect = ConnectOptionsFrom(config);
-  if (!connect.ok()) return connect.status();
+  ASSIGN_OR_RETURN(RedisConnectOptions connect, ConnectOptionsFrom(config));
   if (config.reconnect_backoff_min <= absl::ZeroDuration() ||
       config.reconnect_backoff_max < config.reconnect_backoff_min) {
     return absl::InvalidArgumentError(
         "reconnect backoff must satisfy 0 < backoff_min <= backoff_max");
   }
   RedisSinkOptions options;
-  options.connect = *std::move(connect);
+  options.connect = std::move(connect);
   options.backoff_min = config.reconnect_backoff_min;
   options.backoff_max = config.reconnect_backoff_max;
   return std::make_unique<RedisLogSink>(std::move(options));

@@ -9,7 +9,8 @@
 #
 # Environment:
 #   FUZZ_SECONDS    seconds per target (default 60)
-#   FUZZ_TARGETS    targets to run (default: all three)
+#   FUZZ_TARGETS    targets to run (default: every target tests/fuzz/CMakeLists.txt
+#                   lists, read from the build's tests/fuzz/targets.txt)
 #   FUZZ_BUILD_DIR  build directory (default build-fuzz)
 #   FUZZ_JOBS       build parallelism (default nproc)
 #   FUZZ_KEEP_CORPUS=DIR  keep the grown corpora in DIR/<target>
@@ -20,7 +21,6 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${FUZZ_BUILD_DIR:-$root/build-fuzz}
 seconds=${FUZZ_SECONDS:-60}
 jobs=${FUZZ_JOBS:-$(nproc)}
-read -r -a targets <<<"${FUZZ_TARGETS:-rankbin_reader protobuf_codec envelope}"
 
 for tool in clang-14 clang++-14 llvm-symbolizer-14; do
   command -v "$tool" >/dev/null || { echo "fuzz.sh: $tool not found (apt-get install clang-14 libclang-rt-14-dev llvm-14)" >&2; exit 1; }
@@ -34,6 +34,8 @@ CC=clang-14 CXX=clang++-14 cmake -S "$root" -B "$build" \
   -DRANKWIRE_BUILD_TESTS=OFF \
   -DRANKWIRE_BUILD_BENCHMARKS=OFF >"$build/configure.log" 2>&1 ||
   { cat "$build/configure.log" >&2; exit 1; }
+# CMake writes its target list as a ;-separated list.
+read -r -a targets <<<"${FUZZ_TARGETS:-$(tr ';' ' ' <"$build/tests/fuzz/targets.txt")}"
 cmake --build "$build" --parallel "$jobs" --target "${targets[@]/%/_fuzzer}"
 
 work=$(mktemp -d)

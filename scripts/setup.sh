@@ -52,7 +52,10 @@ if command -v ccache >/dev/null; then
   export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
   LAUNCHER=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
-cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" "${LAUNCHER[@]}" ${CMAKE_ARGS:-} >/dev/null
+# Tests and benchmarks are options (a plain configure builds the product
+# only); this script installs what they need, so it turns them on.
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" "${LAUNCHER[@]}" \
+  -DRANKWIRE_BUILD_TESTS=ON -DRANKWIRE_BUILD_BENCHMARKS=ON ${CMAKE_ARGS:-} >/dev/null
 if (($#)); then
   cmake --build "$BUILD_DIR" -j "$(nproc)" --target "$@"
 else

@@ -2,15 +2,19 @@
 # The whole test suite, from a fresh machine: installs and builds (setup.sh),
 # runs every ctest test (unit, codec conformance, fuzz-corpus replay, log
 # store against a real redis-server, integration against the real server,
-# Python interop, the fleet on loopback), builds and smoke-tests the
-# container image (scripts/container.sh; CONTAINER=0 skips it), then runs
-# each fuzzer under ASan/UBSan for FUZZ_SECONDS (default 60; 0 skips fuzzing).
+# Python interop, the fleet on loopback), builds the libraries with clang's
+# -Wthread-safety -Werror (scripts/clang_thread_safety.sh), builds and
+# smoke-tests the container image (scripts/container.sh; CONTAINER=0 skips
+# it), then runs each fuzzer under ASan/UBSan for FUZZ_SECONDS (default 60;
+# 0 skips fuzzing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/setup.sh
 BUILD_DIR=${BUILD_DIR:-build}
 (cd "$BUILD_DIR" && ctest --output-on-failure -j "$(nproc)" --timeout 300)
+
+scripts/clang_thread_safety.sh
 
 # The container image: built from deploy/Dockerfile with buildah and
 # smoke-tested (scripts/container.sh). A machine that refuses buildah fails

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "base/status_macros.h"
 
 namespace rankwire::server {
 namespace {
@@ -24,26 +25,49 @@ uint64_t StableHash(absl::string_view s) {
   return h;
 }
 
-class LineParser {
+// One line of a model file, split into tokens, with its position for
+// errors.
+class Line {
  public:
-  LineParser(absl::string_view source, int line) : source_(source), line_(line) {}
+  Line(absl::string_view source, int number, std::vector<absl::string_view> tokens)
+      : source_(source), number_(number), t_(std::move(tokens)) {}
+
+  absl::string_view directive() const { return t_[0]; }
+  absl::string_view operator[](size_t i) const { return t_[i]; }
+  size_t size() const { return t_.size(); }
 
   absl::Status Error(absl::string_view problem) const {
-    return absl::InvalidArgumentError(
-        absl::StrCat(source_, ":", line_, ": ", problem));
+    return absl::InvalidArgumentError(absl::StrCat(source_, ":", number_, ": ", problem));
   }
-  absl::StatusOr<double> Number(absl::string_view token) const {
+  // InvalidArgument unless the directive has exactly `n - 1` arguments.
+  absl::Status Want(size_t n) const {
+    if (t_.size() == n) return absl::OkStatus();
+    return Error(absl::StrCat("\"", directive(), "\" takes ", n - 1, " arguments, got ",
+                              t_.size() - 1));
+  }
+  absl::StatusOr<double> Number(size_t i) const {
     double v;
-    if (!absl::SimpleAtod(token, &v) || !std::isfinite(v)) {
-      return Error(absl::StrCat("\"", token, "\" is not a finite number"));
+    if (!absl::SimpleAtod(t_[i], &v) || !std::isfinite(v)) {
+      return Error(absl::StrCat("\"", t_[i], "\" is not a finite number"));
     }
     return v;
   }
 
  private:
   absl::string_view source_;
-  int line_;
+  int number_;
+  std::vector<absl::string_view> t_;
 };
+
+// The tokens of a line with comments and surrounding space removed; empty
+// for a blank or comment-only line.
+std::vector<absl::string_view> Tokens(absl::string_view raw) {
+  absl::string_view line = absl::StripAsciiWhitespace(raw);
+  if (size_t hash = line.find('#'); hash != absl::string_view::npos) {
+    line = absl::StripAsciiWhitespace(line.substr(0, hash));
+  }
+  return absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+}
 
 }  // namespace
 
@@ -71,178 +95,211 @@ absl::StatusOr<LinearModel> LinearModel::LoadFile(const std::string& path) {
   return Parse(text.str(), path);
 }
 
-absl::StatusOr<LinearModel> LinearModel::Parse(absl::string_view text,
-                                               absl::string_view source_name) {
-  LinearModel model;
-  // Transforms by full input name ("price", "user.x"), applied when atoms
-  // are made.
-  absl::flat_hash_map<std::string, Atom> transforms;
-  absl::flat_hash_map<std::string, int> atom_index;
-  bool saw_header = false;
-  int line_number = 0;
+// Builds a LinearModel from a model file, one method per directive. Each
+// method reads one line; the order rules (header first, transforms before
+// heads, weights after their head) are checked where they apply.
+class ModelParser {
+ public:
+  explicit ModelParser(absl::string_view source) : source_(source) {}
 
-  auto make_atom = [&](absl::string_view input, const LineParser& p) -> absl::StatusOr<int> {
-    std::string key(input);
-    if (auto it = atom_index.find(key); it != atom_index.end()) return it->second;
+  absl::Status ParseLine(const Line& line) {
+    const absl::string_view d = line.directive();
+    if (!saw_header_) return Header(line);
+    if (d == "name" || d == "version") return NameOrVersion(line);
+    if (d == "transform") return Transform(line);
+    if (d == "head") return Head(line);
+    if (d == "weight") return Weight(line);
+    if (d == "explain") return Explain(line);
+    if (d == "boost") return Boost(line);
+    if (d == "experiment") return Experiment(line);
+    return line.Error(absl::StrCat("unknown directive \"", d, "\""));
+  }
+
+  // The whole-file checks, after the last line (`last_line` for errors).
+  absl::StatusOr<LinearModel> Finish(int last_line) && {
+    Line end(source_, last_line, {""});
+    if (!saw_header_) return end.Error("empty model file");
+    if (model_.name_.empty() || model_.version_.empty()) {
+      return end.Error("model needs a name and a version");
+    }
+    if (model_.heads_.empty()) return end.Error("model has no heads");
+    int total = 0;
+    for (const LinearModel::Bucket& b : model_.buckets_) total += b.percent;
+    if (model_.buckets_.empty()) {
+      model_.buckets_.push_back(LinearModel::Bucket{"default", 100});
+    } else if (total != 100) {
+      return end.Error(absl::StrCat("experiment percents sum to ", total, ", not 100"));
+    }
+    model_.full_version_ = absl::StrCat(model_.name_, "@", model_.version_);
+    return std::move(model_);
+  }
+
+ private:
+  using Atom = LinearModel::Atom;
+
+  absl::Status Header(const Line& line) {
+    if (line.directive() != "rankwire-model" || line.size() != 2 || line[1] != "1") {
+      return line.Error("expected the header \"rankwire-model 1\"");
+    }
+    saw_header_ = true;
+    return absl::OkStatus();
+  }
+
+  absl::Status NameOrVersion(const Line& line) {
+    RETURN_IF_ERROR(line.Want(2));
+    (line.directive() == "name" ? model_.name_ : model_.version_) = std::string(line[1]);
+    return absl::OkStatus();
+  }
+
+  // transform <feature> identity | log1p | clip <lo> <hi> | scale <divisor>
+  absl::Status Transform(const Line& line) {
+    if (line.size() < 3) return line.Error("transform needs a feature and a kind");
+    if (!model_.heads_.empty()) return line.Error("transforms must come before heads");
     Atom atom;
-    if (auto it = transforms.find(key); it != transforms.end()) atom = it->second;
+    const absl::string_view kind = line[2];
+    if (kind == "identity" || kind == "log1p") {
+      RETURN_IF_ERROR(line.Want(3));
+      if (kind == "log1p") atom.transform = LinearModel::TransformKind::kLog1p;
+    } else if (kind == "clip") {
+      RETURN_IF_ERROR(line.Want(5));
+      atom.transform = LinearModel::TransformKind::kClip;
+      ASSIGN_OR_RETURN(atom.a, line.Number(3));
+      ASSIGN_OR_RETURN(atom.b, line.Number(4));
+      if (atom.a > atom.b) return line.Error("clip bounds are reversed");
+    } else if (kind == "scale") {
+      RETURN_IF_ERROR(line.Want(4));
+      atom.transform = LinearModel::TransformKind::kScale;
+      ASSIGN_OR_RETURN(atom.a, line.Number(3));
+      if (atom.a == 0) return line.Error("scale divisor must not be 0");
+    } else {
+      return line.Error(absl::StrCat("unknown transform \"", kind, "\""));
+    }
+    if (!transforms_.emplace(std::string(line[1]), atom).second) {
+      return line.Error(absl::StrCat("second transform for \"", line[1], "\""));
+    }
+    return absl::OkStatus();
+  }
+
+  // head <name> <bias> <exponent>
+  absl::Status Head(const Line& line) {
+    RETURN_IF_ERROR(line.Want(4));
+    if (FindHead(line[1]) != nullptr) {
+      return line.Error(absl::StrCat("head \"", line[1], "\" declared twice"));
+    }
+    ASSIGN_OR_RETURN(double bias, line.Number(2));
+    ASSIGN_OR_RETURN(double exponent, line.Number(3));
+    model_.heads_.push_back(LinearModel::Head{std::string(line[1]), bias, exponent, false, {}});
+    return absl::OkStatus();
+  }
+
+  // weight <head> <input> <weight>, where input is a feature or a pair
+  // "a*b" (product) or "a~b" (absolute difference).
+  absl::Status Weight(const Line& line) {
+    RETURN_IF_ERROR(line.Want(4));
+    ASSIGN_OR_RETURN(LinearModel::Head * head, DeclaredHead(line));
+    LinearModel::Term term;
+    term.input = std::string(line[2]);
+    ASSIGN_OR_RETURN(term.weight, line.Number(3));
+    for (const LinearModel::Term& other : head->terms) {
+      if (other.input == term.input) {
+        return line.Error(
+            absl::StrCat("input \"", term.input, "\" weighted twice in head ", head->name));
+      }
+    }
+    const absl::string_view input = line[2];
+    const size_t op_at = input.find_first_of("*~");
+    ASSIGN_OR_RETURN(term.lhs, AtomFor(input.substr(0, op_at), line));
+    if (op_at != absl::string_view::npos) {
+      term.op = input[op_at] == '*' ? LinearModel::Op::kProduct : LinearModel::Op::kAbsDiff;
+      ASSIGN_OR_RETURN(term.rhs, AtomFor(input.substr(op_at + 1), line));
+    }
+    head->terms.push_back(std::move(term));
+    return absl::OkStatus();
+  }
+
+  // explain <head>
+  absl::Status Explain(const Line& line) {
+    RETURN_IF_ERROR(line.Want(2));
+    ASSIGN_OR_RETURN(LinearModel::Head * head, DeclaredHead(line));
+    head->explain = true;
+    return absl::OkStatus();
+  }
+
+  // boost <recall source> <multiplier>
+  absl::Status Boost(const Line& line) {
+    RETURN_IF_ERROR(line.Want(3));
+    ASSIGN_OR_RETURN(double m, line.Number(2));
+    if (m <= 0) return line.Error("boost must be positive");
+    model_.boosts_[std::string(line[1])] = m;
+    return absl::OkStatus();
+  }
+
+  // experiment <bucket> <percent>
+  absl::Status Experiment(const Line& line) {
+    RETURN_IF_ERROR(line.Want(3));
+    int percent;
+    if (!absl::SimpleAtoi(line[2], &percent) || percent <= 0 || percent > 100) {
+      return line.Error("experiment percent must be an integer in 1..100");
+    }
+    model_.buckets_.push_back(LinearModel::Bucket{std::string(line[1]), percent});
+    return absl::OkStatus();
+  }
+
+  LinearModel::Head* FindHead(absl::string_view name) {
+    for (LinearModel::Head& h : model_.heads_) {
+      if (h.name == name) return &h;
+    }
+    return nullptr;
+  }
+  // The head a `weight` or `explain` line names; it must be declared above.
+  absl::StatusOr<LinearModel::Head*> DeclaredHead(const Line& line) {
+    if (LinearModel::Head* head = FindHead(line[1])) return head;
+    return line.Error(
+        absl::StrCat(line.directive(), " for undeclared head \"", line[1], "\""));
+  }
+
+  // The index of the atom for `input` ("price", "user.x", "ctx.y"), made on
+  // first use with the input's transform.
+  absl::StatusOr<int> AtomFor(absl::string_view input, const Line& line) {
+    std::string key(input);
+    if (auto it = atom_index_.find(key); it != atom_index_.end()) return it->second;
+    Atom atom;
+    if (auto it = transforms_.find(key); it != transforms_.end()) atom = it->second;
     absl::string_view name = input;
     if (absl::ConsumePrefix(&name, "user.")) {
-      atom.source = Source::kUser;
+      atom.source = LinearModel::Source::kUser;
     } else if (absl::ConsumePrefix(&name, "ctx.")) {
-      atom.source = Source::kContext;
+      atom.source = LinearModel::Source::kContext;
     } else {
-      atom.source = Source::kItem;
+      atom.source = LinearModel::Source::kItem;
     }
-    if (name.empty()) return p.Error(absl::StrCat("empty input name in \"", input, "\""));
+    if (name.empty()) return line.Error(absl::StrCat("empty input name in \"", input, "\""));
     atom.name = std::string(name);
-    model.atoms_.push_back(atom);
-    int index = static_cast<int>(model.atoms_.size() - 1);
-    atom_index[key] = index;
+    model_.atoms_.push_back(atom);
+    const int index = static_cast<int>(model_.atoms_.size() - 1);
+    atom_index_[key] = index;
     return index;
-  };
+  }
 
+  absl::string_view source_;
+  LinearModel model_;
+  bool saw_header_ = false;
+  // Transforms by full input name, applied when atoms are made.
+  absl::flat_hash_map<std::string, Atom> transforms_;
+  absl::flat_hash_map<std::string, int> atom_index_;
+};
+
+absl::StatusOr<LinearModel> LinearModel::Parse(absl::string_view text,
+                                               absl::string_view source_name) {
+  ModelParser parser(source_name);
+  int line_number = 0;
   for (absl::string_view raw : absl::StrSplit(text, '\n')) {
     ++line_number;
-    LineParser p(source_name, line_number);
-    absl::string_view line = absl::StripAsciiWhitespace(raw);
-    if (size_t hash = line.find('#'); hash != absl::string_view::npos) {
-      line = absl::StripAsciiWhitespace(line.substr(0, hash));
-    }
-    if (line.empty()) continue;
-    std::vector<absl::string_view> t =
-        absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
-    const absl::string_view directive = t[0];
-    auto want = [&](size_t n) -> absl::Status {
-      if (t.size() != n) {
-        return p.Error(absl::StrCat("\"", directive, "\" takes ", n - 1,
-                                    " arguments, got ", t.size() - 1));
-      }
-      return absl::OkStatus();
-    };
-
-    if (!saw_header) {
-      if (directive != "rankwire-model" || t.size() != 2 || t[1] != "1") {
-        return p.Error("expected the header \"rankwire-model 1\"");
-      }
-      saw_header = true;
-      continue;
-    }
-    if (directive == "name" || directive == "version") {
-      if (auto s = want(2); !s.ok()) return s;
-      (directive == "name" ? model.name_ : model.version_) = std::string(t[1]);
-    } else if (directive == "transform") {
-      if (t.size() < 3) return p.Error("transform needs a feature and a kind");
-      if (!model.heads_.empty()) return p.Error("transforms must come before heads");
-      Atom atom;
-      if (t[2] == "identity") {
-        if (auto s = want(3); !s.ok()) return s;
-      } else if (t[2] == "log1p") {
-        if (auto s = want(3); !s.ok()) return s;
-        atom.transform = TransformKind::kLog1p;
-      } else if (t[2] == "clip") {
-        if (auto s = want(5); !s.ok()) return s;
-        atom.transform = TransformKind::kClip;
-        auto lo = p.Number(t[3]);
-        auto hi = p.Number(t[4]);
-        if (!lo.ok()) return lo.status();
-        if (!hi.ok()) return hi.status();
-        if (*lo > *hi) return p.Error("clip bounds are reversed");
-        atom.a = *lo;
-        atom.b = *hi;
-      } else if (t[2] == "scale") {
-        if (auto s = want(4); !s.ok()) return s;
-        atom.transform = TransformKind::kScale;
-        auto d = p.Number(t[3]);
-        if (!d.ok()) return d.status();
-        if (*d == 0) return p.Error("scale divisor must not be 0");
-        atom.a = *d;
-      } else {
-        return p.Error(absl::StrCat("unknown transform \"", t[2], "\""));
-      }
-      if (!transforms.emplace(std::string(t[1]), atom).second) {
-        return p.Error(absl::StrCat("second transform for \"", t[1], "\""));
-      }
-    } else if (directive == "head") {
-      if (auto s = want(4); !s.ok()) return s;
-      for (const Head& h : model.heads_) {
-        if (h.name == t[1]) return p.Error(absl::StrCat("head \"", t[1], "\" declared twice"));
-      }
-      auto bias = p.Number(t[2]);
-      auto exponent = p.Number(t[3]);
-      if (!bias.ok()) return bias.status();
-      if (!exponent.ok()) return exponent.status();
-      model.heads_.push_back(Head{std::string(t[1]), *bias, *exponent, false, {}});
-    } else if (directive == "weight") {
-      if (auto s = want(4); !s.ok()) return s;
-      auto head = std::find_if(model.heads_.begin(), model.heads_.end(),
-                               [&](const Head& h) { return h.name == t[1]; });
-      if (head == model.heads_.end()) {
-        return p.Error(absl::StrCat("weight for undeclared head \"", t[1], "\""));
-      }
-      auto weight = p.Number(t[3]);
-      if (!weight.ok()) return weight.status();
-      Term term;
-      term.input = std::string(t[2]);
-      term.weight = *weight;
-      absl::string_view input = t[2];
-      size_t op_at = input.find_first_of("*~");
-      absl::StatusOr<int> lhs = make_atom(input.substr(0, op_at), p);
-      if (!lhs.ok()) return lhs.status();
-      term.lhs = *lhs;
-      if (op_at != absl::string_view::npos) {
-        term.op = input[op_at] == '*' ? Op::kProduct : Op::kAbsDiff;
-        absl::StatusOr<int> rhs = make_atom(input.substr(op_at + 1), p);
-        if (!rhs.ok()) return rhs.status();
-        term.rhs = *rhs;
-      }
-      for (const Term& other : head->terms) {
-        if (other.input == term.input) {
-          return p.Error(absl::StrCat("input \"", term.input, "\" weighted twice in head ", head->name));
-        }
-      }
-      head->terms.push_back(std::move(term));
-    } else if (directive == "explain") {
-      if (auto s = want(2); !s.ok()) return s;
-      auto head = std::find_if(model.heads_.begin(), model.heads_.end(),
-                               [&](const Head& h) { return h.name == t[1]; });
-      if (head == model.heads_.end()) {
-        return p.Error(absl::StrCat("explain for undeclared head \"", t[1], "\""));
-      }
-      head->explain = true;
-    } else if (directive == "boost") {
-      if (auto s = want(3); !s.ok()) return s;
-      auto m = p.Number(t[2]);
-      if (!m.ok()) return m.status();
-      if (*m <= 0) return p.Error("boost must be positive");
-      model.boosts_[std::string(t[1])] = *m;
-    } else if (directive == "experiment") {
-      if (auto s = want(3); !s.ok()) return s;
-      int percent;
-      if (!absl::SimpleAtoi(t[2], &percent) || percent <= 0 || percent > 100) {
-        return p.Error("experiment percent must be an integer in 1..100");
-      }
-      model.buckets_.push_back(Bucket{std::string(t[1]), percent});
-    } else {
-      return p.Error(absl::StrCat("unknown directive \"", directive, "\""));
-    }
+    std::vector<absl::string_view> tokens = Tokens(raw);
+    if (tokens.empty()) continue;
+    RETURN_IF_ERROR(parser.ParseLine(Line(source_name, line_number, std::move(tokens))));
   }
-
-  LineParser end(source_name, line_number);
-  if (!saw_header) return end.Error("empty model file");
-  if (model.name_.empty() || model.version_.empty()) {
-    return end.Error("model needs a name and a version");
-  }
-  if (model.heads_.empty()) return end.Error("model has no heads");
-  int total = 0;
-  for (const Bucket& b : model.buckets_) total += b.percent;
-  if (model.buckets_.empty()) {
-    model.buckets_.push_back(Bucket{"default", 100});
-  } else if (total != 100) {
-    return end.Error(absl::StrCat("experiment percents sum to ", total, ", not 100"));
-  }
-  model.full_version_ = absl::StrCat(model.name_, "@", model.version_);
-  return model;
+  return std::move(parser).Finish(line_number);
 }
 
 double LinearModel::Boost(absl::string_view recall_source) const {

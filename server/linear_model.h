@@ -73,6 +73,8 @@ class LinearModel {
   static double ApplyTransform(const Atom& atom, double raw);
 
  private:
+  friend class ModelParser;  // linear_model.cc: one method per directive.
+
   std::string name_;
   std::string version_;
   std::string full_version_;

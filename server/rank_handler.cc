@@ -1,21 +1,58 @@
 #include "server/rank_handler.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 
 namespace rankwire::server {
 namespace {
 
 using Clock = RankHandler::Clock;
+using TimingSetter = void (rank::v1::ServerTimings::*)(uint32_t);
+using PhaseHistogram = Histogram* ServerMetrics::*;
 
 uint32_t MicrosSince(Clock::time_point from, Clock::time_point to) {
   return static_cast<uint32_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(to - from).count());
 }
 
-void Record(Histogram* h, uint32_t micros) {
-  if (h != nullptr) h->Observe(micros * 1e-6);
+// Times the handler's phases back to back: each End() closes the phase that
+// began at the previous one, writes its duration into the response header's
+// timings and records it in the phase's histogram.
+class PhaseTimer {
+ public:
+  PhaseTimer(rank::v1::ServerTimings* timings, ServerMetrics* metrics)
+      : timings_(timings), metrics_(metrics), mark_(Clock::now()) {}
+
+  void End(TimingSetter set, PhaseHistogram histogram) {
+    const Clock::time_point now = Clock::now();
+    Record(set, histogram, MicrosSince(mark_, now));
+    mark_ = now;
+  }
+  // A phase measured elsewhere (request parsing, the whole call).
+  void Record(TimingSetter set, PhaseHistogram histogram, uint32_t micros) {
+    (timings_->*set)(micros);
+    if (metrics_ != nullptr) (metrics_->*histogram)->Observe(micros * 1e-6);
+  }
+
+ private:
+  rank::v1::ServerTimings* timings_;
+  ServerMetrics* metrics_;
+  Clock::time_point mark_;
+};
+
+LogDetail DetailFor(rank::v1::LogMode mode) {
+  switch (mode) {
+    case rank::v1::LOG_MODE_INLINE:
+      return LogDetail::kInline;
+    case rank::v1::LOG_MODE_STORE:
+      return LogDetail::kDeferred;
+    default:
+      return LogDetail::kNone;
+  }
 }
 
 }  // namespace
@@ -27,7 +64,14 @@ RankHandler::RankHandler(const Ranker* ranker, const CodecRegistry* codecs,
       codecs_(codecs),
       logs_(logs),
       metrics_(metrics),
-      options_(std::move(options)) {}
+      options_(std::move(options)) {
+  // A programmer error, not input: fail at start-up rather than on the
+  // first request that negotiates no codec.
+  if (options_.default_codec == nullptr) {
+    std::fputs("RankHandler: RankHandlerOptions::default_codec is null\n", stderr);
+    std::abort();
+  }
+}
 
 rank::v1::LogMode RankHandler::EffectiveLogMode(
     const rank::v1::RankRequest& request) const {
@@ -45,26 +89,19 @@ absl::StatusOr<EncodedResponse> RankHandler::Handle(
     uint32_t deserialize_us) const {
   const rank::v1::RankRequest& request = *shared_request;
   EncodedResponse response;
-  rank::v1::ServerTimings* timings = response.header.mutable_timings();
-  timings->set_request_deserialize_us(deserialize_us);
-  if (metrics_) Record(metrics_->request_deserialize, deserialize_us);
+  rank::v1::ResponseHeader& header = response.header;
+  using T = rank::v1::ServerTimings;
+  PhaseTimer phases(header.mutable_timings(), metrics_);
+  phases.Record(&T::set_request_deserialize_us, &ServerMetrics::request_deserialize,
+                deserialize_us);
 
-  Clock::time_point t0 = Clock::now();
   absl::Status valid = ValidateRequest(request, options_.limits);
-  Clock::time_point t1 = Clock::now();
-  timings->set_validate_us(MicrosSince(t0, t1));
-  if (metrics_) Record(metrics_->validate, timings->validate_us());
-  if (!valid.ok()) return valid;
+  phases.End(&T::set_validate_us, &ServerMetrics::validate);
+  RETURN_IF_ERROR(valid);
 
   const rank::v1::LogMode log_mode = EffectiveLogMode(request);
-  const LogDetail detail = log_mode == rank::v1::LOG_MODE_INLINE  ? LogDetail::kInline
-                           : log_mode == rank::v1::LOG_MODE_STORE ? LogDetail::kDeferred
-                                                                  : LogDetail::kNone;
-  RankOutput ranked = ranker_->Rank(shared_request, detail);
-  RankResult& result = ranked.result;
-  Clock::time_point t2 = Clock::now();
-  timings->set_rank_us(MicrosSince(t1, t2));
-  if (metrics_) Record(metrics_->rank, timings->rank_us());
+  RankOutput ranked = ranker_->Rank(shared_request, DetailFor(log_mode));
+  phases.End(&T::set_rank_us, &ServerMetrics::rank);
 
   // Logs for the store are handed over unformatted: the consumer only
   // queues them, the writer thread formats and stores them, and the future
@@ -73,29 +110,25 @@ absl::StatusOr<EncodedResponse> RankHandler::Handle(
     logstore::RequestLogs logs;
     logs.request_id = request.request_id();
     logs.renderer = std::move(ranked.logs);
-    response.header.set_log_key(logs_->KeyFor(request.request_id()));
+    header.set_log_key(logs_->KeyFor(request.request_id()));
     logs_->Consume(std::move(logs));
   }
-  Clock::time_point t3 = Clock::now();
-  timings->set_log_enqueue_us(MicrosSince(t2, t3));
-  if (metrics_) Record(metrics_->log_enqueue, timings->log_enqueue_us());
+  phases.End(&T::set_log_enqueue_us, &ServerMetrics::log_enqueue);
 
-  const Codec& codec =
-      codecs_->Negotiate(request.accept_codecs(), *options_.default_codec);
-  absl::StatusOr<OwnedBuffer> body = codec.Encode(result, EncodeOptions{request.top_n()});
+  const Codec& codec = codecs_->Negotiate(request.accept_codecs(), *options_.default_codec);
+  absl::StatusOr<OwnedBuffer> body = codec.Encode(ranked.result);
   if (!body.ok()) {
-    return absl::InternalError(absl::StrCat("encoding with ", codec.name(),
-                                            " failed: ", body.status().message()));
+    // The codec's code goes to the caller as is: a result over a format
+    // limit is RESOURCE_EXHAUSTED or INVALID_ARGUMENT there, not INTERNAL.
+    return absl::Status(body.status().code(), absl::StrCat("encoding with ", codec.name(),
+                                                           ": ", body.status().message()));
   }
-  Clock::time_point t4 = Clock::now();
-  timings->set_response_serialize_us(MicrosSince(t3, t4));
-  if (metrics_) Record(metrics_->response_serialize, timings->response_serialize_us());
+  phases.End(&T::set_response_serialize_us, &ServerMetrics::response_serialize);
 
-  rank::v1::ResponseHeader& header = response.header;
   header.set_request_id(request.request_id());
   header.set_codec(std::string(codec.name()));
   header.set_format_version(codec.format_version());
-  header.set_item_count(static_cast<uint32_t>(result.items.size()));
+  header.set_item_count(static_cast<uint32_t>(ranked.result.items.size()));
   header.set_log_mode(log_mode);
   header.set_model_version(ranker_->model().full_version());
   response.body_kind = codec.body_kind();
@@ -106,8 +139,7 @@ absl::StatusOr<EncodedResponse> RankHandler::Handle(
     }
   }
   response.body = std::make_shared<const OwnedBuffer>(*std::move(body));
-  timings->set_total_us(MicrosSince(started, Clock::now()));
-  if (metrics_) Record(metrics_->total, timings->total_us());
+  phases.Record(&T::set_total_us, &ServerMetrics::total, MicrosSince(started, Clock::now()));
   return response;
 }
 

@@ -29,6 +29,7 @@ namespace rankwire::server {
 struct RankHandlerOptions {
   RequestLimits limits;
   // The codec used when the request accepts none this server has (--codec).
+  // REQUIRES: not null (the constructor aborts otherwise: a programmer error).
   const Codec* default_codec = nullptr;
   // Where logs go when the request says LOG_MODE_DEFAULT (--log_mode).
   rank::v1::LogMode default_log_mode = rank::v1::LOG_MODE_STORE;
@@ -46,7 +47,8 @@ class RankHandler {
 
   // `started` is when the call began (before request parsing) and
   // `deserialize_us` how long parsing took; both go into the header.
-  // InvalidArgument for a bad request; Internal if encoding fails.
+  // InvalidArgument for a bad request; if encoding fails, the codec's error
+  // (its code kept, e.g. ResourceExhausted for a result over a format limit).
   // The request is shared because, with logs in the store, the log lines
   // are formatted later on the log writer thread from the request.
   absl::StatusOr<EncodedResponse> Handle(std::shared_ptr<const rank::v1::RankRequest> request,

@@ -3,13 +3,42 @@
 #include <grpcpp/support/proto_buffer_reader.h>
 
 #include "absl/strings/str_cat.h"
-#include "server/status_util.h"
+#include "base/status_macros.h"
+#include "rpc/status.h"
 #include "spdlog/spdlog.h"
 
 namespace rankwire::server {
 namespace {
 
 constexpr size_t kMaxFetchItems = 1000;
+
+// The FetchLogs call against `reader`, as an absl::Status the reactor
+// converts once.
+absl::Status FetchLogs(logstore::LogReader* reader, const rank::v1::FetchLogsRequest& request,
+                       rank::v1::FetchLogsResponse* response) {
+  if (reader == nullptr) {
+    return absl::FailedPreconditionError("this server keeps no logs (--log_mode=none)");
+  }
+  if (request.request_id().empty()) {
+    return absl::InvalidArgumentError("request_id is empty");
+  }
+  if (static_cast<size_t>(request.item_ids_size()) > kMaxFetchItems) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        request.item_ids_size(), " item ids exceed the limit of ", kMaxFetchItems));
+  }
+  std::vector<std::string> ids(request.item_ids().begin(), request.item_ids().end());
+  ASSIGN_OR_RETURN(std::vector<std::optional<std::string>> logs,
+                   reader->Fetch(request.request_id(), ids));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    rank::v1::ItemLogEntry* entry = response->add_logs();
+    entry->set_item_id(ids[i]);
+    if (logs[i].has_value()) {
+      entry->set_found(true);
+      entry->set_log(*std::move(logs[i]));
+    }
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -41,8 +70,8 @@ grpc::ServerUnaryReactor* RankServiceImpl::Rank(
   const auto parsed_at = RankHandler::Clock::now();
   if (!parse.ok()) {
     if (metrics_) metrics_->rpcs_invalid_argument->Increment();
-    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                 "request is not a valid rank.v1.RankRequest"));
+    reactor->Finish(
+        ToGrpcStatus(absl::InvalidArgumentError("request is not a valid rank.v1.RankRequest")));
     return reactor;
   }
   const auto deserialize_us = static_cast<uint32_t>(
@@ -64,11 +93,9 @@ grpc::ServerUnaryReactor* RankServiceImpl::Rank(
     reactor->Finish(ToGrpcStatus(encoded.status()));
     return reactor;
   }
-  bool own = false;
-  grpc::Status written =
-      grpc::SerializationTraits<EncodedResponse>::Serialize(*encoded, response, &own);
-  if (metrics_) (written.ok() ? metrics_->rpcs_ok : metrics_->rpcs_failed)->Increment();
-  reactor->Finish(written);
+  *response = ToByteBuffer(*encoded);
+  if (metrics_) metrics_->rpcs_ok->Increment();
+  reactor->Finish(grpc::Status::OK);
   return reactor;
 }
 
@@ -76,37 +103,7 @@ grpc::ServerUnaryReactor* LogServiceImpl::FetchLogs(
     grpc::CallbackServerContext* context, const rank::v1::FetchLogsRequest* request,
     rank::v1::FetchLogsResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (reader_ == nullptr) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                                 "this server keeps no logs (--log_mode=none)"));
-    return reactor;
-  }
-  if (request->request_id().empty()) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "request_id is empty"));
-    return reactor;
-  }
-  if (static_cast<size_t>(request->item_ids_size()) > kMaxFetchItems) {
-    reactor->Finish(grpc::Status(
-        grpc::StatusCode::INVALID_ARGUMENT,
-        absl::StrCat(request->item_ids_size(), " item ids exceed the limit of ",
-                     kMaxFetchItems)));
-    return reactor;
-  }
-  std::vector<std::string> ids(request->item_ids().begin(), request->item_ids().end());
-  auto logs = reader_->Fetch(request->request_id(), ids);
-  if (!logs.ok()) {
-    reactor->Finish(ToGrpcStatus(logs.status()));
-    return reactor;
-  }
-  for (size_t i = 0; i < ids.size(); ++i) {
-    rank::v1::ItemLogEntry* entry = response->add_logs();
-    entry->set_item_id(ids[i]);
-    if ((*logs)[i].has_value()) {
-      entry->set_found(true);
-      entry->set_log(*std::move((*logs)[i]));
-    }
-  }
-  reactor->Finish(grpc::Status::OK);
+  reactor->Finish(ToGrpcStatus(server::FetchLogs(reader_, *request, response)));
   return reactor;
 }
 

@@ -251,112 +251,125 @@ class RankLogRenderer final : public logstore::LogRenderer {
   Scores scores_;
 };
 
-}  // namespace
+// The candidates scored and ordered best first (a stable sort: ties keep
+// request order).
+struct Ranking {
+  std::vector<Scored> order;
+  Scores scores;
+};
 
-RankResult Ranker::Rank(const rank::v1::RankRequest& request, bool with_logs) const {
-  return RankImpl(request, nullptr, with_logs ? LogDetail::kInline : LogDetail::kNone).result;
+// Scores candidate `i` into its rows of `scores`; `atom_value` is scratch.
+Scored ScoreCandidate(const Model& model, const Binding& binding,
+                      const rank::v1::RankRequest& request, int i,
+                      std::vector<double>& atom_value, Scores& scores) {
+  const rank::v1::Candidate& c = request.candidates(i);
+  for (size_t a = 0; a < atom_value.size(); ++a) {
+    const int col = binding.item_column[a];
+    atom_value[a] = col < 0 ? binding.fixed_value[a]
+                            : Model::ApplyTransform(model.atoms()[a], c.features(col));
+  }
+  Scored s;
+  s.candidate = i;
+  s.boost = model.Boost(c.recall_source());
+  s.score = s.boost;
+  double* head_logit = scores.Logit(i);
+  double* head_p = scores.P(i);
+  double* contribution = scores.Contribution(i);
+  for (size_t hi = 0; hi < model.heads().size(); ++hi) {
+    const Model::Head& h = model.heads()[hi];
+    double logit = h.bias;
+    for (const Model::Term& t : h.terms) {
+      double x = atom_value[t.lhs];
+      if (t.op == Model::Op::kProduct) x *= atom_value[t.rhs];
+      if (t.op == Model::Op::kAbsDiff) x = std::fabs(x - atom_value[t.rhs]);
+      const double contrib = t.weight * x;
+      *contribution++ = contrib;
+      logit += contrib;
+    }
+    const double p = Sigmoid(logit);
+    head_logit[hi] = logit;
+    head_p[hi] = p;
+    s.score *= std::pow(p, h.exponent);
+  }
+  return s;
 }
 
-RankOutput Ranker::Rank(std::shared_ptr<const rank::v1::RankRequest> request,
-                        LogDetail detail) const {
-  const rank::v1::RankRequest& r = *request;
-  return RankImpl(r, std::move(request), detail);
-}
-
-RankOutput Ranker::RankImpl(const rank::v1::RankRequest& request,
-                            std::shared_ptr<const rank::v1::RankRequest> keep,
-                            LogDetail detail) const {
-  const Model& model = *model_;
+Ranking ScoreAndSort(const Model& model, const rank::v1::RankRequest& request) {
   const Binding binding = Bind(model, request);
   const int n = request.candidates_size();
-  const size_t atom_count = model.atoms().size();
   size_t term_count = 0;
   for (const Model::Head& h : model.heads()) term_count += h.terms.size();
-
-  // Score every candidate.
-  std::vector<Scored> scored(n);
-  Scores scores(n, model.heads().size(), term_count);
-  std::vector<double> atom_value(atom_count);
+  Ranking ranking{std::vector<Scored>(n), Scores(n, model.heads().size(), term_count)};
+  std::vector<double> atom_value(model.atoms().size());
   for (int i = 0; i < n; ++i) {
-    const rank::v1::Candidate& c = request.candidates(i);
-    for (size_t a = 0; a < atom_count; ++a) {
-      int col = binding.item_column[a];
-      atom_value[a] = col < 0 ? binding.fixed_value[a]
-                              : Model::ApplyTransform(model.atoms()[a], c.features(col));
-    }
-    Scored& s = scored[i];
-    s.candidate = i;
-    s.boost = model.Boost(c.recall_source());
-    s.score = s.boost;
-    double* head_logit = scores.Logit(i);
-    double* head_p = scores.P(i);
-    double* contribution = scores.Contribution(i);
-    for (size_t hi = 0; hi < model.heads().size(); ++hi) {
-      const Model::Head& h = model.heads()[hi];
-      double logit = h.bias;
-      for (const Model::Term& t : h.terms) {
-        double x = atom_value[t.lhs];
-        if (t.op == Model::Op::kProduct) x *= atom_value[t.rhs];
-        if (t.op == Model::Op::kAbsDiff) x = std::fabs(x - atom_value[t.rhs]);
-        const double contrib = t.weight * x;
-        *contribution++ = contrib;
-        logit += contrib;
-      }
-      const double p = Sigmoid(logit);
-      head_logit[hi] = logit;
-      head_p[hi] = p;
-      s.score *= std::pow(p, h.exponent);
-    }
+    ranking.order[i] = ScoreCandidate(model, binding, request, i, atom_value, ranking.scores);
   }
-  std::stable_sort(scored.begin(), scored.end(),
+  std::stable_sort(ranking.order.begin(), ranking.order.end(),
                    [](const Scored& a, const Scored& b) { return a.score > b.score; });
+  return ranking;
+}
 
-  // The output schema: one key table for all items.
-  RankResult result;
-  const uint32_t k_final = result.AddKey("score.final", MetricType::kDouble);
-  std::vector<uint32_t> k_head;
-  for (const Model::Head& h : model.heads()) {
-    k_head.push_back(result.AddKey(absl::StrCat("score.", h.name), MetricType::kDouble));
-  }
-  // Per-input contributions of the heads the model file marks "explain";
-  // every head's contributions are in the log line.
-  std::vector<uint32_t> k_contrib;  // Per term, UINT32_MAX when not emitted.
-  for (const Model::Head& h : model.heads()) {
-    for (const Model::Term& t : h.terms) {
-      k_contrib.push_back(!h.explain ? UINT32_MAX
-                                     : result.AddKey(absl::StrCat("contrib.", h.name, ".", t.input),
-                                                     MetricType::kFloat));
-    }
-  }
-  // A feature is an int metric when every candidate's value is integral
-  // (counts, days, flags): 1-3 varint bytes instead of a 4-byte float.
+// Per item feature: true when every candidate's value is integral (counts,
+// days, flags), so it is an int metric (1-3 varint bytes, not a 4-byte float).
+std::vector<bool> IntegralFeatures(const rank::v1::RankRequest& request) {
   const int feature_count = request.item_feature_names_size();
   std::vector<bool> integral(feature_count, true);
-  for (int i = 0; i < n; ++i) {
-    const auto& f = request.candidates(i).features();
+  for (const rank::v1::Candidate& c : request.candidates()) {
     for (int j = 0; j < feature_count; ++j) {
-      float v = f.Get(j);
+      const float v = c.features(j);
       if (integral[j] && (v != std::nearbyint(v) || std::fabs(v) > 9.0e15f)) integral[j] = false;
     }
   }
-  std::vector<uint32_t> k_feat;
-  for (int j = 0; j < feature_count; ++j) {
-    k_feat.push_back(result.AddKey(absl::StrCat("feat.", request.item_feature_names(j)),
-                                   integral[j] ? MetricType::kInt : MetricType::kFloat));
-  }
-  const uint32_t k_source = result.AddKey("recall.source", MetricType::kString);
-  const uint32_t k_recall_rank = result.AddKey("recall.rank", MetricType::kInt);
-  const uint32_t k_pre = result.AddKey("rank.pre", MetricType::kInt);
-  const uint32_t k_bucket = result.AddKey("exp.bucket", MetricType::kString);
-  const uint32_t k_version = result.AddKey("model.version", MetricType::kString);
+  return integral;
+}
 
-  const std::string& bucket = model.BucketOf(request.user_id());
-  const std::string& version = model.full_version();
+// The result's key table, one for all items, and each key's index.
+struct Schema {
+  uint32_t final_score = 0;
+  std::vector<uint32_t> head;     // Per head.
+  std::vector<uint32_t> contrib;  // Per term, UINT32_MAX when not emitted.
+  std::vector<uint32_t> feature;  // Per item feature.
+  std::vector<bool> integral;     // Per item feature: an int metric.
+  uint32_t source = 0, recall_rank = 0, pre_rank = 0, bucket = 0, version = 0;
+};
+
+Schema BuildSchema(const Model& model, const rank::v1::RankRequest& request,
+                   RankResult* result) {
+  Schema k;
+  k.final_score = result->AddKey("score.final", MetricType::kDouble);
+  for (const Model::Head& h : model.heads()) {
+    k.head.push_back(result->AddKey(absl::StrCat("score.", h.name), MetricType::kDouble));
+  }
+  // Per-input contributions of the heads the model file marks "explain";
+  // every head's contributions are in the log line.
+  for (const Model::Head& h : model.heads()) {
+    for (const Model::Term& t : h.terms) {
+      k.contrib.push_back(!h.explain ? UINT32_MAX
+                                     : result->AddKey(absl::StrCat("contrib.", h.name, ".", t.input),
+                                                      MetricType::kFloat));
+    }
+  }
+  k.integral = IntegralFeatures(request);
+  for (int j = 0; j < request.item_feature_names_size(); ++j) {
+    k.feature.push_back(result->AddKey(absl::StrCat("feat.", request.item_feature_names(j)),
+                                       k.integral[j] ? MetricType::kInt : MetricType::kFloat));
+  }
+  k.source = result->AddKey("recall.source", MetricType::kString);
+  k.recall_rank = result->AddKey("recall.rank", MetricType::kInt);
+  k.pre_rank = result->AddKey("rank.pre", MetricType::kInt);
+  k.bucket = result->AddKey("exp.bucket", MetricType::kString);
+  k.version = result->AddKey("model.version", MetricType::kString);
+  return k;
+}
+
+// Writes the ranked items, in `ranking` order, with the metrics of `k`.
+void EmitItems(const Model& model, const rank::v1::RankRequest& request, const Schema& k,
+               const Ranking& ranking, RankResult* result) {
   // Strings every item shares are made once; copies share their bytes.
-  const MetricValue bucket_value = MetricValue::String(bucket);
-  const MetricValue version_value = MetricValue::String(version);
+  const MetricValue bucket_value = MetricValue::String(model.BucketOf(request.user_id()));
+  const MetricValue version_value = MetricValue::String(model.full_version());
   std::vector<std::pair<std::string, MetricValue>> sources;
-  auto SourceValue = [&sources](const std::string& source) -> const MetricValue& {
+  auto source_value = [&sources](const std::string& source) -> const MetricValue& {
     for (const auto& [name, value] : sources) {
       if (name == source) return value;
     }
@@ -364,46 +377,62 @@ RankOutput Ranker::RankImpl(const rank::v1::RankRequest& request,
     return sources.back().second;
   };
 
-  result.items.resize(n);
-  for (int r = 0; r < n; ++r) {
-    const Scored& s = scored[r];
+  result->items.resize(ranking.order.size());
+  for (size_t r = 0; r < ranking.order.size(); ++r) {
+    const Scored& s = ranking.order[r];
     const rank::v1::Candidate& c = request.candidates(s.candidate);
-    RankedItem& item = result.items[r];
+    RankedItem& item = result->items[r];
     item.item_id = c.item_id();
     item.score = s.score;
     item.position = static_cast<uint32_t>(r + 1);
-    item.metrics.reserve(result.keys.size());
+    item.metrics.reserve(result->keys.size());
     auto add = [&item](uint32_t key, MetricValue v) {
       item.metrics.push_back(MetricEntry{key, std::move(v)});
     };
-    add(k_final, MetricValue::Double(s.score));
-    const double* head_p = scores.P(s.candidate);
-    const double* contribution = scores.Contribution(s.candidate);
-    for (size_t h = 0; h < k_head.size(); ++h) add(k_head[h], MetricValue::Double(head_p[h]));
-    for (size_t t = 0; t < k_contrib.size(); ++t) {
-      if (k_contrib[t] == UINT32_MAX) continue;
-      add(k_contrib[t], MetricValue::Float(static_cast<float>(contribution[t])));
+    add(k.final_score, MetricValue::Double(s.score));
+    const double* head_p = ranking.scores.P(s.candidate);
+    const double* contribution = ranking.scores.Contribution(s.candidate);
+    for (size_t h = 0; h < k.head.size(); ++h) add(k.head[h], MetricValue::Double(head_p[h]));
+    for (size_t t = 0; t < k.contrib.size(); ++t) {
+      if (k.contrib[t] == UINT32_MAX) continue;
+      add(k.contrib[t], MetricValue::Float(static_cast<float>(contribution[t])));
     }
-    for (int j = 0; j < feature_count; ++j) {
-      float v = c.features(j);
-      add(k_feat[j], integral[j] ? MetricValue::Int(static_cast<int64_t>(v))
-                                 : MetricValue::Float(v));
+    for (size_t j = 0; j < k.feature.size(); ++j) {
+      const float v = c.features(static_cast<int>(j));
+      add(k.feature[j], k.integral[j] ? MetricValue::Int(static_cast<int64_t>(v))
+                                      : MetricValue::Float(v));
     }
-    add(k_source, SourceValue(c.recall_source()));
-    add(k_recall_rank, MetricValue::Int(c.recall_rank()));
-    add(k_pre, MetricValue::Int(s.candidate + 1));
-    add(k_bucket, bucket_value);
-    add(k_version, version_value);
+    add(k.source, source_value(c.recall_source()));
+    add(k.recall_rank, MetricValue::Int(c.recall_rank()));
+    add(k.pre_rank, MetricValue::Int(s.candidate + 1));
+    add(k.bucket, bucket_value);
+    add(k.version, version_value);
   }
+}
+
+}  // namespace
+
+RankOutput Ranker::Rank(std::shared_ptr<const rank::v1::RankRequest> request,
+                        LogDetail detail) const {
+  const Model& model = *model_;
+  const rank::v1::RankRequest& r = *request;
+  Ranking ranking = ScoreAndSort(model, r);
   RankOutput out;
+  const Schema schema = BuildSchema(model, r, &out.result);
+  EmitItems(model, r, schema, ranking, &out.result);
+
+  const std::string& bucket = model.BucketOf(r.user_id());
   if (detail == LogDetail::kInline) {
-    const LogLineFormatter formatter(model, request, bucket);
-    for (int r = 0; r < n; ++r) result.items[r].log = formatter.Format(r + 1, scored[r], scores);
+    const LogLineFormatter formatter(model, r, bucket);
+    for (size_t i = 0; i < ranking.order.size(); ++i) {
+      out.result.items[i].log =
+          formatter.Format(static_cast<int>(i + 1), ranking.order[i], ranking.scores);
+    }
   } else if (detail == LogDetail::kDeferred) {
-    out.logs = std::make_unique<RankLogRenderer>(model_, std::move(keep), bucket,
-                                                 std::move(scored), std::move(scores));
+    out.logs = std::make_unique<RankLogRenderer>(model_, std::move(request), bucket,
+                                                 std::move(ranking.order),
+                                                 std::move(ranking.scores));
   }
-  out.result = std::move(result);
   return out;
 }
 

@@ -44,17 +44,15 @@ class Ranker {
   // returns).
   explicit Ranker(const LinearModel* model) : model_(model) {}
 
+  // Scores every candidate, orders them, emits the result's items and the
+  // log lines `detail` asks for. The request is shared because a deferred
+  // renderer keeps it.
   // REQUIRES: ValidateRequest(*request, ...) returned OK.
   RankOutput Rank(std::shared_ptr<const rank::v1::RankRequest> request, LogDetail detail) const;
-  // Logs inline or none.
-  RankResult Rank(const rank::v1::RankRequest& request, bool with_logs) const;
 
   const LinearModel& model() const { return *model_; }
 
  private:
-  RankOutput RankImpl(const rank::v1::RankRequest& request,
-                      std::shared_ptr<const rank::v1::RankRequest> keep, LogDetail detail) const;
-
   const LinearModel* model_;
 };
 

@@ -14,7 +14,7 @@
 namespace rankwire::server {
 
 struct RequestLimits {
-  uint32_t max_candidates = 2000;      // --max_candidates
+  uint32_t max_candidates = 1000;      // --max_candidates (same default)
   uint32_t max_item_features = 256;
   uint32_t max_id_bytes = 256;         // request id, item ids
 };

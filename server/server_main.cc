@@ -12,28 +12,32 @@
 #include <string>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "base/flags.h"
+#include "base/status_macros.h"
 #include "codec/builtin_codecs.h"
 #include "logstore/log_store.h"
 #include "server/linear_model.h"
 #include "server/metrics_http.h"
+#include "server/model_path.h"
 #include "server/rank_handler.h"
 #include "server/rank_service.h"
 #include "server/ranker.h"
 #include "server/server_metrics.h"
 #include "spdlog/spdlog.h"
+#include "workload/workload.h"
 
 ABSL_FLAG(std::string, address, "0.0.0.0", "Address to listen on.");
 ABSL_FLAG(int, port, 50051, "gRPC port (0 picks a free port and logs it).");
 ABSL_FLAG(std::string, codec, "protobuf",
-          "Default response codec: protobuf, rankbin or rankbin-zstd. A request "
-          "may ask for another it accepts.");
+          absl::StrCat("Default response codec, one of: ", rankwire::BuiltinCodecNames(),
+                       ". A request may ask for another it accepts."));
 ABSL_FLAG(std::string, model, "server/models/ecom_search_lr.model",
-          "Ranking model file.");
+          "Ranking model file. A relative path is tried in the working directory, then "
+          "by file name in models/ next to the binary, then in ../share/rankwire/models/ "
+          "(an installed server).");
 ABSL_FLAG(uint32_t, max_candidates, 1000, "Most candidates a request may carry.");
 ABSL_FLAG(int, max_message_bytes, 64 << 20,
           "Largest request or response message, in bytes.");
@@ -77,12 +81,15 @@ namespace {
 // "rank.v1.RankService", the health service name clients watch.
 const char* const kRankServiceName = rank::v1::RankService::service_full_name();
 
-absl::StatusOr<rank::v1::LogMode> ParseLogMode(const std::string& mode) {
-  if (mode == "store") return rank::v1::LOG_MODE_STORE;
-  if (mode == "inline") return rank::v1::LOG_MODE_INLINE;
-  if (mode == "none") return rank::v1::LOG_MODE_NONE;
-  return absl::InvalidArgumentError(
-      absl::StrCat("--log_mode=", mode, ": expected store, inline or none"));
+// The server's default log mode: any named mode but "default", which only
+// a request can say (it means "the server's").
+absl::StatusOr<rank::v1::LogMode> ServerLogMode(const std::string& mode) {
+  absl::StatusOr<rank::v1::LogMode> parsed = workload::ParseLogMode(mode);
+  if (!parsed.ok() || *parsed == rank::v1::LOG_MODE_DEFAULT) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--log_mode=", mode, ": expected store, inline or none"));
+  }
+  return parsed;
 }
 
 absl::StatusOr<logstore::LogStoreConfig> LogStoreConfigFromFlags() {
@@ -152,52 +159,49 @@ absl::Status Run() {
   const sigset_t signals = BlockShutdownSignals();
 
   BuiltinCodecOptions codec_options;
-  codec_options.block_items = absl::GetFlag(FLAGS_rankbin_block_items);
-  codec_options.zstd_level = absl::GetFlag(FLAGS_zstd_level);
-  codec_options.zstd_values = absl::GetFlag(FLAGS_zstd_values);
-  codec_options.zstd_logs = absl::GetFlag(FLAGS_zstd_logs);
-  if (codec_options.block_items == 0) {
+  codec_options.writer.block_items = absl::GetFlag(FLAGS_rankbin_block_items);
+  codec_options.writer.zstd_level = absl::GetFlag(FLAGS_zstd_level);
+  codec_options.writer.compress_values = absl::GetFlag(FLAGS_zstd_values);
+  codec_options.writer.compress_logs = absl::GetFlag(FLAGS_zstd_logs);
+  if (codec_options.writer.block_items == 0) {
     return absl::InvalidArgumentError("--rankbin_block_items must be at least 1");
   }
-  absl::StatusOr<CodecRegistry> codecs = MakeBuiltinCodecs(codec_options);
-  if (!codecs.ok()) return codecs.status();
-  absl::StatusOr<const Codec*> default_codec = codecs->Get(absl::GetFlag(FLAGS_codec));
+  ASSIGN_OR_RETURN(CodecRegistry codecs, MakeBuiltinCodecs(codec_options));
+  absl::StatusOr<const Codec*> default_codec = codecs.Get(absl::GetFlag(FLAGS_codec));
   if (!default_codec.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--codec: ", default_codec.status().message()));
   }
-  absl::StatusOr<rank::v1::LogMode> log_mode = ParseLogMode(absl::GetFlag(FLAGS_log_mode));
-  if (!log_mode.ok()) return log_mode.status();
+  ASSIGN_OR_RETURN(rank::v1::LogMode log_mode, ServerLogMode(absl::GetFlag(FLAGS_log_mode)));
   if (absl::GetFlag(FLAGS_max_candidates) == 0) {
     return absl::InvalidArgumentError("--max_candidates must be at least 1");
   }
 
-  absl::StatusOr<LinearModel> model = LinearModel::LoadFile(absl::GetFlag(FLAGS_model));
-  if (!model.ok()) return model.status();
-  Ranker ranker(&*model);
+  ASSIGN_OR_RETURN(std::string model_path,
+                   ResolveModelPath(absl::GetFlag(FLAGS_model), ExecutablePath()));
+  ASSIGN_OR_RETURN(LinearModel model, LinearModel::LoadFile(model_path));
+  Ranker ranker(&model);
 
   MetricsRegistry registry;
-  ServerMetrics metrics(&registry, codecs->Names());
+  ServerMetrics metrics(&registry, codecs.Names());
   ExportServerInfo(&registry, {{"default_codec", std::string((*default_codec)->name())},
                                {"log_mode", absl::GetFlag(FLAGS_log_mode)},
                                {"logstore", absl::GetFlag(FLAGS_logstore)},
-                               {"model_version", model->full_version()}});
+                               {"model_version", model.full_version()}});
 
   logstore::LogStore store;
-  if (*log_mode != rank::v1::LOG_MODE_NONE) {
-    absl::StatusOr<logstore::LogStoreConfig> config = LogStoreConfigFromFlags();
-    if (!config.ok()) return config.status();
-    absl::StatusOr<logstore::LogStore> opened = logstore::OpenLogStore(*config);
-    if (!opened.ok()) return opened.status();
-    store = *std::move(opened);
+  if (log_mode != rank::v1::LOG_MODE_NONE) {
+    ASSIGN_OR_RETURN(logstore::LogStoreConfig config, LogStoreConfigFromFlags());
+    ASSIGN_OR_RETURN(logstore::LogStore opened, logstore::OpenLogStore(config));
+    store = std::move(opened);
     ExportLogStats(&registry, store.consumer.get());
   }
 
   RankHandlerOptions options;
   options.limits.max_candidates = absl::GetFlag(FLAGS_max_candidates);
   options.default_codec = *default_codec;
-  options.default_log_mode = *log_mode;
-  RankHandler handler(&ranker, &*codecs, store.consumer.get(), &metrics, options);
+  options.default_log_mode = log_mode;
+  RankHandler handler(&ranker, &codecs, store.consumer.get(), &metrics, options);
   RankServiceImpl rank_service(&handler, &metrics);
   LogServiceImpl log_service(store.reader.get());
 
@@ -231,16 +235,15 @@ absl::Status Run() {
 
   std::unique_ptr<MetricsHttpServer> http;
   if (int metrics_port = absl::GetFlag(FLAGS_metrics_port); metrics_port >= 0) {
-    absl::StatusOr<std::unique_ptr<MetricsHttpServer>> started =
-        MetricsHttpServer::Start(absl::GetFlag(FLAGS_address), metrics_port, &registry);
-    if (!started.ok()) return started.status();
-    http = *std::move(started);
+    ASSIGN_OR_RETURN(std::unique_ptr<MetricsHttpServer> started,
+        MetricsHttpServer::Start(absl::GetFlag(FLAGS_address), metrics_port, &registry));
+    http = std::move(started);
   }
   // Scripts and tests read the ports from this line.
   spdlog::info("rankwire-server listening port={} metrics_port={} codec={} log_mode={} logstore={} model={}",
                bound_port, http ? http->port() : -1, std::string((*default_codec)->name()),
                absl::GetFlag(FLAGS_log_mode), absl::GetFlag(FLAGS_logstore),
-               model->full_version());
+               model.full_version());
 
   int signal_number = 0;
   sigwait(&signals, &signal_number);
@@ -270,12 +273,11 @@ absl::Status Run() {
 }  // namespace rankwire::server
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "rankwire ranking server. Example:\n"
-      "  rankwire-server --port=50051 --codec=rankbin --logstore=redis "
-      "--redis_addr=127.0.0.1:6379\n"
-      "  rankwire-server --flagfile=deploy/rankwire.flags");
-  absl::ParseCommandLine(argc, argv);
+  rankwire::ParseFlags(argc, argv,
+                       "rankwire ranking server. Example:\n"
+                       "  rankwire-server --port=50051 --codec=rankbin --logstore=redis "
+                       "--redis_addr=127.0.0.1:6379\n"
+                       "  rankwire-server --flagfile=deploy/flags/local.flags");
   absl::Status status = rankwire::server::Run();
   if (!status.ok()) {
     spdlog::critical("rankwire-server: {}", status.ToString());

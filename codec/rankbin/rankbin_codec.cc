@@ -6,8 +6,7 @@ namespace rankwire {
 
 uint32_t RankbinCodec::format_version() const { return rankbin::kMajorVersion; }
 
-absl::StatusOr<OwnedBuffer> RankbinCodec::Encode(const RankResult& result,
-                                                 const EncodeOptions& /*options*/) const {
+absl::StatusOr<OwnedBuffer> RankbinCodec::Encode(const RankResult& result) const {
   return rankbin::WriteRankbin(result, writer_);
 }
 

@@ -29,8 +29,7 @@ class RankbinCodec final : public Codec {
   uint32_t format_version() const override;
   BodyKind body_kind() const override { return BodyKind::kOpaquePayload; }
 
-  absl::StatusOr<OwnedBuffer> Encode(const RankResult& result,
-                                     const EncodeOptions& options) const override;
+  absl::StatusOr<OwnedBuffer> Encode(const RankResult& result) const override;
   absl::StatusOr<std::unique_ptr<ResultView>> Open(SharedBytes bytes) const override;
 
   const rankbin::WriterOptions& writer_options() const { return writer_; }

@@ -10,6 +10,7 @@
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "base/status_macros.h"
 #include "codec/coding.h"
 #include "codec/compression.h"
 #include "codec/rankbin/format.h"
@@ -128,6 +129,9 @@ class Encoder {
   // The one pass before writing, per item: shape, type checks, int sizes,
   // dictionary indexes, log and record sizes.
   absl::Status Analyze();
+  // After Analyze's pass: which string keys get a dictionary, and the exact
+  // size of the value runs that follows from that.
+  void DecideDictionaries();
   absl::Status NewShape(size_t item, uint32_t* id);
   uint32_t DictIndex(StringKey& sk, absl::string_view v);
 
@@ -314,7 +318,7 @@ absl::Status Encoder::Analyze() {
       for (size_t j = 0; j < m.size(); ++j) same &= m[j].key == keys[j];
     }
     if (!same) {
-      if (absl::Status s = NewShape(i, &id); !s.ok()) return s;
+      RETURN_IF_ERROR(NewShape(i, &id));
     }
     item_shape_[i] = id;
     const Shape& shape = shapes_[id];
@@ -358,6 +362,11 @@ absl::Status Encoder::Analyze() {
       return absl::InvalidArgumentError("rankbin: a logs block exceeds 4 GiB");
     }
   }
+  DecideDictionaries();
+  return absl::OkStatus();
+}
+
+void Encoder::DecideDictionaries() {
   for (size_t k = 0; k < r_.keys.size(); ++k) {
     StringKey& sk = strings_[k];
     if (r_.keys[k].type != MetricType::kString || sk.overflow || sk.entries.empty()) continue;
@@ -374,7 +383,6 @@ absl::Status Encoder::Analyze() {
     if (r_.keys[k].type != MetricType::kString) continue;
     values_total_ += strings_[k].use_dict ? strings_[k].index_bytes : strings_[k].plain_bytes;
   }
-  return absl::OkStatus();
 }
 
 size_t Encoder::BlockSectionBound(const std::vector<uint64_t>& raw_sizes, bool compress) const {
@@ -548,8 +556,8 @@ absl::StatusOr<OwnedBuffer> Encoder::Encode() {
   if (n_ > UINT32_MAX) return absl::InvalidArgumentError("rankbin: too many items");
   block_items_ = std::max<uint32_t>(1, o_.block_items);
   blocks_ = (n_ + block_items_ - 1) / block_items_;
-  if (absl::Status s = CheckKeys(); !s.ok()) return s;
-  if (absl::Status s = Analyze(); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckKeys());
+  RETURN_IF_ERROR(Analyze());
 
   size_t keys_bytes = coding::VarintLength(r_.keys.size());
   for (size_t k = 0; k < r_.keys.size(); ++k) {
@@ -602,12 +610,11 @@ absl::StatusOr<OwnedBuffer> Encoder::Encode() {
   };
   // VALUES before ITEMS: the records hold each item's values offset, which
   // is known once its values are written.
-  absl::Status s = section(SectionId::kKeys, ok([&] { WriteKeys(w); }));
-  if (s.ok()) s = section(SectionId::kShapes, ok([&] { WriteShapes(w); }));
-  if (s.ok()) s = section(SectionId::kValues, [&] { return WriteValues(w); });
-  if (s.ok() && has_logs_) s = section(SectionId::kLogs, [&] { return WriteLogs(w); });
-  if (s.ok()) s = section(SectionId::kItems, ok([&] { WriteItems(w); }));
-  if (!s.ok()) return s;
+  RETURN_IF_ERROR(section(SectionId::kKeys, ok([&] { WriteKeys(w); })));
+  RETURN_IF_ERROR(section(SectionId::kShapes, ok([&] { WriteShapes(w); })));
+  RETURN_IF_ERROR(section(SectionId::kValues, [&] { return WriteValues(w); }));
+  if (has_logs_) RETURN_IF_ERROR(section(SectionId::kLogs, [&] { return WriteLogs(w); }));
+  RETURN_IF_ERROR(section(SectionId::kItems, ok([&] { WriteItems(w); })));
   out.set_size(w.written());
   return out;
 }

@@ -20,11 +20,11 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "client/rank_client.h"
-#include "client/workload.h"
 #include "codec/builtin_codecs.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/server_process.h"
+#include "workload/workload.h"
 
 namespace rankwire {
 namespace {
@@ -81,10 +81,10 @@ class BalancingTest : public ::testing::Test {
   }
 
   static rank::v1::RankRequest Request(uint64_t sequence = 0) {
-    client::WorkloadOptions options;
+    workload::WorkloadOptions options;
     options.candidates = 50;
     options.log_mode = rank::v1::LOG_MODE_NONE;
-    return client::WorkloadGenerator(options).Make(sequence);
+    return workload::WorkloadGenerator(options).Make(sequence);
   }
 
   // Calls until every one of `peers` has answered (round_robin reaches a

@@ -1,5 +1,5 @@
-// libFuzzer target: the client's RankResponse envelope reader
-// (client/envelope.h) over any bytes. Where both ParseEnvelope and
+// libFuzzer target: the RankResponse envelope reader
+// (codec/envelope.h) over any bytes. Where both ParseEnvelope and
 // protobuf's own parser accept the bytes, they must agree on the header and
 // on the body field; a body must be a view inside the input.
 //
@@ -11,7 +11,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
-#include "client/envelope.h"
+#include "codec/envelope.h"
 #include "google/protobuf/stubs/logging.h"
 #include "rank/v1/rank.pb.h"
 #include "tests/fuzz/view_checks.h"
@@ -23,7 +23,7 @@ extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const absl::string_view bytes(reinterpret_cast<const char*>(data), size);
-  auto envelope = rankwire::client::ParseEnvelope(rankwire::SharedBytes::Unowned(bytes));
+  auto envelope = rankwire::ParseEnvelope(rankwire::SharedBytes::Unowned(bytes));
   if (!envelope.ok()) {
     RANKWIRE_FUZZ_CHECK(envelope.status().code() == absl::StatusCode::kDataLoss,
                         envelope.status().ToString());

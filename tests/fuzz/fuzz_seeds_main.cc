@@ -4,10 +4,14 @@
 //   rankwire_fuzz_seeds tests/fuzz/corpus          # (re)write the corpus
 //   rankwire_fuzz_seeds --check tests/fuzz/corpus  # exit 1 if it is stale
 //
-// The seeds are small: encoded results of 0 to 8 items (with zstd blocks,
-// several shapes, dictionaries, logs, edge values), docs/FORMAT.md's worked
-// example, a payload with an unknown section, and a few envelopes. Output is
-// deterministic (protobuf maps are serialized in key order).
+// The seeds are small: results of 0 to 8 items (with zstd blocks, several
+// shapes, dictionaries, logs, edge values) and docs/FORMAT.md's worked
+// example, encoded by every codec of test::MakeCodecsUnderTest() (a new
+// codec gets seeds with no change here), a rankbin payload with an unknown
+// section, and a few envelopes. A codec seed is the codec's index byte (see
+// codec_fuzzer.cc) followed by its bytes. Output is deterministic (protobuf
+// maps are serialized in key order).
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -17,6 +21,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -24,6 +29,7 @@
 #include "codec/protobuf_codec.h"
 #include "codec/rank_result.h"
 #include "codec/rankbin/rankbin_codec.h"
+#include "tests/codecs/codecs_under_test.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "rank/v1/rank.pb.h"
@@ -115,7 +121,7 @@ RankResult EdgeValues() {
 }
 
 std::string MustEncode(const Codec& codec, const RankResult& r) {
-  absl::StatusOr<OwnedBuffer> bytes = codec.Encode(r, EncodeOptions{});
+  absl::StatusOr<OwnedBuffer> bytes = codec.Encode(r);
   if (!bytes.ok()) {
     std::fprintf(stderr, "encode failed: %s\n", bytes.status().ToString().c_str());
     std::exit(2);
@@ -133,26 +139,7 @@ void MustDecodeTo(const Codec& codec, const std::string& bytes, const RankResult
   }
 }
 
-std::string ProtobufBytes(const RankResult& r) {
-  rank::v1::RankResult m;
-  if (!ToProto(r, &m).ok()) std::exit(2);
-  return Deterministic(m);
-}
-
-Corpus MakeCorpus() {
-  rankbin::WriterOptions plain;
-  rankbin::WriterOptions zstd;
-  zstd.block_items = 2;
-  zstd.compress_values = zstd.compress_logs = true;
-  zstd.min_saving = 0;
-  zstd.max_dict_entries = 0;  // Repeated strings stay plain: zstd's to shrink.
-  rankbin::WriterOptions tiny;
-  tiny.block_items = 1;
-  tiny.max_dict_entries = 1;
-  const RankbinCodec rankbin("rankbin", plain, {});
-  const RankbinCodec rankbin_zstd("rankbin-zstd", zstd, {});
-  const RankbinCodec rankbin_tiny("rankbin-tiny", tiny, {});
-
+std::vector<std::pair<std::string, RankResult>> SeedResults() {
   std::vector<std::pair<std::string, RankResult>> results = {
       {"empty", RankResult{}},
       {"format_example", FormatExample()},
@@ -194,40 +181,67 @@ Corpus MakeCorpus() {
     while (r.items.empty()) r = test::RandomResult(rng, options);
     results.push_back({absl::StrCat("random_", seed), r});
   }
+  return results;
+}
 
-  Corpus corpus;
-  auto& rb = corpus["rankbin_reader"];
-  auto& pb = corpus["protobuf_codec"];
-  // Adds a seed unless one with the same bytes is there already.
-  auto add = [](std::map<std::string, std::string>& seeds, const std::string& name,
-                std::string bytes) {
-    for (const auto& [other, b] : seeds) {
-      if (b == bytes) return;
-    }
-    seeds[name] = std::move(bytes);
-  };
-  for (const auto& [name, r] : results) {
-    add(rb, name + ".rankbin", MustEncode(rankbin, r));
-    add(rb, name + ".rankbin-zstd", MustEncode(rankbin_zstd, r));
-    add(rb, name + ".one-per-block", MustEncode(rankbin_tiny, r));
-    const std::string pb_bytes = ProtobufBytes(r);
-    MustDecodeTo(ProtobufCodec(), pb_bytes, r, name);
-    add(pb, name + ".pb", pb_bytes);
+CodecRegistry MustMakeCodecs() {
+  absl::StatusOr<CodecRegistry> registry = test::MakeCodecsUnderTest();
+  if (!registry.ok()) {
+    std::fprintf(stderr, "%s\n", registry.status().ToString().c_str());
+    std::exit(2);
   }
-  // A seed that does not decode teaches a fuzzer nothing: check them all.
-  for (const auto& [name, bytes] : rb) {
-    absl::StatusOr<RankResult> r = rankbin.Decode(SharedBytes::FromString(bytes));
-    if (!r.ok()) {
-      std::fprintf(stderr, "seed %s does not decode: %s\n", name.c_str(), r.status().ToString().c_str());
-      std::exit(2);
+  return *std::move(registry);
+}
+
+// Seeds for the codec fuzzer: every result through every codec, plus the
+// rankbin writer settings the registry's defaults do not reach (zstd on
+// every column, one item per block with a one-entry dictionary).
+void AddCodecSeeds(std::map<std::string, std::string>& seeds) {
+  const CodecRegistry codecs = MustMakeCodecs();
+  const std::vector<std::string> names = codecs.Names();
+  rankbin::WriterOptions zstd;
+  zstd.block_items = 2;
+  zstd.compress_values = zstd.compress_logs = true;
+  zstd.min_saving = 0;
+  zstd.max_dict_entries = 0;  // Repeated strings stay plain: zstd's to shrink.
+  rankbin::WriterOptions tiny;
+  tiny.block_items = 1;
+  tiny.max_dict_entries = 1;
+  const RankbinCodec all_zstd("rankbin-zstd", zstd, {});
+  const RankbinCodec one_per_block("rankbin", tiny, {});
+  // (seed name, the codec that writes it, the registered codec that reads it)
+  std::vector<std::tuple<std::string, const Codec*, std::string>> writers;
+  for (const std::string& name : names) writers.emplace_back(name, codecs.Find(name), name);
+  writers.emplace_back("rankbin-zstd-all", &all_zstd, std::string(kRankbinZstdCodecName));
+  writers.emplace_back("rankbin-one-per-block", &one_per_block, std::string(kRankbinCodecName));
+
+  for (const auto& [label, writer, reader_name] : writers) {
+    const size_t index = static_cast<size_t>(
+        std::find(names.begin(), names.end(), reader_name) - names.begin());
+    const Codec& reader = *codecs.Find(reader_name);
+    for (const auto& [name, r] : SeedResults()) {
+      const std::string bytes = MustEncode(*writer, r);
+      // A seed that does not decode teaches a fuzzer nothing.
+      MustDecodeTo(reader, bytes, r, label + "." + name);
+      const std::string seed = std::string(1, static_cast<char>(index)) + bytes;
+      bool duplicate = false;
+      for (const auto& [other, b] : seeds) duplicate = duplicate || b == seed;
+      if (!duplicate) seeds[label + "." + name] = seed;
     }
   }
   // Things only a newer writer or a hand makes: an unknown section, a
-  // higher minor version.
-  std::string future = rb["format_example.rankbin"];
-  future[5] = 7;  // minor
+  // higher minor version (byte 5 of the payload, 6 of the seed).
+  std::string future = seeds[std::string(kRankbinCodecName) + ".format_example"];
+  future[6] = 7;
   future += std::string("\x09\x03\x00\x00\x00" "abc", 8);
-  rb["format_example_future.rankbin"] = future;
+  seeds["rankbin.format_example_future"] = future;
+}
+
+Corpus MakeCorpus() {
+  Corpus corpus;
+  AddCodecSeeds(corpus["codec"]);
+  const std::string rankbin_payload =
+      corpus["codec"][std::string(kRankbinCodecName) + ".format_example"].substr(1);
 
   auto& env = corpus["envelope"];
   rank::v1::ResponseHeader header;
@@ -242,7 +256,7 @@ Corpus MakeCorpus() {
   {
     rank::v1::RankResponse response;
     *response.mutable_header() = header;
-    response.set_payload(rb["format_example.rankbin"]);
+    response.set_payload(rankbin_payload);
     env["payload.env"] = Deterministic(response);
   }
   {
@@ -272,6 +286,26 @@ Corpus MakeCorpus() {
   return corpus;
 }
 
+// Whether a corpus file `have` is current for the generated seed `want`.
+// Codec seeds compare by what they decode to: an encoder need not be
+// byte-deterministic (protobuf writes map entries in hash order), only
+// faithful. Every other seed compares byte for byte.
+bool IsCurrent(const std::string& target, const std::string& have, const std::string& want) {
+  if (have == want) return true;
+  if (target != "codec" || have.empty() || want.empty() || have[0] != want[0]) return false;
+  static const CodecRegistry* const codecs = new CodecRegistry(MustMakeCodecs());
+  const std::vector<std::string> names = codecs->Names();
+  const Codec& codec = *codecs->Find(names[static_cast<uint8_t>(want[0]) % names.size()]);
+  absl::StatusOr<RankResult> a = codec.Decode(SharedBytes::FromString(have.substr(1)));
+  absl::StatusOr<RankResult> b = codec.Decode(SharedBytes::FromString(want.substr(1)));
+  return a.ok() && b.ok() && DiffResults(*a, *b).empty();
+}
+
+std::string ReadFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
 }  // namespace
 }  // namespace rankwire
 
@@ -293,20 +327,16 @@ int main(int argc, char** argv) {
     if (!check) std::filesystem::create_directories(dir);
     for (const auto& [name, bytes] : files) {
       const std::filesystem::path path = dir / name;
+      const bool current = std::filesystem::exists(path) &&
+                           rankwire::IsCurrent(target, rankwire::ReadFile(path), bytes);
       if (check) {
-        if (!std::filesystem::exists(path)) {
-          std::fprintf(stderr, "missing: %s\n", path.c_str());
-          ++stale;
-          continue;
-        }
-        std::ifstream in(path, std::ios::binary);
-        const std::string have((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        if (have != bytes) {
-          std::fprintf(stderr, "stale: %s\n", path.c_str());
+        if (!current) {
+          std::fprintf(stderr, "missing or stale: %s\n", path.c_str());
           ++stale;
         }
         continue;
       }
+      if (current) continue;  // Keep the file: no churn from map order.
       std::ofstream out(path, std::ios::binary | std::ios::trunc);
       out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
       if (!out) {

@@ -99,7 +99,7 @@ inline void ExerciseView(const ResultView& view, const Codec& codec) {
   }
 
   // What decoded must survive its own codec.
-  absl::StatusOr<OwnedBuffer> again = codec.Encode(*all, EncodeOptions{});
+  absl::StatusOr<OwnedBuffer> again = codec.Encode(*all);
   RANKWIRE_FUZZ_CHECK(again.ok(), again.status().ToString());
   absl::StatusOr<RankResult> back = codec.Decode(SharedBytes::FromBuffer(*std::move(again)));
   RANKWIRE_FUZZ_CHECK(back.ok(), back.status().ToString());

@@ -15,12 +15,12 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "client/rank_client.h"
-#include "client/workload.h"
 #include "codec/builtin_codecs.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/server_process.h"
+#include "workload/workload.h"
 
 namespace rankwire {
 namespace {
@@ -49,10 +49,10 @@ class ServerTest : public ::testing::Test {
   static rank::v1::RankRequest Request(std::vector<std::string> accept = {},
                                        rank::v1::LogMode log_mode = rank::v1::LOG_MODE_DEFAULT,
                                        uint64_t sequence = 0) {
-    client::WorkloadOptions options;
+    workload::WorkloadOptions options;
     options.accept_codecs = std::move(accept);
     options.log_mode = log_mode;
-    return client::WorkloadGenerator(options).Make(sequence);
+    return workload::WorkloadGenerator(options).Make(sequence);
   }
 
   std::unique_ptr<CodecRegistry> codecs_;
@@ -135,10 +135,10 @@ TEST_F(ServerTest, FlagfileSetsTheCodec) {
   ASSERT_TRUE(reply.ok()) << reply.status();
   EXPECT_EQ(reply->header().codec(), "rankbin-zstd");
 
-  client::WorkloadOptions options;
+  workload::WorkloadOptions options;
   options.candidates = 601;
   absl::StatusOr<client::RankReply> too_many =
-      client.Rank(client::WorkloadGenerator(options).Make(0), {});
+      client.Rank(workload::WorkloadGenerator(options).Make(0), {});
   EXPECT_EQ(too_many.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(too_many.status().message()), HasSubstr("limit of 600"));
 }
@@ -348,10 +348,10 @@ TEST_F(ServerTest, SigtermFinishesInFlightCallsAndFlushesLogs) {
   // Big requests (over 100 ms of ranking each), signalled once the server
   // reports them in its handler. (gRPC cancels calls that have arrived but
   // whose handler has not started; --drain_ms covers those in production.)
-  client::WorkloadOptions options;
+  workload::WorkloadOptions options;
   options.candidates = 15000;
   options.log_mode = rank::v1::LOG_MODE_STORE;
-  const client::WorkloadGenerator big(options);
+  const workload::WorkloadGenerator big(options);
   constexpr int kCalls = 2;
   std::vector<std::future<absl::Status>> calls;
   for (int c = 0; c < kCalls; ++c) {

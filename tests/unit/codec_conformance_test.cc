@@ -1,7 +1,8 @@
-// The conformance suite every codec must pass: it runs over each codec that
-// MakeBuiltinCodecs() registers (so a codec added there is tested here with
-// no further change), plus option variants of the rankbin codecs (one item
-// per block, eager zstd on values and logs, a tiny dictionary limit).
+// The conformance suite every codec must pass: it runs over each codec of
+// test::MakeCodecsUnderTest() (tests/codecs/: every codec MakeBuiltinCodecs()
+// registers plus the fixture codecs, so a codec added there is tested here
+// with no further change), plus option variants of the rankbin codecs (one
+// item per block, eager zstd on values and logs, a tiny dictionary limit).
 //
 //   round trip     Decode(Encode(r)) equals r, for edge-case results and
 //                  hundreds of seeded random ones (tests/unit/random_result.h)
@@ -41,6 +42,8 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/stubs/logging.h"
 #include "gtest/gtest.h"
+#include "rank/v1/rank.pb.h"
+#include "tests/codecs/codecs_under_test.h"
 #include "tests/unit/random_result.h"
 
 namespace rankwire {
@@ -57,10 +60,11 @@ struct CodecUnderTest {
 
 void PrintTo(const CodecUnderTest& c, std::ostream* os) { *os << c.label; }
 
-CodecRegistry MustMakeBuiltinCodecs(const BuiltinCodecOptions& options) {
-  absl::StatusOr<CodecRegistry> registry = MakeBuiltinCodecs(options);
+CodecRegistry MustMakeCodecs(const BuiltinCodecOptions& options, bool with_fixtures) {
+  absl::StatusOr<CodecRegistry> registry =
+      with_fixtures ? test::MakeCodecsUnderTest(options) : MakeBuiltinCodecs(options);
   if (!registry.ok()) {
-    std::fprintf(stderr, "MakeBuiltinCodecs: %s\n", registry.status().ToString().c_str());
+    std::fprintf(stderr, "making codecs: %s\n", registry.status().ToString().c_str());
     std::abort();
   }
   return *std::move(registry);
@@ -77,10 +81,10 @@ struct CodecsUnderTest {
 std::vector<CodecUnderTest> AllCodecs() {
   static const CodecsUnderTest* const all = [] {
     auto* out = new CodecsUnderTest;
-    // Every registered codec, as the server builds them.
+    // Every registered codec, as the server builds them, and the fixtures.
     const CodecRegistry* builtin =
         out->registries
-            .emplace_back(std::make_unique<CodecRegistry>(MustMakeBuiltinCodecs(BuiltinCodecOptions{})))
+            .emplace_back(std::make_unique<CodecRegistry>(MustMakeCodecs({}, true)))
             .get();
     for (const std::string& name : builtin->Names()) {
       out->cases.push_back({name, builtin->Find(name)});
@@ -88,7 +92,7 @@ std::vector<CodecUnderTest> AllCodecs() {
     // Option variants of the codecs whose output depends on the options.
     auto add_variant = [&](const BuiltinCodecOptions& options, const std::string& suffix) {
       const CodecRegistry* registry =
-          out->registries.emplace_back(std::make_unique<CodecRegistry>(MustMakeBuiltinCodecs(options)))
+          out->registries.emplace_back(std::make_unique<CodecRegistry>(MustMakeCodecs(options, false)))
               .get();
       for (const std::string& name : registry->Names()) {
         if (name == kProtobufCodecName) continue;  // Ignores these options.
@@ -96,13 +100,13 @@ std::vector<CodecUnderTest> AllCodecs() {
       }
     };
     BuiltinCodecOptions one_per_block;
-    one_per_block.block_items = 1;
+    one_per_block.writer.block_items = 1;
     add_variant(one_per_block, "/block_items=1");
     BuiltinCodecOptions eager_zstd;
-    eager_zstd.block_items = 4;
-    eager_zstd.zstd_values = true;
-    eager_zstd.zstd_logs = true;
-    eager_zstd.zstd_min_saving = 0;  // Keep every block zstd makes no larger.
+    eager_zstd.writer.block_items = 4;
+    eager_zstd.writer.compress_values = true;
+    eager_zstd.writer.compress_logs = true;
+    eager_zstd.writer.min_saving = 0;  // Keep every block zstd makes no larger.
     add_variant(eager_zstd, "/eager_zstd");
     // A two-entry dictionary limit, so random results overflow it, with
     // zstd's fast mode on values.
@@ -129,6 +133,15 @@ std::string ParamName(const ::testing::TestParamInfo<CodecUnderTest>& info) {
 }
 
 // Helpers ----------------------------------------------------------------
+
+// Whether a codec's bytes are `result` as a rank.v1.RankResult message (then a cut at a
+// field boundary is a shorter valid message the format cannot tell apart).
+bool IsProtobufMessageOf(const std::string& bytes, const RankResult& result) {
+  rank::v1::RankResult message;
+  return message.ParseFromString(bytes) && !result.items.empty() &&
+         message.items_size() == static_cast<int>(result.items.size()) &&
+         message.items(0).item_id() == result.items[0].item_id;
+}
 
 SharedBytes ExactCopy(absl::string_view bytes) {
   // An allocation of exactly bytes.size(), so a sanitizer sees any read
@@ -441,7 +454,7 @@ class CodecConformanceTest : public ::testing::TestWithParam<CodecUnderTest> {
   const Codec& codec() const { return *GetParam().codec; }
 
   std::string MustEncode(const RankResult& r) {
-    absl::StatusOr<OwnedBuffer> bytes = codec().Encode(r, EncodeOptions{});
+    absl::StatusOr<OwnedBuffer> bytes = codec().Encode(r);
     EXPECT_TRUE(bytes.ok()) << bytes.status();
     if (!bytes.ok()) return "";
     return std::string(bytes->view());
@@ -449,7 +462,7 @@ class CodecConformanceTest : public ::testing::TestWithParam<CodecUnderTest> {
 
   // Round trip through Encode and Decode; "" when exact.
   std::string RoundTripDiff(const RankResult& r) {
-    absl::StatusOr<OwnedBuffer> bytes = codec().Encode(r, EncodeOptions{});
+    absl::StatusOr<OwnedBuffer> bytes = codec().Encode(r);
     if (!bytes.ok()) return absl::StrCat("Encode: ", bytes.status().ToString());
     absl::StatusOr<RankResult> back = codec().Decode(SharedBytes::FromBuffer(*std::move(bytes)));
     if (!back.ok()) return absl::StrCat("Decode: ", back.status().ToString());
@@ -576,7 +589,7 @@ TEST_P(CodecConformanceTest, ViewKeepsItsBytesAlive) {
   const RankResult r = SmallResult();
   std::unique_ptr<ResultView> view;
   {
-    absl::StatusOr<OwnedBuffer> bytes = codec().Encode(r, EncodeOptions{});
+    absl::StatusOr<OwnedBuffer> bytes = codec().Encode(r);
     ASSERT_TRUE(bytes.ok());
     absl::StatusOr<std::unique_ptr<ResultView>> opened =
         codec().Open(SharedBytes::FromBuffer(*std::move(bytes)));
@@ -613,7 +626,8 @@ TEST_P(CodecConformanceTest, ConcurrentLazyReadsAgree) {
 
 // Every prefix of a small payload must fail to decode, and no read of it may
 // return anything the original does not have. One cut cannot be seen by a
-// format and is tolerated, once: a protobuf message cut at a field boundary
+// format whose bytes are a protobuf message (the baseline, the identity
+// fixture) and is tolerated, once: a protobuf message cut at a field boundary
 // is a valid message (for this payload, only the empty prefix: every item
 // carries metrics and every key is used, so a cut anywhere else leaves an
 // undeclared metric); the envelope header's item_count is what catches that
@@ -640,7 +654,7 @@ TEST_P(CodecConformanceTest, TruncatedPayloadsNeverDecodeToSomethingElse) {
     }
     absl::StatusOr<RankResult> all = v.Materialize();
     if (!all.ok()) continue;
-    const bool protobuf_field_boundary = codec().body_kind() == BodyKind::kProtobufResult &&
+    const bool protobuf_field_boundary = IsProtobufMessageOf(bytes, original) &&
                                          IsLeadingPart(*all, original);
     EXPECT_TRUE(protobuf_field_boundary)
         << "a truncated payload decoded to something else: " << DiffResults(*all, original);
@@ -769,7 +783,7 @@ TEST_P(CodecConformanceTest, InvalidModelsAreInvalidArgument) {
   }
   for (const NamedResult& c : cases) {
     ASSERT_FALSE(ValidateResult(c.result).ok()) << c.name;
-    absl::StatusOr<OwnedBuffer> bytes = codec().Encode(c.result, EncodeOptions{});
+    absl::StatusOr<OwnedBuffer> bytes = codec().Encode(c.result);
     EXPECT_EQ(bytes.status().code(), absl::StatusCode::kInvalidArgument) << c.name;
   }
 }
@@ -780,7 +794,7 @@ TEST_P(CodecConformanceTest, KeyWithoutAValidTypeIsInvalidArgument) {
   for (int bad : {0, 5, 255}) {
     RankResult r = SmallResult();
     r.AddKey("bad", static_cast<MetricType>(bad));
-    absl::StatusOr<OwnedBuffer> bytes = codec().Encode(r, EncodeOptions{});
+    absl::StatusOr<OwnedBuffer> bytes = codec().Encode(r);
     EXPECT_EQ(bytes.status().code(), absl::StatusCode::kInvalidArgument) << bad;
   }
 }

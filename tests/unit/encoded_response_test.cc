@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "client/envelope.h"
+#include "codec/envelope.h"
 #include "gtest/gtest.h"
 
 namespace rankwire::server {
@@ -32,9 +32,7 @@ std::string Flatten(grpc::ByteBuffer& buffer) {
 TEST(EncodedResponseTest, PayloadIsSentWithoutACopy) {
   EncodedResponse r = Make(BodyKind::kOpaquePayload, std::string(100000, 'x'));
   const char* body = r.body->data();
-  grpc::ByteBuffer buffer;
-  bool own = false;
-  ASSERT_TRUE(grpc::SerializationTraits<EncodedResponse>::Serialize(r, &buffer, &own).ok());
+  grpc::ByteBuffer buffer = ToByteBuffer(r);
   std::vector<grpc::Slice> slices;
   ASSERT_TRUE(buffer.Dump(&slices).ok());
   ASSERT_EQ(slices.size(), 2u);
@@ -51,9 +49,7 @@ TEST(EncodedResponseTest, BytesAreAValidRankResponse) {
     EncodedResponse r = Make(kind, kind == BodyKind::kProtobufResult
                                        ? result.SerializeAsString()
                                        : std::string("\x01\x02\x03", 3));
-    grpc::ByteBuffer buffer;
-    bool own = false;
-    ASSERT_TRUE(grpc::SerializationTraits<EncodedResponse>::Serialize(r, &buffer, &own).ok());
+    grpc::ByteBuffer buffer = ToByteBuffer(r);
     const std::string wire = Flatten(buffer);
 
     rank::v1::RankResponse parsed;
@@ -68,8 +64,8 @@ TEST(EncodedResponseTest, BytesAreAValidRankResponse) {
       EXPECT_EQ(parsed.payload(), std::string("\x01\x02\x03", 3));
     }
     // And the client's envelope reader agrees.
-    absl::StatusOr<client::Envelope> envelope =
-        client::ParseEnvelope(SharedBytes::FromString(wire));
+    absl::StatusOr<Envelope> envelope =
+        ParseEnvelope(SharedBytes::FromString(wire));
     ASSERT_TRUE(envelope.ok()) << envelope.status();
     EXPECT_EQ(envelope->body_kind, kind);
     EXPECT_EQ(envelope->body.view(), r.body->view());
@@ -80,8 +76,7 @@ TEST(EncodedResponseTest, BodyOutlivesTheResponseObject) {
   grpc::ByteBuffer buffer;
   {
     EncodedResponse r = Make(BodyKind::kOpaquePayload, "payload bytes");
-    bool own = false;
-    ASSERT_TRUE(grpc::SerializationTraits<EncodedResponse>::Serialize(r, &buffer, &own).ok());
+    buffer = ToByteBuffer(r);
   }
   const std::string wire = Flatten(buffer);
   EXPECT_NE(wire.find("payload bytes"), std::string::npos);

@@ -1,7 +1,7 @@
-// Tests of client/envelope.h: reading a rank.v1.RankResponse without parsing
+// Tests of codec/envelope.h: reading a rank.v1.RankResponse without parsing
 // its body. Envelopes are built with the real generated protobuf classes, and
 // protobuf's own parser is the oracle for what ParseEnvelope must find.
-#include "client/envelope.h"
+#include "codec/envelope.h"
 
 #include <cstdint>
 #include <string>
@@ -17,7 +17,7 @@
 #include "gtest/gtest.h"
 #include "rank/v1/rank.pb.h"
 
-namespace rankwire::client {
+namespace rankwire {
 namespace {
 
 using ::testing::HasSubstr;
@@ -133,7 +133,7 @@ TEST(EnvelopeTest, RankbinPayloadOpensFromTheBody) {
   absl::StatusOr<CodecRegistry> registry = MakeBuiltinCodecs({});
   ASSERT_TRUE(registry.ok());
   const Codec* rankbin = registry->Find("rankbin-zstd");
-  absl::StatusOr<OwnedBuffer> payload = rankbin->Encode(model, {});
+  absl::StatusOr<OwnedBuffer> payload = rankbin->Encode(model);
   ASSERT_TRUE(payload.ok());
   rank::v1::RankResponse response;
   response.mutable_header()->set_codec("rankbin-zstd");
@@ -293,4 +293,4 @@ TEST(EnvelopeTest, GarbledEnvelopesAreDataLoss) {
 }
 
 }  // namespace
-}  // namespace rankwire::client
+}  // namespace rankwire

@@ -250,7 +250,7 @@ TEST(ProtobufCodecTest, InvalidUtf8EncodesButDoesNotDecode) {
     item.item_id = where == 1 ? "\xc3\x28" : "id";
     item.metrics = {{k, MetricValue::String(where == 2 ? "\xe2\x82" : "v")}};
     item.log = where == 3 ? "\xff" : "";
-    absl::StatusOr<OwnedBuffer> bytes = ProtobufCodec().Encode(r, EncodeOptions{});
+    absl::StatusOr<OwnedBuffer> bytes = ProtobufCodec().Encode(r);
     ASSERT_TRUE(bytes.ok()) << where;
     EXPECT_EQ(ProtobufCodec().Decode(SharedBytes::FromBuffer(*std::move(bytes))).status().code(),
               absl::StatusCode::kDataLoss)

@@ -1,9 +1,9 @@
 #include "server/rank_handler.h"
 
-#include "client/workload.h"
 #include "codec/builtin_codecs.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "workload/workload.h"
 
 namespace rankwire::server {
 namespace {
@@ -41,10 +41,10 @@ class RankHandlerTest : public ::testing::Test {
   }
   static rank::v1::RankRequest Request(std::vector<std::string> accept,
                                        rank::v1::LogMode mode) {
-    client::WorkloadOptions options;
+    workload::WorkloadOptions options;
     options.accept_codecs = std::move(accept);
     options.log_mode = mode;
-    return client::WorkloadGenerator(options).Make(0);
+    return workload::WorkloadGenerator(options).Make(0);
   }
 
   std::unique_ptr<LinearModel> model_;
@@ -125,6 +125,44 @@ TEST_F(RankHandlerTest, InvalidRequestsAreRejectedAndCounted) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(metrics_->rank->count(), 0u);
   EXPECT_EQ(metrics_->validate->count(), 1u);
+}
+
+// A codec with a size cap, as a real format has one (protobuf's 2 GiB):
+// over it, Encode says ResourceExhausted. The handler must pass that code on.
+class CappedCodec final : public Codec {
+ public:
+  absl::string_view name() const override { return "capped"; }
+  uint32_t format_version() const override { return 1; }
+  BodyKind body_kind() const override { return BodyKind::kOpaquePayload; }
+  absl::StatusOr<OwnedBuffer> Encode(const RankResult& result) const override {
+    if (result.items.size() > 10) {
+      return absl::ResourceExhaustedError("capped: more than 10 items");
+    }
+    return OwnedBuffer::CopyOf("ok");
+  }
+  absl::StatusOr<std::unique_ptr<ResultView>> Open(SharedBytes) const override {
+    return absl::UnimplementedError("capped: encode-only");
+  }
+};
+
+TEST_F(RankHandlerTest, EncodeFailuresKeepTheCodecsCode) {
+  CodecRegistry codecs;
+  ASSERT_TRUE(codecs.Register(std::make_unique<CappedCodec>()).ok());
+  RankHandlerOptions options;
+  options.default_codec = codecs.Find("capped");
+  RankHandler handler(ranker_.get(), &codecs, nullptr, nullptr, options);
+  absl::StatusOr<EncodedResponse> r =
+      handler.Handle(std::make_shared<const rank::v1::RankRequest>(
+                         Request({}, rank::v1::LOG_MODE_NONE)),
+                     RankHandler::Clock::now(), 0);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(r.status().message(), HasSubstr("encoding with capped: capped: more than 10"));
+}
+
+TEST(RankHandlerDeathTest, NullDefaultCodecIsCaughtAtConstruction) {
+  CodecRegistry codecs;
+  EXPECT_DEATH(RankHandler(nullptr, &codecs, nullptr, nullptr, RankHandlerOptions{}),
+               "default_codec is null");
 }
 
 }  // namespace

@@ -245,7 +245,7 @@ std::string Encode(const RankResult& r, const BuiltinCodecOptions& options = {},
   EXPECT_TRUE(registry.ok());
   const Codec* codec = registry->Find(name);
   EXPECT_NE(codec, nullptr);
-  absl::StatusOr<OwnedBuffer> bytes = codec->Encode(r, EncodeOptions{});
+  absl::StatusOr<OwnedBuffer> bytes = codec->Encode(r);
   EXPECT_TRUE(bytes.ok()) << bytes.status();
   return bytes.ok() ? std::string(bytes->view()) : "";
 }
@@ -411,7 +411,7 @@ TEST(WriterTest, SectionsInOrderAndBlocksOfBlockItems) {
     item.log = "x";
   }
   BuiltinCodecOptions options;
-  options.block_items = 3;
+  options.writer.block_items = 3;
   const std::string bytes = Encode(r, options);
   std::vector<uint8_t> ids;
   for (const SectionRef& s : Sections(bytes)) ids.push_back(s.id);
@@ -453,9 +453,9 @@ TEST(WriterTest, ZstdBlocksAreFramesOfTheirRawSize) {
     item.log = "model=lr-v3 scene=search features=[0.1,0.2,0.3,0.4] recall=vector_ann";
   }
   BuiltinCodecOptions options;
-  options.block_items = 16;
-  options.zstd_values = true;
-  options.zstd_min_saving = 0;
+  options.writer.block_items = 16;
+  options.writer.compress_values = true;
+  options.writer.min_saving = 0;
   const std::string bytes = Encode(r, options, kRankbinZstdCodecName);
   for (SectionId id : {SectionId::kValues, SectionId::kLogs}) {
     std::vector<BlockRef> blocks = Blocks(bytes, id);
@@ -500,7 +500,7 @@ TEST(WriterTest, ItemsWithAsManyButDifferentKeysRoundTrip) {
     absl::StatusOr<CodecRegistry> codecs = MakeBuiltinCodecs({});
     ASSERT_TRUE(codecs.ok());
     const Codec* codec = codecs->Find(name);
-    absl::StatusOr<OwnedBuffer> bytes = codec->Encode(r, {});
+    absl::StatusOr<OwnedBuffer> bytes = codec->Encode(r);
     ASSERT_TRUE(bytes.ok()) << bytes.status();
     absl::StatusOr<RankResult> back = codec->Decode(SharedBytes::FromBuffer(*std::move(bytes)));
     ASSERT_TRUE(back.ok()) << back.status();
@@ -530,9 +530,9 @@ TEST(ReaderTest, DecompressesOnlyTheBlocksItReads) {
     item.metrics = {{model, MetricValue::String(std::string(200, static_cast<char>('a' + i)))}};
   }
   BuiltinCodecOptions options;
-  options.block_items = 2;
-  options.zstd_values = true;
-  options.zstd_min_saving = 0;
+  options.writer.block_items = 2;
+  options.writer.compress_values = true;
+  options.writer.min_saving = 0;
   std::string bytes = Encode(r, options, kRankbinZstdCodecName);
   std::vector<BlockRef> blocks = Blocks(bytes, SectionId::kValues);
   ASSERT_EQ(blocks.size(), 3u);

@@ -2,10 +2,10 @@
 
 #include <cmath>
 
-#include "client/workload.h"
 #include "codec/protobuf_codec.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "workload/workload.h"
 
 namespace rankwire::server {
 namespace {
@@ -19,7 +19,14 @@ class RankerTest : public ::testing::Test {
     ASSERT_TRUE(model.ok()) << model.status();
     model_ = std::make_unique<LinearModel>(*std::move(model));
     ranker_ = std::make_unique<Ranker>(model_.get());
-    request_ = client::WorkloadGenerator({}).Make(0);
+    request_ = workload::WorkloadGenerator({}).Make(0);
+  }
+  // Through the production entry point, with logs inline or none.
+  RankResult Rank(const rank::v1::RankRequest& request, bool with_logs) const {
+    return ranker_
+        ->Rank(std::make_shared<const rank::v1::RankRequest>(request),
+               with_logs ? LogDetail::kInline : LogDetail::kNone)
+        .result;
   }
   double Metric(const RankResult& r, size_t item, const std::string& name) {
     const MetricValue* v = r.FindMetric(item, name);
@@ -33,14 +40,14 @@ class RankerTest : public ::testing::Test {
 };
 
 TEST_F(RankerTest, SameRequestSameResult) {
-  RankResult a = ranker_->Rank(request_, true);
-  RankResult b = ranker_->Rank(request_, true);
+  RankResult a = Rank(request_, true);
+  RankResult b = Rank(request_, true);
   EXPECT_EQ(DiffResults(a, b), "");
   EXPECT_TRUE(ValidateResult(a).ok());
 }
 
 TEST_F(RankerTest, ItemsAreSortedAndPositioned) {
-  RankResult r = ranker_->Rank(request_, false);
+  RankResult r = Rank(request_, false);
   ASSERT_EQ(r.items.size(), 500u);
   for (size_t i = 0; i < r.items.size(); ++i) {
     EXPECT_EQ(r.items[i].position, i + 1);
@@ -52,7 +59,7 @@ TEST_F(RankerTest, ItemsAreSortedAndPositioned) {
 }
 
 TEST_F(RankerTest, MetricsAreComputedFromTheRequest) {
-  RankResult r = ranker_->Rank(request_, true);
+  RankResult r = Rank(request_, true);
   const LinearModel::Head& ctr_head = model_->heads()[0];
   for (size_t i : {size_t{0}, size_t{250}, size_t{499}}) {
     const RankedItem& item = r.items[i];
@@ -85,7 +92,7 @@ TEST_F(RankerTest, MetricsAreComputedFromTheRequest) {
 }
 
 TEST_F(RankerTest, IntegralFeaturesAreIntMetrics) {
-  RankResult r = ranker_->Rank(request_, false);
+  RankResult r = Rank(request_, false);
   EXPECT_EQ(r.keys[*r.FindKey("feat.sales_30d")].type, MetricType::kInt);
   EXPECT_EQ(r.keys[*r.FindKey("feat.category_match")].type, MetricType::kInt);
   EXPECT_EQ(r.keys[*r.FindKey("feat.price")].type, MetricType::kFloat);
@@ -93,8 +100,8 @@ TEST_F(RankerTest, IntegralFeaturesAreIntMetrics) {
 }
 
 TEST_F(RankerTest, SeedShapedPayloadIsAboutOnePointTwoMegabytes) {
-  RankResult r = ranker_->Rank(request_, true);
-  absl::StatusOr<OwnedBuffer> bytes = ProtobufCodec().Encode(r, {});
+  RankResult r = Rank(request_, true);
+  absl::StatusOr<OwnedBuffer> bytes = ProtobufCodec().Encode(r);
   ASSERT_TRUE(bytes.ok());
   EXPECT_GE(bytes->size(), 1100u * 1000);
   EXPECT_LE(bytes->size(), 1300u * 1000);
@@ -109,7 +116,7 @@ TEST_F(RankerTest, MissingFeaturesCountAsZero) {
   rank::v1::RankRequest request = request_;
   request.clear_item_feature_names();
   for (auto& c : *request.mutable_candidates()) c.clear_features();
-  RankResult r = ranker_->Rank(request, false);
+  RankResult r = Rank(request, false);
   ASSERT_EQ(r.items.size(), 500u);
   // Every candidate scores the same but for its recall-source boost.
   EXPECT_FALSE(r.FindKey("feat.price").has_value());

@@ -26,7 +26,7 @@ class NamedCodec final : public Codec {
   absl::string_view name() const override { return name_; }
   uint32_t format_version() const override { return 1; }
   BodyKind body_kind() const override { return BodyKind::kOpaquePayload; }
-  absl::StatusOr<OwnedBuffer> Encode(const RankResult&, const EncodeOptions&) const override {
+  absl::StatusOr<OwnedBuffer> Encode(const RankResult&) const override {
     return absl::UnimplementedError("test codec");
   }
   absl::StatusOr<std::unique_ptr<ResultView>> Open(SharedBytes) const override {

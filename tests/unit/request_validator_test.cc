@@ -3,9 +3,9 @@
 #include <cmath>
 #include <functional>
 
-#include "client/workload.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "workload/workload.h"
 
 namespace rankwire::server {
 namespace {
@@ -13,7 +13,7 @@ namespace {
 using ::testing::HasSubstr;
 
 TEST(RequestValidatorTest, GeneratedRequestIsValid) {
-  EXPECT_TRUE(ValidateRequest(client::WorkloadGenerator({}).Make(0), {}).ok());
+  EXPECT_TRUE(ValidateRequest(workload::WorkloadGenerator({}).Make(0), {}).ok());
 }
 
 TEST(RequestValidatorTest, EachProblemIsNamed) {
@@ -43,7 +43,7 @@ TEST(RequestValidatorTest, EachProblemIsNamed) {
        "candidates[2].features[0] (price) is -inf"},
   };
   for (const Case& c : cases) {
-    rank::v1::RankRequest request = client::WorkloadGenerator({}).Make(0);
+    rank::v1::RankRequest request = workload::WorkloadGenerator({}).Make(0);
     c.mutate(&request);
     absl::Status s = ValidateRequest(request, {});
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.message;
@@ -54,11 +54,11 @@ TEST(RequestValidatorTest, EachProblemIsNamed) {
 TEST(RequestValidatorTest, LimitsAreConfigurable) {
   RequestLimits limits;
   limits.max_candidates = 499;
-  absl::Status s = ValidateRequest(client::WorkloadGenerator({}).Make(0), limits);
+  absl::Status s = ValidateRequest(workload::WorkloadGenerator({}).Make(0), limits);
   EXPECT_THAT(std::string(s.message()), HasSubstr("500 candidates exceed the limit of 499"));
   limits = {};
   limits.max_item_features = 10;
-  s = ValidateRequest(client::WorkloadGenerator({}).Make(0), limits);
+  s = ValidateRequest(workload::WorkloadGenerator({}).Make(0), limits);
   EXPECT_THAT(std::string(s.message()), HasSubstr("18 item features exceed the limit of 10"));
 }
 

@@ -1,4 +1,4 @@
-#include "client/workload.h"
+#include "workload/workload.h"
 
 #include <cmath>
 #include <set>
@@ -6,7 +6,7 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 
-namespace rankwire::client {
+namespace rankwire::workload {
 namespace {
 
 // Maps serialize in an unspecified order, so requests are compared as
@@ -65,4 +65,4 @@ TEST(WorkloadTest, OptionsAreHonoured) {
 }
 
 }  // namespace
-}  // namespace rankwire::client
+}  // namespace rankwire::workload
