@@ -9,9 +9,11 @@
 // Open loop (--qps>0): requests are scheduled at a fixed rate and latency is
 // measured from the scheduled time, so a slow server is not hidden by
 // callers that wait for it (no coordinated omission).
+// SIGTERM or SIGINT ends the run early; the result is still printed.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -46,7 +48,8 @@ ABSL_FLAG(int, concurrency, 4, "Caller threads (one channel each).");
 ABSL_FLAG(bool, shared_channel, false,
           "All caller threads share one channel (as one central-control process does).");
 ABSL_FLAG(double, qps, 0, "Target rate for open-loop load; 0 for closed loop.");
-ABSL_FLAG(double, duration_s, 10, "Measured seconds.");
+ABSL_FLAG(double, duration_s, 10,
+          "Measured seconds (at most: SIGTERM/SIGINT ends the run early and prints the result).");
 ABSL_FLAG(double, warmup_s, 2, "Unmeasured seconds first.");
 ABSL_FLAG(int, deadline_ms, 5000, "Per-call deadline.");
 ABSL_FLAG(std::string, label, "", "A label echoed in the output (for scripts).");
@@ -137,6 +140,12 @@ absl::StatusOr<std::vector<rank::v1::RankRequest>> MakeRequests() {
   return requests;
 }
 
+// Set by SIGTERM/SIGINT: the callers stop and the result is printed, so a
+// script can run the load "until done" (--duration_s is then a maximum).
+std::atomic<bool> stop_requested{false};
+
+void RequestStop(int) { stop_requested.store(true); }
+
 // What every caller thread shares: the schedule and the call settings.
 struct Plan {
   int concurrency = 1;
@@ -190,7 +199,7 @@ void CallLoop(const Plan& plan, int w, Worker* me) {
       sent = next;  // Latency counts from when the call was due.
       next += Seconds(interval_s);
     }
-    if (sent >= plan.end) break;
+    if (sent >= plan.end || stop_requested.load()) break;
     const rank::v1::RankRequest& request = requests[(n * plan.concurrency + w) % requests.size()];
     absl::StatusOr<RankReply> reply = client.Rank(request, plan.call);
     const Clock::time_point top_start = Clock::now();
@@ -248,7 +257,9 @@ Summary Summarize(const std::vector<Worker>& workers, const Plan& plan) {
     last = std::max(last, w.last_done);
   }
   const size_t n = s.latency.size();
-  s.seconds = std::max(absl::GetFlag(FLAGS_duration_s), Micros(last - plan.measure_from) * 1e-6);
+  // (A run stopped early by a signal is measured over the time it ran.)
+  const double planned_s = stop_requested.load() ? 0 : absl::GetFlag(FLAGS_duration_s);
+  s.seconds = std::max(planned_s, Micros(last - plan.measure_from) * 1e-6);
   s.achieved = n / s.seconds;
   s.mean_bytes = n ? bytes / n : 0;
   return s;
@@ -309,6 +320,8 @@ int Run() {
     }
   }
   Plan plan = PlanFromFlags(&*requests, &*codecs);
+  std::signal(SIGTERM, RequestStop);
+  std::signal(SIGINT, RequestStop);
   absl::StatusOr<ChannelOptions> channel_options = ChannelOptionsFromFlags();
   absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
       channel_options.ok() ? MakeChannel(absl::GetFlag(FLAGS_target), *channel_options)

@@ -7,6 +7,7 @@
 #include <grpcpp/support/proto_buffer_writer.h>
 #include <grpcpp/support/validate_service_config.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "absl/strings/match.h"
@@ -108,6 +109,11 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& ta
   args.SetServiceConfigJSON(config);
   args.SetInt(GRPC_ARG_SERVICE_CONFIG_DISABLE_RESOLUTION, 1);
   args.SetInt(GRPC_ARG_PER_RPC_RETRY_BUFFER_SIZE, options.retry_buffer_bytes);
+  if (options.max_reconnect_backoff_ms > 0) {
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
+                std::min(1000, options.max_reconnect_backoff_ms));
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, options.max_reconnect_backoff_ms);
+  }
   return grpc::CreateCustomChannel(target, options.credentials, args);
 }
 

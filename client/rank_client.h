@@ -116,6 +116,10 @@ struct ChannelOptions {
   // larger request is sent once (gRPC's default of 256 KiB is below a
   // 1000-candidate request).
   int retry_buffer_bytes = 4 << 20;
+  // Longest wait between reconnection attempts to a replica that went away.
+  // gRPC's default (120 s) leaves a replica restarted on the same address
+  // (a crashed container in its pod) without traffic for minutes.
+  int max_reconnect_backoff_ms = 2000;
 };
 
 // The service config JSON for `options` (options.service_config if set).
