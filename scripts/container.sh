@@ -167,7 +167,9 @@ trap cleanup EXIT
 free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 port=$(free_port)
 metrics_port=$(free_port)
-# The image's own entrypoint and user, not a copy of them.
+# The image's own entrypoint and user, not a copy of them. Overridden: the
+# log store (no Redis here) and the listening address and ports (free
+# loopback ones); the drain and the rest are the production flagfile's.
 mapfile -t entrypoint < <("${B[@]}" inspect --type image \
   --format '{{range .OCIv1.Config.Entrypoint}}{{println .}}{{end}}' "$IMAGE")
 user=$("${B[@]}" inspect --type image --format '{{.OCIv1.Config.User}}' "$IMAGE")
@@ -177,7 +179,7 @@ log "smoke: ${entrypoint[*]} (user ${user:-root}) on 127.0.0.1:$port, metrics $m
 t2=$SECONDS
 "${B[@]}" run --isolation chroot ${user:+--user "$user"} "$CTR" -- "${entrypoint[@]}" \
   --logstore=memory --address=127.0.0.1 --port="$port" --metrics_port="$metrics_port" \
-  --drain_ms=500 >"$WORK/server.log" 2>&1 &
+  >"$WORK/server.log" 2>&1 &
 RUN_PID=$!
 started=""
 for _ in $(seq 300); do
