@@ -2,6 +2,10 @@
 
 #include <grpcpp/support/proto_buffer_reader.h>
 
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "rpc/status.h"

@@ -6,7 +6,8 @@
 - every flag in deploy/flags/*.flags and in the k8s ConfigMap is a flag the
   built rankwire-server accepts (from --helpfull), and the server parses the
   local flagfile;
-- every COPY source in the Dockerfile exists in the repository;
+- every COPY source in the Dockerfile exists in the repository, and every
+  folder the top-level CMakeLists.txt builds is copied;
 - every Debian package that owns a shared library the built binaries link
   is installed by the Dockerfile's runtime stage (or is part of the base
   image);
@@ -196,6 +197,16 @@ class DeployTest(unittest.TestCase):
         (compose,) = yaml_docs(os.path.join(ROOT, "deploy", "compose.yaml"))
         self.assertEqual(set(compose["services"]), {"redis", "rankwire"})
         self.assertEqual(compose["services"]["rankwire"]["build"]["dockerfile"], "deploy/Dockerfile")
+
+    def test_dockerfile_copies_every_folder_the_build_needs(self):
+        # The unconditional add_subdirectory lines of the top-level
+        # CMakeLists.txt (tests and benchmarks are inside if-blocks), and the
+        # CMake modules folder it includes from.
+        with open(os.path.join(ROOT, "CMakeLists.txt")) as f:
+            needed = set(re.findall(r"^add_subdirectory\((\w+)\)", f.read(), re.M)) | {"cmake"}
+        with open(os.path.join(ROOT, "deploy", "Dockerfile")) as f:
+            copied = set(re.findall(r"^COPY (?!--from)(\S+) ", f.read(), re.M))
+        self.assertFalse(needed - copied, f"the Dockerfile's build stage lacks {needed - copied}")
 
     def test_dockerfile_copies_exist_and_runtime_has_every_library(self):
         with open(os.path.join(ROOT, "deploy", "Dockerfile")) as f:
