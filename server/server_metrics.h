@@ -32,7 +32,8 @@ struct ServerMetrics {
   Counter* rpcs_failed;
   // Rank calls that arrived as a client's retry (grpc-previous-rpc-attempts
   // set): their first attempt failed with UNAVAILABLE, e.g. on a replica
-  // that died.
+  // that died. A lower bound: retries gRPC makes transparently carry no
+  // attempt count (seen with the client's reconnect-backoff settings).
   Counter* rpcs_retried;
   Histogram* request_deserialize;
   Histogram* validate;

@@ -261,9 +261,9 @@ TEST_F(BalancingTest, CallsOnAReplicaThatDiesAreRetriedElsewhere) {
     const int retried = Counter(survivor, "rankwire_rank_rpcs_retried_total");
     std::fprintf(stderr, "max_attempts=%d ok=%d unavailable=%d retried=%d\n", max_attempts, ok,
                  unavailable, retried);
-    // With retries every call succeeds (the survivor usually counts the
-    // re-sent ones as retries; a call gRPC retries transparently, before
-    // the victim took it, carries no attempt count). Without retries the
+    // With retries every call succeeds (the survivor may count the re-sent
+    // ones as retries; a call gRPC retries transparently carries no attempt
+    // count, so that number is only printed). Without retries the
     // calls that were on the victim fail: that is what the policy saves.
     if (max_attempts > 1) {
       EXPECT_EQ(ok, 6);
