@@ -18,13 +18,15 @@
 #include "absl/time/clock.h"
 #include "base/flags.h"
 #include "base/status_macros.h"
+#include "client/channel_flags.h"
 #include "client/rank_client.h"
-#include "client/tls_flags.h"
 #include "codec/builtin_codecs.h"
 #include "codec/protobuf_codec.h"
 #include "workload/workload.h"
 
-ABSL_FLAG(std::string, target, "localhost:50051", "Server address.");
+ABSL_FLAG(std::string, target, "localhost:50051",
+          "Server: host:port, dns:///name:port (every address of the name) or "
+          "ipv4:a:port,b:port (a list of replicas).");
 ABSL_FLAG(std::string, codec, "",
           absl::StrCat("Codecs to accept, most preferred first, comma-separated (empty: the "
                        "server's default). Known: ", rankwire::BuiltinCodecNames(), "."));
@@ -41,6 +43,9 @@ ABSL_FLAG(int, log_chars, 140, "Characters of each log line to print (0: all).")
 ABSL_FLAG(bool, compare, false,
           "Call once per codec and log placement and print a comparison table.");
 ABSL_FLAG(int, compare_calls, 15, "Calls per row of --compare (medians are shown).");
+ABSL_FLAG(bool, health, false,
+          "Only ask grpc.health.v1.Health/Check for the server (\"\") and "
+          "rank.v1.RankService, print both, and fail unless both are SERVING.");
 
 namespace rankwire::client {
 namespace {
@@ -87,6 +92,7 @@ void PrintReply(const RankReply& reply, uint32_t top_n, uint32_t topn_us) {
                reply.body_bytes(), rank::v1::LogMode_Name(h.log_mode()),
                h.log_key().empty() ? "" : absl::StrCat(" log_key=", h.log_key()),
                h.model_version());
+  absl::PrintF("call: peer=%s\n", reply.call().peer);
   const rank::v1::ServerTimings& st = h.timings();
   absl::PrintF("server us: request_deserialize=%d validate=%d rank=%d log_enqueue=%d "
                "response_serialize=%d total=%d\n",
@@ -249,10 +255,35 @@ absl::Status Compare(const RankClient& client, const CodecRegistry& codecs) {
   return absl::OkStatus();
 }
 
+// --health: asks the replica(s) directly, on a channel without client-side
+// health checking (which would hide a NOT_SERVING replica from the call).
+absl::Status Health(ChannelOptions options) {
+  options.health_service.clear();
+  if (!options.service_config.empty()) {
+    return absl::InvalidArgumentError("--health takes no --service_config");
+  }
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
+                   MakeChannel(absl::GetFlag(FLAGS_target), options));
+  CallOptions call;
+  call.deadline = absl::Milliseconds(absl::GetFlag(FLAGS_deadline_ms));
+  bool serving = true;
+  for (const std::string service : {"", "rank.v1.RankService"}) {
+    ASSIGN_OR_RETURN(HealthStatus status, CheckHealth(channel.get(), service, call));
+    absl::PrintF("health %s: %s\n", service.empty() ? "(server)" : service,
+                 HealthStatusName(status));
+    serving &= status == HealthStatus::kServing;
+  }
+  if (!serving) return absl::UnavailableError("not serving");
+  return absl::OkStatus();
+}
+
 absl::Status Run() {
+  ASSIGN_OR_RETURN(ChannelOptions channel_options, ChannelOptionsFromFlags());
+  if (absl::GetFlag(FLAGS_health)) return Health(channel_options);
   ASSIGN_OR_RETURN(CodecRegistry codecs, MakeBuiltinCodecs(BuiltinCodecOptions{}));
-  ASSIGN_OR_RETURN(ClientSecurity security, ClientSecurityFromFlags());
-  RankClient client(MakeChannel(absl::GetFlag(FLAGS_target), 64 << 20, &security), &codecs);
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
+                   MakeChannel(absl::GetFlag(FLAGS_target), channel_options));
+  RankClient client(std::move(channel), &codecs);
   if (absl::GetFlag(FLAGS_compare)) return Compare(client, codecs);
   return RankOnce(client);
 }
@@ -264,7 +295,8 @@ int main(int argc, char** argv) {
   rankwire::ParseFlags(argc, argv,
                        "Sends a generated 500-candidate RankRequest and prints the top-N.\n"
                        "  rankwire-cli --target=localhost:50051 --codec=rankbin\n"
-                       "  rankwire-cli --compare");
+                       "  rankwire-cli --compare\n"
+                       "  rankwire-cli --target=ipv4:127.0.0.1:50051,127.0.0.1:50052 --health");
   absl::Status s = rankwire::client::Run();
   if (!s.ok()) {
     absl::FPrintF(stderr, "rankwire-cli: %s\n", s.ToString());

@@ -9,27 +9,33 @@
 // Open loop (--qps>0): requests are scheduled at a fixed rate and latency is
 // measured from the scheduled time, so a slow server is not hidden by
 // callers that wait for it (no coordinated omission).
+// SIGTERM or SIGINT ends the run early; the result is still printed.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "base/flags.h"
 #include "base/status_macros.h"
+#include "client/channel_flags.h"
 #include "client/rank_client.h"
-#include "client/tls_flags.h"
 #include "codec/builtin_codecs.h"
 #include "workload/workload.h"
 
-ABSL_FLAG(std::string, target, "localhost:50051", "Server address.");
+ABSL_FLAG(std::string, target, "localhost:50051",
+          "Server: host:port, dns:///name:port or ipv4:a:port,b:port (replicas are "
+          "balanced by --lb_policy).");
 ABSL_FLAG(std::string, codec, "",
           absl::StrCat("Codecs to accept, comma-separated (empty: server default). Known: ",
                        rankwire::BuiltinCodecNames(), "."));
@@ -39,8 +45,11 @@ ABSL_FLAG(uint32_t, top_n, 10, "Items each response's caller decodes fully.");
 ABSL_FLAG(uint32_t, distinct_requests, 64, "Distinct requests, cycled.");
 ABSL_FLAG(uint64_t, seed, 20261129, "Workload seed.");
 ABSL_FLAG(int, concurrency, 4, "Caller threads (one channel each).");
+ABSL_FLAG(bool, shared_channel, false,
+          "All caller threads share one channel (as one central-control process does).");
 ABSL_FLAG(double, qps, 0, "Target rate for open-loop load; 0 for closed loop.");
-ABSL_FLAG(double, duration_s, 10, "Measured seconds.");
+ABSL_FLAG(double, duration_s, 10,
+          "Measured seconds (at most: SIGTERM/SIGINT ends the run early and prints the result).");
 ABSL_FLAG(double, warmup_s, 2, "Unmeasured seconds first.");
 ABSL_FLAG(int, deadline_ms, 5000, "Per-call deadline.");
 ABSL_FLAG(std::string, label, "", "A label echoed in the output (for scripts).");
@@ -68,7 +77,35 @@ struct Worker {
   Clock::time_point last_done;
   uint64_t errors = 0;
   std::string first_error;
+  std::map<std::string, uint64_t> by_status;  // Every measured call, "OK" included.
+  // Successful calls per replica (of the first attempt: see CallInfo).
+  std::map<std::string, uint64_t> by_peer;
 };
+
+// {"a":1,"b":2}; keys are status names and peer addresses (no quotes in them).
+std::string JsonCounts(const std::map<std::string, uint64_t>& counts) {
+  std::string out = "{";
+  for (const auto& [key, n] : counts) {
+    absl::StrAppend(&out, out.size() > 1 ? "," : "", "\"", key, "\":", n);
+  }
+  return out + "}";
+}
+
+// JSON string contents: quotes, backslashes and control characters escaped.
+std::string JsonEscape(absl::string_view in) {
+  std::string out;
+  for (char c : in) {
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      absl::StrAppendFormat(&out, "\\u%04x", c);
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
 
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
@@ -106,6 +143,12 @@ absl::StatusOr<std::vector<rank::v1::RankRequest>> MakeRequests() {
   return requests;
 }
 
+// Set by SIGTERM/SIGINT: the callers stop and the result is printed, so a
+// script can run the load "until done" (--duration_s is then a maximum).
+std::atomic<bool> stop_requested{false};
+
+void RequestStop(int) { stop_requested.store(true); }
+
 // What every caller thread shares: the schedule and the call settings.
 struct Plan {
   int concurrency = 1;
@@ -115,7 +158,8 @@ struct Plan {
   CallOptions call;
   const std::vector<rank::v1::RankRequest>* requests = nullptr;
   const CodecRegistry* codecs = nullptr;
-  const ClientSecurity* security = nullptr;  // --tls_* flags.
+  ChannelOptions channel_options;
+  std::shared_ptr<grpc::Channel> shared_channel;  // nullptr: a channel per thread.
 };
 
 Plan PlanFromFlags(const std::vector<rank::v1::RankRequest>* requests,
@@ -142,7 +186,10 @@ absl::Status ReadTopN(const RankReply& reply, size_t top_n) {
 
 // Caller thread `w`: sends until the plan's end, recording measured calls.
 void CallLoop(const Plan& plan, int w, Worker* me) {
-  RankClient client(MakeChannel(absl::GetFlag(FLAGS_target), 64 << 20, plan.security),
+  // The options were checked when the shared channel was made.
+  RankClient client(plan.shared_channel != nullptr
+                        ? plan.shared_channel
+                        : *MakeChannel(absl::GetFlag(FLAGS_target), plan.channel_options),
                     plan.codecs);
   const std::vector<rank::v1::RankRequest>& requests = *plan.requests;
   // Open loop: this thread's share of the rate, phase-shifted.
@@ -155,7 +202,7 @@ void CallLoop(const Plan& plan, int w, Worker* me) {
       sent = next;  // Latency counts from when the call was due.
       next += Seconds(interval_s);
     }
-    if (sent >= plan.end) break;
+    if (sent >= plan.end || stop_requested.load()) break;
     const rank::v1::RankRequest& request = requests[(n * plan.concurrency + w) % requests.size()];
     absl::StatusOr<RankReply> reply = client.Rank(request, plan.call);
     const Clock::time_point top_start = Clock::now();
@@ -163,6 +210,7 @@ void CallLoop(const Plan& plan, int w, Worker* me) {
     const Clock::time_point done = Clock::now();
     if (sent < plan.measure_from) continue;
     me->last_done = std::max(me->last_done, done);
+    ++me->by_status[status.ok() ? "OK" : absl::StatusCodeToString(status.code())];
     if (status.code() == absl::StatusCode::kResourceExhausted) {
       me->rejected_us.push_back(Micros(done - sent));
       continue;
@@ -171,6 +219,7 @@ void CallLoop(const Plan& plan, int w, Worker* me) {
       if (me->errors++ == 0) me->first_error = status.ToString();
       continue;
     }
+    ++me->by_peer[reply->call().peer];
     const ClientTimings& t = reply->timings();
     const rank::v1::ServerTimings& st = reply->header().timings();
     // Client decode: envelope + open (in Rank) + reading the top N.
@@ -189,6 +238,7 @@ struct Summary {
   double mean_bytes = 0;
   uint64_t errors = 0;
   std::string first_error;
+  std::map<std::string, uint64_t> by_status, by_peer;
   double seconds = 0;   // Wall time of the measured calls.
   double achieved = 0;  // Calls per second.
 };
@@ -211,10 +261,14 @@ Summary Summarize(const std::vector<Worker>& workers, const Plan& plan) {
     s.errors += w.errors;
     s.rejected.insert(s.rejected.end(), w.rejected_us.begin(), w.rejected_us.end());
     if (s.first_error.empty()) s.first_error = w.first_error;
+    for (const auto& [k, v] : w.by_status) s.by_status[k] += v;
+    for (const auto& [k, v] : w.by_peer) s.by_peer[k] += v;
     last = std::max(last, w.last_done);
   }
   const size_t n = s.latency.size();
-  s.seconds = std::max(absl::GetFlag(FLAGS_duration_s), Micros(last - plan.measure_from) * 1e-6);
+  // (A run stopped early by a signal is measured over the time it ran.)
+  const double planned_s = stop_requested.load() ? 0 : absl::GetFlag(FLAGS_duration_s);
+  s.seconds = std::max(planned_s, Micros(last - plan.measure_from) * 1e-6);
   s.achieved = n / s.seconds;
   s.mean_bytes = n ? bytes / n : 0;
   return s;
@@ -228,7 +282,8 @@ void PrintJson(const Summary& s, const Plan& plan) {
       "\"client_decode_p50_us\":%.1f,\"server_total_p50_us\":%.0f,"
       "\"server_serialize_p50_us\":%.0f,\"server_rank_p50_us\":%.0f,"
       "\"response_bytes\":%.0f,\"wire_mbps\":%.1f,\"rejected\":%d,"
-      "\"rejected_p50_us\":%.0f,\"rejected_p99_us\":%.0f,\"first_error\":\"%s\"}\n",
+      "\"rejected_p50_us\":%.0f,\"rejected_p99_us\":%.0f,\"by_status\":%s,\"by_peer\":%s,"
+      "\"first_error\":\"%s\"}\n",
       absl::GetFlag(FLAGS_label), absl::GetFlag(FLAGS_codec), absl::GetFlag(FLAGS_log_mode),
       plan.concurrency, plan.qps, s.achieved, s.latency.size(), s.errors,
       Percentile(s.latency, 0.5), Percentile(s.latency, 0.9), Percentile(s.latency, 0.99),
@@ -236,7 +291,7 @@ void PrintJson(const Summary& s, const Plan& plan) {
       Percentile(s.server_total, 0.5), Percentile(s.server_ser, 0.5),
       Percentile(s.server_rank, 0.5), s.mean_bytes, s.achieved * s.mean_bytes * 8 / 1e6,
       s.rejected.size(), Percentile(s.rejected, 0.5), Percentile(s.rejected, 0.99),
-      s.first_error);
+      JsonCounts(s.by_status), JsonCounts(s.by_peer), JsonEscape(s.first_error));
 }
 
 void PrintText(const Summary& s, const Plan& plan) {
@@ -263,20 +318,35 @@ void PrintText(const Summary& s, const Plan& plan) {
     absl::PrintF("  refused (RESOURCE_EXHAUSTED): %d, latency us p50 %.0f  p99 %.0f\n",
                  s.rejected.size(), Percentile(s.rejected, 0.5), Percentile(s.rejected, 0.99));
   }
+  for (const auto& [status, count] : s.by_status) absl::PrintF("  status %s: %d\n", status, count);
+  for (const auto& [peer, count] : s.by_peer) {
+    absl::PrintF("  replica %s: %d calls (%.1f%%)\n", peer, count,
+                 s.latency.empty() ? 0.0 : 100.0 * count / s.latency.size());
+  }
 }
 
 int Run() {
   absl::StatusOr<CodecRegistry> codecs = MakeBuiltinCodecs({});
   absl::StatusOr<std::vector<rank::v1::RankRequest>> requests = MakeRequests();
-  absl::StatusOr<ClientSecurity> security = ClientSecurityFromFlags();
-  for (const absl::Status& s : {codecs.status(), requests.status(), security.status()}) {
+  for (const absl::Status& s : {codecs.status(), requests.status()}) {
     if (!s.ok()) {
       absl::FPrintF(stderr, "rankwire-loadgen: %s\n", s.ToString());
       return 1;
     }
   }
   Plan plan = PlanFromFlags(&*requests, &*codecs);
-  plan.security = &*security;
+  std::signal(SIGTERM, RequestStop);
+  std::signal(SIGINT, RequestStop);
+  absl::StatusOr<ChannelOptions> channel_options = ChannelOptionsFromFlags();
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      channel_options.ok() ? MakeChannel(absl::GetFlag(FLAGS_target), *channel_options)
+                           : channel_options.status();
+  if (!channel.ok()) {
+    absl::FPrintF(stderr, "rankwire-loadgen: %s\n", channel.status().ToString());
+    return 1;
+  }
+  plan.channel_options = *channel_options;
+  if (absl::GetFlag(FLAGS_shared_channel)) plan.shared_channel = *channel;
   std::vector<Worker> workers(plan.concurrency);
   std::vector<std::thread> threads;
   for (int w = 0; w < plan.concurrency; ++w) {

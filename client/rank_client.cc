@@ -5,9 +5,12 @@
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/support/channel_arguments.h>
 #include <grpcpp/support/proto_buffer_writer.h>
+#include <grpcpp/support/validate_service_config.h>
 
+#include <algorithm>
 #include <chrono>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "base/status_macros.h"
@@ -42,18 +45,139 @@ SharedBytes Contiguous(grpc::ByteBuffer* buffer) {
   return SharedBytes(std::move(slice), bytes);
 }
 
+CallInfo CallInfoOf(const grpc::ClientContext& context) {
+  CallInfo info;
+  info.peer = context.peer();
+  return info;
+}
+
 }  // namespace
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target, int max_message_bytes,
-                                           const ClientSecurity* security) {
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(max_message_bytes);
-  args.SetMaxSendMessageSize(max_message_bytes);
-  if (security == nullptr) {
-    return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+std::string ServiceConfigJson(const ChannelOptions& options) {
+  if (!options.service_config.empty()) return options.service_config;
+  std::string json = absl::StrCat(R"({"loadBalancingConfig":[{")", options.lb_policy,
+                                  R"(":{}}])");
+  if (options.max_attempts > 1) {
+    // Both methods are idempotent: a Rank retried elsewhere ranks the same
+    // candidates again. Only UNAVAILABLE (the replica went away or is
+    // unreachable): RESOURCE_EXHAUSTED is the server shedding load, and
+    // retrying it would add the load it sheds.
+    absl::StrAppend(&json, R"(,"methodConfig":[{"name":[)",
+                    R"({"service":"rank.v1.RankService","method":"Rank"},)",
+                    R"({"service":"rank.v1.LogService","method":"FetchLogs"}],)",
+                    R"("retryPolicy":{"maxAttempts":)", options.max_attempts,
+                    R"(,"initialBackoff":"0.005s","maxBackoff":"0.1s",)",
+                    R"("backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE"]}}])");
   }
-  if (!security->server_name.empty()) args.SetSslTargetNameOverride(security->server_name);
-  return grpc::CreateCustomChannel(target, security->credentials, args);
+  if (!options.health_service.empty()) {
+    absl::StrAppend(&json, R"(,"healthCheckConfig":{"serviceName":")", options.health_service,
+                    R"("})");
+  }
+  json += "}";
+  return json;
+}
+
+absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& target,
+                                                           const ChannelOptions& options) {
+  if (options.service_config.empty()) {
+    if (options.lb_policy != "round_robin" && options.lb_policy != "pick_first") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "lb policy \"", options.lb_policy, "\": expected round_robin or pick_first"));
+    }
+    if (options.max_attempts < 1 || options.max_attempts > 5) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "max attempts ", options.max_attempts, ": expected 1 to 5 (gRPC's limit)"));
+    }
+    if (absl::StrContains(options.health_service, '"') ||
+        absl::StrContains(options.health_service, '\\')) {
+      return absl::InvalidArgumentError("health service name holds a quote or backslash");
+    }
+  }
+  if (options.credentials == nullptr) {
+    return absl::InvalidArgumentError("channel options carry no credentials");
+  }
+  const std::string config = ServiceConfigJson(options);
+  if (std::string error = grpc::experimental::ValidateServiceConfigJSON(config);
+      !error.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("service config: ", error));
+  }
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(options.max_message_bytes);
+  args.SetMaxSendMessageSize(options.max_message_bytes);
+  if (!options.ssl_target_name.empty()) args.SetSslTargetNameOverride(options.ssl_target_name);
+  // The default config; a config published by the resolver (DNS TXT) would
+  // override it, and we do not want a DNS record to change client behaviour.
+  args.SetServiceConfigJSON(config);
+  args.SetInt(GRPC_ARG_SERVICE_CONFIG_DISABLE_RESOLUTION, 1);
+  args.SetInt(GRPC_ARG_PER_RPC_RETRY_BUFFER_SIZE, options.retry_buffer_bytes);
+  if (options.max_reconnect_backoff_ms > 0) {
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
+                std::min(1000, options.max_reconnect_backoff_ms));
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, options.max_reconnect_backoff_ms);
+  }
+  return grpc::CreateCustomChannel(target, options.credentials, args);
+}
+
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target) {
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = MakeChannel(target, ChannelOptions{});
+  // The defaults are valid by construction (the unit test checks them).
+  return *std::move(channel);
+}
+
+absl::string_view HealthStatusName(HealthStatus status) {
+  switch (status) {
+    case HealthStatus::kServing:
+      return "SERVING";
+    case HealthStatus::kNotServing:
+      return "NOT_SERVING";
+    case HealthStatus::kServiceUnknown:
+      return "SERVICE_UNKNOWN";
+    case HealthStatus::kUnknown:
+      break;
+  }
+  return "UNKNOWN";
+}
+
+absl::StatusOr<HealthStatus> CheckHealth(grpc::Channel* channel, const std::string& service,
+                                         const CallOptions& options) {
+  // The two health messages are one field each, so they are written and
+  // read here rather than compiled from health.proto: HealthCheckRequest is
+  // {1: string service}, HealthCheckResponse is {1: enum status}.
+  if (service.size() > 1024) return absl::InvalidArgumentError("health service name too long");
+  std::string request;
+  if (!service.empty()) {
+    request.push_back(0x0a);  // Field 1, length-delimited.
+    uint32_t n = service.size();
+    while (n >= 0x80) {
+      request.push_back(static_cast<char>((n & 0x7f) | 0x80));
+      n >>= 7;
+    }
+    request.push_back(static_cast<char>(n));
+    request += service;
+  }
+  grpc::Slice slice(request);
+  grpc::ByteBuffer request_bytes(&slice, 1);
+  grpc::ByteBuffer response_bytes;
+  grpc::ClientContext context;
+  SetDeadline(&context, options);
+  grpc::GenericStub stub(channel->shared_from_this());
+  grpc::Status call_status;
+  absl::Notification done;
+  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request_bytes,
+                 &response_bytes, [&](grpc::Status s) {
+                   call_status = std::move(s);
+                   done.Notify();
+                 });
+  done.WaitForNotification();
+  RETURN_IF_ERROR(FromGrpcStatus(call_status));
+  SharedBytes bytes = Contiguous(&response_bytes);
+  absl::string_view in = bytes.view();
+  // An empty message is status 0 (UNKNOWN); otherwise expect field 1 varint.
+  if (in.empty()) return HealthStatus::kUnknown;
+  if (in.size() != 2 || in[0] != 0x08 || static_cast<uint8_t>(in[1]) > 3) {
+    return absl::DataLossError("malformed HealthCheckResponse");
+  }
+  return static_cast<HealthStatus>(in[1]);
 }
 
 RankClient::RankClient(std::shared_ptr<grpc::Channel> channel,
@@ -117,7 +241,7 @@ absl::StatusOr<RankReply> RankClient::Rank(const rank::v1::RankRequest& request,
   }
   timings.open_us = Micros(t3, Clock::now());
   return RankReply(std::move(envelope.header), std::move(view), bytes.size(), body_bytes,
-                   timings);
+                   timings, CallInfoOf(context));
 }
 
 absl::StatusOr<std::vector<ItemLogResult>> RankClient::FetchLogs(

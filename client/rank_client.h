@@ -5,7 +5,7 @@
 // baseline has to parse its whole message when the view is opened).
 //
 // Example:
-//   RankClient client(MakeChannel("localhost:50051"), &codecs);
+//   RankClient client(MakeChannel("ipv4:10.0.0.1:50051,10.0.0.2:50051"), &codecs);
 //   request.add_accept_codecs("rankbin");
 //   absl::StatusOr<RankReply> reply = client.Rank(request, {});
 //   for (const ItemRef& item : *reply->view().TopN(10)) { ... item.score() ... }
@@ -17,6 +17,7 @@
 
 #include <grpcpp/channel.h>
 #include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/security/credentials.h>
 
 #include <memory>
 #include <optional>
@@ -24,8 +25,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "client/tls.h"
 #include "codec/codec.h"
 #include "codec/registry.h"
 #include "rank/v1/rank.grpc.pb.h"
@@ -45,15 +46,25 @@ struct ClientTimings {
   uint32_t open_us = 0;      // Codec Open() (a full parse for protobuf).
 };
 
+// Where a call went: the replica that answered ("ipv4:10.0.0.7:50051").
+// gRPC reports the peer of the call's first attempt, so a call the retry
+// policy re-sent elsewhere names the replica that failed it (the server
+// counts retried calls: rankwire_rank_rpcs_retried_total).
+struct CallInfo {
+  std::string peer;
+};
+
 class RankReply {
  public:
   RankReply(rank::v1::ResponseHeader header, std::unique_ptr<ResultView> view,
-            size_t response_bytes, size_t body_bytes, ClientTimings timings)
+            size_t response_bytes, size_t body_bytes, ClientTimings timings,
+            CallInfo call = {})
       : header_(std::move(header)),
         view_(std::move(view)),
         response_bytes_(response_bytes),
         body_bytes_(body_bytes),
-        timings_(timings) {}
+        timings_(timings),
+        call_(std::move(call)) {}
 
   const rank::v1::ResponseHeader& header() const { return header_; }
   const ResultView& view() const { return *view_; }
@@ -62,6 +73,7 @@ class RankReply {
   // Size of the codec's body inside it.
   size_t body_bytes() const { return body_bytes_; }
   const ClientTimings& timings() const { return timings_; }
+  const CallInfo& call() const { return call_; }
 
  private:
   rank::v1::ResponseHeader header_;
@@ -69,6 +81,7 @@ class RankReply {
   size_t response_bytes_;
   size_t body_bytes_;
   ClientTimings timings_;
+  CallInfo call_;
 };
 
 struct ItemLogResult {
@@ -76,11 +89,64 @@ struct ItemLogResult {
   std::optional<std::string> log;  // nullopt: not in the store (expired or dropped).
 };
 
-// A channel with message limits large enough for ranking responses;
-// plaintext unless `security` (client/tls.h: TLS or mutual TLS) is given.
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target,
-                                           int max_message_bytes = 64 << 20,
-                                           const ClientSecurity* security = nullptr);
+// How MakeChannel builds a channel. The defaults are what central-control
+// should use against a fleet: round_robin over every address the target
+// resolves to (one HTTP/2 connection per replica, not one per caller), a
+// retry of UNAVAILABLE on the idempotent Rank and FetchLogs, and
+// client-side health checking, so a replica that says NOT_SERVING (a
+// draining pod) gets no new calls.
+struct ChannelOptions {
+  // Transport security. Insecure by default; TLS credentials go here.
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  // The name checked against the server's certificate instead of the
+  // target's host (client/tls.h ClientSecurity::server_name); empty: none.
+  std::string ssl_target_name;
+  int max_message_bytes = 64 << 20;
+
+  // The service config. Non-empty: used as is (JSON, as in gRPC's
+  // service_config.md). Empty: built by ServiceConfigJson() from the fields
+  // below.
+  std::string service_config;
+  // "round_robin" or "pick_first".
+  std::string lb_policy = "round_robin";
+  // Attempts per call when an attempt fails with UNAVAILABLE (1: no retry).
+  // gRPC caps this at 5.
+  int max_attempts = 4;
+  // Health service name the channel watches on every replica (empty: no
+  // client-side health checking). Needs round_robin: pick_first ignores it.
+  std::string health_service = "rank.v1.RankService";
+  // How much of one call's request gRPC keeps to be able to retry it; a
+  // larger request is sent once (gRPC's default of 256 KiB is below a
+  // 1000-candidate request).
+  int retry_buffer_bytes = 4 << 20;
+  // Longest wait between reconnection attempts to a replica that went away.
+  // gRPC's default (120 s) leaves a replica restarted on the same address
+  // (a crashed container in its pod) without traffic for minutes.
+  int max_reconnect_backoff_ms = 2000;
+};
+
+// The service config JSON for `options` (options.service_config if set).
+std::string ServiceConfigJson(const ChannelOptions& options);
+
+// A channel to `target`: "host:port", "dns:///name:port" (every A record is a
+// replica) or "ipv4:a:p,b:p,..." (a fixed list of replicas).
+// InvalidArgument for a bad lb_policy, max_attempts or service config.
+absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& target,
+                                                           const ChannelOptions& options);
+// The same with default options; a default channel cannot fail to build.
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target);
+
+// grpc.health.v1.HealthCheckResponse.ServingStatus.
+enum class HealthStatus { kUnknown = 0, kServing = 1, kNotServing = 2, kServiceUnknown = 3 };
+absl::string_view HealthStatusName(HealthStatus status);
+
+// grpc.health.v1.Health/Check of `service` ("" is the whole server). The
+// call's gRPC status if it fails (NotFound: the server has no such service).
+// Use a channel without client-side health checking (health_service = "")
+// to ask a replica that is draining: a health-checked channel sends it no
+// calls at all.
+absl::StatusOr<HealthStatus> CheckHealth(grpc::Channel* channel, const std::string& service,
+                                         const CallOptions& options);
 
 class RankClient {
  public:

@@ -50,6 +50,9 @@ BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo}
 LAUNCHER=()
 if command -v ccache >/dev/null; then
   export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(cd .. && pwd)}
+  # Debug info may then name another checkout's directory; in exchange the
+  # image build (deploy/Dockerfile, in /src) hits the same cache entries.
+  export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
   LAUNCHER=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
 # Tests and benchmarks are options (a plain configure builds the product

@@ -157,6 +157,22 @@ LabeledCounters* MetricsRegistry::AddLabeledCounters(absl::string_view name,
   return f.series.back().labeled.get();
 }
 
+std::string MetricsRegistry::Label(absl::string_view name, absl::string_view value) {
+  std::string out = absl::StrCat(name, "=\"");
+  for (char c : value) {
+    if (c == '\\' || c == '"') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out.push_back(c);
+    }
+  }
+  out.push_back('"');
+  return out;
+}
+
 std::string MetricsRegistry::RenderPrometheus() const {
   std::string out;
   for (const auto& f : families_) {

@@ -93,6 +93,10 @@ class MetricsRegistry {
 
   std::string RenderPrometheus() const;
 
+  // `name="value"` with the value escaped as the exposition format wants
+  // (backslash, double quote, newline), for labels built from configuration.
+  static std::string Label(absl::string_view name, absl::string_view value);
+
  private:
   struct Family;
   Family& FamilyFor(absl::string_view name, absl::string_view help,

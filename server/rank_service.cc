@@ -131,6 +131,9 @@ void RankServiceImpl::Serve(grpc::ServerUnaryReactor* base_reactor,
     }
     ServerMetrics* metrics;
   } in_flight(metrics_);
+  if (metrics_ && context->client_metadata().count("grpc-previous-rpc-attempts") > 0) {
+    metrics_->rpcs_retried->Increment();
+  }
 
   // A copy of a ByteBuffer shares its slices; parsing consumes the copy.
   grpc::ByteBuffer input(*request);

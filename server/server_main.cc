@@ -76,6 +76,10 @@ ABSL_FLAG(int, drain_ms, 0,
           "On SIGTERM/SIGINT, how long to keep serving while reporting NOT_SERVING "
           "on the health service, so load balancers move traffic away first.");
 ABSL_FLAG(int, log_flush_ms, 2000, "On shutdown, how long to flush queued logs.");
+ABSL_FLAG(int, max_connection_age_ms, 0,
+          "Close each client connection (with GOAWAY, after its calls finish) this "
+          "long after it opened, so clients re-resolve DNS and spread over replicas "
+          "added since (0: never).");
 ABSL_FLAG(uint32_t, rankbin_block_items, 16,
           "rankbin: items per block, the unit of lazy decompression.");
 ABSL_FLAG(int, zstd_level, 1, "rankbin-zstd: zstd level (negative: fast modes).");
@@ -110,6 +114,9 @@ ABSL_FLAG(int, health_port, -1,
 
 namespace rankwire::server {
 namespace {
+
+// "rank.v1.RankService", the health service name clients watch.
+const char* const kRankServiceName = rank::v1::RankService::service_full_name();
 
 // The server's default log mode: any named mode but "default", which only
 // a request can say (it means "the server's").
@@ -270,6 +277,10 @@ absl::Status Run() {
 
   MetricsRegistry registry;
   ServerMetrics metrics(&registry, codecs.Names());
+  ExportServerInfo(&registry, {{"default_codec", std::string((*default_codec)->name())},
+                               {"log_mode", absl::GetFlag(FLAGS_log_mode)},
+                               {"logstore", absl::GetFlag(FLAGS_logstore)},
+                               {"model_version", model.full_version()}});
 
   logstore::LogStore store;
   if (log_mode != rank::v1::LOG_MODE_NONE) {
@@ -314,15 +325,28 @@ absl::Status Run() {
   builder.SetMaxSendMessageSize(absl::GetFlag(FLAGS_max_message_bytes));
   builder.RegisterService(&rank_service);
   builder.RegisterService(&log_service);
+  if (int age_ms = absl::GetFlag(FLAGS_max_connection_age_ms); age_ms > 0) {
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, age_ms);
+    // Calls still running when the age is reached get this long to finish.
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+                               absl::GetFlag(FLAGS_shutdown_grace_ms));
+  }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || bound_port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", listen));
   }
   ASSIGN_OR_RETURN(HealthServer health,
                    StartHealthServer(absl::GetFlag(FLAGS_address), absl::GetFlag(FLAGS_health_port)));
+  // Health per service as well as for the server (""), on the main port and
+  // the plaintext health port: clients' health checking
+  // (client/rank_client.h) watches rank.v1.RankService; kubelet probes ask "".
   auto set_serving = [&](bool serving) {
-    server->GetHealthCheckService()->SetServingStatus(serving);
-    if (health.server) health.server->GetHealthCheckService()->SetServingStatus(serving);
+    for (grpc::Server* s : {server.get(), health.server.get()}) {
+      if (s == nullptr) continue;
+      s->GetHealthCheckService()->SetServingStatus(serving);
+      s->GetHealthCheckService()->SetServingStatus(kRankServiceName, serving);
+    }
+    metrics.serving.store(serving);
   };
   set_serving(true);
 
@@ -347,6 +371,8 @@ absl::Status Run() {
   sigwait(&signals, &signal_number);
   spdlog::info("signal {}: draining (drain {} ms, grace {} ms)", signal_number,
                absl::GetFlag(FLAGS_drain_ms), absl::GetFlag(FLAGS_shutdown_grace_ms));
+  // Both "" and rank.v1.RankService: clients that watch health stop sending
+  // new calls here while the calls already sent finish.
   set_serving(false);
   absl::SleepFor(absl::Milliseconds(absl::GetFlag(FLAGS_drain_ms)));
   server->Shutdown(std::chrono::system_clock::now() +

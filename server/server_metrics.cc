@@ -1,6 +1,7 @@
 #include "server/server_metrics.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace rankwire::server {
 
@@ -26,8 +27,13 @@ ServerMetrics::ServerMetrics(MetricsRegistry* r,
       "Requests naming an item feature the model does not know, by name (the first 64 "
       "names; later ones count as \"_other\").",
       "name", 64);
+  rpcs_retried = r->AddCounter("rankwire_rank_rpcs_retried_total",
+                               "Rank calls that arrived as a client's retry of a failed attempt.");
   r->AddGauge("rankwire_rank_rpcs_in_flight", "Rank calls being handled now.",
               [this] { return static_cast<double>(in_flight.load(std::memory_order_relaxed)); });
+  r->AddGauge("rankwire_serving",
+              "1 while the health service reports SERVING, 0 while starting or draining.",
+              [this] { return serving.load(std::memory_order_relaxed) ? 1.0 : 0.0; });
 
   constexpr absl::string_view kPhase = "rankwire_server_phase_seconds";
   constexpr absl::string_view kPhaseHelp = "Server-side cost of each phase of a Rank call.";
@@ -51,6 +57,14 @@ ServerMetrics::ServerMetrics(MetricsRegistry* r,
                         "Encoded RankResult bytes per response, by codec.",
                         SizeBuckets(), label)});
   }
+}
+
+void ExportServerInfo(MetricsRegistry* registry,
+                      const std::vector<std::pair<std::string, std::string>>& labels) {
+  std::vector<std::string> parts;
+  for (const auto& [name, value] : labels) parts.push_back(MetricsRegistry::Label(name, value));
+  registry->AddGauge("rankwire_server_info", "This replica's configuration (always 1).",
+                     [] { return 1.0; }, absl::StrJoin(parts, ","));
 }
 
 const ServerMetrics::PerCodec* ServerMetrics::ForCodec(absl::string_view name) const {

@@ -24,6 +24,9 @@ struct ServerMetrics {
 
   // Rank calls inside the handler right now.
   std::atomic<int64_t> in_flight{0};
+  // What the health service says (rankwire_serving): false while starting
+  // and while draining after SIGTERM.
+  std::atomic<bool> serving{false};
   Counter* rpcs_ok;
   Counter* rpcs_invalid_argument;
   Counter* rpcs_failed;
@@ -39,6 +42,11 @@ struct ServerMetrics {
   } rejected;
   // Item feature names the model does not know, per name (bounded).
   LabeledCounters* unknown_item_features;
+  // Rank calls that arrived as a client's retry (grpc-previous-rpc-attempts
+  // set): their first attempt failed with UNAVAILABLE, e.g. on a replica
+  // that died. A lower bound: retries gRPC makes transparently carry no
+  // attempt count (seen with the client's reconnect-backoff settings).
+  Counter* rpcs_retried;
   Histogram* request_deserialize;
   Histogram* validate;
   Histogram* rank;
@@ -55,6 +63,12 @@ struct ServerMetrics {
   // nullptr for a codec that was not registered.
   const PerCodec* ForCodec(absl::string_view name) const;
 };
+
+// rankwire_server_info{default_codec=...,log_mode=...,...} 1: which
+// configuration a replica runs, so a dashboard shows a codec switch rolling
+// through the fleet. `labels` are (name, value) pairs.
+void ExportServerInfo(MetricsRegistry* registry,
+                      const std::vector<std::pair<std::string, std::string>>& labels);
 
 }  // namespace rankwire::server
 

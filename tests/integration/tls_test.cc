@@ -46,14 +46,17 @@ class TlsTest : public ::testing::Test {
 
   // One Rank call with `files`' credentials (plaintext when null).
   absl::Status Call(const ServerProcess& server, const client::ClientTlsFiles* files) {
-    std::unique_ptr<client::ClientSecurity> security;
+    client::ChannelOptions channel_options;
     if (files != nullptr) {
       absl::StatusOr<client::ClientSecurity> made = client::MakeClientSecurity(*files);
       if (!made.ok()) return made.status();
-      security = std::make_unique<client::ClientSecurity>(*std::move(made));
+      channel_options.credentials = std::move(made->credentials);
+      channel_options.ssl_target_name = std::move(made->server_name);
     }
-    client::RankClient client(client::MakeChannel(server.target(), 64 << 20, security.get()),
-                              codecs_.get());
+    absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+        client::MakeChannel(server.target(), channel_options);
+    if (!channel.ok()) return channel.status();
+    client::RankClient client(*std::move(channel), codecs_.get());
     client::CallOptions call;
     call.deadline = absl::Seconds(5);
     workload::WorkloadOptions options;

@@ -50,5 +50,10 @@ TEST(MetricsTest, LabeledCountersAreBoundedAndEscaped) {
   EXPECT_THAT(text, ::testing::Not(HasSubstr("third")));
 }
 
+TEST(MetricsTest, LabelValuesFromConfigurationAreEscaped) {
+  EXPECT_EQ(MetricsRegistry::Label("codec", "rankbin"), "codec=\"rankbin\"");
+  EXPECT_EQ(MetricsRegistry::Label("model", "a\"b\\c\nd"), "model=\"a\\\"b\\\\c\\nd\"");
+}
+
 }  // namespace
 }  // namespace rankwire::server

@@ -1,0 +1,50 @@
+#include "client/channel_flags.h"
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "client/tls_flags.h"
+
+ABSL_FLAG(std::string, lb_policy, "round_robin",
+          "Load balancing over the addresses the target resolves to: round_robin "
+          "or pick_first.");
+ABSL_FLAG(int, max_attempts, 4,
+          "Attempts per call when one fails with UNAVAILABLE (1: no retry; at most 5).");
+ABSL_FLAG(std::string, health_service, "rank.v1.RankService",
+          "Health service name watched on every replica; a NOT_SERVING replica gets "
+          "no new calls (empty: no client-side health checking).");
+ABSL_FLAG(std::string, service_config, "",
+          "A gRPC service config (JSON, or @file) that replaces --lb_policy, "
+          "--max_attempts and --health_service.");
+
+namespace rankwire::client {
+
+absl::StatusOr<ChannelOptions> ChannelOptionsFromFlags() {
+  ChannelOptions options;
+  options.lb_policy = absl::GetFlag(FLAGS_lb_policy);
+  options.max_attempts = absl::GetFlag(FLAGS_max_attempts);
+  options.health_service = absl::GetFlag(FLAGS_health_service);
+  std::string config = absl::GetFlag(FLAGS_service_config);
+  if (absl::StartsWith(config, "@")) {
+    std::ifstream in(config.substr(1));
+    if (!in) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--service_config: cannot read ", config.substr(1)));
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    config = text.str();
+  }
+  options.service_config = std::move(config);
+  ASSIGN_OR_RETURN(ClientSecurity security, ClientSecurityFromFlags());
+  options.credentials = std::move(security.credentials);
+  options.ssl_target_name = std::move(security.server_name);
+  return options;
+}
+
+}  // namespace rankwire::client
