@@ -86,6 +86,11 @@ grpc::ServerUnaryReactor* RankServiceImpl::Rank(
     grpc::ByteBuffer* response) {
   std::string peer = context->peer();
   auto* reactor = new RankReactor(admission_, peer);
+  // A client's retry of an attempt that failed with UNAVAILABLE (counted on
+  // arrival, admitted or not).
+  if (metrics_ && context->client_metadata().count("grpc-previous-rpc-attempts") > 0) {
+    metrics_->rpcs_retried->Increment();
+  }
   const auto deadline = context->deadline();
   if (std::chrono::system_clock::now() >= deadline) {
     if (metrics_) {
@@ -131,9 +136,6 @@ void RankServiceImpl::Serve(grpc::ServerUnaryReactor* base_reactor,
     }
     ServerMetrics* metrics;
   } in_flight(metrics_);
-  if (metrics_ && context->client_metadata().count("grpc-previous-rpc-attempts") > 0) {
-    metrics_->rpcs_retried->Increment();
-  }
 
   // A copy of a ByteBuffer shares its slices; parsing consumes the copy.
   grpc::ByteBuffer input(*request);
