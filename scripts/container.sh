@@ -128,6 +128,15 @@ if [[ "$MODE" != smoke ]]; then
   base_image bookworm
   base_image bookworm-slim "${SLIM_OPTS[@]}"
   t_base=$((SECONDS - t0))
+  # vfs stores every layer whole, and each build with changed sources leaves
+  # the previous image's layers behind: drop unused ones when space runs low
+  # (this also drops the build cache, so the next build reinstalls packages).
+  mkdir -p "$ROOT"
+  avail_gb=$(df -Pk "$ROOT" | awk 'NR==2 {print int($4 / 1048576)}')
+  if ((avail_gb < ${CONTAINER_MIN_FREE_GB:-20})); then
+    log "only ${avail_gb} GB free under $ROOT: removing unused images"
+    "${B[@]}" rmi --prune >/dev/null || true
+  fi
   log "building $IMAGE from deploy/Dockerfile"
   t1=$SECONDS
   # --layers: an unchanged step (the apt installs) is reused on the next run.
