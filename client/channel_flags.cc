@@ -8,7 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "client/tls_flags.h"
+#include "client/tls.h"
 
 ABSL_FLAG(std::string, lb_policy, "round_robin",
           "Load balancing over the addresses the target resolves to: round_robin "
@@ -18,6 +18,13 @@ ABSL_FLAG(int, max_attempts, 4,
 ABSL_FLAG(std::string, health_service, "rank.v1.RankService",
           "Health service name watched on every replica; a NOT_SERVING replica gets "
           "no new calls (empty: no client-side health checking).");
+ABSL_FLAG(std::string, tls_ca_file, "",
+          "PEM CA bundle to verify the server with; set it to use TLS (empty: plaintext).");
+ABSL_FLAG(std::string, tls_cert_file, "",
+          "PEM client certificate, for servers that require one (mutual TLS).");
+ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file.");
+ABSL_FLAG(std::string, tls_server_name, "",
+          "Name to verify in the server's certificate instead of the target's host.");
 ABSL_FLAG(std::string, service_config, "",
           "A gRPC service config (JSON, or @file) that replaces --lb_policy, "
           "--max_attempts and --health_service.");
@@ -41,7 +48,10 @@ absl::StatusOr<ChannelOptions> ChannelOptionsFromFlags() {
     config = text.str();
   }
   options.service_config = std::move(config);
-  ASSIGN_OR_RETURN(ClientSecurity security, ClientSecurityFromFlags());
+  ASSIGN_OR_RETURN(ClientSecurity security,
+                   MakeClientSecurity(ClientTlsFiles{
+                       absl::GetFlag(FLAGS_tls_ca_file), absl::GetFlag(FLAGS_tls_cert_file),
+                       absl::GetFlag(FLAGS_tls_key_file), absl::GetFlag(FLAGS_tls_server_name)}));
   options.credentials = std::move(security.credentials);
   options.ssl_target_name = std::move(security.server_name);
   return options;

@@ -158,19 +158,7 @@ LabeledCounters* MetricsRegistry::AddLabeledCounters(absl::string_view name,
 }
 
 std::string MetricsRegistry::Label(absl::string_view name, absl::string_view value) {
-  std::string out = absl::StrCat(name, "=\"");
-  for (char c : value) {
-    if (c == '\\' || c == '"') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out.push_back(c);
-    }
-  }
-  out.push_back('"');
-  return out;
+  return absl::StrCat(name, "=\"", EscapeLabelValue(value), "\"");
 }
 
 std::string MetricsRegistry::RenderPrometheus() const {
