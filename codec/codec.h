@@ -39,7 +39,7 @@
 //
 // Nothing else names codecs. The server negotiates the new codec and lists
 // it in --codec's help, the client decodes it, and the conformance suite
-// (tests/unit/codec_conformance_test.cc) and the codec fuzzer
+// (codec/codec_conformance_test.cc) and the codec fuzzer
 // (tests/fuzz/codec_fuzzer.cc) run it. Its fuzz seeds are generated:
 // `rankwire_fuzz_seeds tests/fuzz/corpus` writes them (the ctest
 // fuzz.seeds_current fails until it has). tests/codecs/identity_codec.* is

@@ -33,7 +33,7 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "rank/v1/rank.pb.h"
-#include "tests/unit/random_result.h"
+#include "tests/support/random_result.h"
 
 namespace rankwire {
 namespace {

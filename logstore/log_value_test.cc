@@ -3,7 +3,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "tests/logstore/log_test_util.h"
+#include "tests/support/log_test_util.h"
 
 namespace rankwire::logstore {
 namespace {

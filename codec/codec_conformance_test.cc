@@ -5,7 +5,7 @@
 // item per block, eager zstd on values and logs, a tiny dictionary limit).
 //
 //   round trip     Decode(Encode(r)) equals r, for edge-case results and
-//                  hundreds of seeded random ones (tests/unit/random_result.h)
+//                  hundreds of seeded random ones (tests/support/random_result.h)
 //   lazy == full   TopN / ItemRef::Metric / ForEachMetric / Log read from a
 //                  fresh view equal the same items of a full Materialize()
 //   truncation     every prefix of a small payload fails (see
@@ -44,7 +44,7 @@
 #include "gtest/gtest.h"
 #include "rank/v1/rank.pb.h"
 #include "tests/codecs/codecs_under_test.h"
-#include "tests/unit/random_result.h"
+#include "tests/support/random_result.h"
 
 namespace rankwire {
 namespace {

@@ -20,7 +20,7 @@
 #include "logstore/log_value.h"
 #include "server/linear_model.h"
 #include "server/ranker.h"
-#include "tests/logstore/log_test_util.h"
+#include "tests/support/log_test_util.h"
 #include "tests/support/redis_process.h"
 #include "workload/workload.h"
 

@@ -23,7 +23,7 @@
 #include "gtest/gtest.h"
 #include "logstore/log_store.h"
 #include "logstore/redis_cluster.h"
-#include "tests/logstore/log_test_util.h"
+#include "tests/support/log_test_util.h"
 #include "tests/support/redis_cluster.h"
 #include "tests/support/server_process.h"
 #include "workload/workload.h"

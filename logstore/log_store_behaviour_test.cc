@@ -15,7 +15,7 @@
 #include "gtest/gtest.h"
 #include "logstore/log_store.h"
 #include "logstore/memory_log_store.h"
-#include "tests/logstore/log_test_util.h"
+#include "tests/support/log_test_util.h"
 #include "tests/support/redis_process.h"
 
 namespace rankwire::logstore {

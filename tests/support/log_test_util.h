@@ -1,8 +1,8 @@
 // Helpers shared by the log store tests: ranker-like log lines, requests
 // made of them, and polling with a deadline (tests wait for conditions, never
 // for a fixed time, except where the TTL itself is what is tested).
-#ifndef RANKWIRE_TESTS_LOGSTORE_LOG_TEST_UTIL_H_
-#define RANKWIRE_TESTS_LOGSTORE_LOG_TEST_UTIL_H_
+#ifndef RANKWIRE_TESTS_SUPPORT_LOG_TEST_UTIL_H_
+#define RANKWIRE_TESTS_SUPPORT_LOG_TEST_UTIL_H_
 
 #include <chrono>
 #include <cstdint>
@@ -111,4 +111,4 @@ inline int64_t ItemsDropped(const LogStats& s) {
 
 }  // namespace rankwire::logstore::test_util
 
-#endif  // RANKWIRE_TESTS_LOGSTORE_LOG_TEST_UTIL_H_
+#endif  // RANKWIRE_TESTS_SUPPORT_LOG_TEST_UTIL_H_

@@ -14,8 +14,8 @@
 //   RankResult r = rankwire::test::RandomResult(rng);
 //
 // Deterministic for a given seed and standard library. Header-only, test-only.
-#ifndef RANKWIRE_TESTS_UNIT_RANDOM_RESULT_H_
-#define RANKWIRE_TESTS_UNIT_RANDOM_RESULT_H_
+#ifndef RANKWIRE_TESTS_SUPPORT_RANDOM_RESULT_H_
+#define RANKWIRE_TESTS_SUPPORT_RANDOM_RESULT_H_
 
 #include <algorithm>
 #include <cmath>
@@ -268,4 +268,4 @@ inline RankResult RandomResult(std::mt19937_64& rng, const RandomResultOptions& 
 
 }  // namespace rankwire::test
 
-#endif  // RANKWIRE_TESTS_UNIT_RANDOM_RESULT_H_
+#endif  // RANKWIRE_TESTS_SUPPORT_RANDOM_RESULT_H_

@@ -14,7 +14,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
-#include "tests/logstore/log_test_util.h"
+#include "tests/support/log_test_util.h"
 
 namespace rankwire::logstore {
 namespace {
