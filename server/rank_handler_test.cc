@@ -3,6 +3,7 @@
 #include "codec/builtin_codecs.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/shipped_model_test.h"
 #include "workload/workload.h"
 
 namespace rankwire::server {
@@ -10,16 +11,11 @@ namespace {
 
 using ::testing::HasSubstr;
 
-class RankHandlerTest : public ::testing::Test {
+class RankHandlerTest : public ShippedModelTest {
  protected:
   void SetUp() override {
-    absl::StatusOr<LinearModel> model = LinearModel::LoadFile(RANKWIRE_MODEL_PATH);
-    ASSERT_TRUE(model.ok()) << model.status();
-    model_ = std::make_unique<LinearModel>(*std::move(model));
-    ranker_ = std::make_unique<Ranker>(model_.get());
-    absl::StatusOr<CodecRegistry> codecs = MakeBuiltinCodecs({});
-    ASSERT_TRUE(codecs.ok());
-    codecs_ = std::make_unique<CodecRegistry>(*std::move(codecs));
+    ShippedModelTest::SetUp();
+    if (HasFatalFailure()) return;
     absl::StatusOr<logstore::LogStore> store = logstore::OpenLogStore({});
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = *std::move(store);
@@ -47,9 +43,6 @@ class RankHandlerTest : public ::testing::Test {
     return workload::WorkloadGenerator(options).Make(0);
   }
 
-  std::unique_ptr<LinearModel> model_;
-  std::unique_ptr<Ranker> ranker_;
-  std::unique_ptr<CodecRegistry> codecs_;
   logstore::LogStore store_;
   MetricsRegistry registry_;
   std::unique_ptr<ServerMetrics> metrics_;

@@ -5,6 +5,7 @@
 #include "codec/protobuf_codec.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/shipped_model_test.h"
 #include "workload/workload.h"
 
 namespace rankwire::server {
@@ -12,13 +13,11 @@ namespace {
 
 using ::testing::HasSubstr;
 
-class RankerTest : public ::testing::Test {
+class RankerTest : public ShippedModelTest {
  protected:
   void SetUp() override {
-    absl::StatusOr<LinearModel> model = LinearModel::LoadFile(RANKWIRE_MODEL_PATH);
-    ASSERT_TRUE(model.ok()) << model.status();
-    model_ = std::make_unique<LinearModel>(*std::move(model));
-    ranker_ = std::make_unique<Ranker>(model_.get());
+    ShippedModelTest::SetUp();
+    if (HasFatalFailure()) return;
     request_ = workload::WorkloadGenerator({}).Make(0);
   }
   // Through the production entry point, with logs inline or none.
@@ -34,8 +33,6 @@ class RankerTest : public ::testing::Test {
     return v ? v->AsDouble().value_or(NAN) : NAN;
   }
 
-  std::unique_ptr<LinearModel> model_;
-  std::unique_ptr<Ranker> ranker_;
   rank::v1::RankRequest request_;
 };
 

@@ -6,6 +6,7 @@
 #include "codec/builtin_codecs.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/shipped_model_test.h"
 #include "server/rank_handler.h"
 #include "tests/support/hostile_requests.h"
 
@@ -14,16 +15,11 @@ namespace {
 
 using ::testing::HasSubstr;
 
-class ResponseBudgetTest : public ::testing::Test {
+class ResponseBudgetTest : public ShippedModelTest {
  protected:
   void SetUp() override {
-    absl::StatusOr<LinearModel> model = LinearModel::LoadFile(RANKWIRE_MODEL_PATH);
-    ASSERT_TRUE(model.ok()) << model.status();
-    model_ = std::make_unique<LinearModel>(*std::move(model));
-    ranker_ = std::make_unique<Ranker>(model_.get());
-    absl::StatusOr<CodecRegistry> codecs = MakeBuiltinCodecs({});
-    ASSERT_TRUE(codecs.ok());
-    codecs_ = std::make_unique<CodecRegistry>(*std::move(codecs));
+    ShippedModelTest::SetUp();
+    if (HasFatalFailure()) return;
     RankHandlerOptions options;
     options.default_codec = codecs_->Find("protobuf");
     options.max_response_bytes = size_t{1} << 40;  // Measure, do not refuse.
@@ -45,9 +41,6 @@ class ResponseBudgetTest : public ::testing::Test {
                                  request.log_mode(), 16);
   }
 
-  std::unique_ptr<LinearModel> model_;
-  std::unique_ptr<Ranker> ranker_;
-  std::unique_ptr<CodecRegistry> codecs_;
   std::unique_ptr<RankHandler> handler_;
 };
 
