@@ -189,14 +189,22 @@ RankClient::RankClient(std::shared_ptr<grpc::Channel> channel,
 
 absl::StatusOr<RankReply> RankClient::Rank(const rank::v1::RankRequest& request,
                                            const CallOptions& options) const {
-  ClientTimings timings;
   const Clock::time_point t0 = Clock::now();
   grpc::ByteBuffer request_bytes;
   bool own = false;
   RETURN_IF_ERROR(FromGrpcStatus(grpc::SerializationTraits<rank::v1::RankRequest>::Serialize(
       request, &request_bytes, &own)));
+  return RankSerialized(request_bytes, options, Micros(t0, Clock::now()));
+}
+
+absl::StatusOr<RankReply> RankClient::RankSerialized(const grpc::ByteBuffer& request,
+                                                     const CallOptions& options,
+                                                     uint32_t serialize_us) const {
+  ClientTimings timings;
+  timings.request_serialize_us = serialize_us;
   const Clock::time_point t1 = Clock::now();
-  timings.request_serialize_us = Micros(t0, t1);
+  // A copy shares the slices: the caller's buffer stays whole for its next call.
+  grpc::ByteBuffer request_bytes(request);
 
   grpc::ClientContext context;
   SetDeadline(&context, options);

@@ -158,6 +158,12 @@ class RankClient {
   // client does not have; DataLoss for a malformed response.
   absl::StatusOr<RankReply> Rank(const rank::v1::RankRequest& request,
                                  const CallOptions& options) const;
+  // The same for a request serialized once (a serialized rank.v1.RankRequest)
+  // and sent many times, as a load generator does: the client then spends no
+  // CPU per call on the request. `serialize_us` is reported in the timings.
+  absl::StatusOr<RankReply> RankSerialized(const grpc::ByteBuffer& request,
+                                           const CallOptions& options,
+                                           uint32_t serialize_us = 0) const;
 
   // Logs of `item_ids` of a ranked request, through the server's
   // rank.v1.LogService (works with any server log store).

@@ -1,18 +1,12 @@
 #include "logstore/async_log_consumer.h"
 
-#include <pthread.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/thread_sched.h"
 #include "logstore/log_record.h"
 #include "logstore/log_value.h"
 
@@ -129,11 +123,15 @@ std::future<LogReceipt> AsyncLogConsumer::Consume(RequestLogs logs) {
 void AsyncLogConsumer::WriterLoop(size_t index) {
   LogSink& sink = *sinks_[index];
   const bool reporter = index == 0;
-  pthread_setname_np(pthread_self(), "rankwire-logw");
-  // Lower this thread's priority only (on Linux a nice value is per thread).
-  if (writer_nice_ != 0 &&
-      setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), writer_nice_) != 0) {
-    spdlog::warn("log writer: cannot set nice {}: {}", writer_nice_, std::strerror(errno));
+  SetThreadName("rankwire-logw");
+  // Throughput work: the default time slice even when the server gives its
+  // other threads a short one, and a lower priority than ranking (on Linux
+  // both are per thread).
+  (void)SetThreadSlice(absl::ZeroDuration());
+  if (writer_nice_ != 0) {
+    if (absl::Status s = SetThreadNice(writer_nice_); !s.ok()) {
+      spdlog::warn("log writer: {}", s.ToString());
+    }
   }
   std::vector<Pending> batch;
   for (;;) {

@@ -17,6 +17,7 @@
 #include "absl/time/time.h"
 #include "base/flags.h"
 #include "base/status_macros.h"
+#include "base/thread_sched.h"
 #include "codec/builtin_codecs.h"
 #include "logstore/log_store.h"
 #include "server/linear_model.h"
@@ -68,6 +69,13 @@ ABSL_FLAG(uint32_t, log_batch_requests, 16,
 ABSL_FLAG(bool, log_compress, false, "zstd-compress each log value in the store.");
 ABSL_FLAG(int, log_writer_nice, 10,
           "Nice value of the log writer thread: ranking threads get the CPU first.");
+ABSL_FLAG(int, rank_worker_nice, 0,
+          "Nice value of the ranking worker threads (0: the process's); above it, gRPC's "
+          "threads (admitting, refusing, sending) also get a larger share of the CPU.");
+ABSL_FLAG(int, latency_slice_us, 100,
+          "Time slice, in us, of the server's latency-critical threads (gRPC's); ranking "
+          "workers and log writers keep the kernel's default, so a waking gRPC thread "
+          "preempts them at once (Linux >= 6.12; 0 leaves every thread at the default).");
 ABSL_FLAG(int, metrics_port, 9464,
           "Prometheus /metrics HTTP port (0 picks a free port, -1 disables).");
 ABSL_FLAG(int, shutdown_grace_ms, 5000,
@@ -249,6 +257,15 @@ sigset_t BlockShutdownSignals() {
 absl::Status Run() {
   const sigset_t signals = BlockShutdownSignals();
   InstallProtobufLogHandler();
+  // Before any thread exists: every thread inherits the short slice; the
+  // ranking workers and log writers set theirs back to the default.
+  if (const int slice_us = absl::GetFlag(FLAGS_latency_slice_us); slice_us > 0) {
+    if (absl::Status s = SetThreadSlice(absl::Microseconds(slice_us)); !s.ok()) {
+      spdlog::info("--latency_slice_us not applied (Linux >= 6.12 needed): {}", s.ToString());
+    }
+  } else if (slice_us < 0) {
+    return absl::InvalidArgumentError("--latency_slice_us must be >= 0");
+  }
 
   BuiltinCodecOptions codec_options;
   codec_options.writer.block_items = absl::GetFlag(FLAGS_rankbin_block_items);
@@ -310,7 +327,7 @@ absl::Status Run() {
   registry.AddGauge("rankwire_unsent_response_bytes",
                     "Response bytes handed to gRPC that clients have not read yet.",
                     [&admission] { return static_cast<double>(admission.unsent_bytes()); });
-  WorkerPool workers(admission_options.max_concurrent_rank);
+  WorkerPool workers(admission_options.max_concurrent_rank, absl::GetFlag(FLAGS_rank_worker_nice));
   RankServiceImpl rank_service(&handler, &metrics, &admission, &workers);
   LogServiceImpl log_service(store.reader.get());
 

@@ -3,10 +3,15 @@
 #include <algorithm>
 #include <utility>
 
+#include "base/thread_sched.h"
+#include "spdlog/spdlog.h"
+
 namespace rankwire::server {
 
-WorkerPool::WorkerPool(int threads) {
-  for (int i = 0; i < std::max(1, threads); ++i) threads_.emplace_back([this] { Loop(); });
+WorkerPool::WorkerPool(int threads, int nice) {
+  for (int i = 0; i < std::max(1, threads); ++i) {
+    threads_.emplace_back([this, nice] { Loop(nice); });
+  }
 }
 
 WorkerPool::~WorkerPool() {
@@ -24,7 +29,14 @@ void WorkerPool::Submit(std::function<void()> task) {
 
 bool WorkerPool::HasWorkOrStopping() const { return stopping_ || !tasks_.empty(); }
 
-void WorkerPool::Loop() {
+void WorkerPool::Loop(int nice) {
+  SetThreadName("rankwire-rank");
+  // A worker runs for its whole (default) slice; gRPC's threads, which
+  // inherit the server's short one, preempt it when they wake.
+  (void)SetThreadSlice(absl::ZeroDuration());
+  if (nice != 0) {
+    if (absl::Status s = SetThreadNice(nice); !s.ok()) spdlog::warn("rank worker: {}", s.ToString());
+  }
   while (true) {
     std::function<void()> task;
     {

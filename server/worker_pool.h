@@ -4,6 +4,13 @@
 // The queue has no bound of its own: AdmissionControl admits at most as
 // many calls as the pool has threads, so it never holds more than that.
 //
+// The threads are named "rankwire-rank". They run with the kernel's default
+// time slice even when the server gives its other threads a short one
+// (--latency_slice_us, base/thread_sched.h), and optionally at a nice value
+// (`nice`): gRPC's own threads, which admit, refuse and send, then preempt
+// ranking work when they wake, so a refusal is answered at once even when
+// every core is ranking.
+//
 // Thread safety: Submit() is safe from many threads. The destructor runs the
 // tasks already queued, then joins.
 #ifndef RANKWIRE_SERVER_WORKER_POOL_H_
@@ -21,7 +28,7 @@ namespace rankwire::server {
 
 class WorkerPool {
  public:
-  explicit WorkerPool(int threads);
+  explicit WorkerPool(int threads, int nice = 0);
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
@@ -29,7 +36,7 @@ class WorkerPool {
   void Submit(std::function<void()> task);
 
  private:
-  void Loop();
+  void Loop(int nice);
   bool HasWorkOrStopping() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::Mutex mu_;

@@ -12,12 +12,15 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <regex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "client/rank_client.h"
@@ -442,6 +445,65 @@ TEST_F(HostileTest, AClientThatNeverReadsIsBoundedAndOthersAreServed) {
     absl::Status s = served(100 + i);
     ASSERT_TRUE(s.ok()) << s;
   }
+}
+
+// A thread of the server, from /proc/<pid>/task/<tid>.
+struct ServerThread {
+  std::string name;
+  int nice = 0;
+  long long slice_ns = -1;  // -1: the kernel does not show it.
+};
+
+std::vector<ServerThread> Threads(pid_t pid) {
+  std::vector<ServerThread> threads;
+  const std::string dir = absl::StrCat("/proc/", pid, "/task");
+  for (const auto& task : std::filesystem::directory_iterator(dir)) {
+    ServerThread t;
+    std::ifstream comm(task.path() / "comm");
+    std::getline(comm, t.name);
+    std::ifstream stat(task.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    // Fields after "(comm) ": state is the 3rd field, nice the 19th.
+    std::vector<std::string> fields = absl::StrSplit(line.substr(line.rfind(')') + 2), ' ');
+    if (fields.size() > 16) t.nice = std::stoi(fields[16]);
+    std::ifstream sched(task.path() / "sched");
+    for (std::string l; std::getline(sched, l);) {
+      if (l.rfind("se.slice", 0) == 0) t.slice_ns = std::stoll(l.substr(l.find(':') + 1));
+    }
+    threads.push_back(t);
+  }
+  return threads;
+}
+
+// The ranking workers run at --rank_worker_nice and the log writers at
+// --log_writer_nice, both with the kernel's default slice; every other
+// thread (gRPC's, which admit and refuse) has the short --latency_slice_us,
+// so a refusal preempts ranking and logging work.
+TEST_F(HostileTest, RankingWorkersAndLogWritersYieldTheCpuToGrpcThreads) {
+  std::unique_ptr<ServerProcess> server =
+      Start({"--max_concurrent_rank=3", "--rank_worker_nice=4", "--log_writer_nice=9",
+             "--log_writers=2", "--latency_slice_us=150"});
+  ASSERT_NE(server, nullptr);
+  int workers = 0, writers = 0, short_slices = 0;
+  for (const ServerThread& t : Threads(server->pid())) {
+    if (t.name == "rankwire-rank" || t.name == "rankwire-logw") {
+      ++(t.name == "rankwire-rank" ? workers : writers);
+      EXPECT_EQ(t.nice, t.name == "rankwire-rank" ? 4 : 9) << t.name;
+      if (t.slice_ns >= 0) {
+        EXPECT_GT(t.slice_ns, 150000) << t.name << " keeps the default slice";
+      }
+      continue;
+    }
+    EXPECT_EQ(t.nice, 0) << t.name;
+    if (t.slice_ns >= 0) {
+      EXPECT_EQ(t.slice_ns, 150000) << t.name;
+      ++short_slices;
+    }
+  }
+  EXPECT_EQ(workers, 3) << "one worker per ranking slot";
+  EXPECT_EQ(writers, 2);
+  if (short_slices == 0) GTEST_SKIP() << "this kernel does not show time slices";
 }
 
 }  // namespace

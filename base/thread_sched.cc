@@ -1,0 +1,71 @@
+#include "base/thread_sched.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace rankwire {
+namespace {
+
+// The kernel's struct sched_attr (include/uapi/linux/sched/types.h); glibc
+// 2.36 has no wrapper for sched_setattr.
+struct SchedAttr {
+  uint32_t size;
+  uint32_t sched_policy;
+  uint64_t sched_flags;
+  int32_t sched_nice;
+  uint32_t sched_priority;
+  uint64_t sched_runtime;
+  uint64_t sched_deadline;
+  uint64_t sched_period;
+  uint32_t sched_util_min;
+  uint32_t sched_util_max;
+};
+
+// sched_flags: keep the thread's policy as it is.
+constexpr uint64_t kKeepPolicy = 0x08;  // SCHED_FLAG_KEEP_POLICY
+
+}  // namespace
+
+absl::Status SetThreadNice(int nice) {
+  if (setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), nice) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot set nice ", nice, ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SetThreadSlice(absl::Duration slice) {
+  SchedAttr attr;
+  std::memset(&attr, 0, sizeof(attr));
+  attr.size = sizeof(attr);
+  attr.sched_policy = SCHED_OTHER;
+  // The slice is read from sched_runtime for fair-class threads. Keeping the
+  // policy makes this a no-op for a real-time thread instead of demoting it;
+  // the nice value is passed on unchanged.
+  attr.sched_flags = kKeepPolicy;
+  errno = 0;
+  const int nice = getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)));
+  if (errno != 0) return absl::FailedPreconditionError("cannot read this thread's nice value");
+  attr.sched_nice = nice;
+  attr.sched_runtime = static_cast<uint64_t>(absl::ToInt64Nanoseconds(slice));
+  if (syscall(SYS_sched_setattr, 0, &attr, 0) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot set a ", absl::FormatDuration(slice), " time slice: ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+void SetThreadName(const std::string& name) {
+  pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
+}
+
+}  // namespace rankwire

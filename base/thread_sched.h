@@ -1,0 +1,37 @@
+// Per-thread CPU scheduling: who gets the core first when the server is busy.
+//
+// The server's latency-critical threads (gRPC's: they admit, refuse and send)
+// must not wait behind its throughput threads (ranking workers, log writers).
+// Linux offers two per-thread levers, both usable without privileges:
+//  - the nice value (a share of the CPU when threads compete), and
+//  - since Linux 6.12 (the EEVDF scheduler), a custom time slice
+//    (sched_setattr's sched_runtime, 0.1–100 ms). A thread that wakes with a
+//    shorter slice than the one running preempts it at once; with equal
+//    slices the running thread may keep the core for its whole slice (the
+//    kernel's default is 0.75 ms times 1 + log2(CPUs), e.g. 1.4 ms here).
+// A new thread inherits both from the thread that creates it.
+#ifndef RANKWIRE_BASE_THREAD_SCHED_H_
+#define RANKWIRE_BASE_THREAD_SCHED_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+
+namespace rankwire {
+
+// Sets the calling thread's nice value (absolute, as setpriority(2)).
+absl::Status SetThreadNice(int nice);
+
+// Sets the calling thread's time slice; a zero duration restores the kernel's
+// default. The kernel clamps the value into 0.1–100 ms; kernels before 6.12
+// accept the call and keep their fixed slices. FailedPrecondition if the
+// kernel refuses it; the thread is then unchanged.
+absl::Status SetThreadSlice(absl::Duration slice);
+
+// The calling thread's name (at most 15 bytes are kept), for top -H and perf.
+void SetThreadName(const std::string& name);
+
+}  // namespace rankwire
+
+#endif  // RANKWIRE_BASE_THREAD_SCHED_H_

@@ -1,0 +1,89 @@
+#include "base/thread_sched.h"
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+
+namespace rankwire {
+namespace {
+
+// The calling thread's time slice in ns from /proc (the kernel's se.slice),
+// or nothing where the kernel does not show it.
+std::optional<long long> SliceNs() {
+  std::ifstream in(absl::StrCat("/proc/self/task/", syscall(SYS_gettid), "/sched"));
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("se.slice", 0) != 0) continue;
+    long long ns = 0;
+    if (absl::SimpleAtoi(line.substr(line.find(':') + 1), &ns)) return ns;
+  }
+  return std::nullopt;
+}
+
+int Nice() { return getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid))); }
+
+std::string Name() {
+  std::ifstream in(absl::StrCat("/proc/self/task/", syscall(SYS_gettid), "/comm"));
+  std::string name;
+  std::getline(in, name);
+  return name;
+}
+
+TEST(ThreadSchedTest, ShortSliceIsSetInheritedAndRestored) {
+  // Each check runs on its own thread so the test runner's thread is left as it was.
+  std::thread([] {
+    const std::optional<long long> before = SliceNs();
+    absl::Status set = SetThreadSlice(absl::Microseconds(200));
+    if (!set.ok() || !before.has_value()) {
+      GTEST_SKIP() << "no custom time slices on this kernel: " << set;
+    }
+    EXPECT_EQ(SliceNs(), 200000);
+    std::optional<long long> child;
+    std::thread([&child] { child = SliceNs(); }).join();
+    EXPECT_EQ(child, 200000) << "a new thread inherits its creator's slice";
+    ASSERT_TRUE(SetThreadSlice(absl::ZeroDuration()).ok());
+    EXPECT_EQ(SliceNs(), before) << "zero restores the kernel's default";
+  }).join();
+}
+
+TEST(ThreadSchedTest, SliceKeepsTheNiceValue) {
+  std::thread([] {
+    ASSERT_TRUE(SetThreadNice(7).ok());
+    (void)SetThreadSlice(absl::Microseconds(300));
+    EXPECT_EQ(Nice(), 7);
+  }).join();
+}
+
+TEST(ThreadSchedTest, SliceIsClampedToTheKernelsRange) {
+  std::thread([] {
+    // Linux takes 0.1 ms to 100 ms and clamps anything else into that range.
+    if (!SetThreadSlice(absl::Seconds(5)).ok() || !SliceNs().has_value()) {
+      GTEST_SKIP() << "no custom time slices on this kernel";
+    }
+    EXPECT_EQ(SliceNs(), 100000000);
+    ASSERT_TRUE(SetThreadSlice(absl::Microseconds(1)).ok());
+    EXPECT_EQ(SliceNs(), 100000);
+  }).join();
+}
+
+TEST(ThreadSchedTest, NiceAndName) {
+  std::thread([] {
+    ASSERT_TRUE(SetThreadNice(3).ok());
+    EXPECT_EQ(Nice(), 3);
+    EXPECT_EQ(SetThreadNice(-20).code(), geteuid() == 0 ? absl::StatusCode::kOk
+                                                        : absl::StatusCode::kFailedPrecondition);
+    SetThreadName("a-name-longer-than-fifteen");
+    EXPECT_EQ(Name(), "a-name-longer-t");
+  }).join();
+}
+
+}  // namespace
+}  // namespace rankwire
