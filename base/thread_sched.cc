@@ -10,7 +10,10 @@
 #include <cstdint>
 #include <cstring>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 
 namespace rankwire {
 namespace {
@@ -60,6 +63,41 @@ absl::Status SetThreadSlice(absl::Duration slice) {
   if (syscall(SYS_sched_setattr, 0, &attr, 0) != 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         "cannot set a ", absl::FormatDuration(slice), " time slice: ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<int>> ParseCpuList(absl::string_view text, int cpu_count) {
+  std::vector<int> cpus;
+  if (text.empty()) return cpus;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    std::vector<absl::string_view> range = absl::StrSplit(part, absl::MaxSplits('-', 1));
+    int first = 0, last = 0;
+    if (!absl::SimpleAtoi(range[0], &first) ||
+        !absl::SimpleAtoi(range.size() == 2 ? range[1] : range[0], &last) || first < 0 ||
+        last < first) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "CPU list \"", text, "\": \"", part, "\" is not a CPU or an ascending range a-b"));
+    }
+    if (last >= cpu_count || last >= CPU_SETSIZE) {
+      return absl::InvalidArgumentError(absl::StrCat("CPU list \"", text, "\": CPU ", last,
+                                                     " does not exist (this machine has ",
+                                                     cpu_count, ")"));
+    }
+    for (int cpu = first; cpu <= last; ++cpu) cpus.push_back(cpu);
+  }
+  return cpus;
+}
+
+absl::Status SetThreadAffinity(const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int cpu : cpus) {
+    if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &set);
+  }
+  if (const int err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set); err != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot pin to CPUs ", absl::StrJoin(cpus, ","), ": ", std::strerror(err)));
   }
   return absl::OkStatus();
 }

@@ -14,8 +14,11 @@
 #define RANKWIRE_BASE_THREAD_SCHED_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
 namespace rankwire {
@@ -28,6 +31,17 @@ absl::Status SetThreadNice(int nice);
 // accept the call and keep their fixed slices. FailedPrecondition if the
 // kernel refuses it; the thread is then unchanged.
 absl::Status SetThreadSlice(absl::Duration slice);
+
+// A CPU list as taskset and cpuset write it: "0", "0,2", "1-3,6". Empty
+// text is an empty list (no pinning). InvalidArgument for anything else, a
+// descending range, or a CPU at or above `cpu_count` (the CPUs the kernel
+// knows of).
+absl::StatusOr<std::vector<int>> ParseCpuList(absl::string_view text, int cpu_count);
+
+// Pins the calling thread to `cpus` (non-empty). FailedPrecondition if the
+// kernel refuses (a CPU outside the container's cpuset); the thread is then
+// unchanged.
+absl::Status SetThreadAffinity(const std::vector<int>& cpus);
 
 // The calling thread's name (at most 15 bytes are kept), for top -H and perf.
 void SetThreadName(const std::string& name);

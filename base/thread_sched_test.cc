@@ -1,5 +1,7 @@
 #include "base/thread_sched.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -8,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -83,6 +86,33 @@ TEST(ThreadSchedTest, NiceAndName) {
     SetThreadName("a-name-longer-than-fifteen");
     EXPECT_EQ(Name(), "a-name-longer-t");
   }).join();
+}
+
+TEST(ThreadSchedTest, CpuListsAsTasksetWritesThem) {
+  EXPECT_EQ(ParseCpuList("", 4).value(), std::vector<int>{});
+  EXPECT_EQ(ParseCpuList("2", 4).value(), std::vector<int>{2});
+  EXPECT_EQ(ParseCpuList("0,2-3", 4).value(), (std::vector<int>{0, 2, 3}));
+  for (const char* bad : {"x", "1-", "-1", "3-1", "1,,2", "1.5"}) {
+    EXPECT_EQ(ParseCpuList(bad, 4).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  absl::Status missing = ParseCpuList("1-4", 4).status();
+  EXPECT_EQ(missing.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(missing.message(), "CPU list \"1-4\": CPU 4 does not exist (this machine has 4)");
+}
+
+TEST(ThreadSchedTest, AffinityPinsOnlyTheCallingThread) {
+  cpu_set_t before;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(before), &before), 0);
+  std::thread([] {
+    ASSERT_TRUE(SetThreadAffinity({0}).ok());
+    cpu_set_t now;
+    ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof(now), &now), 0);
+    EXPECT_EQ(CPU_COUNT(&now), 1);
+    EXPECT_TRUE(CPU_ISSET(0, &now));
+  }).join();
+  cpu_set_t after;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(after), &after), 0);
+  EXPECT_TRUE(CPU_EQUAL(&before, &after));
 }
 
 }  // namespace

@@ -74,6 +74,7 @@ AsyncLogConsumer::AsyncLogConsumer(const LogStoreConfig& config,
       compress_(config.compress),
       compress_level_(config.compress_level),
       writer_nice_(config.writer_nice),
+      writer_cpus_(config.writer_cpus),
       sinks_(std::move(sinks)) {
   writers_.reserve(sinks_.size());
   for (size_t i = 0; i < sinks_.size(); ++i) {
@@ -130,6 +131,11 @@ void AsyncLogConsumer::WriterLoop(size_t index) {
   (void)SetThreadSlice(absl::ZeroDuration());
   if (writer_nice_ != 0) {
     if (absl::Status s = SetThreadNice(writer_nice_); !s.ok()) {
+      spdlog::warn("log writer: {}", s.ToString());
+    }
+  }
+  if (!writer_cpus_.empty()) {
+    if (absl::Status s = SetThreadAffinity(writer_cpus_); !s.ok()) {
       spdlog::warn("log writer: {}", s.ToString());
     }
   }

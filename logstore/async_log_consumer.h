@@ -15,7 +15,8 @@
 // the batch to its sink in one call (one pipelined round trip) and
 // completes each future with the sink's per-request outcome. Writers share
 // the queue, so rendering and writing scale over them; each runs at
-// `writer_nice` so ranking threads get the CPU first. When idle a writer
+// `writer_nice` so ranking threads get the CPU first, on `writer_cpus` if
+// given. When idle a writer
 // calls LogSink::Poll() every few tens of milliseconds so a sink that is
 // down reconnects without waiting for traffic.
 //
@@ -118,6 +119,7 @@ class AsyncLogConsumer final : public LogConsumer {
   const bool compress_;
   const int compress_level_;
   const int writer_nice_;
+  const std::vector<int> writer_cpus_;
   // sinks_[i] is used by writer thread i only (up() and reconnects() by any).
   const std::vector<std::unique_ptr<LogSink>> sinks_;
 

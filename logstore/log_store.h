@@ -151,6 +151,9 @@ struct LogStoreConfig {
   // ranking threads take the CPU first when both want it; the writer uses
   // what is left, and if that is not enough the queue bound drops logs.
   int writer_nice = 10;
+  // CPUs the writer threads run on (empty: wherever the process may run).
+  // Writers on cores of their own never take CPU from ranking.
+  std::vector<int> writer_cpus;
   absl::Duration connect_timeout = absl::Milliseconds(200);
   absl::Duration io_timeout = absl::Milliseconds(500);
   absl::Duration reconnect_backoff_min = absl::Milliseconds(50);

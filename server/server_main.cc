@@ -5,11 +5,13 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
@@ -76,6 +78,10 @@ ABSL_FLAG(int, latency_slice_us, 100,
           "Time slice, in us, of the server's latency-critical threads (gRPC's); ranking "
           "workers and log writers keep the kernel's default, so a waking gRPC thread "
           "preempts them at once (Linux >= 6.12; 0 leaves every thread at the default).");
+ABSL_FLAG(std::string, log_writer_cpus, "",
+          "CPUs the log writer threads run on, as taskset writes them (\"2,3\", \"2-3\"); "
+          "empty: wherever the server runs. Writers on their own cores never take CPU "
+          "from ranking.");
 ABSL_FLAG(int, metrics_port, 9464,
           "Prometheus /metrics HTTP port (0 picks a free port, -1 disables).");
 ABSL_FLAG(int, shutdown_grace_ms, 5000,
@@ -192,6 +198,12 @@ absl::StatusOr<logstore::LogStoreConfig> LogStoreConfigFromFlags() {
   config.batch_requests = absl::GetFlag(FLAGS_log_batch_requests);
   config.compress = absl::GetFlag(FLAGS_log_compress);
   config.writer_nice = absl::GetFlag(FLAGS_log_writer_nice);
+  absl::StatusOr<std::vector<int>> cpus = ParseCpuList(
+      absl::GetFlag(FLAGS_log_writer_cpus), static_cast<int>(sysconf(_SC_NPROCESSORS_CONF)));
+  if (!cpus.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--log_writer_cpus: ", cpus.status().message()));
+  }
+  config.writer_cpus = *std::move(cpus);
   return config;
 }
 

@@ -452,6 +452,7 @@ struct ServerThread {
   std::string name;
   int nice = 0;
   long long slice_ns = -1;  // -1: the kernel does not show it.
+  std::string cpus;         // Cpus_allowed_list.
 };
 
 std::vector<ServerThread> Threads(pid_t pid) {
@@ -467,6 +468,10 @@ std::vector<ServerThread> Threads(pid_t pid) {
     // Fields after "(comm) ": state is the 3rd field, nice the 19th.
     std::vector<std::string> fields = absl::StrSplit(line.substr(line.rfind(')') + 2), ' ');
     if (fields.size() > 16) t.nice = std::stoi(fields[16]);
+    std::ifstream status(task.path() / "status");
+    for (std::string l; std::getline(status, l);) {
+      if (l.rfind("Cpus_allowed_list:", 0) == 0) t.cpus = l.substr(l.find_first_not_of(" \t", 18));
+    }
     std::ifstream sched(task.path() / "sched");
     for (std::string l; std::getline(sched, l);) {
       if (l.rfind("se.slice", 0) == 0) t.slice_ns = std::stoll(l.substr(l.find(':') + 1));
@@ -477,19 +482,22 @@ std::vector<ServerThread> Threads(pid_t pid) {
 }
 
 // The ranking workers run at --rank_worker_nice and the log writers at
-// --log_writer_nice, both with the kernel's default slice; every other
+// --log_writer_nice on --log_writer_cpus, both with the kernel's default slice; every other
 // thread (gRPC's, which admit and refuse) has the short --latency_slice_us,
 // so a refusal preempts ranking and logging work.
 TEST_F(HostileTest, RankingWorkersAndLogWritersYieldTheCpuToGrpcThreads) {
   std::unique_ptr<ServerProcess> server =
       Start({"--max_concurrent_rank=3", "--rank_worker_nice=4", "--log_writer_nice=9",
-             "--log_writers=2", "--latency_slice_us=150"});
+             "--log_writers=2", "--log_writer_cpus=0", "--latency_slice_us=150"});
   ASSERT_NE(server, nullptr);
   int workers = 0, writers = 0, short_slices = 0;
   for (const ServerThread& t : Threads(server->pid())) {
     if (t.name == "rankwire-rank" || t.name == "rankwire-logw") {
       ++(t.name == "rankwire-rank" ? workers : writers);
       EXPECT_EQ(t.nice, t.name == "rankwire-rank" ? 4 : 9) << t.name;
+      if (t.name == "rankwire-logw") {
+        EXPECT_EQ(t.cpus, "0");
+      }
       if (t.slice_ns >= 0) {
         EXPECT_GT(t.slice_ns, 150000) << t.name << " keeps the default slice";
       }
