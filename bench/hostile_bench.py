@@ -1,8 +1,10 @@
 """Overload and TLS benchmark: the real server and the real load generator.
 
-1. Overload. One server with --max_concurrent_rank=L. Interleaved rounds of
-   (a) an unloaded server at concurrency L (closed loop) and (b) 4L closed-loop
-   callers. Reported per round: errors other than RESOURCE_EXHAUSTED (target
+1. Overload. A server with --max_concurrent_rank=L, as shipped and with
+   --latency_slice_us=0 (every thread on the kernel's default time slice),
+   alternating, a fresh server per run. Each run: (a) an unloaded server at
+   concurrency L (closed loop) and (b) 4L closed-loop callers. Reported per
+   round: errors other than RESOURCE_EXHAUSTED (target
    0), the refusals' p99 (target <= 2 ms) and the admitted calls' p99 against
    (a)'s p99 in the same round (target <= 2x).
 2. TLS. A plaintext and a TLS server (same flags, certificates made with
@@ -62,44 +64,32 @@ def make_certs(workdir):
         "ca.key", "-CAcreateserial", "-out", "server.pem", "-extfile", "server.ext")
 
 
-def overload(args):
+def overload_round(args, flags):
+    """One round against a fresh server: unloaded, then 4L callers with a probe inside."""
     limit = args.limit
     server = Server(args.build, [f"--max_concurrent_rank={limit}", "--codec=rankbin",
-                                 "--log_mode=none", *args.server_flag])
-    rows = []
+                                 "--log_mode=none", *flags])
     try:
-        for r in range(args.rounds):
-            base = loadgen(args.build, server, limit, args.seconds)
-            # 4L closed-loop callers; inside their run, a probe: open loop at
-            # 50 qps, whose calls do not queue behind the probe's own.
-            flood = subprocess.Popen(
-                ["taskset", "-c", "0", os.path.join(args.build, "client", "rankwire-loadgen"),
-                 f"--target=127.0.0.1:{server.port}", "--codec=rankbin", "--log_mode=none",
-                 f"--duration_s={args.seconds + 1}", "--warmup_s=1",
-                 f"--concurrency={4 * limit}", "--json"],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            time.sleep(1.5)
-            probe = loadgen(args.build, server, 2, args.seconds - 1, ["--qps=50"])
-            out, err = flood.communicate(timeout=args.seconds + 60)
-            if not out.strip():
-                raise RuntimeError(f"loadgen failed: {err}")
-            over = json.loads(out.strip().splitlines()[-1])
-            rows.append((base, over, probe))
-            print(f"round {r + 1}: unloaded p99 {base['p99_us']:.0f} us; overload: "
-                  f"{over['requests']} ok p99 {over['p99_us']:.0f} us, {over['rejected']} "
-                  f"refused p99 {over['rejected_p99_us']:.0f} us, {over['errors']} errors; "
-                  f"probe refused p99 {probe['rejected_p99_us']:.0f} us", file=sys.stderr)
+        base = loadgen(args.build, server, limit, args.seconds)
+        # 4L closed-loop callers; inside their run, a probe: open loop at
+        # 50 qps, whose calls do not queue behind the probe's own.
+        flood = subprocess.Popen(
+            ["taskset", "-c", "0", os.path.join(args.build, "client", "rankwire-loadgen"),
+             f"--target=127.0.0.1:{server.port}", "--codec=rankbin", "--log_mode=none",
+             f"--duration_s={args.seconds + 1}", "--warmup_s=1",
+             f"--concurrency={4 * limit}", "--json"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        probe = loadgen(args.build, server, 2, args.seconds - 1, ["--qps=50"])
+        out, err = flood.communicate(timeout=args.seconds + 60)
+        if not out.strip():
+            raise RuntimeError(f"loadgen failed: {err}")
+        return base, json.loads(out.strip().splitlines()[-1]), probe
     finally:
         server.close()
-    ratios = [o["p99_us"] / b["p99_us"] for b, o, _ in rows]
-    errors = sum(o["errors"] + b["errors"] + p["errors"] for b, o, p in rows)
-    print(f"## Overload at 4x --max_concurrent_rank={limit}\n")
-    print(f"{args.rounds} interleaved rounds: closed loop at concurrency {limit} for "
-          f"{args.seconds} s (unloaded), then {4 * limit} closed-loop callers for "
-          f"{args.seconds + 1} s and, inside that, a probe at 50 qps open loop (2 callers) "
-          f"for {args.seconds - 1} s; codec rankbin, logs off, 500 candidates. The closed-loop "
-          "callers retry at once when refused, so their own client CPU (one core for 8 "
-          "callers) is in their latencies; the probe's calls are not queued behind its own.\n")
+
+
+def overload_table(rows):
     print("| round | unloaded p99 us | admitted | admitted p99 us | ratio | refused | "
           "refused p50 us | refused p99 us | probe: ok / refused | probe refused p50 / p99 us "
           "| other errors |")
@@ -110,10 +100,47 @@ def overload(args):
               f"{o['rejected_p99_us']:.0f} | {p['requests']} / {p['rejected']} | "
               f"{p['rejected_p50_us']:.0f} / {p['rejected_p99_us']:.0f} | "
               f"{o['errors'] + b['errors'] + p['errors']} |")
-    print(f"\nadmitted p99 / unloaded p99: median {spread(ratios)}; refusal p99 us, closed-loop "
-          f"callers: median {spread([o['rejected_p99_us'] for _, o, _ in rows], '{:.0f}')}, "
-          f"probe: median {spread([p['rejected_p99_us'] for _, _, p in rows], '{:.0f}')}; "
+    ratios = [o["p99_us"] / b["p99_us"] for b, o, _ in rows]
+    errors = sum(o["errors"] + b["errors"] + p["errors"] for b, o, p in rows)
+    print(f"\nadmitted p99 / unloaded p99: median {spread(ratios)}; refused calls per round: "
+          f"median {spread([o['rejected'] for _, o, _ in rows], '{:.0f}')}; refusal p50 / p99 us, "
+          f"closed-loop callers: median "
+          f"{spread([o['rejected_p50_us'] for _, o, _ in rows], '{:.0f}')} / "
+          f"{spread([o['rejected_p99_us'] for _, o, _ in rows], '{:.0f}')}, probe: median "
+          f"{spread([p['rejected_p50_us'] for _, _, p in rows], '{:.0f}')} / "
+          f"{spread([p['rejected_p99_us'] for _, _, p in rows], '{:.0f}')}; "
           f"errors other than RESOURCE_EXHAUSTED: {errors}\n")
+
+
+def overload(args):
+    limit = args.limit
+    # The server as shipped, and (same run, alternating) with every thread
+    # on the kernel's default time slice: what --latency_slice_us buys.
+    variants = [("as shipped", list(args.server_flag)),
+                ("--latency_slice_us=0 (kernel's default slices)",
+                 [*args.server_flag, "--latency_slice_us=0"])]
+    rows = {name: [] for name, _ in variants}
+    for r in range(args.rounds):
+        order = variants if r % 2 == 0 else variants[::-1]
+        for name, flags in order:
+            base, over, probe = overload_round(args, flags)
+            rows[name].append((base, over, probe))
+            print(f"round {r + 1} {name}: unloaded p99 {base['p99_us']:.0f} us; overload: "
+                  f"{over['requests']} ok p99 {over['p99_us']:.0f} us, {over['rejected']} "
+                  f"refused p50/p99 {over['rejected_p50_us']:.0f}/{over['rejected_p99_us']:.0f} "
+                  f"us, {over['errors']} errors; probe refused p99 "
+                  f"{probe['rejected_p99_us']:.0f} us", file=sys.stderr)
+    print(f"## Overload at 4x --max_concurrent_rank={limit}\n")
+    print(f"{args.rounds} rounds, the two server variants alternating (AB, BA, ...), a fresh "
+          f"server each: closed loop at concurrency {limit} for {args.seconds} s (unloaded), "
+          f"then {4 * limit} closed-loop callers for {args.seconds + 1} s and, inside that, a "
+          f"probe at 50 qps open loop (2 callers) for {args.seconds - 1} s; codec rankbin, logs "
+          "off, 500 candidates. The closed-loop callers retry at once when refused, so their "
+          "own client CPU (one core for 8 callers) is in their latencies; the probe's calls "
+          "are not queued behind its own.\n")
+    for name, _ in variants:
+        print(f"### {name}\n")
+        overload_table(rows[name])
 
 
 def tls(args):
