@@ -43,6 +43,17 @@ absl::StatusOr<std::vector<int>> ParseCpuList(absl::string_view text, int cpu_co
 // unchanged.
 absl::Status SetThreadAffinity(const std::vector<int>& cpus);
 
+// The CPUs this process can use: the CPUs in its affinity mask (taskset,
+// a container's cpuset), capped by its cgroup v2 CPU quota if it has one
+// (cpu.max "quota period", rounded up; a Kubernetes CPU limit). At least 1.
+// Thread-count defaults (ranking slots, log writers) start from this, not
+// from the machine's core count.
+int UsableCpus();
+
+// The same from its parts, for tests: `affinity` CPUs in the mask, the text
+// of cpu.max (empty: no such file).
+int UsableCpus(int affinity, absl::string_view cpu_max);
+
 // The calling thread's name (at most 15 bytes are kept), for top -H and perf.
 void SetThreadName(const std::string& name);
 

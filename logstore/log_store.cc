@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <memory>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "base/status_macros.h"
+#include "base/thread_sched.h"
 #include "logstore/async_log_consumer.h"
 #include "logstore/memory_log_store.h"
 #include "logstore/redis_cluster_log_store.h"
@@ -16,8 +16,7 @@
 namespace rankwire::logstore {
 
 size_t DefaultLogWriters() {
-  const size_t cores = std::max(1u, std::thread::hardware_concurrency());
-  return std::clamp<size_t>(cores / 2, 1, 8);
+  return std::clamp<size_t>(static_cast<size_t>(UsableCpus()) / 2, 1, 8);
 }
 
 size_t WriterCount(const LogStoreConfig& config) {

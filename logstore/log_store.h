@@ -175,7 +175,7 @@ absl::StatusOr<LogStore> OpenLogStore(const LogStoreConfig& config);
 size_t WriterCount(const LogStoreConfig& config);
 
 // The writer count used when LogStoreConfig::writers is 0: one per two
-// cores, at least 1 and at most 8. Writers mostly wait on the store, and
+// usable CPUs (base/thread_sched.h UsableCpus()), at least 1 and at most 8. Writers mostly wait on the store, and
 // ranking threads need the cores more.
 size_t DefaultLogWriters();
 

@@ -1,14 +1,14 @@
 #include "server/admission.h"
 
 #include <algorithm>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "base/thread_sched.h"
 
 namespace rankwire::server {
 
 int DefaultMaxConcurrentRank() {
-  return std::max(2, 2 * static_cast<int>(std::thread::hardware_concurrency()));
+  return std::max(2, 2 * UsableCpus());
 }
 
 absl::Status AdmissionControl::Admit(absl::string_view peer, std::optional<Slot>* slot,

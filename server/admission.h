@@ -46,8 +46,9 @@ struct AdmissionOptions {
   size_t max_unsent_bytes_per_peer = size_t{128} << 20;
 };
 
-// The default --max_concurrent_rank: twice the cores (at least 2), so the
-// cores stay busy while some admitted calls parse or encode.
+// The default --max_concurrent_rank: twice the CPUs the process can use
+// (UsableCpus(): its affinity mask, capped by its cgroup CPU quota; at least
+// 2), so those CPUs stay busy while some admitted calls parse or encode.
 int DefaultMaxConcurrentRank();
 
 class AdmissionControl {

@@ -59,8 +59,8 @@ ABSL_FLAG(std::string, log_format, "record",
           "How stored logs are kept: record (structured, rendered to the same text on "
           "read) or text ('T' values, 'Z' with --log_compress).");
 ABSL_FLAG(uint32_t, log_writers, 0,
-          "Log writer threads, each with its own store connection (0: one per two cores, "
-          "1..8).");
+          "Log writer threads, each with its own store connection (0: one per two usable "
+          "CPUs, 1..8).");
 ABSL_FLAG(std::string, redis_password, "", "Redis AUTH password (empty: no AUTH).");
 ABSL_FLAG(int, log_ttl_ms, 1000, "TTL of a request's logs in the store, in ms.");
 ABSL_FLAG(uint32_t, log_queue_requests, 256,
@@ -107,7 +107,8 @@ ABSL_FLAG(bool, zstd_logs, true, "rankbin-zstd: compress inline log blocks.");
 // and "Admission control").
 ABSL_FLAG(int, max_concurrent_rank, 0,
           "Rank calls parsed, ranked or encoded at once; past it a call gets "
-          "RESOURCE_EXHAUSTED at once (0: twice the cores).");
+          "RESOURCE_EXHAUSTED at once (0: twice the CPUs the server may use: its "
+          "affinity mask, capped by its cgroup CPU quota).");
 ABSL_FLAG(uint32_t, max_unsent_response_mb, 512,
           "Response bytes (MiB) handed to gRPC but not yet read by clients, over all "
           "connections; past it calls get RESOURCE_EXHAUSTED.");
