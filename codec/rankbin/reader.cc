@@ -62,28 +62,52 @@ class RankbinView final : public ResultView {
     const uint32_t* offsets() const { return data.get() + size; }
     const uint32_t* runs() const { return data.get() + 2 * size; }
   };
-  struct BlockCache {
-    absl::once_flag once;
-    std::unique_ptr<char[]> data;
-    absl::Status status;
-  };
+  // A VALUES or LOGS block, located and checked; a zstd block is also
+  // decompressed on first read, at most once (once, data, status).
   struct Block {
     BlockCodec codec = BlockCodec::kRaw;
-    const char* stored = nullptr;
     uint32_t stored_size = 0;
     uint32_t raw_size = 0;
+    const char* stored = nullptr;
+    mutable absl::once_flag once;
+    mutable std::unique_ptr<char[]> data;
+    mutable absl::Status status;
   };
+  // Blocks are allocated in chunks as they are located, so a read of the
+  // first items allocates one chunk whatever the payload's block count.
+  static constexpr uint64_t kChunk = 32;
+  // A VALUES or LOGS section. Open checks only the block count and that the
+  // directory fits (a 5000-item payload has 313 blocks per column, and a
+  // top-10 read needs the first). Entry b is checked, and block b located,
+  // on the first read of block b, together with every entry before it: a
+  // block's bytes start after those of every block before it. The lazy
+  // fields are written under blocks_mu_; blocks [0, ready) are immutable
+  // and read without the lock.
   struct Column {
+    const char* name = "";
     bool present = false;
-    std::vector<Block> blocks;
-    std::unique_ptr<BlockCache[]> cache;
+    uint64_t count = 0;
+    const char* entries = nullptr;  // count entries of kBlockEntryBytes.
+    size_t entries_base = 0;        // Offsets in the payload, for errors.
+    absl::string_view data;         // Every block's stored bytes, in order.
+    size_t data_base = 0;
+    mutable std::atomic<uint64_t> ready{0};
+    mutable size_t next = 0;  // Offset in data of block `ready`.
+    mutable absl::Status status;  // The first error; every later read returns it.
+    mutable std::unique_ptr<std::unique_ptr<Block[]>[]> chunks;
+    const Block& at(uint64_t b) const { return chunks[b / kChunk][b % kChunk]; }
   };
 
   absl::Status ParseKeys(absl::string_view body, size_t base);
   absl::Status ParseShapes(absl::string_view body, size_t base);
   absl::Status ParseItems(absl::string_view body, size_t base);
   absl::Status ParseColumn(absl::string_view body, size_t base, const char* name,
-                           Column* column, uint64_t* decoded_total);
+                           Column* column);
+  // Block b of `column`, located and checked (with every block before it)
+  // on first use.
+  absl::StatusOr<const Block*> GetBlock(const Column& column, uint64_t b) const;
+  absl::Status LocateBlocksUpTo(const Column& column, uint64_t b) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(blocks_mu_);
   absl::StatusOr<ItemRecord> Record(size_t i) const;
   absl::StatusOr<absl::string_view> BlockData(const Column& column, size_t block) const;
   // Shape s, parsed (with every shape before it) on first use.
@@ -153,6 +177,10 @@ class RankbinView final : public ResultView {
 
   Column values_;
   Column logs_;
+  mutable absl::Mutex blocks_mu_;
+  // raw_size of every zstd block located so far, VALUES and LOGS together,
+  // against options_.max_decoded_bytes.
+  mutable uint64_t decoded_total_ ABSL_GUARDED_BY(blocks_mu_) = 0;
 };
 
 absl::Status RankbinView::Parse() {
@@ -208,14 +236,11 @@ absl::Status RankbinView::Parse() {
   if (absl::Status s = ParseKeys(sections[1], section_base[1]); !s.ok()) return s;
   if (absl::Status s = ParseShapes(sections[2], section_base[2]); !s.ok()) return s;
   if (absl::Status s = ParseItems(sections[3], section_base[3]); !s.ok()) return s;
-  uint64_t decoded = 0;
-  if (absl::Status s = ParseColumn(sections[4], section_base[4], "VALUES", &values_, &decoded);
-      !s.ok()) {
+  if (absl::Status s = ParseColumn(sections[4], section_base[4], "VALUES", &values_); !s.ok()) {
     return s;
   }
   if (sections[5].data() != nullptr) {
-    if (absl::Status s = ParseColumn(sections[5], section_base[5], "LOGS", &logs_, &decoded);
-        !s.ok()) {
+    if (absl::Status s = ParseColumn(sections[5], section_base[5], "LOGS", &logs_); !s.ok()) {
       return s;
     }
   }
@@ -334,7 +359,7 @@ absl::Status RankbinView::ParseItems(absl::string_view body, size_t base) {
 }
 
 absl::Status RankbinView::ParseColumn(absl::string_view body, size_t base, const char* name,
-                                      Column* column, uint64_t* decoded_total) {
+                                      Column* column) {
   coding::Reader r(body, kContext, base);
   const uint64_t blocks = r.Count(kBlockEntryBytes, "block count");
   if (!r.ok()) return r.status();
@@ -343,40 +368,81 @@ absl::Status RankbinView::ParseColumn(absl::string_view body, size_t base, const
     return Corrupt(absl::StrCat(name, " has ", blocks, " blocks; ", n_, " items in blocks of ",
                                 block_items_, " need ", expected));
   }
+  column->name = name;
   column->present = true;
-  column->blocks.resize(blocks);
-  for (uint64_t b = 0; b < blocks; ++b) {
+  column->count = blocks;
+  column->entries_base = r.offset();
+  column->entries = r.Bytes(blocks * kBlockEntryBytes, "block directory").data();
+  if (!r.ok()) return r.status();  // Count() has checked it fits; kept for safety.
+  column->data_base = r.offset();
+  column->data = absl::string_view(r.position(), r.remaining());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const RankbinView::Block*> RankbinView::GetBlock(const Column& column,
+                                                                 uint64_t b) const {
+  if (b < column.ready.load(std::memory_order_acquire)) return &column.at(b);
+  if (b >= column.count) {
+    return Corrupt(absl::StrCat(column.name, " block ", b, " out of range (", column.count,
+                                " blocks)"));
+  }
+  absl::MutexLock lock(&blocks_mu_);
+  if (absl::Status s = LocateBlocksUpTo(column, b); !s.ok()) return s;
+  return &column.at(b);
+}
+
+absl::Status RankbinView::LocateBlocksUpTo(const Column& column, uint64_t b) const {
+  uint64_t ready = column.ready.load(std::memory_order_relaxed);
+  if (b < ready) return absl::OkStatus();
+  if (!column.status.ok()) return column.status;
+  if (column.chunks == nullptr) {
+    column.chunks.reset(new std::unique_ptr<Block[]>[(column.count + kChunk - 1) / kChunk]);
+  }
+  coding::Reader entries(
+      absl::string_view(column.entries + ready * kBlockEntryBytes,
+                        (b + 1 - ready) * kBlockEntryBytes),
+      kContext, column.entries_base + ready * kBlockEntryBytes);
+  coding::Reader data(column.data.substr(column.next), kContext,
+                      column.data_base + column.next);
+  const char* name = column.name;
+  for (; ready <= b; ++ready) {
+    std::unique_ptr<Block[]>& chunk = column.chunks[ready / kChunk];
+    if (chunk == nullptr) chunk.reset(new Block[std::min(kChunk, column.count - ready)]);
     BlockEntry e;
-    Serializer<BlockEntry>::Read(r, &e, "block entry");
-    if (!r.ok()) return r.status();
-    Block& block = column->blocks[b];
+    Serializer<BlockEntry>::Read(entries, &e, "block entry");
+    if (!entries.ok()) return column.status = entries.status();
+    Block& block = chunk[ready % kChunk];
     block.stored_size = e.stored_size;
     block.raw_size = e.raw_size;
     if (e.codec == static_cast<uint8_t>(BlockCodec::kRaw)) {
       block.codec = BlockCodec::kRaw;
       if (e.raw_size != e.stored_size) {
-        return Corrupt(absl::StrCat(name, " block ", b, " is raw but its sizes differ (",
-                                    e.stored_size, " stored, ", e.raw_size, " raw)"));
+        return column.status =
+                   Corrupt(absl::StrCat(name, " block ", ready, " is raw but its sizes differ (",
+                                        e.stored_size, " stored, ", e.raw_size, " raw)"));
       }
     } else if (e.codec == static_cast<uint8_t>(BlockCodec::kZstd)) {
       block.codec = BlockCodec::kZstd;
-      *decoded_total += e.raw_size;
-      if (*decoded_total > options_.max_decoded_bytes) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            kContext, ": compressed blocks would decode to more than ",
-            options_.max_decoded_bytes, " bytes"));
+      decoded_total_ += e.raw_size;
+      if (decoded_total_ > options_.max_decoded_bytes) {
+        return column.status = absl::ResourceExhaustedError(absl::StrCat(
+                   kContext, ": compressed blocks would decode to more than ",
+                   options_.max_decoded_bytes, " bytes"));
       }
     } else {
-      return Corrupt(absl::StrCat(name, " block ", b, " has unknown codec ",
-                                  static_cast<int>(e.codec)));
+      return column.status = Corrupt(absl::StrCat(name, " block ", ready, " has unknown codec ",
+                                                  static_cast<int>(e.codec)));
     }
+    if (block.stored_size > data.remaining()) {
+      return column.status = Corrupt(absl::StrCat(
+                 name, " block ", ready, ": block data of ", block.stored_size,
+                 " bytes at offset ", data.offset(), " passes the end of its section (",
+                 data.remaining(), " bytes left)"));
+    }
+    block.stored = data.Bytes(block.stored_size, "block data").data();
+    column.ready.store(ready + 1, std::memory_order_release);
   }
-  for (uint64_t b = 0; b < blocks; ++b) {
-    Block& block = column->blocks[b];
-    block.stored = r.Bytes(block.stored_size, "block data").data();
-    if (!r.ok()) return r.status();
-  }
-  column->cache.reset(new BlockCache[blocks]);
+  column.next = column.data.size() - data.remaining();
   return absl::OkStatus();
 }
 
@@ -432,27 +498,29 @@ absl::StatusOr<ItemRef> RankbinView::Item(size_t i) const {
 
 absl::StatusOr<absl::string_view> RankbinView::BlockData(const Column& column,
                                                          size_t b) const {
-  const Block& block = column.blocks[b];
+  absl::StatusOr<const Block*> located = GetBlock(column, b);
+  if (!located.ok()) return located.status();
+  const Block& block = **located;
   if (block.codec == BlockCodec::kRaw) {
     return absl::string_view(block.stored, block.raw_size);
   }
-  BlockCache& cache = column.cache[b];
-  absl::call_once(cache.once, [&] {
+  absl::call_once(block.once, [&] {
     const absl::string_view frame(block.stored, block.stored_size);
     // From version 1.1 every frame carries zstd's content checksum, which
     // the decompression verifies; a 1.0 payload's frames may lack it.
-    cache.status = compression::CheckBlockFrame(frame, block.raw_size, minor_ >= 1);
-    if (cache.status.ok()) {
-      cache.data.reset(new char[block.raw_size > 0 ? block.raw_size : 1]);
-      cache.status = compression::ZstdDecompressExact(frame, cache.data.get(), block.raw_size);
+    block.status = compression::CheckBlockFrame(frame, block.raw_size, minor_ >= 1);
+    if (block.status.ok()) {
+      block.data.reset(new char[block.raw_size > 0 ? block.raw_size : 1]);
+      block.status = compression::ZstdDecompressExact(frame, block.data.get(), block.raw_size);
     }
-    if (!cache.status.ok()) {
-      cache.status = Corrupt(absl::StrCat("block ", b, ": ", cache.status.message()));
-      cache.data.reset();
+    if (!block.status.ok()) {
+      block.status =
+          Corrupt(absl::StrCat(column.name, " block ", b, ": ", block.status.message()));
+      block.data.reset();
     }
   });
-  if (!cache.status.ok()) return cache.status;
-  return absl::string_view(cache.data.get(), block.raw_size);
+  if (!block.status.ok()) return block.status;
+  return absl::string_view(block.data.get(), block.raw_size);
 }
 
 absl::Status RankbinView::ValuesOf(size_t i, uint32_t shape_id, uint32_t values_offset,
@@ -630,7 +698,7 @@ absl::StatusOr<RankResult> RankbinView::Materialize() const {
   dict_values.reserve(dict_.size());
   for (absl::string_view d : dict_) dict_values.push_back(MetricValue::String(d));
   Budget budget{0, options_.max_materialized_bytes};
-  for (size_t b = 0; b < values_.blocks.size(); ++b) {
+  for (size_t b = 0; b < values_.count; ++b) {
     if (absl::Status s = MaterializeBlock(b, dict_values, &budget, &result); !s.ok()) return s;
   }
   // Every shape is read by now unless no item names the last ones: parse
