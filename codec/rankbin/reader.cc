@@ -697,6 +697,15 @@ absl::StatusOr<RankResult> RankbinView::Materialize() const {
   std::vector<MetricValue> dict_values;
   dict_values.reserve(dict_.size());
   for (absl::string_view d : dict_) dict_values.push_back(MetricValue::String(d));
+  // Locate every block up front, in one pass under the lock per column (and
+  // so check the whole directories and the zstd cap before decoding any).
+  for (const Column* column : {&values_, &logs_}) {
+    if (column->present && column->count > 0) {
+      if (absl::StatusOr<const Block*> last = GetBlock(*column, column->count - 1); !last.ok()) {
+        return last.status();
+      }
+    }
+  }
   Budget budget{0, options_.max_materialized_bytes};
   for (size_t b = 0; b < values_.count; ++b) {
     if (absl::Status s = MaterializeBlock(b, dict_values, &budget, &result); !s.ok()) return s;
