@@ -2,11 +2,12 @@
 
 #include <atomic>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "absl/base/call_once.h"
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/strings/str_cat.h"
 #include "codec/coding.h"
 #include "codec/compression.h"
@@ -22,6 +23,32 @@ constexpr uint32_t kNone = UINT32_MAX;
 absl::Status Corrupt(absl::string_view what) {
   return absl::DataLossError(absl::StrCat(kContext, ": ", what));
 }
+
+// The view's one lock, taken to parse shapes and locate blocks on first
+// use. Not absl::Mutex: Debian's Abseil is built without NDEBUG, so each
+// absl::Mutex::Lock() and ~Mutex() also updates a process-wide deadlock
+// graph under a global lock (perf: ~12% of a 4-key top-10 read went to
+// GraphCycles and Mutex, for two uncontended mutexes per view). These
+// critical sections are short and rarely contended.
+class ABSL_LOCKABLE ViewMutex {
+ public:
+  void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() { mu_.lock(); }
+  void Unlock() ABSL_UNLOCK_FUNCTION() { mu_.unlock(); }
+
+ private:
+  std::mutex mu_;
+};
+
+class ABSL_SCOPED_LOCKABLE ViewLock {
+ public:
+  explicit ViewLock(ViewMutex* mu) ABSL_EXCLUSIVE_LOCK_FUNCTION(mu) : mu_(mu) { mu_->Lock(); }
+  ~ViewLock() ABSL_UNLOCK_FUNCTION() { mu_->Unlock(); }
+  ViewLock(const ViewLock&) = delete;
+  ViewLock& operator=(const ViewLock&) = delete;
+
+ private:
+  ViewMutex* const mu_;
+};
 
 class RankbinView final : public ResultView {
  public:
@@ -81,7 +108,7 @@ class RankbinView final : public ResultView {
   // top-10 read needs the first). Entry b is checked, and block b located,
   // on the first read of block b, together with every entry before it: a
   // block's bytes start after those of every block before it. The lazy
-  // fields are written under blocks_mu_; blocks [0, ready) are immutable
+  // fields are written under mu_; blocks [0, ready) are immutable
   // and read without the lock.
   struct Column {
     const char* name = "";
@@ -107,12 +134,12 @@ class RankbinView final : public ResultView {
   // on first use.
   absl::StatusOr<const Block*> GetBlock(const Column& column, uint64_t b) const;
   absl::Status LocateBlocksUpTo(const Column& column, uint64_t b) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(blocks_mu_);
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<ItemRecord> Record(size_t i) const;
   absl::StatusOr<absl::string_view> BlockData(const Column& column, size_t block) const;
   // Shape s, parsed (with every shape before it) on first use.
   absl::StatusOr<const Shape*> GetShape(uint32_t s) const;
-  absl::Status ParseShapesUpTo(uint64_t s) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(shapes_mu_);
+  absl::Status ParseShapesUpTo(uint64_t s) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Item i's values, positioned at its first value, and its shape, from
   // its record's shape and values offset.
   absl::Status ValuesOf(size_t i, uint32_t shape_id, uint32_t values_offset,
@@ -155,6 +182,9 @@ class RankbinView final : public ResultView {
   mutable absl::once_flag model_keys_once_;
   mutable std::vector<MetricKey> model_keys_;
 
+  // Guards the lazy parsing of SHAPES and of the block directories.
+  mutable ViewMutex mu_;
+
   // SHAPES, parsed lazily: most readers of a top-N touch the first few
   // shapes, and a result whose items each carry a different subset of keys
   // has as many shapes as items. Shapes [0, shapes_ready_) are parsed and
@@ -162,10 +192,11 @@ class RankbinView final : public ResultView {
   absl::string_view shapes_body_;
   size_t shapes_base_ = 0;
   uint64_t shape_count_ = 0;
-  mutable absl::Mutex shapes_mu_;
+  size_t shapes_first_ = 0;  // Offset in shapes_body_ of the first shape.
   mutable std::atomic<uint64_t> shapes_ready_{0};
-  mutable size_t shapes_next_ ABSL_GUARDED_BY(shapes_mu_) = 0;  // Offset in shapes_body_.
-  mutable absl::Status shapes_status_ ABSL_GUARDED_BY(shapes_mu_);
+  // Offset in shapes_body_ of shape shapes_ready_; 0 until a shape is parsed.
+  mutable size_t shapes_next_ ABSL_GUARDED_BY(mu_) = 0;
+  mutable absl::Status shapes_status_ ABSL_GUARDED_BY(mu_);
   mutable std::unique_ptr<Shape[]> shapes_;
 
   uint8_t minor_ = 0;  // The payload's minor version.
@@ -177,10 +208,9 @@ class RankbinView final : public ResultView {
 
   Column values_;
   Column logs_;
-  mutable absl::Mutex blocks_mu_;
   // raw_size of every zstd block located so far, VALUES and LOGS together,
   // against options_.max_decoded_bytes.
-  mutable uint64_t decoded_total_ ABSL_GUARDED_BY(blocks_mu_) = 0;
+  mutable uint64_t decoded_total_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 absl::Status RankbinView::Parse() {
@@ -279,8 +309,7 @@ absl::Status RankbinView::ParseShapes(absl::string_view body, size_t base) {
   if (!r.ok()) return r.status();
   shapes_body_ = body;
   shapes_base_ = base;
-  absl::MutexLock lock(&shapes_mu_);
-  shapes_next_ = body.size() - r.remaining();
+  shapes_first_ = body.size() - r.remaining();
   if (shape_count_ == 0 && !r.empty()) {
     return Corrupt(absl::StrCat(r.remaining(), " bytes after the last shape"));
   }
@@ -292,7 +321,7 @@ absl::StatusOr<const RankbinView::Shape*> RankbinView::GetShape(uint32_t s) cons
     return Corrupt(absl::StrCat("shape ", s, " out of range (", shape_count_, " shapes)"));
   }
   if (s < shapes_ready_.load(std::memory_order_acquire)) return &shapes_[s];
-  absl::MutexLock lock(&shapes_mu_);
+  ViewLock lock(&mu_);
   if (absl::Status st = ParseShapesUpTo(s); !st.ok()) return st;
   return &shapes_[s];
 }
@@ -302,6 +331,7 @@ absl::Status RankbinView::ParseShapesUpTo(uint64_t s) const {
   if (s < ready) return absl::OkStatus();
   if (!shapes_status_.ok()) return shapes_status_;
   if (shapes_ == nullptr) shapes_.reset(new Shape[shape_count_]);
+  if (shapes_next_ == 0) shapes_next_ = shapes_first_;
   coding::Reader r(shapes_body_.substr(shapes_next_), kContext, shapes_base_ + shapes_next_);
   std::vector<bool> seen(keys_.size(), false);
   std::vector<uint32_t> keys;
@@ -386,7 +416,7 @@ absl::StatusOr<const RankbinView::Block*> RankbinView::GetBlock(const Column& co
     return Corrupt(absl::StrCat(column.name, " block ", b, " out of range (", column.count,
                                 " blocks)"));
   }
-  absl::MutexLock lock(&blocks_mu_);
+  ViewLock lock(&mu_);
   if (absl::Status s = LocateBlocksUpTo(column, b); !s.ok()) return s;
   return &column.at(b);
 }
