@@ -677,7 +677,7 @@ TEST(ReaderTest, BlockDirectoryEntriesAreCheckedWhenTheirBlockIsRead) {
 }
 
 // Many threads locating blocks at once, in different orders, across the
-// reader's chunks of 32 blocks, read what was written.
+// reader's chunks of 8 blocks, read what was written.
 TEST(ReaderTest, ConcurrentReadsAcrossManyBlocksAgree) {
   const RankResult r = ManyItems(3000);
   BuiltinCodecOptions options;

@@ -5,7 +5,9 @@
 #include <mutex>
 #include <vector>
 
+#include "absl/base/attributes.h"
 #include "absl/base/call_once.h"
+#include "absl/base/optimization.h"
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -102,7 +104,7 @@ class RankbinView final : public ResultView {
   };
   // Blocks are allocated in chunks as they are located, so a read of the
   // first items allocates one chunk whatever the payload's block count.
-  static constexpr uint64_t kChunk = 32;
+  static constexpr uint64_t kChunk = 8;
   // A VALUES or LOGS section. Open checks only the block count and that the
   // directory fits (a 5000-item payload has 313 blocks per column, and a
   // top-10 read needs the first). Entry b is checked, and block b located,
@@ -132,13 +134,27 @@ class RankbinView final : public ResultView {
                            Column* column);
   // Block b of `column`, located and checked (with every block before it)
   // on first use.
-  absl::StatusOr<const Block*> GetBlock(const Column& column, uint64_t b) const;
+  absl::StatusOr<const Block*> GetBlock(const Column& column, uint64_t b) const {
+    if (ABSL_PREDICT_TRUE(b < column.ready.load(std::memory_order_acquire))) {
+      return &column.at(b);
+    }
+    return LocateBlock(column, b);
+  }
+  // GetBlock's first use of block b, out of line so that the common path
+  // above stays a load and a compare.
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<const Block*> LocateBlock(const Column& column,
+                                                                   uint64_t b) const;
   absl::Status LocateBlocksUpTo(const Column& column, uint64_t b) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<ItemRecord> Record(size_t i) const;
+  ABSL_ATTRIBUTE_NOINLINE absl::Status DirectoryError(size_t i, size_t begin, size_t end) const;
   absl::StatusOr<absl::string_view> BlockData(const Column& column, size_t block) const;
   // Shape s, parsed (with every shape before it) on first use.
-  absl::StatusOr<const Shape*> GetShape(uint32_t s) const;
+  absl::StatusOr<const Shape*> GetShape(uint32_t s) const {
+    if (ABSL_PREDICT_TRUE(s < shapes_ready_.load(std::memory_order_acquire))) return &shapes_[s];
+    return ParseShape(s);
+  }
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<const Shape*> ParseShape(uint32_t s) const;
   absl::Status ParseShapesUpTo(uint64_t s) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Item i's values, positioned at its first value, and its shape, from
   // its record's shape and values offset.
@@ -316,11 +332,10 @@ absl::Status RankbinView::ParseShapes(absl::string_view body, size_t base) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<const RankbinView::Shape*> RankbinView::GetShape(uint32_t s) const {
+absl::StatusOr<const RankbinView::Shape*> RankbinView::ParseShape(uint32_t s) const {
   if (s >= shape_count_) {
     return Corrupt(absl::StrCat("shape ", s, " out of range (", shape_count_, " shapes)"));
   }
-  if (s < shapes_ready_.load(std::memory_order_acquire)) return &shapes_[s];
   ViewLock lock(&mu_);
   if (absl::Status st = ParseShapesUpTo(s); !st.ok()) return st;
   return &shapes_[s];
@@ -409,9 +424,8 @@ absl::Status RankbinView::ParseColumn(absl::string_view body, size_t base, const
   return absl::OkStatus();
 }
 
-absl::StatusOr<const RankbinView::Block*> RankbinView::GetBlock(const Column& column,
-                                                                 uint64_t b) const {
-  if (b < column.ready.load(std::memory_order_acquire)) return &column.at(b);
+absl::StatusOr<const RankbinView::Block*> RankbinView::LocateBlock(const Column& column,
+                                                                    uint64_t b) const {
   if (b >= column.count) {
     return Corrupt(absl::StrCat(column.name, " block ", b, " out of range (", column.count,
                                 " blocks)"));
@@ -501,16 +515,18 @@ absl::Span<const MetricKey> RankbinView::keys() const {
   return model_keys_;
 }
 
+absl::Status RankbinView::DirectoryError(size_t i, size_t begin, size_t end) const {
+  return Corrupt(absl::StrCat("item directory entries ", i, " and ", i + 1, " (", begin, ", ", end,
+                              ") are out of order or past the records (", records_size_,
+                              " bytes)"));
+}
+
 absl::StatusOr<ItemRecord> RankbinView::Record(size_t i) const {
   if (i >= n_) return OutOfRange(i);
   const uint32_t begin = coding::DecodeFixed32(offsets_ + 4 * i);
   const size_t end =
       i + 1 < n_ ? coding::DecodeFixed32(offsets_ + 4 * (i + 1)) : records_size_;
-  if (begin > end || end > records_size_) {
-    return Corrupt(absl::StrCat("item directory entries ", i, " and ", i + 1, " (", begin, ", ",
-                                end, ") are out of order or past the records (", records_size_,
-                                " bytes)"));
-  }
+  if (ABSL_PREDICT_FALSE(begin > end || end > records_size_)) return DirectoryError(i, begin, end);
   coding::Reader r(absl::string_view(records_ + begin, end - begin), kContext,
                    Offset(records_ + begin));
   ItemRecord rec;
