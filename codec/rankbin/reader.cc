@@ -213,6 +213,10 @@ class RankbinView final : public ResultView {
   // Offset in shapes_body_ of shape shapes_ready_; 0 until a shape is parsed.
   mutable size_t shapes_next_ ABSL_GUARDED_BY(mu_) = 0;
   mutable absl::Status shapes_status_ ABSL_GUARDED_BY(mu_);
+  // ParseShapesUpTo's scratch, kept for the view's later shapes: one byte
+  // per key (all 0 between shapes) and the keys of the shape being read.
+  mutable std::unique_ptr<uint8_t[]> shape_seen_ ABSL_GUARDED_BY(mu_);
+  mutable std::vector<uint32_t> shape_keys_ ABSL_GUARDED_BY(mu_);
   mutable std::unique_ptr<Shape[]> shapes_;
 
   uint8_t minor_ = 0;  // The payload's minor version.
@@ -348,10 +352,11 @@ absl::Status RankbinView::ParseShapesUpTo(uint64_t s) const {
   if (shapes_ == nullptr) shapes_.reset(new Shape[shape_count_]);
   if (shapes_next_ == 0) shapes_next_ = shapes_first_;
   coding::Reader r(shapes_body_.substr(shapes_next_), kContext, shapes_base_ + shapes_next_);
-  std::vector<bool> seen(keys_.size(), false);
-  std::vector<uint32_t> keys;
+  if (shape_seen_ == nullptr) shape_seen_.reset(new uint8_t[keys_.size() + 1]());
+  std::vector<uint32_t>& keys = shape_keys_;
   for (; ready <= s; ++ready) {
-    IndexSetSerializer::Read(r, static_cast<uint32_t>(keys_.size()), &seen, &keys, "shape keys");
+    IndexSetSerializer::Read(r, static_cast<uint32_t>(keys_.size()), shape_seen_.get(), &keys,
+                             "shape keys");
     if (!r.ok()) return shapes_status_ = r.status();
     const size_t n = keys.size();
     Shape& shape = shapes_[ready];
