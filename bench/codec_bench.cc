@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "bench/reference_formats.h"
 #include "bench/seed_payload.h"
@@ -598,11 +599,21 @@ int main(int argc, char** argv) {
                        }});
   }
   static std::vector<Payload> shapes = MakeShapePayloads();
+  std::vector<Entry> scaling;
   for (Payload& p : shapes) {
     PrepareCodecs(codecs, &p);
-    AddCodecRows(p, &entries);
-    AddProtobufRows(p, &entries);
+    const bool sized = absl::StartsWith(p.variant, "items_");
+    AddCodecRows(p, sized ? &scaling : &entries);
+    AddProtobufRows(p, sized ? &scaling : &entries);
   }
+  // The scaling rows one operation at a time, sizes in order (Encode at
+  // 10, 100, ... 5000 items, then Decode, ...): a per-item ratio between
+  // two sizes then compares rows measured back to back, not minutes apart
+  // on a machine whose speed drifts. Rotation keeps them adjacent.
+  std::stable_sort(scaling.begin(), scaling.end(), [](const Entry& a, const Entry& b) {
+    return a.name.substr(0, a.name.rfind('/')) < b.name.substr(0, b.name.rfind('/'));
+  });
+  for (Entry& e : scaling) entries.push_back(std::move(e));
   if (!entries.empty()) {
     const long count = static_cast<long>(entries.size());
     std::rotate(entries.begin(), entries.begin() + ((rotate % count) + count) % count,

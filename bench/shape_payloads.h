@@ -10,7 +10,7 @@
 //   manykeys  500 items; 200 keys (doubles, floats, ints, short strings),
 //             each item carries a different random half of them.
 //   items_N   N items of a mixed shape (24 doubles, 8 floats, 4 ints, 3
-//             short strings, a ~300 B log line), for N in 10..5000.
+//             short strings, a ~450 B log line of two traces), for N in 10..5000.
 //
 // Thread safety: plain functions over values.
 #ifndef RANKWIRE_BENCH_SHAPE_PAYLOADS_H_

@@ -10,6 +10,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -562,6 +563,143 @@ TEST(ReaderTest, DecompressesOnlyTheBlocksItReads) {
   EXPECT_EQ((*view)->Materialize().status().code(), absl::StatusCode::kDataLoss);
 }
 
+// Items with a double, a string and a log each, to spread over many blocks.
+RankResult ManyItems(size_t n) {
+  RankResult r;
+  const uint32_t ctr = r.AddKey("ctr", MetricType::kDouble);
+  const uint32_t note = r.AddKey("note", MetricType::kString);
+  for (size_t i = 0; i < n; ++i) {
+    RankedItem& item = r.items.emplace_back();
+    item.item_id = absl::StrCat("sku-", i);
+    item.score = 1.0 / static_cast<double>(i + 1);
+    item.position = static_cast<uint32_t>(i + 1);
+    item.metrics = {{ctr, MetricValue::Double(0.5 * static_cast<double>(i))},
+                    {note, MetricValue::String(absl::StrCat("note ", i))}};
+    item.log = absl::StrCat("log of item ", i);
+  }
+  return r;
+}
+
+// Offset in the payload of block b's directory entry in section `id`.
+size_t BlockEntryAt(const std::string& payload, SectionId id, size_t b) {
+  std::optional<SectionRef> s = FindSection(payload, id);
+  EXPECT_TRUE(s.has_value());
+  coding::Reader r(absl::string_view(payload).substr(s->body, s->size), "walk", s->body);
+  r.Varint64("count");
+  return r.offset() + b * kBlockEntryBytes;
+}
+
+// Item i's metrics and log, read lazily; "" if they are the original's.
+std::string ReadItem(const ResultView& view, const RankResult& want, size_t i) {
+  absl::StatusOr<ItemRef> item = view.Item(i);
+  if (!item.ok()) return item.status().ToString();
+  std::vector<MetricEntry> got;
+  absl::Status s = item->ForEachMetric(
+      [&](uint32_t key, const MetricRef& v) { got.push_back({key, v.ToValue()}); });
+  if (!s.ok()) return s.ToString();
+  absl::StatusOr<absl::string_view> log = item->Log();
+  if (!log.ok()) return log.status().ToString();
+  if (item->id() != want.items[i].item_id || *log != want.items[i].log ||
+      got.size() != want.items[i].metrics.size()) {
+    return absl::StrCat("item ", i, " differs");
+  }
+  for (const MetricEntry& e : got) {
+    bool found = false;
+    for (const MetricEntry& w : want.items[i].metrics) found |= w.key == e.key && w.value == e.value;
+    if (!found) return absl::StrCat("item ", i, " metric ", e.key, " differs");
+  }
+  return "";
+}
+
+// A top-10 read of a 5000-item payload (313 blocks per column) checks only
+// the block directory entries it uses: a broken entry of a block it does not
+// read is found by the reads that need it and by a full decode, not by it.
+TEST(ReaderTest, BlockDirectoryEntriesAreCheckedWhenTheirBlockIsRead) {
+  const RankResult r = ManyItems(5000);
+  const std::string good = Encode(r);
+  ASSERT_EQ(Blocks(good, SectionId::kValues).size(), 313u);
+  ASSERT_EQ(Blocks(good, SectionId::kLogs).size(), 313u);
+  struct Damage {
+    const char* what;
+    size_t field;  // Byte offset in the 9-byte entry.
+    uint32_t value;
+    const char* message;
+  };
+  const Damage damages[] = {
+      {"unknown codec", 0, 7, "has unknown codec 7"},
+      {"raw sizes differ", 5, 1, "is raw but its sizes differ"},
+      {"stored bytes past the section", 1, 0x7fffffff, "passes the end of its section"},
+  };
+  for (SectionId id : {SectionId::kValues, SectionId::kLogs}) {
+    for (const Damage& d : damages) {
+      for (size_t block : {size_t{1}, size_t{312}}) {
+        SCOPED_TRACE(absl::StrCat(static_cast<int>(id), " ", d.what, " in block ", block));
+        std::string bytes = good;
+        const size_t at = BlockEntryAt(bytes, id, block) + d.field;
+        if (d.field == 0) {
+          bytes[at] = static_cast<char>(d.value);
+        } else {
+          coding::EncodeFixed32(&bytes[at], d.value);
+          // Past the section: a raw block's two sizes agree.
+          if (d.field == 1) coding::EncodeFixed32(&bytes[at + 4], d.value);
+        }
+        absl::StatusOr<std::unique_ptr<ResultView>> view = Open(bytes);
+        ASSERT_TRUE(view.ok()) << view.status();
+        // Items 0..15 are block 0: a top-10 read needs no other block.
+        absl::StatusOr<std::vector<ItemRef>> top = (*view)->TopN(10);
+        ASSERT_TRUE(top.ok()) << top.status();
+        for (const ItemRef& item : *top) {
+          EXPECT_EQ(ReadItem(**view, r, item.index()), "");
+        }
+        // The first item of the broken block fails, every time.
+        const size_t first = block * 16;
+        for (int attempt = 0; attempt < 2; ++attempt) {
+          absl::Status s = id == SectionId::kValues
+                               ? (*view)->ForEachMetric(first, [](uint32_t, const MetricRef&) {})
+                               : (*view)->Log(first).status();
+          EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+          EXPECT_THAT(s.message(), HasSubstr(d.message));
+        }
+        // Blocks before it still read.
+        EXPECT_EQ(ReadItem(**view, r, first - 1), "");
+        absl::Status full = (*view)->Materialize().status();
+        EXPECT_EQ(full.code(), absl::StatusCode::kDataLoss) << full;
+        EXPECT_EQ(Decode(bytes).status().code(), absl::StatusCode::kDataLoss);
+      }
+    }
+  }
+  // A broken entry of block 0 fails the top-10 read itself.
+  std::string bytes = good;
+  bytes[BlockEntryAt(bytes, SectionId::kValues, 0)] = 7;
+  absl::StatusOr<std::unique_ptr<ResultView>> view = Open(bytes);
+  ASSERT_TRUE(view.ok()) << view.status();
+  EXPECT_NE(ReadItem(**view, r, 0), "");
+}
+
+// Many threads locating blocks at once, in different orders, across the
+// reader's chunks of 8 blocks, read what was written.
+TEST(ReaderTest, ConcurrentReadsAcrossManyBlocksAgree) {
+  const RankResult r = ManyItems(3000);
+  BuiltinCodecOptions options;
+  options.writer.block_items = 2;  // 1500 blocks per column.
+  const std::string bytes = Encode(r, options);
+  absl::StatusOr<std::unique_ptr<ResultView>> view = Open(bytes);
+  ASSERT_TRUE(view.ok()) << view.status();
+  std::vector<std::string> problems(4);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < problems.size(); ++t) {
+    threads.emplace_back([&, t] {
+      for (size_t k = 0; k < r.items.size() && problems[t].empty(); ++k) {
+        // Thread 0 reads from the end, the others stride through.
+        const size_t i = t == 0 ? r.items.size() - 1 - k : (k * (2 * t + 1) + t) % r.items.size();
+        problems[t] = ReadItem(**view, r, i);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::string& p : problems) EXPECT_EQ(p, "");
+}
+
 // Compatibility rules ------------------------------------------------------
 
 TEST(CompatibilityTest, UnknownSectionsAreSkipped) {
@@ -858,17 +996,27 @@ TEST(MalformedTest, WrongBlockCount) {
   ExpectOpenFails(p.Build(), "LOGS");
 }
 
+// Block directory entries are checked when their block is first read (a
+// lazy reader: FORMAT.md, "What a lazy reader checks"), and by a full decode.
 TEST(MalformedTest, RawBlockSizesDiffer) {
   Payload p = ExamplePayload();
   p.values[0].raw_size -= 1;
-  ExpectOpenFails(p.Build(), "sizes differ");
+  ExpectReadFails(p.Build(), 0, "VALUES block 0 is raw but its sizes differ");
 }
 
 TEST(MalformedTest, UnknownBlockCodec) {
   for (uint8_t codec : {2, 255}) {
     Payload p = ExamplePayload();
     p.values[0].codec = codec;
-    ExpectOpenFails(p.Build(), "unknown codec");
+    ExpectReadFails(p.Build(), 1, "VALUES block 0 has unknown codec");
+    p = ExamplePayload();
+    (*p.logs)[0].codec = codec;
+    absl::StatusOr<std::unique_ptr<ResultView>> view = Open(p.Build());
+    ASSERT_TRUE(view.ok()) << view.status();
+    absl::Status s = (*view)->Log(1).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+    EXPECT_THAT(s.message(), HasSubstr("LOGS block 0 has unknown codec"));
+    EXPECT_EQ((*view)->Materialize().status().code(), absl::StatusCode::kDataLoss);
   }
 }
 
@@ -878,10 +1026,10 @@ TEST(MalformedTest, BlockDataPastTheSection) {
   std::string body = Payload::BlocksBody(p.values);
   coding::EncodeFixed32(&body[2], 18);
   coding::EncodeFixed32(&body[6], 18);
-  ExpectOpenFails(p.Header(4) + Payload::Section(1, p.KeysBody()) +
+  ExpectReadFails(p.Header(4) + Payload::Section(1, p.KeysBody()) +
                       Payload::Section(2, p.ShapesBody()) + Payload::Section(3, p.ItemsBody()) +
                       Payload::Section(4, body),
-                  "block data");
+                  0, "block data");
 }
 
 TEST(MalformedTest, CorruptZstdFrame) {
@@ -1030,16 +1178,28 @@ TEST(CapTest, DecodedSizeOfZstdBlocksIsCappedBeforeDecoding) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(DiffResults(*r, ExampleResult()), "");
 
+  // The cap counts every zstd block a reader has located: reading item 0
+  // locates block 0 of each column (9 + 1 bytes), a full decode all four.
   ReaderOptions small;
-  small.max_decoded_bytes = total - 1;  // VALUES alone fits; VALUES + LOGS does not.
-  absl::Status s = Open(bytes, small).status();
+  small.max_decoded_bytes = total - 1;
+  absl::StatusOr<std::unique_ptr<ResultView>> view = Open(bytes, small);
+  ASSERT_TRUE(view.ok()) << view.status();
+  EXPECT_TRUE((*view)->ForEachMetric(0, [](uint32_t, const MetricRef&) {}).ok());
+  EXPECT_TRUE((*view)->Log(0).ok());
+  absl::Status s = (*view)->Materialize().status();
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_EQ(Decode(bytes, small).status().code(), absl::StatusCode::kResourceExhausted);
 
-  // A frame claiming gigabytes is refused at Open, before any allocation.
+  // A frame claiming gigabytes is refused when its block is first read,
+  // before any allocation.
   Payload huge = ExamplePayload();
   huge.values = {BlockSpec::Zstd(std::string(1 << 16, '\0'))};
   huge.values[0].raw_size = UINT32_MAX;
-  EXPECT_EQ(Open(huge.Build()).status().code(), absl::StatusCode::kResourceExhausted);
+  view = Open(huge.Build());
+  ASSERT_TRUE(view.ok()) << view.status();
+  s = (*view)->ForEachMetric(0, [](uint32_t, const MetricRef&) {});
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_EQ((*view)->Materialize().status().code(), absl::StatusCode::kResourceExhausted);
 }
 
 // One long dictionary value shared by many items: materializing it makes one

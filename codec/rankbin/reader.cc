@@ -2,11 +2,14 @@
 
 #include <atomic>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
+#include "absl/base/attributes.h"
 #include "absl/base/call_once.h"
+#include "absl/base/optimization.h"
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/strings/str_cat.h"
 #include "codec/coding.h"
 #include "codec/compression.h"
@@ -22,6 +25,32 @@ constexpr uint32_t kNone = UINT32_MAX;
 absl::Status Corrupt(absl::string_view what) {
   return absl::DataLossError(absl::StrCat(kContext, ": ", what));
 }
+
+// The view's one lock, taken to parse shapes and locate blocks on first
+// use. Not absl::Mutex: Debian's Abseil is built without NDEBUG, so each
+// absl::Mutex::Lock() and ~Mutex() also updates a process-wide deadlock
+// graph under a global lock (perf: ~12% of a 4-key top-10 read went to
+// GraphCycles and Mutex, for two uncontended mutexes per view). These
+// critical sections are short and rarely contended.
+class ABSL_LOCKABLE ViewMutex {
+ public:
+  void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() { mu_.lock(); }
+  void Unlock() ABSL_UNLOCK_FUNCTION() { mu_.unlock(); }
+
+ private:
+  std::mutex mu_;
+};
+
+class ABSL_SCOPED_LOCKABLE ViewLock {
+ public:
+  explicit ViewLock(ViewMutex* mu) ABSL_EXCLUSIVE_LOCK_FUNCTION(mu) : mu_(mu) { mu_->Lock(); }
+  ~ViewLock() ABSL_UNLOCK_FUNCTION() { mu_->Unlock(); }
+  ViewLock(const ViewLock&) = delete;
+  ViewLock& operator=(const ViewLock&) = delete;
+
+ private:
+  ViewMutex* const mu_;
+};
 
 class RankbinView final : public ResultView {
  public:
@@ -62,33 +91,71 @@ class RankbinView final : public ResultView {
     const uint32_t* offsets() const { return data.get() + size; }
     const uint32_t* runs() const { return data.get() + 2 * size; }
   };
-  struct BlockCache {
-    absl::once_flag once;
-    std::unique_ptr<char[]> data;
-    absl::Status status;
-  };
+  // A VALUES or LOGS block, located and checked; a zstd block is also
+  // decompressed on first read, at most once (once, data, status).
   struct Block {
     BlockCodec codec = BlockCodec::kRaw;
-    const char* stored = nullptr;
     uint32_t stored_size = 0;
     uint32_t raw_size = 0;
+    const char* stored = nullptr;
+    mutable absl::once_flag once;
+    mutable std::unique_ptr<char[]> data;
+    mutable absl::Status status;
   };
+  // Blocks are allocated in chunks as they are located, so a read of the
+  // first items allocates one chunk whatever the payload's block count.
+  static constexpr uint64_t kChunk = 8;
+  // A VALUES or LOGS section. Open checks only the block count and that the
+  // directory fits (a 5000-item payload has 313 blocks per column, and a
+  // top-10 read needs the first). Entry b is checked, and block b located,
+  // on the first read of block b, together with every entry before it: a
+  // block's bytes start after those of every block before it. The lazy
+  // fields are written under mu_; blocks [0, ready) are immutable
+  // and read without the lock.
   struct Column {
+    const char* name = "";
     bool present = false;
-    std::vector<Block> blocks;
-    std::unique_ptr<BlockCache[]> cache;
+    uint64_t count = 0;
+    const char* entries = nullptr;  // count entries of kBlockEntryBytes.
+    size_t entries_base = 0;        // Offsets in the payload, for errors.
+    absl::string_view data;         // Every block's stored bytes, in order.
+    size_t data_base = 0;
+    mutable std::atomic<uint64_t> ready{0};
+    mutable size_t next = 0;  // Offset in data of block `ready`.
+    mutable absl::Status status;  // The first error; every later read returns it.
+    mutable std::unique_ptr<std::unique_ptr<Block[]>[]> chunks;
+    const Block& at(uint64_t b) const { return chunks[b / kChunk][b % kChunk]; }
   };
 
   absl::Status ParseKeys(absl::string_view body, size_t base);
   absl::Status ParseShapes(absl::string_view body, size_t base);
   absl::Status ParseItems(absl::string_view body, size_t base);
   absl::Status ParseColumn(absl::string_view body, size_t base, const char* name,
-                           Column* column, uint64_t* decoded_total);
+                           Column* column);
+  // Block b of `column`, located and checked (with every block before it)
+  // on first use.
+  absl::StatusOr<const Block*> GetBlock(const Column& column, uint64_t b) const {
+    if (ABSL_PREDICT_TRUE(b < column.ready.load(std::memory_order_acquire))) {
+      return &column.at(b);
+    }
+    return LocateBlock(column, b);
+  }
+  // GetBlock's first use of block b, out of line so that the common path
+  // above stays a load and a compare.
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<const Block*> LocateBlock(const Column& column,
+                                                                   uint64_t b) const;
+  absl::Status LocateBlocksUpTo(const Column& column, uint64_t b) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<ItemRecord> Record(size_t i) const;
+  ABSL_ATTRIBUTE_NOINLINE absl::Status DirectoryError(size_t i, size_t begin, size_t end) const;
   absl::StatusOr<absl::string_view> BlockData(const Column& column, size_t block) const;
   // Shape s, parsed (with every shape before it) on first use.
-  absl::StatusOr<const Shape*> GetShape(uint32_t s) const;
-  absl::Status ParseShapesUpTo(uint64_t s) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(shapes_mu_);
+  absl::StatusOr<const Shape*> GetShape(uint32_t s) const {
+    if (ABSL_PREDICT_TRUE(s < shapes_ready_.load(std::memory_order_acquire))) return &shapes_[s];
+    return ParseShape(s);
+  }
+  ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<const Shape*> ParseShape(uint32_t s) const;
+  absl::Status ParseShapesUpTo(uint64_t s) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Item i's values, positioned at its first value, and its shape, from
   // its record's shape and values offset.
   absl::Status ValuesOf(size_t i, uint32_t shape_id, uint32_t values_offset,
@@ -131,6 +198,9 @@ class RankbinView final : public ResultView {
   mutable absl::once_flag model_keys_once_;
   mutable std::vector<MetricKey> model_keys_;
 
+  // Guards the lazy parsing of SHAPES and of the block directories.
+  mutable ViewMutex mu_;
+
   // SHAPES, parsed lazily: most readers of a top-N touch the first few
   // shapes, and a result whose items each carry a different subset of keys
   // has as many shapes as items. Shapes [0, shapes_ready_) are parsed and
@@ -138,10 +208,15 @@ class RankbinView final : public ResultView {
   absl::string_view shapes_body_;
   size_t shapes_base_ = 0;
   uint64_t shape_count_ = 0;
-  mutable absl::Mutex shapes_mu_;
+  size_t shapes_first_ = 0;  // Offset in shapes_body_ of the first shape.
   mutable std::atomic<uint64_t> shapes_ready_{0};
-  mutable size_t shapes_next_ ABSL_GUARDED_BY(shapes_mu_) = 0;  // Offset in shapes_body_.
-  mutable absl::Status shapes_status_ ABSL_GUARDED_BY(shapes_mu_);
+  // Offset in shapes_body_ of shape shapes_ready_; 0 until a shape is parsed.
+  mutable size_t shapes_next_ ABSL_GUARDED_BY(mu_) = 0;
+  mutable absl::Status shapes_status_ ABSL_GUARDED_BY(mu_);
+  // ParseShapesUpTo's scratch, kept for the view's later shapes: one byte
+  // per key (all 0 between shapes) and the keys of the shape being read.
+  mutable std::unique_ptr<uint8_t[]> shape_seen_ ABSL_GUARDED_BY(mu_);
+  mutable std::vector<uint32_t> shape_keys_ ABSL_GUARDED_BY(mu_);
   mutable std::unique_ptr<Shape[]> shapes_;
 
   uint8_t minor_ = 0;  // The payload's minor version.
@@ -153,6 +228,9 @@ class RankbinView final : public ResultView {
 
   Column values_;
   Column logs_;
+  // raw_size of every zstd block located so far, VALUES and LOGS together,
+  // against options_.max_decoded_bytes.
+  mutable uint64_t decoded_total_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 absl::Status RankbinView::Parse() {
@@ -208,14 +286,11 @@ absl::Status RankbinView::Parse() {
   if (absl::Status s = ParseKeys(sections[1], section_base[1]); !s.ok()) return s;
   if (absl::Status s = ParseShapes(sections[2], section_base[2]); !s.ok()) return s;
   if (absl::Status s = ParseItems(sections[3], section_base[3]); !s.ok()) return s;
-  uint64_t decoded = 0;
-  if (absl::Status s = ParseColumn(sections[4], section_base[4], "VALUES", &values_, &decoded);
-      !s.ok()) {
+  if (absl::Status s = ParseColumn(sections[4], section_base[4], "VALUES", &values_); !s.ok()) {
     return s;
   }
   if (sections[5].data() != nullptr) {
-    if (absl::Status s = ParseColumn(sections[5], section_base[5], "LOGS", &logs_, &decoded);
-        !s.ok()) {
+    if (absl::Status s = ParseColumn(sections[5], section_base[5], "LOGS", &logs_); !s.ok()) {
       return s;
     }
   }
@@ -254,20 +329,18 @@ absl::Status RankbinView::ParseShapes(absl::string_view body, size_t base) {
   if (!r.ok()) return r.status();
   shapes_body_ = body;
   shapes_base_ = base;
-  absl::MutexLock lock(&shapes_mu_);
-  shapes_next_ = body.size() - r.remaining();
+  shapes_first_ = body.size() - r.remaining();
   if (shape_count_ == 0 && !r.empty()) {
     return Corrupt(absl::StrCat(r.remaining(), " bytes after the last shape"));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<const RankbinView::Shape*> RankbinView::GetShape(uint32_t s) const {
+absl::StatusOr<const RankbinView::Shape*> RankbinView::ParseShape(uint32_t s) const {
   if (s >= shape_count_) {
     return Corrupt(absl::StrCat("shape ", s, " out of range (", shape_count_, " shapes)"));
   }
-  if (s < shapes_ready_.load(std::memory_order_acquire)) return &shapes_[s];
-  absl::MutexLock lock(&shapes_mu_);
+  ViewLock lock(&mu_);
   if (absl::Status st = ParseShapesUpTo(s); !st.ok()) return st;
   return &shapes_[s];
 }
@@ -277,11 +350,13 @@ absl::Status RankbinView::ParseShapesUpTo(uint64_t s) const {
   if (s < ready) return absl::OkStatus();
   if (!shapes_status_.ok()) return shapes_status_;
   if (shapes_ == nullptr) shapes_.reset(new Shape[shape_count_]);
+  if (shapes_next_ == 0) shapes_next_ = shapes_first_;
   coding::Reader r(shapes_body_.substr(shapes_next_), kContext, shapes_base_ + shapes_next_);
-  std::vector<bool> seen(keys_.size(), false);
-  std::vector<uint32_t> keys;
+  if (shape_seen_ == nullptr) shape_seen_.reset(new uint8_t[keys_.size() + 1]());
+  std::vector<uint32_t>& keys = shape_keys_;
   for (; ready <= s; ++ready) {
-    IndexSetSerializer::Read(r, static_cast<uint32_t>(keys_.size()), &seen, &keys, "shape keys");
+    IndexSetSerializer::Read(r, static_cast<uint32_t>(keys_.size()), shape_seen_.get(), &keys,
+                             "shape keys");
     if (!r.ok()) return shapes_status_ = r.status();
     const size_t n = keys.size();
     Shape& shape = shapes_[ready];
@@ -334,7 +409,7 @@ absl::Status RankbinView::ParseItems(absl::string_view body, size_t base) {
 }
 
 absl::Status RankbinView::ParseColumn(absl::string_view body, size_t base, const char* name,
-                                      Column* column, uint64_t* decoded_total) {
+                                      Column* column) {
   coding::Reader r(body, kContext, base);
   const uint64_t blocks = r.Count(kBlockEntryBytes, "block count");
   if (!r.ok()) return r.status();
@@ -343,40 +418,80 @@ absl::Status RankbinView::ParseColumn(absl::string_view body, size_t base, const
     return Corrupt(absl::StrCat(name, " has ", blocks, " blocks; ", n_, " items in blocks of ",
                                 block_items_, " need ", expected));
   }
+  column->name = name;
   column->present = true;
-  column->blocks.resize(blocks);
-  for (uint64_t b = 0; b < blocks; ++b) {
+  column->count = blocks;
+  column->entries_base = r.offset();
+  column->entries = r.Bytes(blocks * kBlockEntryBytes, "block directory").data();
+  if (!r.ok()) return r.status();  // Count() has checked it fits; kept for safety.
+  column->data_base = r.offset();
+  column->data = absl::string_view(r.position(), r.remaining());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const RankbinView::Block*> RankbinView::LocateBlock(const Column& column,
+                                                                    uint64_t b) const {
+  if (b >= column.count) {
+    return Corrupt(absl::StrCat(column.name, " block ", b, " out of range (", column.count,
+                                " blocks)"));
+  }
+  ViewLock lock(&mu_);
+  if (absl::Status s = LocateBlocksUpTo(column, b); !s.ok()) return s;
+  return &column.at(b);
+}
+
+absl::Status RankbinView::LocateBlocksUpTo(const Column& column, uint64_t b) const {
+  uint64_t ready = column.ready.load(std::memory_order_relaxed);
+  if (b < ready) return absl::OkStatus();
+  if (!column.status.ok()) return column.status;
+  if (column.chunks == nullptr) {
+    column.chunks.reset(new std::unique_ptr<Block[]>[(column.count + kChunk - 1) / kChunk]);
+  }
+  coding::Reader entries(
+      absl::string_view(column.entries + ready * kBlockEntryBytes,
+                        (b + 1 - ready) * kBlockEntryBytes),
+      kContext, column.entries_base + ready * kBlockEntryBytes);
+  coding::Reader data(column.data.substr(column.next), kContext,
+                      column.data_base + column.next);
+  const char* name = column.name;
+  for (; ready <= b; ++ready) {
+    std::unique_ptr<Block[]>& chunk = column.chunks[ready / kChunk];
+    if (chunk == nullptr) chunk.reset(new Block[std::min(kChunk, column.count - ready)]);
     BlockEntry e;
-    Serializer<BlockEntry>::Read(r, &e, "block entry");
-    if (!r.ok()) return r.status();
-    Block& block = column->blocks[b];
+    Serializer<BlockEntry>::Read(entries, &e, "block entry");
+    if (!entries.ok()) return column.status = entries.status();
+    Block& block = chunk[ready % kChunk];
     block.stored_size = e.stored_size;
     block.raw_size = e.raw_size;
     if (e.codec == static_cast<uint8_t>(BlockCodec::kRaw)) {
       block.codec = BlockCodec::kRaw;
       if (e.raw_size != e.stored_size) {
-        return Corrupt(absl::StrCat(name, " block ", b, " is raw but its sizes differ (",
-                                    e.stored_size, " stored, ", e.raw_size, " raw)"));
+        return column.status =
+                   Corrupt(absl::StrCat(name, " block ", ready, " is raw but its sizes differ (",
+                                        e.stored_size, " stored, ", e.raw_size, " raw)"));
       }
     } else if (e.codec == static_cast<uint8_t>(BlockCodec::kZstd)) {
       block.codec = BlockCodec::kZstd;
-      *decoded_total += e.raw_size;
-      if (*decoded_total > options_.max_decoded_bytes) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            kContext, ": compressed blocks would decode to more than ",
-            options_.max_decoded_bytes, " bytes"));
+      decoded_total_ += e.raw_size;
+      if (decoded_total_ > options_.max_decoded_bytes) {
+        return column.status = absl::ResourceExhaustedError(absl::StrCat(
+                   kContext, ": compressed blocks would decode to more than ",
+                   options_.max_decoded_bytes, " bytes"));
       }
     } else {
-      return Corrupt(absl::StrCat(name, " block ", b, " has unknown codec ",
-                                  static_cast<int>(e.codec)));
+      return column.status = Corrupt(absl::StrCat(name, " block ", ready, " has unknown codec ",
+                                                  static_cast<int>(e.codec)));
     }
+    if (block.stored_size > data.remaining()) {
+      return column.status = Corrupt(absl::StrCat(
+                 name, " block ", ready, ": block data of ", block.stored_size,
+                 " bytes at offset ", data.offset(), " passes the end of its section (",
+                 data.remaining(), " bytes left)"));
+    }
+    block.stored = data.Bytes(block.stored_size, "block data").data();
+    column.ready.store(ready + 1, std::memory_order_release);
   }
-  for (uint64_t b = 0; b < blocks; ++b) {
-    Block& block = column->blocks[b];
-    block.stored = r.Bytes(block.stored_size, "block data").data();
-    if (!r.ok()) return r.status();
-  }
-  column->cache.reset(new BlockCache[blocks]);
+  column.next = column.data.size() - data.remaining();
   return absl::OkStatus();
 }
 
@@ -405,16 +520,18 @@ absl::Span<const MetricKey> RankbinView::keys() const {
   return model_keys_;
 }
 
+absl::Status RankbinView::DirectoryError(size_t i, size_t begin, size_t end) const {
+  return Corrupt(absl::StrCat("item directory entries ", i, " and ", i + 1, " (", begin, ", ", end,
+                              ") are out of order or past the records (", records_size_,
+                              " bytes)"));
+}
+
 absl::StatusOr<ItemRecord> RankbinView::Record(size_t i) const {
   if (i >= n_) return OutOfRange(i);
   const uint32_t begin = coding::DecodeFixed32(offsets_ + 4 * i);
   const size_t end =
       i + 1 < n_ ? coding::DecodeFixed32(offsets_ + 4 * (i + 1)) : records_size_;
-  if (begin > end || end > records_size_) {
-    return Corrupt(absl::StrCat("item directory entries ", i, " and ", i + 1, " (", begin, ", ",
-                                end, ") are out of order or past the records (", records_size_,
-                                " bytes)"));
-  }
+  if (ABSL_PREDICT_FALSE(begin > end || end > records_size_)) return DirectoryError(i, begin, end);
   coding::Reader r(absl::string_view(records_ + begin, end - begin), kContext,
                    Offset(records_ + begin));
   ItemRecord rec;
@@ -432,27 +549,29 @@ absl::StatusOr<ItemRef> RankbinView::Item(size_t i) const {
 
 absl::StatusOr<absl::string_view> RankbinView::BlockData(const Column& column,
                                                          size_t b) const {
-  const Block& block = column.blocks[b];
+  absl::StatusOr<const Block*> located = GetBlock(column, b);
+  if (!located.ok()) return located.status();
+  const Block& block = **located;
   if (block.codec == BlockCodec::kRaw) {
     return absl::string_view(block.stored, block.raw_size);
   }
-  BlockCache& cache = column.cache[b];
-  absl::call_once(cache.once, [&] {
+  absl::call_once(block.once, [&] {
     const absl::string_view frame(block.stored, block.stored_size);
     // From version 1.1 every frame carries zstd's content checksum, which
     // the decompression verifies; a 1.0 payload's frames may lack it.
-    cache.status = compression::CheckBlockFrame(frame, block.raw_size, minor_ >= 1);
-    if (cache.status.ok()) {
-      cache.data.reset(new char[block.raw_size > 0 ? block.raw_size : 1]);
-      cache.status = compression::ZstdDecompressExact(frame, cache.data.get(), block.raw_size);
+    block.status = compression::CheckBlockFrame(frame, block.raw_size, minor_ >= 1);
+    if (block.status.ok()) {
+      block.data.reset(new char[block.raw_size > 0 ? block.raw_size : 1]);
+      block.status = compression::ZstdDecompressExact(frame, block.data.get(), block.raw_size);
     }
-    if (!cache.status.ok()) {
-      cache.status = Corrupt(absl::StrCat("block ", b, ": ", cache.status.message()));
-      cache.data.reset();
+    if (!block.status.ok()) {
+      block.status =
+          Corrupt(absl::StrCat(column.name, " block ", b, ": ", block.status.message()));
+      block.data.reset();
     }
   });
-  if (!cache.status.ok()) return cache.status;
-  return absl::string_view(cache.data.get(), block.raw_size);
+  if (!block.status.ok()) return block.status;
+  return absl::string_view(block.data.get(), block.raw_size);
 }
 
 absl::Status RankbinView::ValuesOf(size_t i, uint32_t shape_id, uint32_t values_offset,
@@ -629,8 +748,17 @@ absl::StatusOr<RankResult> RankbinView::Materialize() const {
   std::vector<MetricValue> dict_values;
   dict_values.reserve(dict_.size());
   for (absl::string_view d : dict_) dict_values.push_back(MetricValue::String(d));
+  // Locate every block up front, in one pass under the lock per column (and
+  // so check the whole directories and the zstd cap before decoding any).
+  for (const Column* column : {&values_, &logs_}) {
+    if (column->present && column->count > 0) {
+      if (absl::StatusOr<const Block*> last = GetBlock(*column, column->count - 1); !last.ok()) {
+        return last.status();
+      }
+    }
+  }
   Budget budget{0, options_.max_materialized_bytes};
-  for (size_t b = 0; b < values_.blocks.size(); ++b) {
+  for (size_t b = 0; b < values_.count; ++b) {
     if (absl::Status s = MaterializeBlock(b, dict_values, &budget, &result); !s.ok()) return s;
   }
   // Every shape is read by now unless no item names the last ones: parse

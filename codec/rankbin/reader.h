@@ -1,11 +1,12 @@
 // OpenRankbin opens a rankbin payload (docs/FORMAT.md) as a lazy ResultView.
 //
-// Open checks the structure (header, section table, key table, shapes,
-// item directory, block directories) and allocates nothing proportional to
-// the payload: items are parsed when read, metric values stay in the
-// payload (or in a block decompressed on first read) until visited, and a
-// compressed block is decompressed at most once, only when one of its items'
-// values or logs is read.
+// Open checks the structure (header, section table, key table, the shape,
+// item and block counts) and allocates nothing proportional to the
+// payload: items are parsed when read, shapes and block directory entries
+// are checked on first use (docs/FORMAT.md, "What a lazy reader checks"),
+// metric values stay in the payload (or in a block decompressed on first
+// read) until visited, and a compressed block is decompressed at most once,
+// only when one of its items' values or logs is read.
 //
 // Every read is bounds-checked; every count and length is checked against
 // the bytes that remain before it sizes anything; decompressed bytes and the
@@ -13,8 +14,9 @@
 // gives DataLoss (ResourceExhausted for caps, Unimplemented for a newer major
 // version).
 //
-// Thread safety: the view may be read from many threads; block
-// decompression is guarded by a once-flag per block.
+// Thread safety: the view may be read from many threads; shapes and block
+// directories are parsed under a lock, block decompression is guarded by a
+// once-flag per block.
 #ifndef RANKWIRE_CODEC_RANKBIN_READER_H_
 #define RANKWIRE_CODEC_RANKBIN_READER_H_
 

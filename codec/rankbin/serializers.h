@@ -135,25 +135,28 @@ struct IndexSetSerializer {
   static void Write(coding::Writer& w, const std::vector<uint32_t>& v) {
     Serializer<std::vector<uint32_t>>::Write(w, v);
   }
-  // `seen` is scratch of at least `bound` entries, all false on entry and
-  // on return.
-  static void Read(coding::Reader& r, uint32_t bound, std::vector<bool>* seen,
-                   std::vector<uint32_t>* v, const char* what) {
-    Serializer<std::vector<uint32_t>>::Read(r, v, what);
-    bool bad = false;
-    size_t marked = 0;
-    for (; marked < v->size(); ++marked) {
-      uint32_t e = (*v)[marked];
-      if (e >= bound || (*seen)[e]) {
+  // Reads the set into *v in one pass, checking each element as it is read.
+  // `seen` is scratch of at least `bound` bytes, all 0 on entry and on
+  // return (a reader keeps one for all its shapes: a byte array, not a
+  // vector<bool>, and no allocation per set).
+  static void Read(coding::Reader& r, uint32_t bound, uint8_t* seen, std::vector<uint32_t>* v,
+                   const char* what) {
+    const uint64_t n = r.Count(Serializer<uint32_t>::kMinBytes, what);
+    v->clear();
+    v->reserve(n);
+    for (uint64_t i = 0; i < n && r.ok(); ++i) {
+      const uint32_t e = r.Varint32(what);
+      if (!r.ok()) break;
+      if (e >= bound || seen[e]) {
         r.Fail(what, e >= bound ? absl::StrCat("index ", e, " out of range (", bound, ")")
                                 : absl::StrCat("index ", e, " repeated"));
-        bad = true;
         break;
       }
-      (*seen)[e] = true;
+      seen[e] = 1;
+      v->push_back(e);
     }
-    for (size_t i = 0; i < marked; ++i) (*seen)[(*v)[i]] = false;
-    if (bad) v->clear();
+    for (uint32_t e : *v) seen[e] = 0;
+    if (!r.ok()) v->clear();
   }
 };
 
