@@ -6,6 +6,7 @@
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
+#include "absl/synchronization/mutex.h"
 
 namespace rankwire {
 
@@ -26,6 +27,12 @@ std::vector<char*> ParseFlags(int argc, char** argv, absl::string_view usage) {
   config.contains_helpshort_flags = config.contains_help_flags;
   absl::SetFlagsUsageConfig(config);
   absl::SetProgramUsageMessage(usage);
+  // Debian's Abseil is built without NDEBUG, so every absl::Mutex lock and
+  // unlock would also update a process-wide deadlock graph under a global
+  // lock: a debugging aid that serializes the server's threads. The
+  // binaries turn it off (tests keep it, and -Wthread-safety checks the
+  // lock discipline at compile time).
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   return absl::ParseCommandLine(argc, argv);
 }
 

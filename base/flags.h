@@ -1,7 +1,8 @@
 // ParseFlags is how every rankwire binary reads its command line: it sets
 // the usage message, makes `--help` list the flags defined in the binary's
 // own source files (Abseil's default matches files named after the binary,
-// which none of ours are, so it printed "No flags matched"), and parses.
+// which none of ours are, so it printed "No flags matched"), turns off
+// absl::Mutex deadlock detection (flags.cc says why), and parses.
 //
 // Example:
 //   int main(int argc, char** argv) {
