@@ -145,6 +145,15 @@ int UsableCpus() {
   return UsableCpus(affinity, cpu_max);
 }
 
+absl::Status PlaceThroughputThread(const ThroughputThread& placement) {
+  SetThreadName(placement.name);
+  // Kernels before 6.12 have no custom slices and accept this as a no-op.
+  absl::Status status = SetThreadSlice(absl::ZeroDuration());
+  if (placement.nice != 0) status.Update(SetThreadNice(placement.nice));
+  if (!placement.cpus.empty()) status.Update(SetThreadAffinity(placement.cpus));
+  return status;
+}
+
 void SetThreadName(const std::string& name) {
   pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
 }

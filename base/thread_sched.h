@@ -54,6 +54,18 @@ int UsableCpus();
 // of cpu.max (empty: no such file).
 int UsableCpus(int affinity, absl::string_view cpu_max);
 
+// How a throughput thread (a ranking worker, a log writer) places itself
+// when it starts: its name, the kernel's default slice (even when the
+// process gave its threads a short one), a nice value (0: unchanged) and
+// CPUs (empty: unchanged). Every step is tried; the status reports the ones
+// the kernel refused (the thread then runs with those unchanged).
+struct ThroughputThread {
+  std::string name;
+  int nice = 0;
+  std::vector<int> cpus;
+};
+absl::Status PlaceThroughputThread(const ThroughputThread& placement);
+
 // The calling thread's name (at most 15 bytes are kept), for top -H and perf.
 void SetThreadName(const std::string& name);
 

@@ -132,5 +132,20 @@ TEST(ThreadSchedTest, UsableCpusFollowTheMaskAndTheCgroupQuota) {
   EXPECT_LE(UsableCpus(), CPU_COUNT(&set));
 }
 
+TEST(ThreadSchedTest, AThroughputThreadIsNamedNicedPinnedAndOnTheDefaultSlice) {
+  std::thread([] {
+    const std::optional<long long> before = SliceNs();
+    (void)SetThreadSlice(absl::Microseconds(200));
+    ASSERT_TRUE(PlaceThroughputThread({"rankwire-test", 6, {0}}).ok());
+    EXPECT_EQ(Name(), "rankwire-test");
+    EXPECT_EQ(Nice(), 6);
+    EXPECT_EQ(SliceNs(), before);
+    cpu_set_t now;
+    ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof(now), &now), 0);
+    EXPECT_EQ(CPU_COUNT(&now), 1);
+    EXPECT_TRUE(CPU_ISSET(0, &now));
+  }).join();
+}
+
 }  // namespace
 }  // namespace rankwire

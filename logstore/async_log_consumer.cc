@@ -124,20 +124,12 @@ std::future<LogReceipt> AsyncLogConsumer::Consume(RequestLogs logs) {
 void AsyncLogConsumer::WriterLoop(size_t index) {
   LogSink& sink = *sinks_[index];
   const bool reporter = index == 0;
-  SetThreadName("rankwire-logw");
   // Throughput work: the default time slice even when the server gives its
-  // other threads a short one, and a lower priority than ranking (on Linux
-  // both are per thread).
-  (void)SetThreadSlice(absl::ZeroDuration());
-  if (writer_nice_ != 0) {
-    if (absl::Status s = SetThreadNice(writer_nice_); !s.ok()) {
-      spdlog::warn("log writer: {}", s.ToString());
-    }
-  }
-  if (!writer_cpus_.empty()) {
-    if (absl::Status s = SetThreadAffinity(writer_cpus_); !s.ok()) {
-      spdlog::warn("log writer: {}", s.ToString());
-    }
+  // other threads a short one, a lower priority than ranking, and its own
+  // CPUs if given (on Linux all three are per thread).
+  if (absl::Status s = PlaceThroughputThread({"rankwire-logw", writer_nice_, writer_cpus_});
+      !s.ok()) {
+    spdlog::warn("log writer: {}", s.ToString());
   }
   std::vector<Pending> batch;
   for (;;) {

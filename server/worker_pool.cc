@@ -30,12 +30,10 @@ void WorkerPool::Submit(std::function<void()> task) {
 bool WorkerPool::HasWorkOrStopping() const { return stopping_ || !tasks_.empty(); }
 
 void WorkerPool::Loop(int nice) {
-  SetThreadName("rankwire-rank");
   // A worker runs for its whole (default) slice; gRPC's threads, which
   // inherit the server's short one, preempt it when they wake.
-  (void)SetThreadSlice(absl::ZeroDuration());
-  if (nice != 0) {
-    if (absl::Status s = SetThreadNice(nice); !s.ok()) spdlog::warn("rank worker: {}", s.ToString());
+  if (absl::Status s = PlaceThroughputThread({"rankwire-rank", nice, {}}); !s.ok()) {
+    spdlog::warn("rank worker: {}", s.ToString());
   }
   while (true) {
     std::function<void()> task;
