@@ -95,9 +95,9 @@ void PrintReply(const RankReply& reply, uint32_t top_n, uint32_t topn_us) {
   absl::PrintF("call: peer=%s\n", reply.call().peer);
   const rank::v1::ServerTimings& st = h.timings();
   absl::PrintF("server us: request_deserialize=%d validate=%d rank=%d log_enqueue=%d "
-               "response_serialize=%d total=%d\n",
+               "response_serialize=%d total=%d queued=%d\n",
                st.request_deserialize_us(), st.validate_us(), st.rank_us(),
-               st.log_enqueue_us(), st.response_serialize_us(), st.total_us());
+               st.log_enqueue_us(), st.response_serialize_us(), st.total_us(), st.queue_us());
   const ClientTimings& ct = reply.timings();
   absl::PrintF("client us: request_serialize=%d call=%d envelope=%d open=%d top%d_decode=%d\n",
                ct.request_serialize_us, ct.call_us, ct.envelope_us, ct.open_us, top_n, topn_us);

@@ -69,6 +69,7 @@ struct Sample {
   double server_total_us;
   double server_serialize_us;
   double server_rank_us;
+  double server_queue_us;  // Admitted, waiting for a ranking worker.
   size_t response_bytes;
 };
 
@@ -236,13 +237,14 @@ void CallLoop(const Plan& plan, int w, Worker* me) {
         Micros(done - sent),
         static_cast<double>(t.envelope_us + t.open_us) + Micros(done - top_start),
         static_cast<double>(st.total_us()), static_cast<double>(st.response_serialize_us()),
-        static_cast<double>(st.rank_us()), reply->response_bytes()});
+        static_cast<double>(st.rank_us()), static_cast<double>(st.queue_us()),
+        reply->response_bytes()});
   }
 }
 
 // The measured calls of all workers, pooled.
 struct Summary {
-  std::vector<double> latency, decode, server_total, server_ser, server_rank;
+  std::vector<double> latency, decode, server_total, server_ser, server_rank, server_queue;
   std::vector<double> rejected;  // Latency of RESOURCE_EXHAUSTED answers.
   double mean_bytes = 0;
   uint64_t errors = 0;
@@ -265,6 +267,7 @@ Summary Summarize(const std::vector<Worker>& workers, const Plan& plan) {
       s.server_total.push_back(x.server_total_us);
       s.server_ser.push_back(x.server_serialize_us);
       s.server_rank.push_back(x.server_rank_us);
+      s.server_queue.push_back(x.server_queue_us);
       bytes += x.response_bytes;
     }
     s.errors += w.errors;
@@ -290,6 +293,7 @@ void PrintJson(const Summary& s, const Plan& plan) {
       "\"p50_us\":%.0f,\"p90_us\":%.0f,\"p99_us\":%.0f,\"p999_us\":%.0f,\"max_us\":%.0f,"
       "\"client_decode_p50_us\":%.1f,\"server_total_p50_us\":%.0f,"
       "\"server_serialize_p50_us\":%.0f,\"server_rank_p50_us\":%.0f,"
+      "\"server_queue_p50_us\":%.0f,\"server_queue_p99_us\":%.0f,"
       "\"response_bytes\":%.0f,\"wire_mbps\":%.1f,\"rejected\":%d,"
       "\"rejected_p50_us\":%.0f,\"rejected_p99_us\":%.0f,\"by_status\":%s,\"by_peer\":%s,"
       "\"first_error\":\"%s\"}\n",
@@ -298,7 +302,8 @@ void PrintJson(const Summary& s, const Plan& plan) {
       Percentile(s.latency, 0.5), Percentile(s.latency, 0.9), Percentile(s.latency, 0.99),
       Percentile(s.latency, 0.999), Percentile(s.latency, 1.0), Percentile(s.decode, 0.5),
       Percentile(s.server_total, 0.5), Percentile(s.server_ser, 0.5),
-      Percentile(s.server_rank, 0.5), s.mean_bytes, s.achieved * s.mean_bytes * 8 / 1e6,
+      Percentile(s.server_rank, 0.5), Percentile(s.server_queue, 0.5),
+      Percentile(s.server_queue, 0.99), s.mean_bytes, s.achieved * s.mean_bytes * 8 / 1e6,
       s.rejected.size(), Percentile(s.rejected, 0.5), Percentile(s.rejected, 0.99),
       JsonCounts(s.by_status), JsonCounts(s.by_peer), JsonEscape(s.first_error));
 }
@@ -316,9 +321,11 @@ void PrintText(const Summary& s, const Plan& plan) {
                Percentile(s.latency, 0.5), Percentile(s.latency, 0.9),
                Percentile(s.latency, 0.99), Percentile(s.latency, 0.999),
                Percentile(s.latency, 1.0));
-  absl::PrintF("  server us (p50): total %.0f  rank %.0f  response_serialize %.0f\n",
+  absl::PrintF("  server us (p50): total %.0f  rank %.0f  response_serialize %.0f  "
+               "queued %.0f (p99 %.0f)\n",
                Percentile(s.server_total, 0.5), Percentile(s.server_rank, 0.5),
-               Percentile(s.server_ser, 0.5));
+               Percentile(s.server_ser, 0.5), Percentile(s.server_queue, 0.5),
+               Percentile(s.server_queue, 0.99));
   absl::PrintF("  client decode us (p50, envelope + open + top-%d): %.1f\n", plan.top_n,
                Percentile(s.decode, 0.5));
   absl::PrintF("  response bytes: %.0f  (%.1f Mbit/s on the wire)\n", s.mean_bytes,

@@ -11,6 +11,10 @@ int DefaultMaxConcurrentRank() {
   return std::max(2, 2 * UsableCpus());
 }
 
+int DefaultRankWorkers(int max_concurrent) {
+  return std::max(1, std::min(UsableCpus(), max_concurrent));
+}
+
 absl::Status AdmissionControl::Admit(absl::string_view peer, std::optional<Slot>* slot,
                                      Refusal* refusal) {
   if (unsent_.load(std::memory_order_relaxed) >= options_.max_unsent_bytes) {

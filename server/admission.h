@@ -48,8 +48,16 @@ struct AdmissionOptions {
 
 // The default --max_concurrent_rank: twice the CPUs the process can use
 // (UsableCpus(): its affinity mask, capped by its cgroup CPU quota; at least
-// 2), so those CPUs stay busy while some admitted calls parse or encode.
+// 2). With one ranking worker per CPU (DefaultRankWorkers), each CPU has one
+// call in work and one admitted call waiting, so it never idles between
+// calls while a client's next request is on its way.
 int DefaultMaxConcurrentRank();
+
+// The default --rank_workers: one per usable CPU, at most `max_concurrent`.
+// Ranking is CPU work: a second worker on a CPU would only time-slice two
+// calls, finishing both late (and each phase's time would include the
+// other call's); queued, the first finishes in its own time.
+int DefaultRankWorkers(int max_concurrent);
 
 class AdmissionControl {
  public:

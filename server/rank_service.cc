@@ -112,8 +112,9 @@ grpc::ServerUnaryReactor* RankServiceImpl::Rank(
   // std::function needs a copyable callable; the slot moves through a
   // shared_ptr.
   auto held = std::make_shared<AdmissionControl::Slot>(*std::move(slot));
-  workers_->Submit([this, reactor, deadline, request, response, held] {
-    Serve(reactor, deadline, request, response, std::move(*held));
+  const auto admitted_at = RankHandler::Clock::now();
+  workers_->Submit([this, reactor, deadline, request, response, held, admitted_at] {
+    Serve(reactor, admitted_at, deadline, request, response, std::move(*held));
   });
   return reactor;
 }
@@ -121,11 +122,17 @@ grpc::ServerUnaryReactor* RankServiceImpl::Rank(
 // The ranking slot (last parameter) is held until the call is finished: it
 // is released when this returns.
 void RankServiceImpl::Serve(grpc::ServerUnaryReactor* base_reactor,
+                            RankHandler::Clock::time_point admitted_at,
                             std::chrono::system_clock::time_point deadline,
                             const grpc::ByteBuffer* request, grpc::ByteBuffer* response,
                             AdmissionControl::Slot /*slot*/) {
   auto* reactor = static_cast<RankReactor*>(base_reactor);
   const auto started = RankHandler::Clock::now();
+  // Time spent admitted but queued behind busy workers: reported on its
+  // own, so the phases below stay the work of this call.
+  const auto queue_us = static_cast<uint32_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(started - admitted_at).count());
+  if (metrics_) metrics_->queue->Observe(queue_us * 1e-6);
   // Counts the call as in flight until it has been finished.
   struct InFlight {
     explicit InFlight(ServerMetrics* m) : metrics(m) {
@@ -171,6 +178,7 @@ void RankServiceImpl::Serve(grpc::ServerUnaryReactor* base_reactor,
     reactor->Finish(ToGrpcStatus(encoded.status()));
     return;
   }
+  encoded->header.mutable_timings()->set_queue_us(queue_us);
   *response = ToByteBuffer(*encoded);
   if (metrics_) metrics_->rpcs_ok->Increment();
   reactor->HoldUnsent(response->Length());

@@ -2,8 +2,8 @@
 // unary method that works on raw ByteBuffers so the response can be written
 // as slices (see encoded_response.h). On gRPC's thread it only admits or
 // refuses the call (AdmissionControl, the call's deadline); an admitted call
-// is parsed, handed to RankHandler, serialized and finished on the worker
-// pool, and its response bytes count as unsent until gRPC reports the call
+// waits for a worker, then is parsed, handed to RankHandler, serialized and
+// finished on the worker pool, and its response bytes count as unsent until gRPC reports the call
 // done.
 //
 // LogServiceImpl serves rank.v1.LogService.FetchLogs from the server's log
@@ -32,7 +32,8 @@ class RankServiceImpl final
           rank::v1::RankService::Service> {
  public:
   // None is owned; all must outlive the service. `metrics` may be null.
-  // `workers` should have as many threads as admission has slots.
+  // `workers` may have fewer threads than admission has slots: the calls
+  // admitted past the threads wait in its queue (ServerTimings.queue_us).
   RankServiceImpl(const RankHandler* handler, ServerMetrics* metrics,
                   AdmissionControl* admission, WorkerPool* workers)
       : handler_(handler), metrics_(metrics), admission_(admission), workers_(workers) {}
@@ -43,7 +44,8 @@ class RankServiceImpl final
 
  private:
   // Parse, handle, serialize, finish: runs on the worker pool.
-  void Serve(grpc::ServerUnaryReactor* reactor, std::chrono::system_clock::time_point deadline,
+  void Serve(grpc::ServerUnaryReactor* reactor, RankHandler::Clock::time_point admitted_at,
+             std::chrono::system_clock::time_point deadline,
              const grpc::ByteBuffer* request, grpc::ByteBuffer* response,
              AdmissionControl::Slot slot);
 

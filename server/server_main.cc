@@ -109,6 +109,10 @@ ABSL_FLAG(int, max_concurrent_rank, 0,
           "Rank calls parsed, ranked or encoded at once; past it a call gets "
           "RESOURCE_EXHAUSTED at once (0: twice the CPUs the server may use: its "
           "affinity mask, capped by its cgroup CPU quota).");
+ABSL_FLAG(int, rank_workers, 0,
+          "Threads that parse, rank and encode admitted calls (0: one per CPU the server "
+          "may use, at most --max_concurrent_rank). Admitted calls past them wait in a "
+          "queue (ServerTimings.queue_us); more than --max_concurrent_rank is an error.");
 ABSL_FLAG(uint32_t, max_unsent_response_mb, 512,
           "Response bytes (MiB) handed to gRPC but not yet read by clients, over all "
           "connections; past it calls get RESOURCE_EXHAUSTED.");
@@ -149,6 +153,18 @@ absl::StatusOr<UnknownFeaturePolicy> ParseUnknownFeatures(const std::string& pol
   if (policy == "reject") return UnknownFeaturePolicy::kReject;
   return absl::InvalidArgumentError(
       absl::StrCat("--unknown_features=", policy, ": expected count or reject"));
+}
+
+absl::StatusOr<int> RankWorkersFromFlags(const AdmissionOptions& admission) {
+  const int workers = absl::GetFlag(FLAGS_rank_workers);
+  if (workers < 0) return absl::InvalidArgumentError("--rank_workers must be >= 0");
+  if (workers == 0) return DefaultRankWorkers(admission.max_concurrent_rank);
+  if (workers > admission.max_concurrent_rank) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--rank_workers=", workers, " exceeds --max_concurrent_rank (",
+        admission.max_concurrent_rank, "): workers past the admitted calls would never run"));
+  }
+  return workers;
 }
 
 absl::StatusOr<AdmissionOptions> AdmissionOptionsFromFlags() {
@@ -323,6 +339,7 @@ absl::Status Run() {
   ASSIGN_OR_RETURN(UnknownFeaturePolicy unknown_features,
                    ParseUnknownFeatures(absl::GetFlag(FLAGS_unknown_features)));
   ASSIGN_OR_RETURN(AdmissionOptions admission_options, AdmissionOptionsFromFlags());
+  ASSIGN_OR_RETURN(const int rank_workers, RankWorkersFromFlags(admission_options));
   const ServerTlsFiles tls{absl::GetFlag(FLAGS_tls_cert_file), absl::GetFlag(FLAGS_tls_key_file),
                            absl::GetFlag(FLAGS_tls_client_ca_file)};
   ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
@@ -340,7 +357,11 @@ absl::Status Run() {
   registry.AddGauge("rankwire_unsent_response_bytes",
                     "Response bytes handed to gRPC that clients have not read yet.",
                     [&admission] { return static_cast<double>(admission.unsent_bytes()); });
-  WorkerPool workers(admission_options.max_concurrent_rank, absl::GetFlag(FLAGS_rank_worker_nice));
+  registry.AddGauge("rankwire_rank_admitted",
+                    "Rank calls admitted and not finished: in work on a ranking worker "
+                    "(rankwire_rank_rpcs_in_flight) or queued for one.",
+                    [&admission] { return static_cast<double>(admission.in_use()); });
+  WorkerPool workers(rank_workers, absl::GetFlag(FLAGS_rank_worker_nice));
   RankServiceImpl rank_service(&handler, &metrics, &admission, &workers);
   LogServiceImpl log_service(store.reader.get());
 
@@ -388,12 +409,12 @@ absl::Status Run() {
   }
   // Scripts and tests read the ports from this line.
   spdlog::info("rankwire-server listening port={} metrics_port={} codec={} log_mode={} logstore={} "
-               "model={} health_port={} tls={} max_concurrent_rank={}",
+               "model={} health_port={} tls={} max_concurrent_rank={} rank_workers={}",
                bound_port, http ? http->port() : -1, std::string((*default_codec)->name()),
                absl::GetFlag(FLAGS_log_mode), absl::GetFlag(FLAGS_logstore),
                model.full_version(), health.port,
                !UsesTls(tls) ? "off" : tls.client_ca_file.empty() ? "tls" : "mutual",
-               admission_options.max_concurrent_rank);
+               admission_options.max_concurrent_rank, rank_workers);
   // The allocator linked in (server/malloc.cmake); benchmarks compare builds by it.
   spdlog::info("allocator={}", RANKWIRE_MALLOC_NAME);
 

@@ -47,6 +47,7 @@ ServerMetrics::ServerMetrics(MetricsRegistry* r,
   log_enqueue = phase("log_enqueue");
   response_serialize = phase("response_serialize");
   total = phase("total");
+  queue = phase("queue");
 
   for (const std::string& name : codec_names) {
     std::string label = absl::StrCat("codec=\"", name, "\"");

@@ -53,6 +53,8 @@ struct ServerMetrics {
   Histogram* log_enqueue;
   Histogram* response_serialize;
   Histogram* total;
+  // Admitted calls' wait for a free ranking worker (not part of `total`).
+  Histogram* queue;
 
   struct PerCodec {
     std::string name;

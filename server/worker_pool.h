@@ -1,8 +1,10 @@
 // WorkerPool: a fixed number of threads running submitted tasks in order.
 // The Rank service parses, ranks and encodes on it, so gRPC's own threads
 // only admit or refuse calls and a refusal never waits behind ranking work.
-// The queue has no bound of its own: AdmissionControl admits at most as
-// many calls as the pool has threads, so it never holds more than that.
+// The queue has no bound of its own: AdmissionControl admits at most
+// --max_concurrent_rank calls, so it never holds more than that minus the
+// threads. By default there is one thread per usable CPU and twice as many
+// admitted calls, so each CPU ranks one call and has the next one queued.
 //
 // The threads are named "rankwire-rank". They run with the kernel's default
 // time slice even when the server gives its other threads a short one

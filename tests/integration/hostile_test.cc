@@ -163,6 +163,53 @@ TEST_F(HostileTest, OverloadAtFourTimesTheLimitAnswersOkOrResourceExhausted) {
   EXPECT_LT(median(total.exhausted_us), median(total.ok_us));
 }
 
+// With fewer workers than slots, a call admitted while every worker is busy
+// waits in the queue (and says so in queue_us) instead of time-slicing with
+// the call in work; past the slots, calls are refused.
+TEST_F(HostileTest, CallsAdmittedPastTheWorkersWaitAndReportTheirQueueTime) {
+  auto server = Start({"--max_concurrent_rank=2", "--rank_workers=1", "--max_candidates=20000",
+                       "--codec=rankbin", "--log_mode=none"});
+  ASSERT_NE(server, nullptr);
+  client::RankClient client = Client(*server);
+  absl::StatusOr<client::RankReply> warm = client.Rank(Request({}, rank::v1::LOG_MODE_NONE), {});
+  ASSERT_TRUE(warm.ok()) << warm.status();
+  EXPECT_EQ(warm->header().timings().queue_us(), 0u) << "an idle worker takes a call at once";
+  // Hold the only worker with a big call (well over 100 ms of ranking)...
+  workload::WorkloadOptions options;
+  options.candidates = 15000;
+  options.log_mode = rank::v1::LOG_MODE_NONE;
+  const rank::v1::RankRequest big = workload::WorkloadGenerator(options).Make(7);
+  std::thread holder([&] {
+    client::CallOptions call;
+    call.deadline = absl::Seconds(60);
+    EXPECT_TRUE(Client(*server).Rank(big, call).ok());
+  });
+  bool held = false;
+  for (int i = 0; i < 2000 && !held; ++i) {
+    held = Metric(*server, "rankwire_rank_rpcs_in_flight") == 1;
+    if (!held) absl::SleepFor(absl::Milliseconds(1));
+  }
+  ASSERT_TRUE(held) << "the big call never reached a worker";
+  // ...then a small call takes the second slot and waits for the worker,
+  // while a third, sent once the second is admitted, is refused.
+  absl::StatusOr<client::RankReply> queued;
+  std::thread waiter([&] { queued = Client(*server).Rank(Request({}, rank::v1::LOG_MODE_NONE), {}); });
+  for (int i = 0; i < 2000 && Metric(*server, "rankwire_rank_admitted") < 2; ++i) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  const bool still_held = Metric(*server, "rankwire_rank_rpcs_in_flight") == 1;
+  absl::StatusOr<client::RankReply> refused = client.Rank(Request({}, rank::v1::LOG_MODE_NONE), {});
+  waiter.join();
+  holder.join();
+  if (!still_held) GTEST_SKIP() << "the big call finished before the probes";
+  ASSERT_TRUE(queued.ok()) << queued.status();
+  EXPECT_GT(queued->header().timings().queue_us(), 0u);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+  // Its wait is its own histogram, not part of the call's phases.
+  EXPECT_GE(Metric(*server, "rankwire_server_phase_seconds_count{phase=\"queue\"}"), 3);
+  EXPECT_LT(queued->header().timings().total_us(), queued->header().timings().queue_us());
+}
+
 // RESOURCE_EXHAUSTED is final for the client: a refused call reaches the
 // server once (a retry policy that retried it would turn overload into more
 // load).
@@ -487,7 +534,8 @@ std::vector<ServerThread> Threads(pid_t pid) {
 // so a refusal preempts ranking and logging work.
 TEST_F(HostileTest, RankingWorkersAndLogWritersYieldTheCpuToGrpcThreads) {
   std::unique_ptr<ServerProcess> server =
-      Start({"--max_concurrent_rank=3", "--rank_worker_nice=4", "--log_writer_nice=9",
+      Start({"--max_concurrent_rank=3", "--rank_workers=2", "--rank_worker_nice=4",
+             "--log_writer_nice=9",
              "--log_writers=2", "--log_writer_cpus=0", "--latency_slice_us=150"});
   ASSERT_NE(server, nullptr);
   int workers = 0, writers = 0, short_slices = 0;
@@ -509,7 +557,7 @@ TEST_F(HostileTest, RankingWorkersAndLogWritersYieldTheCpuToGrpcThreads) {
       ++short_slices;
     }
   }
-  EXPECT_EQ(workers, 3) << "one worker per ranking slot";
+  EXPECT_EQ(workers, 2) << "--rank_workers";
   EXPECT_EQ(writers, 2);
   if (short_slices == 0) GTEST_SKIP() << "this kernel does not show time slices";
 }

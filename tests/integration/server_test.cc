@@ -148,13 +148,18 @@ TEST_F(ServerTest, BadStartupFlagsFailWithAMessage) {
       ServerProcess::Start({"--codec=gzip-json"});
   ASSERT_FALSE(server.ok());
   EXPECT_THAT(std::string(server.status().message()), HasSubstr("unknown codec \"gzip-json\""));
-  for (const auto& [flag, message] : std::vector<std::pair<std::string, std::string>>{
-           {"--log_writer_cpus=4096", "--log_writer_cpus: CPU list \"4096\": CPU 4096 does not exist"},
-           {"--log_writer_cpus=1-0", "is not a CPU or an ascending range"},
-           {"--latency_slice_us=-5", "--latency_slice_us must be >= 0"}}) {
-    server = ServerProcess::Start({flag});
-    ASSERT_FALSE(server.ok()) << flag;
-    EXPECT_THAT(std::string(server.status().message()), HasSubstr(message)) << flag;
+  for (const auto& [flags, message] :
+       std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--log_writer_cpus=4096"},
+            "--log_writer_cpus: CPU list \"4096\": CPU 4096 does not exist"},
+           {{"--log_writer_cpus=1-0"}, "is not a CPU or an ascending range"},
+           {{"--latency_slice_us=-5"}, "--latency_slice_us must be >= 0"},
+           {{"--rank_workers=-1"}, "--rank_workers must be >= 0"},
+           {{"--rank_workers=3", "--max_concurrent_rank=2"},
+            "--rank_workers=3 exceeds --max_concurrent_rank (2)"}}) {
+    server = ServerProcess::Start(flags);
+    ASSERT_FALSE(server.ok()) << flags.front();
+    EXPECT_THAT(std::string(server.status().message()), HasSubstr(message)) << flags.front();
   }
 }
 
