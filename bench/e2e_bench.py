@@ -211,11 +211,13 @@ VARIANTS = [
 ]
 
 
-def run_variant(args, binary, codec, logs, link):
+def run_variant(args, server_spec, codec, logs, link):
     """One server: unloaded encode (1 caller at 10 qps, loopback only), open
-    loop at --qps (4 callers), closed loop (2 callers)."""
-    server = Server(args.build, [f"--codec={codec}", f"--log_mode={logs}", "--logstore=memory"],
-                    link=link, binary=binary)
+    loop at --qps (4 callers), closed loop (2 callers). `server_spec` is
+    (binary or None, extra flags)."""
+    binary, extra = server_spec
+    server = Server(args.build, [f"--codec={codec}", f"--log_mode={logs}", "--logstore=memory",
+                                 *extra], link=link, binary=binary)
     out = {}
     try:
         if link is None:
@@ -313,7 +315,14 @@ def plot_latency(runs, variants, alloc, nets, path):
 
 
 def codec_experiment(args):
-    servers = [tuple(x.split("=", 1)) for x in args.servers] if args.servers else [("default", None)]
+    servers = [("default", (None, []))]
+    if args.servers:
+        # NAME=[BINARY][:FLAG,FLAG...]
+        servers = []
+        for spec in args.servers:
+            name, rest = spec.split("=", 1)
+            binary, _, flags = rest.partition(":")
+            servers.append((name, (binary or None, [f for f in flags.split(",") if f])))
     allocs = [name for name, _ in servers]
     variants = [v for v in VARIANTS if not args.variants or f"{v[0]}/{v[1]}" in args.variants]
     link, why = (None, "not requested") if args.link == "off" or args.from_raw else Link.create()
@@ -341,8 +350,8 @@ def collect(args, servers, variants, link, why, nets, runs):
         for rnd in range(args.rounds):
             combos = [(srv, n, v) for v in variants for srv in servers for n in nets]
             k = rnd * len(combos) // max(args.rounds, 1)
-            for (alloc, binary), net, v in combos[k:] + combos[:k]:
-                r = run_variant(args, binary, v[0], v[1], link if net == "link" else None)
+            for (alloc, spec), net, v in combos[k:] + combos[:k]:
+                r = run_variant(args, spec, v[0], v[1], link if net == "link" else None)
                 runs[(alloc, net) + v[:2]].append(r)
                 print(f"round {rnd + 1} {alloc} {net} {v[0]}/{v[1]}: open p99 "
                       f"{r['open']['p99_us']:.0f} us, closed {r['closed']['qps']:.0f} qps, encode "
@@ -510,8 +519,9 @@ def main():
     parser.add_argument("--seconds", type=float, default=8)
     parser.add_argument("--qps", type=float, default=100)
     parser.add_argument("--only", choices=["codecs", "logstore"])
-    parser.add_argument("--servers", nargs="*", metavar="NAME=BINARY",
-                        help="compare server binaries (e.g. one per allocator), interleaved")
+    parser.add_argument("--servers", nargs="*", metavar="NAME=[BINARY][:FLAG,...]",
+                        help="compare server binaries (e.g. one per allocator) or server flags "
+                             "(e.g. 'two=:--rank_workers=2'), interleaved")
     parser.add_argument("--variants", nargs="*", metavar="CODEC/LOGS",
                         help="only these codec experiment rows, e.g. rankbin/inline")
     parser.add_argument("--link", choices=["auto", "on", "off"], default="auto",

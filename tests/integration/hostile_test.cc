@@ -173,7 +173,6 @@ TEST_F(HostileTest, CallsAdmittedPastTheWorkersWaitAndReportTheirQueueTime) {
   client::RankClient client = Client(*server);
   absl::StatusOr<client::RankReply> warm = client.Rank(Request({}, rank::v1::LOG_MODE_NONE), {});
   ASSERT_TRUE(warm.ok()) << warm.status();
-  EXPECT_EQ(warm->header().timings().queue_us(), 0u) << "an idle worker takes a call at once";
   // Hold the only worker with a big call (well over 100 ms of ranking)...
   workload::WorkloadOptions options;
   options.candidates = 15000;
