@@ -372,13 +372,13 @@ def report(args, runs, variants, allocs, nets, why, rounds):
              f"{rounds} interleaved rounds of {args.seconds:.0f} s each; medians, [min–max] "
              f"over rounds; ratios are per round against the first row, then the median. "
              f"Unloaded encode: 1 caller at 10 qps for {args.unloaded_seconds:.0f} s; under load: "
-             f"the closed-loop run. Allocators: {', '.join(allocs)}."]
+             f"the closed-loop run. Servers compared: {', '.join(allocs)}."]
     if "link" not in nets:
         lines.append(f"\nLink rows: none ({why}); loopback only.")
     for alloc in allocs:
         for net in nets:
             lines += ["", f"### {net}" + (" (1 Gbit/s veth, tc htb)" if net == "link" else "") +
-                      (f", allocator {alloc}" if len(allocs) > 1 else ""), ""]
+                      (f", server {alloc}" if len(allocs) > 1 else ""), ""]
             lines += codec_table(args, runs, variants, alloc, net)
     have = {v[:2] for v in variants}
     pairs = [(("rankbin-zstd", "store"), ("protobuf", "store"), "⅓"),
@@ -391,7 +391,7 @@ def report(args, runs, variants, allocs, nets, why, rounds):
                              f"{med(ratios):.3f} (per round: {', '.join(f'{x:.3f}' for x in ratios)};"
                              f" target ≤ {goal}).")
     if len(allocs) > 1:
-        lines += ["", "### Allocators (loopback, closed loop)", ""] + allocator_table(runs, variants, allocs)
+        lines += ["", "### Servers compared (loopback, closed loop)", ""] + allocator_table(runs, variants, allocs)
     errors = sum(x["errors"] for rs in runs.values() for r in rs for x in r.values())
     lines += ["", f"Errors across all runs: {errors}."]
     if args.plot:
