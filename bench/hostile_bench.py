@@ -1,8 +1,9 @@
 """Overload and TLS benchmark: the real server and the real load generator.
 
-1. Overload. A server with --max_concurrent_rank=L, as shipped and with
-   --latency_slice_us=0 (every thread on the kernel's default time slice),
-   alternating, a fresh server per run. Each run: (a) an unloaded server at
+1. Overload. A server with --max_concurrent_rank=L, as shipped, with
+   --latency_slice_us=0 (every thread on the kernel's default time slice)
+   and with --rank_workers=L (a worker per slot, as before one worker per
+   CPU was the default), rotating, a fresh server per run. Each run: (a) an unloaded server at
    concurrency L (closed loop) and (b) 4L closed-loop callers. Reported per
    round: errors other than RESOURCE_EXHAUSTED (target
    0), the refusals' p99 (target <= 2 ms) and the admitted calls' p99 against
@@ -114,14 +115,17 @@ def overload_table(rows):
 
 def overload(args):
     limit = args.limit
-    # The server as shipped, and (same run, alternating) with every thread
-    # on the kernel's default time slice: what --latency_slice_us buys.
+    # The server as shipped, and (same run, rotating) with every thread
+    # on the kernel's default time slice (what --latency_slice_us buys), and
+    # with a ranking worker per slot (what one worker per CPU buys).
     variants = [("as shipped", list(args.server_flag)),
                 ("--latency_slice_us=0 (kernel's default slices)",
-                 [*args.server_flag, "--latency_slice_us=0"])]
+                 [*args.server_flag, "--latency_slice_us=0"]),
+                (f"--rank_workers={limit} (a worker per slot, time-sliced)",
+                 [*args.server_flag, f"--rank_workers={limit}"])]
     rows = {name: [] for name, _ in variants}
     for r in range(args.rounds):
-        order = variants if r % 2 == 0 else variants[::-1]
+        order = variants[r % len(variants):] + variants[:r % len(variants)]
         for name, flags in order:
             base, over, probe = overload_round(args, flags)
             rows[name].append((base, over, probe))
@@ -131,7 +135,7 @@ def overload(args):
                   f"us, {over['errors']} errors; probe refused p99 "
                   f"{probe['rejected_p99_us']:.0f} us", file=sys.stderr)
     print(f"## Overload at 4x --max_concurrent_rank={limit}\n")
-    print(f"{args.rounds} rounds, the two server variants alternating (AB, BA, ...), a fresh "
+    print(f"{args.rounds} rounds, the {len(variants)} server variants rotating (ABC, BCA, ...), a fresh "
           f"server each: closed loop at concurrency {limit} for {args.seconds} s (unloaded), "
           f"then {4 * limit} closed-loop callers for {args.seconds + 1} s and, inside that, a "
           f"probe at 50 qps open loop (2 callers) for {args.seconds - 1} s; codec rankbin, logs "
