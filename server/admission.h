@@ -71,8 +71,13 @@ class AdmissionControl {
     Slot(const Slot&) = delete;
     Slot& operator=(const Slot&) = delete;
     Slot& operator=(Slot&&) = delete;
-    ~Slot() {
+    ~Slot() { Release(); }
+    // Frees the slot now (at most once): a call releases it before it
+    // finishes, so a client whose next call follows the response at once
+    // finds it free, not held while the worker frees this call's memory.
+    void Release() {
       if (in_use_ != nullptr) in_use_->fetch_sub(1, std::memory_order_acq_rel);
+      in_use_ = nullptr;
     }
 
    private:

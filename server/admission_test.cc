@@ -28,6 +28,24 @@ TEST(AdmissionTest, RefusesPastTheSlotsAndAdmitsAgainWhenOneIsFreed) {
   EXPECT_TRUE(admission.Admit("q", &c, &refusal).ok());
 }
 
+TEST(AdmissionTest, ASlotReleasedEarlyIsFreedOnce) {
+  AdmissionControl admission(AdmissionOptions{2, 1 << 20, 1 << 20});
+  AdmissionControl::Refusal refusal;
+  std::optional<AdmissionControl::Slot> a, b;
+  ASSERT_TRUE(admission.Admit("p", &a, &refusal).ok());
+  ASSERT_TRUE(admission.Admit("p", &b, &refusal).ok());
+  a->Release();
+  EXPECT_EQ(admission.in_use(), 1);
+  a->Release();
+  a.reset();
+  EXPECT_EQ(admission.in_use(), 1) << "neither a second Release nor the destructor frees again";
+  AdmissionControl::Slot moved = *std::move(b);
+  b.reset();
+  EXPECT_EQ(admission.in_use(), 1) << "a moved-from slot frees nothing";
+  moved.Release();
+  EXPECT_EQ(admission.in_use(), 0);
+}
+
 TEST(AdmissionTest, APeerThatDoesNotReadIsRefusedAndOthersAreNot) {
   AdmissionControl admission(AdmissionOptions{8, 1000, 100});
   AdmissionControl::Refusal refusal;

@@ -120,12 +120,13 @@ grpc::ServerUnaryReactor* RankServiceImpl::Rank(
 }
 
 // The ranking slot (last parameter) is held until the call is finished: it
-// is released when this returns.
+// is released just before Finish(), so the call's clean-up after it (freeing
+// the request and result) does not hold it.
 void RankServiceImpl::Serve(grpc::ServerUnaryReactor* base_reactor,
                             RankHandler::Clock::time_point admitted_at,
                             std::chrono::system_clock::time_point deadline,
                             const grpc::ByteBuffer* request, grpc::ByteBuffer* response,
-                            AdmissionControl::Slot /*slot*/) {
+                            AdmissionControl::Slot slot) {
   auto* reactor = static_cast<RankReactor*>(base_reactor);
   const auto started = RankHandler::Clock::now();
   // Time spent admitted but queued behind busy workers: reported on its
@@ -153,6 +154,7 @@ void RankServiceImpl::Serve(grpc::ServerUnaryReactor* base_reactor,
   const auto parsed_at = RankHandler::Clock::now();
   if (!parse.ok()) {
     if (metrics_) metrics_->rpcs_invalid_argument->Increment();
+    slot.Release();
     reactor->Finish(ToGrpcStatus(absl::InvalidArgumentError(
         "request is not a valid rank.v1.RankRequest (or holds strings that are not UTF-8)")));
     return;
@@ -175,6 +177,7 @@ void RankServiceImpl::Serve(grpc::ServerUnaryReactor* base_reactor,
     }
     // Refusals are the caller's doing and are counted, not logged.
     if (!refused) spdlog::error("Rank failed: {}", encoded.status().ToString());
+    slot.Release();
     reactor->Finish(ToGrpcStatus(encoded.status()));
     return;
   }
@@ -182,6 +185,7 @@ void RankServiceImpl::Serve(grpc::ServerUnaryReactor* base_reactor,
   *response = ToByteBuffer(*encoded);
   if (metrics_) metrics_->rpcs_ok->Increment();
   reactor->HoldUnsent(response->Length());
+  slot.Release();
   reactor->Finish(grpc::Status::OK);
 }
 
