@@ -74,6 +74,25 @@ class HostileTest : public ::testing::Test {
     return std::stod(page->substr(at + 1 + prefix.size()));
   }
 
+  // Starts, on `*holder`, a call that keeps a ranking worker busy for well
+  // over 100 ms (15,000 candidates; the server needs --max_candidates=20000)
+  // and waits until the server has it in work. False if it never got there.
+  bool HoldAWorker(const ServerProcess& server, std::thread* holder) {
+    workload::WorkloadOptions options;
+    options.candidates = 15000;
+    options.log_mode = rank::v1::LOG_MODE_NONE;
+    *holder = std::thread([this, &server, big = workload::WorkloadGenerator(options).Make(7)] {
+      client::CallOptions call;
+      call.deadline = absl::Seconds(60);
+      EXPECT_TRUE(Client(server).Rank(big, call).ok());
+    });
+    for (int i = 0; i < 2000; ++i) {
+      if (Metric(server, "rankwire_rank_rpcs_in_flight") == 1) return true;
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    return false;
+  }
+
   // The raw bytes of a call through a generic stub; its status.
   static grpc::Status RawCall(const std::shared_ptr<grpc::Channel>& channel,
                               const std::string& bytes) {
@@ -173,21 +192,10 @@ TEST_F(HostileTest, CallsAdmittedPastTheWorkersWaitAndReportTheirQueueTime) {
   client::RankClient client = Client(*server);
   absl::StatusOr<client::RankReply> warm = client.Rank(Request({}, rank::v1::LOG_MODE_NONE), {});
   ASSERT_TRUE(warm.ok()) << warm.status();
-  // Hold the only worker with a big call (well over 100 ms of ranking)...
-  workload::WorkloadOptions options;
-  options.candidates = 15000;
-  options.log_mode = rank::v1::LOG_MODE_NONE;
-  const rank::v1::RankRequest big = workload::WorkloadGenerator(options).Make(7);
-  std::thread holder([&] {
-    client::CallOptions call;
-    call.deadline = absl::Seconds(60);
-    EXPECT_TRUE(Client(*server).Rank(big, call).ok());
-  });
-  bool held = false;
-  for (int i = 0; i < 2000 && !held; ++i) {
-    held = Metric(*server, "rankwire_rank_rpcs_in_flight") == 1;
-    if (!held) absl::SleepFor(absl::Milliseconds(1));
-  }
+  // Hold the only worker with a big call...
+  std::thread holder;
+  const bool held = HoldAWorker(*server, &holder);
+  if (!held) holder.join();
   ASSERT_TRUE(held) << "the big call never reached a worker";
   // ...then a small call takes the second slot and waits for the worker,
   // while a third, sent once the second is admitted, is refused.
@@ -218,21 +226,9 @@ TEST_F(HostileTest, TheClientDoesNotRetryResourceExhausted) {
   ASSERT_NE(server, nullptr);
   client::RankClient client = Client(*server);
   ASSERT_TRUE(client.Rank(Request({}, rank::v1::LOG_MODE_NONE), {}).ok());
-  // Hold the only slot with a big call (well over 100 ms of ranking)...
-  workload::WorkloadOptions options;
-  options.candidates = 15000;
-  options.log_mode = rank::v1::LOG_MODE_NONE;
-  const rank::v1::RankRequest big = workload::WorkloadGenerator(options).Make(7);
-  std::thread holder([&] {
-    client::CallOptions call;
-    call.deadline = absl::Seconds(60);
-    EXPECT_TRUE(Client(*server).Rank(big, call).ok());
-  });
-  bool held = false;
-  for (int i = 0; i < 2000 && !held; ++i) {
-    held = Metric(*server, "rankwire_rank_rpcs_in_flight") == 1;
-    if (!held) absl::SleepFor(absl::Milliseconds(1));
-  }
+  // Hold the only slot with a big call...
+  std::thread holder;
+  const bool held = HoldAWorker(*server, &holder);
   // ...and send one call while it is held.
   absl::StatusOr<client::RankReply> refused = client.Rank(Request({}, rank::v1::LOG_MODE_NONE), {});
   const bool still_held = Metric(*server, "rankwire_rank_rpcs_in_flight") == 1;
