@@ -134,6 +134,17 @@ void RankServiceImpl::Serve(grpc::ServerUnaryReactor* base_reactor,
   const auto queue_us = static_cast<uint32_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(started - admitted_at).count());
   if (metrics_) metrics_->queue->Observe(queue_us * 1e-6);
+  // A call whose caller gave up while it waited is not even parsed.
+  if (std::chrono::system_clock::now() >= deadline) {
+    if (metrics_) {
+      metrics_->rpcs_rejected->Increment();
+      metrics_->rejected.deadline->Increment();
+    }
+    slot.Release();
+    reactor->Finish(ToGrpcStatus(absl::DeadlineExceededError(
+        "the call's deadline passed while it waited for a ranking worker")));
+    return;
+  }
   // Counts the call as in flight until it has been finished.
   struct InFlight {
     explicit InFlight(ServerMetrics* m) : metrics(m) {

@@ -217,6 +217,37 @@ TEST_F(HostileTest, CallsAdmittedPastTheWorkersWaitAndReportTheirQueueTime) {
   EXPECT_LT(queued->header().timings().total_us(), queued->header().timings().queue_us());
 }
 
+// A queued call whose deadline passes before a worker is free is dropped
+// unparsed when its turn comes, and counted as a deadline refusal.
+TEST_F(HostileTest, AQueuedCallPastItsDeadlineIsNotParsed) {
+  auto server = Start({"--max_concurrent_rank=2", "--rank_workers=1", "--max_candidates=20000",
+                       "--codec=rankbin", "--log_mode=none"});
+  ASSERT_NE(server, nullptr);
+  client::RankClient client = Client(*server);
+  ASSERT_TRUE(client.Rank(Request({}, rank::v1::LOG_MODE_NONE), {}).ok());
+  const double parsed_before =
+      Metric(*server, "rankwire_server_phase_seconds_count{phase=\"request_deserialize\"}");
+  std::thread holder;
+  const bool held = HoldAWorker(*server, &holder);
+  if (!held) holder.join();
+  ASSERT_TRUE(held) << "the big call never reached a worker";
+  client::CallOptions hurried;
+  hurried.deadline = absl::Milliseconds(30);
+  absl::StatusOr<client::RankReply> late = client.Rank(Request({}, rank::v1::LOG_MODE_NONE), hurried);
+  const bool still_held = Metric(*server, "rankwire_rank_rpcs_in_flight") == 1;
+  holder.join();
+  if (!still_held) GTEST_SKIP() << "the big call finished before the hurried one timed out";
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kDeadlineExceeded) << late.status();
+  // The worker reaches the queued call after the big one: wait for it.
+  for (int i = 0; i < 2000 && Metric(*server, "rankwire_rank_admitted") > 0; ++i) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  EXPECT_EQ(Metric(*server, "rankwire_server_rejected_total{reason=\"deadline\"}"), 1);
+  // Parsed: the warm-up call and the big one, not the late one.
+  EXPECT_EQ(Metric(*server, "rankwire_server_phase_seconds_count{phase=\"request_deserialize\"}"),
+            parsed_before + 1);
+}
+
 // RESOURCE_EXHAUSTED is final for the client: a refused call reaches the
 // server once (a retry policy that retried it would turn overload into more
 // load).
