@@ -1,8 +1,10 @@
 #include "logstore/log_record.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <memory>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -51,13 +53,12 @@ void AppendVarint(uint64_t v, std::string* out) {
   out->append(buf, static_cast<size_t>(end - buf));
 }
 
-void AppendRawDouble(bool negative, double value, std::string* out) {
-  AppendVarint(uint64_t{1} << 6 | uint64_t{negative} << 5 | kSpecialCode, out);
-  char buf[8];
+char* EncodeRawDouble(bool negative, double value, char* dst) {
+  dst = coding::EncodeVarint64(dst, uint64_t{1} << 6 | uint64_t{negative} << 5 | kSpecialCode);
   uint64_t bits;
   std::memcpy(&bits, &value, 8);
-  coding::EncodeFixed64(buf, bits);
-  out->append(buf, 8);
+  coding::EncodeFixed64(dst, bits);
+  return dst + 8;
 }
 
 void AppendLength(absl::string_view s, std::string* out) {
@@ -67,18 +68,16 @@ void AppendLength(absl::string_view s, std::string* out) {
 
 }  // namespace
 
-void AppendLogNumber(double value, std::string* out) {
+char* EncodeLogNumber(double value, char* dst) {
   const bool negative = std::signbit(value);
   const double a = std::fabs(value);
   if (a == 0) {
-    AppendVarint(uint64_t{negative} << 5 | kSpecialCode, out);
-    return;
+    return coding::EncodeVarint64(dst, uint64_t{negative} << 5 | kSpecialCode);
   }
   // Beyond these the decimal exponent range or the exact powers of ten run
   // out; the raw form renders the same through SixDigits.
   if (!std::isfinite(a) || a < 1e-18 || a >= 1e12) {
-    AppendRawDouble(negative, value, out);
-    return;
+    return EncodeRawDouble(negative, value, dst);
   }
   // floor(log10(a)) estimated from the binary exponent (a is normal here:
   // a >= 1e-18), then corrected by the scaled value's range.
@@ -89,8 +88,7 @@ void AppendLogNumber(double value, std::string* out) {
   double r = ScaleBy10Fast(a, 5 - e);
   // At 999999.5 rounding decides the exponent too (999999 or 1e+06).
   if (std::fabs(r - 999999.5) < 1e-6) {
-    AppendRawDouble(negative, value, out);
-    return;
+    return EncodeRawDouble(negative, value, dst);
   }
   if (r >= 999999.5) r = ScaleBy10Fast(a, 5 - ++e);
   if (r < 99999.5) r = ScaleBy10Fast(a, 5 - --e);
@@ -100,10 +98,10 @@ void AppendLogNumber(double value, std::string* out) {
   const uint64_t whole = static_cast<uint64_t>(r);  // r is in [99999.5, 999999.5).
   const double frac = r - static_cast<double>(whole);
   if (std::fabs(frac - 0.5) < 1e-7) {
-    AppendRawDouble(negative, value, out);
-    return;
+    return EncodeRawDouble(negative, value, dst);
   }
-  uint64_t n = whole + (frac > 0.5 ? 1 : 0);
+  // n < 2^32: the divisions by constants are 32-bit multiplies.
+  uint32_t n = static_cast<uint32_t>(whole) + (frac > 0.5 ? 1 : 0);
   int scale = e - 5;
   if (n == 1000000) {
     n = 100000;
@@ -115,10 +113,30 @@ void AppendLogNumber(double value, std::string* out) {
   }
   const int code = scale + kScaleBias;
   if (code < 0 || code >= static_cast<int>(kSpecialCode)) {
-    AppendRawDouble(negative, value, out);
-    return;
+    return EncodeRawDouble(negative, value, dst);
   }
-  AppendVarint(n << 6 | uint64_t{negative} << 5 | static_cast<uint64_t>(code), out);
+  return coding::EncodeVarint64(
+      dst, uint64_t{n} << 6 | uint64_t{negative} << 5 | static_cast<uint64_t>(code));
+}
+
+void AppendLogNumber(double value, std::string* out) {
+  char buf[kMaxLogNumberBytes];
+  out->append(buf, static_cast<size_t>(EncodeLogNumber(value, buf) - buf));
+}
+
+char* LogRecordBuilder::Reserve(size_t bytes) {
+  if (capacity_ - size_ < bytes) {
+    capacity_ = std::max(2 * capacity_, size_ + bytes + 256);
+    auto grown = std::make_unique<char[]>(capacity_);
+    if (size_ > 0) std::memcpy(grown.get(), buffer_.get(), size_);
+    buffer_ = std::move(grown);
+  }
+  return buffer_.get() + size_;
+}
+
+void LogRecordBuilder::PutVarint(uint64_t v) {
+  char* end = coding::EncodeVarint64(Reserve(coding::kMaxVarint64Length), v);
+  size_ = static_cast<size_t>(end - buffer_.get());
 }
 
 void LogRecordBuilder::Slot(SlotKind kind) {
@@ -139,7 +157,7 @@ void LogRecordBuilder::ItemId() { Slot(SlotKind::kItemId); }
 
 void LogRecordBuilder::Int(int64_t value) {
   Slot(SlotKind::kInt);
-  AppendVarint(coding::ZigZagEncode64(value), &record_);
+  PutVarint(coding::ZigZagEncode64(value));
 }
 
 void LogRecordBuilder::String(absl::string_view text) {
@@ -150,23 +168,22 @@ void LogRecordBuilder::String(absl::string_view text) {
     it = string_index_.emplace(std::string(text), static_cast<uint32_t>(strings_.size())).first;
     strings_.emplace_back(text);
   }
-  AppendVarint(it->second, &record_);
+  PutVarint(it->second);
 }
 
 void LogRecordBuilder::Number(double value) {
   Slot(SlotKind::kNumber);
-  AppendLogNumber(value, &record_);
+  char* end = EncodeLogNumber(value, Reserve(kMaxLogNumberBytes));
+  size_ = static_cast<size_t>(end - buffer_.get());
 }
 
 std::string LogRecordBuilder::FinishRecord() {
   if (!capturing_ && slot_ != kinds_.size()) consistent_ = false;
   capturing_ = false;
   slot_ = 0;
-  std::string value;
-  value.reserve(record_.size() + 1);
-  value.push_back(kRecordTag);
-  value.append(record_);
-  record_.clear();
+  std::string value(size_ + 1, kRecordTag);
+  if (size_ > 0) std::memcpy(value.data() + 1, buffer_.get(), size_);
+  size_ = 0;
   return value;
 }
 

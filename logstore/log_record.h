@@ -38,6 +38,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,9 @@ class LogRecordBuilder {
 
  private:
   void Slot(SlotKind kind);
+  // Room for `bytes` more at the end of the current record; returns where.
+  char* Reserve(size_t bytes);
+  void PutVarint(uint64_t v);
 
   bool capturing_ = true;  // Still in the first line.
   bool consistent_ = true;
@@ -100,11 +104,18 @@ class LogRecordBuilder {
   std::vector<SlotKind> kinds_;
   std::vector<std::string> strings_;
   absl::flat_hash_map<std::string, uint32_t> string_index_;
-  std::string record_;
+  // The current record's slot values: a plain buffer, so a number is
+  // written in place rather than appended through std::string.
+  std::unique_ptr<char[]> buffer_;
+  size_t size_ = 0;
+  size_t capacity_ = 0;
 };
 
-// Appends the record encoding of one number slot to `out` (exposed for tests
-// of the number coding; LogRecordBuilder::Number uses it).
+// The record encoding of one number slot: at most kMaxLogNumberBytes
+// written at `dst`; returns the end (LogRecordBuilder::Number uses it).
+inline constexpr size_t kMaxLogNumberBytes = 10;  // A varint code + 8 raw bytes.
+char* EncodeLogNumber(double value, char* dst);
+// The same, appended to `out` (for tests of the number coding).
 void AppendLogNumber(double value, std::string* out);
 
 // A parsed layout, reusable for the records of one request.
