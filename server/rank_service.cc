@@ -51,6 +51,14 @@ void CountRejection(ServerMetrics* metrics, AdmissionControl::Refusal refusal) {
       ->Increment();
 }
 
+// A call not ranked because its deadline had passed (on arrival, or while
+// it waited for a worker).
+void CountDeadlineRefusal(ServerMetrics* metrics) {
+  if (metrics == nullptr) return;
+  metrics->rpcs_rejected->Increment();
+  metrics->rejected.deadline->Increment();
+}
+
 // The FetchLogs call against `reader`, as an absl::Status the reactor
 // converts once.
 absl::Status FetchLogs(logstore::LogReader* reader, const rank::v1::FetchLogsRequest& request,
@@ -93,10 +101,7 @@ grpc::ServerUnaryReactor* RankServiceImpl::Rank(
   }
   const auto deadline = context->deadline();
   if (std::chrono::system_clock::now() >= deadline) {
-    if (metrics_) {
-      metrics_->rpcs_rejected->Increment();
-      metrics_->rejected.deadline->Increment();
-    }
+    CountDeadlineRefusal(metrics_);
     reactor->Finish(ToGrpcStatus(absl::DeadlineExceededError(
         "the call's deadline passed before the server received it")));
     return reactor;
@@ -134,15 +139,16 @@ void RankServiceImpl::Serve(grpc::ServerUnaryReactor* base_reactor,
   const auto queue_us = static_cast<uint32_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(started - admitted_at).count());
   if (metrics_) metrics_->queue->Observe(queue_us * 1e-6);
+  // Every way out frees the slot first.
+  auto finish = [&slot, reactor](const absl::Status& status) {
+    slot.Release();
+    reactor->Finish(ToGrpcStatus(status));
+  };
   // A call whose caller gave up while it waited is not even parsed.
   if (std::chrono::system_clock::now() >= deadline) {
-    if (metrics_) {
-      metrics_->rpcs_rejected->Increment();
-      metrics_->rejected.deadline->Increment();
-    }
-    slot.Release();
-    reactor->Finish(ToGrpcStatus(absl::DeadlineExceededError(
-        "the call's deadline passed while it waited for a ranking worker")));
+    CountDeadlineRefusal(metrics_);
+    finish(absl::DeadlineExceededError(
+        "the call's deadline passed while it waited for a ranking worker"));
     return;
   }
   // Counts the call as in flight until it has been finished.
@@ -165,9 +171,8 @@ void RankServiceImpl::Serve(grpc::ServerUnaryReactor* base_reactor,
   const auto parsed_at = RankHandler::Clock::now();
   if (!parse.ok()) {
     if (metrics_) metrics_->rpcs_invalid_argument->Increment();
-    slot.Release();
-    reactor->Finish(ToGrpcStatus(absl::InvalidArgumentError(
-        "request is not a valid rank.v1.RankRequest (or holds strings that are not UTF-8)")));
+    finish(absl::InvalidArgumentError(
+        "request is not a valid rank.v1.RankRequest (or holds strings that are not UTF-8)"));
     return;
   }
   const auto deserialize_us = static_cast<uint32_t>(
@@ -188,16 +193,14 @@ void RankServiceImpl::Serve(grpc::ServerUnaryReactor* base_reactor,
     }
     // Refusals are the caller's doing and are counted, not logged.
     if (!refused) spdlog::error("Rank failed: {}", encoded.status().ToString());
-    slot.Release();
-    reactor->Finish(ToGrpcStatus(encoded.status()));
+    finish(encoded.status());
     return;
   }
   encoded->header.mutable_timings()->set_queue_us(queue_us);
   *response = ToByteBuffer(*encoded);
   if (metrics_) metrics_->rpcs_ok->Increment();
   reactor->HoldUnsent(response->Length());
-  slot.Release();
-  reactor->Finish(grpc::Status::OK);
+  finish(absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* LogServiceImpl::FetchLogs(
