@@ -25,6 +25,8 @@
 #include "codec/rankbin/format.h"
 #include "codec/rankbin/rankbin_codec.h"
 #include "codec/rankbin/reader.h"
+#include "codec/rankbin/serializers.h"
+#include "codec/rankbin/writer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -483,6 +485,34 @@ TEST(WriterTest, ZstdBlocksAreFramesOfTheirRawSize) {
 // as many, and checks that while writing. Items that break the guess in
 // every way it can be broken must still round-trip or be rejected exactly as
 // without the guess.
+// Encodes `r` with the built-in codec `name`, expects it to decode back to
+// `r`, and returns the payload ("" on failure).
+std::string RoundTrip(const RankResult& r, const char* name) {
+  absl::StatusOr<CodecRegistry> codecs = MakeBuiltinCodecs({});
+  EXPECT_TRUE(codecs.ok()) << codecs.status();
+  if (!codecs.ok()) return "";
+  const Codec* codec = codecs->Find(name);
+  absl::StatusOr<OwnedBuffer> bytes = codec->Encode(r);
+  EXPECT_TRUE(bytes.ok()) << name << ": " << bytes.status();
+  if (!bytes.ok()) return "";
+  std::string payload(bytes->view());
+  absl::StatusOr<RankResult> back = codec->Decode(SharedBytes::FromBuffer(*std::move(bytes)));
+  EXPECT_TRUE(back.ok()) << name << ": " << back.status();
+  if (back.ok()) {
+    EXPECT_EQ(DiffResults(r, *back), "") << name;
+  }
+  return payload;
+}
+
+// The KEYS section's entries of a payload the writer made (KEYS comes first).
+std::vector<KeyEntry> WrittenKeys(absl::string_view payload) {
+  coding::Reader r(payload.substr(kHeaderSize + kSectionHeaderSize), "test");
+  std::vector<KeyEntry> keys(r.Varint64("key count"));
+  for (KeyEntry& k : keys) Serializer<KeyEntry>::Read(r, &k, "key");
+  EXPECT_TRUE(r.ok()) << r.status();
+  return keys;
+}
+
 TEST(WriterTest, ItemsWithAsManyButDifferentKeysRoundTrip) {
   RankResult r;
   const uint32_t a = r.AddKey("a", MetricType::kDouble);
@@ -501,16 +531,7 @@ TEST(WriterTest, ItemsWithAsManyButDifferentKeysRoundTrip) {
     item.position = i + 1;
     item.metrics = variants[i % variants.size()];
   }
-  for (const char* name : {"rankbin", "rankbin-zstd"}) {
-    absl::StatusOr<CodecRegistry> codecs = MakeBuiltinCodecs({});
-    ASSERT_TRUE(codecs.ok());
-    const Codec* codec = codecs->Find(name);
-    absl::StatusOr<OwnedBuffer> bytes = codec->Encode(r);
-    ASSERT_TRUE(bytes.ok()) << bytes.status();
-    absl::StatusOr<RankResult> back = codec->Decode(SharedBytes::FromBuffer(*std::move(bytes)));
-    ASSERT_TRUE(back.ok()) << back.status();
-    EXPECT_EQ(DiffResults(r, *back), "") << name;
-  }
+  for (const char* name : {"rankbin", "rankbin-zstd"}) RoundTrip(r, name);
   // A duplicate key or a wrong type behind a good guess is still reported,
   // and for the right item.
   RankResult dup = r;
@@ -523,6 +544,65 @@ TEST(WriterTest, ItemsWithAsManyButDifferentKeysRoundTrip) {
   s = rankbin::WriteRankbin(wrong, {}).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("item 4 (sku-4): metric \"a\" is int"));
+}
+
+// Short dictionary values are compared as packed words, not bytes (the
+// writer's ShortString): values that differ in a single byte, at every
+// position of every length around the 4, 8 and 16-byte boundaries, must
+// stay distinct, and equal values (inline or on the heap) must share one
+// entry. The writer's scratch is reused across calls, so a second result
+// with other keys must not see the first one's dictionary.
+TEST(WriterTest, DictionaryValuesThatDifferInOneByteStayDistinct) {
+  std::vector<std::string> values;
+  for (size_t n = 0; n <= 24; ++n) {
+    values.push_back(std::string(n, 'a'));
+    for (size_t p = 0; p < n; ++p) {
+      values.push_back(std::string(n, 'a'));
+      values.back()[p] = 'b';
+    }
+  }
+  RankResult r;
+  const uint32_t word = r.AddKey("word", MetricType::kString);
+  for (size_t i = 0; i < 3 * values.size(); ++i) {
+    RankedItem& item = r.items.emplace_back();
+    item.item_id = absl::StrCat("sku-", i);
+    item.position = static_cast<uint32_t>(i + 1);
+    // Each value three times in a row, so the sample keeps the dictionary.
+    item.metrics.push_back({word, MetricValue::String(values[i / 3])});
+  }
+  for (const char* name : {"rankbin", "rankbin-zstd"}) {
+    const std::vector<KeyEntry> keys = WrittenKeys(RoundTrip(r, name));
+    ASSERT_EQ(keys.size(), 1u);
+    EXPECT_EQ(keys[0].type_code, static_cast<uint8_t>(TypeCode::kStringDict)) << name;
+    EXPECT_EQ(keys[0].dict.size(), values.size()) << name;
+  }
+
+  // Next, on the same thread: other keys, where "word" is now key 1 and a
+  // dictionary overflows part way (max_dict_entries), then a third result
+  // like the first.
+  RankResult other;
+  const uint32_t n = other.AddKey("n", MetricType::kInt);
+  const uint32_t w2 = other.AddKey("word", MetricType::kString);
+  for (size_t i = 0; i < 200; ++i) {
+    RankedItem& item = other.items.emplace_back();
+    item.item_id = absl::StrCat("o-", i);
+    item.position = static_cast<uint32_t>(i + 1);
+    item.metrics.push_back({n, MetricValue::Int(static_cast<int64_t>(i))});
+    item.metrics.push_back({w2, MetricValue::String(values[(i / 2) % values.size()])});
+  }
+  WriterOptions few;
+  few.max_dict_entries = 40;
+  for (const RankResult* result : {&other, &r}) {
+    for (const WriterOptions& options : {few, WriterOptions{}}) {
+      absl::StatusOr<OwnedBuffer> bytes = WriteRankbin(*result, options);
+      ASSERT_TRUE(bytes.ok()) << bytes.status();
+      auto view = OpenRankbin(SharedBytes::FromBuffer(*std::move(bytes)), ReaderOptions{});
+      ASSERT_TRUE(view.ok()) << view.status();
+      absl::StatusOr<RankResult> back = (*view)->Materialize();
+      ASSERT_TRUE(back.ok()) << back.status();
+      EXPECT_EQ(DiffResults(*result, *back), "");
+    }
+  }
 }
 
 TEST(ReaderTest, DecompressesOnlyTheBlocksItReads) {

@@ -74,18 +74,130 @@ struct Shape {
   uint32_t int_end = 0;
 };
 
+// A string of at most 16 bytes as two words and its size. Two short
+// strings are equal exactly when their keys are: the words cover every byte
+// (overlapping in the middle), so no byte comparison is needed.
+struct ShortString {
+  uint64_t lo = 0;
+  uint64_t hi = 0;
+  uint32_t size = 0;
+
+  static constexpr size_t kMax = 16;
+  // REQUIRES: v.size() <= kMax.
+  static ShortString Of(absl::string_view v) {
+    ShortString s;
+    const char* p = v.data();
+    const size_t n = v.size();
+    s.size = static_cast<uint32_t>(n);
+    if (n >= 8) {
+      s.lo = coding::DecodeFixed64(p);
+      s.hi = coding::DecodeFixed64(p + n - 8);
+    } else if (n >= 4) {
+      s.lo = coding::DecodeFixed32(p);
+      s.hi = coding::DecodeFixed32(p + n - 4);
+    } else if (n > 0) {
+      s.lo = static_cast<uint8_t>(p[0]) | static_cast<uint64_t>(static_cast<uint8_t>(p[n / 2])) << 8 |
+             static_cast<uint64_t>(static_cast<uint8_t>(p[n - 1])) << 16;
+    }
+    return s;
+  }
+  bool operator==(const ShortString& o) const {
+    return ((lo ^ o.lo) | (hi ^ o.hi) | (size ^ o.size)) == 0;
+  }
+  uint64_t Hash() const {
+    uint64_t h = (lo ^ (hi * 0x9e3779b97f4a7c15ull) ^ size) * 0xff51afd7ed558ccdull;
+    return h ^ (h >> 29);
+  }
+};
+
+// A key's dictionary entries of at most ShortString::kMax bytes: open
+// addressing with linear probing over ShortStrings, so a lookup is a hash
+// of two words and a compare of three, with no call to memcmp or to a
+// string hash. Clear() is O(1) (an epoch), since the table is reused from
+// call to call.
+class ShortDict {
+ public:
+  // The dictionary index of `s`, or UINT32_MAX with *slot set to where it
+  // would go (valid until the next Insert or Clear).
+  uint32_t Find(const ShortString& s, size_t* slot) {
+    if (slots_.empty()) Grow();
+    const size_t mask = slots_.size() - 1;
+    for (size_t at = s.Hash() & mask;; at = (at + 1) & mask) {
+      const Slot& e = slots_[at];
+      if (e.epoch != epoch_) {
+        *slot = at;
+        return UINT32_MAX;
+      }
+      if (e.key == s) return e.index;
+    }
+  }
+  // REQUIRES: `slot` came from Find(s) with nothing inserted since.
+  void Insert(size_t slot, const ShortString& s, uint32_t index) {
+    slots_[slot] = Slot{s, index, epoch_};
+    if (2 * ++used_ > slots_.size()) Grow();
+  }
+  void Clear() {
+    used_ = 0;
+    if (++epoch_ == 0) {  // Wrapped: no slot may look current.
+      for (Slot& e : slots_) e.epoch = 0;
+      epoch_ = 1;
+    }
+  }
+
+ private:
+  struct Slot {
+    ShortString key;
+    uint32_t index = 0;
+    uint32_t epoch = 0;  // Current when equal to the table's epoch_.
+  };
+  void Grow() {
+    std::vector<Slot> old;
+    old.swap(slots_);
+    slots_.resize(old.empty() ? 16 : 2 * old.size());
+    const size_t mask = slots_.size() - 1;
+    for (const Slot& e : old) {
+      if (e.epoch != epoch_) continue;
+      size_t at = e.key.Hash() & mask;
+      while (slots_[at].epoch == epoch_) at = (at + 1) & mask;
+      slots_[at] = e;
+    }
+  }
+
+  std::vector<Slot> slots_;
+  size_t used_ = 0;
+  uint32_t epoch_ = 1;
+};
+
 struct StringKey {
-  absl::flat_hash_map<absl::string_view, uint32_t> index;
-  std::vector<absl::string_view> entries;
+  std::vector<absl::string_view> entries;  // The dictionary, by index.
+  ShortDict short_index;                   // Entries of up to 16 bytes.
+  // Entries longer than that: their indexes (searched linearly while few),
+  // then a hash map of them.
+  std::vector<uint32_t> long_entries;
+  absl::flat_hash_map<absl::string_view, uint32_t> long_index;
   uint64_t plain_bytes = 0;  // Size of the values written as plain strings.
   uint64_t index_bytes = 0;  // Size of the values written as indexes.
-  uint32_t last = UINT32_MAX;  // Index of the previous value.
+  uint32_t last = UINT32_MAX;  // Index of the previous long value.
   uint32_t seen = 0;           // Values looked up so far.
   bool overflow = false;       // No dictionary: too many distinct values.
   bool use_dict = false;
+
+  void ClearDict() {
+    entries.clear();
+    short_index.Clear();
+    long_entries.clear();
+    long_index.clear();
+    last = UINT32_MAX;
+  }
+  void Reset() {
+    ClearDict();
+    plain_bytes = index_bytes = 0;
+    seen = 0;
+    overflow = use_dict = false;
+  }
 };
 
-// Dictionaries up to this size are searched linearly.
+// A key's long dictionary values are searched linearly while at most this many.
 constexpr size_t kLinearDictMax = 8;
 // A string key's dictionary is kept or dropped after this many values.
 constexpr uint32_t kDictSample = 64;
@@ -120,6 +232,45 @@ char* Scratch(size_t n) {
   return buffer.get();
 }
 
+// What an Encoder keeps per key, per shape and per item. One per thread,
+// reused from call to call: a small result otherwise paid for a dozen
+// allocations and a StringKey per key (a hash map each), which were most
+// of the encode of a 10-item result. Encoder::Reset() empties it at the
+// start of every Encode(), and Trim() gives back what a much larger
+// result left behind, so a thread holds memory in proportion to the
+// results it encodes now.
+struct EncoderScratch {
+  std::vector<uint8_t> key_code;  // Final type code per key.
+  absl::flat_hash_set<absl::string_view> key_names;  // CheckKeys's.
+  std::vector<Shape> shapes;
+  std::vector<uint32_t> item_shape;
+  absl::flat_hash_map<std::vector<uint32_t>, uint32_t> shape_index;
+  std::vector<uint32_t> scratch_keys;  // NewShape's.
+  std::vector<uint8_t> seen;           // NewShape's, all 0 between calls.
+  // Per key; only string keys' entries are used (and reset by Reset()).
+  std::vector<StringKey> strings;
+  std::vector<uint32_t> string_values;  // Dictionary index of every string value, in write order.
+  std::vector<uint64_t> values_size;    // Per item, without its strings.
+  std::vector<uint64_t> values_bound;   // Per item, strings included either way.
+  std::vector<uint32_t> values_offset;  // Per item, in its block; set while writing.
+  std::vector<uint64_t> value_block_bounds;  // Per VALUES block; WriteValues's.
+  std::vector<uint64_t> log_block_raw;
+  // Per VALUES block: bytes of long strings of keys without a dictionary.
+  std::vector<uint64_t> values_long_strings;
+};
+
+EncoderScratch& ThreadEncoderScratch() {
+  thread_local EncoderScratch scratch;
+  return scratch;
+}
+
+// Frees a scratch vector whose capacity is far beyond what this call needs.
+template <typename T>
+void Trim(std::vector<T>& v, size_t needed) {
+  constexpr size_t kKeepAlways = 1 << 14;
+  if (v.capacity() > kKeepAlways && v.capacity() / 4 > needed) std::vector<T>().swap(v);
+}
+
 // Encodes in three passes over the items. Fast mode assumes an item has the
 // previous item's keys when it has as many (ranker output almost always
 // does) and verifies that in the write pass, which reads every key anyway;
@@ -128,12 +279,14 @@ char* Scratch(size_t n) {
 class Encoder {
  public:
   Encoder(const RankResult& result, const WriterOptions& options, bool careful)
-      : r_(result), o_(options), careful_(careful) {}
+      : r_(result), o_(options), careful_(careful), s_(ThreadEncoderScratch()) {}
 
   absl::StatusOr<OwnedBuffer> Encode();
   bool speculation_failed() const { return speculation_failed_; }
 
  private:
+  // Empties the thread's scratch for this result (see EncoderScratch).
+  void Reset();
   absl::Status CheckKeys();
   // The one pass before writing, per item: shape, type checks, int sizes,
   // dictionary indexes, log and record sizes.
@@ -170,7 +323,7 @@ class Encoder {
   // its bytes are long plain strings.
   bool ValuesCandidate(size_t b, const std::vector<uint64_t>& bounds) const {
     return o_.compress_values ||
-           (o_.compress_string_values && bounds[b] > 0 && 2 * values_long_strings_[b] >= bounds[b]);
+           (o_.compress_string_values && bounds[b] > 0 && 2 * s_.values_long_strings[b] >= bounds[b]);
   }
   size_t BlockSectionBound(const std::vector<uint64_t>& raw_sizes, bool compress) const;
 
@@ -188,31 +341,43 @@ class Encoder {
   size_t blocks_ = 0;
   uint32_t block_items_ = 1;
 
-  std::vector<uint8_t> key_code_;  // Final type code per key.
-  std::vector<Shape> shapes_;
-  std::vector<uint32_t> item_shape_;
-  absl::flat_hash_map<std::vector<uint32_t>, uint32_t> shape_index_;
-  std::vector<uint32_t> scratch_keys_;  // NewShape's, reused.
-  std::vector<uint8_t> seen_;           // NewShape's, all 0 between calls.
-  std::vector<StringKey> strings_;       // Per key; used for string keys.
-  std::vector<uint32_t> string_values_;  // Dictionary index of every string value, in write order.
-
-  std::vector<uint64_t> values_size_;    // Per item, without its strings.
-  std::vector<uint64_t> values_bound_;   // Per item, strings included either way.
-  uint64_t values_total_ = 0;            // Every value run, exact.
-  std::vector<uint32_t> values_offset_;  // Per item, in its block; set while writing.
-  std::vector<uint64_t> log_block_raw_;
-  // Per VALUES block: bytes of long strings of keys without a dictionary.
-  std::vector<uint64_t> values_long_strings_;
+  EncoderScratch& s_;
+  uint64_t values_total_ = 0;  // Every value run, exact.
   bool has_logs_ = false;
   uint64_t records_bound_ = 0;
   absl::Status error_;  // Set by the write pass.
 };
 
+void Encoder::Reset() {
+  const size_t keys = r_.keys.size();
+  size_t string_keys = 0;
+  for (const MetricKey& key : r_.keys) string_keys += key.type == MetricType::kString;
+  Trim(s_.key_code, keys);
+  Trim(s_.seen, keys);
+  Trim(s_.strings, keys);
+  Trim(s_.item_shape, n_);
+  Trim(s_.values_size, n_);
+  Trim(s_.values_bound, n_);
+  Trim(s_.values_offset, n_);
+  Trim(s_.string_values, n_ * string_keys);
+  Trim(s_.value_block_bounds, blocks_);
+  Trim(s_.log_block_raw, blocks_);
+  Trim(s_.values_long_strings, blocks_);
+  s_.key_code.clear();
+  s_.key_names.clear();
+  s_.shapes.clear();
+  s_.shape_index.clear();
+  s_.string_values.clear();
+  if (s_.strings.size() < keys) s_.strings.resize(keys);
+  for (size_t k = 0; k < keys; ++k) {
+    if (r_.keys[k].type == MetricType::kString) s_.strings[k].Reset();
+  }
+}
+
 absl::Status Encoder::CheckKeys() {
-  absl::flat_hash_set<absl::string_view> names;
+  absl::flat_hash_set<absl::string_view>& names = s_.key_names;
   names.reserve(r_.keys.size());
-  key_code_.resize(r_.keys.size());
+  s_.key_code.resize(r_.keys.size());
   for (size_t k = 0; k < r_.keys.size(); ++k) {
     const MetricKey& key = r_.keys[k];
     if (!names.insert(key.name).second) {
@@ -223,22 +388,22 @@ absl::Status Encoder::CheckKeys() {
       return absl::InvalidArgumentError(
           absl::StrCat("rankbin: metric key \"", key.name, "\" has no valid type"));
     }
-    key_code_[k] = PlainCode(key.type);
+    s_.key_code[k] = PlainCode(key.type);
   }
   return absl::OkStatus();
 }
 
 absl::Status Encoder::NewShape(size_t i, uint32_t* id) {
   const size_t key_count = r_.keys.size();
-  std::vector<uint32_t>& keys = scratch_keys_;
+  std::vector<uint32_t>& keys = s_.scratch_keys;
   keys.clear();
   for (const MetricEntry& e : r_.items[i].metrics) keys.push_back(e.key);
-  if (auto it = shape_index_.find(keys); it != shape_index_.end()) {
+  if (auto it = s_.shape_index.find(keys); it != s_.shape_index.end()) {
     *id = it->second;
     return absl::OkStatus();
   }
   // A new shape: check it once, for every item that will share it.
-  seen_.resize(key_count, 0);
+  s_.seen.resize(key_count, 0);
   absl::Status bad;
   for (uint32_t k : keys) {
     if (k >= key_count) {
@@ -246,17 +411,17 @@ absl::Status Encoder::NewShape(size_t i, uint32_t* id) {
                                         " keys)"));
       break;
     }
-    if (seen_[k]) {
+    if (s_.seen[k]) {
       bad = Invalid(i, r_, absl::StrCat("metric \"", r_.keys[k].name, "\" appears twice"));
       break;
     }
-    seen_[k] = 1;
+    s_.seen[k] = 1;
   }
   for (uint32_t k : keys) {
-    if (k < key_count) seen_[k] = 0;
+    if (k < key_count) s_.seen[k] = 0;
   }
   if (!bad.ok()) return bad;
-  if (shapes_.size() >= UINT32_MAX) return Invalid(i, r_, "too many shapes");
+  if (s_.shapes.size() >= UINT32_MAX) return Invalid(i, r_, "too many shapes");
   Shape shape;
   shape.item_keys = keys;
   // Wire order by one stable pass per wire rank (a sort was a third of the
@@ -287,17 +452,16 @@ absl::Status Encoder::NewShape(size_t i, uint32_t* id) {
         break;
     }
   }
-  *id = static_cast<uint32_t>(shapes_.size());
-  shape_index_.emplace(keys, *id);
-  shapes_.push_back(std::move(shape));
+  *id = static_cast<uint32_t>(s_.shapes.size());
+  s_.shape_index.emplace(keys, *id);
+  s_.shapes.push_back(std::move(shape));
   return absl::OkStatus();
 }
 
 // Drops a key's dictionary: its values are written plain from now on.
 void GiveUpDict(StringKey& sk) {
   sk.overflow = true;
-  sk.index.clear();
-  sk.entries.clear();
+  sk.ClearDict();
 }
 
 uint32_t Encoder::DictIndex(StringKey& sk, absl::string_view v) {
@@ -310,59 +474,75 @@ uint32_t Encoder::DictIndex(StringKey& sk, absl::string_view v) {
     GiveUpDict(sk);
     return UINT32_MAX;
   }
-  // Most string metrics repeat the previous item's value (model version,
-  // bucket) or come from a handful of values (recall source): compare with
-  // the last one, then scan a small dictionary, and hash only beyond that.
-  uint32_t index = UINT32_MAX;
-  if (sk.last < sk.entries.size() && SameString(sk.entries[sk.last], v)) {
-    index = sk.last;
-  } else if (sk.entries.size() <= kLinearDictMax) {
-    for (uint32_t d = 0; d < sk.entries.size(); ++d) {
-      if (SameString(sk.entries[d], v)) {
-        index = d;
-        break;
-      }
-    }
-  } else if (auto it = sk.index.find(v); it != sk.index.end()) {
-    index = it->second;
-  }
-  if (index == UINT32_MAX) {
+  const auto add = [&]() -> uint32_t {
     if (sk.entries.size() >= o_.max_dict_entries) {
       GiveUpDict(sk);
       return UINT32_MAX;
     }
-    index = static_cast<uint32_t>(sk.entries.size());
     sk.entries.push_back(v);
-    if (sk.entries.size() > kLinearDictMax) {
-      if (sk.index.empty()) {
-        for (uint32_t d = 0; d < sk.entries.size(); ++d) sk.index.emplace(sk.entries[d], d);
-      } else {
-        sk.index.emplace(v, index);
+    return static_cast<uint32_t>(sk.entries.size() - 1);
+  };
+  uint32_t index = UINT32_MAX;
+  if (v.size() <= ShortString::kMax) {
+    // Short values (categories, buckets, sources): one probe, no memcmp.
+    const ShortString key = ShortString::Of(v);
+    size_t slot = 0;
+    index = sk.short_index.Find(key, &slot);
+    if (index == UINT32_MAX) {
+      index = add();
+      if (index == UINT32_MAX) return UINT32_MAX;
+      sk.short_index.Insert(slot, key, index);
+    }
+  } else {
+    // Long values mostly repeat the previous item's (a model version) or
+    // come from a handful: compare with the last one, then scan a few, and
+    // hash only beyond that.
+    if (sk.last < sk.entries.size() && SameString(sk.entries[sk.last], v)) {
+      index = sk.last;
+    } else if (sk.long_entries.size() <= kLinearDictMax) {
+      for (uint32_t d : sk.long_entries) {
+        if (SameString(sk.entries[d], v)) {
+          index = d;
+          break;
+        }
+      }
+    } else if (auto it = sk.long_index.find(v); it != sk.long_index.end()) {
+      index = it->second;
+    }
+    if (index == UINT32_MAX) {
+      index = add();
+      if (index == UINT32_MAX) return UINT32_MAX;
+      sk.long_entries.push_back(index);
+      if (sk.long_entries.size() > kLinearDictMax) {
+        if (sk.long_index.empty()) {
+          for (uint32_t d : sk.long_entries) sk.long_index.emplace(sk.entries[d], d);
+        } else {
+          sk.long_index.emplace(v, index);
+        }
       }
     }
+    sk.last = index;
   }
-  sk.last = index;
   sk.index_bytes += coding::VarintLength(index);
   return index;
 }
 
 absl::Status Encoder::Analyze() {
-  string_values_.reserve(n_ * 4);
-  item_shape_.resize(n_);
-  values_size_.resize(n_);
-  values_bound_.resize(n_);
-  strings_.resize(r_.keys.size());
-  log_block_raw_.assign(blocks_, 0);
-  values_long_strings_.assign(blocks_, 0);
+  s_.string_values.reserve(n_ * 4);
+  s_.item_shape.resize(n_);
+  s_.values_size.resize(n_);
+  s_.values_bound.resize(n_);
+  s_.log_block_raw.assign(blocks_, 0);
+  s_.values_long_strings.assign(blocks_, 0);
   for (size_t i = 0; i < n_; ++i) {
     const RankedItem& item = r_.items[i];
     const std::vector<MetricEntry>& m = item.metrics;
     // The item's shape: almost always the previous item's. Careful mode
     // compares every key here; fast mode leaves that to the write pass.
-    uint32_t id = i > 0 ? item_shape_[i - 1] : 0;
-    bool same = i > 0 && shapes_[id].item_keys.size() == m.size();
+    uint32_t id = i > 0 ? s_.item_shape[i - 1] : 0;
+    bool same = i > 0 && s_.shapes[id].item_keys.size() == m.size();
     if (same) {
-      const uint32_t* keys = shapes_[id].item_keys.data();
+      const uint32_t* keys = s_.shapes[id].item_keys.data();
       if (careful_) {
         for (size_t j = 0; j < m.size(); ++j) same &= m[j].key == keys[j];
       } else if (!m.empty()) {
@@ -376,8 +556,8 @@ absl::Status Encoder::Analyze() {
     if (!same) {
       RETURN_IF_ERROR(NewShape(i, &id));
     }
-    item_shape_[i] = id;
-    const Shape& shape = shapes_[id];
+    s_.item_shape[i] = id;
+    const Shape& shape = s_.shapes[id];
     // Ints: type and size. Strings: type and dictionary index; their exact
     // size waits for the dictionaries to be decided, so the item also gets
     // a bound that holds either way.
@@ -397,28 +577,28 @@ absl::Status Encoder::Analyze() {
         if (!careful_) return SpeculationFailed();
         return WrongTypeStatus(i, shape.wire_keys[j], v);
       }
-      StringKey& sk = strings_[shape.wire_keys[j]];
+      StringKey& sk = s_.strings[shape.wire_keys[j]];
       absl::string_view text = v.string_value();
       const size_t plain = coding::LengthPrefixedLength(text.size());
       sk.plain_bytes += plain;
       string_bound += std::max<size_t>(plain, coding::kMaxVarint32Length);
       const uint32_t index = DictIndex(sk, text);
       if (index == UINT32_MAX && text.size() >= kLongString) {
-        values_long_strings_[i / block_items_] += plain;
+        s_.values_long_strings[i / block_items_] += plain;
       }
-      string_values_.push_back(index);
+      s_.string_values.push_back(index);
     }
-    values_size_[i] = size;
-    values_bound_[i] = size + string_bound;
+    s_.values_size[i] = size;
+    s_.values_bound[i] = size + string_bound;
     const size_t block = i / block_items_;
-    log_block_raw_[block] += coding::LengthPrefixedLength(item.log.size());
+    s_.log_block_raw[block] += coding::LengthPrefixedLength(item.log.size());
     if (!item.log.empty()) has_logs_ = true;
     records_bound_ += coding::LengthPrefixedLength(item.item_id.size()) + 8 +
                       coding::VarintLength(item.position) + coding::VarintLength(id) +
                       coding::kMaxVarint32Length;
   }
   for (size_t b = 0; b < blocks_; ++b) {
-    if (log_block_raw_[b] > UINT32_MAX) {
+    if (s_.log_block_raw[b] > UINT32_MAX) {
       return absl::InvalidArgumentError("rankbin: a logs block exceeds 4 GiB");
     }
   }
@@ -428,20 +608,20 @@ absl::Status Encoder::Analyze() {
 
 void Encoder::DecideDictionaries() {
   for (size_t k = 0; k < r_.keys.size(); ++k) {
-    StringKey& sk = strings_[k];
+    StringKey& sk = s_.strings[k];
     if (r_.keys[k].type != MetricType::kString || sk.overflow || sk.entries.empty()) continue;
     uint64_t dict_bytes = coding::VarintLength(sk.entries.size());
     for (absl::string_view e : sk.entries) dict_bytes += coding::LengthPrefixedLength(e.size());
     sk.use_dict = dict_bytes + sk.index_bytes < sk.plain_bytes;
-    if (sk.use_dict) key_code_[k] = kStringDict;
+    if (sk.use_dict) s_.key_code[k] = kStringDict;
   }
   // The exact size of every value run together, now that the dictionaries
   // are decided.
   values_total_ = 0;
-  for (uint64_t v : values_size_) values_total_ += v;
+  for (uint64_t v : s_.values_size) values_total_ += v;
   for (size_t k = 0; k < r_.keys.size(); ++k) {
     if (r_.keys[k].type != MetricType::kString) continue;
-    values_total_ += strings_[k].use_dict ? strings_[k].index_bytes : strings_[k].plain_bytes;
+    values_total_ += s_.strings[k].use_dict ? s_.strings[k].index_bytes : s_.strings[k].plain_bytes;
   }
 }
 
@@ -456,15 +636,15 @@ size_t Encoder::BlockSectionBound(const std::vector<uint64_t>& raw_sizes, bool c
 void Encoder::WriteKeys(coding::Writer& w) {
   w.PutVarint64(r_.keys.size());
   for (size_t k = 0; k < r_.keys.size(); ++k) {
-    KeyEntry entry{key_code_[k], r_.keys[k].name, {}};
-    if (key_code_[k] == kStringDict) entry.dict = strings_[k].entries;
+    KeyEntry entry{s_.key_code[k], r_.keys[k].name, {}};
+    if (s_.key_code[k] == kStringDict) entry.dict = s_.strings[k].entries;
     Serializer<KeyEntry>::Write(w, entry);
   }
 }
 
 void Encoder::WriteShapes(coding::Writer& w) {
-  w.PutVarint64(shapes_.size());
-  for (const Shape& s : shapes_) IndexSetSerializer::Write(w, s.wire_keys);
+  w.PutVarint64(s_.shapes.size());
+  for (const Shape& s : s_.shapes) IndexSetSerializer::Write(w, s.wire_keys);
 }
 
 void Encoder::WriteItems(coding::Writer& w) {
@@ -476,13 +656,13 @@ void Encoder::WriteItems(coding::Writer& w) {
     coding::EncodeFixed32(directory + 4 * i, static_cast<uint32_t>(w.position() - records));
     const RankedItem& item = r_.items[i];
     Serializer<ItemRecord>::Write(
-        w, ItemRecord{item.item_id, item.score, item.position, item_shape_[i], values_offset_[i]});
+        w, ItemRecord{item.item_id, item.score, item.position, s_.item_shape[i], s_.values_offset[i]});
   }
 }
 
 bool Encoder::WriteItemValues(coding::Writer& out, size_t i, size_t* str_cursor) {
   const MetricEntry* m = r_.items[i].metrics.data();
-  const Shape& shape = shapes_[item_shape_[i]];
+  const Shape& shape = s_.shapes[s_.item_shape[i]];
   const uint32_t* perm = shape.perm.data();
   // A local copy whose address never escapes: the compiler keeps its write
   // pointer in a register instead of reloading it after every byte store
@@ -516,8 +696,8 @@ bool Encoder::WriteItemValues(coding::Writer& out, size_t i, size_t* str_cursor)
   for (; j < count; ++j) {
     const MetricEntry& e = m[perm[j]];
     if (ABSL_PREDICT_FALSE(e.key != keys[j])) return Misguessed();
-    const uint32_t index = string_values_[(*str_cursor)++];
-    if (key_code_[keys[j]] == kStringDict) {
+    const uint32_t index = s_.string_values[(*str_cursor)++];
+    if (s_.key_code[keys[j]] == kStringDict) {
       w.PutVarint64(index);
     } else {
       w.PutLengthPrefixed(e.value.string_value());
@@ -583,9 +763,10 @@ absl::Status Encoder::WriteBlocks(coding::Writer& w, const std::vector<uint64_t>
 
 absl::Status Encoder::WriteValues(coding::Writer& w) {
   // Per-block bounds: only compressed blocks need them (for the scratch).
-  std::vector<uint64_t> bounds(blocks_, 0);
-  for (size_t i = 0; i < n_; ++i) bounds[i / block_items_] += values_bound_[i];
-  values_offset_.resize(n_);
+  std::vector<uint64_t>& bounds = s_.value_block_bounds;
+  bounds.assign(blocks_, 0);
+  for (size_t i = 0; i < n_; ++i) bounds[i / block_items_] += s_.values_bound[i];
+  s_.values_offset.resize(n_);
   // Items are written in order, so one cursor over the string values works
   // across blocks.
   size_t str_cursor = 0;
@@ -597,7 +778,7 @@ absl::Status Encoder::WriteValues(coding::Writer& w) {
                            error_ = Invalid(i, r_, "values block exceeds 4 GiB");
                            return false;
                          }
-                         values_offset_[i] = static_cast<uint32_t>(bw.written());
+                         s_.values_offset[i] = static_cast<uint32_t>(bw.written());
                          if (!WriteItemValues(bw, i, &str_cursor)) return false;
                        }
                        return true;
@@ -605,7 +786,7 @@ absl::Status Encoder::WriteValues(coding::Writer& w) {
 }
 
 absl::Status Encoder::WriteLogs(coding::Writer& w) {
-  return WriteBlocks(w, log_block_raw_, [&](size_t) { return o_.compress_logs; },
+  return WriteBlocks(w, s_.log_block_raw, [&](size_t) { return o_.compress_logs; },
                      [&](size_t block, coding::Writer& bw) {
                        size_t end = std::min(n_, (block + 1) * block_items_);
                        for (size_t i = block * block_items_; i < end; ++i) {
@@ -620,17 +801,18 @@ absl::StatusOr<OwnedBuffer> Encoder::Encode() {
   if (n_ > UINT32_MAX) return absl::InvalidArgumentError("rankbin: too many items");
   block_items_ = std::max<uint32_t>(1, o_.block_items);
   blocks_ = (n_ + block_items_ - 1) / block_items_;
+  Reset();
   RETURN_IF_ERROR(CheckKeys());
   RETURN_IF_ERROR(Analyze());
 
   size_t keys_bytes = coding::VarintLength(r_.keys.size());
   for (size_t k = 0; k < r_.keys.size(); ++k) {
-    KeyEntry entry{key_code_[k], r_.keys[k].name, {}};
-    if (key_code_[k] == kStringDict) entry.dict = strings_[k].entries;
+    KeyEntry entry{s_.key_code[k], r_.keys[k].name, {}};
+    if (s_.key_code[k] == kStringDict) entry.dict = s_.strings[k].entries;
     keys_bytes += Serializer<KeyEntry>::Size(entry);
   }
-  size_t shapes_bytes = coding::VarintLength(shapes_.size());
-  for (const Shape& s : shapes_) shapes_bytes += IndexSetSerializer::Size(s.wire_keys);
+  size_t shapes_bytes = coding::VarintLength(s_.shapes.size());
+  for (const Shape& s : s_.shapes) shapes_bytes += IndexSetSerializer::Size(s.wire_keys);
   // ITEMS: exact but for each record's values offset, bounded at 5 bytes.
   const size_t items_bound = coding::VarintLength(n_) + coding::VarintLength(block_items_) +
                              4 * n_ + records_bound_;
@@ -640,12 +822,12 @@ absl::StatusOr<OwnedBuffer> Encoder::Encode() {
   const bool may_compress_values =
       o_.compress_values ||
       (o_.compress_string_values &&
-       std::any_of(values_long_strings_.begin(), values_long_strings_.end(),
+       std::any_of(s_.values_long_strings.begin(), s_.values_long_strings.end(),
                    [](uint64_t n) { return n > 0; }));
   const size_t values_bound =
       block_directory + (may_compress_values ? values_total_ + (values_total_ >> 8) + 64 * blocks_
                                              : values_total_);
-  const size_t logs_bound = has_logs_ ? BlockSectionBound(log_block_raw_, o_.compress_logs) : 0;
+  const size_t logs_bound = has_logs_ ? BlockSectionBound(s_.log_block_raw, o_.compress_logs) : 0;
   const int sections = has_logs_ ? 5 : 4;
   const size_t capacity = kHeaderSize + sections * kSectionHeaderSize + keys_bytes +
                           shapes_bytes + items_bound + values_bound + logs_bound;
