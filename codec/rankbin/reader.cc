@@ -214,9 +214,8 @@ class RankbinView final : public ResultView {
   mutable size_t shapes_next_ ABSL_GUARDED_BY(mu_) = 0;
   mutable absl::Status shapes_status_ ABSL_GUARDED_BY(mu_);
   // ParseShapesUpTo's scratch, kept for the view's later shapes: one byte
-  // per key (all 0 between shapes) and the keys of the shape being read.
+  // per key, all 0 between shapes.
   mutable std::unique_ptr<uint8_t[]> shape_seen_ ABSL_GUARDED_BY(mu_);
-  mutable std::vector<uint32_t> shape_keys_ ABSL_GUARDED_BY(mu_);
   mutable std::unique_ptr<Shape[]> shapes_;
 
   uint8_t minor_ = 0;  // The payload's minor version.
@@ -353,21 +352,25 @@ absl::Status RankbinView::ParseShapesUpTo(uint64_t s) const {
   if (shapes_next_ == 0) shapes_next_ = shapes_first_;
   coding::Reader r(shapes_body_.substr(shapes_next_), kContext, shapes_base_ + shapes_next_);
   if (shape_seen_ == nullptr) shape_seen_.reset(new uint8_t[keys_.size() + 1]());
-  std::vector<uint32_t>& keys = shape_keys_;
   for (; ready <= s; ++ready) {
-    IndexSetSerializer::Read(r, static_cast<uint32_t>(keys_.size()), shape_seen_.get(), &keys,
-                             "shape keys");
-    if (!r.ok()) return shapes_status_ = r.status();
-    const size_t n = keys.size();
     Shape& shape = shapes_[ready];
+    const uint64_t n = IndexSetSerializer::Read(
+        r, static_cast<uint32_t>(keys_.size()), shape_seen_.get(),
+        [&shape](uint64_t count) {
+          shape.data.reset(new uint32_t[3 * count + 1]);
+          return shape.data.get();
+        },
+        "shape keys");
+    if (!r.ok()) {
+      shape.data.reset();
+      return shapes_status_ = r.status();
+    }
     shape.size = static_cast<uint32_t>(n);
-    shape.data.reset(new uint32_t[3 * n + 1]);
-    uint32_t* out_keys = shape.data.get();
-    uint32_t* out_offsets = out_keys + n;
-    uint32_t* out_runs = out_keys + 2 * n;
+    const uint32_t* keys = shape.data.get();
+    uint32_t* out_offsets = shape.data.get() + n;
+    uint32_t* out_runs = shape.data.get() + 2 * n;
     uint32_t offset = 0;
     for (size_t j = 0; j < n; ++j) {
-      out_keys[j] = keys[j];
       out_offsets[j] = offset;
       const size_t fixed = ValueSerializer::FixedSize(keys_[keys[j]].code);
       offset = (offset == kNone || fixed == 0) ? kNone : offset + static_cast<uint32_t>(fixed);

@@ -135,16 +135,20 @@ struct IndexSetSerializer {
   static void Write(coding::Writer& w, const std::vector<uint32_t>& v) {
     Serializer<std::vector<uint32_t>>::Write(w, v);
   }
-  // Reads the set into *v in one pass, checking each element as it is read.
-  // `seen` is scratch of at least `bound` bytes, all 0 on entry and on
-  // return (a reader keeps one for all its shapes: a byte array, not a
+  // Reads the set in one pass, checking each element as it is read, into
+  // the n elements' room that alloc(n) returns (the caller's own array, so
+  // a set is not copied once more). Returns n, or 0 with r failed. `seen`
+  // is scratch of at least `bound` bytes, all 0 on entry and on return (a
+  // reader keeps one for all its shapes: a byte array, not a
   // vector<bool>, and no allocation per set).
-  static void Read(coding::Reader& r, uint32_t bound, uint8_t* seen, std::vector<uint32_t>* v,
-                   const char* what) {
+  template <typename Alloc>
+  static uint64_t Read(coding::Reader& r, uint32_t bound, uint8_t* seen, Alloc alloc,
+                       const char* what) {
     const uint64_t n = r.Count(Serializer<uint32_t>::kMinBytes, what);
-    v->clear();
-    v->reserve(n);
-    for (uint64_t i = 0; i < n && r.ok(); ++i) {
+    if (!r.ok()) return 0;
+    uint32_t* out = alloc(n);
+    uint64_t read = 0;
+    for (; read < n; ++read) {
       const uint32_t e = r.Varint32(what);
       if (!r.ok()) break;
       if (e >= bound || seen[e]) {
@@ -153,10 +157,10 @@ struct IndexSetSerializer {
         break;
       }
       seen[e] = 1;
-      v->push_back(e);
+      out[read] = e;
     }
-    for (uint32_t e : *v) seen[e] = 0;
-    if (!r.ok()) v->clear();
+    for (uint64_t j = 0; j < read; ++j) seen[out[j]] = 0;
+    return r.ok() ? n : 0;
   }
 };
 
