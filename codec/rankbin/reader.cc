@@ -74,6 +74,11 @@ class RankbinView final : public ResultView {
  private:
   struct Key {
     uint8_t code = 0;
+    // Precomputed for shape parsing: the value's fixed width (0 for
+    // varints and strings), and its code if it may be part of a run
+    // (a double or float of a known key; 0 otherwise).
+    uint8_t fixed_size = 0;
+    uint8_t run_code = 0;
     absl::string_view name;
     uint32_t dict_begin = 0;
     uint32_t dict_size = 0;
@@ -317,6 +322,11 @@ absl::Status RankbinView::ParseKeys(absl::string_view body, size_t base) {
     key.dict_size = static_cast<uint32_t>(entry.dict.size());
     dict_.insert(dict_.end(), entry.dict.begin(), entry.dict.end());
     if (ModelTypeOf(entry.type_code)) key.model_index = model_index++;
+    key.fixed_size = static_cast<uint8_t>(ValueSerializer::FixedSize(key.code));
+    const bool runs = key.model_index != kNone &&
+                      (key.code == static_cast<uint8_t>(TypeCode::kDouble) ||
+                       key.code == static_cast<uint8_t>(TypeCode::kFloat));
+    key.run_code = runs ? key.code : 0;
   }
   if (!r.empty()) return Corrupt(absl::StrCat(r.remaining(), " bytes after the last key"));
   return absl::OkStatus();
@@ -372,18 +382,15 @@ absl::Status RankbinView::ParseShapesUpTo(uint64_t s) const {
     uint32_t offset = 0;
     for (size_t j = 0; j < n; ++j) {
       out_offsets[j] = offset;
-      const size_t fixed = ValueSerializer::FixedSize(keys_[keys[j]].code);
-      offset = (offset == kNone || fixed == 0) ? kNone : offset + static_cast<uint32_t>(fixed);
+      const uint32_t fixed = keys_[keys[j]].fixed_size;
+      offset = (offset == kNone || fixed == 0) ? kNone : offset + fixed;
     }
     // Runs, computed backwards: a run continues while the code repeats.
+    uint8_t next_code = 0;
     for (size_t j = n; j-- > 0;) {
-      const Key& key = keys_[keys[j]];
-      const bool fixed = key.model_index != kNone &&
-                         (key.code == static_cast<uint8_t>(TypeCode::kDouble) ||
-                          key.code == static_cast<uint8_t>(TypeCode::kFloat));
-      const bool continues =
-          fixed && j + 1 < n && out_runs[j + 1] > 0 && keys_[keys[j + 1]].code == key.code;
-      out_runs[j] = !fixed ? 0 : continues ? out_runs[j + 1] + 1 : 1;
+      const uint8_t code = keys_[keys[j]].run_code;
+      out_runs[j] = code == 0 ? 0 : code == next_code ? out_runs[j + 1] + 1 : 1;
+      next_code = code;
     }
     shapes_ready_.store(ready + 1, std::memory_order_release);
   }
