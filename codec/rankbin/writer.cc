@@ -244,6 +244,7 @@ char* Scratch(size_t n) {
 // results it encodes now.
 struct EncoderScratch {
   std::vector<uint8_t> key_code;  // Final type code per key.
+  std::vector<uint8_t> key_rank;  // WireRank of each key's type.
   absl::flat_hash_set<absl::string_view> key_names;  // CheckKeys's.
   std::vector<Shape> shapes;
   std::vector<uint32_t> item_shape;
@@ -356,6 +357,7 @@ void Encoder::Reset() {
   size_t string_keys = 0;
   for (const MetricKey& key : r_.keys) string_keys += key.type == MetricType::kString;
   Trim(s_.key_code, keys);
+  Trim(s_.key_rank, keys);
   Trim(s_.seen, keys);
   Trim(s_.strings, keys);
   Trim(s_.item_shape, n_);
@@ -367,6 +369,7 @@ void Encoder::Reset() {
   Trim(s_.log_block_raw, blocks_);
   Trim(s_.values_long_strings, blocks_);
   s_.key_code.clear();
+  s_.key_rank.clear();
   s_.key_names.clear();
   s_.shapes.clear();
   s_.shape_index.clear();
@@ -381,6 +384,7 @@ absl::Status Encoder::CheckKeys() {
   absl::flat_hash_set<absl::string_view>& names = s_.key_names;
   names.reserve(r_.keys.size());
   s_.key_code.resize(r_.keys.size());
+  s_.key_rank.resize(r_.keys.size());
   for (size_t k = 0; k < r_.keys.size(); ++k) {
     const MetricKey& key = r_.keys[k];
     if (!names.insert(key.name).second) {
@@ -392,6 +396,7 @@ absl::Status Encoder::CheckKeys() {
           absl::StrCat("rankbin: metric key \"", key.name, "\" has no valid type"));
     }
     s_.key_code[k] = PlainCode(key.type);
+    s_.key_rank[k] = static_cast<uint8_t>(WireRank(key.type));
   }
   return absl::OkStatus();
 }
@@ -427,33 +432,23 @@ absl::Status Encoder::NewShape(size_t i, uint32_t* id) {
   if (s_.shapes.size() >= UINT32_MAX) return Invalid(i, r_, "too many shapes");
   Shape shape;
   shape.item_keys = keys;
-  // Wire order by one stable pass per wire rank (a sort was a third of the
-  // encode of items that each carry different keys).
-  shape.perm.reserve(keys.size());
-  for (int rank = 0; rank < 4; ++rank) {
-    for (uint32_t j = 0; j < keys.size(); ++j) {
-      if (WireRank(r_.keys[keys[j]].type) == rank) shape.perm.push_back(j);
-    }
-  }
-  shape.wire_keys.reserve(keys.size());
-  for (uint32_t j = 0; j < shape.perm.size(); ++j) {
-    const uint32_t key = keys[shape.perm[j]];
-    shape.wire_keys.push_back(key);
-    switch (r_.keys[key].type) {
-      case MetricType::kDouble:
-        shape.fixed_bytes += 8;
-        shape.double_end = shape.float_end = shape.int_end = j + 1;
-        break;
-      case MetricType::kFloat:
-        shape.fixed_bytes += 4;
-        shape.float_end = shape.int_end = j + 1;
-        break;
-      case MetricType::kInt:
-        shape.int_end = j + 1;
-        break;
-      case MetricType::kString:
-        break;
-    }
+  // Wire order by a counting sort on the wire rank: stable, and with no
+  // branch on each key's type (items that each carry different keys of
+  // mixed types mispredicted one per key per rank: a third of their encode).
+  const uint8_t* rank = s_.key_rank.data();
+  uint32_t start[5] = {};
+  for (uint32_t k : keys) ++start[rank[k] + 1];
+  for (int r = 0; r < 4; ++r) start[r + 1] += start[r];
+  shape.double_end = start[1];
+  shape.float_end = start[2];
+  shape.int_end = start[3];
+  shape.fixed_bytes = 8 * size_t{shape.double_end} + 4 * size_t{shape.float_end - shape.double_end};
+  shape.perm.resize(keys.size());
+  shape.wire_keys.resize(keys.size());
+  for (uint32_t j = 0; j < keys.size(); ++j) {
+    const uint32_t at = start[rank[keys[j]]]++;
+    shape.perm[at] = j;
+    shape.wire_keys[at] = keys[j];
   }
   *id = static_cast<uint32_t>(s_.shapes.size());
   s_.shape_index.emplace(keys, *id);
