@@ -298,6 +298,8 @@ class Encoder {
   // After Analyze: which string keys get a dictionary (the smaller
   // encoding), and the exact size of the value runs.
   void DecideDictionaries();
+  // The shape of item `item`: the previous item's, or NewShape's.
+  absl::Status ItemShape(size_t item, uint32_t* id);
   absl::Status NewShape(size_t item, uint32_t* id);
   uint32_t DictIndex(StringKey& sk, absl::string_view v);
 
@@ -525,6 +527,27 @@ uint32_t Encoder::DictIndex(StringKey& sk, absl::string_view v) {
   return index;
 }
 
+// The item's shape: almost always the previous item's. Careful mode
+// compares every key here; fast mode leaves that to the write pass.
+absl::Status Encoder::ItemShape(size_t i, uint32_t* id) {
+  const std::vector<MetricEntry>& m = r_.items[i].metrics;
+  *id = i > 0 ? s_.item_shape[i - 1] : 0;
+  bool same = i > 0 && s_.shapes[*id].item_keys.size() == m.size();
+  if (same) {
+    const uint32_t* keys = s_.shapes[*id].item_keys.data();
+    if (careful_) {
+      for (size_t j = 0; j < m.size(); ++j) same &= m[j].key == keys[j];
+    } else if (!m.empty()) {
+      // Fast mode samples three keys: items that each carry a different
+      // subset of as many keys (sparse features) fail here, not in the
+      // write pass, which would restart the whole encode.
+      const size_t mid = m.size() / 2, last = m.size() - 1;
+      same = m[0].key == keys[0] && m[mid].key == keys[mid] && m[last].key == keys[last];
+    }
+  }
+  return same ? absl::OkStatus() : NewShape(i, id);
+}
+
 absl::Status Encoder::Analyze() {
   s_.string_values.reserve(n_ * 4);
   s_.item_shape.resize(n_);
@@ -543,25 +566,8 @@ absl::Status Encoder::Analyze() {
     }
     const RankedItem& item = r_.items[i];
     const std::vector<MetricEntry>& m = item.metrics;
-    // The item's shape: almost always the previous item's. Careful mode
-    // compares every key here; fast mode leaves that to the write pass.
-    uint32_t id = i > 0 ? s_.item_shape[i - 1] : 0;
-    bool same = i > 0 && s_.shapes[id].item_keys.size() == m.size();
-    if (same) {
-      const uint32_t* keys = s_.shapes[id].item_keys.data();
-      if (careful_) {
-        for (size_t j = 0; j < m.size(); ++j) same &= m[j].key == keys[j];
-      } else if (!m.empty()) {
-        // Fast mode samples three keys: items that each carry a different
-        // subset of as many keys (sparse features) fail here, not in the
-        // write pass, which would restart the whole encode.
-        const size_t mid = m.size() / 2, last = m.size() - 1;
-        same = m[0].key == keys[0] && m[mid].key == keys[mid] && m[last].key == keys[last];
-      }
-    }
-    if (!same) {
-      RETURN_IF_ERROR(NewShape(i, &id));
-    }
+    uint32_t id = 0;
+    RETURN_IF_ERROR(ItemShape(i, &id));
     s_.item_shape[i] = id;
     const Shape& shape = s_.shapes[id];
     // Ints: type and size. Strings: type and dictionary index; their exact
