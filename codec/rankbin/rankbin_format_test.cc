@@ -481,10 +481,6 @@ TEST(WriterTest, ZstdBlocksAreFramesOfTheirRawSize) {
   EXPECT_EQ(DiffResults(*back, r), "");
 }
 
-// The writer guesses that an item has the previous item's keys when it has
-// as many, and checks that while writing. Items that break the guess in
-// every way it can be broken must still round-trip or be rejected exactly as
-// without the guess.
 // Encodes `r` with the built-in codec `name`, expects it to decode back to
 // `r`, and returns the payload ("" on failure).
 std::string RoundTrip(const RankResult& r, const char* name) {
@@ -513,6 +509,10 @@ std::vector<KeyEntry> WrittenKeys(absl::string_view payload) {
   return keys;
 }
 
+// The writer guesses that an item has the previous item's keys when it has
+// as many, and checks that while writing. Items that break the guess in
+// every way it can be broken must still round-trip or be rejected exactly as
+// without the guess.
 TEST(WriterTest, ItemsWithAsManyButDifferentKeysRoundTrip) {
   RankResult r;
   const uint32_t a = r.AddKey("a", MetricType::kDouble);
@@ -1008,7 +1008,10 @@ TEST(MalformedTest, ShapeIndexRepeatedOrOutOfRange) {
   ExpectReadFails(p.Build(), 0, "repeated");
   p.shapes = {{0, 2}};
   ExpectReadFails(p.Build(), 0, "out of range");
-  p.shapes = {{0, 1}, {1, 0, 1}};  // No item names shape 1.
+  // More indexes than keys fails before anything is sized by the count.
+  p.shapes = {{0, 1, 0}};
+  ExpectReadFails(p.Build(), 0, "count 3 exceeds the 2 possible indexes");
+  p.shapes = {{0, 1}, {1, 1}};  // No item names shape 1.
   absl::StatusOr<std::unique_ptr<ResultView>> view = Open(p.Build());
   ASSERT_TRUE(view.ok()) << view.status();
   EXPECT_TRUE((*view)->ForEachMetric(0, [](uint32_t, const MetricRef&) {}).ok());

@@ -146,6 +146,12 @@ struct IndexSetSerializer {
                        const char* what) {
     const uint64_t n = r.Count(Serializer<uint32_t>::kMinBytes, what);
     if (!r.ok()) return 0;
+    // A set of distinct indexes below `bound` has at most `bound` of them:
+    // checked before alloc() sizes anything by n.
+    if (n > bound) {
+      r.Fail(what, absl::StrCat("count ", n, " exceeds the ", bound, " possible indexes"));
+      return 0;
+    }
     uint32_t* out = alloc(n);
     uint64_t read = 0;
     for (; read < n; ++read) {

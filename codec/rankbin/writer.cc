@@ -16,6 +16,7 @@
 #include "codec/compression.h"
 #include "codec/rankbin/format.h"
 #include "codec/rankbin/serializers.h"
+#include "codec/rankbin/short_dict.h"
 
 namespace rankwire::rankbin {
 namespace {
@@ -74,103 +75,6 @@ struct Shape {
   uint32_t int_end = 0;
 };
 
-// A string of at most 16 bytes as two words and its size. Two short
-// strings are equal exactly when their keys are: the words cover every byte
-// (overlapping in the middle), so no byte comparison is needed.
-struct ShortString {
-  uint64_t lo = 0;
-  uint64_t hi = 0;
-  uint32_t size = 0;
-
-  static constexpr size_t kMax = 16;
-  // REQUIRES: v.size() <= kMax.
-  static ShortString Of(absl::string_view v) {
-    // Computed in locals and built at the end: filling the fields one by
-    // one made the compiler assemble the struct on the stack and reload it
-    // as one 16-byte word, a store-forwarding stall on every lookup.
-    const char* p = v.data();
-    const size_t n = v.size();
-    uint64_t lo = 0;
-    uint64_t hi = 0;
-    if (n >= 8) {
-      lo = coding::DecodeFixed64(p);
-      hi = coding::DecodeFixed64(p + n - 8);
-    } else if (n >= 4) {
-      lo = coding::DecodeFixed32(p);
-      hi = coding::DecodeFixed32(p + n - 4);
-    } else if (n > 0) {
-      lo = static_cast<uint8_t>(p[0]) | static_cast<uint64_t>(static_cast<uint8_t>(p[n / 2])) << 8 |
-           static_cast<uint64_t>(static_cast<uint8_t>(p[n - 1])) << 16;
-    }
-    return ShortString{lo, hi, static_cast<uint32_t>(n)};
-  }
-  bool operator==(const ShortString& o) const {
-    return ((lo ^ o.lo) | (hi ^ o.hi) | (size ^ o.size)) == 0;
-  }
-  uint64_t Hash() const {
-    uint64_t h = (lo ^ (hi * 0x9e3779b97f4a7c15ull) ^ size) * 0xff51afd7ed558ccdull;
-    return h ^ (h >> 29);
-  }
-};
-
-// A key's dictionary entries of at most ShortString::kMax bytes: open
-// addressing with linear probing over ShortStrings, so a lookup is a hash
-// of two words and a compare of three, with no call to memcmp or to a
-// string hash. Clear() is O(1) (an epoch), since the table is reused from
-// call to call.
-class ShortDict {
- public:
-  // The dictionary index of `s`, or UINT32_MAX with *slot set to where it
-  // would go (valid until the next Insert or Clear).
-  uint32_t Find(const ShortString& s, size_t* slot) {
-    if (slots_.empty()) Grow();
-    const size_t mask = slots_.size() - 1;
-    for (size_t at = s.Hash() & mask;; at = (at + 1) & mask) {
-      const Slot& e = slots_[at];
-      if (e.epoch != epoch_) {
-        *slot = at;
-        return UINT32_MAX;
-      }
-      if (e.key == s) return e.index;
-    }
-  }
-  // REQUIRES: `slot` came from Find(s) with nothing inserted since.
-  void Insert(size_t slot, const ShortString& s, uint32_t index) {
-    slots_[slot] = Slot{s, index, epoch_};
-    if (2 * ++used_ > slots_.size()) Grow();
-  }
-  void Clear() {
-    used_ = 0;
-    if (++epoch_ == 0) {  // Wrapped: no slot may look current.
-      for (Slot& e : slots_) e.epoch = 0;
-      epoch_ = 1;
-    }
-  }
-
- private:
-  struct Slot {
-    ShortString key;
-    uint32_t index = 0;
-    uint32_t epoch = 0;  // Current when equal to the table's epoch_.
-  };
-  void Grow() {
-    std::vector<Slot> old;
-    old.swap(slots_);
-    slots_.resize(old.empty() ? 16 : 2 * old.size());
-    const size_t mask = slots_.size() - 1;
-    for (const Slot& e : old) {
-      if (e.epoch != epoch_) continue;
-      size_t at = e.key.Hash() & mask;
-      while (slots_[at].epoch == epoch_) at = (at + 1) & mask;
-      slots_[at] = e;
-    }
-  }
-
-  std::vector<Slot> slots_;
-  size_t used_ = 0;
-  uint32_t epoch_ = 1;
-};
-
 struct StringKey {
   std::vector<absl::string_view> entries;  // The dictionary, by index.
   ShortDict short_index;                   // Entries of up to 16 bytes.
@@ -186,6 +90,11 @@ struct StringKey {
   bool use_dict = false;
 
   void ClearDict() {
+    // Emptied, and given back when an earlier, larger dictionary grew them
+    // (long_index.clear() already frees a large table).
+    constexpr size_t kKeepEntries = 512;
+    if (entries.capacity() > kKeepEntries) std::vector<absl::string_view>().swap(entries);
+    if (long_entries.capacity() > kKeepEntries) std::vector<uint32_t>().swap(long_entries);
     entries.clear();
     short_index.Clear();
     long_entries.clear();
@@ -200,6 +109,8 @@ struct StringKey {
   }
 };
 
+// String values per item that Analyze reserves room for up front.
+constexpr size_t kStringValuesPerItem = 4;
 // A key's long dictionary values are searched linearly while at most this many.
 constexpr size_t kLinearDictMax = 8;
 // A string key's dictionary is kept or dropped after this many values.
@@ -362,14 +273,19 @@ void Encoder::Reset() {
   Trim(s_.key_rank, keys);
   Trim(s_.seen, keys);
   Trim(s_.strings, keys);
+  Trim(s_.scratch_keys, keys);
+  Trim(s_.shapes, n_);
   Trim(s_.item_shape, n_);
   Trim(s_.values_size, n_);
   Trim(s_.values_bound, n_);
   Trim(s_.values_offset, n_);
-  Trim(s_.string_values, n_ * string_keys);
+  Trim(s_.string_values, n_ * std::max<size_t>(string_keys, kStringValuesPerItem));
   Trim(s_.value_block_bounds, blocks_);
   Trim(s_.log_block_raw, blocks_);
   Trim(s_.values_long_strings, blocks_);
+  // All 0, as NewShape expects, even if an earlier call left early
+  // between setting and clearing a byte (an exception out of StrCat).
+  s_.seen.assign(keys, 0);
   s_.key_code.clear();
   s_.key_rank.clear();
   s_.key_names.clear();
@@ -412,8 +328,8 @@ absl::Status Encoder::NewShape(size_t i, uint32_t* id) {
     *id = it->second;
     return absl::OkStatus();
   }
-  // A new shape: check it once, for every item that will share it.
-  s_.seen.resize(key_count, 0);
+  // A new shape: check it once, for every item that will share it
+  // (s_.seen has a 0 per key: Reset()).
   absl::Status bad;
   for (uint32_t k : keys) {
     if (k >= key_count) {
@@ -549,7 +465,7 @@ absl::Status Encoder::ItemShape(size_t i, uint32_t* id) {
 }
 
 absl::Status Encoder::Analyze() {
-  s_.string_values.reserve(n_ * 4);
+  s_.string_values.reserve(n_ * kStringValuesPerItem);
   s_.item_shape.resize(n_);
   s_.values_size.resize(n_);
   s_.values_bound.resize(n_);
