@@ -109,8 +109,6 @@ struct StringKey {
   }
 };
 
-// String values per item that Analyze reserves room for up front.
-constexpr size_t kStringValuesPerItem = 4;
 // A key's long dictionary values are searched linearly while at most this many.
 constexpr size_t kLinearDictMax = 8;
 // A string key's dictionary is kept or dropped after this many values.
@@ -268,8 +266,6 @@ class Encoder {
 
 void Encoder::Reset() {
   const size_t keys = r_.keys.size();
-  size_t string_key_count = 0;
-  for (const MetricKey& key : r_.keys) string_key_count += key.type == MetricType::kString;
   // The previous call's string keys that are not string keys now give
   // back their dictionaries (no Reset() below would reach them). Only
   // those are visited: a thread that once encoded a 200-key result keeps
@@ -289,7 +285,6 @@ void Encoder::Reset() {
   Trim(s_.values_size, n_);
   Trim(s_.values_bound, n_);
   Trim(s_.values_offset, n_);
-  Trim(s_.string_values, n_ * std::max<size_t>(string_key_count, kStringValuesPerItem));
   Trim(s_.value_block_bounds, blocks_);
   Trim(s_.log_block_raw, blocks_);
   Trim(s_.values_long_strings, blocks_);
@@ -310,6 +305,8 @@ void Encoder::Reset() {
       s_.string_keys.push_back(static_cast<uint32_t>(k));
     }
   }
+  // Analyze reserves one dictionary index per string key per item.
+  Trim(s_.string_values, n_ * s_.string_keys.size());
 }
 
 absl::Status Encoder::CheckKeys() {
@@ -479,7 +476,7 @@ absl::Status Encoder::ItemShape(size_t i, uint32_t* id) {
 }
 
 absl::Status Encoder::Analyze() {
-  s_.string_values.reserve(n_ * kStringValuesPerItem);
+  s_.string_values.reserve(n_ * s_.string_keys.size());
   s_.item_shape.resize(n_);
   s_.values_size.resize(n_);
   s_.values_bound.resize(n_);
