@@ -114,6 +114,17 @@ absl::StatusOr<RedisConnection*> RedisClusterRouter::Connection(const std::strin
   return &*node.connection;
 }
 
+void RedisClusterRouter::SetSlot(uint16_t slot, const std::string& address) {
+  auto it = std::find(nodes_.begin(), nodes_.end(), address);
+  if (it == nodes_.end()) it = nodes_.insert(nodes_.end(), address);
+  slots_[slot & (kClusterSlots - 1)] = static_cast<uint16_t>(it - nodes_.begin());
+}
+
+bool RedisClusterRouter::Connected(const std::string& address) const {
+  auto it = connections_.find(address);
+  return it != connections_.end() && it->second->connection.has_value();
+}
+
 void RedisClusterRouter::Disconnect(const std::string& address) {
   auto it = connections_.find(address);
   if (it == connections_.end()) return;
@@ -165,7 +176,8 @@ absl::Status RedisClusterRouter::LoadSlots(const std::string& address) {
         range.element[0]->type != REDIS_REPLY_INTEGER ||
         range.element[1]->type != REDIS_REPLY_INTEGER ||
         range.element[2]->type != REDIS_REPLY_ARRAY || range.element[2]->elements < 2 ||
-        range.element[2]->element[0]->type != REDIS_REPLY_STRING ||
+        (range.element[2]->element[0]->type != REDIS_REPLY_STRING &&
+         range.element[2]->element[0]->type != REDIS_REPLY_NIL) ||
         range.element[2]->element[1]->type != REDIS_REPLY_INTEGER) {
       return absl::InternalError(absl::StrCat("redis ", address, ": malformed CLUSTER SLOTS"));
     }
@@ -175,8 +187,10 @@ absl::Status RedisClusterRouter::LoadSlots(const std::string& address) {
       return absl::InternalError(absl::StrCat("redis ", address, ": bad slot range"));
     }
     const redisReply& master = *range.element[2];
-    std::string host(master.element[0]->str, master.element[0]->len);
-    // An empty or "?" host means "the node you asked".
+    std::string host = master.element[0]->type == REDIS_REPLY_NIL
+                           ? std::string()
+                           : std::string(master.element[0]->str, master.element[0]->len);
+    // An empty, "?" or NIL host means "the node you asked".
     RedisAddress node{host, static_cast<int>(master.element[1]->integer)};
     if (host.empty() || host == "?") {
       absl::StatusOr<RedisAddress> asked = ParseRedisAddress(address);

@@ -5,8 +5,13 @@
 //   - key -> slot: CRC16 (XMODEM) of the key, or of its hash tag (the text
 //     between the first '{' and the next '}', if not empty), mod 16384;
 //   - the slot map from CLUSTER SLOTS (masters only; replicas are ignored);
-//   - -MOVED <slot> <host:port>: the slot has a new master; follow it and
-//     reload the map;
+//   - -MOVED <slot> <host:port>: the slot has a new master; record it,
+//     reload the map (rate-limited) and resend there. The MOVED target wins
+//     over the reloaded map for that slot: the node asked for the map may
+//     not have heard of the move yet (the cluster spreads it by gossip);
+//   - CLUSTER SLOTS hosts: a string, or empty, "?" or NIL (the node asked),
+//     and a redirect's empty host (":6380") likewise means the node that
+//     answered (cluster-preferred-endpoint-type unknown-endpoint);
 //   - -ASK <slot> <host:port>: the key is being migrated; send ASKING and
 //     the command to that node once, without touching the map;
 //   - a transaction (MULTI ... EXEC) on one key runs on that key's master.
@@ -67,6 +72,12 @@ class RedisClusterRouter {
   const std::string& NodeFor(uint16_t slot) const;
   // The distinct masters of the current map.
   const std::vector<std::string>& masters() const { return nodes_; }
+  // Records a -MOVED: `slot` is served by `address` from now on (until a
+  // reload says otherwise).
+  void SetSlot(uint16_t slot, const std::string& address);
+  // Whether a connection to `address` is open (it may still turn out to
+  // have been closed by the server).
+  bool Connected(const std::string& address) const;
 
   // The connection to `address`, connecting if needed. kUnavailable while
   // the node's backoff runs after a failed attempt.

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 
 namespace rankwire::logstore {
@@ -22,8 +23,10 @@ struct Route {
 // Entries to send to one node in this round.
 struct NodeBatch {
   RedisConnection* connection = nullptr;
+  bool reused = false;  // The connection was open before this round.
   std::vector<Route> routes;
-  size_t sent = 0;  // Routes whose commands reached the socket.
+  size_t sent = 0;       // Routes whose commands reached the socket.
+  size_t confirmed = 0;  // Routes whose replies were read.
   absl::Status error;
 };
 
@@ -35,6 +38,8 @@ struct RoundOutcome {
   bool moved = false;        // A MOVED: reload the map.
   bool node_failed = false;  // A node could not be reached or was lost.
   bool stale = false;        // The map may be out of date.
+  // Each MOVED's slot and new master, applied over the reloaded map.
+  std::vector<std::pair<uint16_t, std::string>> moved_to;
 };
 
 // Connects to `address` and sends `node`'s transactions, each flushed as
@@ -42,6 +47,7 @@ struct RoundOutcome {
 void SendToNode(RedisClusterRouter& router, RedisCommandWriter& commands,
                 const std::string& address, absl::Span<SinkEntry> batch,
                 const std::string& ttl_ms, NodeBatch& node) {
+  node.reused = router.Connected(address);
   absl::StatusOr<RedisConnection*> connection = router.Connection(address);
   if (!connection.ok()) {
     node.error = connection.status();
@@ -67,9 +73,11 @@ void SendToNode(RedisClusterRouter& router, RedisCommandWriter& commands,
 
 // Reads `node`'s replies into `results`; redirected entries go to
 // `pending`. After a lost connection the node's unconfirmed entries fail
-// with its error (each transaction ran whole or not at all).
+// with its error (each transaction ran whole or not at all), or are resent
+// once (a connection closed while it was idle; see below).
 void ReadFromNode(RedisClusterRouter& router, const std::string& address, NodeBatch& node,
-                  std::vector<absl::Status>& results, Pending& pending, RoundOutcome& outcome) {
+                  std::vector<absl::Status>& results, Pending& pending, RoundOutcome& outcome,
+                  absl::flat_hash_set<std::string>& resent) {
   for (size_t k = 0; k < node.routes.size() && node.error.ok(); ++k) {
     const Route& route = node.routes[k];
     const int count = kRepliesPerWrite + (route.asking ? 1 : 0);
@@ -88,8 +96,12 @@ void ReadFromNode(RedisClusterRouter& router, const std::string& address, NodeBa
     absl::Span<redisReply* const> write_replies(raw_replies + (route.asking ? 1 : 0),
                                                 kRepliesPerWrite);
     results[route.entry] = WriteOutcome(write_replies, address, &redirect);
+    ++node.confirmed;
     if (redirect.has_value()) {
-      outcome.moved |= !redirect->ask;
+      if (!redirect->ask) {
+        outcome.moved = true;
+        outcome.moved_to.emplace_back(static_cast<uint16_t>(redirect->slot), redirect->address);
+      }
       pending.emplace_back(route.entry, redirect->ask ? redirect->address : std::string());
       results[route.entry] = absl::UnavailableError(absl::StrCat(
           "redis cluster: still redirected after 3 tries (last to ", redirect->address, ")"));
@@ -98,6 +110,22 @@ void ReadFromNode(RedisClusterRouter& router, const std::string& address, NodeBa
     }
   }
   if (node.error.ok()) return;
+  // A connection found open may have been closed while idle (Redis's
+  // `timeout`, a restart), which shows on first use: resend the
+  // unconfirmed entries once on a fresh connection, as the single-node sink
+  // does. Safe: a transaction that did run is run again whole (DEL first).
+  // Not after a timeout: the node is slow or stalled, and the batch has
+  // already waited one I/O timeout.
+  if (node.reused && node.connection != nullptr && !node.connection->TimedOut() &&
+      resent.insert(address).second) {
+    router.Disconnect(address);
+    for (size_t k = node.confirmed; k < node.routes.size(); ++k) {
+      const Route& route = node.routes[k];
+      results[route.entry] = node.error;  // Stands if no round is left.
+      pending.emplace_back(route.entry, route.asking ? address : std::string());
+    }
+    return;
+  }
   for (const Route& route : node.routes) {
     if (results[route.entry].ok()) continue;
     const bool redirected = std::any_of(pending.begin(), pending.end(),
@@ -168,6 +196,7 @@ std::vector<absl::Status> RedisClusterSink::Write(absl::Span<SinkEntry> batch,
   Pending pending;
   for (size_t i = 0; i < batch.size(); ++i) pending.emplace_back(i, std::string());
   bool node_failed = false;
+  absl::flat_hash_set<std::string> resent;  // Nodes resent to after a lost connection.
   for (int round = 0; round < 3 && !pending.empty(); ++round) {
     // Group by node, keeping the batch's order within each node.
     absl::flat_hash_map<std::string, NodeBatch> nodes;
@@ -194,11 +223,15 @@ std::vector<absl::Status> RedisClusterSink::Write(absl::Span<SinkEntry> batch,
     }
     RoundOutcome outcome;
     for (const std::string& address : order) {
-      ReadFromNode(router_, address, nodes[address], results, pending, outcome);
+      ReadFromNode(router_, address, nodes[address], results, pending, outcome, resent);
     }
     node_failed |= outcome.node_failed;
     stale_ |= outcome.stale;
-    if (outcome.moved) MaybeRefresh(/*force=*/true);
+    if (outcome.moved) {
+      MaybeRefresh(/*force=*/true);
+      // The redirecting node knows; the node the map came from may not yet.
+      for (const auto& [slot, address] : outcome.moved_to) router_.SetSlot(slot, address);
+    }
   }
   up_.store(!node_failed, std::memory_order_relaxed);
   size_t failed = 0;
@@ -219,57 +252,132 @@ absl::StatusOr<std::unique_ptr<RedisClusterReader>> RedisClusterReader::Create(
   return std::make_unique<RedisClusterReader>(*std::move(options), config.key_prefix);
 }
 
+absl::StatusOr<RedisClusterReader::Target> RedisClusterReader::PickTarget(
+    uint16_t slot, const std::string& ask_target) {
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = absl::Now();
+  absl::Status refreshed = absl::UnavailableError("redis cluster: no slot map");
+  if ((stale_ || !router_.has_map()) &&
+      now - last_refresh_ >= RedisClusterSink::kRefreshInterval) {
+    last_refresh_ = now;
+    refreshed = router_.Refresh();
+    if (refreshed.ok()) stale_ = false;
+  }
+  if (!router_.has_map()) return refreshed;
+  Target target;
+  target.address = ask_target.empty() ? router_.NodeFor(slot) : ask_target;
+  if (target.address.empty()) {
+    stale_ = true;
+    return absl::UnavailableError(absl::StrCat("redis cluster: no master serves slot ", slot));
+  }
+  Node& node = nodes_[target.address];
+  if (!node.idle.empty()) {
+    target.connection.emplace(std::move(node.idle.back()));
+    node.idle.pop_back();
+  } else if (now < node.next_attempt) {
+    return absl::UnavailableError(
+        absl::StrCat("redis ", target.address, " is down (backing off)"));
+  }
+  return target;
+}
+
+absl::Status RedisClusterReader::Connect(Target& target) {
+  absl::StatusOr<RedisAddress> parsed = ParseRedisAddress(target.address);
+  if (!parsed.ok()) return parsed.status();
+  RedisConnectOptions connect = options_.connect;
+  connect.address = *std::move(parsed);
+  absl::StatusOr<RedisConnection> connection = RedisConnection::Connect(connect);
+  absl::MutexLock lock(&mu_);
+  Node& node = nodes_[target.address];
+  if (node.backoff <= absl::ZeroDuration()) node.backoff = options_.backoff_min;
+  if (!connection.ok()) {
+    node.next_attempt = absl::Now() + node.backoff;
+    node.backoff = std::min(node.backoff * 2, options_.backoff_max);
+    stale_ = true;  // A failover may have moved its slots.
+    return connection.status();
+  }
+  node.next_attempt = absl::InfinitePast();
+  node.backoff = options_.backoff_min;
+  target.connection.emplace(*std::move(connection));
+  return absl::OkStatus();
+}
+
+void RedisClusterReader::Return(Target target) {
+  absl::MutexLock lock(&mu_);
+  std::vector<RedisConnection>& idle = nodes_[target.address].idle;
+  if (idle.size() < kMaxIdlePerNode) idle.push_back(*std::move(target.connection));
+}
+
+absl::StatusOr<RedisReplyPtr> RedisClusterReader::Exchange(RedisConnection& connection,
+                                                           absl::string_view key,
+                                                           absl::Span<const std::string> item_ids,
+                                                           bool asking) {
+  RedisCommandWriter commands;
+  if (!commands.AppendRead(connection.get(), key, item_ids, asking)) {
+    return connection.IoError("HMGET");
+  }
+  void* raw = nullptr;
+  if (asking) {
+    if (redisGetReply(connection.get(), &raw) != REDIS_OK) return connection.IoError("HMGET");
+    RedisReplyPtr asking_reply(static_cast<redisReply*>(raw));
+    raw = nullptr;
+  }
+  if (redisGetReply(connection.get(), &raw) != REDIS_OK) return connection.IoError("HMGET");
+  return RedisReplyPtr(static_cast<redisReply*>(raw));
+}
+
 absl::StatusOr<std::vector<std::optional<std::string>>> RedisClusterReader::Fetch(
     absl::string_view request_id, absl::Span<const std::string> item_ids) {
   if (item_ids.empty()) return std::vector<std::optional<std::string>>();
   const std::string key = absl::StrCat(key_prefix_, request_id);
   const uint16_t slot = KeySlot(key);
   ScopedSigpipeBlock no_sigpipe;
-  absl::MutexLock lock(&mu_);
   std::string ask_target;
   absl::Status last = absl::UnavailableError("redis cluster: no slot map");
-  // Three tries: a stale map (MOVED), a migration (ASK) or a lost
-  // connection each cost one more round trip.
+  // Three tries: a stale map (MOVED), a migration (ASK) or a connection
+  // lost while idle each cost one more round trip.
   for (int attempt = 0; attempt < 3; ++attempt) {
-    if (!router_.has_map() || (attempt > 0 && ask_target.empty())) {
-      absl::Status refreshed = router_.Refresh();
-      if (!refreshed.ok() && !router_.has_map()) return refreshed;
-    }
-    const std::string address = ask_target.empty() ? router_.NodeFor(slot) : ask_target;
-    if (address.empty()) {
-      last = absl::UnavailableError(absl::StrCat("redis cluster: no master serves slot ", slot));
-      continue;
-    }
-    absl::StatusOr<RedisConnection*> connection = router_.Connection(address);
-    if (!connection.ok()) {
-      last = connection.status();
+    absl::StatusOr<Target> target = PickTarget(slot, ask_target);
+    if (!target.ok()) {
+      last = target.status();
       ask_target.clear();
       continue;
     }
-    void* raw = nullptr;
-    if (!commands_.AppendRead((*connection)->get(), key, item_ids, !ask_target.empty()) ||
-        (!ask_target.empty() && redisGetReply((*connection)->get(), &raw) != REDIS_OK)) {
-      last = (*connection)->IoError("HMGET");
-      router_.Disconnect(address);
+    if (!target->connection.has_value()) {
+      if (absl::Status connected = Connect(*target); !connected.ok()) {
+        last = connected;
+        ask_target.clear();
+        continue;
+      }
+    }
+    absl::StatusOr<RedisReplyPtr> reply =
+        Exchange(*target->connection, key, item_ids, !ask_target.empty());
+    if (!reply.ok()) {
+      // The connection is dropped with `target`. After a timeout the call
+      // has waited long enough; a closed connection is worth another try.
+      const bool timed_out = target->connection->TimedOut();
+      {
+        absl::MutexLock lock(&mu_);
+        stale_ = true;
+      }
+      if (timed_out) return reply.status();
+      last = reply.status();
       ask_target.clear();
       continue;
     }
-    RedisReplyPtr asking_reply(static_cast<redisReply*>(raw));
-    raw = nullptr;
-    if (redisGetReply((*connection)->get(), &raw) != REDIS_OK) {
-      last = (*connection)->IoError("HMGET");
-      router_.Disconnect(address);
-      ask_target.clear();
-      continue;
-    }
-    RedisReplyPtr reply(static_cast<redisReply*>(raw));
     std::optional<RedisRedirect> redirect;
     absl::StatusOr<std::vector<std::optional<std::string>>> values =
-        ReadOutcome(*reply, address, request_id, item_ids, &redirect);
+        ReadOutcome(**reply, target->address, request_id, item_ids, &redirect);
+    Return(*std::move(target));
     if (!values.ok() || !redirect.has_value()) return values;
     last = absl::UnavailableError(
         absl::StrCat("redis cluster: HMGET still redirected to ", redirect->address));
     ask_target = redirect->ask ? redirect->address : std::string();
+    if (!redirect->ask) {
+      absl::MutexLock lock(&mu_);
+      router_.SetSlot(static_cast<uint16_t>(redirect->slot), redirect->address);
+      stale_ = true;
+    }
   }
   return last;
 }

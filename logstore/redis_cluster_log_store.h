@@ -11,14 +11,22 @@
 // cannot be reached fails its entries with kUnavailable at once (the
 // consumer drops and counts them) and the map is reloaded before the next
 // batch (rate-limited), so after a failover the promoted replica gets the
-// writes. Nothing is retried on a lost connection: a transaction either ran
-// whole or not at all, and logs are droppable.
+// writes. A connection that was open before the batch and turns out closed
+// (Redis's idle `timeout`, a restart) gets the node's unconfirmed entries
+// resent once on a fresh one (a transaction runs whole or not at all, and
+// running one again is harmless: DEL first); after a timeout nothing is
+// resent, as the node is slow or stalled and logs are droppable.
 //
 // RedisClusterReader routes each HMGET the same way (one round trip when
-// the map is right; MOVED/ASK/a lost connection cost one more).
+// the map is right; MOVED/ASK/a lost connection cost one more). Its lock
+// covers the slot map and a small pool of idle connections per master, not
+// the HMGET itself: each call takes a connection out of the pool (or makes
+// one) and talks to the master without the lock, so a stalled master slows
+// only the reads of its own keys. Map reloads are rate-limited as the
+// sink's are.
 //
 // Thread safety: the sink follows LogSink; the reader's Fetch() is safe from
-// many threads (one at a time, under a lock).
+// many threads.
 #ifndef RANKWIRE_LOGSTORE_REDIS_CLUSTER_LOG_STORE_H_
 #define RANKWIRE_LOGSTORE_REDIS_CLUSTER_LOG_STORE_H_
 
@@ -30,6 +38,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -40,6 +49,7 @@
 #include "logstore/log_throttle.h"
 #include "logstore/redis_cluster.h"
 #include "logstore/redis_commands.h"
+#include "logstore/redis_connection.h"
 
 namespace rankwire::logstore {
 
@@ -78,17 +88,52 @@ class RedisClusterReader final : public LogReader {
  public:
   static absl::StatusOr<std::unique_ptr<RedisClusterReader>> Create(const LogStoreConfig& config);
 
+  // Idle connections kept per master; more concurrent reads of one master
+  // than this make connections that are closed after their call.
+  static constexpr size_t kMaxIdlePerNode = 4;
+
   RedisClusterReader(RedisClusterOptions options, std::string key_prefix)
-      : router_(std::move(options)), key_prefix_(std::move(key_prefix)) {}
+      : options_(options), router_(std::move(options)), key_prefix_(std::move(key_prefix)) {}
 
   // As RedisLogReader::Fetch, routed to the key's master.
   absl::StatusOr<std::vector<std::optional<std::string>>> Fetch(
-      absl::string_view request_id, absl::Span<const std::string> item_ids) override;
+      absl::string_view request_id, absl::Span<const std::string> item_ids) override
+      ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  // A master's idle connections, and its reconnect backoff.
+  struct Node {
+    std::vector<RedisConnection> idle;
+    absl::Time next_attempt = absl::InfinitePast();
+    absl::Duration backoff;
+  };
+  // Where an attempt goes, and a connection to it (nullopt: connect first).
+  struct Target {
+    std::string address;
+    std::optional<RedisConnection> connection;
+  };
+  // Under the lock: reloads the map if missing, or stale and not reloaded
+  // for kRefreshInterval; picks the node (`ask_target` or the slot's
+  // master) and takes an idle connection to it.
+  absl::StatusOr<Target> PickTarget(uint16_t slot, const std::string& ask_target)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Without the lock: connects, counting a failure against the node's backoff.
+  absl::Status Connect(Target& target) ABSL_LOCKS_EXCLUDED(mu_);
+  // Gives a healthy connection back to its node's pool.
+  void Return(Target target) ABSL_LOCKS_EXCLUDED(mu_);
+  // One HMGET (after ASKING when `asking`) on `connection`; the reply or the
+  // connection's I/O error.
+  static absl::StatusOr<RedisReplyPtr> Exchange(RedisConnection& connection,
+                                                absl::string_view key,
+                                                absl::Span<const std::string> item_ids,
+                                                bool asking);
+
+  const RedisClusterOptions options_;
   absl::Mutex mu_;
   RedisClusterRouter router_ ABSL_GUARDED_BY(mu_);
-  RedisCommandWriter commands_ ABSL_GUARDED_BY(mu_);
+  bool stale_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Time last_refresh_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  absl::flat_hash_map<std::string, Node> nodes_ ABSL_GUARDED_BY(mu_);
   const std::string key_prefix_;
 };
 

@@ -3,6 +3,8 @@
 // over every master with the right TTL and contents, -ASK and -MOVED
 // followed, and a master failover under a real rankwire-server's load that
 // fails no Rank call, counts every lost line and resumes writing.
+#include <hiredis/hiredis.h>
+
 #include <atomic>
 #include <future>
 #include <memory>
@@ -12,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -23,6 +26,8 @@
 #include "gtest/gtest.h"
 #include "logstore/log_store.h"
 #include "logstore/redis_cluster.h"
+#include "logstore/redis_cluster_log_store.h"
+#include "logstore/redis_commands.h"
 #include "tests/support/log_test_util.h"
 #include "tests/support/redis_cluster.h"
 #include "tests/support/server_process.h"
@@ -67,6 +72,61 @@ TEST(RedisClusterSlotTest, SlotsAreRedisClusterSlots) {
   EXPECT_EQ(KeySlot("foo{}{bar}"), KeySlot("foo{}{bar}"));  // Empty tag: whole key.
   EXPECT_NE(KeySlot("foo{}{bar}"), KeySlot("bar"));
   EXPECT_EQ(KeySlot("foo{{bar}}zap"), KeySlot("{bar"));
+}
+
+TEST(RedisRedirectTest, SlotAndAddressAreParsed) {
+  std::optional<RedisRedirect> moved = ParseRedirect("MOVED 3999 127.0.0.1:6381");
+  ASSERT_TRUE(moved.has_value());
+  EXPECT_FALSE(moved->ask);
+  EXPECT_EQ(moved->slot, 3999);
+  EXPECT_EQ(moved->address, "127.0.0.1:6381");
+  std::optional<RedisRedirect> ask = ParseRedirect("ASK 0 10.0.0.2:7000");
+  ASSERT_TRUE(ask.has_value());
+  EXPECT_TRUE(ask->ask);
+  EXPECT_EQ(ask->slot, 0);
+  // No host (cluster-preferred-endpoint-type unknown-endpoint): the host of
+  // the node that answered.
+  std::optional<RedisRedirect> no_host = ParseRedirect("MOVED 7 :6390", "127.0.0.5:6379");
+  ASSERT_TRUE(no_host.has_value());
+  EXPECT_EQ(no_host->address, "127.0.0.5:6390");
+  no_host = ParseRedirect("ASK 7 :6390", "[::1]:6379");
+  ASSERT_TRUE(no_host.has_value());
+  EXPECT_EQ(no_host->address, "[::1]:6390");
+  EXPECT_FALSE(ParseRedirect("MOVED 16384 127.0.0.1:1").has_value());
+  EXPECT_FALSE(ParseRedirect("MOVED x 127.0.0.1:1").has_value());
+  EXPECT_FALSE(ParseRedirect("MOVED 1").has_value());
+  EXPECT_FALSE(ParseRedirect("ERR MOVED 1 127.0.0.1:1").has_value());
+}
+
+// A hand-built hiredis reply (only the fields WriteOutcome reads).
+struct FakeReply {
+  explicit FakeReply(int type, std::string text = "") : text(std::move(text)) {
+    reply.type = type;
+    reply.str = this->text.data();
+    reply.len = this->text.size();
+  }
+  std::string text;
+  redisReply reply{};
+};
+
+TEST(RedisRedirectTest, ARedirectAnsweredByExecIsFollowed) {
+  // The slot moved between queueing and EXEC: every command was QUEUED and
+  // EXEC itself answers -MOVED (the transaction did not run).
+  FakeReply ok(REDIS_REPLY_STATUS, "OK");
+  FakeReply queued(REDIS_REPLY_STATUS, "QUEUED");
+  FakeReply exec(REDIS_REPLY_ERROR, "MOVED 1238 127.0.0.1:7002");
+  redisReply* replies[] = {&ok.reply, &queued.reply, &queued.reply, &queued.reply, &exec.reply};
+  std::optional<RedisRedirect> redirect;
+  EXPECT_TRUE(WriteOutcome(replies, "127.0.0.1:7001", &redirect).ok());
+  ASSERT_TRUE(redirect.has_value());
+  EXPECT_EQ(redirect->slot, 1238);
+  EXPECT_EQ(redirect->address, "127.0.0.1:7002");
+  // Any other EXEC error is still a refusal.
+  FakeReply refused(REDIS_REPLY_ERROR, "EXECABORT Transaction discarded");
+  replies[4] = &refused.reply;
+  EXPECT_EQ(WriteOutcome(replies, "127.0.0.1:7001", &redirect).code(),
+            absl::StatusCode::kInternal);
+  EXPECT_FALSE(redirect.has_value());
 }
 
 class RedisClusterTest : public ::testing::Test {
@@ -212,6 +272,190 @@ TEST_F(RedisClusterTest, AskAndMovedRedirectsAreFollowed) {
   ASSERT_TRUE(read.ok()) << read.status();
   EXPECT_EQ((*read)[0], moved.items[0].text);
   EXPECT_EQ(store->consumer->stats().items_dropped_store_error, 0u);
+}
+
+// Writes `n` one-field requests "<tag>-<i>" through `sink`; the failures.
+std::vector<absl::Status> WriteRequests(LogSink& sink, const std::string& tag, int n) {
+  std::vector<SinkEntry> batch;
+  for (int i = 0; i < n; ++i) {
+    SinkEntry entry;
+    entry.key = absl::StrCat("rank:log:", tag, "-", i);
+    entry.fields.push_back(SinkField{"item", "Ttext"});
+    batch.push_back(std::move(entry));
+  }
+  std::vector<absl::Status> results = sink.Write(absl::MakeSpan(batch), absl::Seconds(5));
+  std::vector<absl::Status> failed;
+  for (const absl::Status& s : results) {
+    if (!s.ok()) failed.push_back(s);
+  }
+  return failed;
+}
+
+// Redis closes connections idle past its `timeout`; the next batch and the
+// next read find theirs closed and go on over a fresh one.
+TEST_F(RedisClusterTest, ConnectionsClosedWhileIdleAreReplacedWithoutLosingABatch) {
+  // Restored however the test ends: the cluster is shared by the suite.
+  auto restore = absl::MakeCleanup([] {
+    for (const auto& node : cluster_->nodes()) (void)node->Command({"CONFIG", "SET", "timeout", "0"});
+  });
+  for (const auto& node : cluster_->nodes()) {
+    ASSERT_TRUE(node->Command({"CONFIG", "SET", "timeout", "1"}).ok());
+  }
+  LogStoreConfig config = ClusterConfig(*cluster_);
+  absl::StatusOr<std::unique_ptr<RedisClusterSink>> sink = RedisClusterSink::Create(config);
+  ASSERT_TRUE(sink.ok()) << sink.status();
+  absl::StatusOr<std::unique_ptr<RedisClusterReader>> reader = RedisClusterReader::Create(config);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_TRUE(WriteRequests(**sink, "idle-a", 30).empty());
+  const std::vector<std::string> items = {"item"};
+  ASSERT_TRUE((*reader)->Fetch("idle-a-0", items).ok());
+  // Past the timeout (Redis checks idle clients about every 100 ms).
+  absl::SleepFor(absl::Milliseconds(2500));
+  std::vector<absl::Status> failed = WriteRequests(**sink, "idle-b", 30);
+  EXPECT_TRUE(failed.empty()) << failed.size() << " failed, first: " << failed.front();
+  EXPECT_TRUE((*sink)->up());
+  absl::StatusOr<std::vector<std::optional<std::string>>> read =
+      (*reader)->Fetch("idle-b-0", items);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ((*read)[0], "text");
+}
+
+// A MOVED names the new master; the node the map is reloaded from may not
+// know yet (the cluster spreads the change by gossip). The writer and the
+// reader follow the MOVED, not the stale map.
+TEST_F(RedisClusterTest, AMovedIsFollowedWhenTheReloadedMapIsStale) {
+  const auto& nodes = cluster_->nodes();
+  // The node the router reloads from: the first master the first seed lists.
+  absl::StatusOr<RedisReply> slots = nodes[0]->Command({"CLUSTER", "SLOTS"});
+  ASSERT_TRUE(slots.ok()) << slots.status();
+  const RedisReply& first_master = slots->elements[0].elements[2];
+  const std::string source_address =
+      absl::StrCat(first_master.elements[0].str, ":", first_master.elements[1].integer);
+  test::RedisProcess* source = nullptr;
+  for (const auto& node : nodes) {
+    if (node->address() == source_address) source = node.get();
+  }
+  ASSERT_NE(source, nullptr);
+  // A request whose slot is on another master (x); it moves to the third (y).
+  std::string id;
+  test::RedisProcess* x = nullptr;
+  for (int i = 0; i < 1000 && x == nullptr; ++i) {
+    absl::StatusOr<test::RedisProcess*> owner =
+        cluster_->MasterOf(KeySlot(absl::StrCat("rank:log:stale-", i)));
+    ASSERT_TRUE(owner.ok()) << owner.status();
+    if (*owner != source) {
+      x = *owner;
+      id = absl::StrCat("stale-", i);
+    }
+  }
+  test::RedisProcess* y = nullptr;
+  for (const auto& node : nodes) {
+    if (node.get() != source && node.get() != x) y = node.get();
+  }
+  ASSERT_NE(y, nullptr);
+  LogStoreConfig config = ClusterConfig(*cluster_);
+  absl::StatusOr<std::unique_ptr<RedisClusterSink>> sink = RedisClusterSink::Create(config);
+  ASSERT_TRUE(sink.ok());
+  absl::StatusOr<std::unique_ptr<RedisClusterReader>> reader = RedisClusterReader::Create(config);
+  ASSERT_TRUE(reader.ok());
+  EXPECT_TRUE(WriteRequests(**sink, "stale-warm", 5).empty());  // Loads the maps.
+  const std::vector<std::string> items = {"item"};
+  ASSERT_TRUE((*reader)->Fetch("stale-warm-0", items).ok());
+
+  // The (empty) slot moves x -> y; only x and y are told. The whole cluster
+  // agrees again however the test ends.
+  const std::string slot = absl::StrCat(KeySlot("rank:log:" + id));
+  auto agree = absl::MakeCleanup(
+      [&] { (void)source->Command({"CLUSTER", "SETSLOT", slot, "NODE", NodeId(*y)}); });
+  ASSERT_EQ(y->Command({"CLUSTER", "SETSLOT", slot, "NODE", NodeId(*y)})->str, "OK");
+  ASSERT_EQ(x->Command({"CLUSTER", "SETSLOT", slot, "NODE", NodeId(*y)})->str, "OK");
+  std::vector<SinkEntry> batch(1);
+  batch[0].key = "rank:log:" + id;
+  batch[0].fields.push_back(SinkField{"item", "Tmoved"});
+  std::vector<absl::Status> results = (*sink)->Write(absl::MakeSpan(batch), absl::Seconds(5));
+  EXPECT_TRUE(results[0].ok()) << results[0];
+  absl::StatusOr<RedisReply> len = y->Command({"HLEN", batch[0].key});
+  ASSERT_TRUE(len.ok());
+  EXPECT_EQ(len->integer, 1);
+  absl::StatusOr<std::vector<std::optional<std::string>>> read = (*reader)->Fetch(id, items);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ((*read)[0], "moved");
+}
+
+// With cluster-preferred-endpoint-type unknown-endpoint, CLUSTER SLOTS
+// gives NIL hosts (the node asked) and redirects have no host.
+TEST_F(RedisClusterTest, NodesThatDoNotNameTheirHostAreUsable) {
+  auto restore = absl::MakeCleanup([] {
+    for (const auto& node : cluster_->nodes()) {
+      (void)node->Command({"CONFIG", "SET", "cluster-preferred-endpoint-type", "ip"});
+    }
+  });
+  for (const auto& node : cluster_->nodes()) {
+    ASSERT_TRUE(node->Command({"CONFIG", "SET", "cluster-preferred-endpoint-type",
+                               "unknown-endpoint"}).ok());
+  }
+  LogStoreConfig config = ClusterConfig(*cluster_);
+  absl::StatusOr<std::unique_ptr<RedisClusterSink>> sink = RedisClusterSink::Create(config);
+  ASSERT_TRUE(sink.ok());
+  std::vector<absl::Status> failed = WriteRequests(**sink, "nil-host", 30);
+  EXPECT_TRUE(failed.empty()) << failed.size() << " failed, first: " << failed.front();
+  absl::StatusOr<std::unique_ptr<RedisClusterReader>> reader = RedisClusterReader::Create(config);
+  ASSERT_TRUE(reader.ok());
+  const std::vector<std::string> items = {"item"};
+  for (int i = 0; i < 30; ++i) {
+    absl::StatusOr<std::vector<std::optional<std::string>>> read =
+        (*reader)->Fetch(absl::StrCat("nil-host-", i), items);
+    ASSERT_TRUE(read.ok()) << read.status();
+    EXPECT_EQ((*read)[0], "text");
+  }
+}
+
+// A stalled master delays the reads of its own keys only: the reader does
+// not hold its lock while it waits on one master.
+TEST_F(RedisClusterTest, AStalledMasterDoesNotHoldUpReadsOfOtherMasters) {
+  LogStoreConfig config = ClusterConfig(*cluster_);
+  config.io_timeout = absl::Milliseconds(400);
+  absl::StatusOr<std::unique_ptr<RedisClusterReader>> reader = RedisClusterReader::Create(config);
+  ASSERT_TRUE(reader.ok());
+  std::string stalled_id, healthy_id;
+  test::RedisProcess* stalled = nullptr;
+  for (int i = 0; i < 1000 && healthy_id.empty(); ++i) {
+    const std::string id = absl::StrCat("hol-", i);
+    absl::StatusOr<test::RedisProcess*> owner = cluster_->MasterOf(KeySlot("rank:log:" + id));
+    ASSERT_TRUE(owner.ok()) << owner.status();
+    if (stalled == nullptr) {
+      stalled = *owner;
+      stalled_id = id;
+    } else if (*owner != stalled) {
+      healthy_id = id;
+    }
+  }
+  const std::vector<std::string> items = {"item"};
+  ASSERT_TRUE((*reader)->Fetch(stalled_id, items).ok());
+  ASSERT_TRUE((*reader)->Fetch(healthy_id, items).ok());
+  // Stopped for less than the cluster's node timeout (1 s), so the cluster
+  // itself stays up.
+  ASSERT_TRUE(stalled->Pause().ok());
+  std::atomic<bool> stalled_done{false};
+  std::thread slow([&] {
+    EXPECT_FALSE((*reader)->Fetch(stalled_id, items).ok());
+    stalled_done = true;
+  });
+  absl::SleepFor(absl::Milliseconds(50));
+  absl::StatusOr<std::vector<std::optional<std::string>>> healthy =
+      (*reader)->Fetch(healthy_id, items);
+  const bool answered_while_stalled = !stalled_done.load();
+  slow.join();
+  ASSERT_TRUE(stalled->Resume().ok());
+  EXPECT_TRUE(healthy.ok()) << healthy.status();
+  EXPECT_TRUE(answered_while_stalled);
+  // And the stalled master's keys are readable again once it resumes.
+  absl::Status back = absl::UnknownError("not read");
+  for (int attempt = 0; attempt < 50 && !back.ok(); ++attempt) {
+    back = (*reader)->Fetch(stalled_id, items).status();
+    if (!back.ok()) absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_TRUE(back.ok()) << back;
 }
 
 TEST(RedisClusterBadConfigTest, BadSeedListIsInvalidArgument) {

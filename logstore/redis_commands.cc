@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "logstore/log_record.h"
@@ -17,20 +18,31 @@ absl::string_view ReplyText(const redisReply& reply) {
   return absl::string_view(reply.str == nullptr ? "" : reply.str, reply.len);
 }
 
-std::optional<RedisRedirect> RedirectOf(const redisReply& reply) {
+std::optional<RedisRedirect> RedirectOf(const redisReply& reply, absl::string_view address) {
   if (reply.type != REDIS_REPLY_ERROR) return std::nullopt;
-  return ParseRedirect(ReplyText(reply));
+  return ParseRedirect(ReplyText(reply), address);
 }
 
 }  // namespace
 
-std::optional<RedisRedirect> ParseRedirect(absl::string_view error) {
+std::optional<RedisRedirect> ParseRedirect(absl::string_view error,
+                                           absl::string_view replying) {
   const bool moved = absl::StartsWith(error, "MOVED ");
   const bool ask = absl::StartsWith(error, "ASK ");
   if (!moved && !ask) return std::nullopt;
   std::vector<absl::string_view> parts = absl::StrSplit(error, ' ', absl::SkipEmpty());
-  if (parts.size() != 3) return std::nullopt;
-  return RedisRedirect{ask, std::string(parts[2])};
+  int slot = 0;
+  if (parts.size() != 3 || !absl::SimpleAtoi(parts[1], &slot) || slot < 0 || slot >= 16384) {
+    return std::nullopt;
+  }
+  std::string address(parts[2]);
+  if (absl::StartsWith(address, ":")) {
+    // No host: the replying node's ("[::1]:6379" keeps its brackets).
+    const size_t colon = replying.rfind(':');
+    if (colon == absl::string_view::npos) return std::nullopt;
+    address = absl::StrCat(replying.substr(0, colon), address);
+  }
+  return RedisRedirect{ask, slot, std::move(address)};
 }
 
 bool RedisCommandWriter::AppendWrite(redisContext* context, const SinkEntry& entry,
@@ -99,12 +111,18 @@ absl::Status WriteOutcome(absl::Span<redisReply* const> replies, absl::string_vi
   // A command refused at queue time (a slot served elsewhere: -MOVED/-ASK;
   // a full server: -OOM) shows up here, and EXEC then answers EXECABORT.
   for (int i = 1; i < kRepliesPerWrite - 1; ++i) {
-    if (std::optional<RedisRedirect> r = RedirectOf(*replies[i]); r.has_value()) {
+    if (std::optional<RedisRedirect> r = RedirectOf(*replies[i], address); r.has_value()) {
       *redirect = std::move(r);
       return absl::OkStatus();
     }
   }
   const redisReply& exec = *replies[kRepliesPerWrite - 1];
+  // Redis checks the key's slot again at EXEC: a slot that moved after the
+  // commands were queued discards the transaction with -MOVED / -ASK.
+  if (std::optional<RedisRedirect> r = RedirectOf(exec, address); r.has_value()) {
+    *redirect = std::move(r);
+    return absl::OkStatus();
+  }
   if (exec.type == REDIS_REPLY_ERROR) {
     for (int i = 0; i < kRepliesPerWrite - 1; ++i) {
       if (replies[i]->type == REDIS_REPLY_ERROR) {
@@ -144,7 +162,7 @@ absl::StatusOr<std::vector<std::optional<std::string>>> ReadOutcome(
   redirect->reset();
   std::vector<std::optional<std::string>> values(item_ids.size());
   if (reply.type == REDIS_REPLY_ERROR) {
-    if (std::optional<RedisRedirect> r = RedirectOf(reply); r.has_value()) {
+    if (std::optional<RedisRedirect> r = RedirectOf(reply, address); r.has_value()) {
       *redirect = std::move(r);
       return values;
     }

@@ -35,11 +35,16 @@ inline constexpr int kRepliesPerWrite = 5;
 // A cluster redirection found in a reply.
 struct RedisRedirect {
   bool ask = false;     // -ASK (one-off) rather than -MOVED (the slot moved).
+  int slot = 0;         // The slot the redirect is about.
   std::string address;  // host:port
 };
 
 // "MOVED 3999 127.0.0.1:6381" / "ASK 3999 127.0.0.1:6381" -> the redirect.
-std::optional<RedisRedirect> ParseRedirect(absl::string_view error);
+// An empty host (":6381", what a node configured with
+// cluster-preferred-endpoint-type unknown-endpoint sends) means the host of
+// the node that answered, `replying` ("host:port").
+std::optional<RedisRedirect> ParseRedirect(absl::string_view error,
+                                           absl::string_view replying = "");
 
 class RedisCommandWriter {
  public:
@@ -59,7 +64,9 @@ class RedisCommandWriter {
 // The outcome of one write transaction from its replies (MULTI ... EXEC,
 // kRepliesPerWrite of them, after any ASKING reply): OK, a redirect (set
 // in `*redirect`, status OK), or the server's refusal (kInternal; CLUSTERDOWN
-// is kUnavailable).
+// is kUnavailable). The redirect may come from a queued command or from
+// EXEC itself (the slot moved between queueing and EXEC, which then ran
+// nothing).
 absl::Status WriteOutcome(absl::Span<redisReply* const> replies, absl::string_view address,
                           std::optional<RedisRedirect>* redirect);
 

@@ -247,7 +247,9 @@ void ExportLogStats(MetricsRegistry* registry, const logstore::LogConsumer* cons
                      stat(&S::queue_bytes));
   registry->AddGauge("rankwire_log_store_reconnects_total", "Reconnects to the log store.",
                      stat(&S::reconnects));
-  registry->AddGauge("rankwire_log_store_up", "1 if the log store is reachable.",
+  registry->AddGauge("rankwire_log_store_up",
+                     "1 if the last write to the log store succeeded (on every master, for a "
+                     "Redis Cluster).",
                      [consumer]() { return consumer->stats().store_up ? 1.0 : 0.0; });
 }
 
