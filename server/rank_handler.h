@@ -74,6 +74,9 @@ class RankHandler {
                                          Clock::time_point started, uint32_t deserialize_us,
                                          Deadline deadline = Deadline::max()) const;
 
+  // The input contract's limits (what PrescanRequest checks before parsing).
+  const RequestLimits& limits() const { return options_.limits; }
+
   // The log mode a request gets (the request's, or the server default).
   rank::v1::LogMode EffectiveLogMode(const rank::v1::RankRequest& request) const;
 

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "rpc/status.h"
+#include "server/request_validator.h"
 #include "spdlog/spdlog.h"
 
 namespace rankwire::server {
@@ -162,6 +163,18 @@ void RankServiceImpl::Serve(grpc::ServerUnaryReactor* base_reactor,
     ServerMetrics* metrics;
   } in_flight(metrics_);
 
+  // Entry counts first, without parsing: parsing turns two bytes of an
+  // empty candidate into an ~80-byte object, so a request with more entries
+  // than the contract allows is refused before it costs that memory.
+  {
+    grpc::ByteBuffer scanned(*request);
+    grpc::ProtoBufferReader reader(&scanned);
+    if (absl::Status counted = PrescanRequest(&reader, handler_->limits()); !counted.ok()) {
+      if (metrics_) metrics_->rpcs_invalid_argument->Increment();
+      finish(counted);
+      return;
+    }
+  }
   // A copy of a ByteBuffer shares its slices; parsing consumes the copy.
   grpc::ByteBuffer input(*request);
   // Shared: with logs in the store, the log writer formats from it later.

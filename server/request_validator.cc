@@ -4,6 +4,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/io/coded_stream.h"
 
 namespace rankwire::server {
 namespace {
@@ -194,6 +195,118 @@ std::vector<std::string> UnknownItemFeatures(const rank::v1::RankRequest& reques
     if (!known.contains(name)) unknown.push_back(name);
   }
   return unknown;
+}
+
+namespace {
+
+// Bytes of a length-delimited field (one-byte tag) with a `body`-byte body.
+uint64_t LengthDelimited(uint64_t body) {
+  return 1 + google::protobuf::io::CodedOutputStream::VarintSize64(body) + body;
+}
+constexpr uint64_t kVarintField = 1 + 10;  // Tag and the longest varint.
+
+// rank.v1.RankRequest's fields, by number: the wire type each must have
+// (anything else is an unknown field to the parser), and for repeated and
+// map fields the limit on their entries.
+struct RequestField {
+  int wire_type = -1;  // -1: not a field of RankRequest.
+  const char* counted = nullptr;  // The entries' name in messages, if limited.
+};
+
+RequestField FieldOf(int number) {
+  constexpr int kVarint = 0, kDelimited = 2;
+  switch (number) {
+    case 1: case 3: return {kDelimited, nullptr};   // request_id, user_id
+    case 2: case 4: case 9: case 11: return {kVarint, nullptr};  // scene, time, top_n, log_mode
+    case 5: return {kDelimited, "user features"};
+    case 6: return {kDelimited, "context entries"};
+    case 7: return {kDelimited, "item features"};
+    case 8: return {kDelimited, "candidates"};
+    case 10: return {kDelimited, "accept_codecs"};
+    default: return {};
+  }
+}
+
+uint32_t LimitOf(int number, const RequestLimits& limits) {
+  switch (number) {
+    case 5: return limits.max_user_features;
+    case 6: return limits.max_context_entries;
+    case 7: return limits.max_item_features;
+    case 8: return limits.max_candidates;
+    case 10: return limits.max_accept_codecs;
+    default: return UINT32_MAX;
+  }
+}
+
+// Skips the value of a field with `wire_type`; false on malformed data.
+bool SkipValue(google::protobuf::io::CodedInputStream& in, int wire_type) {
+  switch (wire_type) {
+    case 0: {
+      uint64_t ignored;
+      return in.ReadVarint64(&ignored);
+    }
+    case 1: return in.Skip(8);
+    case 2: {
+      uint32_t length;
+      return in.ReadVarint32(&length) && in.Skip(static_cast<int>(length));
+    }
+    case 5: return in.Skip(4);
+    default: return false;  // Groups (never in rank.v1) and invalid types.
+  }
+}
+
+}  // namespace
+
+size_t MaxRequestBytes(const RequestLimits& l) {
+  const uint64_t candidate =
+      LengthDelimited(LengthDelimited(l.max_id_bytes) + LengthDelimited(l.max_recall_source_bytes) +
+                      kVarintField + uint64_t{l.max_item_features} * 5);  // Unpacked floats.
+  const uint64_t user_feature = LengthDelimited(LengthDelimited(l.max_feature_name_bytes) + 9);
+  const uint64_t context_entry = LengthDelimited(LengthDelimited(l.max_context_key_bytes) +
+                                                 LengthDelimited(l.max_context_value_bytes));
+  const uint64_t total =
+      2 * LengthDelimited(l.max_id_bytes) + 4 * kVarintField +
+      uint64_t{l.max_user_features} * user_feature +
+      uint64_t{l.max_context_entries} * context_entry +
+      uint64_t{l.max_item_features} * LengthDelimited(l.max_feature_name_bytes) +
+      uint64_t{l.max_candidates} * candidate +
+      uint64_t{l.max_accept_codecs} * LengthDelimited(l.max_codec_name_bytes) + (64 << 10);
+  return static_cast<size_t>(total);
+}
+
+absl::Status PrescanRequest(google::protobuf::io::ZeroCopyInputStream* input,
+                            const RequestLimits& limits) {
+  google::protobuf::io::CodedInputStream in(input);
+  uint32_t counts[11] = {};
+  uint32_t unknown = 0;
+  while (const uint32_t tag = in.ReadTag()) {
+    const int number = static_cast<int>(tag >> 3);
+    const int wire_type = static_cast<int>(tag & 7);
+    if (wire_type == 3 || wire_type == 4) {
+      return Invalid("request is not a valid rank.v1.RankRequest (a group field)");
+    }
+    const RequestField field = number <= 11 ? FieldOf(number) : RequestField{};
+    if (field.wire_type == wire_type) {
+      if (field.counted != nullptr) ++counts[number - 1];
+    } else {
+      ++unknown;
+    }
+    if (!SkipValue(in, wire_type)) break;  // Malformed: the parser reports it.
+  }
+  for (int number = 1; number <= 11; ++number) {
+    const RequestField field = FieldOf(number);
+    if (field.counted == nullptr) continue;
+    const uint32_t limit = LimitOf(number, limits);
+    if (counts[number - 1] <= limit) continue;
+    return Invalid(absl::StrCat(counts[number - 1], " ", field.counted, " exceed the limit of ",
+                                limit, number == 8 ? " (--max_candidates)" : ""));
+  }
+  if (unknown > kMaxUnknownRequestFields) {
+    return Invalid(absl::StrCat(unknown, " unknown fields exceed the limit of ",
+                                kMaxUnknownRequestFields,
+                                " (fields rank.v1.RankRequest does not have)"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace rankwire::server

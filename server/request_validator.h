@@ -14,12 +14,14 @@
 #ifndef RANKWIRE_SERVER_REQUEST_VALIDATOR_H_
 #define RANKWIRE_SERVER_REQUEST_VALIDATOR_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "google/protobuf/io/zero_copy_stream.h"
 #include "rank/v1/rank.pb.h"
 
 namespace rankwire::server {
@@ -42,6 +44,25 @@ struct RequestLimits {
 
 absl::Status ValidateRequest(const rank::v1::RankRequest& request,
                              const RequestLimits& limits);
+
+// The most bytes a serialized request within `limits` can take (every field
+// at its limit, features unpacked), plus 64 KiB for fields this version does
+// not know. A request larger than this cannot be valid: the server's default
+// --max_request_bytes, so gRPC refuses it before it is even read in whole.
+size_t MaxRequestBytes(const RequestLimits& limits);
+
+// Unknown top-level fields a request may carry (a newer client's).
+inline constexpr uint32_t kMaxUnknownRequestFields = 64;
+
+// Counts the repeated and map fields of a serialized RankRequest without
+// parsing it: INVALID_ARGUMENT (the message ValidateRequest would give) when
+// one has more entries than `limits` allow, or when there are more than
+// kMaxUnknownRequestFields unknown fields. Parsing allocates an object per
+// entry: 2 bytes of wire per empty candidate become ~80 bytes of heap, so a
+// request over the limits is refused here, before it is parsed. Malformed
+// wire data is left to the parser.
+absl::Status PrescanRequest(google::protobuf::io::ZeroCopyInputStream* input,
+                            const RequestLimits& limits);
 
 // The item feature names of `request` that are not in `known` (the model's
 // item inputs), in request order. REQUIRES: ValidateRequest returned OK (so

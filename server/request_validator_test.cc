@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "workload/workload.h"
@@ -118,6 +119,120 @@ TEST(RequestValidatorTest, UnknownItemFeaturesAreListedInRequestOrder) {
   EXPECT_THAT(UnknownItemFeatures(request, known),
               ::testing::ElementsAre("discount", "reveiw_count"));
   EXPECT_TRUE(UnknownItemFeatures(workload::WorkloadGenerator({}).Make(0), known).empty());
+}
+
+// Every field at its limit, with distinct keys and ids: the largest valid
+// request (features packed, as protobuf writes them).
+rank::v1::RankRequest MaximalRequest(const RequestLimits& l) {
+  rank::v1::RankRequest r;
+  auto text = [](char c, uint32_t n, uint32_t i) {
+    std::string s(n, c);
+    const std::string tag = absl::StrCat(i);
+    s.replace(0, tag.size(), tag);
+    return s;
+  };
+  r.set_request_id(std::string(l.max_id_bytes, 'r'));
+  r.set_user_id(std::string(l.max_id_bytes, 'u'));
+  r.set_scene(rank::v1::SCENE_CART);
+  r.set_request_time_ms(INT64_MAX);
+  r.set_top_n(l.max_candidates);
+  r.set_log_mode(rank::v1::LOG_MODE_STORE);
+  for (uint32_t i = 0; i < l.max_user_features; ++i) {
+    (*r.mutable_user_features())[text('f', l.max_feature_name_bytes, i)] = 0.5;
+  }
+  for (uint32_t i = 0; i < l.max_context_entries; ++i) {
+    (*r.mutable_context())[text('k', l.max_context_key_bytes, i)] =
+        std::string(l.max_context_value_bytes, 'v');
+  }
+  for (uint32_t i = 0; i < l.max_item_features; ++i) {
+    r.add_item_feature_names(text('n', l.max_feature_name_bytes, i));
+  }
+  for (uint32_t i = 0; i < l.max_accept_codecs; ++i) {
+    r.add_accept_codecs(text('c', l.max_codec_name_bytes, i));
+  }
+  for (uint32_t c = 0; c < l.max_candidates; ++c) {
+    rank::v1::Candidate* candidate = r.add_candidates();
+    candidate->set_item_id(text('i', l.max_id_bytes, c));
+    candidate->set_recall_source(std::string(l.max_recall_source_bytes, 's'));
+    candidate->set_recall_rank(UINT32_MAX);
+    for (uint32_t f = 0; f < l.max_item_features; ++f) candidate->add_features(1.5f);
+  }
+  return r;
+}
+
+TEST(MaxRequestBytesTest, HoldsTheLargestValidRequestAndNotMuchMore) {
+  for (uint32_t candidates : {1u, 1000u, 5000u}) {
+    RequestLimits limits;
+    limits.max_candidates = candidates;
+    const rank::v1::RankRequest maximal = MaximalRequest(limits);
+    ASSERT_TRUE(ValidateRequest(maximal, limits).ok()) << ValidateRequest(maximal, limits);
+    const size_t bytes = maximal.ByteSizeLong();
+    EXPECT_LE(bytes, MaxRequestBytes(limits)) << candidates;
+    // The bound allows unpacked features (a byte more per float) and 64 KiB.
+    EXPECT_LE(MaxRequestBytes(limits), bytes + candidates * 260 + (64 << 10) + 4096)
+        << candidates;
+  }
+}
+
+absl::Status Prescan(const std::string& bytes, const RequestLimits& limits = {}) {
+  google::protobuf::io::ArrayInputStream input(bytes.data(), static_cast<int>(bytes.size()));
+  return PrescanRequest(&input, limits);
+}
+
+TEST(PrescanRequestTest, AValidRequestPassesAndEveryCountedFieldIsNamed) {
+  RequestLimits limits;
+  EXPECT_TRUE(Prescan(workload::WorkloadGenerator({}).Make(0).SerializeAsString()).ok());
+  EXPECT_TRUE(Prescan(MaximalRequest(limits).SerializeAsString(), limits).ok());
+  struct Case {
+    std::function<void(rank::v1::RankRequest*)> add_one;
+    std::string message;
+  };
+  const Case cases[] = {
+      {[](auto* r) { r->add_candidates(); },
+       "1001 candidates exceed the limit of 1000 (--max_candidates)"},
+      {[](auto* r) { r->add_item_feature_names("x"); },
+       "257 item features exceed the limit of 256"},
+      {[](auto* r) { (*r->mutable_user_features())["x"] = 1; },
+       "257 user features exceed the limit of 256"},
+      {[](auto* r) { (*r->mutable_context())["x"] = "y"; },
+       "65 context entries exceed the limit of 64"},
+      {[](auto* r) { r->add_accept_codecs("x"); }, "17 accept_codecs exceed the limit of 16"},
+  };
+  for (const Case& c : cases) {
+    rank::v1::RankRequest request = MaximalRequest(limits);
+    c.add_one(&request);
+    const absl::Status s = Prescan(request.SerializeAsString(), limits);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.message;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(c.message));
+  }
+}
+
+TEST(PrescanRequestTest, EmptyCandidatesAreCountedBeforeAnyParse) {
+  // Two bytes each on the wire (the amplification a parse would pay for).
+  std::string bytes = "\x0a\x01r";
+  for (int i = 0; i < 500000; ++i) bytes += std::string("\x42\x00", 2);
+  const absl::Status s = Prescan(bytes);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("500000 candidates exceed the limit of 1000"));
+}
+
+TEST(PrescanRequestTest, UnknownFieldsAndWrongWireTypesAreBounded) {
+  const std::string valid = workload::WorkloadGenerator({}).Make(0).SerializeAsString();
+  std::string unknown = valid;
+  for (uint32_t i = 0; i < kMaxUnknownRequestFields; ++i) unknown += std::string("\x78\x01", 2);
+  EXPECT_TRUE(Prescan(unknown).ok());  // Field 15, varint: a newer client's.
+  unknown += std::string("\x78\x01", 2);
+  EXPECT_THAT(std::string(Prescan(unknown).message()),
+              HasSubstr("65 unknown fields exceed the limit of 64"));
+  // request_id (field 1) as a varint is an unknown field to the parser too.
+  std::string mistyped = valid;
+  for (int i = 0; i < 65; ++i) mistyped += std::string("\x08\x01", 2);
+  EXPECT_EQ(Prescan(mistyped).code(), absl::StatusCode::kInvalidArgument);
+  // Groups are not part of rank.v1.
+  EXPECT_EQ(Prescan(valid + std::string("\x7b\x7c", 2)).code(),
+            absl::StatusCode::kInvalidArgument);
+  // Truncated data is the parser's to report.
+  EXPECT_TRUE(Prescan(valid.substr(0, valid.size() - 3)).ok());
 }
 
 }  // namespace

@@ -7,8 +7,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -47,7 +49,13 @@ ABSL_FLAG(std::string, model, "server/models/ecom_search_lr.model",
           "(an installed server).");
 ABSL_FLAG(uint32_t, max_candidates, 1000, "Most candidates a request may carry.");
 ABSL_FLAG(int, max_message_bytes, 64 << 20,
-          "Largest request or response message, in bytes.");
+          "Largest response message, in bytes (1 MiB .. 2 GiB - 1); a request whose response "
+          "is estimated larger is refused before ranking.");
+ABSL_FLAG(int, max_request_bytes, 0,
+          "Largest request message, in bytes; gRPC refuses larger ones (RESOURCE_EXHAUSTED) "
+          "before reading them in whole. 0: the largest request the input contract allows "
+          "(every field at its limit, --max_candidates candidates) plus 64 KiB, ~1.7 MB at "
+          "the defaults.");
 ABSL_FLAG(std::string, log_mode, "store",
           "Where per-item logs go unless the request says: store, inline or none.");
 ABSL_FLAG(std::string, logstore, "memory",
@@ -165,6 +173,29 @@ absl::StatusOr<int> RankWorkersFromFlags(const AdmissionOptions& admission) {
         admission.max_concurrent_rank, "): workers past the admitted calls would never run"));
   }
   return workers;
+}
+
+// --max_message_bytes and --max_request_bytes, checked; the request bound
+// resolved from `limits` when 0.
+struct MessageLimits {
+  int max_response_bytes = 0;
+  int max_request_bytes = 0;
+};
+absl::StatusOr<MessageLimits> MessageLimitsFromFlags(const RequestLimits& limits) {
+  MessageLimits m{absl::GetFlag(FLAGS_max_message_bytes), absl::GetFlag(FLAGS_max_request_bytes)};
+  if (m.max_response_bytes < (1 << 20)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max_message_bytes=", m.max_response_bytes, " is below 1 MiB (1048576)"));
+  }
+  if (m.max_request_bytes < 0 || (m.max_request_bytes > 0 && m.max_request_bytes < 4096)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max_request_bytes=", m.max_request_bytes, " must be 0 (derived) or at least 4096"));
+  }
+  if (m.max_request_bytes == 0) {
+    m.max_request_bytes = static_cast<int>(
+        std::min<size_t>(MaxRequestBytes(limits), std::numeric_limits<int>::max()));
+  }
+  return m;
 }
 
 absl::StatusOr<AdmissionOptions> AdmissionOptionsFromFlags() {
@@ -349,10 +380,11 @@ absl::Status Run() {
 
   RankHandlerOptions options;
   options.limits.max_candidates = absl::GetFlag(FLAGS_max_candidates);
+  ASSIGN_OR_RETURN(const MessageLimits message_limits, MessageLimitsFromFlags(options.limits));
   options.default_codec = *default_codec;
   options.default_log_mode = log_mode;
   options.unknown_features = unknown_features;
-  options.max_response_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_message_bytes));
+  options.max_response_bytes = static_cast<size_t>(message_limits.max_response_bytes);
   options.rankbin_block_items = codec_options.writer.block_items;
   RankHandler handler(&ranker, &codecs, store.consumer.get(), &metrics, options);
   AdmissionControl admission(admission_options);
@@ -374,8 +406,8 @@ absl::Status Run() {
   const std::string listen =
       absl::StrCat(absl::GetFlag(FLAGS_address), ":", absl::GetFlag(FLAGS_port));
   builder.AddListeningPort(listen, credentials, &bound_port);
-  builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_message_bytes));
-  builder.SetMaxSendMessageSize(absl::GetFlag(FLAGS_max_message_bytes));
+  builder.SetMaxReceiveMessageSize(message_limits.max_request_bytes);
+  builder.SetMaxSendMessageSize(message_limits.max_response_bytes);
   builder.RegisterService(&rank_service);
   builder.RegisterService(&log_service);
   if (int age_ms = absl::GetFlag(FLAGS_max_connection_age_ms); age_ms > 0) {
@@ -411,12 +443,14 @@ absl::Status Run() {
   }
   // Scripts and tests read the ports from this line.
   spdlog::info("rankwire-server listening port={} metrics_port={} codec={} log_mode={} logstore={} "
-               "model={} health_port={} tls={} max_concurrent_rank={} rank_workers={}",
+               "model={} health_port={} tls={} max_concurrent_rank={} rank_workers={} "
+               "max_request_bytes={}",
                bound_port, http ? http->port() : -1, std::string((*default_codec)->name()),
                absl::GetFlag(FLAGS_log_mode), absl::GetFlag(FLAGS_logstore),
                model.full_version(), health.port,
                !UsesTls(tls) ? "off" : tls.client_ca_file.empty() ? "tls" : "mutual",
-               admission_options.max_concurrent_rank, rank_workers);
+               admission_options.max_concurrent_rank, rank_workers,
+               message_limits.max_request_bytes);
   // The allocator linked in (server/malloc.cmake); benchmarks compare builds by it.
   spdlog::info("allocator={}", RANKWIRE_MALLOC_NAME);
 

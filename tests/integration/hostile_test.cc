@@ -340,6 +340,42 @@ TEST_F(HostileTest, AmplificationIsRefusedUpFrontAndMemoryStaysFlat) {
   EXPECT_TRUE(client.Rank(Request({}, rank::v1::LOG_MODE_NONE), {}).ok());
 }
 
+// Requests no valid request could be: one larger than the largest the
+// input contract allows is refused by gRPC before it is read in whole, and
+// one under that size but with more entries than the limits (empty
+// candidates, 2 bytes each on the wire and ~80 bytes each parsed) is
+// refused before it is parsed. Neither moves the server's peak memory.
+TEST_F(HostileTest, RequestsOverTheContractAreRefusedBeforeTheyAreParsed) {
+  auto server = Start({"--codec=rankbin"});
+  ASSERT_NE(server, nullptr);
+  std::shared_ptr<grpc::Channel> channel = client::MakeChannel(server->target());
+  client::RankClient client = Client(*server);
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(client.Rank(Request({}, rank::v1::LOG_MODE_NONE, i), {}).ok());
+  }
+  absl::StatusOr<size_t> peak_before = server->PeakResidentBytes();
+  ASSERT_TRUE(peak_before.ok()) << peak_before.status();
+  auto empty_candidates = [](size_t bytes) {
+    std::string request = "\x0a\x01r";
+    while (request.size() + 2 <= bytes) request += std::string("\x42\x00", 2);
+    return request;
+  };
+  // ~1.7 MB at the default limits: 850,000 empty candidates.
+  for (int i = 0; i < 5; ++i) {
+    grpc::Status s = RawCall(channel, empty_candidates(1700000));
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(s.error_message(), HasSubstr("candidates exceed the limit of 1000"));
+  }
+  grpc::Status too_big = RawCall(channel, empty_candidates(8 << 20));
+  EXPECT_EQ(too_big.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << too_big.error_message();
+  absl::StatusOr<size_t> peak_after = server->PeakResidentBytes();
+  ASSERT_TRUE(peak_after.ok()) << peak_after.status();
+  std::printf("peak RSS before %zu, after %zu\n", *peak_before, *peak_after);
+  // Parsed, each of those would have taken ~70 MB (an 8 MB one ~340 MB).
+  EXPECT_LE(*peak_after, *peak_before + (size_t{24} << 20));
+  EXPECT_TRUE(client.Rank(Request({}, rank::v1::LOG_MODE_NONE), {}).ok());
+}
+
 // Garbage bytes and requests with invalid UTF-8 get INVALID_ARGUMENT; the
 // server's log gets at most one libprotobuf line per 10 s interval.
 TEST_F(HostileTest, GarbageIsInvalidArgumentAndLoggedAtMostOncePerInterval) {

@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace rankwire::test {
@@ -90,13 +91,15 @@ ServerProcess::~ServerProcess() {
   if (!log_path_.empty()) unlink(log_path_.c_str());
 }
 
-absl::StatusOr<size_t> ServerProcess::ResidentBytes() const {
+absl::StatusOr<size_t> ServerProcess::StatusBytes(absl::string_view field) const {
   std::ifstream status(absl::StrCat("/proc/", pid_, "/status"));
   std::string line;
   while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;  // "... kB"
+    if (absl::StartsWith(line, field)) {
+      return std::stoull(line.substr(field.size())) * 1024;  // "... kB"
+    }
   }
-  return absl::NotFoundError(absl::StrCat("no VmRSS for pid ", pid_));
+  return absl::NotFoundError(absl::StrCat("no ", field, " for pid ", pid_));
 }
 
 std::string ServerProcess::target() const { return absl::StrCat("127.0.0.1:", port_); }

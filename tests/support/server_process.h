@@ -20,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
 namespace rankwire::test {
@@ -42,9 +43,13 @@ class ServerProcess {
   bool running() const { return pid_ > 0; }
   pid_t pid() const { return pid_; }
   // VmRSS from /proc/<pid>/status, in bytes.
-  absl::StatusOr<size_t> ResidentBytes() const;
+  absl::StatusOr<size_t> ResidentBytes() const { return StatusBytes("VmRSS:"); }
+  // VmHWM, the peak of VmRSS since the process started, in bytes.
+  absl::StatusOr<size_t> PeakResidentBytes() const { return StatusBytes("VmHWM:"); }
 
   absl::Status Signal(int signal_number);
+  // A "<field> <n> kB" line of /proc/<pid>/status, in bytes.
+  absl::StatusOr<size_t> StatusBytes(absl::string_view field) const;
   // Waits for the process to exit and returns its exit status (the code,
   // or 128 + signal). DeadlineExceeded if it is still running.
   absl::StatusOr<int> Wait(absl::Duration timeout);
