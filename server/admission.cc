@@ -15,25 +15,29 @@ int DefaultRankWorkers(int max_concurrent) {
   return std::max(1, std::min(UsableCpus(), max_concurrent));
 }
 
-absl::Status AdmissionControl::Admit(absl::string_view peer, std::optional<Slot>* slot,
-                                     Refusal* refusal) {
+absl::Status AdmissionControl::CheckUnsent(absl::string_view peer) const {
   if (unsent_.load(std::memory_order_relaxed) >= options_.max_unsent_bytes) {
-    *refusal = Refusal::kUnsentBytes;
     return absl::ResourceExhaustedError(absl::StrCat(
         "the server holds ", options_.max_unsent_bytes >> 20,
         " MiB of responses its clients have not read yet (--max_unsent_response_mb); "
         "retry after a backoff"));
   }
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = unsent_by_peer_.find(peer);
-    if (it != unsent_by_peer_.end() && it->second >= options_.max_unsent_bytes_per_peer) {
-      *refusal = Refusal::kUnsentBytes;
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "this connection has not read ", it->second,
-          " bytes of earlier responses (the limit is ", options_.max_unsent_bytes_per_peer,
-          ", --max_unsent_response_mb_per_peer); read them before sending more calls"));
-    }
+  absl::MutexLock lock(&mu_);
+  auto it = unsent_by_peer_.find(peer);
+  if (it != unsent_by_peer_.end() && it->second >= options_.max_unsent_bytes_per_peer) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "this connection has not read ", it->second,
+        " bytes of earlier responses (the limit is ", options_.max_unsent_bytes_per_peer,
+        ", --max_unsent_response_mb_per_peer); read them before sending more calls"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AdmissionControl::Admit(absl::string_view peer, std::optional<Slot>* slot,
+                                     Refusal* refusal) {
+  if (absl::Status unsent = CheckUnsent(peer); !unsent.ok()) {
+    *refusal = Refusal::kUnsentBytes;
+    return unsent;
   }
   if (in_use_.fetch_add(1, std::memory_order_acq_rel) >= options_.max_concurrent_rank) {
     in_use_.fetch_sub(1, std::memory_order_acq_rel);

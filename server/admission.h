@@ -89,6 +89,9 @@ class AdmissionControl {
   // OK and `*slot` set, or ResourceExhausted (and `*refusal` set) saying
   // which bound was hit and what the caller should do.
   absl::Status Admit(absl::string_view peer, std::optional<Slot>* slot, Refusal* refusal);
+  // Only the unsent-bytes bounds (Admit's first check): for calls that take
+  // no ranking slot (FetchLogs) but whose responses count as unsent.
+  absl::Status CheckUnsent(absl::string_view peer) const;
 
   void AddUnsent(absl::string_view peer, size_t bytes);
   void RemoveUnsent(absl::string_view peer, size_t bytes);
@@ -101,7 +104,7 @@ class AdmissionControl {
   const AdmissionOptions options_;
   std::atomic<int> in_use_{0};
   std::atomic<size_t> unsent_{0};
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, size_t> unsent_by_peer_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "rpc/status.h"
@@ -19,12 +20,12 @@ namespace {
 
 constexpr size_t kMaxFetchItems = 1000;
 
-// The reactor of one Rank call. It lives until gRPC reports the call done
+// The reactor of one Rank or FetchLogs call. It lives until gRPC reports the call done
 // (the response sent, or the call cancelled); then the response bytes stop
 // counting as unsent.
-class RankReactor final : public grpc::ServerUnaryReactor {
+class CallReactor final : public grpc::ServerUnaryReactor {
  public:
-  RankReactor(AdmissionControl* admission, std::string peer)
+  CallReactor(AdmissionControl* admission, std::string peer)
       : admission_(admission), peer_(std::move(peer)) {}
 
   // Before Finish(): these bytes stay in the server until the peer reads them.
@@ -37,6 +38,7 @@ class RankReactor final : public grpc::ServerUnaryReactor {
     delete this;
   }
   void OnCancel() override {}
+  const std::string& peer() const { return peer_; }
 
  private:
   AdmissionControl* admission_;
@@ -60,20 +62,38 @@ void CountDeadlineRefusal(ServerMetrics* metrics) {
   metrics->rejected.deadline->Increment();
 }
 
-// The FetchLogs call against `reader`, as an absl::Status the reactor
-// converts once.
-absl::Status FetchLogs(logstore::LogReader* reader, const rank::v1::FetchLogsRequest& request,
-                       rank::v1::FetchLogsResponse* response) {
-  if (reader == nullptr) {
-    return absl::FailedPreconditionError("this server keeps no logs (--log_mode=none)");
-  }
-  if (request.request_id().empty()) {
-    return absl::InvalidArgumentError("request_id is empty");
+// FetchLogs's input contract: the ids as Rank's contract has them.
+absl::Status ValidateFetch(const rank::v1::FetchLogsRequest& request) {
+  const uint32_t max_id = RequestLimits().max_id_bytes;
+  if (request.request_id().empty()) return absl::InvalidArgumentError("request_id is empty");
+  if (request.request_id().size() > max_id) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "request_id is ", request.request_id().size(), " bytes; the limit is ", max_id));
   }
   if (static_cast<size_t>(request.item_ids_size()) > kMaxFetchItems) {
     return absl::InvalidArgumentError(absl::StrCat(
         request.item_ids_size(), " item ids exceed the limit of ", kMaxFetchItems));
   }
+  absl::flat_hash_set<absl::string_view> seen;
+  seen.reserve(request.item_ids_size());
+  for (int i = 0; i < request.item_ids_size(); ++i) {
+    const std::string& id = request.item_ids(i);
+    if (id.empty() || id.size() > max_id) {
+      return absl::InvalidArgumentError(absl::StrCat("item_ids[", i, "] is ", id.size(),
+                                                     " bytes; ids are 1..", max_id, " bytes"));
+    }
+    if (!seen.insert(id).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("item_ids[", i, "] repeats an earlier id; ask for each item once"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The FetchLogs call against `reader` (validated), as an absl::Status the
+// reactor converts once.
+absl::Status FetchLogs(logstore::LogReader* reader, const rank::v1::FetchLogsRequest& request,
+                       rank::v1::FetchLogsResponse* response) {
   std::vector<std::string> ids(request.item_ids().begin(), request.item_ids().end());
   ASSIGN_OR_RETURN(std::vector<std::optional<std::string>> logs,
                    reader->Fetch(request.request_id(), ids));
@@ -94,7 +114,7 @@ grpc::ServerUnaryReactor* RankServiceImpl::Rank(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
   std::string peer = context->peer();
-  auto* reactor = new RankReactor(admission_, peer);
+  auto* reactor = new CallReactor(admission_, peer);
   // A client's retry of an attempt that failed with UNAVAILABLE (counted on
   // arrival, admitted or not).
   if (metrics_ && context->client_metadata().count("grpc-previous-rpc-attempts") > 0) {
@@ -133,7 +153,7 @@ void RankServiceImpl::Serve(grpc::ServerUnaryReactor* base_reactor,
                             std::chrono::system_clock::time_point deadline,
                             const grpc::ByteBuffer* request, grpc::ByteBuffer* response,
                             AdmissionControl::Slot slot) {
-  auto* reactor = static_cast<RankReactor*>(base_reactor);
+  auto* reactor = static_cast<CallReactor*>(base_reactor);
   const auto started = RankHandler::Clock::now();
   // Time spent admitted but queued behind busy workers: reported on its
   // own, so the phases below stay the work of this call.
@@ -219,9 +239,65 @@ void RankServiceImpl::Serve(grpc::ServerUnaryReactor* base_reactor,
 grpc::ServerUnaryReactor* LogServiceImpl::FetchLogs(
     grpc::CallbackServerContext* context, const rank::v1::FetchLogsRequest* request,
     rank::v1::FetchLogsResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(server::FetchLogs(reader_, *request, response)));
+  auto* reactor = new CallReactor(admission_, context->peer());
+  // On gRPC's thread: only checks that cost nothing and never wait.
+  auto refuse = [&](Counter* counter, const absl::Status& status) {
+    if (metrics_) counter->Increment();
+    reactor->Finish(ToGrpcStatus(status));
+    return reactor;
+  };
+  if (reader_ == nullptr) {
+    return refuse(metrics_ ? metrics_->fetch_logs.failed : nullptr,
+                  absl::FailedPreconditionError("this server keeps no logs (--log_mode=none)"));
+  }
+  if (absl::Status valid = ValidateFetch(*request); !valid.ok()) {
+    return refuse(metrics_ ? metrics_->fetch_logs.invalid_argument : nullptr, valid);
+  }
+  const auto deadline = context->deadline();
+  if (std::chrono::system_clock::now() >= deadline) {
+    return refuse(metrics_ ? metrics_->fetch_logs.rejected : nullptr,
+                  absl::DeadlineExceededError(
+                      "the call's deadline passed before the server received it"));
+  }
+  if (absl::Status unsent = admission_->CheckUnsent(reactor->peer()); !unsent.ok()) {
+    return refuse(metrics_ ? metrics_->fetch_logs.rejected : nullptr, unsent);
+  }
+  if (in_flight_.fetch_add(1, std::memory_order_acq_rel) >= max_concurrent_) {
+    in_flight_.fetch_sub(1, std::memory_order_acq_rel);
+    return refuse(metrics_ ? metrics_->fetch_logs.rejected : nullptr,
+                  absl::ResourceExhaustedError(absl::StrCat(
+                      "the server is serving its maximum of ", max_concurrent_,
+                      " FetchLogs calls (--max_concurrent_fetch_logs); retry after a backoff")));
+  }
+  workers_->Submit([this, reactor, deadline, request, response] {
+    Serve(reactor, deadline, request, response);
+  });
   return reactor;
+}
+
+// On the fetch pool: the store's wait (up to its I/O timeouts) holds one of
+// these threads, never one of gRPC's, so a slow store delays log reads only.
+void LogServiceImpl::Serve(grpc::ServerUnaryReactor* base_reactor,
+                           std::chrono::system_clock::time_point deadline,
+                           const rank::v1::FetchLogsRequest* request,
+                           rank::v1::FetchLogsResponse* response) {
+  auto* reactor = static_cast<CallReactor*>(base_reactor);
+  absl::Status status;
+  if (std::chrono::system_clock::now() >= deadline) {
+    status = absl::DeadlineExceededError(
+        "the call's deadline passed while it waited for a log fetch worker");
+  } else {
+    status = server::FetchLogs(reader_, *request, response);
+  }
+  if (metrics_) {
+    (status.ok()                                              ? metrics_->fetch_logs.ok
+     : status.code() == absl::StatusCode::kDeadlineExceeded ? metrics_->fetch_logs.rejected
+                                                              : metrics_->fetch_logs.failed)
+        ->Increment();
+  }
+  if (status.ok()) reactor->HoldUnsent(response->ByteSizeLong());
+  in_flight_.fetch_sub(1, std::memory_order_acq_rel);
+  reactor->Finish(ToGrpcStatus(status));
 }
 
 }  // namespace rankwire::server

@@ -8,13 +8,19 @@
 //
 // LogServiceImpl serves rank.v1.LogService.FetchLogs from the server's log
 // store, so a client can read the logs of the items it shows even when the
-// store is the in-process default.
+// store is the in-process default. On gRPC's thread it only validates (ids
+// as Rank's contract has them: 1..256 bytes, at most 1000, no repeats) and
+// admits (the unsent-bytes bounds, --max_concurrent_fetch_logs); the store
+// is read on a pool of its own, so a stalled Redis holds those threads, not
+// gRPC's (which would stall Rank calls too). Its responses count as unsent
+// bytes like Rank's.
 //
 // Thread safety: gRPC calls these from its threads; all state is in the
 // (thread-safe) handler and reader.
 #ifndef RANKWIRE_SERVER_RANK_SERVICE_H_
 #define RANKWIRE_SERVER_RANK_SERVICE_H_
 
+#include <atomic>
 #include <chrono>
 #include <string>
 
@@ -57,15 +63,31 @@ class RankServiceImpl final
 
 class LogServiceImpl final : public rank::v1::LogService::CallbackService {
  public:
-  // `reader` is not owned; null means the server keeps no logs.
-  explicit LogServiceImpl(logstore::LogReader* reader) : reader_(reader) {}
+  // None is owned. `reader` null means the server keeps no logs; `metrics`
+  // may be null. `workers` runs the fetches; at most `max_concurrent` are
+  // admitted at once (in work or queued), the rest get RESOURCE_EXHAUSTED.
+  LogServiceImpl(logstore::LogReader* reader, ServerMetrics* metrics,
+                 AdmissionControl* admission, WorkerPool* workers, int max_concurrent)
+      : reader_(reader),
+        metrics_(metrics),
+        admission_(admission),
+        workers_(workers),
+        max_concurrent_(max_concurrent) {}
 
   grpc::ServerUnaryReactor* FetchLogs(grpc::CallbackServerContext* context,
                                       const rank::v1::FetchLogsRequest* request,
                                       rank::v1::FetchLogsResponse* response) override;
 
  private:
+  void Serve(grpc::ServerUnaryReactor* reactor, std::chrono::system_clock::time_point deadline,
+             const rank::v1::FetchLogsRequest* request, rank::v1::FetchLogsResponse* response);
+
   logstore::LogReader* reader_;
+  ServerMetrics* metrics_;
+  AdmissionControl* admission_;
+  WorkerPool* workers_;
+  const int max_concurrent_;
+  std::atomic<int> in_flight_{0};
 };
 
 }  // namespace rankwire::server

@@ -117,6 +117,9 @@ ABSL_FLAG(int, max_concurrent_rank, 0,
           "Rank calls parsed, ranked or encoded at once; past it a call gets "
           "RESOURCE_EXHAUSTED at once (0: twice the CPUs the server may use: its "
           "affinity mask, capped by its cgroup CPU quota).");
+ABSL_FLAG(int, max_concurrent_fetch_logs, 4,
+          "FetchLogs calls admitted at once (each on a thread of its own pool while it "
+          "waits for the log store); past it RESOURCE_EXHAUSTED at once.");
 ABSL_FLAG(int, rank_workers, 0,
           "Threads that parse, rank and encode admitted calls (0: one per CPU the server "
           "may use, at most --max_concurrent_rank). Admitted calls past them wait in a "
@@ -397,7 +400,12 @@ absl::Status Run() {
                     [&admission] { return static_cast<double>(admission.in_use()); });
   WorkerPool workers(rank_workers, absl::GetFlag(FLAGS_rank_worker_nice));
   RankServiceImpl rank_service(&handler, &metrics, &admission, &workers);
-  LogServiceImpl log_service(store.reader.get());
+  const int max_fetch = absl::GetFlag(FLAGS_max_concurrent_fetch_logs);
+  if (max_fetch < 1) {
+    return absl::InvalidArgumentError("--max_concurrent_fetch_logs must be at least 1");
+  }
+  WorkerPool fetch_workers(max_fetch, WorkerPool::Placement{"rankwire-fetch", 0, false});
+  LogServiceImpl log_service(store.reader.get(), &metrics, &admission, &fetch_workers, max_fetch);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

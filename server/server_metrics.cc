@@ -27,6 +27,12 @@ ServerMetrics::ServerMetrics(MetricsRegistry* r,
       "Requests naming an item feature the model does not know, by name (the first 64 "
       "names; later ones count as \"_other\").",
       "name", 64);
+  constexpr absl::string_view kFetch = "rankwire_fetch_logs_total";
+  constexpr absl::string_view kFetchHelp = "FetchLogs calls by outcome.";
+  fetch_logs.ok = r->AddCounter(kFetch, kFetchHelp, "outcome=\"ok\"");
+  fetch_logs.invalid_argument = r->AddCounter(kFetch, kFetchHelp, "outcome=\"invalid_argument\"");
+  fetch_logs.rejected = r->AddCounter(kFetch, kFetchHelp, "outcome=\"rejected\"");
+  fetch_logs.failed = r->AddCounter(kFetch, kFetchHelp, "outcome=\"error\"");
   rpcs_retried = r->AddCounter("rankwire_rank_rpcs_retried_total",
                                "Rank calls that arrived as a client's retry of a failed attempt.");
   r->AddGauge("rankwire_rank_rpcs_in_flight", "Rank calls being handled now.",

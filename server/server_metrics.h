@@ -47,6 +47,15 @@ struct ServerMetrics {
   // that died. A lower bound: retries gRPC makes transparently carry no
   // attempt count (seen with the client's reconnect-backoff settings).
   Counter* rpcs_retried;
+  // FetchLogs calls by outcome (rankwire_fetch_logs_total): ok, the
+  // caller's mistakes, refusals (past --max_concurrent_fetch_logs, the
+  // unsent-bytes bounds or the deadline) and store failures.
+  struct FetchLogs {
+    Counter* ok;
+    Counter* invalid_argument;
+    Counter* rejected;
+    Counter* failed;
+  } fetch_logs;
   Histogram* request_deserialize;
   Histogram* validate;
   Histogram* rank;

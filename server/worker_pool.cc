@@ -8,9 +8,9 @@
 
 namespace rankwire::server {
 
-WorkerPool::WorkerPool(int threads, int nice) {
+WorkerPool::WorkerPool(int threads, Placement placement) {
   for (int i = 0; i < std::max(1, threads); ++i) {
-    threads_.emplace_back([this, nice] { Loop(nice); });
+    threads_.emplace_back([this, placement] { Loop(placement); });
   }
 }
 
@@ -29,11 +29,14 @@ void WorkerPool::Submit(std::function<void()> task) {
 
 bool WorkerPool::HasWorkOrStopping() const { return stopping_ || !tasks_.empty(); }
 
-void WorkerPool::Loop(int nice) {
-  // A worker runs for its whole (default) slice; gRPC's threads, which
-  // inherit the server's short one, preempt it when they wake.
-  if (absl::Status s = PlaceThroughputThread({"rankwire-rank", nice, {}}); !s.ok()) {
-    spdlog::warn("rank worker: {}", s.ToString());
+void WorkerPool::Loop(const Placement& placement) {
+  // A ranking worker runs for its whole (default) slice; gRPC's threads,
+  // which inherit the server's short one, preempt it when they wake.
+  if (!placement.throughput) {
+    SetThreadName(placement.name);
+  } else if (absl::Status s = PlaceThroughputThread({placement.name, placement.nice, {}});
+             !s.ok()) {
+    spdlog::warn("{}: {}", placement.name, s.ToString());
   }
   while (true) {
     std::function<void()> task;

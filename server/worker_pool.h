@@ -20,6 +20,7 @@
 
 #include <deque>
 #include <functional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -30,7 +31,18 @@ namespace rankwire::server {
 
 class WorkerPool {
  public:
-  explicit WorkerPool(int threads, int nice = 0);
+  // How the threads place themselves: the ranking pool's are throughput
+  // threads (base/thread_sched.h: the kernel's default slice, `nice`); others
+  // (`throughput` false: the log fetch pool, which mostly waits on the
+  // store) keep the process's short slice and nice value, like gRPC's.
+  struct Placement {
+    std::string name = "rankwire-rank";  // At most 15 bytes.
+    int nice = 0;
+    bool throughput = true;
+  };
+  explicit WorkerPool(int threads, int nice = 0)
+      : WorkerPool(threads, Placement{"rankwire-rank", nice, true}) {}
+  WorkerPool(int threads, Placement placement);
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
@@ -38,7 +50,7 @@ class WorkerPool {
   void Submit(std::function<void()> task);
 
  private:
-  void Loop(int nice);
+  void Loop(const Placement& placement);
   bool HasWorkOrStopping() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::Mutex mu_;

@@ -29,6 +29,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/hostile_requests.h"
+#include "tests/support/redis_process.h"
 #include "tests/support/server_process.h"
 
 namespace rankwire {
@@ -374,6 +375,99 @@ TEST_F(HostileTest, RequestsOverTheContractAreRefusedBeforeTheyAreParsed) {
   // Parsed, each of those would have taken ~70 MB (an 8 MB one ~340 MB).
   EXPECT_LE(*peak_after, *peak_before + (size_t{24} << 20));
   EXPECT_TRUE(client.Rank(Request({}, rank::v1::LOG_MODE_NONE), {}).ok());
+}
+
+// FetchLogs's ids follow Rank's contract: a caller cannot make the server
+// echo megabytes of ids or read one item's log a thousand times.
+TEST_F(HostileTest, FetchLogsIdsFollowTheRankContract) {
+  auto server = Start({"--codec=rankbin"});
+  ASSERT_NE(server, nullptr);
+  client::RankClient client = Client(*server);
+  absl::StatusOr<client::RankReply> reply =
+      client.Rank(Request({}, rank::v1::LOG_MODE_STORE), {});
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  const std::string request_id = reply->header().request_id();
+  absl::StatusOr<ItemRef> first = reply->view().Item(0);
+  ASSERT_TRUE(first.ok());
+  const std::string id(first->id());
+  struct Case {
+    std::string request_id;
+    std::vector<std::string> ids;
+    std::string message;
+  };
+  const Case cases[] = {
+      {std::string(300, 'r'), {id}, "request_id is 300 bytes; the limit is 256"},
+      {request_id, {id, std::string(300, 'i')}, "item_ids[1] is 300 bytes"},
+      {request_id, {id, ""}, "item_ids[1] is 0 bytes"},
+      {request_id, std::vector<std::string>(1000, id), "item_ids[1] repeats an earlier id"},
+      {request_id, std::vector<std::string>(1001, id), "1001 item ids exceed the limit of 1000"},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<std::vector<client::ItemLogResult>> logs =
+        client.FetchLogs(c.request_id, c.ids, {});
+    EXPECT_EQ(logs.status().code(), absl::StatusCode::kInvalidArgument) << c.message;
+    EXPECT_THAT(std::string(logs.status().message()), HasSubstr(c.message));
+  }
+  EXPECT_EQ(Metric(*server, "rankwire_fetch_logs_total{outcome=\"invalid_argument\"}"), 5);
+  absl::StatusOr<std::vector<client::ItemLogResult>> logs = client.FetchLogs(request_id, {id}, {});
+  ASSERT_TRUE(logs.ok()) << logs.status();
+  EXPECT_TRUE((*logs)[0].log.has_value());
+}
+
+// A stalled Redis (SIGSTOP) holds the FetchLogs calls that wait on it, on
+// their own pool: at most --max_concurrent_fetch_logs of them (the rest are
+// refused at once), and no Rank call waits behind them.
+TEST_F(HostileTest, AStalledLogStoreDelaysLogReadsNotRanking) {
+  absl::StatusOr<std::unique_ptr<test::RedisProcess>> redis = test::RedisProcess::Start();
+  ASSERT_TRUE(redis.ok()) << redis.status();
+  auto server = Start({"--codec=rankbin", "--logstore=redis",
+                       "--redis_addr=" + (*redis)->address(), "--max_concurrent_fetch_logs=2"});
+  ASSERT_NE(server, nullptr);
+  client::RankClient client = Client(*server);
+  absl::StatusOr<client::RankReply> reply =
+      client.Rank(Request({}, rank::v1::LOG_MODE_STORE), {});
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  absl::StatusOr<ItemRef> first = reply->view().Item(0);
+  ASSERT_TRUE(first.ok());
+  const std::string request_id = reply->header().request_id();
+  const std::vector<std::string> ids = {std::string(first->id())};
+  ASSERT_TRUE(client.FetchLogs(request_id, ids, {}).ok());
+
+  ASSERT_TRUE((*redis)->Pause().ok());
+  std::atomic<int> fetches_done{0}, fetches_refused{0};
+  std::vector<std::thread> fetches;
+  for (int i = 0; i < 6; ++i) {
+    fetches.emplace_back([&] {
+      client::CallOptions call;
+      call.deadline = absl::Seconds(10);
+      absl::StatusOr<std::vector<client::ItemLogResult>> logs =
+          Client(*server).FetchLogs(request_id, ids, call);
+      if (logs.status().code() == absl::StatusCode::kResourceExhausted) ++fetches_refused;
+      ++fetches_done;
+    });
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  // Every gRPC thread a blocking fetch could have taken is taken by now.
+  bool ranked_while_stalled = false;
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<client::RankReply> ranked =
+        client.Rank(Request({}, rank::v1::LOG_MODE_NONE, i + 1), {});
+    EXPECT_TRUE(ranked.ok()) << ranked.status();
+    ranked_while_stalled = fetches_done.load() - fetches_refused.load() == 0;
+  }
+  EXPECT_TRUE(ranked_while_stalled) << "a fetch waiting on Redis finished before ranking did";
+  ASSERT_TRUE((*redis)->Resume().ok());
+  for (std::thread& t : fetches) t.join();
+  EXPECT_GE(fetches_refused.load(), 4);  // 6 callers, 2 admitted.
+  EXPECT_EQ(Metric(*server, "rankwire_fetch_logs_total{outcome=\"rejected\"}"),
+            fetches_refused.load());
+  // And reads work again.
+  absl::Status back = absl::UnknownError("not read");
+  for (int attempt = 0; attempt < 50 && !back.ok(); ++attempt) {
+    back = client.FetchLogs(request_id, ids, {}).status();
+    if (!back.ok()) absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_TRUE(back.ok()) << back;
 }
 
 // Garbage bytes and requests with invalid UTF-8 get INVALID_ARGUMENT; the

@@ -178,13 +178,13 @@ TEST_F(ServerTest, BadRequestsGetInvalidArgumentAndTheServerKeepsServing) {
       {"too many candidates",
        [](auto* r) {
          const rank::v1::Candidate first = r->candidates(0);
-         for (int i = r->candidates_size(); i < 100000; ++i) {
+         for (int i = r->candidates_size(); i < 1001; ++i) {
            rank::v1::Candidate* c = r->add_candidates();
            *c = first;
            c->set_item_id(absl::StrCat("extra-", i));
          }
        },
-       "100000 candidates exceed the limit of 1000"},
+       "1001 candidates exceed the limit of 1000"},
       {"empty request id", [](auto* r) { r->clear_request_id(); }, "request_id is empty"},
       {"top_n zero", [](auto* r) { r->set_top_n(0); }, "top_n 0 is out of range [1, 500]"},
       {"top_n too large", [](auto* r) { r->set_top_n(501); }, "top_n 501 is out of range"},
