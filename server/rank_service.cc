@@ -62,6 +62,26 @@ void CountDeadlineRefusal(ServerMetrics* metrics) {
   metrics->rejected.deadline->Increment();
 }
 
+// The request's entry counts, then the request parsed into `parsed`:
+// INVALID_ARGUMENT for either. Counts first, without parsing: parsing turns
+// two bytes of an empty candidate into an ~80-byte object, so a request with
+// more entries than the contract allows is refused before it costs that.
+absl::Status ParseRequest(const grpc::ByteBuffer& request, const RequestLimits& limits,
+                          rank::v1::RankRequest* parsed) {
+  {
+    // A copy of a ByteBuffer shares its slices; reading consumes the copy.
+    grpc::ByteBuffer scanned(request);
+    grpc::ProtoBufferReader reader(&scanned);
+    RETURN_IF_ERROR(PrescanRequest(&reader, limits));
+  }
+  grpc::ByteBuffer input(request);
+  if (!grpc::SerializationTraits<rank::v1::RankRequest>::Deserialize(&input, parsed).ok()) {
+    return absl::InvalidArgumentError(
+        "request is not a valid rank.v1.RankRequest (or holds strings that are not UTF-8)");
+  }
+  return absl::OkStatus();
+}
+
 // FetchLogs's input contract: the ids as Rank's contract has them.
 absl::Status ValidateFetch(const rank::v1::FetchLogsRequest& request) {
   const uint32_t max_id = RequestLimits().max_id_bytes;
@@ -183,31 +203,14 @@ void RankServiceImpl::Serve(grpc::ServerUnaryReactor* base_reactor,
     ServerMetrics* metrics;
   } in_flight(metrics_);
 
-  // Entry counts first, without parsing: parsing turns two bytes of an
-  // empty candidate into an ~80-byte object, so a request with more entries
-  // than the contract allows is refused before it costs that memory.
-  {
-    grpc::ByteBuffer scanned(*request);
-    grpc::ProtoBufferReader reader(&scanned);
-    if (absl::Status counted = PrescanRequest(&reader, handler_->limits()); !counted.ok()) {
-      if (metrics_) metrics_->rpcs_invalid_argument->Increment();
-      finish(counted);
-      return;
-    }
-  }
-  // A copy of a ByteBuffer shares its slices; parsing consumes the copy.
-  grpc::ByteBuffer input(*request);
   // Shared: with logs in the store, the log writer formats from it later.
   auto parsed = std::make_shared<rank::v1::RankRequest>();
-  grpc::Status parse = grpc::SerializationTraits<rank::v1::RankRequest>::Deserialize(
-      &input, parsed.get());
-  const auto parsed_at = RankHandler::Clock::now();
-  if (!parse.ok()) {
+  if (absl::Status s = ParseRequest(*request, handler_->limits(), parsed.get()); !s.ok()) {
     if (metrics_) metrics_->rpcs_invalid_argument->Increment();
-    finish(absl::InvalidArgumentError(
-        "request is not a valid rank.v1.RankRequest (or holds strings that are not UTF-8)"));
+    finish(s);
     return;
   }
+  const auto parsed_at = RankHandler::Clock::now();
   const auto deserialize_us = static_cast<uint32_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(parsed_at - started).count());
 
