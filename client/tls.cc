@@ -1,27 +1,12 @@
 #include "client/tls.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
-
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/pem_file.h"
 
 namespace rankwire::client {
 
 absl::StatusOr<std::string> ReadPemFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const std::string why = absl::StrCat(path, ": ", std::strerror(errno));
-    return errno == EACCES ? absl::PermissionDeniedError(why) : absl::NotFoundError(why);
-  }
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  if (!absl::StrContains(contents.str(), "-----BEGIN")) {
-    return absl::InvalidArgumentError(absl::StrCat(path, " holds no PEM block"));
-  }
-  return contents.str();
+  return rankwire::ReadPemFile(path);
 }
 
 absl::StatusOr<ClientSecurity> MakeClientSecurity(const ClientTlsFiles& files) {

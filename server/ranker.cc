@@ -298,11 +298,15 @@ class RankLogRenderer final : public logstore::LogRenderer {
         request_(std::move(request)),
         bucket_(std::move(bucket)),
         ranked_(std::move(ranked)),
-        scores_(std::move(scores)) {}
+        scores_(std::move(scores)),
+        estimated_bytes_(TextBound()) {}
 
   size_t ItemCount() const override { return ranked_.size(); }
-  // Lines of the shipped model run 1.1-1.3 KB.
-  size_t EstimatedBytes() const override { return ranked_.size() * 1280; }
+  // The bound of the lines' text (what the response budget uses for inline
+  // logs): the queue's and the writers' byte bounds hold for requests whose
+  // lines are long (many or long feature names), not only for the shipped
+  // model's 1.1-1.3 KB.
+  size_t EstimatedBytes() const override { return estimated_bytes_; }
   void Render(std::vector<logstore::ItemLog>* items) override {
     LogLineFormatter formatter(*model_, *request_, bucket_);
     items->reserve(items->size() + ranked_.size());
@@ -312,6 +316,17 @@ class RankLogRenderer final : public logstore::LogRenderer {
                                                           scores_)});
     }
   }
+  size_t TextBound() const {
+    OutputShape shape;
+    LogLineFormatter(*model_, *request_, bucket_).Bound(&shape);
+    size_t bytes = ranked_.size() * shape.line_fixed_bytes;
+    for (const Scored& s : ranked_) {
+      const rank::v1::Candidate& c = request_->candidates(s.candidate);
+      bytes += c.item_id().size() + c.recall_source().size();
+    }
+    return bytes;
+  }
+
   bool RenderRecords(std::string* layout, std::vector<logstore::ItemLog>* items) override {
     LogLineFormatter formatter(*model_, *request_, bucket_);
     logstore::LogRecordBuilder builder;
@@ -337,6 +352,7 @@ class RankLogRenderer final : public logstore::LogRenderer {
   std::string bucket_;
   std::vector<Scored> ranked_;
   Scores scores_;
+  size_t estimated_bytes_;
 };
 
 // The candidates scored and ordered best first (a stable sort: ties keep

@@ -146,5 +146,27 @@ TEST_F(RankerTest, ShapeNamesTheKeysAndBoundsTheLogLines) {
   }
 }
 
+// The deferred lines' byte estimate (what bounds the log queue and the
+// writers' batches) holds their text, whatever the feature names' length.
+TEST_F(RankerTest, DeferredLogsEstimateTheirTextFromAbove) {
+  rank::v1::RankRequest long_names = request_;
+  for (int f = 0; f < long_names.item_feature_names_size(); ++f) {
+    long_names.set_item_feature_names(f, std::string(120, static_cast<char>('a' + f % 26)) +
+                                             std::to_string(f));
+  }
+  for (const rank::v1::RankRequest* request : {&request_, &long_names}) {
+    RankOutput out = ranker_->Rank(std::make_shared<const rank::v1::RankRequest>(*request),
+                                   LogDetail::kDeferred);
+    ASSERT_NE(out.logs, nullptr);
+    const size_t estimate = out.logs->EstimatedBytes();
+    std::vector<logstore::ItemLog> lines;
+    out.logs->Render(&lines);
+    size_t text = 0;
+    for (const logstore::ItemLog& line : lines) text += line.text.size();
+    EXPECT_GE(estimate, text);
+    EXPECT_LE(estimate, 2 * text);
+  }
+}
+
 }  // namespace
 }  // namespace rankwire::server

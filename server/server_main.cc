@@ -92,6 +92,9 @@ ABSL_FLAG(std::string, log_writer_cpus, "",
           "from ranking.");
 ABSL_FLAG(int, metrics_port, 9464,
           "Prometheus /metrics HTTP port (0 picks a free port, -1 disables).");
+ABSL_FLAG(std::string, metrics_address, "",
+          "Address the plaintext /metrics endpoint listens on (empty: --address); e.g. the "
+          "pod's monitoring-network address, or 127.0.0.1 behind a local scraper.");
 ABSL_FLAG(int, shutdown_grace_ms, 5000,
           "On SIGTERM/SIGINT, how long in-flight RPCs may take to finish.");
 ABSL_FLAG(int, drain_ms, 0,
@@ -287,11 +290,46 @@ void ExportLogStats(MetricsRegistry* registry, const logstore::LogConsumer* cons
                      [consumer]() { return consumer->stats().store_up ? 1.0 : 0.0; });
 }
 
+// Takes gRPC reflection off one server builder: the plaintext health
+// port's, which bypasses mutual TLS. (The reflection plugin registers itself
+// for every builder in the process; only the main port should describe the
+// services.)
+class NoReflectionOption final : public grpc::ServerBuilderOption {
+ public:
+  void UpdateArguments(grpc::ChannelArguments*) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
+    plugins->erase(std::remove_if(plugins->begin(), plugins->end(),
+                                  [](const std::unique_ptr<grpc::ServerBuilderPlugin>& p) {
+                                    return p->name() == "proto_server_reflection";
+                                  }),
+                   plugins->end());
+  }
+};
+
+// Every method the health port does not serve: UNIMPLEMENTED. (Also what
+// lets that server start without the reflection plugin: gRPC wants one
+// service of its own API registered before the default health service is.)
+class UnimplementedMethods final : public grpc::CallbackGenericService {
+ public:
+  grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext*) override {
+    class Refusal final : public grpc::ServerGenericBidiReactor {
+     public:
+      Refusal() {
+        Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                            "this port serves grpc.health.v1.Health only"));
+      }
+      void OnDone() override { delete this; }
+    };
+    return new Refusal();
+  }
+};
+
 // A plaintext gRPC server with only the health service: kubelet's gRPC
 // probes cannot speak TLS, so with TLS on the main port they use this one.
-// It serves no Rank or LogService methods.
+// It serves no Rank, LogService or reflection methods.
 struct HealthServer {
-  std::unique_ptr<grpc::Server> server;  // Null when disabled.
+  std::unique_ptr<UnimplementedMethods> unimplemented;  // Outlives `server`.
+  std::unique_ptr<grpc::Server> server;                 // Null when disabled.
   int port = -1;
 };
 
@@ -299,6 +337,9 @@ absl::StatusOr<HealthServer> StartHealthServer(const std::string& address, int p
   HealthServer health;
   if (port < 0) return health;
   grpc::ServerBuilder builder;
+  builder.SetOption(std::make_unique<NoReflectionOption>());
+  health.unimplemented = std::make_unique<UnimplementedMethods>();
+  builder.RegisterCallbackGenericService(health.unimplemented.get());
   const std::string listen = absl::StrCat(address, ":", port);
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &health.port);
   health.server = builder.BuildAndStart();
@@ -446,7 +487,10 @@ absl::Status Run() {
   std::unique_ptr<MetricsHttpServer> http;
   if (int metrics_port = absl::GetFlag(FLAGS_metrics_port); metrics_port >= 0) {
     ASSIGN_OR_RETURN(std::unique_ptr<MetricsHttpServer> started,
-        MetricsHttpServer::Start(absl::GetFlag(FLAGS_address), metrics_port, &registry));
+        MetricsHttpServer::Start(absl::GetFlag(FLAGS_metrics_address).empty()
+                                     ? absl::GetFlag(FLAGS_address)
+                                     : absl::GetFlag(FLAGS_metrics_address),
+                                 metrics_port, &registry));
     http = std::move(started);
   }
   // Scripts and tests read the ports from this line.

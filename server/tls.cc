@@ -2,27 +2,17 @@
 
 #include <grpcpp/security/server_credentials.h>
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <iterator>
-
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/pem_file.h"
 
 namespace rankwire::server {
 namespace {
 
 // A PEM file's contents, or an error naming the flag and the file.
 absl::StatusOr<std::string> LoadPem(absl::string_view flag, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::NotFoundError(
-        absl::StrCat("--", flag, "=", path, ": cannot read: ", std::strerror(errno)));
-  }
-  std::string pem((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (absl::StrContains(pem, "-----BEGIN")) return pem;
-  return absl::InvalidArgumentError(absl::StrCat("--", flag, "=", path, ": not a PEM file"));
+  absl::StatusOr<std::string> pem = ReadPemFile(path);
+  if (pem.ok()) return pem;
+  return absl::Status(pem.status().code(), absl::StrCat("--", flag, "=", pem.status().message()));
 }
 
 }  // namespace

@@ -9,7 +9,9 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
@@ -328,6 +330,29 @@ TEST_F(ServerTest, RankingKeepsWorkingWhenRedisIsDown) {
   absl::StatusOr<std::string> metrics = test::HttpGet(server->metrics_port(), "/metrics");
   ASSERT_TRUE(metrics.ok()) << metrics.status();
   EXPECT_THAT(*metrics, HasSubstr("rankwire_log_store_up 0"));
+}
+
+// The local address of the TCP socket listening on `port`, as /proc/net/tcp
+// writes it (hex, e.g. "0200007F" for 127.0.0.2), or "" if none.
+std::string ListeningAddress(int port) {
+  std::ifstream tcp("/proc/net/tcp");
+  std::string line;
+  std::getline(tcp, line);  // The header.
+  const std::string suffix = absl::StrFormat(":%04X", port);
+  while (std::getline(tcp, line)) {
+    std::vector<std::string> fields = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    // sl, local_address, rem_address, st (0A: LISTEN), ...
+    if (fields.size() > 3 && fields[3] == "0A" && absl::EndsWith(fields[1], suffix)) {
+      return fields[1].substr(0, fields[1].size() - suffix.size());
+    }
+  }
+  return "";
+}
+
+TEST_F(ServerTest, MetricsListenOnTheirOwnAddressWhenGiven) {
+  auto server = Start({"--metrics_address=127.0.0.2"});
+  ASSERT_NE(server, nullptr);
+  EXPECT_EQ(ListeningAddress(server->metrics_port()), "0200007F");  // 127.0.0.2
 }
 
 TEST_F(ServerTest, MetricsEndpointExposesPhaseCosts) {

@@ -100,6 +100,7 @@ class ServerFixture:
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         deadline = time.time() + 15
         self.port = None
+        self.health_port = -1
         while time.time() < deadline:
             line = self.proc.stdout.readline()
             if not line:
@@ -107,6 +108,7 @@ class ServerFixture:
             m = re.search(r"listening port=(\d+)", line)
             if m:
                 self.port = int(m.group(1))
+                self.health_port = int(re.search(r"health_port=(-?\d+)", line).group(1))
                 break
         if self.port is None:
             self.proc.kill()
@@ -132,7 +134,7 @@ class ServerFixture:
 class InteropTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.server = ServerFixture()
+        cls.server = ServerFixture("--health_port=0")
 
     @classmethod
     def tearDownClass(cls):
@@ -252,6 +254,26 @@ class InteropTest(unittest.TestCase):
         self.assertIn("rank.v1.RankService", names)
         self.assertIn("rank.v1.LogService", names)
         self.assertIn("grpc.health.v1.Health", names)
+
+    def test_the_plaintext_health_port_serves_health_only(self):
+        # It bypasses mutual TLS (kubelet's probes cannot speak TLS), so it
+        # must not describe or serve anything else.
+        self.assertGreater(self.server.health_port, 0)
+        with grpc.insecure_channel(f"127.0.0.1:{self.server.health_port}") as channel:
+            health = channel.unary_unary(
+                "/grpc.health.v1.Health/Check",
+                request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
+                response_deserializer=health_pb2.HealthCheckResponse.FromString)
+            self.assertEqual(health(health_pb2.HealthCheckRequest(service=""), timeout=10).status,
+                             health_pb2.HealthCheckResponse.SERVING)
+            info = channel.stream_stream(
+                "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+                request_serializer=reflection_pb2.ServerReflectionRequest.SerializeToString,
+                response_deserializer=reflection_pb2.ServerReflectionResponse.FromString)
+            with self.assertRaises(grpc.RpcError) as refused:
+                list(info(iter([reflection_pb2.ServerReflectionRequest(list_services="")]),
+                          timeout=10))
+            self.assertEqual(refused.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
 
 
 class FormatDocumentTest(unittest.TestCase):
