@@ -274,16 +274,56 @@ size_t MaxRequestBytes(const RequestLimits& l) {
   return static_cast<size_t>(total);
 }
 
+namespace {
+
+constexpr int kGroupStart = 3, kGroupEnd = 4;
+
+// Whether a Candidate field (`number`, `wire_type`) is one rank.v1 has:
+// item_id, recall_source (length-delimited), recall_rank (varint),
+// features (packed, or unpacked fixed32).
+bool KnownCandidateField(int number, int wire_type) {
+  switch (number) {
+    case 1: case 2: return wire_type == 2;
+    case 3: return wire_type == 0;
+    case 4: return wire_type == 2 || wire_type == 5;
+    default: return false;
+  }
+}
+
+// Walks one candidate's fields (the next `length` bytes), adding the ones
+// Candidate does not have to `*unknown`. False on malformed data or a group.
+bool ScanCandidate(google::protobuf::io::CodedInputStream& in, uint32_t length,
+                   uint32_t* unknown, bool* group) {
+  const auto limit = in.PushLimit(static_cast<int>(length));
+  while (const uint32_t tag = in.ReadTag()) {
+    const int number = static_cast<int>(tag >> 3);
+    const int wire_type = static_cast<int>(tag & 7);
+    if (wire_type == kGroupStart || wire_type == kGroupEnd) {
+      *group = true;
+      return false;
+    }
+    if (!KnownCandidateField(number, wire_type)) ++*unknown;
+    if (!SkipValue(in, wire_type)) return false;
+  }
+  const bool whole = in.BytesUntilLimit() == 0;
+  in.PopLimit(limit);
+  return whole;
+}
+
+}  // namespace
+
 absl::Status PrescanRequest(google::protobuf::io::ZeroCopyInputStream* input,
                             const RequestLimits& limits) {
   google::protobuf::io::CodedInputStream in(input);
   uint32_t counts[11] = {};
   uint32_t unknown = 0;
+  bool group = false;
   while (const uint32_t tag = in.ReadTag()) {
     const int number = static_cast<int>(tag >> 3);
     const int wire_type = static_cast<int>(tag & 7);
-    if (wire_type == 3 || wire_type == 4) {
-      return Invalid("request is not a valid rank.v1.RankRequest (a group field)");
+    if (wire_type == kGroupStart || wire_type == kGroupEnd) {
+      group = true;
+      break;
     }
     const RequestField field = number <= 11 ? FieldOf(number) : RequestField{};
     if (field.wire_type == wire_type) {
@@ -291,8 +331,15 @@ absl::Status PrescanRequest(google::protobuf::io::ZeroCopyInputStream* input,
     } else {
       ++unknown;
     }
-    if (!SkipValue(in, wire_type)) break;  // Malformed: the parser reports it.
+    if (number == 8 && wire_type == 2) {
+      // Inside each candidate too: its unknown fields are kept, an object each.
+      uint32_t length = 0;
+      if (!in.ReadVarint32(&length) || !ScanCandidate(in, length, &unknown, &group)) break;
+    } else if (!SkipValue(in, wire_type)) {
+      break;  // Malformed: the parser reports it.
+    }
   }
+  if (group) return Invalid("request is not a valid rank.v1.RankRequest (a group field)");
   for (int number = 1; number <= 11; ++number) {
     const RequestField field = FieldOf(number);
     if (field.counted == nullptr) continue;
@@ -304,7 +351,8 @@ absl::Status PrescanRequest(google::protobuf::io::ZeroCopyInputStream* input,
   if (unknown > kMaxUnknownRequestFields) {
     return Invalid(absl::StrCat(unknown, " unknown fields exceed the limit of ",
                                 kMaxUnknownRequestFields,
-                                " (fields rank.v1.RankRequest does not have)"));
+                                " (fields rank.v1 does not have, in the request and its "
+                                "candidates)"));
   }
   return absl::OkStatus();
 }

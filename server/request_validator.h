@@ -51,16 +51,20 @@ absl::Status ValidateRequest(const rank::v1::RankRequest& request,
 // --max_request_bytes, so gRPC refuses it before it is even read in whole.
 size_t MaxRequestBytes(const RequestLimits& limits);
 
-// Unknown top-level fields a request may carry (a newer client's).
-inline constexpr uint32_t kMaxUnknownRequestFields = 64;
+// Unknown fields a request may carry (a newer client's), counted as they
+// occur on the wire, in the request and in its candidates: room for a new
+// field per candidate, or a new repeated field of a few thousand entries.
+inline constexpr uint32_t kMaxUnknownRequestFields = 4096;
 
 // Counts the repeated and map fields of a serialized RankRequest without
 // parsing it: INVALID_ARGUMENT (the message ValidateRequest would give) when
-// one has more entries than `limits` allow, or when there are more than
-// kMaxUnknownRequestFields unknown fields. Parsing allocates an object per
-// entry: 2 bytes of wire per empty candidate become ~80 bytes of heap, so a
-// request over the limits is refused here, before it is parsed. Malformed
-// wire data is left to the parser.
+// one has more entries on the wire than `limits` allow (a map key repeated
+// on the wire counts each time), when there are more than
+// kMaxUnknownRequestFields unknown fields (the request's and its
+// candidates'), or for a group field. Parsing allocates an object per entry
+// or unknown field: 2 bytes of wire per empty candidate become ~80 bytes of
+// heap, so a request over the limits is refused here, before it is parsed.
+// Malformed wire data is left to the parser.
 absl::Status PrescanRequest(google::protobuf::io::ZeroCopyInputStream* input,
                             const RequestLimits& limits);
 

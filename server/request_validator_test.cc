@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -223,16 +224,69 @@ TEST(PrescanRequestTest, UnknownFieldsAndWrongWireTypesAreBounded) {
   EXPECT_TRUE(Prescan(unknown).ok());  // Field 15, varint: a newer client's.
   unknown += std::string("\x78\x01", 2);
   EXPECT_THAT(std::string(Prescan(unknown).message()),
-              HasSubstr("65 unknown fields exceed the limit of 64"));
+              HasSubstr("4097 unknown fields exceed the limit of 4096"));
   // request_id (field 1) as a varint is an unknown field to the parser too.
   std::string mistyped = valid;
-  for (int i = 0; i < 65; ++i) mistyped += std::string("\x08\x01", 2);
+  for (uint32_t i = 0; i <= kMaxUnknownRequestFields; ++i) mistyped += std::string("\x08\x01", 2);
   EXPECT_EQ(Prescan(mistyped).code(), absl::StatusCode::kInvalidArgument);
-  // Groups are not part of rank.v1.
+  // Groups are not part of rank.v1, at the top or in a candidate.
   EXPECT_EQ(Prescan(valid + std::string("\x7b\x7c", 2)).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Prescan(valid + std::string("\x42\x02\x7b\x7c", 4)).code(),
             absl::StatusCode::kInvalidArgument);
   // Truncated data is the parser's to report.
   EXPECT_TRUE(Prescan(valid.substr(0, valid.size() - 3)).ok());
+}
+
+// Unknown fields inside candidates are kept by the parser too (an object
+// each): they count against the same bound. A newer client that adds one
+// field to every candidate stays well inside it.
+// `request` serialized with each candidate's bytes made by `candidate`.
+std::string WithCandidates(const rank::v1::RankRequest& request,
+                           const std::function<std::string(const rank::v1::Candidate&)>& candidate) {
+  rank::v1::RankRequest rest = request;
+  rest.clear_candidates();
+  std::string bytes = rest.SerializeAsString();
+  for (const rank::v1::Candidate& c : request.candidates()) {
+    const std::string body = candidate(c);
+    bytes += '\x42';  // Field 8, length-delimited.
+    google::protobuf::io::StringOutputStream out(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&out);
+    coded.WriteVarint32(static_cast<uint32_t>(body.size()));
+    coded.WriteRaw(body.data(), static_cast<int>(body.size()));
+  }
+  return bytes;
+}
+
+TEST(PrescanRequestTest, UnknownFieldsInsideCandidatesAreCounted) {
+  const rank::v1::RankRequest request = workload::WorkloadGenerator({}).Make(0);
+  auto with_unknown_per_candidate = [&](int per_candidate) {
+    return WithCandidates(request, [per_candidate](const rank::v1::Candidate& c) {
+      std::string body = c.SerializeAsString();
+      for (int i = 0; i < per_candidate; ++i) body += std::string("\x2a\x00", 2);  // Field 5.
+      return body;
+    });
+  };
+  rank::v1::RankRequest parsed;
+  ASSERT_TRUE(parsed.ParseFromString(with_unknown_per_candidate(1)));
+  EXPECT_TRUE(Prescan(with_unknown_per_candidate(1)).ok());  // 500 candidates.
+  const absl::Status s = Prescan(with_unknown_per_candidate(9));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("4500 unknown fields exceed the limit of 4096"));
+  // Known fields in either encoding are not unknown: unpacked features.
+  const std::string unpacked = WithCandidates(request, [](const rank::v1::Candidate& c) {
+    rank::v1::Candidate rest = c;
+    rest.clear_features();
+    std::string body = rest.SerializeAsString();
+    for (float f : c.features()) {
+      body += '\x25';  // Field 4, fixed32.
+      body.append(reinterpret_cast<const char*>(&f), 4);
+    }
+    return body;
+  });
+  ASSERT_TRUE(parsed.ParseFromString(unpacked));
+  EXPECT_EQ(parsed.candidates(3).features_size(), request.candidates(3).features_size());
+  EXPECT_TRUE(Prescan(unpacked).ok());
 }
 
 }  // namespace

@@ -54,8 +54,8 @@ ABSL_FLAG(int, max_message_bytes, 64 << 20,
 ABSL_FLAG(int, max_request_bytes, 0,
           "Largest request message, in bytes; gRPC refuses larger ones (RESOURCE_EXHAUSTED) "
           "before reading them in whole. 0: the largest request the input contract allows "
-          "(every field at its limit, --max_candidates candidates) plus 64 KiB, ~1.7 MB at "
-          "the defaults.");
+          "(every field at its limit, --max_candidates candidates; at least a FetchLogs "
+          "request at its limits) plus 64 KiB, ~1.7 MB at the defaults.");
 ABSL_FLAG(std::string, log_mode, "store",
           "Where per-item logs go unless the request says: store, inline or none.");
 ABSL_FLAG(std::string, logstore, "memory",
@@ -198,8 +198,10 @@ absl::StatusOr<MessageLimits> MessageLimitsFromFlags(const RequestLimits& limits
         "--max_request_bytes=", m.max_request_bytes, " must be 0 (derived) or at least 4096"));
   }
   if (m.max_request_bytes == 0) {
-    m.max_request_bytes = static_cast<int>(
-        std::min<size_t>(MaxRequestBytes(limits), std::numeric_limits<int>::max()));
+    // One receive limit for every method: FetchLogs requests must fit too.
+    const size_t bound = std::max(MaxRequestBytes(limits), kMaxFetchLogsRequestBytes);
+    m.max_request_bytes =
+        static_cast<int>(std::min<size_t>(bound, std::numeric_limits<int>::max()));
   }
   return m;
 }

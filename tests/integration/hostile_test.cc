@@ -367,6 +367,22 @@ TEST_F(HostileTest, RequestsOverTheContractAreRefusedBeforeTheyAreParsed) {
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
     EXPECT_THAT(s.error_message(), HasSubstr("candidates exceed the limit of 1000"));
   }
+  // The same within the candidates: 1000 of them, each with ~890 empty
+  // fields Candidate does not have (the parser keeps each as an object).
+  std::string nested = "\x0a\x01r";
+  std::string body;
+  for (int i = 0; i < 890; ++i) body += std::string("\x2a\x00", 2);
+  for (int c = 0; c < 1000; ++c) {
+    nested += '\x42';
+    nested += static_cast<char>(0x80 | (body.size() & 0x7f));
+    nested += static_cast<char>(body.size() >> 7);
+    nested += body;
+  }
+  for (int i = 0; i < 3; ++i) {
+    grpc::Status s = RawCall(channel, nested);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(s.error_message(), HasSubstr("890000 unknown fields exceed the limit"));
+  }
   grpc::Status too_big = RawCall(channel, empty_candidates(8 << 20));
   EXPECT_EQ(too_big.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << too_big.error_message();
   absl::StatusOr<size_t> peak_after = server->PeakResidentBytes();
@@ -412,6 +428,24 @@ TEST_F(HostileTest, FetchLogsIdsFollowTheRankContract) {
   absl::StatusOr<std::vector<client::ItemLogResult>> logs = client.FetchLogs(request_id, {id}, {});
   ASSERT_TRUE(logs.ok()) << logs.status();
   EXPECT_TRUE((*logs)[0].log.has_value());
+}
+
+// The receive limit derived from a small --max_candidates still takes a
+// FetchLogs request at its own limits (1000 ids of 256 bytes).
+TEST_F(HostileTest, AFetchLogsRequestAtItsLimitsFitsTheReceiveLimit) {
+  auto server = Start({"--codec=rankbin", "--max_candidates=10"});
+  ASSERT_NE(server, nullptr);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 1000; ++i) {
+    std::string id = absl::StrCat("id-", i, "-");
+    id.resize(256, 'x');
+    ids.push_back(std::move(id));
+  }
+  absl::StatusOr<std::vector<client::ItemLogResult>> logs =
+      Client(*server).FetchLogs(std::string(256, 'r'), ids, {});
+  ASSERT_TRUE(logs.ok()) << logs.status();
+  EXPECT_EQ(logs->size(), 1000u);
+  EXPECT_FALSE((*logs)[0].log.has_value());
 }
 
 // A stalled Redis (SIGSTOP) holds the FetchLogs calls that wait on it, on
