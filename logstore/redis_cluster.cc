@@ -149,19 +149,52 @@ absl::Status RedisClusterRouter::Refresh() {
   return last;
 }
 
-absl::Status RedisClusterRouter::LoadSlots(const std::string& address) {
-  absl::StatusOr<RedisConnection*> connection = Connection(address);
-  if (!connection.ok()) return connection.status();
+absl::StatusOr<RedisReplyPtr> RedisClusterRouter::AskSlots(const std::string& address) {
   ScopedSigpipeBlock no_sigpipe;
   const char* argv[] = {"CLUSTER", "SLOTS"};
   const size_t argv_len[] = {7, 5};
-  RedisReplyPtr reply(
-      static_cast<redisReply*>(redisCommandArgv((*connection)->get(), 2, argv, argv_len)));
-  if (reply == nullptr) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const bool reused = Connected(address);
+    absl::StatusOr<RedisConnection*> connection = Connection(address);
+    if (!connection.ok()) return connection.status();
+    RedisReplyPtr reply(
+        static_cast<redisReply*>(redisCommandArgv((*connection)->get(), 2, argv, argv_len)));
+    if (reply != nullptr) return reply;
     absl::Status error = (*connection)->IoError("CLUSTER SLOTS");
+    if ((*connection)->TimedOut()) {
+      // Stalled: not asked again until its backoff passes, so the next
+      // reload goes to another node at once.
+      Backoff(address);
+      return error;
+    }
     Disconnect(address);
-    return error;
+    // A connection closed while idle fails on first use: once more on a
+    // fresh one.
+    if (!reused) return error;
   }
+  return absl::UnavailableError(absl::StrCat("redis ", address, ": CLUSTER SLOTS failed"));
+}
+
+void RedisClusterRouter::Backoff(const std::string& address) {
+  auto it = connections_.find(address);
+  if (it == connections_.end()) return;
+  Node& node = *it->second;
+  node.connection.reset();
+  node.had_failure = true;
+  node.next_attempt = absl::Now() + node.backoff;
+  node.backoff = std::min(node.backoff * 2, options_.backoff_max);
+}
+
+void RedisClusterRouter::AdoptMap(const RedisClusterRouter& other) {
+  has_map_ = other.has_map_;
+  slots_ = other.slots_;
+  nodes_ = other.nodes_;
+}
+
+absl::Status RedisClusterRouter::LoadSlots(const std::string& address) {
+  absl::StatusOr<RedisReplyPtr> asked = AskSlots(address);
+  if (!asked.ok()) return asked.status();
+  const RedisReplyPtr& reply = *asked;
   if (reply->type != REDIS_REPLY_ARRAY) {
     return absl::UnavailableError(absl::StrCat(
         "redis ", address, ": CLUSTER SLOTS: ",

@@ -6,7 +6,8 @@
 //     between the first '{' and the next '}', if not empty), mod 16384;
 //   - the slot map from CLUSTER SLOTS (masters only; replicas are ignored);
 //   - -MOVED <slot> <host:port>: the slot has a new master; record it,
-//     reload the map (rate-limited) and resend there. The MOVED target wins
+//     reload the map (the sink at once, the reader rate-limited) and resend
+//     there. The MOVED target wins
 //     over the reloaded map for that slot: the node asked for the map may
 //     not have heard of the move yet (the cluster spreads it by gossip);
 //   - CLUSTER SLOTS hosts: a string, or empty, "?" or NIL (the node asked),
@@ -84,6 +85,11 @@ class RedisClusterRouter {
   absl::StatusOr<RedisConnection*> Connection(const std::string& address);
   // Drops the connection after an I/O error; the next attempt is immediate.
   void Disconnect(const std::string& address);
+  // Drops the connection and starts the node's backoff (a stalled node).
+  void Backoff(const std::string& address);
+  // Takes `other`'s slot map (not its connections): a reader reloads the
+  // map on a router of its own, outside its lock, and installs it here.
+  void AdoptMap(const RedisClusterRouter& other);
 
   // Connections made after a failure (a node lost, a failover).
   uint64_t reconnects() const { return reconnects_; }
@@ -96,6 +102,9 @@ class RedisClusterRouter {
     bool had_failure = false;
   };
   absl::Status LoadSlots(const std::string& address);
+  // CLUSTER SLOTS on `address`: once more on a fresh connection if an open
+  // one turns out closed; after a timeout the node backs off.
+  absl::StatusOr<RedisReplyPtr> AskSlots(const std::string& address);
 
   const RedisClusterOptions options_;
   bool has_map_ = false;

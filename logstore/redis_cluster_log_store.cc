@@ -252,18 +252,36 @@ absl::StatusOr<std::unique_ptr<RedisClusterReader>> RedisClusterReader::Create(
   return std::make_unique<RedisClusterReader>(*std::move(options), config.key_prefix);
 }
 
+void RedisClusterReader::MaybeRefresh() {
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Time now = absl::Now();
+    if (refreshing_ || (!stale_ && router_.has_map()) ||
+        now - last_refresh_ < RedisClusterSink::kRefreshInterval) {
+      return;
+    }
+    refreshing_ = true;
+    last_refresh_ = now;
+  }
+  absl::Status refreshed = refresher_.Refresh();
+  absl::MutexLock lock(&mu_);
+  refreshing_ = false;
+  refresh_status_ = refreshed;
+  if (refreshed.ok()) {
+    router_.AdoptMap(refresher_);
+    stale_ = false;
+  }
+}
+
 absl::StatusOr<RedisClusterReader::Target> RedisClusterReader::PickTarget(
     uint16_t slot, const std::string& ask_target) {
+  MaybeRefresh();
   absl::MutexLock lock(&mu_);
+  // With no map yet (the first reads), wait for the reload in progress
+  // rather than fail; with one, use it.
+  if (!router_.has_map()) mu_.Await(absl::Condition(this, &RedisClusterReader::NotRefreshing));
   const absl::Time now = absl::Now();
-  absl::Status refreshed = absl::UnavailableError("redis cluster: no slot map");
-  if ((stale_ || !router_.has_map()) &&
-      now - last_refresh_ >= RedisClusterSink::kRefreshInterval) {
-    last_refresh_ = now;
-    refreshed = router_.Refresh();
-    if (refreshed.ok()) stale_ = false;
-  }
-  if (!router_.has_map()) return refreshed;
+  if (!router_.has_map()) return refresh_status_;
   Target target;
   target.address = ask_target.empty() ? router_.NodeFor(slot) : ask_target;
   if (target.address.empty()) {
@@ -273,6 +291,7 @@ absl::StatusOr<RedisClusterReader::Target> RedisClusterReader::PickTarget(
   Node& node = nodes_[target.address];
   if (!node.idle.empty()) {
     target.connection.emplace(std::move(node.idle.back()));
+    target.pooled = true;
     node.idle.pop_back();
   } else if (now < node.next_attempt) {
     return absl::UnavailableError(
@@ -335,7 +354,9 @@ absl::StatusOr<std::vector<std::optional<std::string>>> RedisClusterReader::Fetc
   std::string ask_target;
   absl::Status last = absl::UnavailableError("redis cluster: no slot map");
   // Three tries: a stale map (MOVED), a migration (ASK) or a connection
-  // lost while idle each cost one more round trip.
+  // lost each cost one more round trip. Idle pooled connections that Redis
+  // closed together (its `timeout`) cost one try between them.
+  bool pool_dropped = false;
   for (int attempt = 0; attempt < 3; ++attempt) {
     absl::StatusOr<Target> target = PickTarget(slot, ask_target);
     if (!target.ok()) {
@@ -355,14 +376,28 @@ absl::StatusOr<std::vector<std::optional<std::string>>> RedisClusterReader::Fetc
     if (!reply.ok()) {
       // The connection is dropped with `target`. After a timeout the call
       // has waited long enough; a closed connection is worth another try.
-      const bool timed_out = target->connection->TimedOut();
-      {
+      if (target->connection->TimedOut()) {
         absl::MutexLock lock(&mu_);
         stale_ = true;
+        return reply.status();
       }
-      if (timed_out) return reply.status();
       last = reply.status();
       ask_target.clear();
+      if (target->pooled) {
+        // Its pool went idle with it and is likely closed too: drop it.
+        std::vector<RedisConnection> idle;
+        {
+          absl::MutexLock lock(&mu_);
+          idle.swap(nodes_[target->address].idle);
+        }
+        if (!pool_dropped) {
+          pool_dropped = true;
+          --attempt;
+        }
+      } else {
+        absl::MutexLock lock(&mu_);
+        stale_ = true;  // A fresh connection lost: the node may be failing.
+      }
       continue;
     }
     std::optional<RedisRedirect> redirect;

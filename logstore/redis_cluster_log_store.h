@@ -23,7 +23,11 @@
 // the HMGET itself: each call takes a connection out of the pool (or makes
 // one) and talks to the master without the lock, so a stalled master slows
 // only the reads of its own keys. Map reloads are rate-limited as the
-// sink's are.
+// sink's are, and run without the lock too, on a router of their own, by
+// one call at a time; the others go on with the map they have (a stalled
+// node asked for the map backs off). Pooled connections that Redis closed
+// while idle (its `timeout`) are dropped together on the first one found
+// closed, and that try is not counted.
 //
 // Thread safety: the sink follows LogSink; the reader's Fetch() is safe from
 // many threads.
@@ -93,7 +97,10 @@ class RedisClusterReader final : public LogReader {
   static constexpr size_t kMaxIdlePerNode = 4;
 
   RedisClusterReader(RedisClusterOptions options, std::string key_prefix)
-      : options_(options), router_(std::move(options)), key_prefix_(std::move(key_prefix)) {}
+      : options_(options),
+        router_(options),
+        refresher_(std::move(options)),
+        key_prefix_(std::move(key_prefix)) {}
 
   // As RedisLogReader::Fetch, routed to the key's master.
   absl::StatusOr<std::vector<std::optional<std::string>>> Fetch(
@@ -111,10 +118,16 @@ class RedisClusterReader final : public LogReader {
   struct Target {
     std::string address;
     std::optional<RedisConnection> connection;
+    bool pooled = false;  // Taken from the idle pool (it may have been closed).
   };
-  // Under the lock: reloads the map if missing, or stale and not reloaded
-  // for kRefreshInterval; picks the node (`ask_target` or the slot's
-  // master) and takes an idle connection to it.
+  // Reloads the map if it is missing, or stale and not reloaded for
+  // kRefreshInterval, and no other call is reloading it: on refresher_,
+  // without the lock (CLUSTER SLOTS may wait out a stalled node's timeout),
+  // then installs it. Other calls meanwhile use the map they have.
+  void MaybeRefresh() ABSL_LOCKS_EXCLUDED(mu_);
+  bool NotRefreshing() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !refreshing_; }
+  // Picks the node (`ask_target` or the slot's master) and takes an idle
+  // connection to it.
   absl::StatusOr<Target> PickTarget(uint16_t slot, const std::string& ask_target)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Without the lock: connects, counting a failure against the node's backoff.
@@ -130,7 +143,12 @@ class RedisClusterReader final : public LogReader {
 
   const RedisClusterOptions options_;
   absl::Mutex mu_;
-  RedisClusterRouter router_ ABSL_GUARDED_BY(mu_);
+  RedisClusterRouter router_ ABSL_GUARDED_BY(mu_);  // The map in use.
+  // Reloads the map; used only by the call that set refreshing_.
+  RedisClusterRouter refresher_;
+  bool refreshing_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status refresh_status_ ABSL_GUARDED_BY(mu_) =
+      absl::UnavailableError("redis cluster: no slot map");
   bool stale_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time last_refresh_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   absl::flat_hash_map<std::string, Node> nodes_ ABSL_GUARDED_BY(mu_);

@@ -296,7 +296,9 @@ std::vector<absl::Status> WriteRequests(LogSink& sink, const std::string& tag, i
 TEST_F(RedisClusterTest, ConnectionsClosedWhileIdleAreReplacedWithoutLosingABatch) {
   // Restored however the test ends: the cluster is shared by the suite.
   auto restore = absl::MakeCleanup([] {
-    for (const auto& node : cluster_->nodes()) (void)node->Command({"CONFIG", "SET", "timeout", "0"});
+    for (const auto& node : cluster_->nodes()) {
+      (void)node->Command({"CONFIG", "SET", "timeout", "0"});
+    }
   });
   for (const auto& node : cluster_->nodes()) {
     ASSERT_TRUE(node->Command({"CONFIG", "SET", "timeout", "1"}).ok());
@@ -308,14 +310,26 @@ TEST_F(RedisClusterTest, ConnectionsClosedWhileIdleAreReplacedWithoutLosingABatc
   ASSERT_TRUE(reader.ok()) << reader.status();
   EXPECT_TRUE(WriteRequests(**sink, "idle-a", 30).empty());
   const std::vector<std::string> items = {"item"};
-  ASSERT_TRUE((*reader)->Fetch("idle-a-0", items).ok());
+  // Concurrent reads of one key fill its master's idle pool (up to 4), and
+  // Redis then closes all of them at once.
+  std::vector<std::thread> readers;
+  for (int i = 0; i < 8; ++i) {
+    readers.emplace_back([&] {
+      absl::Status s = (*reader)->Fetch("idle-a-0", items).status();
+      EXPECT_TRUE(s.ok()) << s;
+    });
+  }
+  for (std::thread& t : readers) t.join();
   // Past the timeout (Redis checks idle clients about every 100 ms).
   absl::SleepFor(absl::Milliseconds(2500));
   std::vector<absl::Status> failed = WriteRequests(**sink, "idle-b", 30);
   EXPECT_TRUE(failed.empty()) << failed.size() << " failed, first: " << failed.front();
   EXPECT_TRUE((*sink)->up());
   absl::StatusOr<std::vector<std::optional<std::string>>> read =
-      (*reader)->Fetch("idle-b-0", items);
+      (*reader)->Fetch("idle-a-0", items);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ((*read)[0], "text");
+  read = (*reader)->Fetch("idle-b-0", items);
   ASSERT_TRUE(read.ok()) << read.status();
   EXPECT_EQ((*read)[0], "text");
 }
@@ -456,6 +470,57 @@ TEST_F(RedisClusterTest, AStalledMasterDoesNotHoldUpReadsOfOtherMasters) {
     if (!back.ok()) absl::SleepFor(absl::Milliseconds(50));
   }
   EXPECT_TRUE(back.ok()) << back;
+}
+
+// A stalled master whose turn it is to be asked for the slot map (it serves
+// slot 0, so it leads the map) holds up the read that reloads the map, not
+// every read: the reload runs outside the reader's lock. Its own cluster,
+// with a node timeout long enough that the pause does not fail it.
+TEST(RedisClusterStallTest, AMapReloadFromAStalledMasterDoesNotHoldUpOtherReads) {
+  test::RedisClusterOptions shape = ClusterShape(3, 0);
+  shape.node_timeout = absl::Seconds(15);
+  absl::StatusOr<std::unique_ptr<RedisCluster>> cluster = RedisCluster::Start(shape);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  LogStoreConfig config = ClusterConfig(**cluster);
+  config.io_timeout = absl::Seconds(1);
+  config.connect_timeout = absl::Seconds(1);
+  absl::StatusOr<std::unique_ptr<RedisClusterReader>> reader = RedisClusterReader::Create(config);
+  ASSERT_TRUE(reader.ok());
+  absl::StatusOr<test::RedisProcess*> stalled = (*cluster)->MasterOf(0);
+  ASSERT_TRUE(stalled.ok());
+  std::string stalled_id, healthy_id;
+  for (int i = 0; i < 1000 && (stalled_id.empty() || healthy_id.empty()); ++i) {
+    const std::string id = absl::StrCat("reload-", i);
+    absl::StatusOr<test::RedisProcess*> owner = (*cluster)->MasterOf(KeySlot("rank:log:" + id));
+    ASSERT_TRUE(owner.ok());
+    (*owner == *stalled ? stalled_id : healthy_id) = id;
+  }
+  const std::vector<std::string> items = {"item"};
+  ASSERT_TRUE((*reader)->Fetch(stalled_id, items).ok());
+  ASSERT_TRUE((*reader)->Fetch(healthy_id, items).ok());
+  ASSERT_TRUE((*stalled)->Pause().ok());
+  auto resume = absl::MakeCleanup([&] { (void)(*stalled)->Resume(); });
+  // Times out, and marks the map stale.
+  EXPECT_FALSE((*reader)->Fetch(stalled_id, items).ok());
+  absl::SleepFor(RedisClusterSink::kRefreshInterval);
+  // This read reloads the map, asking the stalled master first: it waits
+  // out the 1 s timeout. (Durations are compared with that timeout, with
+  // a wide margin, to tell waiting on the master from not waiting.)
+  absl::Duration reloading_took;
+  std::thread reloading([&] {
+    const absl::Time start = absl::Now();
+    EXPECT_TRUE((*reader)->Fetch(healthy_id, items).ok());
+    reloading_took = absl::Now() - start;
+  });
+  absl::SleepFor(absl::Milliseconds(100));
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::vector<std::optional<std::string>>> other =
+      (*reader)->Fetch(healthy_id, items);
+  const absl::Duration other_took = absl::Now() - start;
+  reloading.join();
+  EXPECT_TRUE(other.ok()) << other.status();
+  EXPECT_GE(reloading_took, absl::Milliseconds(900)) << "the reload did not ask the stalled master";
+  EXPECT_LT(other_took, absl::Milliseconds(500)) << "a read waited for the reload";
 }
 
 TEST(RedisClusterBadConfigTest, BadSeedListIsInvalidArgument) {
