@@ -8,7 +8,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "rpc/status.h"
@@ -17,8 +16,6 @@
 
 namespace rankwire::server {
 namespace {
-
-constexpr size_t kMaxFetchItems = 1000;
 
 // The reactor of one Rank or FetchLogs call. It lives until gRPC reports the call done
 // (the response sent, or the call cancelled); then the response bytes stop
@@ -82,32 +79,27 @@ absl::Status ParseRequest(const grpc::ByteBuffer& request, const RequestLimits& 
   return absl::OkStatus();
 }
 
-// FetchLogs's input contract: the ids as Rank's contract has them.
-absl::Status ValidateFetch(const rank::v1::FetchLogsRequest& request) {
-  const uint32_t max_id = RequestLimits().max_id_bytes;
-  if (request.request_id().empty()) return absl::InvalidArgumentError("request_id is empty");
-  if (request.request_id().size() > max_id) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "request_id is ", request.request_id().size(), " bytes; the limit is ", max_id));
+// A FetchLogs call's outcome in rankwire_fetch_logs_total: refusals
+// (deadline, RESOURCE_EXHAUSTED) apart from the caller's mistakes and the
+// store's failures.
+void CountFetch(ServerMetrics* metrics, const absl::Status& status) {
+  if (metrics == nullptr) return;
+  Counter* counter = metrics->fetch_logs.failed;
+  switch (status.code()) {
+    case absl::StatusCode::kOk:
+      counter = metrics->fetch_logs.ok;
+      break;
+    case absl::StatusCode::kInvalidArgument:
+      counter = metrics->fetch_logs.invalid_argument;
+      break;
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kResourceExhausted:
+      counter = metrics->fetch_logs.rejected;
+      break;
+    default:
+      break;
   }
-  if (static_cast<size_t>(request.item_ids_size()) > kMaxFetchItems) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        request.item_ids_size(), " item ids exceed the limit of ", kMaxFetchItems));
-  }
-  absl::flat_hash_set<absl::string_view> seen;
-  seen.reserve(request.item_ids_size());
-  for (int i = 0; i < request.item_ids_size(); ++i) {
-    const std::string& id = request.item_ids(i);
-    if (id.empty() || id.size() > max_id) {
-      return absl::InvalidArgumentError(absl::StrCat("item_ids[", i, "] is ", id.size(),
-                                                     " bytes; ids are 1..", max_id, " bytes"));
-    }
-    if (!seen.insert(id).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("item_ids[", i, "] repeats an earlier id; ask for each item once"));
-    }
-  }
-  return absl::OkStatus();
+  counter->Increment();
 }
 
 // The FetchLogs call against `reader` (validated), as an absl::Status the
@@ -244,33 +236,30 @@ grpc::ServerUnaryReactor* LogServiceImpl::FetchLogs(
     rank::v1::FetchLogsResponse* response) {
   auto* reactor = new CallReactor(admission_, context->peer());
   // On gRPC's thread: only checks that cost nothing and never wait.
-  auto refuse = [&](Counter* counter, const absl::Status& status) {
-    if (metrics_) counter->Increment();
+  auto refuse = [&](const absl::Status& status) {
+    CountFetch(metrics_, status);
     reactor->Finish(ToGrpcStatus(status));
     return reactor;
   };
   if (reader_ == nullptr) {
-    return refuse(metrics_ ? metrics_->fetch_logs.failed : nullptr,
-                  absl::FailedPreconditionError("this server keeps no logs (--log_mode=none)"));
+    return refuse(absl::FailedPreconditionError("this server keeps no logs (--log_mode=none)"));
   }
-  if (absl::Status valid = ValidateFetch(*request); !valid.ok()) {
-    return refuse(metrics_ ? metrics_->fetch_logs.invalid_argument : nullptr, valid);
+  if (absl::Status valid = ValidateFetchLogsRequest(*request, RequestLimits()); !valid.ok()) {
+    return refuse(valid);
   }
   const auto deadline = context->deadline();
   if (std::chrono::system_clock::now() >= deadline) {
-    return refuse(metrics_ ? metrics_->fetch_logs.rejected : nullptr,
-                  absl::DeadlineExceededError(
-                      "the call's deadline passed before the server received it"));
+    return refuse(
+        absl::DeadlineExceededError("the call's deadline passed before the server received it"));
   }
   if (absl::Status unsent = admission_->CheckUnsent(reactor->peer()); !unsent.ok()) {
-    return refuse(metrics_ ? metrics_->fetch_logs.rejected : nullptr, unsent);
+    return refuse(unsent);
   }
   if (in_flight_.fetch_add(1, std::memory_order_acq_rel) >= max_concurrent_) {
     in_flight_.fetch_sub(1, std::memory_order_acq_rel);
-    return refuse(metrics_ ? metrics_->fetch_logs.rejected : nullptr,
-                  absl::ResourceExhaustedError(absl::StrCat(
-                      "the server is serving its maximum of ", max_concurrent_,
-                      " FetchLogs calls (--max_concurrent_fetch_logs); retry after a backoff")));
+    return refuse(absl::ResourceExhaustedError(
+        absl::StrCat("the server is serving its maximum of ", max_concurrent_,
+                     " FetchLogs calls (--max_concurrent_fetch_logs); retry after a backoff")));
   }
   workers_->Submit([this, reactor, deadline, request, response] {
     Serve(reactor, deadline, request, response);
@@ -292,12 +281,7 @@ void LogServiceImpl::Serve(grpc::ServerUnaryReactor* base_reactor,
   } else {
     status = server::FetchLogs(reader_, *request, response);
   }
-  if (metrics_) {
-    (status.ok()                                              ? metrics_->fetch_logs.ok
-     : status.code() == absl::StatusCode::kDeadlineExceeded ? metrics_->fetch_logs.rejected
-                                                              : metrics_->fetch_logs.failed)
-        ->Increment();
-  }
+  CountFetch(metrics_, status);
   if (status.ok()) reactor->HoldUnsent(response->ByteSizeLong());
   in_flight_.fetch_sub(1, std::memory_order_acq_rel);
   reactor->Finish(ToGrpcStatus(status));

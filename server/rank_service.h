@@ -21,7 +21,6 @@
 #define RANKWIRE_SERVER_RANK_SERVICE_H_
 
 #include <atomic>
-#include <cstddef>
 #include <chrono>
 #include <string>
 
@@ -61,12 +60,6 @@ class RankServiceImpl final
   AdmissionControl* admission_;
   WorkerPool* workers_;
 };
-
-// The largest FetchLogsRequest its contract allows (a 256-byte request id
-// and 1000 item ids of 256 bytes), plus 64 KiB: the server's receive limit
-// is one for all methods, so the derived --max_request_bytes is at least
-// this.
-inline constexpr size_t kMaxFetchLogsRequestBytes = (1 + 2 + 256) * 1001 + (64 << 10);
 
 class LogServiceImpl final : public rank::v1::LogService::CallbackService {
  public:

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/io/coded_stream.h"
 
@@ -311,6 +312,35 @@ bool ScanCandidate(google::protobuf::io::CodedInputStream& in, uint32_t length,
 }
 
 }  // namespace
+
+absl::Status ValidateFetchLogsRequest(const rank::v1::FetchLogsRequest& request,
+                                      const RequestLimits& limits) {
+  if (request.request_id().empty()) return Invalid("request_id is empty");
+  if (auto s = CheckBytes("request_id", request.request_id(), limits.max_id_bytes); !s.ok()) {
+    return s;
+  }
+  if (auto s = CheckCount("item ids", request.item_ids_size(), kMaxFetchItems); !s.ok()) return s;
+  absl::flat_hash_set<absl::string_view> seen;
+  seen.reserve(request.item_ids_size());
+  for (int i = 0; i < request.item_ids_size(); ++i) {
+    const std::string& id = request.item_ids(i);
+    const std::string field = absl::StrCat("item_ids[", i, "]");
+    if (id.empty()) {
+      return Invalid(absl::StrCat(field, " is 0 bytes; ids are 1..", limits.max_id_bytes,
+                                  " bytes"));
+    }
+    if (auto s = CheckBytes(field, id, limits.max_id_bytes); !s.ok()) return s;
+    if (!seen.insert(id).second) {
+      return Invalid(absl::StrCat(field, " repeats an earlier id; ask for each item once"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+size_t MaxFetchLogsRequestBytes(const RequestLimits& limits) {
+  return static_cast<size_t>((uint64_t{kMaxFetchItems} + 1) * LengthDelimited(limits.max_id_bytes) +
+                             (64 << 10));
+}
 
 absl::Status PrescanRequest(google::protobuf::io::ZeroCopyInputStream* input,
                             const RequestLimits& limits) {

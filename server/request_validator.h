@@ -51,6 +51,20 @@ absl::Status ValidateRequest(const rank::v1::RankRequest& request,
 // --max_request_bytes, so gRPC refuses it before it is even read in whole.
 size_t MaxRequestBytes(const RequestLimits& limits);
 
+// The most item ids one FetchLogs call may ask for.
+inline constexpr uint32_t kMaxFetchItems = 1000;
+
+// FetchLogs's input contract, Rank's id rules: request_id and every item id
+// 1..max_id_bytes, at most kMaxFetchItems ids, none repeated.
+// INVALID_ARGUMENT naming the first problem.
+absl::Status ValidateFetchLogsRequest(const rank::v1::FetchLogsRequest& request,
+                                      const RequestLimits& limits);
+
+// The largest FetchLogsRequest that contract allows, plus 64 KiB: the
+// server's receive limit is one for all methods, so the derived
+// --max_request_bytes is at least this.
+size_t MaxFetchLogsRequestBytes(const RequestLimits& limits);
+
 // Unknown fields a request may carry (a newer client's), counted as they
 // occur on the wire, in the request and in its candidates: room for a new
 // field per candidate, or a new repeated field of a few thousand entries.

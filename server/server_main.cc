@@ -199,7 +199,7 @@ absl::StatusOr<MessageLimits> MessageLimitsFromFlags(const RequestLimits& limits
   }
   if (m.max_request_bytes == 0) {
     // One receive limit for every method: FetchLogs requests must fit too.
-    const size_t bound = std::max(MaxRequestBytes(limits), kMaxFetchLogsRequestBytes);
+    const size_t bound = std::max(MaxRequestBytes(limits), MaxFetchLogsRequestBytes(limits));
     m.max_request_bytes =
         static_cast<int>(std::min<size_t>(bound, std::numeric_limits<int>::max()));
   }
