@@ -1,6 +1,8 @@
 #include "server/request_validator.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -337,6 +339,11 @@ absl::Status ValidateFetchLogsRequest(const rank::v1::FetchLogsRequest& request,
   return absl::OkStatus();
 }
 
+uint32_t MaxUnknownRequestFields(const RequestLimits& limits) {
+  const uint64_t bound = 64 + uint64_t{16} * limits.max_candidates;
+  return static_cast<uint32_t>(std::min<uint64_t>(bound, std::numeric_limits<uint32_t>::max()));
+}
+
 size_t MaxFetchLogsRequestBytes(const RequestLimits& limits) {
   return static_cast<size_t>((uint64_t{kMaxFetchItems} + 1) * LengthDelimited(limits.max_id_bytes) +
                              (64 << 10));
@@ -378,11 +385,10 @@ absl::Status PrescanRequest(google::protobuf::io::ZeroCopyInputStream* input,
     return Invalid(absl::StrCat(counts[number - 1], " ", field.counted, " exceed the limit of ",
                                 limit, number == 8 ? " (--max_candidates)" : ""));
   }
-  if (unknown > kMaxUnknownRequestFields) {
-    return Invalid(absl::StrCat(unknown, " unknown fields exceed the limit of ",
-                                kMaxUnknownRequestFields,
+  if (const uint32_t limit = MaxUnknownRequestFields(limits); unknown > limit) {
+    return Invalid(absl::StrCat(unknown, " unknown fields exceed the limit of ", limit,
                                 " (fields rank.v1 does not have, in the request and its "
-                                "candidates)"));
+                                "candidates: 64 + 16 per --max_candidates)"));
   }
   return absl::OkStatus();
 }

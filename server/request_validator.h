@@ -66,15 +66,19 @@ absl::Status ValidateFetchLogsRequest(const rank::v1::FetchLogsRequest& request,
 size_t MaxFetchLogsRequestBytes(const RequestLimits& limits);
 
 // Unknown fields a request may carry (a newer client's), counted as they
-// occur on the wire, in the request and in its candidates: room for a new
-// field per candidate, or a new repeated field of a few thousand entries.
-inline constexpr uint32_t kMaxUnknownRequestFields = 4096;
+// occur on the wire, in the request and in its candidates: 64 plus 16 per
+// allowed candidate (16,064 at the defaults), so a newer client may add up
+// to 16 fields to every candidate at any --max_candidates. The parser keeps
+// each as an object (~80 bytes), so this bounds the parse at ~1.3 MB per
+// request at the defaults; the receive limit's 64 KiB of slack for new
+// fields usually binds first.
+uint32_t MaxUnknownRequestFields(const RequestLimits& limits);
 
 // Counts the repeated and map fields of a serialized RankRequest without
 // parsing it: INVALID_ARGUMENT (the message ValidateRequest would give) when
 // one has more entries on the wire than `limits` allow (a map key repeated
 // on the wire counts each time), when there are more than
-// kMaxUnknownRequestFields unknown fields (the request's and its
+// MaxUnknownRequestFields(limits) unknown fields (the request's and its
 // candidates'), or for a group field. Parsing allocates an object per entry
 // or unknown field: 2 bytes of wire per empty candidate become ~80 bytes of
 // heap, so a request over the limits is refused here, before it is parsed.

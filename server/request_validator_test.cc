@@ -219,15 +219,20 @@ TEST(PrescanRequestTest, EmptyCandidatesAreCountedBeforeAnyParse) {
 
 TEST(PrescanRequestTest, UnknownFieldsAndWrongWireTypesAreBounded) {
   const std::string valid = workload::WorkloadGenerator({}).Make(0).SerializeAsString();
+  const uint32_t max_unknown = MaxUnknownRequestFields(RequestLimits{});
+  EXPECT_EQ(max_unknown, 64u + 16u * 1000u);
+  RequestLimits wide;
+  wide.max_candidates = 5000;  // Room for 16 new fields per candidate here too.
+  EXPECT_EQ(MaxUnknownRequestFields(wide), 64u + 16u * 5000u);
   std::string unknown = valid;
-  for (uint32_t i = 0; i < kMaxUnknownRequestFields; ++i) unknown += std::string("\x78\x01", 2);
+  for (uint32_t i = 0; i < max_unknown; ++i) unknown += std::string("\x78\x01", 2);
   EXPECT_TRUE(Prescan(unknown).ok());  // Field 15, varint: a newer client's.
   unknown += std::string("\x78\x01", 2);
   EXPECT_THAT(std::string(Prescan(unknown).message()),
-              HasSubstr("4097 unknown fields exceed the limit of 4096"));
+              HasSubstr("16065 unknown fields exceed the limit of 16064"));
   // request_id (field 1) as a varint is an unknown field to the parser too.
   std::string mistyped = valid;
-  for (uint32_t i = 0; i <= kMaxUnknownRequestFields; ++i) mistyped += std::string("\x08\x01", 2);
+  for (uint32_t i = 0; i <= max_unknown; ++i) mistyped += std::string("\x08\x01", 2);
   EXPECT_EQ(Prescan(mistyped).code(), absl::StatusCode::kInvalidArgument);
   // Groups are not part of rank.v1, at the top or in a candidate.
   EXPECT_EQ(Prescan(valid + std::string("\x7b\x7c", 2)).code(),
@@ -270,9 +275,12 @@ TEST(PrescanRequestTest, UnknownFieldsInsideCandidatesAreCounted) {
   rank::v1::RankRequest parsed;
   ASSERT_TRUE(parsed.ParseFromString(with_unknown_per_candidate(1)));
   EXPECT_TRUE(Prescan(with_unknown_per_candidate(1)).ok());  // 500 candidates.
-  const absl::Status s = Prescan(with_unknown_per_candidate(9));
+  // A newer client's 16 new fields on each of 500 candidates fit; 33 do not.
+  EXPECT_TRUE(Prescan(with_unknown_per_candidate(16)).ok());
+  const absl::Status s = Prescan(with_unknown_per_candidate(33));
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(s.message()), HasSubstr("4500 unknown fields exceed the limit of 4096"));
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("16500 unknown fields exceed the limit of 16064"));
   // Known fields in either encoding are not unknown: unpacked features.
   const std::string unpacked = WithCandidates(request, [](const rank::v1::Candidate& c) {
     rank::v1::Candidate rest = c;
