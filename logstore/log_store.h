@@ -120,8 +120,17 @@ class LogReader {
   // The logs of `item_ids` of one request, in the same order, in one round
   // trip; nullopt for an item with no log (never written, or expired).
   // kUnavailable when the store cannot be reached.
-  virtual absl::StatusOr<std::vector<std::optional<std::string>>> Fetch(
-      absl::string_view request_id, absl::Span<const std::string> item_ids) = 0;
+  absl::StatusOr<std::vector<std::optional<std::string>>> Fetch(
+      absl::string_view request_id, absl::Span<const std::string> item_ids) {
+    return FetchBefore(request_id, item_ids, absl::InfiniteFuture());
+  }
+  // The same, for a caller with a deadline (FetchLogs's): no new try (a
+  // connect, a round trip, a slot map reload) starts after `deadline`, and
+  // a call that reaches it first gets kDeadlineExceeded. A try under way
+  // runs to its store's I/O timeouts.
+  virtual absl::StatusOr<std::vector<std::optional<std::string>>> FetchBefore(
+      absl::string_view request_id, absl::Span<const std::string> item_ids,
+      absl::Time deadline) = 0;
 };
 
 struct LogStoreConfig {

@@ -166,6 +166,10 @@ TYPED_TEST(LogStoreBehaviourTest, StoredLogsAreReadableWithinTheTtl) {
       store.reader->Fetch("req-never-written", ids);
   ASSERT_TRUE(none.ok()) << none.status();
   for (const auto& v : *none) EXPECT_FALSE(v.has_value());
+  // A read whose caller's deadline has passed starts nothing.
+  EXPECT_EQ(store.reader->FetchBefore("req-readable", ids, absl::InfinitePast()).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  EXPECT_TRUE(store.reader->FetchBefore("req-readable", ids, absl::Now() + absl::Seconds(5)).ok());
 }
 
 TYPED_TEST(LogStoreBehaviourTest, AReusedRequestIdReplacesTheEarlierLogs) {

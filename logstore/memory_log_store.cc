@@ -94,8 +94,12 @@ std::vector<absl::Status> MemoryLogSink::Write(absl::Span<SinkEntry> batch,
   return std::vector<absl::Status>(batch.size());
 }
 
-absl::StatusOr<std::vector<std::optional<std::string>>> MemoryLogReader::Fetch(
-    absl::string_view request_id, absl::Span<const std::string> item_ids) {
+absl::StatusOr<std::vector<std::optional<std::string>>> MemoryLogReader::FetchBefore(
+    absl::string_view request_id, absl::Span<const std::string> item_ids,
+    absl::Time deadline) {
+  if (absl::Now() >= deadline) {
+    return absl::DeadlineExceededError("the log read's deadline passed before it started");
+  }
   std::vector<std::string> fields;
   fields.reserve(item_ids.size() + 1);
   fields.emplace_back(kLayoutField);

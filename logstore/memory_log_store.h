@@ -114,8 +114,9 @@ class MemoryLogReader final : public LogReader {
       : table_(std::move(table)), key_prefix_(std::move(key_prefix)) {}
 
   // DataLoss if a stored value is corrupt.
-  absl::StatusOr<std::vector<std::optional<std::string>>> Fetch(
-      absl::string_view request_id, absl::Span<const std::string> item_ids) override;
+  absl::StatusOr<std::vector<std::optional<std::string>>> FetchBefore(
+      absl::string_view request_id, absl::Span<const std::string> item_ids,
+      absl::Time deadline) override;
 
  private:
   const std::shared_ptr<MemoryLogTable> table_;

@@ -181,7 +181,7 @@ void RedisClusterRouter::Backoff(const std::string& address) {
   Node& node = *it->second;
   node.connection.reset();
   node.had_failure = true;
-  node.next_attempt = absl::Now() + node.backoff;
+  node.next_attempt = absl::Now() + std::max(node.backoff, kStalledNodeBackoff);
   node.backoff = std::min(node.backoff * 2, options_.backoff_max);
 }
 

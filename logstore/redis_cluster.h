@@ -5,11 +5,12 @@
 //   - key -> slot: CRC16 (XMODEM) of the key, or of its hash tag (the text
 //     between the first '{' and the next '}', if not empty), mod 16384;
 //   - the slot map from CLUSTER SLOTS (masters only; replicas are ignored);
-//   - -MOVED <slot> <host:port>: the slot has a new master; record it,
-//     reload the map (the sink at once, the reader rate-limited) and resend
-//     there. The MOVED target wins
-//     over the reloaded map for that slot: the node asked for the map may
-//     not have heard of the move yet (the cluster spreads it by gossip);
+//   - -MOVED <slot> <host:port>: the slot has a new master; record it and
+//     resend there. The sink also reloads the map at once; the reader marks
+//     it stale, and a later try or call reloads it (at most once per 100 ms,
+//     at most once per Fetch). The MOVED target wins over a map reloaded
+//     meanwhile for that slot: the node asked for the map may not have
+//     heard of the move yet (the cluster spreads it by gossip);
 //   - CLUSTER SLOTS hosts: a string, or empty, "?" or NIL (the node asked),
 //     and a redirect's empty host (":6380") likewise means the node that
 //     answered (cluster-preferred-endpoint-type unknown-endpoint);
@@ -18,12 +19,16 @@
 //   - a transaction (MULTI ... EXEC) on one key runs on that key's master.
 // Not used: replica reads, READONLY, pub/sub, cross-slot commands.
 //
-// The router keeps one connection per master, made on first use, and a
-// per-node reconnect backoff so a dead master costs one failed connect per
-// backoff period, not one per batch.
+// The router holds the slot map and one connection per node it talks to,
+// made on first use, with a per-node reconnect backoff so a dead master
+// costs one failed connect per backoff period, not one per batch. The sink
+// writes through these connections; the reader keeps its own pools
+// (redis_cluster_log_store.h) and uses routers for the map and CLUSTER
+// SLOTS only.
 //
-// Thread safety: a router is used by one thread at a time (the sink's writer
-// thread, or the reader under its lock).
+// Thread safety: a router is used by one thread at a time: the sink's
+// writer thread; in the reader, its map under the reader's lock, and its
+// reloading router by the one call that reloads.
 #ifndef RANKWIRE_LOGSTORE_REDIS_CLUSTER_H_
 #define RANKWIRE_LOGSTORE_REDIS_CLUSTER_H_
 
@@ -61,6 +66,12 @@ struct RedisClusterOptions {
 // list. InvalidArgument for an empty list or a bad address.
 absl::StatusOr<RedisClusterOptions> ClusterOptionsFrom(const LogStoreConfig& config);
 
+// How long a node whose CLUSTER SLOTS timed out (a stalled node) is left
+// alone at least: several times the sink's and the reader's reload spacing
+// (100 ms), so the reloads meanwhile ask other nodes at once instead of
+// waiting out its I/O timeout again.
+inline constexpr absl::Duration kStalledNodeBackoff = absl::Seconds(1);
+
 class RedisClusterRouter {
  public:
   explicit RedisClusterRouter(RedisClusterOptions options);
@@ -85,7 +96,8 @@ class RedisClusterRouter {
   absl::StatusOr<RedisConnection*> Connection(const std::string& address);
   // Drops the connection after an I/O error; the next attempt is immediate.
   void Disconnect(const std::string& address);
-  // Drops the connection and starts the node's backoff (a stalled node).
+  // Drops the connection and starts the node's backoff (a stalled node),
+  // for at least kStalledNodeBackoff.
   void Backoff(const std::string& address);
   // Takes `other`'s slot map (not its connections): a reader reloads the
   // map on a router of its own, outside its lock, and installs it here.

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/cleanup/cleanup.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 
@@ -252,40 +253,69 @@ absl::StatusOr<std::unique_ptr<RedisClusterReader>> RedisClusterReader::Create(
   return std::make_unique<RedisClusterReader>(*std::move(options), config.key_prefix);
 }
 
-void RedisClusterReader::MaybeRefresh() {
+bool RedisClusterReader::MaybeRefresh() {
+  uint64_t marks_before = 0;
   {
     absl::MutexLock lock(&mu_);
     const absl::Time now = absl::Now();
     if (refreshing_ || (!stale_ && router_.has_map()) ||
         now - last_refresh_ < RedisClusterSink::kRefreshInterval) {
-      return;
+      return false;
     }
     refreshing_ = true;
     last_refresh_ = now;
+    marks_before = stale_marks_;
+    moved_while_refreshing_.clear();
   }
-  absl::Status refreshed = refresher_.Refresh();
+  absl::Status refreshed =
+      absl::InternalError("redis cluster: the slot map reload did not finish");
+  // Also when Refresh() throws (std::bad_alloc): waiting calls wake up.
+  absl::Cleanup install = [&] {
+    absl::MutexLock lock(&mu_);
+    refreshing_ = false;
+    refresh_status_ = refreshed;
+    if (refreshed.ok()) {
+      router_.AdoptMap(refresher_);
+      // The node the map came from may not have heard of a move yet.
+      for (const auto& [slot, address] : moved_while_refreshing_) router_.SetSlot(slot, address);
+      stale_ = stale_marks_ != marks_before;
+    }
+    moved_while_refreshing_.clear();
+  };
+  refreshed = refresher_.Refresh();
+  return true;
+}
+
+void RedisClusterReader::MarkStale() {
+  stale_ = true;
+  ++stale_marks_;
+}
+
+void RedisClusterReader::RecordMoved(uint16_t slot, const std::string& address) {
   absl::MutexLock lock(&mu_);
-  refreshing_ = false;
-  refresh_status_ = refreshed;
-  if (refreshed.ok()) {
-    router_.AdoptMap(refresher_);
-    stale_ = false;
-  }
+  router_.SetSlot(slot, address);
+  if (refreshing_) moved_while_refreshing_.emplace_back(slot, address);
+  MarkStale();
 }
 
 absl::StatusOr<RedisClusterReader::Target> RedisClusterReader::PickTarget(
-    uint16_t slot, const std::string& ask_target) {
-  MaybeRefresh();
+    uint16_t slot, const std::string& ask_target, bool* may_refresh, absl::Time deadline) {
+  if (*may_refresh && MaybeRefresh()) *may_refresh = false;
   absl::MutexLock lock(&mu_);
   // With no map yet (the first reads), wait for the reload in progress
   // rather than fail; with one, use it.
-  if (!router_.has_map()) mu_.Await(absl::Condition(this, &RedisClusterReader::NotRefreshing));
+  if (!router_.has_map() &&
+      !mu_.AwaitWithDeadline(absl::Condition(this, &RedisClusterReader::NotRefreshing),
+                             deadline)) {
+    return absl::DeadlineExceededError(
+        "the log read's deadline passed while the first slot map was loading");
+  }
   const absl::Time now = absl::Now();
   if (!router_.has_map()) return refresh_status_;
   Target target;
   target.address = ask_target.empty() ? router_.NodeFor(slot) : ask_target;
   if (target.address.empty()) {
-    stale_ = true;
+    MarkStale();
     return absl::UnavailableError(absl::StrCat("redis cluster: no master serves slot ", slot));
   }
   Node& node = nodes_[target.address];
@@ -312,7 +342,7 @@ absl::Status RedisClusterReader::Connect(Target& target) {
   if (!connection.ok()) {
     node.next_attempt = absl::Now() + node.backoff;
     node.backoff = std::min(node.backoff * 2, options_.backoff_max);
-    stale_ = true;  // A failover may have moved its slots.
+    MarkStale();  // A failover may have moved its slots.
     return connection.status();
   }
   node.next_attempt = absl::InfinitePast();
@@ -345,8 +375,9 @@ absl::StatusOr<RedisReplyPtr> RedisClusterReader::Exchange(RedisConnection& conn
   return RedisReplyPtr(static_cast<redisReply*>(raw));
 }
 
-absl::StatusOr<std::vector<std::optional<std::string>>> RedisClusterReader::Fetch(
-    absl::string_view request_id, absl::Span<const std::string> item_ids) {
+absl::StatusOr<std::vector<std::optional<std::string>>> RedisClusterReader::FetchBefore(
+    absl::string_view request_id, absl::Span<const std::string> item_ids,
+    absl::Time deadline) {
   if (item_ids.empty()) return std::vector<std::optional<std::string>>();
   const std::string key = absl::StrCat(key_prefix_, request_id);
   const uint16_t slot = KeySlot(key);
@@ -355,10 +386,18 @@ absl::StatusOr<std::vector<std::optional<std::string>>> RedisClusterReader::Fetc
   absl::Status last = absl::UnavailableError("redis cluster: no slot map");
   // Three tries: a stale map (MOVED), a migration (ASK) or a connection
   // lost each cost one more round trip. Idle pooled connections that Redis
-  // closed together (its `timeout`) cost one try between them.
+  // closed together (its `timeout`) cost one try between them. At most one
+  // map reload per call, and no try starts after the deadline.
   bool pool_dropped = false;
+  bool may_refresh = true;
   for (int attempt = 0; attempt < 3; ++attempt) {
-    absl::StatusOr<Target> target = PickTarget(slot, ask_target);
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(
+          attempt == 0 ? std::string("the log read's deadline passed before it started")
+                       : absl::StrCat("the log read's deadline passed after ", attempt,
+                                      " tries; last: ", last.message()));
+    }
+    absl::StatusOr<Target> target = PickTarget(slot, ask_target, &may_refresh, deadline);
     if (!target.ok()) {
       last = target.status();
       ask_target.clear();
@@ -378,7 +417,7 @@ absl::StatusOr<std::vector<std::optional<std::string>>> RedisClusterReader::Fetc
       // has waited long enough; a closed connection is worth another try.
       if (target->connection->TimedOut()) {
         absl::MutexLock lock(&mu_);
-        stale_ = true;
+        MarkStale();
         return reply.status();
       }
       last = reply.status();
@@ -396,7 +435,7 @@ absl::StatusOr<std::vector<std::optional<std::string>>> RedisClusterReader::Fetc
         }
       } else {
         absl::MutexLock lock(&mu_);
-        stale_ = true;  // A fresh connection lost: the node may be failing.
+        MarkStale();  // A fresh connection lost: the node may be failing.
       }
       continue;
     }
@@ -408,11 +447,7 @@ absl::StatusOr<std::vector<std::optional<std::string>>> RedisClusterReader::Fetc
     last = absl::UnavailableError(
         absl::StrCat("redis cluster: HMGET still redirected to ", redirect->address));
     ask_target = redirect->ask ? redirect->address : std::string();
-    if (!redirect->ask) {
-      absl::MutexLock lock(&mu_);
-      router_.SetSlot(static_cast<uint16_t>(redirect->slot), redirect->address);
-      stale_ = true;
-    }
+    if (!redirect->ask) RecordMoved(static_cast<uint16_t>(redirect->slot), redirect->address);
   }
   return last;
 }

@@ -103,8 +103,9 @@ class RedisClusterReader final : public LogReader {
         key_prefix_(std::move(key_prefix)) {}
 
   // As RedisLogReader::Fetch, routed to the key's master.
-  absl::StatusOr<std::vector<std::optional<std::string>>> Fetch(
-      absl::string_view request_id, absl::Span<const std::string> item_ids) override
+  absl::StatusOr<std::vector<std::optional<std::string>>> FetchBefore(
+      absl::string_view request_id, absl::Span<const std::string> item_ids,
+      absl::Time deadline) override
       ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
@@ -123,12 +124,21 @@ class RedisClusterReader final : public LogReader {
   // Reloads the map if it is missing, or stale and not reloaded for
   // kRefreshInterval, and no other call is reloading it: on refresher_,
   // without the lock (CLUSTER SLOTS may wait out a stalled node's timeout),
-  // then installs it. Other calls meanwhile use the map they have.
-  void MaybeRefresh() ABSL_LOCKS_EXCLUDED(mu_);
+  // then installs it, keeping what other calls learnt meanwhile (a MOVED
+  // target, a failure that makes the new map stale too). Other calls
+  // meanwhile use the map they have. Whether this call reloaded.
+  bool MaybeRefresh() ABSL_LOCKS_EXCLUDED(mu_);
   bool NotRefreshing() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !refreshing_; }
+  // Marks the map stale (a node failed, a slot moved).
+  void MarkStale() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records a MOVED target, which also outlives a reload under way.
+  void RecordMoved(uint16_t slot, const std::string& address) ABSL_LOCKS_EXCLUDED(mu_);
   // Picks the node (`ask_target` or the slot's master) and takes an idle
-  // connection to it.
-  absl::StatusOr<Target> PickTarget(uint16_t slot, const std::string& ask_target)
+  // connection to it. Reloads the map first if `*may_refresh` (and then
+  // clears it: one reload per Fetch); with no map yet, waits for a reload
+  // under way until `deadline`.
+  absl::StatusOr<Target> PickTarget(uint16_t slot, const std::string& ask_target,
+                                    bool* may_refresh, absl::Time deadline)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Without the lock: connects, counting a failure against the node's backoff.
   absl::Status Connect(Target& target) ABSL_LOCKS_EXCLUDED(mu_);
@@ -150,6 +160,11 @@ class RedisClusterReader final : public LogReader {
   absl::Status refresh_status_ ABSL_GUARDED_BY(mu_) =
       absl::UnavailableError("redis cluster: no slot map");
   bool stale_ ABSL_GUARDED_BY(mu_) = false;
+  // Counts MarkStale() calls: a reload that started before the latest one
+  // leaves the map stale.
+  uint64_t stale_marks_ ABSL_GUARDED_BY(mu_) = 0;
+  // MOVED targets recorded while a reload runs, applied over its map.
+  std::vector<std::pair<uint16_t, std::string>> moved_while_refreshing_ ABSL_GUARDED_BY(mu_);
   absl::Time last_refresh_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   absl::flat_hash_map<std::string, Node> nodes_ ABSL_GUARDED_BY(mu_);
   const std::string key_prefix_;

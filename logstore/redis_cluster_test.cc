@@ -472,26 +472,42 @@ TEST_F(RedisClusterTest, AStalledMasterDoesNotHoldUpReadsOfOtherMasters) {
   EXPECT_TRUE(back.ok()) << back;
 }
 
+// Stalled masters: a cluster of its own, with a node timeout long enough
+// that a paused master is not failed over. Each test resumes what it paused.
+class RedisClusterStallTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    test::RedisClusterOptions shape = ClusterShape(3, 0);
+    shape.node_timeout = absl::Seconds(15);
+    absl::StatusOr<std::unique_ptr<RedisCluster>> cluster = RedisCluster::Start(shape);
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    cluster_ = cluster->release();
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  void SetUp() override { ASSERT_NE(cluster_, nullptr); }
+
+  static RedisCluster* cluster_;
+};
+RedisCluster* RedisClusterStallTest::cluster_ = nullptr;
+
 // A stalled master whose turn it is to be asked for the slot map (it serves
 // slot 0, so it leads the map) holds up the read that reloads the map, not
-// every read: the reload runs outside the reader's lock. Its own cluster,
-// with a node timeout long enough that the pause does not fail it.
-TEST(RedisClusterStallTest, AMapReloadFromAStalledMasterDoesNotHoldUpOtherReads) {
-  test::RedisClusterOptions shape = ClusterShape(3, 0);
-  shape.node_timeout = absl::Seconds(15);
-  absl::StatusOr<std::unique_ptr<RedisCluster>> cluster = RedisCluster::Start(shape);
-  ASSERT_TRUE(cluster.ok()) << cluster.status();
-  LogStoreConfig config = ClusterConfig(**cluster);
+// every read: the reload runs outside the reader's lock.
+TEST_F(RedisClusterStallTest, AMapReloadFromAStalledMasterDoesNotHoldUpOtherReads) {
+  LogStoreConfig config = ClusterConfig(*cluster_);
   config.io_timeout = absl::Seconds(1);
   config.connect_timeout = absl::Seconds(1);
   absl::StatusOr<std::unique_ptr<RedisClusterReader>> reader = RedisClusterReader::Create(config);
   ASSERT_TRUE(reader.ok());
-  absl::StatusOr<test::RedisProcess*> stalled = (*cluster)->MasterOf(0);
+  absl::StatusOr<test::RedisProcess*> stalled = cluster_->MasterOf(0);
   ASSERT_TRUE(stalled.ok());
   std::string stalled_id, healthy_id;
   for (int i = 0; i < 1000 && (stalled_id.empty() || healthy_id.empty()); ++i) {
     const std::string id = absl::StrCat("reload-", i);
-    absl::StatusOr<test::RedisProcess*> owner = (*cluster)->MasterOf(KeySlot("rank:log:" + id));
+    absl::StatusOr<test::RedisProcess*> owner = cluster_->MasterOf(KeySlot("rank:log:" + id));
     ASSERT_TRUE(owner.ok());
     (*owner == *stalled ? stalled_id : healthy_id) = id;
   }
@@ -521,6 +537,70 @@ TEST(RedisClusterStallTest, AMapReloadFromAStalledMasterDoesNotHoldUpOtherReads)
   EXPECT_TRUE(other.ok()) << other.status();
   EXPECT_GE(reloading_took, absl::Milliseconds(900)) << "the reload did not ask the stalled master";
   EXPECT_LT(other_took, absl::Milliseconds(500)) << "a read waited for the reload";
+}
+
+// A node whose CLUSTER SLOTS timed out is skipped by the reloads of the
+// next second: with a backoff shorter than the reload spacing (100 ms), the
+// next reload asked it again and waited out its timeout once more.
+TEST_F(RedisClusterStallTest, ANodeThatTimedOutIsNotAskedForTheMapByTheNextReloads) {
+  LogStoreConfig config = ClusterConfig(*cluster_);
+  config.io_timeout = absl::Milliseconds(600);
+  absl::StatusOr<RedisClusterOptions> options = ClusterOptionsFrom(config);
+  ASSERT_TRUE(options.ok()) << options.status();
+  RedisClusterRouter router(*std::move(options));
+  ASSERT_TRUE(router.Refresh().ok());
+  absl::StatusOr<test::RedisProcess*> stalled = cluster_->MasterOf(0);
+  ASSERT_TRUE(stalled.ok());
+  ASSERT_EQ(router.masters().front(), (*stalled)->address()) << "slot 0's master leads the map";
+  ASSERT_TRUE((*stalled)->Pause().ok());
+  auto resume = absl::MakeCleanup([&] { (void)(*stalled)->Resume(); });
+  absl::Time start = absl::Now();
+  ASSERT_TRUE(router.Refresh().ok());  // Asks the stalled master first.
+  const absl::Duration first = absl::Now() - start;
+  absl::SleepFor(2 * RedisClusterSink::kRefreshInterval);
+  start = absl::Now();
+  ASSERT_TRUE(router.Refresh().ok());
+  const absl::Duration second = absl::Now() - start;
+  EXPECT_GE(first, absl::Milliseconds(550)) << "the first reload did not ask the stalled master";
+  EXPECT_LT(second, absl::Milliseconds(400)) << "the next reload waited on the stalled master";
+}
+
+// A read that finds no slot map waits for the reload under way only until
+// its deadline; a read whose deadline has passed starts nothing.
+TEST_F(RedisClusterStallTest, AReadWaitsForTheFirstMapOnlyUntilItsDeadline) {
+  absl::StatusOr<test::RedisProcess*> stalled = cluster_->MasterOf(0);
+  ASSERT_TRUE(stalled.ok());
+  LogStoreConfig config = ClusterConfig(*cluster_);
+  config.io_timeout = absl::Seconds(2);
+  // The stalled master is the first seed: the first reload waits on it.
+  config.redis_addr = absl::StrCat((*stalled)->address(), ",", cluster_->SeedList());
+  absl::StatusOr<std::unique_ptr<RedisClusterReader>> reader = RedisClusterReader::Create(config);
+  ASSERT_TRUE(reader.ok());
+  std::string healthy_id;  // A key on another master.
+  for (int i = 0; i < 1000 && healthy_id.empty(); ++i) {
+    const std::string id = absl::StrCat("first-map-", i);
+    absl::StatusOr<test::RedisProcess*> owner = cluster_->MasterOf(KeySlot("rank:log:" + id));
+    ASSERT_TRUE(owner.ok());
+    if (*owner != *stalled) healthy_id = id;
+  }
+  const std::vector<std::string> items = {"item"};
+  EXPECT_EQ((*reader)->FetchBefore(healthy_id, items, absl::InfinitePast()).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  ASSERT_TRUE((*stalled)->Pause().ok());
+  auto resume = absl::MakeCleanup([&] { (void)(*stalled)->Resume(); });
+  absl::Status reloaded = absl::UnknownError("not read");
+  std::thread reloading([&] { reloaded = (*reader)->Fetch(healthy_id, items).status(); });
+  absl::SleepFor(absl::Milliseconds(200));
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::vector<std::optional<std::string>>> waited =
+      (*reader)->FetchBefore(healthy_id, items, start + absl::Milliseconds(300));
+  const absl::Duration took = absl::Now() - start;
+  reloading.join();
+  EXPECT_EQ(waited.status().code(), absl::StatusCode::kDeadlineExceeded) << waited.status();
+  EXPECT_LT(took, absl::Milliseconds(1200)) << "the read waited out the whole reload";
+  // The reload itself got the map from the next seed, and reads go on.
+  EXPECT_TRUE(reloaded.ok()) << reloaded;
+  EXPECT_TRUE((*reader)->Fetch(healthy_id, items).ok());
 }
 
 TEST(RedisClusterBadConfigTest, BadSeedListIsInvalidArgument) {

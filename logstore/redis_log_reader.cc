@@ -16,8 +16,9 @@ absl::StatusOr<std::unique_ptr<RedisLogReader>> RedisLogReader::Create(
   return std::make_unique<RedisLogReader>(std::move(options), config.key_prefix);
 }
 
-absl::StatusOr<std::vector<std::optional<std::string>>> RedisLogReader::Fetch(
-    absl::string_view request_id, absl::Span<const std::string> item_ids) {
+absl::StatusOr<std::vector<std::optional<std::string>>> RedisLogReader::FetchBefore(
+    absl::string_view request_id, absl::Span<const std::string> item_ids,
+    absl::Time deadline) {
   if (item_ids.empty()) return std::vector<std::optional<std::string>>();
 
   const std::string key = absl::StrCat(key_prefix_, request_id);
@@ -25,6 +26,13 @@ absl::StatusOr<std::vector<std::optional<std::string>>> RedisLogReader::Fetch(
   {
     ScopedSigpipeBlock no_sigpipe;
     absl::MutexLock lock(&mu_);
+    // Calls share the connection: one that waited here past its deadline
+    // (behind a slow store) does not start a round trip.
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("redis ", options_.address.ToString(),
+                       ": the log read's deadline passed while it waited for the connection"));
+    }
     // Two tries: a connection kept from an earlier call may have died with
     // a server restart; only a fresh connection's failure is reported.
     for (int attempt = 0; attempt < 2 && reply == nullptr; ++attempt) {

@@ -103,12 +103,12 @@ void CountFetch(ServerMetrics* metrics, const absl::Status& status) {
 }
 
 // The FetchLogs call against `reader` (validated), as an absl::Status the
-// reactor converts once.
+// reactor converts once. No try on the store starts after `deadline`.
 absl::Status FetchLogs(logstore::LogReader* reader, const rank::v1::FetchLogsRequest& request,
-                       rank::v1::FetchLogsResponse* response) {
+                       absl::Time deadline, rank::v1::FetchLogsResponse* response) {
   std::vector<std::string> ids(request.item_ids().begin(), request.item_ids().end());
   ASSIGN_OR_RETURN(std::vector<std::optional<std::string>> logs,
-                   reader->Fetch(request.request_id(), ids));
+                   reader->FetchBefore(request.request_id(), ids, deadline));
   for (size_t i = 0; i < ids.size(); ++i) {
     rank::v1::ItemLogEntry* entry = response->add_logs();
     entry->set_item_id(ids[i]);
@@ -279,7 +279,7 @@ void LogServiceImpl::Serve(grpc::ServerUnaryReactor* base_reactor,
     status = absl::DeadlineExceededError(
         "the call's deadline passed while it waited for a log fetch worker");
   } else {
-    status = server::FetchLogs(reader_, *request, response);
+    status = server::FetchLogs(reader_, *request, absl::FromChrono(deadline), response);
   }
   CountFetch(metrics_, status);
   if (status.ok()) reactor->HoldUnsent(response->ByteSizeLong());
