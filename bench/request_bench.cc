@@ -1,0 +1,115 @@
+// What the server spends on a Rank request before ranking it: the prescan
+// (PrescanRequest, a walk over the wire bytes that counts entries without
+// allocating), the protobuf parse, and ValidateRequest, each on the same
+// serialized request read the way rank_service.cc reads it (a grpc::ByteBuffer
+// through grpc::ProtoBufferReader). The question it answers: what share of
+// the request's decode cost the prescan adds (BENCHMARKS.md section 6).
+//
+// Requests: the workload generator's (the shipped payload shape) at 10, 500
+// and 1000 candidates, and the same requests received as 8 KiB slices (what
+// a large message looks like off the wire) as well as one slice.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "grpcpp/impl/codegen/proto_utils.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "grpcpp/support/proto_buffer_reader.h"
+#include "grpcpp/support/slice.h"
+#include "rank/v1/rank.pb.h"
+#include "server/request_validator.h"
+#include "workload/workload.h"
+
+namespace rankwire::bench {
+namespace {
+
+// The serialized request for `candidates`, as `slice_bytes`-sized slices
+// (0: one slice).
+grpc::ByteBuffer RequestBuffer(uint32_t candidates, size_t slice_bytes) {
+  workload::WorkloadOptions options;
+  options.candidates = candidates;
+  const std::string wire =
+      workload::WorkloadGenerator(options).Make(1).SerializeAsString();
+  std::vector<grpc::Slice> slices;
+  const size_t step = slice_bytes == 0 ? wire.size() : slice_bytes;
+  for (size_t at = 0; at < wire.size(); at += step) {
+    const size_t n = std::min(step, wire.size() - at);
+    slices.emplace_back(wire.data() + at, n);
+  }
+  return grpc::ByteBuffer(slices.data(), slices.size());
+}
+
+void Args(benchmark::internal::Benchmark* b) {
+  for (int64_t candidates : {10, 500, 1000}) {
+    for (int64_t slice : {0, 8192}) b->Args({candidates, slice});
+  }
+  b->ArgNames({"candidates", "slice"});
+}
+
+void SetBytes(benchmark::State& state, const grpc::ByteBuffer& buffer) {
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * buffer.Length()));
+}
+
+void BM_Prescan(benchmark::State& state) {
+  const grpc::ByteBuffer request = RequestBuffer(static_cast<uint32_t>(state.range(0)),
+                                                 static_cast<size_t>(state.range(1)));
+  const server::RequestLimits limits;
+  for (auto _ : state) {
+    grpc::ByteBuffer scanned(request);
+    grpc::ProtoBufferReader reader(&scanned);
+    const absl::Status status = server::PrescanRequest(&reader, limits);
+    if (!status.ok()) {
+      state.SkipWithError(status.ToString().c_str());
+      break;
+    }
+  }
+  SetBytes(state, request);
+}
+BENCHMARK(BM_Prescan)->Apply(Args);
+
+void BM_Parse(benchmark::State& state) {
+  const grpc::ByteBuffer request = RequestBuffer(static_cast<uint32_t>(state.range(0)),
+                                                 static_cast<size_t>(state.range(1)));
+  for (auto _ : state) {
+    grpc::ByteBuffer input(request);
+    rank::v1::RankRequest parsed;
+    if (!grpc::SerializationTraits<rank::v1::RankRequest>::Deserialize(&input, &parsed).ok()) {
+      state.SkipWithError("the request did not parse");
+      break;
+    }
+    benchmark::DoNotOptimize(parsed);
+  }
+  SetBytes(state, request);
+}
+BENCHMARK(BM_Parse)->Apply(Args);
+
+// The parse and ValidateRequest (the work before the prescan existed), for
+// the prescan's share of the whole.
+void BM_ParseAndValidate(benchmark::State& state) {
+  const grpc::ByteBuffer request = RequestBuffer(static_cast<uint32_t>(state.range(0)),
+                                                 static_cast<size_t>(state.range(1)));
+  const server::RequestLimits limits;
+  for (auto _ : state) {
+    grpc::ByteBuffer input(request);
+    rank::v1::RankRequest parsed;
+    if (!grpc::SerializationTraits<rank::v1::RankRequest>::Deserialize(&input, &parsed).ok()) {
+      state.SkipWithError("the request did not parse");
+      break;
+    }
+    const absl::Status status = server::ValidateRequest(parsed, limits);
+    if (!status.ok()) {
+      state.SkipWithError(status.ToString().c_str());
+      break;
+    }
+    benchmark::DoNotOptimize(parsed);
+  }
+  SetBytes(state, request);
+}
+BENCHMARK(BM_ParseAndValidate)->Apply(Args);
+
+}  // namespace
+}  // namespace rankwire::bench
+
+BENCHMARK_MAIN();
