@@ -88,12 +88,11 @@ absl::StatusOr<RedisConnection*> RedisClusterRouter::Connection(const std::strin
   std::unique_ptr<Node>& slot = connections_[address];
   if (slot == nullptr) {
     slot = std::make_unique<Node>();
-    slot->backoff = options_.backoff_min;
+    slot->backoff = ReconnectBackoff(options_.backoff_min, options_.backoff_max);
   }
   Node& node = *slot;
   if (node.connection.has_value()) return &*node.connection;
-  const absl::Time now = absl::Now();
-  if (now < node.next_attempt) {
+  if (!node.backoff.Ready(absl::Now())) {
     return absl::UnavailableError(absl::StrCat("redis ", address, " is down (backing off)"));
   }
   absl::StatusOr<RedisAddress> parsed = ParseRedisAddress(address);
@@ -103,13 +102,12 @@ absl::StatusOr<RedisConnection*> RedisClusterRouter::Connection(const std::strin
   absl::StatusOr<RedisConnection> connection = RedisConnection::Connect(connect);
   if (!connection.ok()) {
     node.had_failure = true;
-    node.next_attempt = absl::Now() + node.backoff;
-    node.backoff = std::min(node.backoff * 2, options_.backoff_max);
+    node.backoff.Failed(absl::Now());
     return connection.status();
   }
   if (node.had_failure) ++reconnects_;
   node.had_failure = false;
-  node.backoff = options_.backoff_min;
+  node.backoff.Succeeded();
   node.connection.emplace(*std::move(connection));
   return &*node.connection;
 }
@@ -130,7 +128,7 @@ void RedisClusterRouter::Disconnect(const std::string& address) {
   if (it == connections_.end()) return;
   it->second->connection.reset();
   it->second->had_failure = true;
-  it->second->next_attempt = absl::InfinitePast();
+  it->second->backoff.RetryNow();
 }
 
 absl::Status RedisClusterRouter::Refresh() {
@@ -181,8 +179,7 @@ void RedisClusterRouter::Backoff(const std::string& address) {
   Node& node = *it->second;
   node.connection.reset();
   node.had_failure = true;
-  node.next_attempt = absl::Now() + std::max(node.backoff, kStalledNodeBackoff);
-  node.backoff = std::min(node.backoff * 2, options_.backoff_max);
+  node.backoff.Failed(absl::Now(), kStalledNodeBackoff);
 }
 
 void RedisClusterRouter::AdoptMap(const RedisClusterRouter& other) {

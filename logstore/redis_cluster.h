@@ -109,8 +109,7 @@ class RedisClusterRouter {
  private:
   struct Node {
     std::optional<RedisConnection> connection;
-    absl::Time next_attempt = absl::InfinitePast();
-    absl::Duration backoff;
+    ReconnectBackoff backoff;
     bool had_failure = false;
   };
   absl::Status LoadSlots(const std::string& address);

@@ -310,7 +310,6 @@ absl::StatusOr<RedisClusterReader::Target> RedisClusterReader::PickTarget(
     return absl::DeadlineExceededError(
         "the log read's deadline passed while the first slot map was loading");
   }
-  const absl::Time now = absl::Now();
   if (!router_.has_map()) return refresh_status_;
   Target target;
   target.address = ask_target.empty() ? router_.NodeFor(slot) : ask_target;
@@ -318,16 +317,22 @@ absl::StatusOr<RedisClusterReader::Target> RedisClusterReader::PickTarget(
     MarkStale();
     return absl::UnavailableError(absl::StrCat("redis cluster: no master serves slot ", slot));
   }
-  Node& node = nodes_[target.address];
+  Node& node = NodeAt(target.address);
   if (!node.idle.empty()) {
     target.connection.emplace(std::move(node.idle.back()));
     target.pooled = true;
     node.idle.pop_back();
-  } else if (now < node.next_attempt) {
+  } else if (!node.backoff.Ready(absl::Now())) {
     return absl::UnavailableError(
         absl::StrCat("redis ", target.address, " is down (backing off)"));
   }
   return target;
+}
+
+RedisClusterReader::Node& RedisClusterReader::NodeAt(const std::string& address) {
+  auto [it, inserted] = nodes_.try_emplace(address);
+  if (inserted) it->second.backoff = ReconnectBackoff(options_.backoff_min, options_.backoff_max);
+  return it->second;
 }
 
 absl::Status RedisClusterReader::Connect(Target& target) {
@@ -337,23 +342,20 @@ absl::Status RedisClusterReader::Connect(Target& target) {
   connect.address = *std::move(parsed);
   absl::StatusOr<RedisConnection> connection = RedisConnection::Connect(connect);
   absl::MutexLock lock(&mu_);
-  Node& node = nodes_[target.address];
-  if (node.backoff <= absl::ZeroDuration()) node.backoff = options_.backoff_min;
+  Node& node = NodeAt(target.address);
   if (!connection.ok()) {
-    node.next_attempt = absl::Now() + node.backoff;
-    node.backoff = std::min(node.backoff * 2, options_.backoff_max);
+    node.backoff.Failed(absl::Now());
     MarkStale();  // A failover may have moved its slots.
     return connection.status();
   }
-  node.next_attempt = absl::InfinitePast();
-  node.backoff = options_.backoff_min;
+  node.backoff.Succeeded();
   target.connection.emplace(*std::move(connection));
   return absl::OkStatus();
 }
 
 void RedisClusterReader::Return(Target target) {
   absl::MutexLock lock(&mu_);
-  std::vector<RedisConnection>& idle = nodes_[target.address].idle;
+  std::vector<RedisConnection>& idle = NodeAt(target.address).idle;
   if (idle.size() < kMaxIdlePerNode) idle.push_back(*std::move(target.connection));
 }
 
@@ -427,7 +429,7 @@ absl::StatusOr<std::vector<std::optional<std::string>>> RedisClusterReader::Fetc
         std::vector<RedisConnection> idle;
         {
           absl::MutexLock lock(&mu_);
-          idle.swap(nodes_[target->address].idle);
+          idle.swap(NodeAt(target->address).idle);
         }
         if (!pool_dropped) {
           pool_dropped = true;

@@ -112,8 +112,7 @@ class RedisClusterReader final : public LogReader {
   // A master's idle connections, and its reconnect backoff.
   struct Node {
     std::vector<RedisConnection> idle;
-    absl::Time next_attempt = absl::InfinitePast();
-    absl::Duration backoff;
+    ReconnectBackoff backoff;
   };
   // Where an attempt goes, and a connection to it (nullopt: connect first).
   struct Target {
@@ -140,6 +139,8 @@ class RedisClusterReader final : public LogReader {
   absl::StatusOr<Target> PickTarget(uint16_t slot, const std::string& ask_target,
                                     bool* may_refresh, absl::Time deadline)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // The node at `address`, made with the configured backoff on first use.
+  Node& NodeAt(const std::string& address) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Without the lock: connects, counting a failure against the node's backoff.
   absl::Status Connect(Target& target) ABSL_LOCKS_EXCLUDED(mu_);
   // Gives a healthy connection back to its node's pool.

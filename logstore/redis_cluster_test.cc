@@ -129,11 +129,14 @@ TEST(RedisRedirectTest, ARedirectAnsweredByExecIsFollowed) {
   EXPECT_FALSE(redirect.has_value());
 }
 
-class RedisClusterTest : public ::testing::Test {
+// A cluster shared by one suite's tests, started once as Shape::Options()
+// says.
+template <typename Shape>
+class SharedClusterTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     absl::StatusOr<std::unique_ptr<RedisCluster>> cluster =
-        RedisCluster::Start(ClusterShape(3, 0));
+        RedisCluster::Start(Shape::Options());
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     cluster_ = cluster->release();
   }
@@ -145,7 +148,14 @@ class RedisClusterTest : public ::testing::Test {
 
   static RedisCluster* cluster_;
 };
-RedisCluster* RedisClusterTest::cluster_ = nullptr;
+template <typename Shape>
+RedisCluster* SharedClusterTest<Shape>::cluster_ = nullptr;
+
+// Three masters, no replicas.
+struct ThreeMasters {
+  static test::RedisClusterOptions Options() { return ClusterShape(3, 0); }
+};
+class RedisClusterTest : public SharedClusterTest<ThreeMasters> {};
 
 TEST_F(RedisClusterTest, KeySlotAgreesWithTheServer) {
   for (int i = 0; i < 200; ++i) {
@@ -474,24 +484,14 @@ TEST_F(RedisClusterTest, AStalledMasterDoesNotHoldUpReadsOfOtherMasters) {
 
 // Stalled masters: a cluster of its own, with a node timeout long enough
 // that a paused master is not failed over. Each test resumes what it paused.
-class RedisClusterStallTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
+struct ThreeSlowToFailMasters {
+  static test::RedisClusterOptions Options() {
     test::RedisClusterOptions shape = ClusterShape(3, 0);
     shape.node_timeout = absl::Seconds(15);
-    absl::StatusOr<std::unique_ptr<RedisCluster>> cluster = RedisCluster::Start(shape);
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
-    cluster_ = cluster->release();
+    return shape;
   }
-  static void TearDownTestSuite() {
-    delete cluster_;
-    cluster_ = nullptr;
-  }
-  void SetUp() override { ASSERT_NE(cluster_, nullptr); }
-
-  static RedisCluster* cluster_;
 };
-RedisCluster* RedisClusterStallTest::cluster_ = nullptr;
+class RedisClusterStallTest : public SharedClusterTest<ThreeSlowToFailMasters> {};
 
 // A stalled master whose turn it is to be asked for the slot map (it serves
 // slot 0, so it leads the map) holds up the read that reloads the map, not

@@ -12,6 +12,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -75,6 +76,42 @@ class ScopedSigpipeBlock {
  private:
   sigset_t old_mask_;
   bool already_blocked_ = false;
+};
+
+// The reconnect backoff of one Redis node, shared by the sink, the cluster
+// router and the cluster reader: after a failed attempt the next waits the
+// current delay, which then doubles up to `max`; a successful connect puts
+// it back to `min`. Used from its owner's thread or under its owner's lock.
+class ReconnectBackoff {
+ public:
+  // LogStoreConfig's defaults: 50 ms, doubling up to 2 s.
+  ReconnectBackoff() = default;
+  ReconnectBackoff(absl::Duration min, absl::Duration max) : min_(min), max_(max), delay_(min) {}
+
+  // Whether an attempt may start at `now`.
+  bool Ready(absl::Time now) const { return now >= next_attempt_; }
+  // An attempt failed at `now`: the next one waits the current delay, or
+  // `at_least` if longer, and the delay doubles. Returns the wait.
+  absl::Duration Failed(absl::Time now, absl::Duration at_least = absl::ZeroDuration()) {
+    const absl::Duration wait = std::max(delay_, at_least);
+    next_attempt_ = now + wait;
+    delay_ = std::min(delay_ * 2, max_);
+    return wait;
+  }
+  // A connect succeeded: no wait, and the delay is back to `min`.
+  void Succeeded() {
+    next_attempt_ = absl::InfinitePast();
+    delay_ = min_;
+  }
+  // A working connection was lost: the next attempt may start at once (the
+  // delay stays, so a node that keeps failing still backs off).
+  void RetryNow() { next_attempt_ = absl::InfinitePast(); }
+
+ private:
+  absl::Duration min_ = absl::Milliseconds(50);
+  absl::Duration max_ = absl::Seconds(2);
+  absl::Duration delay_ = min_;
+  absl::Time next_attempt_ = absl::InfinitePast();
 };
 
 class RedisConnection {

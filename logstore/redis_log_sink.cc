@@ -27,28 +27,27 @@ absl::StatusOr<std::unique_ptr<RedisLogSink>> RedisLogSink::Create(
 RedisLogSink::RedisLogSink(RedisSinkOptions options)
     : options_(std::move(options)),
       address_(options_.connect.address.ToString()),
-      backoff_(options_.backoff_min) {}
+      backoff_(options_.backoff_min, options_.backoff_max) {}
 
 bool RedisLogSink::EnsureConnected() {
   if (connection_.has_value()) return true;
   const absl::Time now = absl::Now();
-  if (now < next_attempt_) return false;
+  if (!backoff_.Ready(now)) return false;
   absl::StatusOr<RedisConnection> connection = RedisConnection::Connect(options_.connect);
   if (!connection.ok()) {
     last_error_ = connection.status();
     had_failure_ = true;
     up_.store(false, std::memory_order_relaxed);
-    next_attempt_ = absl::Now() + backoff_;
+    const absl::Duration wait = backoff_.Failed(absl::Now());
     LogError(absl::Status(last_error_.code(),
                           absl::StrCat(last_error_.message(), "; next attempt in ",
-                                       absl::FormatDuration(backoff_))),
+                                       absl::FormatDuration(wait))),
              0);
-    backoff_ = std::min(backoff_ * 2, options_.backoff_max);
     return false;
   }
   connection_.emplace(*std::move(connection));
   last_io_ = absl::Now();
-  backoff_ = options_.backoff_min;
+  backoff_.Succeeded();
   if (had_failure_) reconnects_.fetch_add(1, std::memory_order_relaxed);
   uint64_t suppressed = 0;
   if (connect_throttle_.Allow(&suppressed)) {
@@ -67,7 +66,7 @@ void RedisLogSink::Disconnect(const absl::Status& why) {
   up_.store(false, std::memory_order_relaxed);
   // The server may be back already (a restart); try once right away, then
   // back off if that fails.
-  next_attempt_ = absl::InfinitePast();
+  backoff_.RetryNow();
 }
 
 void RedisLogSink::LogError(const absl::Status& status, size_t dropped_entries) {

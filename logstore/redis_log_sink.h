@@ -86,9 +86,8 @@ class RedisLogSink final : public LogSink {
 
   // Writer thread only.
   std::optional<RedisConnection> connection_;
-  absl::Time next_attempt_ = absl::InfinitePast();
+  ReconnectBackoff backoff_;
   absl::Time last_io_ = absl::InfinitePast();  // Last successful round trip.
-  absl::Duration backoff_;
   bool had_failure_ = false;  // Since the last successful connect.
   absl::Status last_error_;
   RedisCommandWriter commands_;
