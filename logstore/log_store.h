@@ -124,10 +124,10 @@ class LogReader {
       absl::string_view request_id, absl::Span<const std::string> item_ids) {
     return FetchBefore(request_id, item_ids, absl::InfiniteFuture());
   }
-  // The same, for a caller with a deadline (FetchLogs's): no new try (a
-  // connect, a round trip, a slot map reload) starts after `deadline`, and
-  // a call that reaches it first gets kDeadlineExceeded. A try under way
-  // runs to its store's I/O timeouts.
+  // The same, for a caller with a deadline (FetchLogs's): no connect, round
+  // trip or slot map reload starts after `deadline`, nor does a wait for a
+  // shared connection last past it; a call that reaches it gets
+  // kDeadlineExceeded. A step under way runs to its store's timeouts.
   virtual absl::StatusOr<std::vector<std::optional<std::string>>> FetchBefore(
       absl::string_view request_id, absl::Span<const std::string> item_ids,
       absl::Time deadline) = 0;

@@ -102,7 +102,11 @@ absl::StatusOr<RedisConnection*> RedisClusterRouter::Connection(const std::strin
   absl::StatusOr<RedisConnection> connection = RedisConnection::Connect(connect);
   if (!connection.ok()) {
     node.had_failure = true;
-    node.backoff.Failed(absl::Now());
+    // A node that accepts connections but does not answer (stalled) is
+    // left alone as long as one that timed out on CLUSTER SLOTS.
+    node.backoff.Failed(absl::Now(), IsRedisTimeout(connection.status())
+                                         ? kStalledNodeBackoff
+                                         : absl::ZeroDuration());
     return connection.status();
   }
   if (node.had_failure) ++reconnects_;

@@ -8,9 +8,11 @@
 //   - -MOVED <slot> <host:port>: the slot has a new master; record it and
 //     resend there. The sink also reloads the map at once; the reader marks
 //     it stale, and a later try or call reloads it (at most once per 100 ms,
-//     at most once per Fetch). The MOVED target wins over a map reloaded
-//     meanwhile for that slot: the node asked for the map may not have
-//     heard of the move yet (the cluster spreads it by gossip);
+//     at most once per Fetch). The MOVED target wins over the reloaded map
+//     for that slot (the sink's over its reload; the reader's over every
+//     reload until one agrees, a later MOVED replaces it or its node
+//     fails): the node asked for the map may not have heard of the move
+//     yet (the cluster spreads it by gossip);
 //   - CLUSTER SLOTS hosts: a string, or empty, "?" or NIL (the node asked),
 //     and a redirect's empty host (":6380") likewise means the node that
 //     answered (cluster-preferred-endpoint-type unknown-endpoint);
@@ -66,10 +68,11 @@ struct RedisClusterOptions {
 // list. InvalidArgument for an empty list or a bad address.
 absl::StatusOr<RedisClusterOptions> ClusterOptionsFrom(const LogStoreConfig& config);
 
-// How long a node whose CLUSTER SLOTS timed out (a stalled node) is left
-// alone at least: several times the sink's and the reader's reload spacing
-// (100 ms), so the reloads meanwhile ask other nodes at once instead of
-// waiting out its I/O timeout again.
+// How long a stalled node is left alone at least: one that timed out on
+// CLUSTER SLOTS, or on the connect, AUTH or PING of a new connection
+// (IsRedisTimeout). Several times the sink's and the reader's reload
+// spacing (100 ms), so the reloads meanwhile ask other nodes at once
+// instead of waiting out its timeout again.
 inline constexpr absl::Duration kStalledNodeBackoff = absl::Seconds(1);
 
 class RedisClusterRouter {
@@ -92,7 +95,8 @@ class RedisClusterRouter {
   bool Connected(const std::string& address) const;
 
   // The connection to `address`, connecting if needed. kUnavailable while
-  // the node's backoff runs after a failed attempt.
+  // the node's backoff runs after a failed attempt (at least
+  // kStalledNodeBackoff after a connect that timed out).
   absl::StatusOr<RedisConnection*> Connection(const std::string& address);
   // Drops the connection after an I/O error; the next attempt is immediate.
   void Disconnect(const std::string& address);

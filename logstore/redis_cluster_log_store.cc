@@ -265,7 +265,6 @@ bool RedisClusterReader::MaybeRefresh() {
     refreshing_ = true;
     last_refresh_ = now;
     marks_before = stale_marks_;
-    moved_while_refreshing_.clear();
   }
   absl::Status refreshed =
       absl::InternalError("redis cluster: the slot map reload did not finish");
@@ -276,11 +275,18 @@ bool RedisClusterReader::MaybeRefresh() {
     refresh_status_ = refreshed;
     if (refreshed.ok()) {
       router_.AdoptMap(refresher_);
-      // The node the map came from may not have heard of a move yet.
-      for (const auto& [slot, address] : moved_while_refreshing_) router_.SetSlot(slot, address);
+      // The node the map came from may not have heard of a move yet: a
+      // MOVED target wins until a reloaded map agrees with it.
+      for (auto it = moved_.begin(); it != moved_.end();) {
+        if (router_.NodeFor(it->first) == it->second) {
+          moved_.erase(it++);
+        } else {
+          router_.SetSlot(it->first, it->second);
+          ++it;
+        }
+      }
       stale_ = stale_marks_ != marks_before;
     }
-    moved_while_refreshing_.clear();
   };
   refreshed = refresher_.Refresh();
   return true;
@@ -291,10 +297,21 @@ void RedisClusterReader::MarkStale() {
   ++stale_marks_;
 }
 
+void RedisClusterReader::NodeFailed(const std::string& address) {
+  MarkStale();
+  for (auto it = moved_.begin(); it != moved_.end();) {
+    if (it->second == address) {
+      moved_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+}
+
 void RedisClusterReader::RecordMoved(uint16_t slot, const std::string& address) {
   absl::MutexLock lock(&mu_);
   router_.SetSlot(slot, address);
-  if (refreshing_) moved_while_refreshing_.emplace_back(slot, address);
+  moved_[slot] = address;
   MarkStale();
 }
 
@@ -344,8 +361,10 @@ absl::Status RedisClusterReader::Connect(Target& target) {
   absl::MutexLock lock(&mu_);
   Node& node = NodeAt(target.address);
   if (!connection.ok()) {
-    node.backoff.Failed(absl::Now());
-    MarkStale();  // A failover may have moved its slots.
+    node.backoff.Failed(absl::Now(), IsRedisTimeout(connection.status())
+                                         ? kStalledNodeBackoff
+                                         : absl::ZeroDuration());
+    NodeFailed(target.address);  // A failover may have moved its slots.
     return connection.status();
   }
   node.backoff.Succeeded();
@@ -377,6 +396,21 @@ absl::StatusOr<RedisReplyPtr> RedisClusterReader::Exchange(RedisConnection& conn
   return RedisReplyPtr(static_cast<redisReply*>(raw));
 }
 
+namespace {
+
+// A read's DeadlineExceeded, after `tries` round trips that did not answer
+// (the last one's error `last`).
+absl::Status DeadlinePassed(int tries, const absl::Status& last) {
+  if (tries == 0) {
+    return absl::DeadlineExceededError(
+        "the log read's deadline passed before its first round trip");
+  }
+  return absl::DeadlineExceededError(absl::StrCat(
+      "the log read's deadline passed after ", tries, " tries; last: ", last.message()));
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<std::optional<std::string>>> RedisClusterReader::FetchBefore(
     absl::string_view request_id, absl::Span<const std::string> item_ids,
     absl::Time deadline) {
@@ -393,24 +427,24 @@ absl::StatusOr<std::vector<std::optional<std::string>>> RedisClusterReader::Fetc
   bool pool_dropped = false;
   bool may_refresh = true;
   for (int attempt = 0; attempt < 3; ++attempt) {
-    if (absl::Now() >= deadline) {
-      return absl::DeadlineExceededError(
-          attempt == 0 ? std::string("the log read's deadline passed before it started")
-                       : absl::StrCat("the log read's deadline passed after ", attempt,
-                                      " tries; last: ", last.message()));
-    }
+    if (absl::Now() >= deadline) return DeadlinePassed(attempt, last);
     absl::StatusOr<Target> target = PickTarget(slot, ask_target, &may_refresh, deadline);
     if (!target.ok()) {
       last = target.status();
       ask_target.clear();
       continue;
     }
-    if (!target->connection.has_value()) {
+    // A map reload in PickTarget, or a connect, may have used up the time.
+    if (!target->connection.has_value() && absl::Now() < deadline) {
       if (absl::Status connected = Connect(*target); !connected.ok()) {
         last = connected;
         ask_target.clear();
         continue;
       }
+    }
+    if (absl::Now() >= deadline) {
+      if (target->connection.has_value()) Return(*std::move(target));
+      return DeadlinePassed(attempt, last);
     }
     absl::StatusOr<RedisReplyPtr> reply =
         Exchange(*target->connection, key, item_ids, !ask_target.empty());
@@ -419,7 +453,7 @@ absl::StatusOr<std::vector<std::optional<std::string>>> RedisClusterReader::Fetc
       // has waited long enough; a closed connection is worth another try.
       if (target->connection->TimedOut()) {
         absl::MutexLock lock(&mu_);
-        MarkStale();
+        NodeFailed(target->address);
         return reply.status();
       }
       last = reply.status();
@@ -437,7 +471,7 @@ absl::StatusOr<std::vector<std::optional<std::string>>> RedisClusterReader::Fetc
         }
       } else {
         absl::MutexLock lock(&mu_);
-        MarkStale();  // A fresh connection lost: the node may be failing.
+        NodeFailed(target->address);  // A fresh connection lost: it may be failing.
       }
       continue;
     }

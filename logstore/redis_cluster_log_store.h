@@ -123,14 +123,17 @@ class RedisClusterReader final : public LogReader {
   // Reloads the map if it is missing, or stale and not reloaded for
   // kRefreshInterval, and no other call is reloading it: on refresher_,
   // without the lock (CLUSTER SLOTS may wait out a stalled node's timeout),
-  // then installs it, keeping what other calls learnt meanwhile (a MOVED
-  // target, a failure that makes the new map stale too). Other calls
+  // then installs it, keeping what was learnt meanwhile (MOVED targets, a
+  // failure that makes the new map stale too). Other calls
   // meanwhile use the map they have. Whether this call reloaded.
   bool MaybeRefresh() ABSL_LOCKS_EXCLUDED(mu_);
   bool NotRefreshing() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !refreshing_; }
   // Marks the map stale (a node failed, a slot moved).
   void MarkStale() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Records a MOVED target, which also outlives a reload under way.
+  // A node failed (a connect, or a round trip on a fresh connection): the
+  // map is stale, and MOVED targets that name it are dropped.
+  void NodeFailed(const std::string& address) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records a MOVED target, which outlives reloads (moved_).
   void RecordMoved(uint16_t slot, const std::string& address) ABSL_LOCKS_EXCLUDED(mu_);
   // Picks the node (`ask_target` or the slot's master) and takes an idle
   // connection to it. Reloads the map first if `*may_refresh` (and then
@@ -164,8 +167,11 @@ class RedisClusterReader final : public LogReader {
   // Counts MarkStale() calls: a reload that started before the latest one
   // leaves the map stale.
   uint64_t stale_marks_ ABSL_GUARDED_BY(mu_) = 0;
-  // MOVED targets recorded while a reload runs, applied over its map.
-  std::vector<std::pair<uint16_t, std::string>> moved_while_refreshing_ ABSL_GUARDED_BY(mu_);
+  // MOVED targets (slot -> master), applied over every reloaded map: the
+  // node a map comes from may not have heard of the move yet. One is
+  // dropped when a reloaded map agrees with it, when a later MOVED for its
+  // slot replaces it, or when its node fails. At most one per slot.
+  absl::flat_hash_map<uint16_t, std::string> moved_ ABSL_GUARDED_BY(mu_);
   absl::Time last_refresh_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   absl::flat_hash_map<std::string, Node> nodes_ ABSL_GUARDED_BY(mu_);
   const std::string key_prefix_;

@@ -15,10 +15,12 @@
 #include <vector>
 
 #include "absl/cleanup/cleanup.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/rank_client.h"
@@ -28,6 +30,7 @@
 #include "logstore/redis_cluster.h"
 #include "logstore/redis_cluster_log_store.h"
 #include "logstore/redis_commands.h"
+#include "logstore/redis_log_reader.h"
 #include "tests/support/log_test_util.h"
 #include "tests/support/redis_cluster.h"
 #include "tests/support/server_process.h"
@@ -62,6 +65,45 @@ test::RedisClusterOptions ClusterShape(int masters, int replicas) {
 std::string NodeId(const test::RedisProcess& node) {
   absl::StatusOr<RedisReply> id = node.Command({"CLUSTER", "MYID"});
   return id.ok() ? id->str : "";
+}
+
+// A command's calls on a node (INFO commandstats, e.g. "cluster|slots"), or
+// with `command` "MOVED" the MOVED errors it answered (INFO errorstats; a
+// redirected command is not a call).
+int64_t CommandCalls(const test::RedisProcess& node, absl::string_view command) {
+  const bool error = command == "MOVED";
+  absl::StatusOr<std::string> info = node.Info(error ? "errorstats" : "commandstats");
+  if (!info.ok()) return -1;
+  const std::string prefix =
+      error ? "errorstat_MOVED:count=" : absl::StrCat("cmdstat_", command, ":calls=");
+  for (absl::string_view line : absl::StrSplit(*info, '\n')) {
+    if (!absl::ConsumePrefix(&line, prefix)) continue;
+    int64_t calls = 0;
+    const size_t comma = line.find(',');
+    if (absl::SimpleAtoi(line.substr(0, comma), &calls)) return calls;
+  }
+  return 0;
+}
+
+// Of `nodes`, the one with the highest config epoch (CLUSTER INFO).
+test::RedisProcess* HighestEpoch(const std::vector<test::RedisProcess*>& nodes) {
+  auto epoch = [](const test::RedisProcess& node) -> int64_t {
+    absl::StatusOr<RedisReply> info = node.Command({"CLUSTER", "INFO"});
+    if (!info.ok()) return -1;
+    for (absl::string_view line : absl::StrSplit(info->str, '\n')) {
+      int64_t e = 0;
+      if (absl::ConsumePrefix(&line, "cluster_my_epoch:") &&
+          absl::SimpleAtoi(absl::StripAsciiWhitespace(line), &e)) {
+        return e;
+      }
+    }
+    return -1;
+  };
+  test::RedisProcess* best = nullptr;
+  for (test::RedisProcess* node : nodes) {
+    if (best == nullptr || epoch(*node) > epoch(*best)) best = node;
+  }
+  return best;
 }
 
 TEST(RedisClusterSlotTest, SlotsAreRedisClusterSlots) {
@@ -406,6 +448,64 @@ TEST_F(RedisClusterTest, AMovedIsFollowedWhenTheReloadedMapIsStale) {
   EXPECT_EQ((*read)[0], "moved");
 }
 
+// A reader's own MOVED outlives the reload it triggers: when the node asked
+// for the map has not heard of the move, the MOVED target still wins, so
+// the read goes to the new master after one redirect, not back to the old.
+TEST_F(RedisClusterTest, AReaderKeepsItsMovedOverAStaleReload) {
+  const auto& nodes = cluster_->nodes();
+  absl::StatusOr<RedisReply> slots = nodes[0]->Command({"CLUSTER", "SLOTS"});
+  ASSERT_TRUE(slots.ok()) << slots.status();
+  const RedisReply& first_master = slots->elements[0].elements[2];
+  const std::string source_address =
+      absl::StrCat(first_master.elements[0].str, ":", first_master.elements[1].integer);
+  std::vector<test::RedisProcess*> others;
+  test::RedisProcess* source = nullptr;
+  for (const auto& node : nodes) {
+    if (node->address() == source_address) {
+      source = node.get();
+    } else {
+      others.push_back(node.get());
+    }
+  }
+  ASSERT_NE(source, nullptr);
+  ASSERT_EQ(others.size(), 2u);
+  // The slot moves x -> y, x with the higher config epoch, so gossip does
+  // not tell `source` of the move (y's claim loses to x's epoch) while the
+  // test runs.
+  test::RedisProcess* x = HighestEpoch(others);
+  test::RedisProcess* y = others[0] == x ? others[1] : others[0];
+  std::string id;
+  for (int i = 0; i < 1000 && id.empty(); ++i) {
+    absl::StatusOr<test::RedisProcess*> owner =
+        cluster_->MasterOf(KeySlot(absl::StrCat("rank:log:keep-moved-", i)));
+    ASSERT_TRUE(owner.ok()) << owner.status();
+    if (*owner == x) id = absl::StrCat("keep-moved-", i);
+  }
+  ASSERT_FALSE(id.empty());
+  absl::StatusOr<std::unique_ptr<RedisClusterReader>> reader =
+      RedisClusterReader::Create(ClusterConfig(*cluster_));
+  ASSERT_TRUE(reader.ok());
+  const std::vector<std::string> items = {"item"};
+  ASSERT_TRUE((*reader)->Fetch(id, items).ok());  // Loads the map.
+  const std::string slot = absl::StrCat(KeySlot("rank:log:" + id));
+  auto agree = absl::MakeCleanup(
+      [&] { (void)source->Command({"CLUSTER", "SETSLOT", slot, "NODE", NodeId(*y)}); });
+  ASSERT_EQ(y->Command({"CLUSTER", "SETSLOT", slot, "NODE", NodeId(*y)})->str, "OK");
+  ASSERT_EQ(x->Command({"CLUSTER", "SETSLOT", slot, "NODE", NodeId(*y)})->str, "OK");
+  // Past the reload spacing, so the MOVED's reload runs within this read.
+  absl::SleepFor(RedisClusterSink::kRefreshInterval + absl::Milliseconds(50));
+  const int64_t moved_before = CommandCalls(*x, "MOVED");
+  const int64_t reloads_before = CommandCalls(*source, "cluster|slots");
+  for (int read = 0; read < 2; ++read) {
+    absl::StatusOr<std::vector<std::optional<std::string>>> values = (*reader)->Fetch(id, items);
+    EXPECT_TRUE(values.ok()) << values.status();
+  }
+  EXPECT_EQ(CommandCalls(*source, "cluster|slots") - reloads_before, 1)
+      << "the MOVED's reload did not ask the node that has not heard of the move";
+  EXPECT_EQ(CommandCalls(*x, "MOVED") - moved_before, 1)
+      << "a reload undid the reader's MOVED: reads went back to the old master";
+}
+
 // With cluster-preferred-endpoint-type unknown-endpoint, CLUSTER SLOTS
 // gives NIL hosts (the node asked) and redirects have no host.
 TEST_F(RedisClusterTest, NodesThatDoNotNameTheirHostAreUsable) {
@@ -601,6 +701,109 @@ TEST_F(RedisClusterStallTest, AReadWaitsForTheFirstMapOnlyUntilItsDeadline) {
   // The reload itself got the map from the next seed, and reads go on.
   EXPECT_TRUE(reloaded.ok()) << reloaded;
   EXPECT_TRUE((*reader)->Fetch(healthy_id, items).ok());
+}
+
+// No round trip starts after the deadline, also when the map reload the
+// read made first (from a stalled master) used the time up.
+TEST_F(RedisClusterStallTest, NoRoundTripStartsAfterTheDeadlineOnceAReloadEnds) {
+  LogStoreConfig config = ClusterConfig(*cluster_);  // 200 ms connect, 500 ms I/O.
+  absl::StatusOr<std::unique_ptr<RedisClusterReader>> reader = RedisClusterReader::Create(config);
+  ASSERT_TRUE(reader.ok());
+  absl::StatusOr<test::RedisProcess*> stalled = cluster_->MasterOf(0);
+  ASSERT_TRUE(stalled.ok());
+  std::string stalled_id, healthy_id;
+  for (int i = 0; i < 1000 && (stalled_id.empty() || healthy_id.empty()); ++i) {
+    const std::string id = absl::StrCat("deadline-", i);
+    absl::StatusOr<test::RedisProcess*> owner = cluster_->MasterOf(KeySlot("rank:log:" + id));
+    ASSERT_TRUE(owner.ok());
+    (*owner == *stalled ? stalled_id : healthy_id) = id;
+  }
+  const std::vector<std::string> items = {"item"};
+  ASSERT_TRUE((*reader)->Fetch(stalled_id, items).ok());
+  ASSERT_TRUE((*reader)->Fetch(healthy_id, items).ok());
+  ASSERT_TRUE((*stalled)->Pause().ok());
+  auto resume = absl::MakeCleanup([&] { (void)(*stalled)->Resume(); });
+  EXPECT_FALSE((*reader)->Fetch(stalled_id, items).ok());  // Marks the map stale.
+  absl::SleepFor(RedisClusterSink::kRefreshInterval + absl::Milliseconds(50));
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::vector<std::optional<std::string>>> read =
+      (*reader)->FetchBefore(healthy_id, items, start + absl::Milliseconds(200));
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_GT(took, absl::Milliseconds(400)) << "the reload did not ask the stalled master";
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kDeadlineExceeded)
+      << read.status() << " after " << took;
+}
+
+// A node that timed out is left alone for kStalledNodeBackoff every time,
+// also when the timeout was a new connection's (its PING), not CLUSTER
+// SLOTS on a kept one.
+TEST_F(RedisClusterStallTest, AStalledNodeIsLeftAloneAfterEachTimeout) {
+  LogStoreConfig config = ClusterConfig(*cluster_);
+  config.io_timeout = absl::Milliseconds(600);
+  absl::StatusOr<RedisClusterOptions> options = ClusterOptionsFrom(config);
+  ASSERT_TRUE(options.ok()) << options.status();
+  RedisClusterRouter router(*std::move(options));
+  ASSERT_TRUE(router.Refresh().ok());
+  absl::StatusOr<test::RedisProcess*> stalled = cluster_->MasterOf(0);
+  ASSERT_TRUE(stalled.ok());
+  ASSERT_EQ(router.masters().front(), (*stalled)->address());
+  ASSERT_TRUE((*stalled)->Pause().ok());
+  auto resume = absl::MakeCleanup([&] { (void)(*stalled)->Resume(); });
+  std::vector<absl::Duration> took;
+  auto reload = [&] {
+    const absl::Time start = absl::Now();
+    EXPECT_TRUE(router.Refresh().ok());
+    took.push_back(absl::Now() - start);
+  };
+  reload();  // The kept connection: CLUSTER SLOTS times out.
+  absl::SleepFor(kStalledNodeBackoff + absl::Milliseconds(100));
+  reload();  // Asked again, on a new connection: its PING times out.
+  absl::SleepFor(2 * RedisClusterSink::kRefreshInterval);
+  reload();  // Within the second backoff: not asked.
+  EXPECT_GE(took[0], absl::Milliseconds(550));
+  EXPECT_GE(took[1], absl::Milliseconds(550));
+  EXPECT_LT(took[2], absl::Milliseconds(400))
+      << "a reload 200 ms after a connect that timed out asked the stalled node again";
+}
+
+// One Redis node: a read whose kept connection times out is not retried,
+// and a read queued behind it gives up at its own deadline.
+TEST_F(RedisClusterStallTest, ASingleNodeReadStopsAtItsDeadline) {
+  absl::StatusOr<test::RedisProcess*> stalled = cluster_->MasterOf(0);
+  ASSERT_TRUE(stalled.ok());
+  std::string id;
+  for (int i = 0; i < 1000 && id.empty(); ++i) {
+    const std::string candidate = absl::StrCat("single-", i);
+    absl::StatusOr<test::RedisProcess*> owner =
+        cluster_->MasterOf(KeySlot("rank:log:" + candidate));
+    ASSERT_TRUE(owner.ok());
+    if (*owner == *stalled) id = candidate;
+  }
+  LogStoreConfig config;
+  config.backend = LogStoreConfig::Backend::kRedis;
+  config.redis_addr = (*stalled)->address();  // 200 ms connect, 500 ms I/O.
+  absl::StatusOr<std::unique_ptr<RedisLogReader>> reader = RedisLogReader::Create(config);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  const std::vector<std::string> items = {"item"};
+  ASSERT_TRUE((*reader)->Fetch(id, items).ok());  // Keeps a connection.
+  ASSERT_TRUE((*stalled)->Pause().ok());
+  auto resume = absl::MakeCleanup([&] { (void)(*stalled)->Resume(); });
+  const absl::Time start = absl::Now();
+  const absl::Time deadline = start + absl::Milliseconds(100);
+  absl::Duration first_took;
+  absl::Status first;
+  std::thread holder([&] {
+    first = (*reader)->FetchBefore(id, items, deadline).status();
+    first_took = absl::Now() - start;
+  });
+  absl::SleepFor(absl::Milliseconds(20));
+  const absl::Status queued = (*reader)->FetchBefore(id, items, deadline).status();
+  const absl::Duration queued_took = absl::Now() - start;
+  holder.join();
+  EXPECT_EQ(first.code(), absl::StatusCode::kUnavailable) << first;
+  EXPECT_LT(first_took, absl::Milliseconds(800)) << "a second try after a timeout";
+  EXPECT_EQ(queued.code(), absl::StatusCode::kDeadlineExceeded) << queued;
+  EXPECT_LT(queued_took, absl::Milliseconds(400)) << "a queued read waited past its deadline";
 }
 
 TEST(RedisClusterBadConfigTest, BadSeedListIsInvalidArgument) {

@@ -9,6 +9,7 @@
 
 #include <utility>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -16,6 +17,9 @@
 
 namespace rankwire::logstore {
 namespace {
+
+// The payload that marks a timeout in IoError's status (IsRedisTimeout).
+constexpr absl::string_view kTimeoutPayload = "rankwire.logstore/redis-timeout";
 
 timeval TimeoutTimeval(absl::Duration d) {
   if (d < absl::Milliseconds(1)) d = absl::Milliseconds(1);
@@ -176,11 +180,19 @@ absl::Status RedisConnection::IoError(absl::string_view what) const {
   absl::string_view detail = "connection lost";
   if (context_ != nullptr && context_->err != 0) detail = context_->errstr;
   // hiredis reports a socket timeout as EAGAIN's text; say what it means.
+  // A connect that timed out says ETIMEDOUT's ("Connection timed out").
+  const bool timed_out = TimedOut() || absl::StrContains(detail, "timed out");
   if (TimedOut()) {
     detail = "timed out (Resource temporarily unavailable)";
   }
-  return absl::UnavailableError(
-      absl::StrCat("redis ", address_, ": ", what, ": ", detail));
+  absl::Status status =
+      absl::UnavailableError(absl::StrCat("redis ", address_, ": ", what, ": ", detail));
+  if (timed_out) status.SetPayload(kTimeoutPayload, absl::Cord());
+  return status;
+}
+
+bool IsRedisTimeout(const absl::Status& status) {
+  return status.GetPayload(kTimeoutPayload).has_value();
 }
 
 }  // namespace rankwire::logstore

@@ -78,6 +78,12 @@ class ScopedSigpipeBlock {
   bool already_blocked_ = false;
 };
 
+// Whether `status`, from RedisConnection::Connect or IoError, says the
+// server did not answer in time (the connect, AUTH, PING or a round trip
+// timed out: a slow or stalled server) rather than refusing or closing the
+// connection.
+bool IsRedisTimeout(const absl::Status& status);
+
 // The reconnect backoff of one Redis node, shared by the sink, the cluster
 // router and the cluster reader: after a failed attempt the next waits the
 // current delay, which then doubles up to `max`; a successful connect puts

@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "logstore/redis_commands.h"
@@ -20,43 +21,62 @@ absl::StatusOr<std::vector<std::optional<std::string>>> RedisLogReader::FetchBef
     absl::string_view request_id, absl::Span<const std::string> item_ids,
     absl::Time deadline) {
   if (item_ids.empty()) return std::vector<std::optional<std::string>>();
+  const std::string address = options_.address.ToString();
+  auto deadline_passed = [&](absl::string_view when) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("redis ", address, ": the log read's deadline passed ", when));
+  };
+  // Calls share the connection and queue for it behind a slow store: one
+  // whose deadline passes while it waits gives up then. The lock is held
+  // only to take and give back the connection, never across I/O.
+  std::optional<RedisConnection> connection;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!mu_.AwaitWithDeadline(absl::Condition(&idle_), deadline) || absl::Now() >= deadline) {
+      return deadline_passed("while it waited for the connection");
+    }
+    idle_ = false;
+    connection.swap(connection_);
+  }
+  absl::Cleanup give_back = [&] {
+    absl::MutexLock lock(&mu_);
+    connection_.swap(connection);
+    idle_ = true;
+  };
 
   const std::string key = absl::StrCat(key_prefix_, request_id);
+  ScopedSigpipeBlock no_sigpipe;
+  RedisCommandWriter commands;
   RedisReplyPtr reply;
-  {
-    ScopedSigpipeBlock no_sigpipe;
-    absl::MutexLock lock(&mu_);
-    // Calls share the connection: one that waited here past its deadline
-    // (behind a slow store) does not start a round trip.
-    if (absl::Now() >= deadline) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("redis ", options_.address.ToString(),
-                       ": the log read's deadline passed while it waited for the connection"));
+  // Two tries: a connection kept from an earlier call may have died with a
+  // server restart. A fresh connection's failure, or a timeout (the server
+  // is slow, not gone), is reported at once.
+  for (int attempt = 0; attempt < 2 && reply == nullptr; ++attempt) {
+    const bool fresh = !connection.has_value();
+    if (fresh) {
+      if (attempt > 0 && absl::Now() >= deadline) {
+        return deadline_passed("before it could reconnect");
+      }
+      ASSIGN_OR_RETURN(RedisConnection made, RedisConnection::Connect(options_));
+      connection.emplace(std::move(made));
+      if (absl::Now() >= deadline) return deadline_passed("while it connected");
     }
-    // Two tries: a connection kept from an earlier call may have died with
-    // a server restart; only a fresh connection's failure is reported.
-    for (int attempt = 0; attempt < 2 && reply == nullptr; ++attempt) {
-      const bool fresh = !connection_.has_value();
-      if (fresh) {
-        ASSIGN_OR_RETURN(RedisConnection connection, RedisConnection::Connect(options_));
-        connection_.emplace(std::move(connection));
-      }
-      void* raw = nullptr;
-      if (commands_.AppendRead(connection_->get(), key, item_ids) &&
-          redisGetReply(connection_->get(), &raw) == REDIS_OK) {
-        reply.reset(static_cast<redisReply*>(raw));
-      } else {
-        absl::Status error = connection_->IoError("HMGET");
-        connection_.reset();
-        if (fresh) return error;
-      }
+    void* raw = nullptr;
+    if (commands.AppendRead(connection->get(), key, item_ids) &&
+        redisGetReply(connection->get(), &raw) == REDIS_OK) {
+      reply.reset(static_cast<redisReply*>(raw));
+    } else {
+      absl::Status error = connection->IoError("HMGET");
+      const bool timed_out = connection->TimedOut();
+      connection.reset();
+      if (fresh || timed_out) return error;
     }
   }
   std::optional<RedisRedirect> redirect;
   absl::StatusOr<std::vector<std::optional<std::string>>> values = ReadOutcome(
-      *reply, options_.address.ToString(), request_id, item_ids, &redirect);
+      *reply, address, request_id, item_ids, &redirect);
   if (values.ok() && redirect.has_value()) {
-    return absl::InternalError(absl::StrCat("redis ", options_.address.ToString(),
+    return absl::InternalError(absl::StrCat("redis ", address,
                                             " is a cluster node (redirects to ",
                                             redirect->address, "); use redis-cluster"));
   }

@@ -3,12 +3,14 @@
 // the log store: rankwire-cli uses it for the top-N items it shows.
 //
 // It connects on first use and again after an error; a call that finds its
-// connection dead (Redis restarted) retries once on a fresh one, since
-// HMGET is safe to repeat. It does not back off: each call makes at most
-// one new connection attempt, bounded by the connect timeout.
+// kept connection closed (Redis restarted) retries once on a fresh one,
+// since HMGET is safe to repeat, unless its deadline has passed. A round
+// trip that times out is not retried. It does not back off: each call
+// makes at most one new connection attempt, bounded by the connect timeout.
 //
 // Thread safety: Fetch() is safe from many threads; calls share one
-// connection and run one at a time.
+// connection and run one at a time. A call waits for the connection only
+// until its deadline.
 #ifndef RANKWIRE_LOGSTORE_REDIS_LOG_READER_H_
 #define RANKWIRE_LOGSTORE_REDIS_LOG_READER_H_
 
@@ -49,8 +51,10 @@ class RedisLogReader final : public LogReader {
   const RedisConnectOptions options_;
   const std::string key_prefix_;
   absl::Mutex mu_;
+  // The kept connection, taken by one call at a time (idle_ false while a
+  // call has it, doing its I/O without the lock).
   std::optional<RedisConnection> connection_ ABSL_GUARDED_BY(mu_);
-  RedisCommandWriter commands_ ABSL_GUARDED_BY(mu_);
+  bool idle_ ABSL_GUARDED_BY(mu_) = true;
 };
 
 }  // namespace rankwire::logstore
