@@ -22,6 +22,14 @@ absl::Status CheckBytes(absl::string_view field, absl::string_view value, uint32
   return Invalid(absl::StrCat(field, " is ", value.size(), " bytes; the limit is ", limit));
 }
 
+// The same for a repeated or map entry, whose name `field()` builds only
+// when the check fails: a valid request builds no strings.
+template <typename FieldName>
+absl::Status CheckEntryBytes(const FieldName& field, absl::string_view value, uint32_t limit) {
+  if (value.size() <= limit) return absl::OkStatus();
+  return CheckBytes(field(), value, limit);
+}
+
 absl::Status CheckCount(absl::string_view field, int count, uint32_t limit) {
   if (static_cast<uint32_t>(count) <= limit) return absl::OkStatus();
   return Invalid(absl::StrCat(count, " ", field, " exceed the limit of ", limit));
@@ -57,8 +65,8 @@ absl::Status ValidateHeaderFields(const rank::v1::RankRequest& request,
     return s;
   }
   for (int i = 0; i < request.accept_codecs_size(); ++i) {
-    if (auto s = CheckBytes(absl::StrCat("accept_codecs[", i, "]"), request.accept_codecs(i),
-                            limits.max_codec_name_bytes);
+    if (auto s = CheckEntryBytes([&] { return absl::StrCat("accept_codecs[", i, "]"); },
+                                 request.accept_codecs(i), limits.max_codec_name_bytes);
         !s.ok()) {
       return s;
     }
@@ -74,9 +82,8 @@ absl::Status ValidateUserAndContext(const rank::v1::RankRequest& request,
     return s;
   }
   for (const auto& [name, value] : request.user_features()) {
-    if (auto s = CheckBytes(absl::StrCat("user_features key \"", KeyForMessage(name), "\""),
-                            name, limits.max_feature_name_bytes);
-        !s.ok()) {
+    auto field = [&] { return absl::StrCat("user_features key \"", KeyForMessage(name), "\""); };
+    if (auto s = CheckEntryBytes(field, name, limits.max_feature_name_bytes); !s.ok()) {
       return s;
     }
     if (!std::isfinite(value)) {
@@ -90,13 +97,12 @@ absl::Status ValidateUserAndContext(const rank::v1::RankRequest& request,
     return s;
   }
   for (const auto& [key, value] : request.context()) {
-    if (auto s = CheckBytes(absl::StrCat("context key \"", KeyForMessage(key), "\""), key,
-                            limits.max_context_key_bytes);
-        !s.ok()) {
+    auto field = [&] { return absl::StrCat("context key \"", KeyForMessage(key), "\""); };
+    if (auto s = CheckEntryBytes(field, key, limits.max_context_key_bytes); !s.ok()) {
       return s;
     }
-    if (auto s = CheckBytes(absl::StrCat("context[\"", key, "\"]"), value,
-                            limits.max_context_value_bytes);
+    if (auto s = CheckEntryBytes([&] { return absl::StrCat("context[\"", key, "\"]"); },
+                                 value, limits.max_context_value_bytes);
         !s.ok()) {
       return s;
     }
@@ -114,8 +120,8 @@ absl::Status ValidateFeatureNames(const rank::v1::RankRequest& request,
   for (int j = 0; j < feature_count; ++j) {
     const std::string& name = request.item_feature_names(j);
     if (name.empty()) return Invalid(absl::StrCat("item_feature_names[", j, "] is empty"));
-    if (auto s = CheckBytes(absl::StrCat("item_feature_names[", j, "]"), name,
-                            limits.max_feature_name_bytes);
+    if (auto s = CheckEntryBytes([&] { return absl::StrCat("item_feature_names[", j, "]"); },
+                                 name, limits.max_feature_name_bytes);
         !s.ok()) {
       return s;
     }
@@ -130,13 +136,13 @@ absl::Status ValidateCandidate(const rank::v1::RankRequest& request, int i,
                                const RequestLimits& limits) {
   const rank::v1::Candidate& c = request.candidates(i);
   if (c.item_id().empty()) return Invalid(absl::StrCat("candidates[", i, "].item_id is empty"));
-  if (auto s = CheckBytes(absl::StrCat("candidates[", i, "].item_id"), c.item_id(),
-                          limits.max_id_bytes);
+  if (auto s = CheckEntryBytes([&] { return absl::StrCat("candidates[", i, "].item_id"); },
+                               c.item_id(), limits.max_id_bytes);
       !s.ok()) {
     return s;
   }
-  if (auto s = CheckBytes(absl::StrCat("candidates[", i, "].recall_source"), c.recall_source(),
-                          limits.max_recall_source_bytes);
+  if (auto s = CheckEntryBytes([&] { return absl::StrCat("candidates[", i, "].recall_source"); },
+                               c.recall_source(), limits.max_recall_source_bytes);
       !s.ok()) {
     return s;
   }
@@ -326,14 +332,14 @@ absl::Status ValidateFetchLogsRequest(const rank::v1::FetchLogsRequest& request,
   seen.reserve(request.item_ids_size());
   for (int i = 0; i < request.item_ids_size(); ++i) {
     const std::string& id = request.item_ids(i);
-    const std::string field = absl::StrCat("item_ids[", i, "]");
+    auto field = [i] { return absl::StrCat("item_ids[", i, "]"); };
     if (id.empty()) {
-      return Invalid(absl::StrCat(field, " is 0 bytes; ids are 1..", limits.max_id_bytes,
+      return Invalid(absl::StrCat(field(), " is 0 bytes; ids are 1..", limits.max_id_bytes,
                                   " bytes"));
     }
-    if (auto s = CheckBytes(field, id, limits.max_id_bytes); !s.ok()) return s;
+    if (auto s = CheckEntryBytes(field, id, limits.max_id_bytes); !s.ok()) return s;
     if (!seen.insert(id).second) {
-      return Invalid(absl::StrCat(field, " repeats an earlier id; ask for each item once"));
+      return Invalid(absl::StrCat(field(), " repeats an earlier id; ask for each item once"));
     }
   }
   return absl::OkStatus();
