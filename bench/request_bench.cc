@@ -1,15 +1,20 @@
-// What the server spends on a Rank request before ranking it: the prescan
+// What the server spends on a Rank request, phase by phase: the prescan
 // (PrescanRequest, a walk over the wire bytes that counts entries without
-// allocating), the protobuf parse, and ValidateRequest, each on the same
-// serialized request read the way rank_service.cc reads it (a grpc::ByteBuffer
-// through grpc::ProtoBufferReader). The question it answers: what share of
-// the request's decode cost the prescan adds (BENCHMARKS.md section 6).
+// allocating), the protobuf parse and ValidateRequest, each on the same
+// serialized request read the way rank_service.cc reads it (a
+// grpc::ByteBuffer through grpc::ProtoBufferReader); then, on the parsed
+// request, the response budget's shape (Ranker::Shape) and the ranking
+// itself with logs deferred to the store (Ranker::Rank, the shipped model).
+// The questions it answers: what share of the request's decode cost the
+// prescan adds, and what the phases before the codec cost next to ranking
+// (BENCHMARKS.md section 6).
 //
 // Requests: the workload generator's (the shipped payload shape) at 10, 500
 // and 1000 candidates, and the same requests received as 8 KiB slices (what
 // a large message looks like off the wire) as well as one slice.
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,6 +24,8 @@
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "grpcpp/support/slice.h"
 #include "rank/v1/rank.pb.h"
+#include "server/linear_model.h"
+#include "server/ranker.h"
 #include "server/request_validator.h"
 #include "workload/workload.h"
 
@@ -114,6 +121,59 @@ void BM_ParseAndValidate(benchmark::State& state) {
   SetBytes(state, request);
 }
 BENCHMARK(BM_ParseAndValidate)->Apply(Args);
+
+// The shipped model, loaded once.
+const server::LinearModel* Model() {
+  static const server::LinearModel* model = [] {
+    absl::StatusOr<server::LinearModel> loaded = server::LinearModel::LoadFile(RANKWIRE_MODEL_PATH);
+    return loaded.ok() ? new server::LinearModel(*std::move(loaded)) : nullptr;
+  }();
+  return model;
+}
+
+// The parsed request a benchmark's arguments name, or nullptr (and the
+// benchmark skipped) when the model or the request is unusable.
+std::shared_ptr<const rank::v1::RankRequest> ParsedRequest(benchmark::State& state) {
+  auto parsed = std::make_shared<rank::v1::RankRequest>();
+  if (Model() == nullptr) {
+    state.SkipWithError("the model did not load");
+    return nullptr;
+  }
+  if (!Parse(RequestBuffer(state), parsed.get())) {
+    state.SkipWithError("the request did not parse");
+    return nullptr;
+  }
+  return parsed;
+}
+
+void RankArgs(benchmark::internal::Benchmark* b) {
+  for (int64_t candidates : {10, 500, 1000}) b->Args({candidates, 0});
+  b->ArgNames({"candidates", "slice"});
+}
+
+// The response budget's estimate (run before ranking, on every call).
+void BM_Shape(benchmark::State& state) {
+  const std::shared_ptr<const rank::v1::RankRequest> request = ParsedRequest(state);
+  if (request == nullptr) return;
+  const server::Ranker ranker(Model());
+  for (auto _ : state) {
+    server::OutputShape shape = ranker.Shape(*request);
+    benchmark::DoNotOptimize(shape);
+  }
+}
+BENCHMARK(BM_Shape)->Apply(RankArgs);
+
+// Ranking with logs for the store (rendered later, on a writer thread).
+void BM_Rank(benchmark::State& state) {
+  const std::shared_ptr<const rank::v1::RankRequest> request = ParsedRequest(state);
+  if (request == nullptr) return;
+  const server::Ranker ranker(Model());
+  for (auto _ : state) {
+    server::RankOutput out = ranker.Rank(request, server::LogDetail::kDeferred);
+    benchmark::DoNotOptimize(out);
+  }
+}
+BENCHMARK(BM_Rank)->Apply(RankArgs);
 
 }  // namespace
 }  // namespace rankwire::bench

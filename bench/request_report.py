@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Runs bench/request_bench pinned to one CPU and prints what the prescan
-costs next to the parse and validation of the same request.
+costs next to the parse and validation of the same request, and what each
+server phase of a Rank request costs next to ranking it.
 
   /usr/bin/python3 bench/request_report.py --build build --cpu 1 --repetitions 9
 
@@ -64,6 +65,26 @@ def main():
         print(f"| {candidates} candidates, {slices} | {med(t['BM_Prescan']):.1f} | "
               f"{med(t['BM_Parse']):.1f} | {med(t['BM_ParseAndValidate']):.1f} | "
               f"{100 * statistics.median(share):.1f} % [{100 * min(share):.1f}–{100 * max(share):.1f}] |")
+    phases(times)
+
+
+def phases(times):
+    """The second table: per candidate count (one slice), each phase's median."""
+    print()
+    print("| request | prescan µs | parse µs | validate µs | budget shape µs | rank (logs to the store) µs |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for case in sorted(times, key=lambda c: int(c.split("/")[0].split(":")[1])):
+        if not case.endswith("slice:0"):
+            continue
+        t = times[case]
+        if "BM_Rank" not in t:
+            continue
+        med = lambda name: statistics.median(t[name]) / 1000
+        validate = statistics.median(
+            [v - p for v, p in zip(t["BM_ParseAndValidate"], t["BM_Parse"])]) / 1000
+        candidates = case.split("/")[0].split(":")[1]
+        print(f"| {candidates} candidates | {med('BM_Prescan'):.1f} | {med('BM_Parse'):.1f} | "
+              f"{validate:.1f} | {med('BM_Shape'):.1f} | {med('BM_Rank'):.1f} |")
 
 
 if __name__ == "__main__":

@@ -415,16 +415,30 @@ Ranking ScoreAndSort(const Model& model, const rank::v1::RankRequest& request) {
 
 // Per item feature: true when every candidate's value is integral (counts,
 // days, flags), so it is an int metric (1-3 varint bytes, not a 4-byte float).
+//
+// Whether a finite float is a whole number of at most 9.0e15 in magnitude,
+// from its bits (no libm call, no branch): below 1 only zero is; from 2^23
+// every float is whole; between, the mantissa bits under the binary point
+// must be zero.
+inline bool SmallWholeNumber(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  const uint32_t magnitude = bits & 0x7fffffffu;
+  const int exponent = static_cast<int>(magnitude >> 23) - 127;
+  const uint32_t fraction_bits = exponent < 0 ? 0x7fffffffu
+                                 : exponent >= 23 ? 0u
+                                                  : (1u << (23 - exponent)) - 1;
+  return (magnitude & fraction_bits) == 0 && std::fabs(v) <= 9.0e15f;
+}
+
 std::vector<bool> IntegralFeatures(const rank::v1::RankRequest& request) {
   const int feature_count = request.item_feature_names_size();
-  std::vector<bool> integral(feature_count, true);
+  std::vector<uint8_t> integral(static_cast<size_t>(feature_count), 1);
   for (const rank::v1::Candidate& c : request.candidates()) {
-    for (int j = 0; j < feature_count; ++j) {
-      const float v = c.features(j);
-      if (integral[j] && (v != std::nearbyint(v) || std::fabs(v) > 9.0e15f)) integral[j] = false;
-    }
+    const float* values = c.features().data();  // feature_count of them (validated).
+    for (int j = 0; j < feature_count; ++j) integral[j] &= SmallWholeNumber(values[j]);
   }
-  return integral;
+  return std::vector<bool>(integral.begin(), integral.end());
 }
 
 // The result's key table, one for all items, and each key's index.

@@ -96,6 +96,34 @@ TEST_F(RankerTest, IntegralFeaturesAreIntMetrics) {
   EXPECT_EQ(r.keys[*r.FindKey("score.final")].type, MetricType::kDouble);
 }
 
+// A feature is an int metric only when every candidate's value is a whole
+// number of at most 9.0e15 in magnitude; one value that is not makes it a
+// float metric. Edge values of the float format, each on one candidate.
+TEST_F(RankerTest, OneValueThatIsNotWholeMakesAFeatureAFloatMetric) {
+  int column = -1;
+  for (int j = 0; j < request_.item_feature_names_size(); ++j) {
+    if (request_.item_feature_names(j) == "sales_30d") column = j;
+  }
+  ASSERT_GE(column, 0);
+  const struct {
+    float value;
+    MetricType type;
+  } cases[] = {
+      {0.5f, MetricType::kFloat},         {-0.0f, MetricType::kInt},
+      {1e-40f, MetricType::kFloat},       {8388607.5f, MetricType::kFloat},
+      {16777216.0f, MetricType::kInt},    {3.0e9f, MetricType::kInt},
+      {-7.0f, MetricType::kInt},          {123.25f, MetricType::kFloat},
+      {9.5e15f, MetricType::kFloat},      {-9.5e15f, MetricType::kFloat},
+      {1.0f + 0x1p-23f, MetricType::kFloat},
+  };
+  for (const auto& c : cases) {
+    rank::v1::RankRequest request = request_;
+    request.mutable_candidates(7)->set_features(column, c.value);
+    RankResult r = Rank(request, false);
+    EXPECT_EQ(r.keys[*r.FindKey("feat.sales_30d")].type, c.type) << c.value;
+  }
+}
+
 TEST_F(RankerTest, SeedShapedPayloadIsAboutOnePointTwoMegabytes) {
   RankResult r = Rank(request_, true);
   absl::StatusOr<OwnedBuffer> bytes = ProtobufCodec().Encode(r);
