@@ -82,7 +82,10 @@ absl::Status ValidateUserAndContext(const rank::v1::RankRequest& request,
     return s;
   }
   for (const auto& [name, value] : request.user_features()) {
-    auto field = [&] { return absl::StrCat("user_features key \"", KeyForMessage(name), "\""); };
+    // (Init-captures: C++17 lambdas cannot capture structured bindings.)
+    auto field = [&n = name] {
+      return absl::StrCat("user_features key \"", KeyForMessage(n), "\"");
+    };
     if (auto s = CheckEntryBytes(field, name, limits.max_feature_name_bytes); !s.ok()) {
       return s;
     }
@@ -97,11 +100,11 @@ absl::Status ValidateUserAndContext(const rank::v1::RankRequest& request,
     return s;
   }
   for (const auto& [key, value] : request.context()) {
-    auto field = [&] { return absl::StrCat("context key \"", KeyForMessage(key), "\""); };
+    auto field = [&k = key] { return absl::StrCat("context key \"", KeyForMessage(k), "\""); };
     if (auto s = CheckEntryBytes(field, key, limits.max_context_key_bytes); !s.ok()) {
       return s;
     }
-    if (auto s = CheckEntryBytes([&] { return absl::StrCat("context[\"", key, "\"]"); },
+    if (auto s = CheckEntryBytes([&k = key] { return absl::StrCat("context[\"", k, "\"]"); },
                                  value, limits.max_context_value_bytes);
         !s.ok()) {
       return s;
