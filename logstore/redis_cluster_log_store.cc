@@ -277,11 +277,13 @@ bool RedisClusterReader::MaybeRefresh() {
       router_.AdoptMap(refresher_);
       // The node the map came from may not have heard of a move yet: a
       // MOVED target wins until a reloaded map agrees with it.
+      const absl::Time now = absl::Now();
       for (auto it = moved_.begin(); it != moved_.end();) {
-        if (router_.NodeFor(it->first) == it->second) {
+        if (router_.NodeFor(it->first) == it->second.address ||
+            now - it->second.recorded > kMovedLifetime) {
           moved_.erase(it++);
         } else {
-          router_.SetSlot(it->first, it->second);
+          router_.SetSlot(it->first, it->second.address);
           ++it;
         }
       }
@@ -300,7 +302,7 @@ void RedisClusterReader::MarkStale() {
 void RedisClusterReader::NodeFailed(const std::string& address) {
   MarkStale();
   for (auto it = moved_.begin(); it != moved_.end();) {
-    if (it->second == address) {
+    if (it->second.address == address) {
       moved_.erase(it++);
     } else {
       ++it;
@@ -311,8 +313,45 @@ void RedisClusterReader::NodeFailed(const std::string& address) {
 void RedisClusterReader::RecordMoved(uint16_t slot, const std::string& address) {
   absl::MutexLock lock(&mu_);
   router_.SetSlot(slot, address);
-  moved_[slot] = address;
+  moved_[slot] = Moved{address, absl::Now()};
   MarkStale();
+}
+
+void RedisClusterReader::Refused(uint16_t slot, const std::string& address,
+                                 const absl::Status& error) {
+  absl::MutexLock lock(&mu_);
+  // A MOVED target that answers with an error is not serving the slot.
+  if (auto it = moved_.find(slot); it != moved_.end() && it->second.address == address) {
+    moved_.erase(it);
+  }
+  // CLUSTERDOWN: the cluster is changing; reload.
+  if (error.code() == absl::StatusCode::kUnavailable) MarkStale();
+}
+
+RedisClusterReader::IoOutcome RedisClusterReader::AfterIoError(const Target& target,
+                                                               bool* pool_dropped) {
+  std::vector<RedisConnection> idle;  // Closed after the lock is released.
+  absl::MutexLock lock(&mu_);
+  Node& node = NodeAt(target.address);
+  if (target.connection->TimedOut()) {
+    // Stalled: its idle connections would wait out the same timeout, so
+    // they go, and it is left alone as after a connect that timed out.
+    // The read has waited long enough.
+    idle.swap(node.idle);
+    node.backoff.Failed(absl::Now(), kStalledNodeBackoff);
+    NodeFailed(target.address);
+    return IoOutcome::kStop;
+  }
+  if (!target.pooled) {
+    NodeFailed(target.address);  // A fresh connection lost: it may be failing.
+    return IoOutcome::kRetry;
+  }
+  // Its pool went idle with it and is likely closed too: drop it. The
+  // first such pool costs no try.
+  idle.swap(node.idle);
+  if (*pool_dropped) return IoOutcome::kRetry;
+  *pool_dropped = true;
+  return IoOutcome::kRetryFree;
 }
 
 absl::StatusOr<RedisClusterReader::Target> RedisClusterReader::PickTarget(
@@ -321,11 +360,13 @@ absl::StatusOr<RedisClusterReader::Target> RedisClusterReader::PickTarget(
   absl::MutexLock lock(&mu_);
   // With no map yet (the first reads), wait for the reload in progress
   // rather than fail; with one, use it.
-  if (!router_.has_map() &&
-      !mu_.AwaitWithDeadline(absl::Condition(this, &RedisClusterReader::NotRefreshing),
-                             deadline)) {
-    return absl::DeadlineExceededError(
-        "the log read's deadline passed while the first slot map was loading");
+  if (!router_.has_map()) {
+    if (!mu_.AwaitWithDeadline(absl::Condition(this, &RedisClusterReader::NotRefreshing),
+                               deadline)) {
+      return absl::DeadlineExceededError(
+          "the log read's deadline passed while the first slot map was loading");
+    }
+    *may_refresh = false;  // The reload waited for is this read's one reload.
   }
   if (!router_.has_map()) return refresh_status_;
   Target target;
@@ -449,35 +490,21 @@ absl::StatusOr<std::vector<std::optional<std::string>>> RedisClusterReader::Fetc
     absl::StatusOr<RedisReplyPtr> reply =
         Exchange(*target->connection, key, item_ids, !ask_target.empty());
     if (!reply.ok()) {
-      // The connection is dropped with `target`. After a timeout the call
-      // has waited long enough; a closed connection is worth another try.
-      if (target->connection->TimedOut()) {
-        absl::MutexLock lock(&mu_);
-        NodeFailed(target->address);
-        return reply.status();
-      }
+      // The connection is dropped with `target`; a closed connection is
+      // worth another try, a timeout is not.
+      const IoOutcome outcome = AfterIoError(*target, &pool_dropped);
+      if (outcome == IoOutcome::kStop) return reply.status();
+      if (outcome == IoOutcome::kRetryFree) --attempt;
       last = reply.status();
       ask_target.clear();
-      if (target->pooled) {
-        // Its pool went idle with it and is likely closed too: drop it.
-        std::vector<RedisConnection> idle;
-        {
-          absl::MutexLock lock(&mu_);
-          idle.swap(NodeAt(target->address).idle);
-        }
-        if (!pool_dropped) {
-          pool_dropped = true;
-          --attempt;
-        }
-      } else {
-        absl::MutexLock lock(&mu_);
-        NodeFailed(target->address);  // A fresh connection lost: it may be failing.
-      }
       continue;
     }
     std::optional<RedisRedirect> redirect;
     absl::StatusOr<std::vector<std::optional<std::string>>> values =
         ReadOutcome(**reply, target->address, request_id, item_ids, &redirect);
+    if (!values.ok() && (*reply)->type == REDIS_REPLY_ERROR) {
+      Refused(slot, target->address, values.status());
+    }
     Return(*std::move(target));
     if (!values.ok() || !redirect.has_value()) return values;
     last = absl::UnavailableError(

@@ -95,6 +95,10 @@ class RedisClusterReader final : public LogReader {
   // Idle connections kept per master; more concurrent reads of one master
   // than this make connections that are closed after their call.
   static constexpr size_t kMaxIdlePerNode = 4;
+  // How long a MOVED target may outvote reloaded maps that disagree: the
+  // cluster's gossip spreads a move well within it; past it, a reload's map
+  // is trusted again (a wrong one costs a MOVED, which records it anew).
+  static constexpr absl::Duration kMovedLifetime = absl::Seconds(5);
 
   RedisClusterReader(RedisClusterOptions options, std::string key_prefix)
       : options_(options),
@@ -135,6 +139,18 @@ class RedisClusterReader final : public LogReader {
   void NodeFailed(const std::string& address) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records a MOVED target, which outlives reloads (moved_).
   void RecordMoved(uint16_t slot, const std::string& address) ABSL_LOCKS_EXCLUDED(mu_);
+  // `address` answered the HMGET for `slot` with an error (not a redirect):
+  // a MOVED target it was is dropped; CLUSTERDOWN (kUnavailable) also
+  // marks the map stale.
+  void Refused(uint16_t slot, const std::string& address, const absl::Status& error)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // After a round trip on `target` failed with an I/O error: a timeout
+  // drops the node's idle pool and backs it off for kStalledNodeBackoff
+  // (kStop: the read ends); a fresh connection lost marks the map stale
+  // (kRetry); a pooled one drops the pool, the first time without costing
+  // the read a try (kRetryFree).
+  enum class IoOutcome { kStop, kRetry, kRetryFree };
+  IoOutcome AfterIoError(const Target& target, bool* pool_dropped) ABSL_LOCKS_EXCLUDED(mu_);
   // Picks the node (`ask_target` or the slot's master) and takes an idle
   // connection to it. Reloads the map first if `*may_refresh` (and then
   // clears it: one reload per Fetch); with no map yet, waits for a reload
@@ -170,8 +186,14 @@ class RedisClusterReader final : public LogReader {
   // MOVED targets (slot -> master), applied over every reloaded map: the
   // node a map comes from may not have heard of the move yet. One is
   // dropped when a reloaded map agrees with it, when a later MOVED for its
-  // slot replaces it, or when its node fails. At most one per slot.
-  absl::flat_hash_map<uint16_t, std::string> moved_ ABSL_GUARDED_BY(mu_);
+  // slot replaces it, when its node fails or answers the slot with an
+  // error, and at the first reload kMovedLifetime after it was recorded.
+  // At most one per slot.
+  struct Moved {
+    std::string address;
+    absl::Time recorded;
+  };
+  absl::flat_hash_map<uint16_t, Moved> moved_ ABSL_GUARDED_BY(mu_);
   absl::Time last_refresh_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   absl::flat_hash_map<std::string, Node> nodes_ ABSL_GUARDED_BY(mu_);
   const std::string key_prefix_;
