@@ -159,9 +159,11 @@ absl::StatusOr<RedisReplyPtr> RedisClusterRouter::AskSlots(const std::string& ad
     const bool reused = Connected(address);
     absl::StatusOr<RedisConnection*> connection = Connection(address);
     if (!connection.ok()) return connection.status();
-    RedisReplyPtr reply(
-        static_cast<redisReply*>(redisCommandArgv((*connection)->get(), 2, argv, argv_len)));
-    if (reply != nullptr) return reply;
+    void* raw = nullptr;
+    if (redisAppendCommandArgv((*connection)->get(), 2, argv, argv_len) == REDIS_OK &&
+        (*connection)->GetReplyWithin(options_.connect.io_timeout, &raw)) {
+      return RedisReplyPtr(static_cast<redisReply*>(raw));
+    }
     absl::Status error = (*connection)->IoError("CLUSTER SLOTS");
     if ((*connection)->TimedOut()) {
       // Stalled: not asked again until its backoff passes, so the next

@@ -422,18 +422,19 @@ void RedisClusterReader::Return(Target target) {
 absl::StatusOr<RedisReplyPtr> RedisClusterReader::Exchange(RedisConnection& connection,
                                                            absl::string_view key,
                                                            absl::Span<const std::string> item_ids,
-                                                           bool asking) {
+                                                           bool asking, absl::Duration limit) {
   RedisCommandWriter commands;
   if (!commands.AppendRead(connection.get(), key, item_ids, asking)) {
     return connection.IoError("HMGET");
   }
+  const absl::Time end = absl::Now() + limit;
   void* raw = nullptr;
   if (asking) {
-    if (redisGetReply(connection.get(), &raw) != REDIS_OK) return connection.IoError("HMGET");
+    if (!connection.GetReplyWithin(limit, &raw)) return connection.IoError("HMGET");
     RedisReplyPtr asking_reply(static_cast<redisReply*>(raw));
     raw = nullptr;
   }
-  if (redisGetReply(connection.get(), &raw) != REDIS_OK) return connection.IoError("HMGET");
+  if (!connection.GetReplyWithin(end - absl::Now(), &raw)) return connection.IoError("HMGET");
   return RedisReplyPtr(static_cast<redisReply*>(raw));
 }
 
@@ -488,7 +489,8 @@ absl::StatusOr<std::vector<std::optional<std::string>>> RedisClusterReader::Fetc
       return DeadlinePassed(attempt, last);
     }
     absl::StatusOr<RedisReplyPtr> reply =
-        Exchange(*target->connection, key, item_ids, !ask_target.empty());
+        Exchange(*target->connection, key, item_ids, !ask_target.empty(),
+                 options_.connect.io_timeout);
     if (!reply.ok()) {
       // The connection is dropped with `target`; a closed connection is
       // worth another try, a timeout is not.

@@ -164,12 +164,12 @@ class RedisClusterReader final : public LogReader {
   absl::Status Connect(Target& target) ABSL_LOCKS_EXCLUDED(mu_);
   // Gives a healthy connection back to its node's pool.
   void Return(Target target) ABSL_LOCKS_EXCLUDED(mu_);
-  // One HMGET (after ASKING when `asking`) on `connection`; the reply or the
-  // connection's I/O error.
+  // One HMGET (after ASKING when `asking`) on `connection`, all within
+  // `limit`; the reply or the connection's I/O error.
   static absl::StatusOr<RedisReplyPtr> Exchange(RedisConnection& connection,
                                                 absl::string_view key,
                                                 absl::Span<const std::string> item_ids,
-                                                bool asking);
+                                                bool asking, absl::Duration limit);
 
   const RedisClusterOptions options_;
   absl::Mutex mu_;

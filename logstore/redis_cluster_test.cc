@@ -659,7 +659,6 @@ TEST_F(RedisClusterStallTest, AMapReloadFromAStalledMasterDoesNotHoldUpOtherRead
   absl::StatusOr<StalledLeader> stall = StallTheLeader(config, "reload-");
   ASSERT_TRUE(stall.ok()) << stall.status();
   RedisClusterReader* reader = stall->reader.get();
-  const std::string& stalled_id = stall->stalled_id;
   const std::string& healthy_id = stall->healthy_id;
   const std::vector<std::string> items = {"item"};
   absl::SleepFor(RedisClusterSink::kRefreshInterval);

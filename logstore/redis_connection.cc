@@ -6,6 +6,8 @@
 #include <time.h>
 
 #include <cerrno>
+#include <cstring>
+#include <cstdio>
 
 #include <utility>
 
@@ -113,7 +115,7 @@ absl::StatusOr<RedisConnection> RedisConnection::Connect(
     return absl::UnavailableError(
         absl::StrCat("redis ", address, ": cannot allocate a connection"));
   }
-  RedisConnection connection(context, address);
+  RedisConnection connection(context, address, options.io_timeout);
   if (context->err != 0) return connection.IoError("connect");
   if (redisSetTimeout(context, TimeoutTimeval(options.io_timeout)) != REDIS_OK) {
     return connection.IoError("set timeout");
@@ -124,9 +126,12 @@ absl::StatusOr<RedisConnection> RedisConnection::Connect(
   if (!options.password.empty()) {
     const char* argv[] = {"AUTH", options.password.data()};
     const size_t argvlen[] = {4, options.password.size()};
-    RedisReplyPtr reply(static_cast<redisReply*>(
-        redisCommandArgv(context, 2, argv, argvlen)));
-    if (reply == nullptr) return connection.IoError("AUTH");
+    void* raw = nullptr;
+    if (redisAppendCommandArgv(context, 2, argv, argvlen) != REDIS_OK ||
+        !connection.GetReplyWithin(options.io_timeout, &raw)) {
+      return connection.IoError("AUTH");
+    }
+    RedisReplyPtr reply(static_cast<redisReply*>(raw));
     if (reply->type == REDIS_REPLY_ERROR) {
       return absl::UnauthenticatedError(absl::StrCat(
           "redis ", address, ": AUTH refused: ",
@@ -137,9 +142,12 @@ absl::StatusOr<RedisConnection> RedisConnection::Connect(
   // connections into its backlog) and that no password is missing.
   const char* ping[] = {"PING"};
   const size_t ping_len[] = {4};
-  RedisReplyPtr reply(
-      static_cast<redisReply*>(redisCommandArgv(context, 1, ping, ping_len)));
-  if (reply == nullptr) return connection.IoError("PING");
+  void* raw = nullptr;
+  if (redisAppendCommandArgv(context, 1, ping, ping_len) != REDIS_OK ||
+      !connection.GetReplyWithin(options.io_timeout, &raw)) {
+    return connection.IoError("PING");
+  }
+  RedisReplyPtr reply(static_cast<redisReply*>(raw));
   if (reply->type == REDIS_REPLY_ERROR) {
     absl::string_view error(reply->str, reply->len);
     if (absl::StartsWith(error, "NOAUTH")) {
@@ -154,19 +162,59 @@ absl::StatusOr<RedisConnection> RedisConnection::Connect(
 
 RedisConnection::RedisConnection(RedisConnection&& other) noexcept
     : context_(std::exchange(other.context_, nullptr)),
-      address_(std::move(other.address_)) {}
+      address_(std::move(other.address_)),
+      io_timeout_(other.io_timeout_) {}
 
 RedisConnection& RedisConnection::operator=(RedisConnection&& other) noexcept {
   if (this != &other) {
     if (context_ != nullptr) redisFree(context_);
     context_ = std::exchange(other.context_, nullptr);
     address_ = std::move(other.address_);
+    io_timeout_ = other.io_timeout_;
   }
   return *this;
 }
 
 RedisConnection::~RedisConnection() {
   if (context_ != nullptr) redisFree(context_);
+}
+
+bool RedisConnection::GetReplyWithin(absl::Duration limit, void** reply) {
+  const bool ok = ExchangeWithin(limit, reply);
+  // Writers pipeline on the same connection with redisGetReply, which
+  // relies on the socket timeout.
+  (void)redisSetTimeout(context_, TimeoutTimeval(io_timeout_));
+  return ok;
+}
+
+bool RedisConnection::ExchangeWithin(absl::Duration limit, void** reply) {
+  *reply = nullptr;
+  const absl::Time end = absl::Now() + limit;
+  // Sets the socket timeout to what is left; false (a timeout error on
+  // the context) when nothing is.
+  auto arm = [&]() -> bool {
+    const absl::Duration left = end - absl::Now();
+    if (left <= absl::ZeroDuration()) {
+      context_->err = REDIS_ERR_IO;
+      std::snprintf(context_->errstr, sizeof(context_->errstr), "%s", std::strerror(EAGAIN));
+      return false;
+    }
+    return redisSetTimeout(context_, TimeoutTimeval(left)) == REDIS_OK;
+  };
+  // A reply already read (pipelined) needs no I/O.
+  if (redisGetReplyFromReader(context_, reply) != REDIS_OK) return false;
+  if (*reply != nullptr) return true;
+  int written = 0;
+  while (!written) {
+    if (!arm() || redisBufferWrite(context_, &written) != REDIS_OK) return false;
+  }
+  while (*reply == nullptr) {
+    if (!arm() || redisBufferRead(context_) != REDIS_OK ||
+        redisGetReplyFromReader(context_, reply) != REDIS_OK) {
+      return false;
+    }
+  }
+  return true;
 }
 
 bool RedisConnection::TimedOut() const {

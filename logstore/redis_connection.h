@@ -143,12 +143,25 @@ class RedisConnection {
   // server) rather than a closed or reset connection.
   bool TimedOut() const;
 
+  // As hiredis's redisGetReply: sends the queued commands and reads the
+  // next reply into `*reply` (a redisReply to free), but the whole
+  // exchange ends within `limit`. The socket timeout bounds each read; a
+  // reply that trickles in a byte at a time would take longer, so before
+  // every read and write the timeout is set to what is left of `limit`.
+  // False on an I/O error, or when `limit` runs out (then TimedOut()).
+  // The socket timeout is the connection's I/O timeout again afterwards.
+  bool GetReplyWithin(absl::Duration limit, void** reply);
+
  private:
-  explicit RedisConnection(redisContext* context, std::string address)
-      : context_(context), address_(std::move(address)) {}
+  RedisConnection(redisContext* context, std::string address, absl::Duration io_timeout)
+      : context_(context), address_(std::move(address)), io_timeout_(io_timeout) {}
+
+  // The exchange of GetReplyWithin, before the socket timeout is restored.
+  bool ExchangeWithin(absl::Duration limit, void** reply);
 
   redisContext* context_ = nullptr;  // Owned.
   std::string address_;              // For error messages.
+  absl::Duration io_timeout_;        // The socket timeout between exchanges.
 };
 
 }  // namespace rankwire::logstore

@@ -63,7 +63,7 @@ absl::StatusOr<std::vector<std::optional<std::string>>> RedisLogReader::FetchBef
     }
     void* raw = nullptr;
     if (commands.AppendRead(connection->get(), key, item_ids) &&
-        redisGetReply(connection->get(), &raw) == REDIS_OK) {
+        connection->GetReplyWithin(options_.io_timeout, &raw)) {
       reply.reset(static_cast<redisReply*>(raw));
     } else {
       absl::Status error = connection->IoError("HMGET");

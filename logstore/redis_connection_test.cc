@@ -1,0 +1,200 @@
+// RedisConnection against sockets that misbehave on loopback: a connect
+// that is refused, one whose SYN is dropped, a server that is stopped, and
+// one that trickles its reply a byte at a time.
+#include "logstore/redis_connection.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gtest/gtest.h"
+#include "logstore/log_store.h"
+#include "logstore/redis_log_reader.h"
+#include "tests/support/redis_process.h"
+
+namespace rankwire::logstore {
+namespace {
+
+// A loopback socket bound to a free port; `port` is 0 when that failed.
+struct LoopbackSocket {
+  LoopbackSocket() {
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    if (fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+        getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+      port = ntohs(addr.sin_port);
+    }
+  }
+  ~LoopbackSocket() {
+    if (fd >= 0) close(fd);
+  }
+  int fd = -1;
+  int port = 0;
+  sockaddr_in addr{};
+};
+
+// A listener that never accepts, its queue (backlog 0) filled: a further
+// connect's SYN is dropped and the connect times out, as to an address
+// that does not answer.
+struct BlackholeListener {
+  BlackholeListener() {
+    if (socket_.port == 0 || listen(socket_.fd, 0) != 0) return;
+    for (int i = 0; i < 3; ++i) {
+      const int c = ::socket(AF_INET, SOCK_STREAM, 0);
+      fcntl(c, F_SETFL, O_NONBLOCK);
+      (void)connect(c, reinterpret_cast<const sockaddr*>(&socket_.addr), sizeof(socket_.addr));
+      fillers.push_back(c);
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  ~BlackholeListener() {
+    for (int c : fillers) close(c);
+  }
+  int port() const { return socket_.port; }
+  LoopbackSocket socket_;
+  std::vector<int> fillers;
+};
+
+// A fake Redis that answers PING at once and every other command with
+// `reply`, one byte every `gap`: each read gets a byte well within the
+// socket timeout, the whole reply takes reply.size() * gap.
+class TricklingRedis {
+ public:
+  TricklingRedis(std::string reply, absl::Duration gap) {
+    if (socket_.port == 0 || listen(socket_.fd, 8) != 0) return;
+    thread_ = std::thread([this, reply = std::move(reply), gap] { Serve(reply, gap); });
+  }
+  ~TricklingRedis() {
+    stop_ = true;
+    shutdown(socket_.fd, SHUT_RDWR);
+    if (thread_.joinable()) thread_.join();
+  }
+  int port() const { return socket_.port; }
+
+ private:
+  void Serve(const std::string& reply, absl::Duration gap) {
+    const int c = accept(socket_.fd, nullptr, nullptr);
+    if (c < 0) return;
+    char buf[4096];
+    while (!stop_) {
+      const ssize_t n = recv(c, buf, sizeof(buf), 0);
+      if (n <= 0) break;
+      if (absl::StrContains(absl::string_view(buf, static_cast<size_t>(n)), "PING")) {
+        (void)send(c, "+PONG\r\n", 7, MSG_NOSIGNAL);
+        continue;
+      }
+      for (char ch : reply) {
+        if (stop_) break;
+        absl::SleepFor(gap);
+        if (send(c, &ch, 1, MSG_NOSIGNAL) != 1) break;
+      }
+    }
+    close(c);
+  }
+
+  LoopbackSocket socket_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+TEST(RedisConnectionTest, IsRedisTimeoutTellsARefusedConnectFromATimedOutOne) {
+  RedisConnectOptions options;  // 200 ms connect, 500 ms I/O.
+  absl::StatusOr<int> free_port = test::PickFreePort();
+  ASSERT_TRUE(free_port.ok());
+  options.address = RedisAddress{"127.0.0.1", *free_port};
+  absl::StatusOr<RedisConnection> refused = RedisConnection::Connect(options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_FALSE(IsRedisTimeout(refused.status())) << refused.status();
+
+  BlackholeListener blackhole;
+  ASSERT_NE(blackhole.port(), 0);
+  options.address = RedisAddress{"127.0.0.1", blackhole.port()};
+  absl::StatusOr<RedisConnection> dropped = RedisConnection::Connect(options);
+  ASSERT_FALSE(dropped.ok());
+  EXPECT_TRUE(IsRedisTimeout(dropped.status())) << dropped.status();
+
+  absl::StatusOr<std::unique_ptr<test::RedisProcess>> redis = test::RedisProcess::Start();
+  ASSERT_TRUE(redis.ok()) << redis.status();
+  ASSERT_TRUE((*redis)->Pause().ok());
+  options.address = RedisAddress{"127.0.0.1", (*redis)->port()};
+  absl::StatusOr<RedisConnection> stalled = RedisConnection::Connect(options);
+  (void)(*redis)->Resume();
+  ASSERT_FALSE(stalled.ok());
+  EXPECT_TRUE(IsRedisTimeout(stalled.status())) << stalled.status();
+}
+
+// The whole exchange ends within its limit, also when every read of the
+// reply gets a byte well within the socket timeout.
+TEST(RedisConnectionTest, AReplyThatTricklesInIsCutOffAtTheLimit) {
+  TricklingRedis slow("*2\r\n$-1\r\n$-1\r\n", absl::Milliseconds(100));  // 1.4 s in all.
+  ASSERT_NE(slow.port(), 0);
+  RedisConnectOptions options;
+  options.address = RedisAddress{"127.0.0.1", slow.port()};
+  absl::StatusOr<RedisConnection> connection = RedisConnection::Connect(options);
+  ASSERT_TRUE(connection.ok()) << connection.status();
+  ASSERT_EQ(redisAppendCommand(connection->get(), "HMGET k a"), REDIS_OK);
+  void* reply = nullptr;
+  const absl::Time start = absl::Now();
+  EXPECT_FALSE(connection->GetReplyWithin(absl::Milliseconds(300), &reply));
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_EQ(reply, nullptr);
+  EXPECT_TRUE(connection->TimedOut());
+  EXPECT_LT(took, absl::Milliseconds(450));
+}
+
+// The log reader's round trip is bounded by the I/O timeout as a whole,
+// so a read ends within about that after its deadline (ARCHITECTURE).
+TEST(RedisConnectionTest, ALogReadFromATricklingServerEndsWithinTheIoTimeout) {
+  TricklingRedis slow("*2\r\n$-1\r\n$-1\r\n", absl::Milliseconds(150));  // 2.1 s in all.
+  ASSERT_NE(slow.port(), 0);
+  LogStoreConfig config;
+  config.backend = LogStoreConfig::Backend::kRedis;
+  config.redis_addr = absl::StrCat("127.0.0.1:", slow.port());  // 500 ms I/O timeout.
+  absl::StatusOr<std::unique_ptr<RedisLogReader>> reader = RedisLogReader::Create(config);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  const std::vector<std::string> items = {"item"};
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::vector<std::optional<std::string>>> read =
+      (*reader)->FetchBefore("trickle", items, start + absl::Milliseconds(200));
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kUnavailable) << read.status();
+  EXPECT_LT(took, absl::Milliseconds(800)) << read.status();
+}
+
+// A reply that arrives in time is read whole.
+TEST(RedisConnectionTest, AReplyWithinTheLimitIsReadWhole) {
+  absl::StatusOr<std::unique_ptr<test::RedisProcess>> redis = test::RedisProcess::Start();
+  ASSERT_TRUE(redis.ok()) << redis.status();
+  RedisConnectOptions options;
+  options.address = RedisAddress{"127.0.0.1", (*redis)->port()};
+  absl::StatusOr<RedisConnection> connection = RedisConnection::Connect(options);
+  ASSERT_TRUE(connection.ok()) << connection.status();
+  ASSERT_EQ(redisAppendCommand(connection->get(), "SET k %s", "value"), REDIS_OK);
+  ASSERT_EQ(redisAppendCommand(connection->get(), "GET k"), REDIS_OK);
+  for (const char* expected : {"OK", "value"}) {
+    void* raw = nullptr;
+    ASSERT_TRUE(connection->GetReplyWithin(absl::Seconds(1), &raw));
+    RedisReplyPtr reply(static_cast<redisReply*>(raw));
+    ASSERT_NE(reply, nullptr);
+    EXPECT_EQ(std::string(reply->str, reply->len), expected);
+  }
+}
+
+}  // namespace
+}  // namespace rankwire::logstore
