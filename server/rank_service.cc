@@ -80,8 +80,8 @@ absl::Status ParseRequest(const grpc::ByteBuffer& request, const RequestLimits& 
 }
 
 // A FetchLogs call's outcome in rankwire_fetch_logs_total: refusals
-// (deadline, RESOURCE_EXHAUSTED) apart from the caller's mistakes and the
-// store's failures.
+// (RESOURCE_EXHAUSTED) and deadlines passed apart from the caller's
+// mistakes and the store's failures.
 void CountFetch(ServerMetrics* metrics, const absl::Status& status) {
   if (metrics == nullptr) return;
   Counter* counter = metrics->fetch_logs.failed;
@@ -93,6 +93,8 @@ void CountFetch(ServerMetrics* metrics, const absl::Status& status) {
       counter = metrics->fetch_logs.invalid_argument;
       break;
     case absl::StatusCode::kDeadlineExceeded:
+      counter = metrics->fetch_logs.deadline;
+      break;
     case absl::StatusCode::kResourceExhausted:
       counter = metrics->fetch_logs.rejected;
       break;

@@ -32,6 +32,7 @@ ServerMetrics::ServerMetrics(MetricsRegistry* r,
   fetch_logs.ok = r->AddCounter(kFetch, kFetchHelp, "outcome=\"ok\"");
   fetch_logs.invalid_argument = r->AddCounter(kFetch, kFetchHelp, "outcome=\"invalid_argument\"");
   fetch_logs.rejected = r->AddCounter(kFetch, kFetchHelp, "outcome=\"rejected\"");
+  fetch_logs.deadline = r->AddCounter(kFetch, kFetchHelp, "outcome=\"deadline\"");
   fetch_logs.failed = r->AddCounter(kFetch, kFetchHelp, "outcome=\"error\"");
   rpcs_retried = r->AddCounter("rankwire_rank_rpcs_retried_total",
                                "Rank calls that arrived as a client's retry of a failed attempt.");

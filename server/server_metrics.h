@@ -48,12 +48,14 @@ struct ServerMetrics {
   // attempt count (seen with the client's reconnect-backoff settings).
   Counter* rpcs_retried;
   // FetchLogs calls by outcome (rankwire_fetch_logs_total): ok, the
-  // caller's mistakes, refusals (past --max_concurrent_fetch_logs, the
-  // unsent-bytes bounds or the deadline) and store failures.
+  // caller's mistakes, refusals (past --max_concurrent_fetch_logs or the
+  // unsent-bytes bounds), calls whose deadline passed (waiting for a
+  // worker, or for the store) and store failures.
   struct FetchLogs {
     Counter* ok;
     Counter* invalid_argument;
     Counter* rejected;
+    Counter* deadline;
     Counter* failed;
   } fetch_logs;
   Histogram* request_deserialize;

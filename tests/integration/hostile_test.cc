@@ -502,6 +502,27 @@ TEST_F(HostileTest, AStalledLogStoreDelaysLogReadsNotRanking) {
     if (!back.ok()) absl::SleepFor(absl::Milliseconds(50));
   }
   EXPECT_TRUE(back.ok()) << back;
+
+  // A read queued behind one that waits on a stalled store gives up at its
+  // own deadline, counted apart from refusals.
+  ASSERT_TRUE((*redis)->Pause().ok());
+  std::thread holder([&] {
+    client::CallOptions call;
+    call.deadline = absl::Seconds(5);
+    (void)Client(*server).FetchLogs(request_id, ids, call);
+  });
+  absl::SleepFor(absl::Milliseconds(50));
+  client::CallOptions hurried;
+  hurried.deadline = absl::Milliseconds(150);
+  EXPECT_EQ(client.FetchLogs(request_id, ids, hurried).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  holder.join();
+  ASSERT_TRUE((*redis)->Resume().ok());
+  const std::string deadline_metric = "rankwire_fetch_logs_total{outcome=\"deadline\"}";
+  for (int i = 0; i < 100 && Metric(*server, deadline_metric) < 1; ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(Metric(*server, deadline_metric), 1);
 }
 
 // Garbage bytes and requests with invalid UTF-8 get INVALID_ARGUMENT; the
