@@ -1,14 +1,17 @@
 #include "logstore/redis_connection.h"
 
 #include <hiredis/hiredis.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sys/time.h>
 #include <time.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <cstdio>
 
+#include <limits>
 #include <utility>
 
 #include "absl/strings/cord.h"
@@ -115,7 +118,7 @@ absl::StatusOr<RedisConnection> RedisConnection::Connect(
     return absl::UnavailableError(
         absl::StrCat("redis ", address, ": cannot allocate a connection"));
   }
-  RedisConnection connection(context, address, options.io_timeout);
+  RedisConnection connection(context, address);
   if (context->err != 0) return connection.IoError("connect");
   if (redisSetTimeout(context, TimeoutTimeval(options.io_timeout)) != REDIS_OK) {
     return connection.IoError("set timeout");
@@ -162,15 +165,13 @@ absl::StatusOr<RedisConnection> RedisConnection::Connect(
 
 RedisConnection::RedisConnection(RedisConnection&& other) noexcept
     : context_(std::exchange(other.context_, nullptr)),
-      address_(std::move(other.address_)),
-      io_timeout_(other.io_timeout_) {}
+      address_(std::move(other.address_)) {}
 
 RedisConnection& RedisConnection::operator=(RedisConnection&& other) noexcept {
   if (this != &other) {
     if (context_ != nullptr) redisFree(context_);
     context_ = std::exchange(other.context_, nullptr);
     address_ = std::move(other.address_);
-    io_timeout_ = other.io_timeout_;
   }
   return *this;
 }
@@ -180,41 +181,52 @@ RedisConnection::~RedisConnection() {
 }
 
 bool RedisConnection::GetReplyWithin(absl::Duration limit, void** reply) {
-  const bool ok = ExchangeWithin(limit, reply);
-  // Writers pipeline on the same connection with redisGetReply, which
-  // relies on the socket timeout.
-  (void)redisSetTimeout(context_, TimeoutTimeval(io_timeout_));
-  return ok;
-}
-
-bool RedisConnection::ExchangeWithin(absl::Duration limit, void** reply) {
   *reply = nullptr;
   const absl::Time end = absl::Now() + limit;
-  // Sets the socket timeout to what is left; false (a timeout error on
-  // the context) when nothing is.
-  auto arm = [&]() -> bool {
-    const absl::Duration left = end - absl::Now();
-    if (left <= absl::ZeroDuration()) {
-      context_->err = REDIS_ERR_IO;
-      std::snprintf(context_->errstr, sizeof(context_->errstr), "%s", std::strerror(EAGAIN));
-      return false;
-    }
-    return redisSetTimeout(context_, TimeoutTimeval(left)) == REDIS_OK;
-  };
   // A reply already read (pipelined) needs no I/O.
   if (redisGetReplyFromReader(context_, reply) != REDIS_OK) return false;
   if (*reply != nullptr) return true;
+  // Each read or write waits in poll() for what is left of `limit`; the
+  // socket is ready when it is read or written, so the read does not block
+  // (nor does a write that fits the send buffer).
   int written = 0;
   while (!written) {
-    if (!arm() || redisBufferWrite(context_, &written) != REDIS_OK) return false;
+    if (!WaitUntil(POLLOUT, end) || redisBufferWrite(context_, &written) != REDIS_OK) {
+      return false;
+    }
   }
   while (*reply == nullptr) {
-    if (!arm() || redisBufferRead(context_) != REDIS_OK ||
+    if (!WaitUntil(POLLIN, end) || redisBufferRead(context_) != REDIS_OK ||
         redisGetReplyFromReader(context_, reply) != REDIS_OK) {
       return false;
     }
   }
   return true;
+}
+
+bool RedisConnection::WaitUntil(short events, absl::Time end) {
+  for (;;) {
+    const absl::Duration left = end - absl::Now();
+    if (left <= absl::ZeroDuration()) {
+      // What hiredis reports for a socket timeout, so TimedOut() holds.
+      context_->err = REDIS_ERR_IO;
+      std::snprintf(context_->errstr, sizeof(context_->errstr), "%s", std::strerror(EAGAIN));
+      return false;
+    }
+    pollfd waiting{context_->fd, events, 0};
+    const int ms = static_cast<int>(
+        std::min<int64_t>(absl::ToInt64Milliseconds(absl::Ceil(left, absl::Milliseconds(1))),
+                          std::numeric_limits<int>::max()));
+    const int ready = poll(&waiting, 1, ms);
+    // Ready, or an error or hang-up that the read or write then reports.
+    if (ready > 0) return true;
+    if (ready < 0 && errno != EINTR) {
+      context_->err = REDIS_ERR_IO;
+      std::snprintf(context_->errstr, sizeof(context_->errstr), "poll: %s",
+                    std::strerror(errno));
+      return false;
+    }
+  }
 }
 
 bool RedisConnection::TimedOut() const {

@@ -146,22 +146,25 @@ class RedisConnection {
   // As hiredis's redisGetReply: sends the queued commands and reads the
   // next reply into `*reply` (a redisReply to free), but the whole
   // exchange ends within `limit`. The socket timeout bounds each read; a
-  // reply that trickles in a byte at a time would take longer, so before
-  // every read and write the timeout is set to what is left of `limit`.
+  // reply that trickles in a byte at a time would take longer, so every
+  // read and write first waits in poll() for what is left of `limit`
+  // (the socket timeout, which the writers' pipelines rely on, is left
+  // alone). A command larger than the socket's send buffer can still block
+  // in its write for up to that socket timeout.
   // False on an I/O error, or when `limit` runs out (then TimedOut()).
-  // The socket timeout is the connection's I/O timeout again afterwards.
   bool GetReplyWithin(absl::Duration limit, void** reply);
 
  private:
-  RedisConnection(redisContext* context, std::string address, absl::Duration io_timeout)
-      : context_(context), address_(std::move(address)), io_timeout_(io_timeout) {}
+  explicit RedisConnection(redisContext* context, std::string address)
+      : context_(context), address_(std::move(address)) {}
 
-  // The exchange of GetReplyWithin, before the socket timeout is restored.
-  bool ExchangeWithin(absl::Duration limit, void** reply);
+  // Waits until the socket is ready for `events` (POLLIN, POLLOUT), an
+  // error or a hang-up; false, with the context's error set (a timeout
+  // when `end` passed), otherwise.
+  bool WaitUntil(short events, absl::Time end);
 
   redisContext* context_ = nullptr;  // Owned.
   std::string address_;              // For error messages.
-  absl::Duration io_timeout_;        // The socket timeout between exchanges.
 };
 
 }  // namespace rankwire::logstore
