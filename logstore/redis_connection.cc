@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <cstdio>
 
@@ -182,7 +183,9 @@ RedisConnection::~RedisConnection() {
 
 bool RedisConnection::GetReplyWithin(absl::Duration limit, void** reply) {
   *reply = nullptr;
-  const absl::Time end = absl::Now() + limit;
+  // The steady clock: a step of the wall clock does not stretch the limit.
+  const std::chrono::steady_clock::time_point end =
+      std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(limit);
   // A reply already read (pipelined) needs no I/O.
   if (redisGetReplyFromReader(context_, reply) != REDIS_OK) return false;
   if (*reply != nullptr) return true;
@@ -204,9 +207,14 @@ bool RedisConnection::GetReplyWithin(absl::Duration limit, void** reply) {
   return true;
 }
 
-bool RedisConnection::WaitUntil(short events, absl::Time end) {
+bool RedisConnection::WaitUntil(short events, std::chrono::steady_clock::time_point end) {
+  if (context_->fd < 0) {
+    context_->err = REDIS_ERR_IO;
+    std::snprintf(context_->errstr, sizeof(context_->errstr), "connection closed");
+    return false;
+  }
   for (;;) {
-    const absl::Duration left = end - absl::Now();
+    const absl::Duration left = absl::FromChrono(end - std::chrono::steady_clock::now());
     if (left <= absl::ZeroDuration()) {
       // What hiredis reports for a socket timeout, so TimedOut() holds.
       context_->err = REDIS_ERR_IO;

@@ -13,6 +13,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -161,7 +162,7 @@ class RedisConnection {
   // Waits until the socket is ready for `events` (POLLIN, POLLOUT), an
   // error or a hang-up; false, with the context's error set (a timeout
   // when `end` passed), otherwise.
-  bool WaitUntil(short events, absl::Time end);
+  bool WaitUntil(short events, std::chrono::steady_clock::time_point end);
 
   redisContext* context_ = nullptr;  // Owned.
   std::string address_;              // For error messages.

@@ -504,14 +504,17 @@ TEST_F(HostileTest, AStalledLogStoreDelaysLogReadsNotRanking) {
   EXPECT_TRUE(back.ok()) << back;
 
   // A read queued behind one that waits on a stalled store gives up at its
-  // own deadline, counted apart from refusals.
+  // own deadline, counted apart from refusals. The holder's channel is
+  // connected first, so its call reaches the store first.
+  client::RankClient holder_client = Client(*server);
+  ASSERT_TRUE(holder_client.FetchLogs(request_id, ids, {}).ok());
   ASSERT_TRUE((*redis)->Pause().ok());
   std::thread holder([&] {
     client::CallOptions call;
     call.deadline = absl::Seconds(5);
-    (void)Client(*server).FetchLogs(request_id, ids, call);
+    (void)holder_client.FetchLogs(request_id, ids, call);
   });
-  absl::SleepFor(absl::Milliseconds(50));
+  absl::SleepFor(absl::Milliseconds(150));
   client::CallOptions hurried;
   hurried.deadline = absl::Milliseconds(150);
   EXPECT_EQ(client.FetchLogs(request_id, ids, hurried).status().code(),
