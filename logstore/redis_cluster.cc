@@ -104,9 +104,7 @@ absl::StatusOr<RedisConnection*> RedisClusterRouter::Connection(const std::strin
     node.had_failure = true;
     // A node that accepts connections but does not answer (stalled) is
     // left alone as long as one that timed out on CLUSTER SLOTS.
-    node.backoff.Failed(absl::Now(), IsRedisTimeout(connection.status())
-                                         ? kStalledNodeBackoff
-                                         : absl::ZeroDuration());
+    node.backoff.FailedWith(absl::Now(), connection.status());
     return connection.status();
   }
   if (node.had_failure) ++reconnects_;
@@ -159,12 +157,10 @@ absl::StatusOr<RedisReplyPtr> RedisClusterRouter::AskSlots(const std::string& ad
     const bool reused = Connected(address);
     absl::StatusOr<RedisConnection*> connection = Connection(address);
     if (!connection.ok()) return connection.status();
-    void* raw = nullptr;
-    if (redisAppendCommandArgv((*connection)->get(), 2, argv, argv_len) == REDIS_OK &&
-        (*connection)->GetReplyWithin(options_.connect.io_timeout, &raw)) {
-      return RedisReplyPtr(static_cast<redisReply*>(raw));
-    }
-    absl::Status error = (*connection)->IoError("CLUSTER SLOTS");
+    absl::StatusOr<RedisReplyPtr> reply = (*connection)->CommandWithin(
+        2, argv, argv_len, options_.connect.io_timeout, "CLUSTER SLOTS");
+    if (reply.ok()) return reply;
+    absl::Status error = reply.status();
     if ((*connection)->TimedOut()) {
       // Stalled: not asked again until its backoff passes, so the next
       // reload goes to another node at once.

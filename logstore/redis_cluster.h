@@ -68,13 +68,6 @@ struct RedisClusterOptions {
 // list. InvalidArgument for an empty list or a bad address.
 absl::StatusOr<RedisClusterOptions> ClusterOptionsFrom(const LogStoreConfig& config);
 
-// How long a stalled node is left alone at least: one that timed out on
-// CLUSTER SLOTS, or on the connect, AUTH or PING of a new connection
-// (IsRedisTimeout). Several times the sink's and the reader's reload
-// spacing (100 ms), so the reloads meanwhile ask other nodes at once
-// instead of waiting out its timeout again.
-inline constexpr absl::Duration kStalledNodeBackoff = absl::Seconds(1);
-
 class RedisClusterRouter {
  public:
   explicit RedisClusterRouter(RedisClusterOptions options);

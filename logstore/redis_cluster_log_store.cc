@@ -402,9 +402,7 @@ absl::Status RedisClusterReader::Connect(Target& target) {
   absl::MutexLock lock(&mu_);
   Node& node = NodeAt(target.address);
   if (!connection.ok()) {
-    node.backoff.Failed(absl::Now(), IsRedisTimeout(connection.status())
-                                         ? kStalledNodeBackoff
-                                         : absl::ZeroDuration());
+    node.backoff.FailedWith(absl::Now(), connection.status());
     NodeFailed(target.address);  // A failover may have moved its slots.
     return connection.status();
   }
@@ -428,14 +426,11 @@ absl::StatusOr<RedisReplyPtr> RedisClusterReader::Exchange(RedisConnection& conn
     return connection.IoError("HMGET");
   }
   const absl::Time end = absl::Now() + limit;
-  void* raw = nullptr;
   if (asking) {
-    if (!connection.GetReplyWithin(limit, &raw)) return connection.IoError("HMGET");
-    RedisReplyPtr asking_reply(static_cast<redisReply*>(raw));
-    raw = nullptr;
+    absl::StatusOr<RedisReplyPtr> asking_reply = connection.ReplyWithin(limit, "HMGET");
+    if (!asking_reply.ok()) return asking_reply.status();
   }
-  if (!connection.GetReplyWithin(end - absl::Now(), &raw)) return connection.IoError("HMGET");
-  return RedisReplyPtr(static_cast<redisReply*>(raw));
+  return connection.ReplyWithin(end - absl::Now(), "HMGET");
 }
 
 namespace {

@@ -130,12 +130,8 @@ absl::StatusOr<RedisConnection> RedisConnection::Connect(
   if (!options.password.empty()) {
     const char* argv[] = {"AUTH", options.password.data()};
     const size_t argvlen[] = {4, options.password.size()};
-    void* raw = nullptr;
-    if (redisAppendCommandArgv(context, 2, argv, argvlen) != REDIS_OK ||
-        !connection.GetReplyWithin(options.io_timeout, &raw)) {
-      return connection.IoError("AUTH");
-    }
-    RedisReplyPtr reply(static_cast<redisReply*>(raw));
+    ASSIGN_OR_RETURN(RedisReplyPtr reply,
+                     connection.CommandWithin(2, argv, argvlen, options.io_timeout, "AUTH"));
     if (reply->type == REDIS_REPLY_ERROR) {
       return absl::UnauthenticatedError(absl::StrCat(
           "redis ", address, ": AUTH refused: ",
@@ -146,12 +142,8 @@ absl::StatusOr<RedisConnection> RedisConnection::Connect(
   // connections into its backlog) and that no password is missing.
   const char* ping[] = {"PING"};
   const size_t ping_len[] = {4};
-  void* raw = nullptr;
-  if (redisAppendCommandArgv(context, 1, ping, ping_len) != REDIS_OK ||
-      !connection.GetReplyWithin(options.io_timeout, &raw)) {
-    return connection.IoError("PING");
-  }
-  RedisReplyPtr reply(static_cast<redisReply*>(raw));
+  ASSIGN_OR_RETURN(RedisReplyPtr reply,
+                   connection.CommandWithin(1, ping, ping_len, options.io_timeout, "PING"));
   if (reply->type == REDIS_REPLY_ERROR) {
     absl::string_view error(reply->str, reply->len);
     if (absl::StartsWith(error, "NOAUTH")) {
@@ -207,6 +199,21 @@ bool RedisConnection::GetReplyWithin(absl::Duration limit, void** reply) {
   return true;
 }
 
+absl::StatusOr<RedisReplyPtr> RedisConnection::ReplyWithin(absl::Duration limit,
+                                                           absl::string_view what) {
+  void* raw = nullptr;
+  if (!GetReplyWithin(limit, &raw)) return IoError(what);
+  return RedisReplyPtr(static_cast<redisReply*>(raw));
+}
+
+absl::StatusOr<RedisReplyPtr> RedisConnection::CommandWithin(int argc, const char** argv,
+                                                             const size_t* argvlen,
+                                                             absl::Duration limit,
+                                                             absl::string_view what) {
+  if (redisAppendCommandArgv(context_, argc, argv, argvlen) != REDIS_OK) return IoError(what);
+  return ReplyWithin(limit, what);
+}
+
 bool RedisConnection::WaitUntil(short events, std::chrono::steady_clock::time_point end) {
   if (context_->fd < 0) {
     context_->err = REDIS_ERR_IO;
@@ -249,10 +256,9 @@ absl::Status RedisConnection::IoError(absl::string_view what) const {
   if (context_ != nullptr && context_->err != 0) detail = context_->errstr;
   // hiredis reports a socket timeout as EAGAIN's text; say what it means.
   // A connect that timed out says ETIMEDOUT's ("Connection timed out").
-  const bool timed_out = TimedOut() || absl::StrContains(detail, "timed out");
-  if (TimedOut()) {
-    detail = "timed out (Resource temporarily unavailable)";
-  }
+  const bool socket_timeout = TimedOut();
+  const bool timed_out = socket_timeout || absl::StrContains(detail, "timed out");
+  if (socket_timeout) detail = "timed out (Resource temporarily unavailable)";
   absl::Status status =
       absl::UnavailableError(absl::StrCat("redis ", address_, ": ", what, ": ", detail));
   if (timed_out) status.SetPayload(kTimeoutPayload, absl::Cord());

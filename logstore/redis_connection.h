@@ -85,6 +85,13 @@ class ScopedSigpipeBlock {
 // connection.
 bool IsRedisTimeout(const absl::Status& status);
 
+// How long a stalled node is left alone at least: one that timed out on
+// CLUSTER SLOTS, on an HMGET, or on the connect, AUTH or PING of a new
+// connection (IsRedisTimeout). Several times the sink's and the reader's
+// slot map reload spacing (100 ms), so the reloads meanwhile ask other
+// nodes at once instead of waiting out its timeout again.
+inline constexpr absl::Duration kStalledNodeBackoff = absl::Seconds(1);
+
 // The reconnect backoff of one Redis node, shared by the sink, the cluster
 // router and the cluster reader: after a failed attempt the next waits the
 // current delay, which then doubles up to `max`; a successful connect puts
@@ -104,6 +111,11 @@ class ReconnectBackoff {
     next_attempt_ = now + wait;
     delay_ = std::min(delay_ * 2, max_);
     return wait;
+  }
+  // An attempt failed at `now` with `error`: as Failed, and a node that
+  // timed out (IsRedisTimeout) waits at least kStalledNodeBackoff.
+  absl::Duration FailedWith(absl::Time now, const absl::Status& error) {
+    return Failed(now, IsRedisTimeout(error) ? kStalledNodeBackoff : absl::ZeroDuration());
   }
   // A connect succeeded: no wait, and the delay is back to `min`.
   void Succeeded() {
@@ -154,6 +166,12 @@ class RedisConnection {
   // in its write for up to that socket timeout.
   // False on an I/O error, or when `limit` runs out (then TimedOut()).
   bool GetReplyWithin(absl::Duration limit, void** reply);
+  // GetReplyWithin's reply, or the I/O error as IoError(what) gives it.
+  absl::StatusOr<RedisReplyPtr> ReplyWithin(absl::Duration limit, absl::string_view what);
+  // Sends one command (argv as hiredis takes it) and reads its reply within
+  // `limit`; IoError(what) on failure.
+  absl::StatusOr<RedisReplyPtr> CommandWithin(int argc, const char** argv, const size_t* argvlen,
+                                              absl::Duration limit, absl::string_view what);
 
  private:
   explicit RedisConnection(redisContext* context, std::string address)

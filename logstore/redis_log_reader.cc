@@ -61,15 +61,16 @@ absl::StatusOr<std::vector<std::optional<std::string>>> RedisLogReader::FetchBef
       connection.emplace(std::move(made));
       if (absl::Now() >= deadline) return deadline_passed("while it connected");
     }
-    void* raw = nullptr;
-    if (commands.AppendRead(connection->get(), key, item_ids) &&
-        connection->GetReplyWithin(options_.io_timeout, &raw)) {
-      reply.reset(static_cast<redisReply*>(raw));
+    absl::StatusOr<RedisReplyPtr> read =
+        commands.AppendRead(connection->get(), key, item_ids)
+            ? connection->ReplyWithin(options_.io_timeout, "HMGET")
+            : absl::StatusOr<RedisReplyPtr>(connection->IoError("HMGET"));
+    if (read.ok()) {
+      reply = *std::move(read);
     } else {
-      absl::Status error = connection->IoError("HMGET");
       const bool timed_out = connection->TimedOut();
       connection.reset();
-      if (fresh || timed_out) return error;
+      if (fresh || timed_out) return read.status();
     }
   }
   std::optional<RedisRedirect> redirect;
