@@ -164,6 +164,9 @@ struct LogStoreConfig {
   // Writers on cores of their own never take CPU from ranking.
   std::vector<int> writer_cpus;
   absl::Duration connect_timeout = absl::Milliseconds(200);
+  // What one exchange may wait on Redis in all, sending and reading: a
+  // connect's AUTH or PING, a reader's HMGET or CLUSTER SLOTS, a writer's
+  // whole pipelined batch to one node (RedisConnection::GetReplyWithin).
   absl::Duration io_timeout = absl::Milliseconds(500);
   absl::Duration reconnect_backoff_min = absl::Milliseconds(50);
   absl::Duration reconnect_backoff_max = absl::Seconds(2);

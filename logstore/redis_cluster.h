@@ -93,6 +93,8 @@ class RedisClusterRouter {
   absl::StatusOr<RedisConnection*> Connection(const std::string& address);
   // Drops the connection after an I/O error; the next attempt is immediate.
   void Disconnect(const std::string& address);
+  // What a node may keep one exchange waiting (RedisConnection::GetReplyWithin).
+  absl::Duration io_timeout() const { return options_.connect.io_timeout; }
   // Drops the connection and starts the node's backoff (a stalled node),
   // for at least kStalledNodeBackoff.
   void Backoff(const std::string& address);

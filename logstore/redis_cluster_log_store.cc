@@ -28,6 +28,9 @@ struct NodeBatch {
   std::vector<Route> routes;
   size_t sent = 0;       // Routes whose commands reached the socket.
   size_t confirmed = 0;  // Routes whose replies were read.
+  // What the round may still wait on this node's socket, sending and
+  // reading together (RedisConnection::GetReplyWithin).
+  absl::Duration budget;
   absl::Status error;
 };
 
@@ -55,19 +58,17 @@ void SendToNode(RedisClusterRouter& router, RedisCommandWriter& commands,
     return;
   }
   node.connection = *connection;
+  node.budget = router.io_timeout();
   redisContext* context = node.connection->get();
   for (const Route& route : node.routes) {
     if (!commands.AppendWrite(context, batch[route.entry], ttl_ms, route.asking)) {
       node.error = node.connection->IoError("queue commands");
       return;
     }
-    int written = 0;
-    do {
-      if (redisBufferWrite(context, &written) != REDIS_OK) {
-        node.error = node.connection->IoError("write logs");
-        return;
-      }
-    } while (!written);
+    if (!node.connection->FlushWithin(&node.budget)) {
+      node.error = node.connection->IoError("write logs");
+      return;
+    }
     ++node.sent;
   }
 }
@@ -86,7 +87,7 @@ void ReadFromNode(RedisClusterRouter& router, const std::string& address, NodeBa
     redisReply* raw_replies[kRepliesPerWrite + 1];
     for (int r = 0; r < count && node.error.ok(); ++r) {
       void* raw = nullptr;
-      if (redisGetReply(node.connection->get(), &raw) != REDIS_OK) {
+      if (!node.connection->GetReplyWithin(&node.budget, &raw)) {
         node.error = node.connection->IoError("write logs");
       }
       replies[r].reset(static_cast<redisReply*>(raw));

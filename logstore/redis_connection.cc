@@ -1,6 +1,7 @@
 #include "logstore/redis_connection.h"
 
 #include <hiredis/hiredis.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/time.h>
@@ -121,9 +122,15 @@ absl::StatusOr<RedisConnection> RedisConnection::Connect(
   }
   RedisConnection connection(context, address);
   if (context->err != 0) return connection.IoError("connect");
-  if (redisSetTimeout(context, TimeoutTimeval(options.io_timeout)) != REDIS_OK) {
-    return connection.IoError("set timeout");
+  // Non-blocking from here on (RedisConnection's I/O waits in poll()).
+  // hiredis then treats EAGAIN as "try again later", not as an error.
+  const int fd_flags = fcntl(context->fd, F_GETFL);
+  if (fd_flags < 0 || fcntl(context->fd, F_SETFL, fd_flags | O_NONBLOCK) < 0) {
+    return absl::UnavailableError(
+        absl::StrCat("redis ", address, ": cannot make the socket non-blocking: ",
+                     std::strerror(errno)));
   }
+  context->flags &= ~REDIS_BLOCK;
   // Best effort: a dead peer is noticed sooner, but nothing depends on it.
   (void)redisEnableKeepAlive(context);
 
@@ -173,30 +180,30 @@ RedisConnection::~RedisConnection() {
   if (context_ != nullptr) redisFree(context_);
 }
 
-bool RedisConnection::GetReplyWithin(absl::Duration limit, void** reply) {
+bool RedisConnection::FlushWithin(absl::Duration* budget) {
+  // The socket is non-blocking: each write takes what fits in the send
+  // buffer, and the next waits for room.
+  int written = 0;
+  for (;;) {
+    if (redisBufferWrite(context_, &written) != REDIS_OK) return false;
+    if (written) return true;
+    if (!WaitFor(POLLOUT, budget)) return false;
+  }
+}
+
+bool RedisConnection::GetReplyWithin(absl::Duration* budget, void** reply) {
   *reply = nullptr;
-  // The steady clock: a step of the wall clock does not stretch the limit.
-  const std::chrono::steady_clock::time_point end =
-      std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(limit);
   // A reply already read (pipelined) needs no I/O.
   if (redisGetReplyFromReader(context_, reply) != REDIS_OK) return false;
   if (*reply != nullptr) return true;
-  // Each read or write waits in poll() for what is left of `limit`; the
-  // socket is ready when it is read or written, so the read does not block
-  // (nor does a write that fits the send buffer).
-  int written = 0;
-  while (!written) {
-    if (!WaitUntil(POLLOUT, end) || redisBufferWrite(context_, &written) != REDIS_OK) {
-      return false;
-    }
-  }
-  while (*reply == nullptr) {
-    if (!WaitUntil(POLLIN, end) || redisBufferRead(context_) != REDIS_OK ||
+  if (!FlushWithin(budget)) return false;
+  for (;;) {
+    if (!WaitFor(POLLIN, budget) || redisBufferRead(context_) != REDIS_OK ||
         redisGetReplyFromReader(context_, reply) != REDIS_OK) {
       return false;
     }
+    if (*reply != nullptr) return true;
   }
-  return true;
 }
 
 absl::StatusOr<RedisReplyPtr> RedisConnection::ReplyWithin(absl::Duration limit,
@@ -214,31 +221,36 @@ absl::StatusOr<RedisReplyPtr> RedisConnection::CommandWithin(int argc, const cha
   return ReplyWithin(limit, what);
 }
 
-bool RedisConnection::WaitUntil(short events, std::chrono::steady_clock::time_point end) {
+bool RedisConnection::WaitFor(short events, absl::Duration* budget) {
   if (context_->fd < 0) {
     context_->err = REDIS_ERR_IO;
     std::snprintf(context_->errstr, sizeof(context_->errstr), "connection closed");
     return false;
   }
   for (;;) {
-    const absl::Duration left = absl::FromChrono(end - std::chrono::steady_clock::now());
-    if (left <= absl::ZeroDuration()) {
-      // What hiredis reports for a socket timeout, so TimedOut() holds.
-      context_->err = REDIS_ERR_IO;
-      std::snprintf(context_->errstr, sizeof(context_->errstr), "%s", std::strerror(EAGAIN));
-      return false;
-    }
-    pollfd waiting{context_->fd, events, 0};
+    // Once the budget is spent, one look that does not wait: a socket that
+    // is ready now was not kept waiting by the server.
+    const absl::Duration left = std::max(*budget, absl::ZeroDuration());
     const int ms = static_cast<int>(
         std::min<int64_t>(absl::ToInt64Milliseconds(absl::Ceil(left, absl::Milliseconds(1))),
                           std::numeric_limits<int>::max()));
+    // The steady clock: a step of the wall clock does not stretch the wait.
+    const auto start = std::chrono::steady_clock::now();
+    pollfd waiting{context_->fd, events, 0};
     const int ready = poll(&waiting, 1, ms);
+    *budget -= absl::FromChrono(std::chrono::steady_clock::now() - start);
     // Ready, or an error or hang-up that the read or write then reports.
     if (ready > 0) return true;
     if (ready < 0 && errno != EINTR) {
       context_->err = REDIS_ERR_IO;
       std::snprintf(context_->errstr, sizeof(context_->errstr), "poll: %s",
                     std::strerror(errno));
+      return false;
+    }
+    if (ready == 0 && *budget <= absl::ZeroDuration()) {
+      // What hiredis reports for a socket timeout, so TimedOut() holds.
+      context_->err = REDIS_ERR_IO;
+      std::snprintf(context_->errstr, sizeof(context_->errstr), "%s", std::strerror(EAGAIN));
       return false;
     }
   }

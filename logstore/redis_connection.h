@@ -1,5 +1,5 @@
-// RedisConnection owns one blocking hiredis connection with connect and I/O
-// timeouts, authenticated (AUTH) when a password is set and checked with a
+// RedisConnection owns one hiredis connection with connect and I/O
+// timeouts (its socket non-blocking, every wait a bounded poll()), authenticated (AUTH) when a password is set and checked with a
 // PING before it is handed out. Both the Redis sink and the Redis reader use
 // it; neither talks to hiredis's connect API directly.
 //
@@ -156,16 +156,23 @@ class RedisConnection {
   // server) rather than a closed or reset connection.
   bool TimedOut() const;
 
-  // As hiredis's redisGetReply: sends the queued commands and reads the
-  // next reply into `*reply` (a redisReply to free), but the whole
-  // exchange ends within `limit`. The socket timeout bounds each read; a
-  // reply that trickles in a byte at a time would take longer, so every
-  // read and write first waits in poll() for what is left of `limit`
-  // (the socket timeout, which the writers' pipelines rely on, is left
-  // alone). A command larger than the socket's send buffer can still block
-  // in its write for up to that socket timeout.
-  // False on an I/O error, or when `limit` runs out (then TimedOut()).
-  bool GetReplyWithin(absl::Duration limit, void** reply);
+  // The connection's socket is non-blocking: every exchange waits for the
+  // socket in poll(), within a budget of waiting time. What each wait took
+  // is taken off `*budget`; a socket found ready goes on even when the
+  // budget is spent (the delay was this thread's, not the server's), one
+  // that is not ends the exchange as a timeout. So a reply that trickles
+  // in a byte at a time, and a write larger than the socket's send buffer
+  // to a server that does not read, both end once `*budget` is spent; time
+  // this thread spends off the CPU is not charged to the server.
+  //
+  // FlushWithin sends what hiredis has queued (redisAppendCommand*).
+  // GetReplyWithin, like hiredis's redisGetReply, sends the queued commands
+  // and reads the next reply into `*reply` (a redisReply to free). False on
+  // an I/O error, or when the budget runs out (then TimedOut()).
+  bool FlushWithin(absl::Duration* budget);
+  bool GetReplyWithin(absl::Duration* budget, void** reply);
+  // One exchange with a budget of its own.
+  bool GetReplyWithin(absl::Duration limit, void** reply) { return GetReplyWithin(&limit, reply); }
   // GetReplyWithin's reply, or the I/O error as IoError(what) gives it.
   absl::StatusOr<RedisReplyPtr> ReplyWithin(absl::Duration limit, absl::string_view what);
   // Sends one command (argv as hiredis takes it) and reads its reply within
@@ -178,9 +185,9 @@ class RedisConnection {
       : context_(context), address_(std::move(address)) {}
 
   // Waits until the socket is ready for `events` (POLLIN, POLLOUT), an
-  // error or a hang-up; false, with the context's error set (a timeout
-  // when `end` passed), otherwise.
-  bool WaitUntil(short events, std::chrono::steady_clock::time_point end);
+  // error or a hang-up, taking the wait off `*budget`; false, with the
+  // context's error set (a timeout when the budget ran out), otherwise.
+  bool WaitFor(short events, absl::Duration* budget);
 
   redisContext* context_ = nullptr;  // Owned.
   std::string address_;              // For error messages.

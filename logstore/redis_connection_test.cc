@@ -1,6 +1,6 @@
 // RedisConnection against sockets that misbehave on loopback: a connect
-// that is refused, one whose SYN is dropped, a server that is stopped, and
-// one that trickles its reply a byte at a time.
+// that is refused, one whose SYN is dropped, a server that is stopped, one
+// that trickles its reply a byte at a time, and one that stops reading.
 #include "logstore/redis_connection.h"
 
 #include <arpa/inet.h>
@@ -24,6 +24,7 @@
 #include "gtest/gtest.h"
 #include "logstore/log_store.h"
 #include "logstore/redis_log_reader.h"
+#include "logstore/redis_log_sink.h"
 #include "tests/support/redis_process.h"
 
 namespace rankwire::logstore {
@@ -113,6 +114,53 @@ class TricklingRedis {
   std::thread thread_;
 };
 
+// A fake Redis that answers the PING of a connect, then never reads again:
+// a large write fills the socket buffers and stays there.
+class DeafRedis {
+ public:
+  DeafRedis() {
+    if (socket_.port == 0 || listen(socket_.fd, 8) != 0) return;
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~DeafRedis() {
+    stop_ = true;
+    shutdown(socket_.fd, SHUT_RDWR);
+    if (thread_.joinable()) thread_.join();
+  }
+  int port() const { return socket_.port; }
+
+ private:
+  void Serve() {
+    const int c = accept(socket_.fd, nullptr, nullptr);
+    if (c < 0) return;
+    char buf[64];
+    if (recv(c, buf, sizeof(buf), 0) > 0) (void)send(c, "+PONG\r\n", 7, MSG_NOSIGNAL);
+    while (!stop_) absl::SleepFor(absl::Milliseconds(10));
+    close(c);
+  }
+
+  LoopbackSocket socket_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// A one-entry batch for `sink`: `items` fields of `value_bytes` each.
+std::vector<SinkEntry> OneRequest(size_t items, size_t value_bytes) {
+  std::vector<SinkEntry> batch(1);
+  batch[0].key = "rank:log:slow";
+  for (size_t i = 0; i < items; ++i) {
+    batch[0].fields.push_back({absl::StrCat("item", i), std::string(value_bytes, 'x')});
+  }
+  return batch;
+}
+
+RedisSinkOptions SinkTo(int port, absl::Duration io_timeout) {
+  RedisSinkOptions options;
+  options.connect.address = RedisAddress{"127.0.0.1", port};
+  options.connect.io_timeout = io_timeout;
+  return options;
+}
+
 TEST(RedisConnectionTest, IsRedisTimeoutTellsARefusedConnectFromATimedOutOne) {
   RedisConnectOptions options;  // 200 ms connect, 500 ms I/O.
   absl::StatusOr<int> free_port = test::PickFreePort();
@@ -175,6 +223,42 @@ TEST(RedisConnectionTest, ALogReadFromATricklingServerEndsWithinTheIoTimeout) {
   const absl::Duration took = absl::Now() - start;
   EXPECT_EQ(read.status().code(), absl::StatusCode::kUnavailable) << read.status();
   EXPECT_LT(took, absl::Milliseconds(800)) << read.status();
+}
+
+// A log writer's batch is bounded by the I/O timeout as a whole: its
+// replies trickle in well within the timeout per byte (~2.2 s in all),
+// and the write still ends after about the timeout, counted as failed.
+TEST(RedisConnectionTest, ALogWriteToATricklingServerEndsWithinTheIoTimeout) {
+  TricklingRedis slow("+OK\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n*3\r\n:1\r\n:1\r\n:1\r\n",
+                      absl::Milliseconds(50));
+  ASSERT_NE(slow.port(), 0);
+  RedisLogSink sink(SinkTo(slow.port(), absl::Milliseconds(300)));
+  std::vector<SinkEntry> batch = OneRequest(3, 100);
+  const absl::Time start = absl::Now();
+  std::vector<absl::Status> results = sink.Write(absl::MakeSpan(batch), absl::Seconds(1));
+  const absl::Duration took = absl::Now() - start;
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].code(), absl::StatusCode::kUnavailable) << results[0];
+  EXPECT_TRUE(IsRedisTimeout(results[0])) << results[0];
+  EXPECT_LT(took, absl::Milliseconds(1000)) << results[0];
+}
+
+// A batch larger than the socket buffers, to a server that stopped
+// reading, ends after about one I/O timeout: its writes wait in poll(),
+// not in a blocking write that the socket timeout would end only once per
+// call.
+TEST(RedisConnectionTest, ALargeLogWriteToAServerThatStoppedReadingEndsWithinTheIoTimeout) {
+  DeafRedis deaf;
+  ASSERT_NE(deaf.port(), 0);
+  RedisLogSink sink(SinkTo(deaf.port(), absl::Milliseconds(500)));
+  std::vector<SinkEntry> batch = OneRequest(64, 256 << 10);  // 16 MiB.
+  const absl::Time start = absl::Now();
+  std::vector<absl::Status> results = sink.Write(absl::MakeSpan(batch), absl::Seconds(1));
+  const absl::Duration took = absl::Now() - start;
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_TRUE(IsRedisTimeout(results[0])) << results[0];
+  EXPECT_GE(took, absl::Milliseconds(450));
+  EXPECT_LT(took, absl::Milliseconds(900)) << results[0];
 }
 
 // A reply that arrives in time is read whole.

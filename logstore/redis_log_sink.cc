@@ -93,12 +93,11 @@ void RedisLogSink::Poll() {
   ScopedSigpipeBlock no_sigpipe;
   const char* ping[] = {"PING"};
   const size_t ping_len[] = {4};
-  RedisReplyPtr reply(static_cast<redisReply*>(
-      redisCommandArgv(connection_->get(), 1, ping, ping_len)));
-  if (reply == nullptr) {
-    absl::Status lost = connection_->IoError("PING");
-    Disconnect(lost);
-    LogError(lost, 0);
+  absl::StatusOr<RedisReplyPtr> reply =
+      connection_->CommandWithin(1, ping, ping_len, options_.connect.io_timeout, "PING");
+  if (!reply.ok()) {
+    Disconnect(reply.status());
+    LogError(reply.status(), 0);
     return;
   }
   last_io_ = absl::Now();
@@ -156,6 +155,10 @@ absl::Status RedisLogSink::WritePipeline(absl::Span<const SinkEntry> entries,
                                          const std::string& ttl_ms,
                                          absl::Span<absl::Status> results, size_t* done) {
   redisContext* context = connection_->get();
+  // What the batch may wait on Redis in all, sending and reading: a server
+  // that takes the bytes or gives the replies a trickle at a time cannot
+  // hold the writer longer (RedisConnection::GetReplyWithin).
+  absl::Duration budget = options_.connect.io_timeout;
   // Each request's transaction goes to the socket as soon as it is
   // formatted, so Redis executes request i while request i+1 is being
   // formatted, and hiredis's output buffer never holds more than one
@@ -164,19 +167,14 @@ absl::Status RedisLogSink::WritePipeline(absl::Span<const SinkEntry> entries,
     if (!commands_.AppendWrite(context, entry, ttl_ms)) {
       return connection_->IoError("queue commands");
     }
-    int written = 0;
-    do {
-      if (redisBufferWrite(context, &written) != REDIS_OK) {
-        return connection_->IoError("write logs");
-      }
-    } while (!written);
+    if (!connection_->FlushWithin(&budget)) return connection_->IoError("write logs");
   }
   for (size_t i = 0; i < entries.size(); ++i) {
     RedisReplyPtr replies[kRepliesPerWrite];
     redisReply* raw_replies[kRepliesPerWrite];
     for (int r = 0; r < kRepliesPerWrite; ++r) {
       void* raw = nullptr;
-      if (redisGetReply(context, &raw) != REDIS_OK) {
+      if (!connection_->GetReplyWithin(&budget, &raw)) {
         // Nothing from here on was confirmed. Each unconfirmed transaction
         // either ran whole (its EXEC arrived) or not at all, so no key is
         // left without its TTL.
