@@ -6,8 +6,11 @@
    CPU was the default), rotating, a fresh server per run. Each run: (a) an unloaded server at
    concurrency L (closed loop) and (b) 4L closed-loop callers. Reported per
    round: errors other than RESOURCE_EXHAUSTED (target
-   0), the refusals' p99 (target <= 2 ms) and the admitted calls' p99 against
-   (a)'s p99 in the same round (target <= 2x).
+   0), the refusals' p99 (target <= 2 ms), the admitted calls' p99 against
+   (a)'s p99 in the same round (target <= 2x), and the ranking worker's share
+   of the server's CPU during (b) (from /proc/<pid>/task/*/stat; the rest is
+   gRPC's threads). --nice_sweep replaces the variants with the ranking worker
+   at nice 0, -5 and -10.
 2. TLS. A plaintext and a TLS server (same flags, certificates made with
    openssl now), 500-candidate rankbin calls at concurrency 1 on a warm
    channel, rounds alternating plaintext/TLS: p50 ratio TLS/plaintext per
@@ -20,6 +23,7 @@ Medians over rounds with their spread (min..max). Servers on CPU 1, the load
 generator on CPU 0 (the machine has 2 cores).
 
 Usage: hostile_bench.py --build build [--rounds 5] [--seconds 5] [--limit 2]
+           [--only overload|tls|refusals] [--nice_sweep]
 """
 
 import argparse
@@ -65,6 +69,26 @@ def make_certs(workdir):
         "ca.key", "-CAcreateserial", "-out", "server.pem", "-extfile", "server.ext")
 
 
+def thread_cpu(server):
+    """CPU seconds of the server's threads so far: (ranking workers, all others)."""
+    rank = other = 0.0
+    task_dir = f"/proc/{server.proc.pid}/task"
+    for tid in os.listdir(task_dir):
+        try:
+            with open(f"{task_dir}/{tid}/comm") as f:
+                comm = f.read().strip()
+            with open(f"{task_dir}/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # A thread that ended meanwhile.
+        seconds = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        if comm == "rankwire-rank":
+            rank += seconds
+        else:
+            other += seconds
+    return rank, other
+
+
 def overload_round(args, flags):
     """One round against a fresh server: unloaded, then 4L callers with a probe inside."""
     limit = args.limit
@@ -80,12 +104,21 @@ def overload_round(args, flags):
              f"--duration_s={args.seconds + 1}", "--warmup_s=1",
              f"--concurrency={4 * limit}", "--json"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cpu_before = thread_cpu(server)
         time.sleep(1.5)
         probe = loadgen(args.build, server, 2, args.seconds - 1, ["--qps=50"])
         out, err = flood.communicate(timeout=args.seconds + 60)
+        cpu_after = thread_cpu(server)
         if not out.strip():
             raise RuntimeError(f"loadgen failed: {err}")
-        return base, json.loads(out.strip().splitlines()[-1]), probe
+        over = json.loads(out.strip().splitlines()[-1])
+        # Where the server's core went during the flood (its warm-up
+        # included): the ranking worker, and everything else (gRPC's
+        # threads, which receive and answer every call, refused or not).
+        rank_s = cpu_after[0] - cpu_before[0]
+        other_s = cpu_after[1] - cpu_before[1]
+        over["rank_cpu_share"] = rank_s / max(rank_s + other_s, 1e-9)
+        return base, over, probe
     finally:
         server.close()
 
@@ -93,14 +126,14 @@ def overload_round(args, flags):
 def overload_table(rows):
     print("| round | unloaded p99 us | admitted | admitted p99 us | ratio | refused | "
           "refused p50 us | refused p99 us | probe: ok / refused | probe refused p50 / p99 us "
-          "| other errors |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| ranking's share of the server CPU | other errors |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for i, (b, o, p) in enumerate(rows):
         print(f"| {i + 1} | {b['p99_us']:.0f} | {o['requests']} | {o['p99_us']:.0f} | "
               f"{o['p99_us'] / b['p99_us']:.2f} | {o['rejected']} | {o['rejected_p50_us']:.0f} | "
               f"{o['rejected_p99_us']:.0f} | {p['requests']} / {p['rejected']} | "
               f"{p['rejected_p50_us']:.0f} / {p['rejected_p99_us']:.0f} | "
-              f"{o['errors'] + b['errors'] + p['errors']} |")
+              f"{100 * o['rank_cpu_share']:.0f} % | {o['errors'] + b['errors'] + p['errors']} |")
     ratios = [o["p99_us"] / b["p99_us"] for b, o, _ in rows]
     errors = sum(o["errors"] + b["errors"] + p["errors"] for b, o, p in rows)
     print(f"\nadmitted p99 / unloaded p99: median {spread(ratios)}; refused calls per round: "
@@ -123,6 +156,11 @@ def overload(args):
                  [*args.server_flag, "--latency_slice_us=0"]),
                 (f"--rank_workers={limit} (a worker per slot, time-sliced)",
                  [*args.server_flag, f"--rank_workers={limit}"])]
+    if args.nice_sweep:
+        # What the ranking worker's CPU weight trades: its share of the core
+        # against gRPC's threads, which answer the refusals.
+        variants = [(f"--rank_worker_nice={n}", [*args.server_flag, f"--rank_worker_nice={n}"])
+                    for n in (0, -5, -10)]
     rows = {name: [] for name, _ in variants}
     for r in range(args.rounds):
         order = variants[r % len(variants):] + variants[:r % len(variants)]
@@ -262,6 +300,9 @@ def main():
     parser.add_argument("--server_flag", action="append", default=[],
                         help="extra server flag for the overload part (repeatable)")
     parser.add_argument("--only", choices=["overload", "tls", "refusals"])
+    parser.add_argument("--nice_sweep", action="store_true",
+                        help="overload: the ranking worker at nice 0, -5 and -10 instead of "
+                             "the default variants")
     args = parser.parse_args()
     load = open("/proc/loadavg").read().split()[:3]
     print(f"# Hostile-load benchmark\n\n{os.cpu_count()} cores; load average at start "
