@@ -30,7 +30,7 @@ struct NodeBatch {
   size_t confirmed = 0;  // Routes whose replies were read.
   // What the round may still wait on this node's socket, sending and
   // reading together (RedisConnection::GetReplyWithin).
-  absl::Duration budget;
+  IoBudget budget{absl::ZeroDuration()};
   absl::Status error;
 };
 
@@ -58,7 +58,7 @@ void SendToNode(RedisClusterRouter& router, RedisCommandWriter& commands,
     return;
   }
   node.connection = *connection;
-  node.budget = router.io_timeout();
+  node.budget = IoBudget(router.io_timeout());
   redisContext* context = node.connection->get();
   for (const Route& route : node.routes) {
     if (!commands.AppendWrite(context, batch[route.entry], ttl_ms, route.asking)) {
@@ -134,7 +134,15 @@ void ReadFromNode(RedisClusterRouter& router, const std::string& address, NodeBa
                                         [&](const auto& p) { return p.first == route.entry; });
     if (!redirected) results[route.entry] = node.error;
   }
-  if (node.connection != nullptr) router.Disconnect(address);
+  // A node that timed out is left alone for a while (kStalledNodeBackoff),
+  // so the next batches do not each wait out its timeout again.
+  if (node.connection != nullptr) {
+    if (node.connection->TimedOut()) {
+      router.Backoff(address);
+    } else {
+      router.Disconnect(address);
+    }
+  }
   outcome.node_failed = true;
   outcome.stale = true;
 }
@@ -426,12 +434,13 @@ absl::StatusOr<RedisReplyPtr> RedisClusterReader::Exchange(RedisConnection& conn
   if (!commands.AppendRead(connection.get(), key, item_ids, asking)) {
     return connection.IoError("HMGET");
   }
-  const absl::Time end = absl::Now() + limit;
+  // One budget for ASKING's reply and the HMGET's.
+  IoBudget budget(limit);
   if (asking) {
-    absl::StatusOr<RedisReplyPtr> asking_reply = connection.ReplyWithin(limit, "HMGET");
+    absl::StatusOr<RedisReplyPtr> asking_reply = connection.ReplyWithin(&budget, "HMGET");
     if (!asking_reply.ok()) return asking_reply.status();
   }
-  return connection.ReplyWithin(end - absl::Now(), "HMGET");
+  return connection.ReplyWithin(&budget, "HMGET");
 }
 
 namespace {

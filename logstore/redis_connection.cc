@@ -180,7 +180,7 @@ RedisConnection::~RedisConnection() {
   if (context_ != nullptr) redisFree(context_);
 }
 
-bool RedisConnection::FlushWithin(absl::Duration* budget) {
+bool RedisConnection::FlushWithin(IoBudget* budget) {
   // The socket is non-blocking: each write takes what fits in the send
   // buffer, and the next waits for room.
   int written = 0;
@@ -191,7 +191,7 @@ bool RedisConnection::FlushWithin(absl::Duration* budget) {
   }
 }
 
-bool RedisConnection::GetReplyWithin(absl::Duration* budget, void** reply) {
+bool RedisConnection::GetReplyWithin(IoBudget* budget, void** reply) {
   *reply = nullptr;
   // A reply already read (pipelined) needs no I/O.
   if (redisGetReplyFromReader(context_, reply) != REDIS_OK) return false;
@@ -206,10 +206,10 @@ bool RedisConnection::GetReplyWithin(absl::Duration* budget, void** reply) {
   }
 }
 
-absl::StatusOr<RedisReplyPtr> RedisConnection::ReplyWithin(absl::Duration limit,
+absl::StatusOr<RedisReplyPtr> RedisConnection::ReplyWithin(IoBudget* budget,
                                                            absl::string_view what) {
   void* raw = nullptr;
-  if (!GetReplyWithin(limit, &raw)) return IoError(what);
+  if (!GetReplyWithin(budget, &raw)) return IoError(what);
   return RedisReplyPtr(static_cast<redisReply*>(raw));
 }
 
@@ -221,56 +221,64 @@ absl::StatusOr<RedisReplyPtr> RedisConnection::CommandWithin(int argc, const cha
   return ReplyWithin(limit, what);
 }
 
-bool RedisConnection::WaitFor(short events, absl::Duration* budget) {
+bool RedisConnection::WaitFor(short events, IoBudget* budget) {
   if (context_->fd < 0) {
     context_->err = REDIS_ERR_IO;
     std::snprintf(context_->errstr, sizeof(context_->errstr), "connection closed");
     return false;
   }
+  const auto timed_out = [this] {
+    // The text of EAGAIN, which TimedOut() looks for.
+    context_->err = REDIS_ERR_IO;
+    std::snprintf(context_->errstr, sizeof(context_->errstr), "%s", std::strerror(EAGAIN));
+    return false;
+  };
   for (;;) {
-    // Once the budget is spent, one look that does not wait: a socket that
-    // is ready now was not kept waiting by the server.
-    const absl::Duration left = std::max(*budget, absl::ZeroDuration());
+    // The steady clock: a step of the wall clock does not stretch a wait.
+    const auto start = std::chrono::steady_clock::now();
+    if (start >= budget->cap) return timed_out();
+    // Once the waiting time is spent, one look that does not wait: a
+    // socket ready now was not kept waiting by the server.
+    const absl::Duration left =
+        std::min(std::max(budget->wait, absl::ZeroDuration()),
+                 absl::FromChrono(budget->cap - start));
     const int ms = static_cast<int>(
         std::min<int64_t>(absl::ToInt64Milliseconds(absl::Ceil(left, absl::Milliseconds(1))),
                           std::numeric_limits<int>::max()));
-    // The steady clock: a step of the wall clock does not stretch the wait.
-    const auto start = std::chrono::steady_clock::now();
     pollfd waiting{context_->fd, events, 0};
     const int ready = poll(&waiting, 1, ms);
-    *budget -= absl::FromChrono(std::chrono::steady_clock::now() - start);
+    const int poll_errno = errno;
+    budget->wait -= absl::FromChrono(std::chrono::steady_clock::now() - start);
     // Ready, or an error or hang-up that the read or write then reports.
     if (ready > 0) return true;
-    if (ready < 0 && errno != EINTR) {
+    if (ready < 0 && poll_errno != EINTR) {
       context_->err = REDIS_ERR_IO;
       std::snprintf(context_->errstr, sizeof(context_->errstr), "poll: %s",
-                    std::strerror(errno));
+                    std::strerror(poll_errno));
       return false;
     }
-    if (ready == 0 && *budget <= absl::ZeroDuration()) {
-      // What hiredis reports for a socket timeout, so TimedOut() holds.
-      context_->err = REDIS_ERR_IO;
-      std::snprintf(context_->errstr, sizeof(context_->errstr), "%s", std::strerror(EAGAIN));
-      return false;
-    }
+    // Nothing within the time left (or a signal once it was spent).
+    if (budget->wait <= absl::ZeroDuration()) return timed_out();
   }
 }
 
 bool RedisConnection::TimedOut() const {
-  // hiredis keeps strerror(errno) of the failed read or write; a socket
-  // timeout is EAGAIN on a blocking socket.
+  // WaitFor's timeout says EAGAIN's text; a connection the kernel gave up
+  // on (keepalive, retransmissions) says ETIMEDOUT's.
   return context_ != nullptr && context_->err == REDIS_ERR_IO &&
-         absl::StrContains(context_->errstr, "temporarily unavailable");
+         (absl::StrContains(context_->errstr, "temporarily unavailable") ||
+          absl::StrContains(context_->errstr, "timed out"));
 }
 
 absl::Status RedisConnection::IoError(absl::string_view what) const {
   absl::string_view detail = "connection lost";
   if (context_ != nullptr && context_->err != 0) detail = context_->errstr;
-  // hiredis reports a socket timeout as EAGAIN's text; say what it means.
-  // A connect that timed out says ETIMEDOUT's ("Connection timed out").
-  const bool socket_timeout = TimedOut();
-  const bool timed_out = socket_timeout || absl::StrContains(detail, "timed out");
-  if (socket_timeout) detail = "timed out (Resource temporarily unavailable)";
+  // WaitFor reports a timeout as EAGAIN's text; say what it means. A
+  // connect that timed out says ETIMEDOUT's ("Connection timed out").
+  const bool wait_timeout = context_ != nullptr && context_->err == REDIS_ERR_IO &&
+                            absl::StrContains(context_->errstr, "temporarily unavailable");
+  const bool timed_out = wait_timeout || absl::StrContains(detail, "timed out");
+  if (wait_timeout) detail = "timed out (Resource temporarily unavailable)";
   absl::Status status =
       absl::UnavailableError(absl::StrCat("redis ", address_, ": ", what, ": ", detail));
   if (timed_out) status.SetPayload(kTimeoutPayload, absl::Cord());

@@ -1,6 +1,7 @@
 // RedisConnection owns one hiredis connection with connect and I/O
-// timeouts (its socket non-blocking, every wait a bounded poll()), authenticated (AUTH) when a password is set and checked with a
-// PING before it is handed out. Both the Redis sink and the Redis reader use
+// timeouts (a non-blocking socket; every wait a bounded poll()),
+// authenticated (AUTH) when a password is set and checked with a PING
+// before it is handed out. Both the Redis sink and the Redis reader use
 // it; neither talks to hiredis's connect API directly.
 //
 // hiredis types are only forward-declared here so that users of the log
@@ -133,6 +134,18 @@ class ReconnectBackoff {
   absl::Time next_attempt_ = absl::InfinitePast();
 };
 
+// What one exchange with Redis may wait on its socket (RedisConnection's
+// I/O): `wait` in poll() in all, and, whatever the waits took, no longer
+// than twice that from the budget's making (a wall-clock cap, so a socket
+// that keeps reporting ready without moving a byte ends too).
+struct IoBudget {
+  explicit IoBudget(absl::Duration limit)
+      : wait(limit),
+        cap(std::chrono::steady_clock::now() + 2 * absl::ToChronoNanoseconds(limit)) {}
+  absl::Duration wait;  // Left; may go below zero.
+  std::chrono::steady_clock::time_point cap;
+};
+
 class RedisConnection {
  public:
   // kUnavailable if the server cannot be reached or does not answer in
@@ -157,24 +170,31 @@ class RedisConnection {
   bool TimedOut() const;
 
   // The connection's socket is non-blocking: every exchange waits for the
-  // socket in poll(), within a budget of waiting time. What each wait took
-  // is taken off `*budget`; a socket found ready goes on even when the
-  // budget is spent (the delay was this thread's, not the server's), one
-  // that is not ends the exchange as a timeout. So a reply that trickles
-  // in a byte at a time, and a write larger than the socket's send buffer
-  // to a server that does not read, both end once `*budget` is spent; time
-  // this thread spends off the CPU is not charged to the server.
+  // socket in poll(), within an IoBudget. What each wait took is taken off
+  // the budget's waiting time; a socket found ready goes on even when that
+  // is spent (time this thread spent elsewhere before it looked is not the
+  // server's), one that is not ends the exchange as a timeout, and nothing
+  // goes on past the budget's wall-clock cap. So a reply that trickles in a
+  // byte at a time, and a write larger than the socket's send buffer to a
+  // server that does not read, both end once the waiting time is spent.
   //
   // FlushWithin sends what hiredis has queued (redisAppendCommand*).
   // GetReplyWithin, like hiredis's redisGetReply, sends the queued commands
   // and reads the next reply into `*reply` (a redisReply to free). False on
   // an I/O error, or when the budget runs out (then TimedOut()).
-  bool FlushWithin(absl::Duration* budget);
-  bool GetReplyWithin(absl::Duration* budget, void** reply);
+  bool FlushWithin(IoBudget* budget);
+  bool GetReplyWithin(IoBudget* budget, void** reply);
   // One exchange with a budget of its own.
-  bool GetReplyWithin(absl::Duration limit, void** reply) { return GetReplyWithin(&limit, reply); }
+  bool GetReplyWithin(absl::Duration limit, void** reply) {
+    IoBudget budget(limit);
+    return GetReplyWithin(&budget, reply);
+  }
   // GetReplyWithin's reply, or the I/O error as IoError(what) gives it.
-  absl::StatusOr<RedisReplyPtr> ReplyWithin(absl::Duration limit, absl::string_view what);
+  absl::StatusOr<RedisReplyPtr> ReplyWithin(IoBudget* budget, absl::string_view what);
+  absl::StatusOr<RedisReplyPtr> ReplyWithin(absl::Duration limit, absl::string_view what) {
+    IoBudget budget(limit);
+    return ReplyWithin(&budget, what);
+  }
   // Sends one command (argv as hiredis takes it) and reads its reply within
   // `limit`; IoError(what) on failure.
   absl::StatusOr<RedisReplyPtr> CommandWithin(int argc, const char** argv, const size_t* argvlen,
@@ -185,9 +205,9 @@ class RedisConnection {
       : context_(context), address_(std::move(address)) {}
 
   // Waits until the socket is ready for `events` (POLLIN, POLLOUT), an
-  // error or a hang-up, taking the wait off `*budget`; false, with the
+  // error or a hang-up, taking the wait off `budget`; false, with the
   // context's error set (a timeout when the budget ran out), otherwise.
-  bool WaitFor(short events, absl::Duration* budget);
+  bool WaitFor(short events, IoBudget* budget);
 
   redisContext* context_ = nullptr;  // Owned.
   std::string address_;              // For error messages.

@@ -158,7 +158,7 @@ absl::Status RedisLogSink::WritePipeline(absl::Span<const SinkEntry> entries,
   // What the batch may wait on Redis in all, sending and reading: a server
   // that takes the bytes or gives the replies a trickle at a time cannot
   // hold the writer longer (RedisConnection::GetReplyWithin).
-  absl::Duration budget = options_.connect.io_timeout;
+  IoBudget budget(options_.connect.io_timeout);
   // Each request's transaction goes to the socket as soon as it is
   // formatted, so Redis executes request i while request i+1 is being
   // formatted, and hiredis's output buffer never holds more than one
