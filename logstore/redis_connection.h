@@ -139,9 +139,13 @@ class ReconnectBackoff {
 // than twice that from the budget's making (a wall-clock cap, so a socket
 // that keeps reporting ready without moving a byte ends too).
 struct IoBudget {
+  // The cap's arithmetic is done on at most a day (no overflow for an
+  // infinite limit).
   explicit IoBudget(absl::Duration limit)
       : wait(limit),
-        cap(std::chrono::steady_clock::now() + 2 * absl::ToChronoNanoseconds(limit)) {}
+        cap(std::chrono::steady_clock::now() +
+            2 * absl::ToChronoNanoseconds(
+                    std::clamp(limit, absl::ZeroDuration(), absl::Hours(24)))) {}
   absl::Duration wait;  // Left; may go below zero.
   std::chrono::steady_clock::time_point cap;
 };
