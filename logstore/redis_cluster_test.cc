@@ -5,6 +5,7 @@
 // fails no Rank call, counts every lost line and resumes writing.
 #include <hiredis/hiredis.h>
 
+#include <algorithm>
 #include <atomic>
 #include <future>
 #include <memory>
@@ -767,6 +768,62 @@ TEST_F(RedisClusterStallTest, AStalledNodeIsLeftAloneAfterEachTimeout) {
   EXPECT_GE(took[2], absl::Milliseconds(550)) << "the stalled node was not asked after 1 s";
   EXPECT_LT(took[3], absl::Milliseconds(400))
       << "a reload 200 ms after a connect that timed out asked the stalled node again";
+}
+
+// A writer's batch over three masters, two of them stalled: the healthy
+// master's entries are stored (its replies wait in its socket while the
+// stalled ones are waited for; each node has its own budget), and its next
+// batch is not refused. The stalled masters are backed off, so their next
+// batch fails at once instead of waiting out another timeout.
+TEST_F(RedisClusterStallTest, AWriterKeepsAHealthyMasterAndBacksOffStalledOnes) {
+  LogStoreConfig config = ClusterConfig(*cluster_);  // 500 ms I/O timeout.
+  absl::StatusOr<std::unique_ptr<RedisClusterSink>> sink = RedisClusterSink::Create(config);
+  ASSERT_TRUE(sink.ok()) << sink.status();
+  // One key per master.
+  std::vector<test::RedisProcess*> owners;
+  std::vector<std::string> keys;
+  for (int i = 0; i < 1000 && owners.size() < 3; ++i) {
+    const std::string key = absl::StrCat("rank:log:stall-", i);
+    absl::StatusOr<test::RedisProcess*> owner = cluster_->MasterOf(KeySlot(key));
+    ASSERT_TRUE(owner.ok());
+    if (std::find(owners.begin(), owners.end(), *owner) != owners.end()) continue;
+    owners.push_back(*owner);
+    keys.push_back(key);
+  }
+  ASSERT_EQ(owners.size(), 3u);
+  auto batch_of = [](const std::vector<std::string>& batch_keys) {
+    std::vector<SinkEntry> batch;
+    for (const std::string& key : batch_keys) {
+      batch.push_back(SinkEntry{key, {SinkField{"item", "Ttext"}}});
+    }
+    return batch;
+  };
+  std::vector<SinkEntry> warm = batch_of(keys);
+  for (const absl::Status& s : (*sink)->Write(absl::MakeSpan(warm), absl::Seconds(5))) {
+    ASSERT_TRUE(s.ok()) << s;
+  }
+  ASSERT_TRUE(owners[0]->Pause().ok());
+  ASSERT_TRUE(owners[1]->Pause().ok());
+  auto resume = absl::MakeCleanup([&] {
+    (void)owners[0]->Resume();
+    (void)owners[1]->Resume();
+  });
+  std::vector<SinkEntry> batch = batch_of(keys);
+  std::vector<absl::Status> results = (*sink)->Write(absl::MakeSpan(batch), absl::Seconds(5));
+  EXPECT_FALSE(results[0].ok());
+  EXPECT_FALSE(results[1].ok());
+  EXPECT_TRUE(results[2].ok()) << "healthy master: " << results[2];
+
+  std::vector<SinkEntry> healthy = batch_of({keys[2]});
+  absl::Status again = (*sink)->Write(absl::MakeSpan(healthy), absl::Seconds(5))[0];
+  EXPECT_TRUE(again.ok()) << "healthy master, next batch: " << again;
+
+  std::vector<SinkEntry> stalled = batch_of({keys[0]});
+  const absl::Time start = absl::Now();
+  absl::Status refused = (*sink)->Write(absl::MakeSpan(stalled), absl::Seconds(5))[0];
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_FALSE(refused.ok());
+  EXPECT_LT(took, absl::Milliseconds(300)) << "a backed-off master waited: " << refused;
 }
 
 // One Redis node: a read whose kept connection times out is not retried,

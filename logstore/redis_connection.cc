@@ -1,6 +1,7 @@
 #include "logstore/redis_connection.h"
 
 #include <hiredis/hiredis.h>
+#include <hiredis/sds.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -183,11 +184,12 @@ RedisConnection::~RedisConnection() {
 bool RedisConnection::FlushWithin(IoBudget* budget) {
   // The socket is non-blocking: each write takes what fits in the send
   // buffer, and the next waits for room.
-  int written = 0;
   for (;;) {
+    const size_t before = sdslen(context_->obuf);
+    int written = 0;
     if (redisBufferWrite(context_, &written) != REDIS_OK) return false;
     if (written) return true;
-    if (!WaitFor(POLLOUT, budget)) return false;
+    if (!WaitFor(POLLOUT, budget, sdslen(context_->obuf) < before)) return false;
   }
 }
 
@@ -197,11 +199,15 @@ bool RedisConnection::GetReplyWithin(IoBudget* budget, void** reply) {
   if (redisGetReplyFromReader(context_, reply) != REDIS_OK) return false;
   if (*reply != nullptr) return true;
   if (!FlushWithin(budget)) return false;
+  bool moved = true;  // The first wait always looks.
   for (;;) {
-    if (!WaitFor(POLLIN, budget) || redisBufferRead(context_) != REDIS_OK ||
-        redisGetReplyFromReader(context_, reply) != REDIS_OK) {
-      return false;
-    }
+    if (!WaitFor(POLLIN, budget, moved)) return false;
+    // The reader's buffer grows by what the read got (it is compacted
+    // only when replies are taken from it, below).
+    const size_t before = context_->reader->len;
+    if (redisBufferRead(context_) != REDIS_OK) return false;
+    moved = context_->reader->len > before;
+    if (redisGetReplyFromReader(context_, reply) != REDIS_OK) return false;
     if (*reply != nullptr) return true;
   }
 }
@@ -221,7 +227,7 @@ absl::StatusOr<RedisReplyPtr> RedisConnection::CommandWithin(int argc, const cha
   return ReplyWithin(limit, what);
 }
 
-bool RedisConnection::WaitFor(short events, IoBudget* budget) {
+bool RedisConnection::WaitFor(short events, IoBudget* budget, bool moved) {
   if (context_->fd < 0) {
     context_->err = REDIS_ERR_IO;
     std::snprintf(context_->errstr, sizeof(context_->errstr), "connection closed");
@@ -233,22 +239,29 @@ bool RedisConnection::WaitFor(short events, IoBudget* budget) {
     std::snprintf(context_->errstr, sizeof(context_->errstr), "%s", std::strerror(EAGAIN));
     return false;
   };
+  // The steady clock: a step of the wall clock does not stretch a wait.
+  auto start = std::chrono::steady_clock::now();
+  // A read or write that moved nothing since the last wait: its time
+  // counts as waiting (a socket that keeps reporting ready without
+  // progress cannot spin past the budget).
+  if (!moved && budget->woke != std::chrono::steady_clock::time_point{}) {
+    budget->wait -= absl::FromChrono(start - budget->woke);
+  }
   for (;;) {
-    // The steady clock: a step of the wall clock does not stretch a wait.
-    const auto start = std::chrono::steady_clock::now();
-    if (start >= budget->cap) return timed_out();
-    // Once the waiting time is spent, one look that does not wait: a
-    // socket ready now was not kept waiting by the server.
-    const absl::Duration left =
-        std::min(std::max(budget->wait, absl::ZeroDuration()),
-                 absl::FromChrono(budget->cap - start));
+    // Once the budget is spent, one look that does not wait, and only
+    // after progress: a socket ready now was not kept waiting by the
+    // server.
+    if (budget->wait <= absl::ZeroDuration() && !moved) return timed_out();
+    const absl::Duration left = std::max(budget->wait, absl::ZeroDuration());
     const int ms = static_cast<int>(
         std::min<int64_t>(absl::ToInt64Milliseconds(absl::Ceil(left, absl::Milliseconds(1))),
                           std::numeric_limits<int>::max()));
     pollfd waiting{context_->fd, events, 0};
     const int ready = poll(&waiting, 1, ms);
     const int poll_errno = errno;
-    budget->wait -= absl::FromChrono(std::chrono::steady_clock::now() - start);
+    budget->woke = std::chrono::steady_clock::now();
+    budget->wait -= absl::FromChrono(budget->woke - start);
+    start = budget->woke;
     // Ready, or an error or hang-up that the read or write then reports.
     if (ready > 0) return true;
     if (ready < 0 && poll_errno != EINTR) {
@@ -263,11 +276,11 @@ bool RedisConnection::WaitFor(short events, IoBudget* budget) {
 }
 
 bool RedisConnection::TimedOut() const {
-  // WaitFor's timeout says EAGAIN's text; a connection the kernel gave up
-  // on (keepalive, retransmissions) says ETIMEDOUT's.
+  // WaitFor's timeout says EAGAIN's text. A connection the kernel gave up
+  // on (keepalive, retransmissions: ETIMEDOUT) failed without a wait of
+  // ours, and is worth a retry on a fresh one.
   return context_ != nullptr && context_->err == REDIS_ERR_IO &&
-         (absl::StrContains(context_->errstr, "temporarily unavailable") ||
-          absl::StrContains(context_->errstr, "timed out"));
+         absl::StrContains(context_->errstr, "temporarily unavailable");
 }
 
 absl::Status RedisConnection::IoError(absl::string_view what) const {

@@ -135,19 +135,15 @@ class ReconnectBackoff {
 };
 
 // What one exchange with Redis may wait on its socket (RedisConnection's
-// I/O): `wait` in poll() in all, and, whatever the waits took, no longer
-// than twice that from the budget's making (a wall-clock cap, so a socket
-// that keeps reporting ready without moving a byte ends too).
+// I/O): `wait` in all. Each poll() takes its wait off; so does the time
+// between two waits when the read or write in between moved no byte (a
+// socket that keeps reporting ready without progress spends the budget
+// in wall-clock time).
 struct IoBudget {
-  // The cap's arithmetic is done on at most a day (no overflow for an
-  // infinite limit).
-  explicit IoBudget(absl::Duration limit)
-      : wait(limit),
-        cap(std::chrono::steady_clock::now() +
-            2 * absl::ToChronoNanoseconds(
-                    std::clamp(limit, absl::ZeroDuration(), absl::Hours(24)))) {}
+  explicit IoBudget(absl::Duration limit) : wait(limit) {}
   absl::Duration wait;  // Left; may go below zero.
-  std::chrono::steady_clock::time_point cap;
+  // When the last wait ended (none yet: the epoch).
+  std::chrono::steady_clock::time_point woke{};
 };
 
 class RedisConnection {
@@ -174,13 +170,13 @@ class RedisConnection {
   bool TimedOut() const;
 
   // The connection's socket is non-blocking: every exchange waits for the
-  // socket in poll(), within an IoBudget. What each wait took is taken off
-  // the budget's waiting time; a socket found ready goes on even when that
-  // is spent (time this thread spent elsewhere before it looked is not the
-  // server's), one that is not ends the exchange as a timeout, and nothing
-  // goes on past the budget's wall-clock cap. So a reply that trickles in a
-  // byte at a time, and a write larger than the socket's send buffer to a
-  // server that does not read, both end once the waiting time is spent.
+  // socket in poll(), within an IoBudget. Once the budget is spent, a read
+  // or write that moved bytes gets one more look that does not wait (the
+  // delay was this thread's, not the server's); one that moved none, or a
+  // socket not ready at that look, ends the exchange as a timeout. So a
+  // reply that trickles in a byte at a time, and a write larger than the
+  // socket's send buffer to a server that does not read, both end once the
+  // budget is spent.
   //
   // FlushWithin sends what hiredis has queued (redisAppendCommand*).
   // GetReplyWithin, like hiredis's redisGetReply, sends the queued commands
@@ -209,9 +205,10 @@ class RedisConnection {
       : context_(context), address_(std::move(address)) {}
 
   // Waits until the socket is ready for `events` (POLLIN, POLLOUT), an
-  // error or a hang-up, taking the wait off `budget`; false, with the
+  // error or a hang-up, taking the wait off `budget`; `moved` says whether
+  // the read or write since the last wait moved bytes. False, with the
   // context's error set (a timeout when the budget ran out), otherwise.
-  bool WaitFor(short events, IoBudget* budget);
+  bool WaitFor(short events, IoBudget* budget, bool moved);
 
   redisContext* context_ = nullptr;  // Owned.
   std::string address_;              // For error messages.

@@ -251,8 +251,7 @@ TEST(RedisConnectionTest, ALogWriteToATricklingServerEndsWithinTheIoTimeout) {
 TEST(RedisConnectionTest, ALargeLogWriteToAServerThatStoppedReadingEndsWithinTheIoTimeout) {
   DeafRedis deaf;
   ASSERT_NE(deaf.port(), 0);
-  // A 1 s timeout: the ~150 ms of formatting and filling the buffers
-  // weigh little against it, and the previous code took 3.4 of them.
+  // A 1 s timeout: the previous code took 3.4 of them.
   RedisLogSink sink(SinkTo(deaf.port(), absl::Seconds(1)));
   std::vector<SinkEntry> batch = OneRequest(64, 256 << 10);  // 16 MiB.
   const absl::Time start = absl::Now();
@@ -260,8 +259,10 @@ TEST(RedisConnectionTest, ALargeLogWriteToAServerThatStoppedReadingEndsWithinThe
   const absl::Duration took = absl::Now() - start;
   ASSERT_EQ(results.size(), 1u);
   EXPECT_TRUE(IsRedisTimeout(results[0])) << results[0];
+  // Formatting and moving 16 MiB is CPU time on top of the 1 s of waiting
+  // (~0.2 s idle, ~0.7 s beside a busy process on a loaded core).
   EXPECT_GE(took, absl::Milliseconds(900));
-  EXPECT_LT(took, absl::Milliseconds(1700)) << results[0];
+  EXPECT_LT(took, absl::Milliseconds(2500)) << results[0];
 }
 
 // How many PINGs `redis` has answered (INFO commandstats).
@@ -299,6 +300,43 @@ TEST(RedisConnectionTest, AnIdleSinksPingKeepsItsConnection) {
   const absl::StatusOr<int64_t> pings_after = PingCalls(**redis);
   ASSERT_TRUE(pings_after.ok()) << pings_after.status();
   EXPECT_EQ(*pings_after, *pings_before + 1);
+}
+
+// A reply already in the socket when the exchange looks, after its
+// thread spent longer than the budget elsewhere (preempted, or serving
+// other nodes), is read: the server did not keep it waiting.
+TEST(RedisConnectionTest, AReplyAlreadyThereAfterTheBudgetIsRead) {
+  absl::StatusOr<std::unique_ptr<test::RedisProcess>> redis = test::RedisProcess::Start();
+  ASSERT_TRUE(redis.ok()) << redis.status();
+  RedisConnectOptions options;
+  options.address = RedisAddress{"127.0.0.1", (*redis)->port()};
+  absl::StatusOr<RedisConnection> connection = RedisConnection::Connect(options);
+  ASSERT_TRUE(connection.ok()) << connection.status();
+  ASSERT_EQ(redisAppendCommand(connection->get(), "PING"), REDIS_OK);
+  IoBudget budget(absl::Milliseconds(100));
+  ASSERT_TRUE(connection->FlushWithin(&budget));
+  absl::SleepFor(absl::Milliseconds(250));
+  void* raw = nullptr;
+  EXPECT_TRUE(connection->GetReplyWithin(&budget, &raw)) << connection->TimedOut();
+  RedisReplyPtr reply(static_cast<redisReply*>(raw));
+  ASSERT_NE(reply, nullptr);
+}
+
+// An infinite limit waits as long as it takes (no arithmetic overflows
+// into an exchange that times out at once).
+TEST(RedisConnectionTest, AnInfiniteLimitDoesNotTimeOut) {
+  absl::StatusOr<std::unique_ptr<test::RedisProcess>> redis = test::RedisProcess::Start();
+  ASSERT_TRUE(redis.ok()) << redis.status();
+  RedisConnectOptions options;
+  options.address = RedisAddress{"127.0.0.1", (*redis)->port()};
+  absl::StatusOr<RedisConnection> connection = RedisConnection::Connect(options);
+  ASSERT_TRUE(connection.ok()) << connection.status();
+  ASSERT_EQ(redisAppendCommand(connection->get(), "PING"), REDIS_OK);
+  void* raw = nullptr;
+  EXPECT_TRUE(connection->GetReplyWithin(absl::InfiniteDuration(), &raw))
+      << connection->TimedOut();
+  RedisReplyPtr reply(static_cast<redisReply*>(raw));
+  ASSERT_NE(reply, nullptr);
 }
 
 // A reply that arrives in time is read whole.
