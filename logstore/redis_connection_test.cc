@@ -145,6 +145,25 @@ class DeafRedis {
   std::thread thread_;
 };
 
+// A real redis-server and a connection to it (default options).
+struct ConnectedRedis {
+  std::unique_ptr<test::RedisProcess> redis;
+  std::optional<RedisConnection> connection;
+};
+
+absl::StatusOr<ConnectedRedis> StartAndConnect() {
+  ConnectedRedis out;
+  absl::StatusOr<std::unique_ptr<test::RedisProcess>> redis = test::RedisProcess::Start();
+  if (!redis.ok()) return redis.status();
+  out.redis = *std::move(redis);
+  RedisConnectOptions options;
+  options.address = RedisAddress{"127.0.0.1", out.redis->port()};
+  absl::StatusOr<RedisConnection> connection = RedisConnection::Connect(options);
+  if (!connection.ok()) return connection.status();
+  out.connection.emplace(*std::move(connection));
+  return out;
+}
+
 // A one-entry batch for `sink`: `items` fields of `value_bytes` each.
 std::vector<SinkEntry> OneRequest(size_t items, size_t value_bytes) {
   std::vector<SinkEntry> batch(1);
@@ -306,12 +325,9 @@ TEST(RedisConnectionTest, AnIdleSinksPingKeepsItsConnection) {
 // thread spent longer than the budget elsewhere (preempted, or serving
 // other nodes), is read: the server did not keep it waiting.
 TEST(RedisConnectionTest, AReplyAlreadyThereAfterTheBudgetIsRead) {
-  absl::StatusOr<std::unique_ptr<test::RedisProcess>> redis = test::RedisProcess::Start();
+  absl::StatusOr<ConnectedRedis> redis = StartAndConnect();
   ASSERT_TRUE(redis.ok()) << redis.status();
-  RedisConnectOptions options;
-  options.address = RedisAddress{"127.0.0.1", (*redis)->port()};
-  absl::StatusOr<RedisConnection> connection = RedisConnection::Connect(options);
-  ASSERT_TRUE(connection.ok()) << connection.status();
+  std::optional<RedisConnection>& connection = redis->connection;
   ASSERT_EQ(redisAppendCommand(connection->get(), "PING"), REDIS_OK);
   IoBudget budget(absl::Milliseconds(100));
   ASSERT_TRUE(connection->FlushWithin(&budget));
@@ -325,12 +341,9 @@ TEST(RedisConnectionTest, AReplyAlreadyThereAfterTheBudgetIsRead) {
 // An infinite limit waits as long as it takes (no arithmetic overflows
 // into an exchange that times out at once).
 TEST(RedisConnectionTest, AnInfiniteLimitDoesNotTimeOut) {
-  absl::StatusOr<std::unique_ptr<test::RedisProcess>> redis = test::RedisProcess::Start();
+  absl::StatusOr<ConnectedRedis> redis = StartAndConnect();
   ASSERT_TRUE(redis.ok()) << redis.status();
-  RedisConnectOptions options;
-  options.address = RedisAddress{"127.0.0.1", (*redis)->port()};
-  absl::StatusOr<RedisConnection> connection = RedisConnection::Connect(options);
-  ASSERT_TRUE(connection.ok()) << connection.status();
+  std::optional<RedisConnection>& connection = redis->connection;
   ASSERT_EQ(redisAppendCommand(connection->get(), "PING"), REDIS_OK);
   void* raw = nullptr;
   EXPECT_TRUE(connection->GetReplyWithin(absl::InfiniteDuration(), &raw))
@@ -341,12 +354,9 @@ TEST(RedisConnectionTest, AnInfiniteLimitDoesNotTimeOut) {
 
 // A reply that arrives in time is read whole.
 TEST(RedisConnectionTest, AReplyWithinTheLimitIsReadWhole) {
-  absl::StatusOr<std::unique_ptr<test::RedisProcess>> redis = test::RedisProcess::Start();
+  absl::StatusOr<ConnectedRedis> redis = StartAndConnect();
   ASSERT_TRUE(redis.ok()) << redis.status();
-  RedisConnectOptions options;
-  options.address = RedisAddress{"127.0.0.1", (*redis)->port()};
-  absl::StatusOr<RedisConnection> connection = RedisConnection::Connect(options);
-  ASSERT_TRUE(connection.ok()) << connection.status();
+  std::optional<RedisConnection>& connection = redis->connection;
   ASSERT_EQ(redisAppendCommand(connection->get(), "SET k %s", "value"), REDIS_OK);
   ASSERT_EQ(redisAppendCommand(connection->get(), "GET k"), REDIS_OK);
   for (const char* expected : {"OK", "value"}) {
