@@ -182,6 +182,8 @@ RedisConnection::~RedisConnection() {
 }
 
 bool RedisConnection::FlushWithin(IoBudget* budget) {
+  // Time before this call is not this exchange's.
+  budget->woke = std::chrono::steady_clock::now();
   // The socket is non-blocking: each write takes what fits in the send
   // buffer, and the next waits for room.
   for (;;) {
@@ -199,6 +201,7 @@ bool RedisConnection::GetReplyWithin(IoBudget* budget, void** reply) {
   if (redisGetReplyFromReader(context_, reply) != REDIS_OK) return false;
   if (*reply != nullptr) return true;
   if (!FlushWithin(budget)) return false;
+  budget->woke = std::chrono::steady_clock::now();
   bool moved = true;  // The first wait always looks.
   for (;;) {
     if (!WaitFor(POLLIN, budget, moved)) return false;
@@ -241,17 +244,25 @@ bool RedisConnection::WaitFor(short events, IoBudget* budget, bool moved) {
   };
   // The steady clock: a step of the wall clock does not stretch a wait.
   auto start = std::chrono::steady_clock::now();
-  // A read or write that moved nothing since the last wait: its time
-  // counts as waiting (a socket that keeps reporting ready without
-  // progress cannot spin past the budget).
-  if (!moved && budget->woke != std::chrono::steady_clock::time_point{}) {
+  // The read or write since the last wait (FlushWithin and GetReplyWithin
+  // start the count when they are called).
+  if (budget->woke != std::chrono::steady_clock::time_point{}) {
     budget->wait -= absl::FromChrono(start - budget->woke);
   }
   for (;;) {
     // Once the budget is spent, one look that does not wait, and only
-    // after progress: a socket ready now was not kept waiting by the
-    // server.
-    if (budget->wait <= absl::ZeroDuration() && !moved) return timed_out();
+    // after progress (a socket ready now was not kept waiting by the
+    // server), for at most the limit again (a reply that keeps streaming
+    // in cannot hold the thread).
+    if (budget->wait <= absl::ZeroDuration()) {
+      if (!moved) return timed_out();
+      if (budget->grace_end == std::chrono::steady_clock::time_point{}) {
+        budget->grace_end = start + absl::ToChronoNanoseconds(std::clamp(
+                                        budget->limit, absl::ZeroDuration(), absl::Hours(24)));
+      } else if (start >= budget->grace_end) {
+        return timed_out();
+      }
+    }
     const absl::Duration left = std::max(budget->wait, absl::ZeroDuration());
     const int ms = static_cast<int>(
         std::min<int64_t>(absl::ToInt64Milliseconds(absl::Ceil(left, absl::Milliseconds(1))),

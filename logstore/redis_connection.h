@@ -134,16 +134,20 @@ class ReconnectBackoff {
   absl::Time next_attempt_ = absl::InfinitePast();
 };
 
-// What one exchange with Redis may wait on its socket (RedisConnection's
-// I/O): `wait` in all. Each poll() takes its wait off; so does the time
-// between two waits when the read or write in between moved no byte (a
-// socket that keeps reporting ready without progress spends the budget
-// in wall-clock time).
+// What one exchange with Redis may take on its socket (RedisConnection's
+// I/O): `limit` of the time spent inside FlushWithin and GetReplyWithin,
+// waits in poll() and the reads and writes between them alike. Time
+// between those calls (formatting the next transaction, serving other
+// nodes) is not charged. Once it is spent, an exchange whose last read or
+// write moved bytes may go on for `limit` more (its grace), not longer.
 struct IoBudget {
-  explicit IoBudget(absl::Duration limit) : wait(limit) {}
+  explicit IoBudget(absl::Duration limit) : limit(limit), wait(limit) {}
+  absl::Duration limit;
   absl::Duration wait;  // Left; may go below zero.
-  // When the last wait ended (none yet: the epoch).
+  // Since when the current call's time is charged, and when the grace
+  // ends (the epoch: not yet).
   std::chrono::steady_clock::time_point woke{};
+  std::chrono::steady_clock::time_point grace_end{};
 };
 
 class RedisConnection {
@@ -171,12 +175,15 @@ class RedisConnection {
 
   // The connection's socket is non-blocking: every exchange waits for the
   // socket in poll(), within an IoBudget. Once the budget is spent, a read
-  // or write that moved bytes gets one more look that does not wait (the
-  // delay was this thread's, not the server's); one that moved none, or a
-  // socket not ready at that look, ends the exchange as a timeout. So a
-  // reply that trickles in a byte at a time, and a write larger than the
-  // socket's send buffer to a server that does not read, both end once the
-  // budget is spent.
+  // or write that moved bytes gets one more look that does not wait (a
+  // reply already there is read), during the budget's grace; one that moved
+  // none, or a socket not ready at that look, ends the exchange as a
+  // timeout. So a reply that trickles in a byte at a time, and a write
+  // larger than the socket's send buffer to a server that does not read,
+  // both end once the budget is spent, and a reply that keeps streaming in
+  // ends within twice it. (A remainder larger than the socket buffers, met
+  // once the budget is spent, is cut even from a healthy server: the look
+  // does not wait for room.)
   //
   // FlushWithin sends what hiredis has queued (redisAppendCommand*).
   // GetReplyWithin, like hiredis's redisGetReply, sends the queued commands
@@ -205,8 +212,9 @@ class RedisConnection {
       : context_(context), address_(std::move(address)) {}
 
   // Waits until the socket is ready for `events` (POLLIN, POLLOUT), an
-  // error or a hang-up, taking the wait off `budget`; `moved` says whether
-  // the read or write since the last wait moved bytes. False, with the
+  // error or a hang-up, charging `budget` for the time since the last
+  // wait and for the wait; `moved` says whether the read or write since the
+  // last wait moved bytes. False, with the
   // context's error set (a timeout when the budget ran out), otherwise.
   bool WaitFor(short events, IoBudget* budget, bool moved);
 

@@ -322,20 +322,78 @@ TEST(RedisConnectionTest, AnIdleSinksPingKeepsItsConnection) {
 }
 
 // A reply already in the socket when the exchange looks, after its
-// thread spent longer than the budget elsewhere (preempted, or serving
-// other nodes), is read: the server did not keep it waiting.
-TEST(RedisConnectionTest, AReplyAlreadyThereAfterTheBudgetIsRead) {
+// budget was spent elsewhere (the thread preempted, or serving other
+// nodes), is read: the server did not keep it waiting.
+TEST(RedisConnectionTest, AReplyAlreadyThereAfterTheBudgetIsSpentIsRead) {
   absl::StatusOr<ConnectedRedis> redis = StartAndConnect();
   ASSERT_TRUE(redis.ok()) << redis.status();
   std::optional<RedisConnection>& connection = redis->connection;
   ASSERT_EQ(redisAppendCommand(connection->get(), "PING"), REDIS_OK);
   IoBudget budget(absl::Milliseconds(100));
   ASSERT_TRUE(connection->FlushWithin(&budget));
-  absl::SleepFor(absl::Milliseconds(250));
+  absl::SleepFor(absl::Milliseconds(50));  // The reply arrives.
+  budget.wait = -absl::Milliseconds(150);  // Spent.
   void* raw = nullptr;
   EXPECT_TRUE(connection->GetReplyWithin(&budget, &raw)) << connection->TimedOut();
   RedisReplyPtr reply(static_cast<redisReply*>(raw));
   ASSERT_NE(reply, nullptr);
+}
+
+// With the budget spent and no reply in the socket, the exchange ends at
+// once as a timeout: the one look does not wait.
+TEST(RedisConnectionTest, ASpentBudgetWithNothingThereTimesOutAtOnce) {
+  TricklingRedis slow("+PONG\r\n", absl::Milliseconds(300));
+  ASSERT_NE(slow.port(), 0);
+  RedisConnectOptions options;
+  options.address = RedisAddress{"127.0.0.1", slow.port()};
+  absl::StatusOr<RedisConnection> connection = RedisConnection::Connect(options);
+  ASSERT_TRUE(connection.ok()) << connection.status();
+  ASSERT_EQ(redisAppendCommand(connection->get(), "GET k"), REDIS_OK);
+  IoBudget budget(absl::Milliseconds(500));
+  budget.wait = -absl::Milliseconds(1);
+  void* raw = nullptr;
+  const absl::Time start = absl::Now();
+  EXPECT_FALSE(connection->GetReplyWithin(&budget, &raw));
+  EXPECT_LT(absl::Now() - start, absl::Milliseconds(150));
+  EXPECT_TRUE(connection->TimedOut());
+}
+
+// A reply that keeps streaming in as fast as it is read (a broken or
+// hostile endpoint: an endless bulk string) is cut within twice the
+// budget, not held for as long as the server sends.
+TEST(RedisConnectionTest, AnEndlessReplyIsCutWithinTwiceTheBudget) {
+  LoopbackSocket listener;
+  ASSERT_NE(listener.port, 0);
+  ASSERT_EQ(listen(listener.fd, 4), 0);
+  std::atomic<bool> stop{false};
+  std::thread server([&] {
+    const int c = accept(listener.fd, nullptr, nullptr);
+    if (c < 0) return;
+    char buf[256];
+    if (recv(c, buf, sizeof(buf), 0) > 0) (void)send(c, "+PONG\r\n", 7, MSG_NOSIGNAL);
+    (void)recv(c, buf, sizeof(buf), 0);
+    const std::string head = "$100000000000\r\n";
+    (void)send(c, head.data(), head.size(), MSG_NOSIGNAL);
+    const std::string chunk(64 << 10, 'z');
+    while (!stop && send(c, chunk.data(), chunk.size(), MSG_NOSIGNAL) > 0) {
+    }
+    close(c);
+  });
+  {
+    RedisConnectOptions options;
+    options.address = RedisAddress{"127.0.0.1", listener.port};
+    absl::StatusOr<RedisConnection> connection = RedisConnection::Connect(options);
+    ASSERT_TRUE(connection.ok()) << connection.status();
+    ASSERT_EQ(redisAppendCommand(connection->get(), "GET x"), REDIS_OK);
+    void* raw = nullptr;
+    const absl::Time start = absl::Now();
+    EXPECT_FALSE(connection->GetReplyWithin(absl::Milliseconds(50), &raw));
+    const absl::Duration took = absl::Now() - start;
+    EXPECT_TRUE(connection->TimedOut()) << connection->get()->errstr;
+    EXPECT_LT(took, absl::Milliseconds(600));
+    stop = true;
+  }  // The connection closes: the server's send fails and it ends.
+  server.join();
 }
 
 // An infinite limit waits as long as it takes (no arithmetic overflows
