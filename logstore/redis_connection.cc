@@ -250,18 +250,13 @@ bool RedisConnection::WaitFor(short events, IoBudget* budget, bool moved) {
     budget->wait -= absl::FromChrono(start - budget->woke);
   }
   for (;;) {
-    // Once the budget is spent, one look that does not wait, and only
-    // after progress (a socket ready now was not kept waiting by the
-    // server), for at most the limit again (a reply that keeps streaming
-    // in cannot hold the thread).
-    if (budget->wait <= absl::ZeroDuration()) {
-      if (!moved) return timed_out();
-      if (budget->grace_end == std::chrono::steady_clock::time_point{}) {
-        budget->grace_end = start + absl::ToChronoNanoseconds(std::clamp(
-                                        budget->limit, absl::ZeroDuration(), absl::Hours(24)));
-      } else if (start >= budget->grace_end) {
-        return timed_out();
-      }
+    // Once the budget is spent, a look that does not wait, and only after
+    // progress (a socket ready now was not kept waiting by the server),
+    // while the overdraft is within the limit again (the grace, in charged
+    // time like the budget: a reply that keeps streaming in cannot hold
+    // the thread, and time between calls does not use the grace up).
+    if (budget->wait <= absl::ZeroDuration() && (!moved || budget->wait <= -budget->limit)) {
+      return timed_out();
     }
     const absl::Duration left = std::max(budget->wait, absl::ZeroDuration());
     const int ms = static_cast<int>(

@@ -139,15 +139,14 @@ class ReconnectBackoff {
 // waits in poll() and the reads and writes between them alike. Time
 // between those calls (formatting the next transaction, serving other
 // nodes) is not charged. Once it is spent, an exchange whose last read or
-// write moved bytes may go on for `limit` more (its grace), not longer.
+// write moved bytes may go on for `limit` more of charged time (its
+// grace), not longer.
 struct IoBudget {
   explicit IoBudget(absl::Duration limit) : limit(limit), wait(limit) {}
   absl::Duration limit;
-  absl::Duration wait;  // Left; may go below zero.
-  // Since when the current call's time is charged, and when the grace
-  // ends (the epoch: not yet).
+  absl::Duration wait;  // Left; below zero in the grace, down to -limit.
+  // Since when the current call's time is charged (the epoch: not yet).
   std::chrono::steady_clock::time_point woke{};
-  std::chrono::steady_clock::time_point grace_end{};
 };
 
 class RedisConnection {
