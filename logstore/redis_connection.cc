@@ -11,9 +11,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <cstdio>
-
+#include <cstring>
 #include <limits>
 #include <utility>
 
@@ -231,24 +230,20 @@ absl::StatusOr<RedisReplyPtr> RedisConnection::CommandWithin(int argc, const cha
 }
 
 bool RedisConnection::WaitFor(short events, IoBudget* budget, bool moved) {
-  if (context_->fd < 0) {
+  // Sets the context's I/O error, as hiredis does for a failed read.
+  const auto fail = [this](const char* text) {
     context_->err = REDIS_ERR_IO;
-    std::snprintf(context_->errstr, sizeof(context_->errstr), "connection closed");
-    return false;
-  }
-  const auto timed_out = [this] {
-    // The text of EAGAIN, which TimedOut() looks for.
-    context_->err = REDIS_ERR_IO;
-    std::snprintf(context_->errstr, sizeof(context_->errstr), "%s", std::strerror(EAGAIN));
+    std::snprintf(context_->errstr, sizeof(context_->errstr), "%s", text);
     return false;
   };
+  if (context_->fd < 0) return fail("connection closed");
+  // A timeout says EAGAIN's text, which TimedOut() looks for.
+  const auto timed_out = [&fail] { return fail(std::strerror(EAGAIN)); };
   // The steady clock: a step of the wall clock does not stretch a wait.
   auto start = std::chrono::steady_clock::now();
   // The read or write since the last wait (FlushWithin and GetReplyWithin
   // start the count when they are called).
-  if (budget->woke != std::chrono::steady_clock::time_point{}) {
-    budget->wait -= absl::FromChrono(start - budget->woke);
-  }
+  budget->wait -= absl::FromChrono(start - budget->woke);
   for (;;) {
     // Once the budget is spent, a look that does not wait, and only after
     // progress (a socket ready now was not kept waiting by the server),
@@ -271,10 +266,7 @@ bool RedisConnection::WaitFor(short events, IoBudget* budget, bool moved) {
     // Ready, or an error or hang-up that the read or write then reports.
     if (ready > 0) return true;
     if (ready < 0 && poll_errno != EINTR) {
-      context_->err = REDIS_ERR_IO;
-      std::snprintf(context_->errstr, sizeof(context_->errstr), "poll: %s",
-                    std::strerror(poll_errno));
-      return false;
+      return fail(absl::StrCat("poll: ", std::strerror(poll_errno)).c_str());
     }
     // Nothing within the time left (or a signal once it was spent).
     if (budget->wait <= absl::ZeroDuration()) return timed_out();
@@ -294,8 +286,7 @@ absl::Status RedisConnection::IoError(absl::string_view what) const {
   if (context_ != nullptr && context_->err != 0) detail = context_->errstr;
   // WaitFor reports a timeout as EAGAIN's text; say what it means. A
   // connect that timed out says ETIMEDOUT's ("Connection timed out").
-  const bool wait_timeout = context_ != nullptr && context_->err == REDIS_ERR_IO &&
-                            absl::StrContains(context_->errstr, "temporarily unavailable");
+  const bool wait_timeout = TimedOut();
   const bool timed_out = wait_timeout || absl::StrContains(detail, "timed out");
   if (wait_timeout) detail = "timed out (Resource temporarily unavailable)";
   absl::Status status =

@@ -145,8 +145,9 @@ struct IoBudget {
   explicit IoBudget(absl::Duration limit) : limit(limit), wait(limit) {}
   absl::Duration limit;
   absl::Duration wait;  // Left; below zero in the grace, down to -limit.
-  // Since when the current call's time is charged (the epoch: not yet).
-  std::chrono::steady_clock::time_point woke{};
+  // Since when the current call's time is charged (FlushWithin and
+  // GetReplyWithin set it when they are called).
+  std::chrono::steady_clock::time_point woke;
 };
 
 class RedisConnection {
@@ -211,10 +212,10 @@ class RedisConnection {
       : context_(context), address_(std::move(address)) {}
 
   // Waits until the socket is ready for `events` (POLLIN, POLLOUT), an
-  // error or a hang-up, charging `budget` for the time since the last
-  // wait and for the wait; `moved` says whether the read or write since the
-  // last wait moved bytes. False, with the
-  // context's error set (a timeout when the budget ran out), otherwise.
+  // error or a hang-up, charging `budget` for the time since the last wait
+  // and for the wait; `moved` says whether the read or write since the
+  // last wait moved bytes. False, with the context's error set (a timeout
+  // when the budget ran out), otherwise.
   bool WaitFor(short events, IoBudget* budget, bool moved);
 
   redisContext* context_ = nullptr;  // Owned.

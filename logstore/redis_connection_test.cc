@@ -12,13 +12,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -75,16 +75,22 @@ struct BlackholeListener {
   std::vector<int> fillers;
 };
 
-// A fake Redis that answers PING at once and every other command with
-// `reply`, one byte every `gap`: each read gets a byte well within the
-// socket timeout, the whole reply takes reply.size() * gap.
-class TricklingRedis {
+// A fake Redis on a loopback port: `serve` runs on its own thread with
+// the first connection it accepts (until `stop`, which the destructor
+// sets before it shuts the listener down and joins).
+class FakeRedis {
  public:
-  TricklingRedis(std::string reply, absl::Duration gap) {
+  using Serve = std::function<void(int client, const std::atomic<bool>& stop)>;
+  explicit FakeRedis(Serve serve) {
     if (socket_.port == 0 || listen(socket_.fd, 8) != 0) return;
-    thread_ = std::thread([this, reply = std::move(reply), gap] { Serve(reply, gap); });
+    thread_ = std::thread([this, serve = std::move(serve)] {
+      const int c = accept(socket_.fd, nullptr, nullptr);
+      if (c < 0) return;
+      serve(c, stop_);
+      close(c);
+    });
   }
-  ~TricklingRedis() {
+  ~FakeRedis() {
     stop_ = true;
     shutdown(socket_.fd, SHUT_RDWR);
     if (thread_.joinable()) thread_.join();
@@ -92,60 +98,58 @@ class TricklingRedis {
   int port() const { return socket_.port; }
 
  private:
-  void Serve(const std::string& reply, absl::Duration gap) {
-    const int c = accept(socket_.fd, nullptr, nullptr);
-    if (c < 0) return;
-    char buf[4096];
-    while (!stop_) {
-      const ssize_t n = recv(c, buf, sizeof(buf), 0);
-      if (n <= 0) break;
-      if (absl::StrContains(absl::string_view(buf, static_cast<size_t>(n)), "PING")) {
-        (void)send(c, "+PONG\r\n", 7, MSG_NOSIGNAL);
-        continue;
-      }
-      for (char ch : reply) {
-        if (stop_) break;
-        absl::SleepFor(gap);
-        if (send(c, &ch, 1, MSG_NOSIGNAL) != 1) break;
-      }
-    }
-    close(c);
-  }
-
   LoopbackSocket socket_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
+};
+
+// Answers the connect's PING (the first thing the client sends).
+void AnswerPing(int c) {
+  char buf[64];
+  if (recv(c, buf, sizeof(buf), 0) > 0) (void)send(c, "+PONG\r\n", 7, MSG_NOSIGNAL);
+}
+
+// A fake Redis that answers PING at once and every other command with
+// `reply`, one byte every `gap`: each read gets a byte well within the
+// socket timeout, the whole reply takes reply.size() * gap.
+class TricklingRedis : public FakeRedis {
+ public:
+  TricklingRedis(std::string reply, absl::Duration gap)
+      : FakeRedis([reply = std::move(reply), gap](int c, const std::atomic<bool>& stop) {
+          char buf[4096];
+          while (!stop) {
+            const ssize_t n = recv(c, buf, sizeof(buf), 0);
+            if (n <= 0) break;
+            if (absl::StrContains(absl::string_view(buf, static_cast<size_t>(n)), "PING")) {
+              (void)send(c, "+PONG\r\n", 7, MSG_NOSIGNAL);
+              continue;
+            }
+            for (char ch : reply) {
+              if (stop) break;
+              absl::SleepFor(gap);
+              if (send(c, &ch, 1, MSG_NOSIGNAL) != 1) break;
+            }
+          }
+        }) {}
 };
 
 // A fake Redis that answers the PING of a connect, then never reads again:
 // a large write fills the socket buffers and stays there.
-class DeafRedis {
+class DeafRedis : public FakeRedis {
  public:
-  DeafRedis() {
-    if (socket_.port == 0 || listen(socket_.fd, 8) != 0) return;
-    thread_ = std::thread([this] { Serve(); });
-  }
-  ~DeafRedis() {
-    stop_ = true;
-    shutdown(socket_.fd, SHUT_RDWR);
-    if (thread_.joinable()) thread_.join();
-  }
-  int port() const { return socket_.port; }
-
- private:
-  void Serve() {
-    const int c = accept(socket_.fd, nullptr, nullptr);
-    if (c < 0) return;
-    char buf[64];
-    if (recv(c, buf, sizeof(buf), 0) > 0) (void)send(c, "+PONG\r\n", 7, MSG_NOSIGNAL);
-    while (!stop_) absl::SleepFor(absl::Milliseconds(10));
-    close(c);
-  }
-
-  LoopbackSocket socket_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
+  DeafRedis()
+      : FakeRedis([](int c, const std::atomic<bool>& stop) {
+          AnswerPing(c);
+          while (!stop) absl::SleepFor(absl::Milliseconds(10));
+        }) {}
 };
+
+// A connection with the default options to a server on loopback `port`.
+absl::StatusOr<RedisConnection> ConnectTo(int port) {
+  RedisConnectOptions options;
+  options.address = RedisAddress{"127.0.0.1", port};
+  return RedisConnection::Connect(options);
+}
 
 // A real redis-server and a connection to it (default options).
 struct ConnectedRedis {
@@ -158,9 +162,7 @@ absl::StatusOr<ConnectedRedis> StartAndConnect() {
   absl::StatusOr<std::unique_ptr<test::RedisProcess>> redis = test::RedisProcess::Start();
   if (!redis.ok()) return redis.status();
   out.redis = *std::move(redis);
-  RedisConnectOptions options;
-  options.address = RedisAddress{"127.0.0.1", out.redis->port()};
-  absl::StatusOr<RedisConnection> connection = RedisConnection::Connect(options);
+  absl::StatusOr<RedisConnection> connection = ConnectTo(out.redis->port());
   if (!connection.ok()) return connection.status();
   out.connection.emplace(*std::move(connection));
   return out;
@@ -214,9 +216,7 @@ TEST(RedisConnectionTest, IsRedisTimeoutTellsARefusedConnectFromATimedOutOne) {
 TEST(RedisConnectionTest, AReplyThatTricklesInIsCutOffAtTheLimit) {
   TricklingRedis slow("*2\r\n$-1\r\n$-1\r\n", absl::Milliseconds(100));  // 1.4 s in all.
   ASSERT_NE(slow.port(), 0);
-  RedisConnectOptions options;
-  options.address = RedisAddress{"127.0.0.1", slow.port()};
-  absl::StatusOr<RedisConnection> connection = RedisConnection::Connect(options);
+  absl::StatusOr<RedisConnection> connection = ConnectTo(slow.port());
   ASSERT_TRUE(connection.ok()) << connection.status();
   ASSERT_EQ(redisAppendCommand(connection->get(), "HMGET k a"), REDIS_OK);
   void* reply = nullptr;
@@ -348,9 +348,7 @@ TEST(RedisConnectionTest, AReplyAlreadyThereAfterTheBudgetIsSpentIsRead) {
 TEST(RedisConnectionTest, ASpentBudgetWithNothingThereTimesOutAtOnce) {
   TricklingRedis slow("+PONG\r\n", absl::Milliseconds(300));
   ASSERT_NE(slow.port(), 0);
-  RedisConnectOptions options;
-  options.address = RedisAddress{"127.0.0.1", slow.port()};
-  absl::StatusOr<RedisConnection> connection = RedisConnection::Connect(options);
+  absl::StatusOr<RedisConnection> connection = ConnectTo(slow.port());
   ASSERT_TRUE(connection.ok()) << connection.status();
   ASSERT_EQ(redisAppendCommand(connection->get(), "GET k"), REDIS_OK);
   IoBudget budget(absl::Milliseconds(500));
@@ -366,45 +364,28 @@ TEST(RedisConnectionTest, ASpentBudgetWithNothingThereTimesOutAtOnce) {
 // hostile endpoint: an endless bulk string) is cut within twice the
 // budget, not held for as long as the server sends.
 TEST(RedisConnectionTest, AnEndlessReplyIsCutWithinTwiceTheBudget) {
-  LoopbackSocket listener;
-  ASSERT_NE(listener.port, 0);
-  ASSERT_EQ(listen(listener.fd, 4), 0);
-  std::atomic<bool> stop{false};
-  std::thread server;
-  // Whatever ends the test (an ASSERT included) stops and joins the
-  // server; the client's connection, inside the scope below, is closed
-  // first, so a send of the server's fails.
-  auto join = absl::MakeCleanup([&] {
-    stop = true;
-    shutdown(listener.fd, SHUT_RDWR);
-    if (server.joinable()) server.join();
-  });
-  server = std::thread([&] {
-    const int c = accept(listener.fd, nullptr, nullptr);
-    if (c < 0) return;
+  // Declared first, so the connection below closes before the server
+  // stops: its send then fails, and it ends.
+  FakeRedis endless([](int c, const std::atomic<bool>& stop) {
+    AnswerPing(c);
     char buf[256];
-    if (recv(c, buf, sizeof(buf), 0) > 0) (void)send(c, "+PONG\r\n", 7, MSG_NOSIGNAL);
     (void)recv(c, buf, sizeof(buf), 0);
     const std::string head = "$100000000000\r\n";
     (void)send(c, head.data(), head.size(), MSG_NOSIGNAL);
     const std::string chunk(64 << 10, 'z');
     while (!stop && send(c, chunk.data(), chunk.size(), MSG_NOSIGNAL) > 0) {
     }
-    close(c);
   });
-  {
-    RedisConnectOptions options;
-    options.address = RedisAddress{"127.0.0.1", listener.port};
-    absl::StatusOr<RedisConnection> connection = RedisConnection::Connect(options);
-    ASSERT_TRUE(connection.ok()) << connection.status();
-    ASSERT_EQ(redisAppendCommand(connection->get(), "GET x"), REDIS_OK);
-    void* raw = nullptr;
-    const absl::Time start = absl::Now();
-    EXPECT_FALSE(connection->GetReplyWithin(absl::Milliseconds(50), &raw));
-    const absl::Duration took = absl::Now() - start;
-    EXPECT_TRUE(connection->TimedOut()) << connection->get()->errstr;
-    EXPECT_LT(took, absl::Milliseconds(600));
-  }
+  ASSERT_NE(endless.port(), 0);
+  absl::StatusOr<RedisConnection> connection = ConnectTo(endless.port());
+  ASSERT_TRUE(connection.ok()) << connection.status();
+  ASSERT_EQ(redisAppendCommand(connection->get(), "GET x"), REDIS_OK);
+  void* raw = nullptr;
+  const absl::Time start = absl::Now();
+  EXPECT_FALSE(connection->GetReplyWithin(absl::Milliseconds(50), &raw));
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_TRUE(connection->TimedOut()) << connection->get()->errstr;
+  EXPECT_LT(took, absl::Milliseconds(600));
 }
 
 // An infinite limit waits as long as it takes (no arithmetic overflows

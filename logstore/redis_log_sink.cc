@@ -155,9 +155,10 @@ absl::Status RedisLogSink::WritePipeline(absl::Span<const SinkEntry> entries,
                                          const std::string& ttl_ms,
                                          absl::Span<absl::Status> results, size_t* done) {
   redisContext* context = connection_->get();
-  // What the batch may wait on Redis in all, sending and reading: a server
-  // that takes the bytes or gives the replies a trickle at a time cannot
-  // hold the writer longer (RedisConnection::GetReplyWithin).
+  // What the batch may take on Redis's socket in all, sending and reading
+  // (not the formatting between sends): a server that takes the bytes or
+  // gives the replies a trickle at a time cannot hold the writer longer
+  // (IoBudget).
   IoBudget budget(options_.connect.io_timeout);
   // Each request's transaction goes to the socket as soon as it is
   // formatted, so Redis executes request i while request i+1 is being
