@@ -600,6 +600,101 @@ TEST(WriterTest, DictionaryValuesThatDifferInOneByteStayDistinct) {
   }
 }
 
+// The writer remembers the last key table it accepted on a thread and
+// skips the repeated-name check for the same table (AcceptedNames). A table
+// that differs in any name byte or type, even one of the same lengths,
+// must be checked again; one that matches must be written with its own
+// types, not the remembered table's.
+TEST(WriterTest, AKeyTableAcceptedBeforeIsCheckedAgainWhenItDiffers) {
+  const auto result = [](std::vector<MetricKey> keys) {
+    RankResult r;
+    for (MetricKey& k : keys) r.AddKey(std::move(k.name), k.type);
+    RankedItem& item = AppendItem(r, 0);
+    for (uint32_t k = 0; k < r.keys.size(); ++k) {
+      const MetricType t = r.keys[k].type;
+      item.metrics.push_back({k, t == MetricType::kString ? MetricValue::String("v")
+                             : t == MetricType::kInt      ? MetricValue::Int(7)
+                                                          : MetricValue::Double(0.5)});
+    }
+    return r;
+  };
+  const RankResult good = result({{"ab", MetricType::kDouble}, {"cd", MetricType::kDouble}});
+  EXPECT_NE(RoundTrip(good, kRankbinCodecName), "");
+  RankResult dup = good;
+  dup.keys[1].name = "ab";  // Same lengths as the accepted table.
+  absl::Status s = rankbin::WriteRankbin(dup, {}).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("\"ab\" appears twice"));
+  RankResult bad_type = good;
+  bad_type.keys[1].type = static_cast<MetricType>(9);
+  s = rankbin::WriteRankbin(bad_type, {}).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("has no valid type"));
+  // The same names with other types, then the first table again.
+  EXPECT_NE(RoundTrip(result({{"ab", MetricType::kInt}, {"cd", MetricType::kString}}),
+                      kRankbinCodecName),
+            "");
+  EXPECT_NE(RoundTrip(good, kRankbinCodecName), "");
+  EXPECT_EQ(rankbin::WriteRankbin(dup, {}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// The reader remembers the last key table that passed its repeated-name
+// check on a thread: a payload whose names differ from it, here only by
+// repeating one of the same length, is checked again.
+TEST(ReaderTest, AKeyTableAcceptedBeforeIsCheckedAgainWhenItDiffers) {
+  Payload good = ExamplePayload();
+  good.keys[0].name = "aa.bb";
+  good.keys[1].name = "cc.dd";
+  Payload dup = good;
+  dup.keys[1].name = "aa.bb";
+  for (int round = 0; round < 2; ++round) {
+    absl::StatusOr<RankResult> r = Decode(good.Build());
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->keys.size(), 2u);
+    EXPECT_EQ(r->keys[1].name, "cc.dd");
+    r = Decode(dup.Build());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss) << r.status();
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr("\"aa.bb\" appears twice"));
+  }
+}
+
+// The writer keeps its shapes' vectors from call to call and indexes the
+// shapes only past a few: results with many shapes (indexed), few and
+// other keys, then one, written in turn on one thread, each round-trip
+// with exactly its own shapes.
+TEST(WriterTest, ShapesOfAnEarlierResultDoNotLeakIntoTheNext) {
+  const auto result = [](size_t keys, size_t shapes, size_t items) {
+    RankResult r;
+    for (size_t k = 0; k < keys; ++k) {
+      r.AddKey(absl::StrCat("k", k), k % 3 == 0 ? MetricType::kInt : MetricType::kDouble);
+    }
+    for (size_t i = 0; i < items; ++i) {
+      RankedItem& item = AppendItem(r, i);
+      // Shape s: the keys k with (k + s) % (shapes + 1) != 0, s in [0, shapes).
+      const size_t s = (i * 7) % shapes;
+      for (uint32_t k = 0; k < keys; ++k) {
+        if ((k + s) % (shapes + 1) == 0) continue;
+        item.metrics.push_back({k, r.keys[k].type == MetricType::kInt
+                                       ? MetricValue::Int(static_cast<int64_t>(i + k))
+                                       : MetricValue::Double(0.25 * static_cast<double>(i))});
+      }
+    }
+    return r;
+  };
+  const auto shape_count = [](const std::string& payload) {
+    std::optional<SectionRef> shapes = FindSection(payload, SectionId::kShapes);
+    if (!shapes) return uint64_t{0};
+    coding::Reader r(absl::string_view(payload).substr(shapes->body, shapes->size), "test");
+    return r.Varint64("shape count");
+  };
+  for (int round = 0; round < 2; ++round) {
+    EXPECT_EQ(shape_count(RoundTrip(result(40, 20, 100), kRankbinCodecName)), 20u);
+    EXPECT_EQ(shape_count(RoundTrip(result(5, 3, 30), kRankbinCodecName)), 3u);
+    EXPECT_EQ(shape_count(RoundTrip(result(12, 1, 10), kRankbinCodecName)), 1u);
+    EXPECT_EQ(shape_count(RoundTrip(result(60, 9, 50), kRankbinCodecName)), 9u);
+  }
+}
+
 TEST(ReaderTest, DecompressesOnlyTheBlocksItReads) {
   RankResult r;
   const uint32_t model = r.AddKey("model", MetricType::kString);

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "codec/coding.h"
 #include "codec/compression.h"
+#include "codec/rankbin/accepted_names.h"
 #include "codec/rankbin/format.h"
 #include "codec/rankbin/serializers.h"
 
@@ -197,6 +198,10 @@ class RankbinView final : public ResultView {
   // Open()). A repeated name is found then, and fails name lookups and
   // Materialize().
   absl::Status Names() const;
+  // Names()'s check alone, for Materialize, which looks nothing up by name.
+  absl::Status UniqueNames() const;
+  // The keys a model sees (known types), in order, appended to `out`.
+  void ModelKeys(std::vector<MetricKey>* out) const;
   mutable absl::once_flag names_once_;
   mutable absl::flat_hash_map<absl::string_view, uint32_t> by_name_;
   mutable absl::Status names_status_;
@@ -519,14 +524,30 @@ absl::Status RankbinView::Names() const {
   return names_status_;
 }
 
+absl::Status RankbinView::UniqueNames() const {
+  // The last table that passed on this thread (AcceptedNames): a client
+  // decodes one server's results, whose keys rarely change.
+  thread_local AcceptedNames accepted;
+  const auto key_at = [this](size_t k) {
+    return AcceptedNames::Entry{keys_[k].name, static_cast<uint8_t>(keys_[k].model_index != kNone)};
+  };
+  if (accepted.Matches(keys_.size(), key_at)) return absl::OkStatus();
+  accepted.Forget();
+  if (absl::Status s = Names(); !s.ok()) return s;
+  accepted.Remember(keys_.size(), key_at);
+  return absl::OkStatus();
+}
+
+void RankbinView::ModelKeys(std::vector<MetricKey>* out) const {
+  out->reserve(keys_.size());
+  for (const Key& k : keys_) {
+    if (k.model_index == kNone) continue;
+    out->push_back(MetricKey{std::string(k.name), *ModelTypeOf(k.code)});
+  }
+}
+
 absl::Span<const MetricKey> RankbinView::keys() const {
-  absl::call_once(model_keys_once_, [this] {
-    model_keys_.reserve(keys_.size());
-    for (const Key& k : keys_) {
-      if (k.model_index == kNone) continue;
-      model_keys_.push_back(MetricKey{std::string(k.name), *ModelTypeOf(k.code)});
-    }
-  });
+  absl::call_once(model_keys_once_, [this] { ModelKeys(&model_keys_); });
   return model_keys_;
 }
 
@@ -748,10 +769,10 @@ struct RankbinView::Budget {
 };
 
 absl::StatusOr<RankResult> RankbinView::Materialize() const {
-  if (absl::Status s = Names(); !s.ok()) return s;
+  if (absl::Status s = UniqueNames(); !s.ok()) return s;
   RankResult result;
-  absl::Span<const MetricKey> k = keys();
-  result.keys.assign(k.begin(), k.end());
+  // Built here, not copied from keys() (which a full decode never needs).
+  ModelKeys(&result.keys);
   result.items.resize(n_);
   // Each dictionary string becomes one value that every item using it
   // shares (MetricValue heap strings are reference-counted).

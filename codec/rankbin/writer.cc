@@ -14,6 +14,7 @@
 #include "base/status_macros.h"
 #include "codec/coding.h"
 #include "codec/compression.h"
+#include "codec/rankbin/accepted_names.h"
 #include "codec/rankbin/format.h"
 #include "codec/rankbin/serializers.h"
 #include "codec/rankbin/short_dict.h"
@@ -119,11 +120,21 @@ constexpr size_t kLongString = 32;
 // After this many blocks in a row that did not pay, a column stops trying.
 constexpr int kMaxCompressMisses = 4;
 
+// A shape's keys, as the shape index's key: a view of the Shape's own
+// item_keys (a vector's buffer stays put when the Shape is moved).
 struct SpanHash {
-  size_t operator()(absl::Span<const uint32_t> s) const {
-    return absl::HashOf(s);
+  size_t operator()(absl::Span<const uint32_t> s) const { return absl::HashOf(s); }
+};
+struct SpanEq {
+  bool operator()(absl::Span<const uint32_t> a, absl::Span<const uint32_t> b) const {
+    return a.size() == b.size() &&
+           (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(uint32_t)) == 0);
   }
 };
+// Shapes are compared one by one while a result has at most this many; the
+// index is built past that (most results have one shape).
+constexpr size_t kLinearShapesMax = 8;
+
 
 // String equality that skips the byte comparison when both views are the
 // same bytes: items share one heap block for a repeated long string
@@ -155,9 +166,13 @@ struct EncoderScratch {
   std::vector<uint8_t> key_code;  // Final type code per key.
   std::vector<uint8_t> key_rank;  // WireRank of each key's type.
   absl::flat_hash_set<absl::string_view> key_names;  // CheckKeys's.
+  AcceptedNames accepted_keys;                       // CheckKeys's.
   std::vector<Shape> shapes;
+  // Shapes of earlier calls, kept for their vectors' capacity.
+  std::vector<Shape> spare_shapes;
   std::vector<uint32_t> item_shape;
-  absl::flat_hash_map<std::vector<uint32_t>, uint32_t> shape_index;
+  // Built once a result has more than kLinearShapesMax shapes.
+  absl::flat_hash_map<absl::Span<const uint32_t>, uint32_t, SpanHash, SpanEq> shape_index;
   std::vector<uint32_t> scratch_keys;  // NewShape's.
   std::vector<uint8_t> seen;           // NewShape's, all 0 between calls.
   // Per key; only string keys' entries are used (and reset by Reset()).
@@ -281,6 +296,7 @@ void Encoder::Reset() {
   Trim(s_.string_keys, keys);
   Trim(s_.scratch_keys, keys);
   Trim(s_.shapes, n_);
+  Trim(s_.spare_shapes, n_);
   Trim(s_.item_shape, n_);
   Trim(s_.values_size, n_);
   Trim(s_.values_bound, n_);
@@ -294,8 +310,21 @@ void Encoder::Reset() {
   s_.key_code.clear();
   s_.key_rank.clear();
   s_.key_names.clear();
-  s_.shapes.clear();
+  // The shapes' vectors go back to the spares, for NewShape to refill
+  // (three allocations per shape otherwise); spares far beyond what this
+  // result could use, or far larger than its keys, are freed.
   s_.shape_index.clear();
+  for (Shape& shape : s_.shapes) {
+    constexpr size_t kKeepKeys = 1 << 12;
+    if (s_.spare_shapes.size() < std::max<size_t>(64, 4 * n_) &&
+        shape.item_keys.capacity() <= std::max(kKeepKeys, 4 * keys)) {
+      s_.spare_shapes.push_back(std::move(shape));
+    }
+  }
+  s_.shapes.clear();
+  if (s_.spare_shapes.size() > std::max<size_t>(64, 4 * n_)) {
+    s_.spare_shapes.resize(std::max<size_t>(64, 4 * n_));
+  }
   s_.string_values.clear();
   s_.string_keys.clear();
   if (s_.strings.size() < keys) s_.strings.resize(keys);
@@ -310,10 +339,22 @@ void Encoder::Reset() {
 }
 
 absl::Status Encoder::CheckKeys() {
-  absl::flat_hash_set<absl::string_view>& names = s_.key_names;
-  names.reserve(r_.keys.size());
   s_.key_code.resize(r_.keys.size());
   s_.key_rank.resize(r_.keys.size());
+  const auto key_at = [this](size_t k) {
+    return AcceptedNames::Entry{r_.keys[k].name, static_cast<uint8_t>(r_.keys[k].type)};
+  };
+  if (s_.accepted_keys.Matches(r_.keys.size(), key_at)) {
+    // Unique names and valid types: this very table passed below before.
+    for (size_t k = 0; k < r_.keys.size(); ++k) {
+      s_.key_code[k] = PlainCode(r_.keys[k].type);
+      s_.key_rank[k] = static_cast<uint8_t>(WireRank(r_.keys[k].type));
+    }
+    return absl::OkStatus();
+  }
+  s_.accepted_keys.Forget();
+  absl::flat_hash_set<absl::string_view>& names = s_.key_names;
+  names.reserve(r_.keys.size());
   for (size_t k = 0; k < r_.keys.size(); ++k) {
     const MetricKey& key = r_.keys[k];
     if (!names.insert(key.name).second) {
@@ -327,6 +368,7 @@ absl::Status Encoder::CheckKeys() {
     s_.key_code[k] = PlainCode(key.type);
     s_.key_rank[k] = static_cast<uint8_t>(WireRank(key.type));
   }
+  s_.accepted_keys.Remember(r_.keys.size(), key_at);
   return absl::OkStatus();
 }
 
@@ -335,7 +377,15 @@ absl::Status Encoder::NewShape(size_t i, uint32_t* id) {
   std::vector<uint32_t>& keys = s_.scratch_keys;
   keys.clear();
   for (const MetricEntry& e : r_.items[i].metrics) keys.push_back(e.key);
-  if (auto it = s_.shape_index.find(keys); it != s_.shape_index.end()) {
+  if (s_.shapes.size() <= kLinearShapesMax) {
+    for (size_t d = 0; d < s_.shapes.size(); ++d) {
+      if (SpanEq()(s_.shapes[d].item_keys, keys)) {
+        *id = static_cast<uint32_t>(d);
+        return absl::OkStatus();
+      }
+    }
+  } else if (auto it = s_.shape_index.find(absl::MakeConstSpan(keys));
+             it != s_.shape_index.end()) {
     *id = it->second;
     return absl::OkStatus();
   }
@@ -360,7 +410,11 @@ absl::Status Encoder::NewShape(size_t i, uint32_t* id) {
   if (!bad.ok()) return bad;
   if (s_.shapes.size() >= UINT32_MAX) return Invalid(i, r_, "too many shapes");
   Shape shape;
-  shape.item_keys = keys;
+  if (!s_.spare_shapes.empty()) {
+    shape = std::move(s_.spare_shapes.back());
+    s_.spare_shapes.pop_back();
+  }
+  shape.item_keys.assign(keys.begin(), keys.end());
   // Wire order by a counting sort on the wire rank: stable, and with no
   // branch on each key's type (items that each carry different keys of
   // mixed types mispredicted one per key per rank: a third of their encode).
@@ -380,8 +434,19 @@ absl::Status Encoder::NewShape(size_t i, uint32_t* id) {
     shape.wire_keys[at] = keys[j];
   }
   *id = static_cast<uint32_t>(s_.shapes.size());
-  s_.shape_index.emplace(keys, *id);
   s_.shapes.push_back(std::move(shape));
+  // The index holds views of the shapes' own key vectors, which stay put
+  // when s_.shapes grows (a moved vector keeps its buffer).
+  if (s_.shapes.size() > kLinearShapesMax) {
+    if (s_.shape_index.empty()) {
+      for (size_t d = 0; d < s_.shapes.size(); ++d) {
+        s_.shape_index.emplace(absl::MakeConstSpan(s_.shapes[d].item_keys),
+                               static_cast<uint32_t>(d));
+      }
+    } else {
+      s_.shape_index.emplace(absl::MakeConstSpan(s_.shapes.back().item_keys), *id);
+    }
+  }
   return absl::OkStatus();
 }
 
