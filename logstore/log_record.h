@@ -74,11 +74,13 @@ inline constexpr size_t kMaxRenderedBytes = size_t{1} << 20;
 class LogRecordBuilder {
  public:
   // Describing one line, in order.
-  void Literal(absl::string_view text);
-  void ItemId();
+  void Literal(absl::string_view text) {
+    if (capturing_) pieces_.back().append(text.data(), text.size());
+  }
+  void ItemId() { Slot(SlotKind::kItemId); }
   void Int(int64_t value);
   void String(absl::string_view text);
-  void Number(double value);
+  inline void Number(double value);
 
   // Ends the current line and returns its record value ('R' + slot values).
   // The first line fixes the layout; a later line with a different slot
@@ -92,9 +94,24 @@ class LogRecordBuilder {
   bool consistent() const { return consistent_; }
 
  private:
-  void Slot(SlotKind kind);
+  // The calls above run ~100 times per line, so their common paths are
+  // inline here (out of line, the calls were a third of a record's cost);
+  // the first line's capture and buffer growth are not.
+  void Slot(SlotKind kind) {
+    if (capturing_) {
+      CaptureSlot(kind);
+    } else if (slot_ >= kinds_.size() || kinds_[slot_] != kind) {
+      consistent_ = false;
+    }
+    ++slot_;
+  }
+  void CaptureSlot(SlotKind kind);
   // Room for `bytes` more at the end of the current record; returns where.
-  char* Reserve(size_t bytes);
+  char* Reserve(size_t bytes) {
+    if (capacity_ - size_ < bytes) Grow(bytes);
+    return buffer_.get() + size_;
+  }
+  void Grow(size_t bytes);
   void PutVarint(uint64_t v);
 
   bool capturing_ = true;  // Still in the first line.
@@ -115,6 +132,12 @@ class LogRecordBuilder {
 // written at `dst`; returns the end (LogRecordBuilder::Number uses it).
 inline constexpr size_t kMaxLogNumberBytes = 10;  // A varint code + 8 raw bytes.
 char* EncodeLogNumber(double value, char* dst);
+
+inline void LogRecordBuilder::Number(double value) {
+  Slot(SlotKind::kNumber);
+  char* end = EncodeLogNumber(value, Reserve(kMaxLogNumberBytes));
+  size_ = static_cast<size_t>(end - buffer_.get());
+}
 // The same, appended to `out` (for tests of the number coding).
 void AppendLogNumber(double value, std::string* out);
 

@@ -73,6 +73,25 @@ TEST(LogRecordNumberTest, AMillionRandomDoublesRenderAsSixDigitsDoes) {
   }
 }
 
+// Whole numbers below 10^6 take their own path in the encoder (no
+// scaling), and the decimal exponent is picked by comparing with a table of
+// powers of ten: every whole number, and every power of ten in the decimal
+// range with its neighbours, must render as SixDigits does.
+TEST(LogRecordNumberTest, WholeNumbersAndPowersOfTenRenderAsSixDigitsDoes) {
+  for (int i = 0; i < 1000000; ++i) {
+    const double v = i % 7 == 3 ? -double(i) : double(i);
+    ASSERT_EQ(RoundTrip(v), SixDigits(v)) << v;
+  }
+  for (int k = -19; k <= 13; ++k) {
+    const double p = std::pow(10.0, k);
+    for (double v : {p, std::nextafter(p, 0.0), std::nextafter(p, 1e300), p * 0.9999995,
+                     p * 1.0000005, p + 0.5, p - 0.5}) {
+      ASSERT_EQ(RoundTrip(v), SixDigits(v)) << v;
+      ASSERT_EQ(RoundTrip(-v), SixDigits(-v)) << -v;
+    }
+  }
+}
+
 TEST(LogRecordNumberTest, ValuesNearARoundingTieRenderAsSixDigitsDoes) {
   // Where six-digit rounding is decided by the last bits: n.5 x 10^k and
   // its neighbours, including the 999999.5 -> 1e+06 boundary.
