@@ -946,6 +946,31 @@ TEST(CompatibilityTest, TrailingBytesInKeyEntriesAndItemRecordsAreIgnored) {
   EXPECT_EQ(DiffResults(*r, ExampleResult()), "");
 }
 
+// The reader reads the common key entry (a type and a name of up to 127
+// bytes, nothing after) in place and any other through the general path:
+// names on both sides of that bound, empty ones, and entries with trailing
+// bytes must read the same.
+TEST(ReaderTest, KeyNamesOfEveryLengthClassReadBack) {
+  RankResult r;
+  for (size_t n : {size_t{1}, size_t{15}, size_t{126}, size_t{127}, size_t{128}, size_t{300}}) {
+    r.AddKey(std::string(n, static_cast<char>('a' + n % 26)), MetricType::kDouble);
+  }
+  r.AddKey("", MetricType::kInt);
+  RankedItem& item = AppendItem(r, 0);
+  for (uint32_t k = 0; k < r.keys.size(); ++k) {
+    item.metrics.push_back({k, r.keys[k].type == MetricType::kInt ? MetricValue::Int(3)
+                                                                  : MetricValue::Double(k)});
+  }
+  EXPECT_NE(RoundTrip(r, kRankbinCodecName), "");
+
+  Payload p = ExamplePayload();
+  p.keys[0].name = std::string(127, 'x');
+  p.keys[0].extra = "\x01";  // One byte past the name: the general path.
+  absl::StatusOr<RankResult> back = Decode(p.Build());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->keys[0].name, std::string(127, 'x'));
+}
+
 TEST(CompatibilityTest, AnyMinorVersionIsRead) {
   Payload p = ExamplePayload();
   p.minor = 9;

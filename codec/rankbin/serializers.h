@@ -208,6 +208,10 @@ struct Serializer<KeyEntry> {
   static void Read(coding::Reader& r, KeyEntry* e, const char* what) {
     absl::string_view body = r.LengthPrefixed(what);
     if (!r.ok()) return;
+    ReadBody(r, body, e);
+  }
+  // The entry whose body (after its length) `body` is, read from `r`'s input.
+  static void ReadBody(coding::Reader& r, absl::string_view body, KeyEntry* e) {
     coding::Reader br(body, "rankbin", r.offset() - body.size());
     e->type_code = br.Byte("key type");
     e->name = br.LengthPrefixed("key name");
@@ -216,6 +220,21 @@ struct Serializer<KeyEntry> {
       Serializer<std::vector<absl::string_view>>::Read(br, &e->dict, "key dictionary");
     }
     if (!br.ok()) r.FailWith(br.status());
+  }
+  // The common entry, read without a second reader: a type that carries no
+  // dictionary and a name of at most 127 bytes, filling the body exactly.
+  // False (nothing read) for any other body; ReadBody reads those.
+  static bool ReadSimpleBody(absl::string_view body, uint8_t* type_code, absl::string_view* name) {
+    if (body.size() < 2) return false;
+    const auto code = static_cast<uint8_t>(body[0]);
+    const auto length = static_cast<uint8_t>(body[1]);
+    if (length >= 0x80 || body.size() != size_t{2} + length ||
+        code == static_cast<uint8_t>(TypeCode::kStringDict)) {
+      return false;
+    }
+    *type_code = code;
+    *name = body.substr(2);
+    return true;
   }
 };
 
