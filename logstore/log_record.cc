@@ -66,10 +66,6 @@ void AppendLength(absl::string_view s, std::string* out) {
   out->append(s.data(), s.size());
 }
 
-}  // namespace
-
-namespace {
-
 // n * 10^scale, n in 1..999999 with its trailing zero digits not yet
 // removed, as a number slot (or the raw form when the scale is out of the
 // code's range).
@@ -94,8 +90,9 @@ char* EncodeDecimal(bool negative, double value, uint32_t n, int scale, char* ds
 }
 
 // 10^k for k in [-18, 12] (the encoder's decimal range): exact for k >= 0,
-// the nearest double below that. Only compared with, to pick the decimal
-// exponent; the scaled value's range checks below catch a misjudged one.
+// the nearest double (above or below 10^k) for k < 0. Only compared with,
+// to pick the decimal exponent; a value misjudged by the rounding (the
+// table entry itself) is caught by the scaled value's range checks below.
 constexpr double kPow10From18[] = {
     1e-18, 1e-17, 1e-16, 1e-15, 1e-14, 1e-13, 1e-12, 1e-11, 1e-10, 1e-9, 1e-8,
     1e-7,  1e-6,  1e-5,  1e-4,  1e-3,  1e-2,  1e-1,  1e0,   1e1,   1e2,  1e3,
@@ -134,8 +131,8 @@ char* EncodeLogNumber(double value, char* dst) {
   if (std::fabs(r - 999999.5) < 1e-6) {
     return EncodeRawDouble(negative, value, dst);
   }
-  // Safety nets for a power of ten misjudged above (the table's negative
-  // powers are rounded) and for rounding up to 10^6.
+  // Safety nets for a value misjudged above (the table's negative powers
+  // are rounded) and for rounding up to 10^6.
   if (r >= 999999.5) r = ScaleBy10Fast(a, 5 - ++e);
   if (r < 99999.5) r = ScaleBy10Fast(a, 5 - --e);
   // r is |value| * 10^(5-e) to within ~1e-10 (a few ulps of a number below

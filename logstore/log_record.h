@@ -128,8 +128,11 @@ class LogRecordBuilder {
   size_t capacity_ = 0;
 };
 
-// The record encoding of one number slot: at most kMaxLogNumberBytes
-// written at `dst`; returns the end (LogRecordBuilder::Number uses it).
+// The record encoding of one number slot, written at `dst`; returns its
+// end. REQUIRES: kMaxLogNumberBytes of room at `dst`, whatever the value:
+// bytes between the returned end and dst + kMaxLogNumberBytes may be
+// overwritten (a short slot is written as one 4-byte store).
+// LogRecordBuilder::Number uses it.
 inline constexpr size_t kMaxLogNumberBytes = 10;  // A varint code + 8 raw bytes.
 char* EncodeLogNumber(double value, char* dst);
 

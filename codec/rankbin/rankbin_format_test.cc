@@ -513,7 +513,7 @@ std::string RoundTrip(const RankResult& r, absl::string_view name,
 std::vector<KeyEntry> WrittenKeys(absl::string_view payload) {
   coding::Reader r(payload.substr(kHeaderSize + kSectionHeaderSize), "test");
   std::vector<KeyEntry> keys(r.Varint64("key count"));
-  for (KeyEntry& k : keys) Serializer<KeyEntry>::Read(r, &k, "key");
+  for (KeyEntry& k : keys) Serializer<KeyEntry>::ReadBody(r, r.LengthPrefixed("key"), &k);
   EXPECT_TRUE(r.ok()) << r.status();
   return keys;
 }
@@ -625,6 +625,8 @@ TEST(WriterTest, AKeyTableAcceptedBeforeIsCheckedAgainWhenItDiffers) {
   absl::Status s = rankbin::WriteRankbin(dup, {}).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   EXPECT_THAT(std::string(s.message()), HasSubstr("\"ab\" appears twice"));
+  // A table that failed is not remembered as accepted.
+  EXPECT_EQ(rankbin::WriteRankbin(dup, {}).status().code(), absl::StatusCode::kInvalidArgument);
   RankResult bad_type = good;
   bad_type.keys[1].type = static_cast<MetricType>(9);
   s = rankbin::WriteRankbin(bad_type, {}).status();
@@ -652,9 +654,32 @@ TEST(ReaderTest, AKeyTableAcceptedBeforeIsCheckedAgainWhenItDiffers) {
     ASSERT_TRUE(r.ok()) << r.status();
     ASSERT_EQ(r->keys.size(), 2u);
     EXPECT_EQ(r->keys[1].name, "cc.dd");
-    r = Decode(dup.Build());
+    // Twice: a table that failed is not remembered as accepted.
+    for (int again = 0; again < 2; ++again) {
+      r = Decode(dup.Build());
+      EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss) << r.status();
+      EXPECT_THAT(std::string(r.status().message()), HasSubstr("\"aa.bb\" appears twice"));
+    }
+  }
+
+  // Names need only be unique among keys of known types: a key of an
+  // unknown type may repeat a name, and the same table with that key's
+  // type known must then be checked (and refused), not matched.
+  Payload unknown = ExamplePayload();
+  unknown.keys.push_back({0x0a, "score.ctr"});  // Unknown type, fixed64 wire class.
+  unknown.shapes = {{0, 2, 1}};
+  const std::string run0 = Bytes().F64(0.25).F64(1.5).Varint(0);
+  const std::string run1 = Bytes().F64(0.125).F64(1.5).Varint(0);
+  unknown.values = {BlockSpec::Raw(run0 + run1)};
+  unknown.items[1].values_offset = static_cast<uint32_t>(run0.size());
+  Payload known = unknown;
+  known.keys[2].code = 0x12;  // A double, as key 0 is.
+  for (int round = 0; round < 2; ++round) {
+    absl::StatusOr<RankResult> r = Decode(unknown.Build());
+    EXPECT_TRUE(r.ok()) << r.status();
+    r = Decode(known.Build());
     EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss) << r.status();
-    EXPECT_THAT(std::string(r.status().message()), HasSubstr("\"aa.bb\" appears twice"));
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr("\"score.ctr\" appears twice"));
   }
 }
 

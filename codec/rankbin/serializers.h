@@ -204,13 +204,8 @@ struct Serializer<KeyEntry> {
       Serializer<std::vector<absl::string_view>>::Write(w, e.dict);
     }
   }
-  // Views point into the reader's input.
-  static void Read(coding::Reader& r, KeyEntry* e, const char* what) {
-    absl::string_view body = r.LengthPrefixed(what);
-    if (!r.ok()) return;
-    ReadBody(r, body, e);
-  }
-  // The entry whose body (after its length) `body` is, read from `r`'s input.
+  // The entry whose body (after its length) `body` is, read from `r`'s
+  // input; views point into it. Fails `r` on a malformed body.
   static void ReadBody(coding::Reader& r, absl::string_view body, KeyEntry* e) {
     coding::Reader br(body, "rankbin", r.offset() - body.size());
     e->type_code = br.Byte("key type");

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
-#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "base/status_macros.h"
@@ -76,6 +76,10 @@ struct Shape {
   uint32_t int_end = 0;
 };
 
+// The shape index keys views of item_keys, so a growing shapes vector must
+// move Shapes (keeping their buffers), never copy them.
+static_assert(std::is_nothrow_move_constructible_v<Shape>);
+
 struct StringKey {
   std::vector<absl::string_view> entries;  // The dictionary, by index.
   ShortDict short_index;                   // Entries of up to 16 bytes.
@@ -120,17 +124,6 @@ constexpr size_t kLongString = 32;
 // After this many blocks in a row that did not pay, a column stops trying.
 constexpr int kMaxCompressMisses = 4;
 
-// A shape's keys, as the shape index's key: a view of the Shape's own
-// item_keys (a vector's buffer stays put when the Shape is moved).
-struct SpanHash {
-  size_t operator()(absl::Span<const uint32_t> s) const { return absl::HashOf(s); }
-};
-struct SpanEq {
-  bool operator()(absl::Span<const uint32_t> a, absl::Span<const uint32_t> b) const {
-    return a.size() == b.size() &&
-           (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(uint32_t)) == 0);
-  }
-};
 // Shapes are compared one by one while a result has at most this many; the
 // index is built past that (most results have one shape).
 constexpr size_t kLinearShapesMax = 8;
@@ -172,7 +165,9 @@ struct EncoderScratch {
   std::vector<Shape> spare_shapes;
   std::vector<uint32_t> item_shape;
   // Built once a result has more than kLinearShapesMax shapes.
-  absl::flat_hash_map<absl::Span<const uint32_t>, uint32_t, SpanHash, SpanEq> shape_index;
+  // Its keys are views of the shapes' own item_keys (a vector's buffer stays
+  // put when its Shape is moved).
+  absl::flat_hash_map<absl::Span<const uint32_t>, uint32_t> shape_index;
   std::vector<uint32_t> scratch_keys;  // NewShape's.
   std::vector<uint8_t> seen;           // NewShape's, all 0 between calls.
   // Per key; only string keys' entries are used (and reset by Reset()).
@@ -187,6 +182,30 @@ struct EncoderScratch {
   // Per VALUES block: bytes of long strings of keys without a dictionary.
   std::vector<uint64_t> values_long_strings;
 };
+
+// Gives the last call's shapes to the spares, for NewShape to refill (three
+// allocations per shape otherwise). A thread keeps at most max(8, items)
+// spares, none with vectors far larger than `keys` needs: the spares kept
+// from a wide, many-shaped result are freed by the next narrower or
+// smaller one (12.9 MB stayed on a thread after a 20,000-key result
+// otherwise).
+void RecycleShapes(EncoderScratch& s, size_t keys, size_t items) {
+  constexpr size_t kKeepKeys = 1 << 12;
+  const size_t keep_keys = std::max(kKeepKeys, 4 * keys);
+  const size_t keep_spares = std::max<size_t>(8, items);
+  const auto too_large = [keep_keys](const Shape& shape) {
+    return shape.item_keys.capacity() > keep_keys || shape.perm.capacity() > keep_keys ||
+           shape.wire_keys.capacity() > keep_keys;
+  };
+  s.spare_shapes.erase(std::remove_if(s.spare_shapes.begin(), s.spare_shapes.end(), too_large),
+                       s.spare_shapes.end());
+  for (Shape& shape : s.shapes) {
+    if (s.spare_shapes.size() >= keep_spares) break;
+    if (!too_large(shape)) s.spare_shapes.push_back(std::move(shape));
+  }
+  s.shapes.clear();
+  if (s.spare_shapes.size() > keep_spares) s.spare_shapes.resize(keep_spares);
+}
 
 EncoderScratch& ThreadEncoderScratch() {
   thread_local EncoderScratch scratch;
@@ -310,21 +329,8 @@ void Encoder::Reset() {
   s_.key_code.clear();
   s_.key_rank.clear();
   s_.key_names.clear();
-  // The shapes' vectors go back to the spares, for NewShape to refill
-  // (three allocations per shape otherwise); spares far beyond what this
-  // result could use, or far larger than its keys, are freed.
   s_.shape_index.clear();
-  for (Shape& shape : s_.shapes) {
-    constexpr size_t kKeepKeys = 1 << 12;
-    if (s_.spare_shapes.size() < std::max<size_t>(64, 4 * n_) &&
-        shape.item_keys.capacity() <= std::max(kKeepKeys, 4 * keys)) {
-      s_.spare_shapes.push_back(std::move(shape));
-    }
-  }
-  s_.shapes.clear();
-  if (s_.spare_shapes.size() > std::max<size_t>(64, 4 * n_)) {
-    s_.spare_shapes.resize(std::max<size_t>(64, 4 * n_));
-  }
+  RecycleShapes(s_, keys, n_);
   s_.string_values.clear();
   s_.string_keys.clear();
   if (s_.strings.size() < keys) s_.strings.resize(keys);
@@ -379,7 +385,7 @@ absl::Status Encoder::NewShape(size_t i, uint32_t* id) {
   for (const MetricEntry& e : r_.items[i].metrics) keys.push_back(e.key);
   if (s_.shapes.size() <= kLinearShapesMax) {
     for (size_t d = 0; d < s_.shapes.size(); ++d) {
-      if (SpanEq()(s_.shapes[d].item_keys, keys)) {
+      if (absl::MakeConstSpan(s_.shapes[d].item_keys) == absl::MakeConstSpan(keys)) {
         *id = static_cast<uint32_t>(d);
         return absl::OkStatus();
       }
@@ -527,15 +533,13 @@ absl::Status Encoder::ItemShape(size_t i, uint32_t* id) {
   bool same = i > 0 && s_.shapes[*id].item_keys.size() == m.size();
   if (same) {
     const uint32_t* keys = s_.shapes[*id].item_keys.data();
-    if (careful_) {
-      for (size_t j = 0; j < m.size(); ++j) same &= m[j].key == keys[j];
-    } else if (s_.shapes.size() > kLinearShapesMax) {
-      // A result with many shapes (sparse features: items that each carry
-      // a different subset of as many keys) is compared key by key, up to
-      // the first difference: three samples let one item in a few hundred
-      // of 500 random halves of 200 keys through, and the encode then
-      // restarted in careful mode (a fifth of its time). Each new shape
-      // costs far more than the comparison anyway.
+    if (careful_ || s_.shapes.size() > kLinearShapesMax) {
+      // Careful mode, and fast mode once a result has many shapes (sparse
+      // features: items that each carry a different subset of as many
+      // keys), compare every key up to the first difference. Three samples
+      // let one item in a few hundred of 500 random halves of 200 keys
+      // through, and the encode then restarted in careful mode (a fifth of
+      // its time); each new shape costs far more than the comparison.
       for (size_t j = 0; j < m.size(); ++j) {
         if (m[j].key != keys[j]) {
           same = false;
