@@ -720,6 +720,37 @@ TEST(WriterTest, ShapesOfAnEarlierResultDoNotLeakIntoTheNext) {
   }
 }
 
+// A string key whose first 16 values are all distinct gets no dictionary
+// (decided then, before more of its values are hashed), even if repeats
+// follow; one repeat among them leaves the decision to the 64-value sample;
+// a threshold of 1 keeps every dictionary that pays.
+TEST(WriterTest, AKeyWhoseFirstSixteenValuesAreDistinctGetsNoDictionary) {
+  const auto result = [](size_t distinct_first) {
+    RankResult r;
+    const uint32_t k = r.AddKey("trace", MetricType::kString);
+    for (size_t i = 0; i < 200; ++i) {
+      const std::string v = i < distinct_first ? absl::StrCat("a long distinct trace value #", i)
+                                               : "a long repeated trace value";
+      AppendItem(r, i).metrics.push_back({k, MetricValue::String(v)});
+    }
+    return r;
+  };
+  const auto code = [](const RankResult& r, const BuiltinCodecOptions& options) {
+    const std::vector<KeyEntry> keys = WrittenKeys(RoundTrip(r, kRankbinCodecName, options));
+    return keys.empty() ? uint8_t{0} : keys[0].type_code;
+  };
+  const auto dict = static_cast<uint8_t>(TypeCode::kStringDict);
+  const auto plain = static_cast<uint8_t>(TypeCode::kString);
+  // result(n): n distinct values, then one value repeated; its first 16
+  // values are all distinct for n >= 15.
+  EXPECT_EQ(code(result(16), {}), plain);
+  EXPECT_EQ(code(result(15), {}), plain);
+  EXPECT_EQ(code(result(14), {}), dict);
+  BuiltinCodecOptions keep_all;
+  keep_all.writer.dict_distinct_threshold = 1.0;
+  EXPECT_EQ(code(result(16), keep_all), dict);
+}
+
 TEST(ReaderTest, DecompressesOnlyTheBlocksItReads) {
   RankResult r;
   const uint32_t model = r.AddKey("model", MetricType::kString);

@@ -118,6 +118,13 @@ struct StringKey {
 constexpr size_t kLinearDictMax = 8;
 // A string key's dictionary is kept or dropped after this many values.
 constexpr uint32_t kDictSample = 64;
+// ... or after its first kDictEarlySample values if every one was new
+// (unless the threshold keeps every dictionary, 1 or more): a
+// key that distinct is past the threshold at kDictSample too (for values
+// drawn from N at random, 16 distinct of 16 is likely only for N in the
+// hundreds, where 64 values are ~85 % distinct), and hashing 48 more long
+// values per key was ~5 % of a string-heavy encode.
+constexpr uint32_t kDictEarlySample = 16;
 // A plain string of at least this many bytes counts towards its block's
 // "compressible string bytes" (short strings are mostly length prefixes).
 constexpr size_t kLongString = 32;
@@ -467,8 +474,13 @@ uint32_t Encoder::DictIndex(StringKey& sk, absl::string_view v) {
   // Decide early, from a sample, as ORC does (orc.dictionary.key.threshold):
   // after the key's first kDictSample values, a key whose values are mostly
   // distinct will not get a dictionary that pays, so stop hashing them.
-  if (++sk.seen == kDictSample &&
-      sk.entries.size() > static_cast<size_t>(kDictSample * o_.dict_distinct_threshold)) {
+  // (Both checks run before the value that makes the count: at seen == n
+  // the entries are those of the first n - 1 values.)
+  ++sk.seen;
+  if ((sk.seen == kDictEarlySample + 1 && sk.entries.size() == kDictEarlySample &&
+       o_.dict_distinct_threshold < 1) ||
+      (sk.seen == kDictSample &&
+       sk.entries.size() > static_cast<size_t>(kDictSample * o_.dict_distinct_threshold))) {
     GiveUpDict(sk);
     return UINT32_MAX;
   }

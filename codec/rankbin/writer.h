@@ -45,8 +45,9 @@ struct WriterOptions {
   // distinct values (and only if the dictionary is smaller).
   uint32_t max_dict_entries = 4096;
   // A string key keeps its dictionary only if, among its first 64 values,
-  // at most this share are distinct (the rest are repeats). Decided early so
-  // that long distinct strings are not hashed for nothing.
+  // at most this share are distinct (the rest are repeats), and, below 1,
+  // not if its first 16 values are all distinct. Decided early so that long
+  // distinct strings are not hashed for nothing.
   double dict_distinct_threshold = 0.5;
 };
 
