@@ -823,7 +823,7 @@ absl::Status RankbinView::MaterializeBlock(size_t b, const std::vector<MetricVal
     if (!rec.ok()) return rec.status();
     RankedItem& item = result->items[i];
     // Constructed, then moved in: assign() into an empty string took the
-    // general replace path (twice the instructions, per perf of a 10-item
+    // general replace path (twice the instructions, per callgrind of a 10-item
     // decode).
     item.item_id = std::string(rec->id.data(), rec->id.size());
     item.score = rec->score;

@@ -119,11 +119,11 @@ constexpr size_t kLinearDictMax = 8;
 // A string key's dictionary is kept or dropped after this many values.
 constexpr uint32_t kDictSample = 64;
 // ... or after its first kDictEarlySample values if every one was new
-// (unless the threshold keeps every dictionary, 1 or more): a
-// key that distinct is past the threshold at kDictSample too (for values
-// drawn from N at random, 16 distinct of 16 is likely only for N in the
-// hundreds, where 64 values are ~85 % distinct), and hashing 48 more long
-// values per key was ~5 % of a string-heavy encode.
+// (unless the threshold keeps every dictionary: 1 or more). A key that
+// distinct is past the threshold at kDictSample too (for values drawn from
+// N at random, 16 distinct of 16 is likely only for N in the hundreds,
+// where 64 values are ~85 % distinct), and hashing 48 more long values per
+// key was ~5 % of a string-heavy encode.
 constexpr uint32_t kDictEarlySample = 16;
 // A plain string of at least this many bytes counts towards its block's
 // "compressible string bytes" (short strings are mostly length prefixes).
@@ -134,7 +134,6 @@ constexpr int kMaxCompressMisses = 4;
 // Shapes are compared one by one while a result has at most this many; the
 // index is built past that (most results have one shape).
 constexpr size_t kLinearShapesMax = 8;
-
 
 // String equality that skips the byte comparison when both views are the
 // same bytes: items share one heap block for a repeated long string
@@ -352,36 +351,33 @@ void Encoder::Reset() {
 }
 
 absl::Status Encoder::CheckKeys() {
-  s_.key_code.resize(r_.keys.size());
-  s_.key_rank.resize(r_.keys.size());
   const auto key_at = [this](size_t k) {
     return AcceptedNames::Entry{r_.keys[k].name, static_cast<uint8_t>(r_.keys[k].type)};
   };
-  if (s_.accepted_keys.Matches(r_.keys.size(), key_at)) {
-    // Unique names and valid types: this very table passed below before.
-    for (size_t k = 0; k < r_.keys.size(); ++k) {
-      s_.key_code[k] = PlainCode(r_.keys[k].type);
-      s_.key_rank[k] = static_cast<uint8_t>(WireRank(r_.keys[k].type));
+  // Unique names and valid types; skipped for the very table that passed
+  // last on this thread.
+  if (!s_.accepted_keys.Matches(r_.keys.size(), key_at)) {
+    s_.accepted_keys.Forget();
+    absl::flat_hash_set<absl::string_view>& names = s_.key_names;
+    names.reserve(r_.keys.size());
+    for (const MetricKey& key : r_.keys) {
+      if (!names.insert(key.name).second) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("rankbin: metric key \"", key.name, "\" appears twice"));
+      }
+      if (!MetricTypeFromNumber(static_cast<int>(key.type))) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("rankbin: metric key \"", key.name, "\" has no valid type"));
+      }
     }
-    return absl::OkStatus();
+    s_.accepted_keys.Remember(r_.keys.size(), key_at);
   }
-  s_.accepted_keys.Forget();
-  absl::flat_hash_set<absl::string_view>& names = s_.key_names;
-  names.reserve(r_.keys.size());
+  s_.key_code.resize(r_.keys.size());
+  s_.key_rank.resize(r_.keys.size());
   for (size_t k = 0; k < r_.keys.size(); ++k) {
-    const MetricKey& key = r_.keys[k];
-    if (!names.insert(key.name).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("rankbin: metric key \"", key.name, "\" appears twice"));
-    }
-    if (!MetricTypeFromNumber(static_cast<int>(key.type))) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("rankbin: metric key \"", key.name, "\" has no valid type"));
-    }
-    s_.key_code[k] = PlainCode(key.type);
-    s_.key_rank[k] = static_cast<uint8_t>(WireRank(key.type));
+    s_.key_code[k] = PlainCode(r_.keys[k].type);
+    s_.key_rank[k] = static_cast<uint8_t>(WireRank(r_.keys[k].type));
   }
-  s_.accepted_keys.Remember(r_.keys.size(), key_at);
   return absl::OkStatus();
 }
 
