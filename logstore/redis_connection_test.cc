@@ -151,6 +151,28 @@ absl::StatusOr<RedisConnection> ConnectTo(int port) {
   return RedisConnection::Connect(options);
 }
 
+// Sends `command` to the server on loopback `port` and waits at most
+// `limit` for the reply, which must not come: the wait ends as a timeout.
+// Returns how long it took (infinite if the connection or send failed).
+absl::Duration TimeOutWaitingForReply(int port, const char* command, absl::Duration limit) {
+  absl::StatusOr<RedisConnection> connection = ConnectTo(port);
+  if (!connection.ok()) {
+    ADD_FAILURE() << connection.status();
+    return absl::InfiniteDuration();
+  }
+  if (redisAppendCommand(connection->get(), command) != REDIS_OK) {
+    ADD_FAILURE() << "redisAppendCommand: " << connection->get()->errstr;
+    return absl::InfiniteDuration();
+  }
+  void* reply = nullptr;
+  const absl::Time start = absl::Now();
+  EXPECT_FALSE(connection->GetReplyWithin(limit, &reply));
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_EQ(reply, nullptr);
+  EXPECT_TRUE(connection->TimedOut()) << connection->get()->errstr;
+  return took;
+}
+
 // A real redis-server and a connection to it (default options).
 struct ConnectedRedis {
   std::unique_ptr<test::RedisProcess> redis;
@@ -216,16 +238,8 @@ TEST(RedisConnectionTest, IsRedisTimeoutTellsARefusedConnectFromATimedOutOne) {
 TEST(RedisConnectionTest, AReplyThatTricklesInIsCutOffAtTheLimit) {
   TricklingRedis slow("*2\r\n$-1\r\n$-1\r\n", absl::Milliseconds(100));  // 1.4 s in all.
   ASSERT_NE(slow.port(), 0);
-  absl::StatusOr<RedisConnection> connection = ConnectTo(slow.port());
-  ASSERT_TRUE(connection.ok()) << connection.status();
-  ASSERT_EQ(redisAppendCommand(connection->get(), "HMGET k a"), REDIS_OK);
-  void* reply = nullptr;
-  const absl::Time start = absl::Now();
-  EXPECT_FALSE(connection->GetReplyWithin(absl::Milliseconds(300), &reply));
-  const absl::Duration took = absl::Now() - start;
-  EXPECT_EQ(reply, nullptr);
-  EXPECT_TRUE(connection->TimedOut());
-  EXPECT_LT(took, absl::Milliseconds(700));
+  EXPECT_LT(TimeOutWaitingForReply(slow.port(), "HMGET k a", absl::Milliseconds(300)),
+            absl::Milliseconds(700));
 }
 
 // The log reader's round trip is bounded by the I/O timeout as a whole,
@@ -364,7 +378,7 @@ TEST(RedisConnectionTest, ASpentBudgetWithNothingThereTimesOutAtOnce) {
 // hostile endpoint: an endless bulk string) is cut within twice the
 // budget, not held for as long as the server sends.
 TEST(RedisConnectionTest, AnEndlessReplyIsCutWithinTwiceTheBudget) {
-  // Declared first, so the connection below closes before the server
+  // The connection (TimeOutWaitingForReply's) closes before this server
   // stops: its send then fails, and it ends.
   FakeRedis endless([](int c, const std::atomic<bool>& stop) {
     AnswerPing(c);
@@ -377,15 +391,8 @@ TEST(RedisConnectionTest, AnEndlessReplyIsCutWithinTwiceTheBudget) {
     }
   });
   ASSERT_NE(endless.port(), 0);
-  absl::StatusOr<RedisConnection> connection = ConnectTo(endless.port());
-  ASSERT_TRUE(connection.ok()) << connection.status();
-  ASSERT_EQ(redisAppendCommand(connection->get(), "GET x"), REDIS_OK);
-  void* raw = nullptr;
-  const absl::Time start = absl::Now();
-  EXPECT_FALSE(connection->GetReplyWithin(absl::Milliseconds(50), &raw));
-  const absl::Duration took = absl::Now() - start;
-  EXPECT_TRUE(connection->TimedOut()) << connection->get()->errstr;
-  EXPECT_LT(took, absl::Milliseconds(600));
+  EXPECT_LT(TimeOutWaitingForReply(endless.port(), "GET x", absl::Milliseconds(50)),
+            absl::Milliseconds(600));
 }
 
 // An infinite limit waits as long as it takes (no arithmetic overflows
