@@ -296,8 +296,8 @@ SinkEntry Encode(Rep rep, RequestLogs logs, const Dictionary& dict, ZSTD_CCtx* c
   std::vector<ItemLog> items;
   if (rep == Rep::kRecord) {
     std::string layout;
-    if (!logs.renderer->RenderRecords(&layout, &items)) std::exit(3);
-    entry.fields.push_back(SinkField{std::string(kLayoutField), std::move(layout)});
+    if (!logs.renderer->RenderRecords(&layout, &entry.fields)) std::exit(3);
+    entry.fields.Add(kLayoutField, layout);
   } else {
     logs.renderer->Render(&items);
   }
@@ -313,7 +313,7 @@ SinkEntry Encode(Rep rep, RequestLogs logs, const Dictionary& dict, ZSTD_CCtx* c
       if (ZSTD_isError(n)) std::exit(3);
       item.text.assign(scratch.data(), n + 1);
     }
-    entry.fields.push_back(SinkField{std::move(item.item_id), std::move(item.text)});
+    entry.fields.Add(item.item_id, item.text);
   }
   return entry;
 }
@@ -345,7 +345,7 @@ void MeasureRepresentation(const test::RedisProcess& redis, const server::Ranker
     const double c0 = ThreadCpuSeconds();
     entries.push_back(Encode(rep, std::move(logs), dict, cctx));
     cpu += ThreadCpuSeconds() - c0;
-    for (const SinkField& f : entries.back().fields) value_bytes += f.value.size();
+    value_bytes += entries.back().fields.value_bytes();
   }
   out->encode_us.push_back(cpu / double(templates.size()) * 1e6);
   out->value_bytes = double(value_bytes) / double(templates.size());

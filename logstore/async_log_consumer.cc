@@ -178,48 +178,44 @@ void AsyncLogConsumer::WriterLoop(size_t index) {
 
 void AsyncLogConsumer::WriteBatch(LogSink& sink, std::vector<Pending>& batch) {
   std::vector<SinkEntry> entries(batch.size());
-  std::vector<size_t> value_bytes(batch.size(), 0);
+  std::vector<size_t> items(batch.size(), 0);
   for (size_t i = 0; i < batch.size(); ++i) {
     RequestLogs& logs = batch[i].logs;
-    entries[i].key = KeyFor(logs.request_id);
-    entries[i].fields.reserve(logs.items.size() + 1);
+    SinkEntry& entry = entries[i];
+    entry.key = KeyFor(logs.request_id);
+    items[i] = ItemCount(logs);
     // Lines handed over unrendered are made here, off the ranking path:
-    // as records (values already tagged 'R', plus the layout field) or as
-    // text to be tagged below.
-    bool records = false;
+    // as records (written straight into the entry's fields, plus the
+    // layout field) or as text to be tagged below.
     if (logs.renderer) {
       std::string layout;
-      records = format_ == LogStoreConfig::Format::kRecord &&
-                logs.renderer->RenderRecords(&layout, &logs.items);
-      if (records) {
-        value_bytes[i] += layout.size();
-        entries[i].fields.push_back(SinkField{std::string(kLayoutField), std::move(layout)});
+      if (format_ == LogStoreConfig::Format::kRecord &&
+          logs.renderer->RenderRecords(&layout, &entry.fields)) {
+        entry.fields.Add(kLayoutField, layout);
       } else {
         logs.renderer->Render(&logs.items);
       }
       logs.renderer.reset();
     }
     for (ItemLog& item : logs.items) {
-      if (!records) EncodeLogValue(compress_, compress_level_, &item.text);
-      value_bytes[i] += item.text.size();
-      entries[i].fields.push_back(SinkField{std::move(item.item_id), std::move(item.text)});
+      EncodeLogValue(compress_, compress_level_, &item.text);
+      entry.fields.Add(item.item_id, item.text);
     }
   }
   std::vector<absl::Status> results = sink.Write(absl::MakeSpan(entries), ttl_);
   for (size_t i = 0; i < batch.size(); ++i) {
-    const size_t items = batch[i].logs.items.size();
     absl::Status status = i < results.size()
                               ? std::move(results[i])
                               : absl::InternalError("log sink returned too few results");
     if (status.ok()) {
-      items_stored_.fetch_add(items, std::memory_order_relaxed);
-      bytes_stored_.fetch_add(value_bytes[i], std::memory_order_relaxed);
+      items_stored_.fetch_add(items[i], std::memory_order_relaxed);
+      bytes_stored_.fetch_add(entries[i].fields.value_bytes(), std::memory_order_relaxed);
       batch[i].promise.set_value(
-          LogReceipt{LogReceipt::Outcome::kStored, items, absl::OkStatus()});
+          LogReceipt{LogReceipt::Outcome::kStored, items[i], absl::OkStatus()});
     } else {
-      items_dropped_store_error_.fetch_add(items, std::memory_order_relaxed);
+      items_dropped_store_error_.fetch_add(items[i], std::memory_order_relaxed);
       batch[i].promise.set_value(
-          LogReceipt{LogReceipt::Outcome::kDropped, items, std::move(status)});
+          LogReceipt{LogReceipt::Outcome::kDropped, items[i], std::move(status)});
     }
   }
 }

@@ -46,6 +46,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "logstore/log_number.h"
+#include "logstore/packed_fields.h"
 
 namespace rankwire::logstore {
 
@@ -80,6 +82,8 @@ class LogRecordBuilder {
   void ItemId() { Slot(SlotKind::kItemId); }
   void Int(int64_t value);
   void String(absl::string_view text);
+  // Numbers are coded in batches (EncodeLogNumbers): a run of them is held
+  // until the next slot of another kind or the end of the line.
   inline void Number(double value);
 
   // Ends the current line and returns its record value ('R' + slot values).
@@ -87,6 +91,9 @@ class LogRecordBuilder {
   // sequence marks the builder inconsistent (a programming error the
   // producer checks with consistent()).
   std::string FinishRecord();
+  // The same, appended to `fields` as the field `item_id` (no string of
+  // its own).
+  void FinishRecordInto(absl::string_view item_id, PackedFields* fields);
 
   // The layout value ('L' + ...). Call after the last FinishRecord().
   std::string Layout() const;
@@ -113,6 +120,14 @@ class LogRecordBuilder {
   }
   void Grow(size_t bytes);
   void PutVarint(uint64_t v);
+  // Codes the held numbers into the record.
+  void FlushNumbers();
+  // Ends the line's slots; the record's bytes are then buffer_[0, size_).
+  void EndLine();
+
+  static constexpr size_t kHeldNumbers = 64;
+  double held_[kHeldNumbers];
+  size_t held_count_ = 0;
 
   bool capturing_ = true;  // Still in the first line.
   bool consistent_ = true;
@@ -128,21 +143,11 @@ class LogRecordBuilder {
   size_t capacity_ = 0;
 };
 
-// The record encoding of one number slot, written at `dst`; returns its
-// end. REQUIRES: kMaxLogNumberBytes of room at `dst`, whatever the value:
-// bytes between the returned end and dst + kMaxLogNumberBytes may be
-// overwritten (a short slot is written as one 4-byte store).
-// LogRecordBuilder::Number uses it.
-inline constexpr size_t kMaxLogNumberBytes = 10;  // A varint code + 8 raw bytes.
-char* EncodeLogNumber(double value, char* dst);
-
 inline void LogRecordBuilder::Number(double value) {
   Slot(SlotKind::kNumber);
-  char* end = EncodeLogNumber(value, Reserve(kMaxLogNumberBytes));
-  size_ = static_cast<size_t>(end - buffer_.get());
+  held_[held_count_++] = value;
+  if (held_count_ == kHeldNumbers) FlushNumbers();
 }
-// The same, appended to `out` (for tests of the number coding).
-void AppendLogNumber(double value, std::string* out);
 
 // A parsed layout, reusable for the records of one request.
 class LogLayout {

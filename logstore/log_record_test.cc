@@ -215,20 +215,22 @@ TEST_F(RankerRecordTest, RecordsRenderEveryItemByteIdenticalToTheInlineLine) {
     const RankResult inline_result = ranker_->Rank(request, server::LogDetail::kInline).result;
     server::RankOutput deferred = ranker_->Rank(request, server::LogDetail::kDeferred);
     std::string layout;
-    std::vector<ItemLog> records;
+    PackedFields records;
     ASSERT_TRUE(deferred.logs->RenderRecords(&layout, &records));
     ASSERT_EQ(records.size(), inline_result.items.size());
     absl::StatusOr<LogLayout> parsed = LogLayout::Parse(layout);
     ASSERT_TRUE(parsed.ok()) << parsed.status();
-    size_t record_bytes = 0, text_bytes = 0;
-    for (size_t i = 0; i < records.size(); ++i) {
-      ASSERT_EQ(records[i].item_id, inline_result.items[i].item_id);
-      absl::StatusOr<std::string> text = parsed->Render(records[i].item_id, records[i].text);
+    size_t record_bytes = 0, text_bytes = 0, i = 0;
+    records.ForEach([&](absl::string_view item_id, absl::string_view record) {
+      ASSERT_EQ(item_id, inline_result.items[i].item_id);
+      absl::StatusOr<std::string> text = parsed->Render(item_id, record);
       ASSERT_TRUE(text.ok()) << text.status();
       ASSERT_EQ(*text, inline_result.items[i].log) << "seed " << seed << " item " << i;
-      record_bytes += records[i].text.size();
+      record_bytes += record.size();
       text_bytes += text->size();
-    }
+      ++i;
+    });
+    ASSERT_EQ(i, inline_result.items.size());
     // The point of records: several times smaller than the text.
     EXPECT_LT(record_bytes * 4, text_bytes) << record_bytes << " vs " << text_bytes;
   }

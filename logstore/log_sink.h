@@ -19,19 +19,16 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "logstore/packed_fields.h"
 
 namespace rankwire::logstore {
 
-// One hash field: an item id and its encoded value (log_value.h).
-struct SinkField {
-  std::string name;
-  std::string value;
-};
-
-// One request's logs as the store keeps them: one key, one field per item.
+// One request's logs as the store keeps them: one key, one field per item
+// (the item id and its encoded value, log_value.h; with records, also the
+// layout field), packed as HSET sends them.
 struct SinkEntry {
   std::string key;
-  std::vector<SinkField> fields;  // Never empty.
+  PackedFields fields;  // Never empty.
 };
 
 class LogSink {

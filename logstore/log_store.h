@@ -33,6 +33,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "logstore/packed_fields.h"
 
 namespace rankwire::logstore {
 
@@ -53,13 +54,14 @@ class LogRenderer {
   virtual size_t EstimatedBytes() const = 0;
   // Appends one ItemLog per item. Called once (this or RenderRecords).
   virtual void Render(std::vector<ItemLog>* items) = 0;
-  // The structured form (log_record.h): sets `*layout` to the request's
-  // layout value and appends one ItemLog per item whose text is its record
-  // value ('R' + ...), which renders to the same text Render() makes.
-  // False if this renderer has no structured form (then Render() is used).
-  virtual bool RenderRecords(std::string* layout, std::vector<ItemLog>* items) {
+  // The structured form (log_record.h): appends one field per item to
+  // `fields` (the item id, its record value 'R' ...), which renders to the
+  // same text Render() makes, and sets `*layout` to the request's layout
+  // value. False if this renderer has no structured form (then `fields`
+  // is as it was and Render() is used).
+  virtual bool RenderRecords(std::string* layout, PackedFields* fields) {
     (void)layout;
-    (void)items;
+    (void)fields;
     return false;
   }
 };

@@ -21,18 +21,18 @@ void MemoryLogTable::Put(SinkEntry& entry, absl::Duration ttl) {
   bytes_ -= stored.bytes;
   stored.bytes = 0;
   stored.fields.clear();
-  for (SinkField& field : entry.fields) {
-    const size_t size = field.name.size() + field.value.size();
-    auto [it, inserted] = stored.fields.try_emplace(std::move(field.name));
+  entry.fields.ForEach([&](absl::string_view name, absl::string_view value) {
+    const size_t size = name.size() + value.size();
+    auto [it, inserted] = stored.fields.try_emplace(std::string(name));
     if (!inserted) {
       const size_t old = it->first.size() + it->second.size();
       stored.bytes -= old;
       bytes_ -= old;
     }
-    it->second = std::move(field.value);
+    it->second.assign(value.data(), value.size());
     stored.bytes += size;
     bytes_ += size;
-  }
+  });
   stored.expires = expires;
   expiries_.emplace(expires, entry.key);
 }

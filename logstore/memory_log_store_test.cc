@@ -25,7 +25,7 @@ using test_util::WaitFor;
 
 SinkEntry Entry(std::string key, std::vector<std::pair<std::string, std::string>> fields) {
   SinkEntry entry{std::move(key), {}};
-  for (auto& [name, value] : fields) entry.fields.push_back(SinkField{name, value});
+  for (auto& [name, value] : fields) entry.fields.Add(name, value);
   return entry;
 }
 

@@ -378,7 +378,7 @@ std::vector<absl::Status> WriteRequests(LogSink& sink, const std::string& tag, i
   for (int i = 0; i < n; ++i) {
     SinkEntry entry;
     entry.key = absl::StrCat("rank:log:", tag, "-", i);
-    entry.fields.push_back(SinkField{"item", "Ttext"});
+    entry.fields.Add("item", "Ttext");
     batch.push_back(std::move(entry));
   }
   std::vector<absl::Status> results = sink.Write(absl::MakeSpan(batch), absl::Seconds(5));
@@ -483,7 +483,7 @@ TEST_F(RedisClusterTest, AMovedIsFollowedWhenTheReloadedMapIsStale) {
   ASSERT_EQ(x->Command({"CLUSTER", "SETSLOT", slot, "NODE", NodeId(*y)})->str, "OK");
   std::vector<SinkEntry> batch(1);
   batch[0].key = "rank:log:" + id;
-  batch[0].fields.push_back(SinkField{"item", "Tmoved"});
+  batch[0].fields.Add("item", "Tmoved");
   std::vector<absl::Status> results = (*sink)->Write(absl::MakeSpan(batch), absl::Seconds(5));
   EXPECT_TRUE(results[0].ok()) << results[0];
   absl::StatusOr<RedisReply> len = y->Command({"HLEN", batch[0].key});
@@ -794,7 +794,8 @@ TEST_F(RedisClusterStallTest, AWriterKeepsAHealthyMasterAndBacksOffStalledOnes) 
   auto batch_of = [](const std::vector<std::string>& batch_keys) {
     std::vector<SinkEntry> batch;
     for (const std::string& key : batch_keys) {
-      batch.push_back(SinkEntry{key, {SinkField{"item", "Ttext"}}});
+      batch.emplace_back().key = key;
+      batch.back().fields.Add("item", "Ttext");
     }
     return batch;
   };

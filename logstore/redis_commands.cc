@@ -47,18 +47,12 @@ std::optional<RedisRedirect> ParseRedirect(absl::string_view error,
 
 bool RedisCommandWriter::AppendWrite(redisContext* context, const SinkEntry& entry,
                                      absl::string_view ttl_ms, bool asking) {
-  argv_.clear();
-  argv_len_.clear();
-  argv_.push_back("HSET");
-  argv_len_.push_back(4);
-  argv_.push_back(entry.key.data());
-  argv_len_.push_back(entry.key.size());
-  for (const SinkField& field : entry.fields) {
-    argv_.push_back(field.name.data());
-    argv_len_.push_back(field.name.size());
-    argv_.push_back(field.value.data());
-    argv_len_.push_back(field.value.size());
-  }
+  // HSET's header; its fields follow as they were packed (one copy into
+  // hiredis's output buffer, no per-field formatting).
+  hset_header_.clear();
+  absl::StrAppend(&hset_header_, "*", 2 + 2 * entry.fields.size(), "\r\n$4\r\nHSET\r\n$",
+                  entry.key.size(), "\r\n", entry.key, "\r\n");
+  const absl::string_view fields = entry.fields.wire();
   const char* asking_argv[] = {"ASKING"};
   const size_t asking_len[] = {6};
   const char* multi[] = {"MULTI"};
@@ -74,8 +68,9 @@ bool RedisCommandWriter::AppendWrite(redisContext* context, const SinkEntry& ent
   return (!asking || redisAppendCommandArgv(context, 1, asking_argv, asking_len) == REDIS_OK) &&
          redisAppendCommandArgv(context, 1, multi, multi_len) == REDIS_OK &&
          redisAppendCommandArgv(context, 2, del, del_len) == REDIS_OK &&
-         redisAppendCommandArgv(context, static_cast<int>(argv_.size()), argv_.data(),
-                                argv_len_.data()) == REDIS_OK &&
+         redisAppendFormattedCommand(context, hset_header_.data(), hset_header_.size()) ==
+             REDIS_OK &&
+         redisAppendFormattedCommand(context, fields.data(), fields.size()) == REDIS_OK &&
          redisAppendCommandArgv(context, 3, pexpire, pexpire_len) == REDIS_OK &&
          redisAppendCommandArgv(context, 1, exec, exec_len) == REDIS_OK;
 }

@@ -2,6 +2,7 @@
 // cluster sink and reader: one request's write transaction and one read.
 //
 //   write: MULTI / DEL key / HSET key field value ... / PEXPIRE key ttl / EXEC
+//          (HSET's fields as the entry packed them, packed_fields.h)
 //   read:  HMGET key "" item ...   (field "" is the request's layout)
 //
 // The functions queue commands on a hiredis context (redisAppendCommandArgv)
@@ -57,6 +58,7 @@ class RedisCommandWriter {
                   absl::Span<const std::string> item_ids, bool asking = false);
 
  private:
+  std::string hset_header_;
   std::vector<const char*> argv_;
   std::vector<size_t> argv_len_;
 };

@@ -195,7 +195,7 @@ std::vector<SinkEntry> OneRequest(size_t items, size_t value_bytes) {
   std::vector<SinkEntry> batch(1);
   batch[0].key = "rank:log:slow";
   for (size_t i = 0; i < items; ++i) {
-    batch[0].fields.push_back({absl::StrCat("item", i), std::string(value_bytes, 'x')});
+    batch[0].fields.Add(absl::StrCat("item", i), std::string(value_bytes, 'x'));
   }
   return batch;
 }

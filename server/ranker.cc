@@ -209,11 +209,11 @@ class LogLineFormatter {
   }
 
   // The same line as a structured record (logstore/log_record.h): the
-  // values without their text, which the reader renders back.
-  std::string Record(logstore::LogRecordBuilder& builder, int position, const Scored& s,
-                     const Scores& scores) const {
+  // values without their text, which the reader renders back. The caller
+  // finishes the record.
+  void Record(logstore::LogRecordBuilder& builder, int position, const Scored& s,
+              const Scores& scores) const {
     Emit(builder, position, s, scores);
-    return builder.FinishRecord();
   }
 
  private:
@@ -327,19 +327,19 @@ class RankLogRenderer final : public logstore::LogRenderer {
     return bytes;
   }
 
-  bool RenderRecords(std::string* layout, std::vector<logstore::ItemLog>* items) override {
+  bool RenderRecords(std::string* layout, logstore::PackedFields* fields) override {
     LogLineFormatter formatter(*model_, *request_, bucket_);
     logstore::LogRecordBuilder builder;
-    const size_t first = items->size();
-    items->reserve(first + ranked_.size());
+    const logstore::PackedFields::Mark start = fields->mark();
+    // ~170-byte records and their ids: one growth of the buffer at most.
+    fields->Reserve(ranked_.size() * 256);
     for (size_t r = 0; r < ranked_.size(); ++r) {
-      items->push_back(logstore::ItemLog{
-          request_->candidates(ranked_[r].candidate).item_id(),
-          formatter.Record(builder, static_cast<int>(r + 1), ranked_[r], scores_)});
+      formatter.Record(builder, static_cast<int>(r + 1), ranked_[r], scores_);
+      builder.FinishRecordInto(request_->candidates(ranked_[r].candidate).item_id(), fields);
     }
     // Every line has the same shape by construction; if not, text it is.
     if (!builder.consistent()) {
-      items->resize(first);
+      fields->RollBack(start);
       return false;
     }
     *layout = builder.Layout();

@@ -1,0 +1,106 @@
+// PackedFields is one request's hash fields laid out as Redis's HSET takes
+// its arguments on the wire: for each field its name, then its value, each
+// a RESP bulk string ("$<length>\r\n<bytes>\r\n"). The log writer formats
+// every field once, straight into the bytes it sends; before, each item's
+// value was a std::string of its own that hiredis then formatted again
+// (1,000 arguments per request, each through its own length formatting).
+// The in-process store and tests read the fields back with ForEach.
+//
+// Example:
+//   PackedFields fields;
+//   fields.Add("sku-1", "Tthe line");
+//   char* value = fields.BeginValue("sku-2", 40);   // at most 40 bytes
+//   size_t used = WriteValue(value);                  // caller's encoder
+//   fields.EndValue(used);
+//   fields.ForEach([](absl::string_view name, absl::string_view value) {...});
+//
+// Thread safety: a plain value; one writer at a time.
+#ifndef RANKWIRE_LOGSTORE_PACKED_FIELDS_H_
+#define RANKWIRE_LOGSTORE_PACKED_FIELDS_H_
+
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <utility>
+
+#include "absl/strings/string_view.h"
+
+namespace rankwire::logstore {
+
+class PackedFields {
+ public:
+  PackedFields() = default;
+  PackedFields(PackedFields&&) noexcept = default;
+  PackedFields& operator=(PackedFields&&) noexcept = default;
+  PackedFields(const PackedFields& other) { *this = other; }
+  PackedFields& operator=(const PackedFields& other);
+
+  // Appends a field.
+  void Add(absl::string_view name, absl::string_view value);
+
+  // Appends a field whose value the caller writes in place: up to
+  // `max_value_bytes` at the returned pointer, then EndValue(bytes used).
+  // Nothing else may be called in between.
+  char* BeginValue(absl::string_view name, size_t max_value_bytes);
+  void EndValue(size_t value_bytes);
+
+  // Fields and bytes so far; a mark to roll back to (a renderer that finds
+  // it cannot finish takes back what it added).
+  size_t size() const { return count_; }
+  bool empty() const { return count_ == 0; }
+  struct Mark {
+    size_t bytes = 0;
+    size_t count = 0;
+    size_t value_bytes = 0;
+  };
+  Mark mark() const { return Mark{size_, count_, value_bytes_}; }
+  void RollBack(Mark m) {
+    size_ = m.bytes;
+    count_ = m.count;
+    value_bytes_ = m.value_bytes;
+  }
+  void Reserve(size_t bytes) {
+    if (capacity_ - size_ < bytes) Grow(bytes);
+  }
+
+  // The fields' bulk strings, name value name value ..., as sent after
+  // "HSET key".
+  absl::string_view wire() const { return absl::string_view(buffer_.get(), size_); }
+  // The values' bytes alone (what the store is said to hold).
+  size_t value_bytes() const { return value_bytes_; }
+
+  // Calls f(name, value) for every field, in the order added.
+  template <typename F>
+  void ForEach(F&& f) const {
+    const char* p = buffer_.get();
+    for (size_t i = 0; i < count_; ++i) {
+      const absl::string_view name = NextBulk(&p);
+      const absl::string_view value = NextBulk(&p);
+      f(name, value);
+    }
+  }
+
+ private:
+  // A bulk string's header: '$', up to 20 digits, "\r\n". BeginValue
+  // leaves this much room for its value's header, which EndValue writes
+  // once the length is known; the value then moves down to meet it.
+  static constexpr size_t kMaxHeader = 23;
+  static char* PutHeader(char* p, size_t length);
+  static absl::string_view NextBulk(const char** p);
+  void Grow(size_t bytes);
+  char* Reserved(size_t bytes) {
+    Reserve(bytes);
+    return buffer_.get() + size_;
+  }
+
+  std::unique_ptr<char[]> buffer_;
+  size_t size_ = 0;
+  size_t capacity_ = 0;
+  size_t count_ = 0;
+  size_t value_bytes_ = 0;
+  size_t open_value_ = 0;  // Where BeginValue's value starts.
+};
+
+}  // namespace rankwire::logstore
+
+#endif  // RANKWIRE_LOGSTORE_PACKED_FIELDS_H_
