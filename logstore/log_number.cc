@@ -85,10 +85,11 @@ char* EncodeDecimal(bool negative, double value, uint32_t n, int scale, char* ds
 // the nearest double (above or below 10^k) for k < 0. Only compared with,
 // to pick the decimal exponent; a value misjudged by the rounding (the
 // table entry itself) is caught by the scaled value's range checks below.
-constexpr double kPow10From18[] = {
+// A 32nd entry (never looked up) fills the vector path's four registers.
+constexpr double kPow10From18[32] = {
     1e-18, 1e-17, 1e-16, 1e-15, 1e-14, 1e-13, 1e-12, 1e-11, 1e-10, 1e-9, 1e-8,
     1e-7,  1e-6,  1e-5,  1e-4,  1e-3,  1e-2,  1e-1,  1e0,   1e1,   1e2,  1e3,
-    1e4,   1e5,   1e6,   1e7,   1e8,   1e9,   1e10,  1e11,  1e12};
+    1e4,   1e5,   1e6,   1e7,   1e8,   1e9,   1e10,  1e11,  1e12,  1e12};
 
 }  // namespace
 
@@ -177,18 +178,38 @@ constexpr double kScaleTable[32] = {
 constexpr uint64_t kDivMagic[6] = {0, 109951162778, 10995116278, 1099511628, 109951163, 10995117};
 constexpr uint64_t kPow10Int[6] = {1, 10, 100, 1000, 10000, 100000};
 
-// The slot codes of eight values (lanes past `count` are zero) and which
-// lanes the vector path cannot code: those the scalar path takes (raw
-// doubles, the exponent fixups, values near a rounding tie). The steps are
-// EncodeLogNumber's, lane by lane, with the same operations in the same
-// order, so a lane it codes gets the same bytes.
-__attribute__((target("avx512f,avx512dq"))) __mmask8 CodeEight(const double* values,
-                                                                size_t count, uint32_t* codes) {
+// table[index] for eight indexes in [0, 32), from a 32-entry table held
+// in four registers (two permutes and a blend: a gather's loads took a
+// quarter of the coding).
+struct Table32 {
+  __m512d t0, t1, t2, t3;
+};
+__attribute__((target("avx512f,avx512dq"), always_inline)) inline Table32 LoadTable32(
+    const double* table) {
+  return Table32{_mm512_loadu_pd(table), _mm512_loadu_pd(table + 8), _mm512_loadu_pd(table + 16),
+                 _mm512_loadu_pd(table + 24)};
+}
+__attribute__((target("avx512f,avx512dq"), always_inline)) inline __m512d Lookup32(
+    const Table32& t, __m512i index) {
+  const __m512d low = _mm512_permutex2var_pd(t.t0, index, t.t1);
+  const __m512d high = _mm512_permutex2var_pd(t.t2, index, t.t3);
+  return _mm512_mask_blend_pd(_mm512_test_epi64_mask(index, _mm512_set1_epi64(16)), low, high);
+}
+
+// The slots of eight values (lanes past `count` are zero) as 4-byte words
+// and lengths, and the mask of lanes the vector path does not code: those
+// the scalar path takes (raw doubles, the exponent fixups, values near a
+// rounding tie). The steps are EncodeLogNumber's, lane by lane, with the
+// same operations in the same order, so a lane it codes gets the same
+// bytes.
+__attribute__((target("avx512f,avx512dq"), always_inline)) inline __mmask8 CodeEight(
+    const double* values, size_t count, const Table32& next_powers, const Table32& scales,
+    uint32_t* words, uint8_t* lengths) {
   const __mmask8 live = static_cast<__mmask8>((1u << count) - 1);
   const __m512d x = _mm512_maskz_loadu_pd(live, values);
   const __m512i bits = _mm512_castpd_si512(x);
-  const __m512d a = _mm512_castsi512_pd(
-      _mm512_and_si512(bits, _mm512_set1_epi64(0x7fffffffffffffffLL)));
+  const __m512d abs_mask = _mm512_castsi512_pd(_mm512_set1_epi64(0x7fffffffffffffffLL));
+  const __m512d a = _mm512_and_pd(x, abs_mask);
   const __m512i negative = _mm512_srli_epi64(bits, 63);
   const __mmask8 zero = _mm512_cmp_pd_mask(a, _mm512_setzero_pd(), _CMP_EQ_OQ);
   // Outside [1e-18, 1e12) (and inf, nan): raw, the scalar path's.
@@ -203,16 +224,13 @@ __attribute__((target("avx512f,avx512dq"))) __mmask8 CodeEight(const double* val
   // Keeps the table indexes in range on lanes that are not in range anyway.
   e = _mm512_min_epi64(_mm512_max_epi64(e, _mm512_set1_epi64(-19)), _mm512_set1_epi64(11));
   const __m512d next_power =
-      _mm512_i64gather_pd(_mm512_add_epi64(e, _mm512_set1_epi64(19)), kPow10From18, 8);
+      Lookup32(next_powers, _mm512_add_epi64(e, _mm512_set1_epi64(19)));
   e = _mm512_mask_add_epi64(e, _mm512_cmp_pd_mask(a, next_power, _CMP_GE_OQ), e,
                             _mm512_set1_epi64(1));
   // r = a * 10^(5 - e); 5 - e in [-7, 24], past 22 the scalar path's.
   const __m512i k = _mm512_sub_epi64(_mm512_set1_epi64(5), e);
   other |= _mm512_cmpgt_epi64_mask(k, _mm512_set1_epi64(22));
-  const __m512d r =
-      _mm512_mul_pd(a, _mm512_i64gather_pd(_mm512_add_epi64(k, _mm512_set1_epi64(7)),
-                                            kScaleTable, 8));
-  const __m512d abs_mask = _mm512_castsi512_pd(_mm512_set1_epi64(0x7fffffffffffffffLL));
+  const __m512d r = _mm512_mul_pd(a, Lookup32(scales, _mm512_add_epi64(k, _mm512_set1_epi64(7))));
   other |= _mm512_cmp_pd_mask(
       _mm512_and_pd(_mm512_sub_pd(r, _mm512_set1_pd(999999.5)), abs_mask),
       _mm512_set1_pd(1e-6), _CMP_LT_OQ);
@@ -232,15 +250,16 @@ __attribute__((target("avx512f,avx512dq"))) __mmask8 CodeEight(const double* val
   __m512i digits = n;
   __m512i zeros = _mm512_setzero_si512();
   for (int j = 1; j <= 5; ++j) {
-    const __m512i q =
-        _mm512_srli_epi64(_mm512_mullo_epi64(n, _mm512_set1_epi64(static_cast<int64_t>(kDivMagic[j]))), 40);
+    const __m512i q = _mm512_srli_epi64(
+        _mm512_mullo_epi64(n, _mm512_set1_epi64(static_cast<int64_t>(kDivMagic[j]))), 40);
     const __mmask8 divides = _mm512_cmpeq_epi64_mask(
         _mm512_mullo_epi64(q, _mm512_set1_epi64(static_cast<int64_t>(kPow10Int[j]))), n);
     digits = _mm512_mask_mov_epi64(digits, divides, q);
     zeros = _mm512_mask_add_epi64(zeros, divides, zeros, _mm512_set1_epi64(1));
   }
   // code = scale + kScaleBias with scale = e - 5 + zeros; past 30: raw.
-  const __m512i code = _mm512_add_epi64(_mm512_add_epi64(e, zeros), _mm512_set1_epi64(kScaleBias - 5));
+  const __m512i code =
+      _mm512_add_epi64(_mm512_add_epi64(e, zeros), _mm512_set1_epi64(kScaleBias - 5));
   other |= _mm512_cmpgt_epu64_mask(code, _mm512_set1_epi64(30));
   __m512i u = _mm512_or_si512(
       _mm512_or_si512(_mm512_slli_epi64(digits, 6), _mm512_slli_epi64(negative, 5)), code);
@@ -249,18 +268,62 @@ __attribute__((target("avx512f,avx512dq"))) __mmask8 CodeEight(const double* val
                             _mm512_or_si512(_mm512_slli_epi64(negative, 5),
                                             _mm512_set1_epi64(static_cast<int64_t>(kSpecialCode))));
   other &= static_cast<__mmask8>(~zero);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes), _mm512_cvtepi64_epi32(u));
+  // The varint of u (< 2^26) as PutSlotCode writes it: a 4-byte word and
+  // a length of 1 to 4.
+  const __m512i one = _mm512_set1_epi64(1);
+  __m512i length = one;
+  length = _mm512_mask_add_epi64(length, _mm512_cmpge_epu64_mask(u, _mm512_set1_epi64(1 << 7)),
+                                 length, one);
+  length = _mm512_mask_add_epi64(length, _mm512_cmpge_epu64_mask(u, _mm512_set1_epi64(1 << 14)),
+                                 length, one);
+  length = _mm512_mask_add_epi64(length, _mm512_cmpge_epu64_mask(u, _mm512_set1_epi64(1 << 21)),
+                                 length, one);
+  const __m512i groups = _mm512_or_si512(
+      _mm512_or_si512(_mm512_and_si512(u, _mm512_set1_epi64(0x7f)),
+                      _mm512_and_si512(_mm512_slli_epi64(u, 1), _mm512_set1_epi64(0x7f00))),
+      _mm512_or_si512(_mm512_and_si512(_mm512_slli_epi64(u, 2), _mm512_set1_epi64(0x7f0000)),
+                      _mm512_and_si512(_mm512_slli_epi64(u, 3), _mm512_set1_epi64(0x7f000000))));
+  const __m512i more = _mm512_and_si512(
+      _mm512_set1_epi64(0x808080),
+      _mm512_sub_epi64(
+          _mm512_sllv_epi64(one, _mm512_slli_epi64(_mm512_sub_epi64(length, one), 3)), one));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(words),
+                      _mm512_cvtepi64_epi32(_mm512_or_si512(groups, more)));
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(lengths), _mm512_cvtepi64_epi8(length));
   return other & live;
 }
 
-char* EncodeLogNumbersAvx512(const double* values, size_t count, char* dst) {
-  uint32_t codes[8];
-  for (size_t i = 0; i < count; i += 8) {
-    const size_t lanes = count - i < 8 ? count - i : 8;
-    const unsigned other = CodeEight(values + i, lanes, codes);
-    for (size_t l = 0; l < lanes; ++l) {
-      dst = (other >> l) & 1 ? EncodeLogNumber(values[i + l], dst) : PutSlotCode(codes[l], dst);
+// Up to 64 values a call (the builder holds no more): all of them coded
+// first, so the eight-lane steps of one group overlap the next group's,
+// then the bytes written in order.
+__attribute__((target("avx512f,avx512dq"))) char* EncodeLogNumbersAvx512(const double* values,
+                                                                         size_t count, char* dst) {
+  constexpr size_t kChunk = 64;
+  uint32_t words[kChunk];
+  uint8_t lengths[kChunk];
+  __mmask8 other[kChunk / 8];
+  const Table32 next_powers = LoadTable32(kPow10From18);
+  const Table32 scales = LoadTable32(kScaleTable);
+  while (count > 0) {
+    const size_t chunk = count < kChunk ? count : kChunk;
+    for (size_t i = 0; i < chunk; i += 8) {
+      other[i / 8] = CodeEight(values + i, chunk - i < 8 ? chunk - i : 8, next_powers, scales,
+                               words + i, lengths + i);
     }
+    for (size_t i = 0; i < chunk; i += 8) {
+      const size_t lanes = chunk - i < 8 ? chunk - i : 8;
+      const unsigned scalar = other[i / 8];
+      for (size_t l = i; l < i + lanes; ++l) {
+        if (scalar != 0 && ((scalar >> (l - i)) & 1) != 0) {
+          dst = EncodeLogNumber(values[l], dst);
+        } else {
+          coding::EncodeFixed32(dst, words[l]);
+          dst += lengths[l];
+        }
+      }
+    }
+    values += chunk;
+    count -= chunk;
   }
   return dst;
 }

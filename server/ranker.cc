@@ -333,7 +333,17 @@ class RankLogRenderer final : public logstore::LogRenderer {
     const logstore::PackedFields::Mark start = fields->mark();
     // ~170-byte records and their ids: one growth of the buffer at most.
     fields->Reserve(ranked_.size() * 256);
+    // In the candidates' order, not the ranking's: a line reads its
+    // candidate and its scores, which then sit one after another in memory
+    // (in rank order each line missed the cache on both; the writer runs
+    // well after ranking, with other requests in between). HSET's field
+    // order means nothing.
+    std::vector<uint32_t> position(ranked_.size());
     for (size_t r = 0; r < ranked_.size(); ++r) {
+      position[static_cast<size_t>(ranked_[r].candidate)] = static_cast<uint32_t>(r);
+    }
+    for (size_t c = 0; c < ranked_.size(); ++c) {
+      const size_t r = position[c];
       formatter.Record(builder, static_cast<int>(r + 1), ranked_[r], scores_);
       builder.FinishRecordInto(request_->candidates(ranked_[r].candidate).item_id(), fields);
     }
