@@ -440,36 +440,42 @@ def logstore_experiment(args):
                       f"peak {peak[name][-1]['qps']:.0f} qps", file=sys.stderr)
 
         # Open loop at fractions of the logging-off peak (same run), per
-        # variant, interleaved: drops, writer CPU per request, and Redis
-        # bytes per live request (INFO used_memory delta / DBSIZE right after
-        # the run, while the last second's keys are alive).
+        # variant, in interleaved rounds (each round runs every fraction and
+        # variant once, the variants' order rotated): drops, writer CPU per
+        # request, and Redis bytes per live request (INFO used_memory delta
+        # / DBSIZE right after the run, while the last second's keys are
+        # alive). Medians over rounds; the p99 ratio is taken per round
+        # against logging off at the same rate.
         peak_qps = med([r["qps"] for r in peak["off"]])
-        for fraction in fractions:
-            for name, flags in swept:
-                redis.cli("FLUSHALL", "SYNC")
-                base = redis.used_memory()
-                server = Server(args.build, ["--codec=rankbin", *flags])
-                try:
-                    run = loadgen(args.build, server, peak_qps * fraction, args.seconds, 4)
-                    used, keys = redis.used_memory(), redis.dbsize()
-                    time.sleep(1.5)  # Let the writers finish what is queued.
-                    m = server.metrics()
-                    cpu = server.writer_cpu_seconds()
-                finally:
-                    server.close()
-                g = lambda k: m.get(f'rankwire_log_items_total{{outcome="{k}"}}', float("nan"))
-                requests = g("enqueued") / 500
-                sweep[name].append({
-                    "fraction": fraction, "run": run, "enqueued": g("enqueued"),
-                    "stored": g("stored"),
-                    "dropped": g("dropped_queue_full") + g("dropped_store_error"),
-                    # Lines handed to the consumer: enqueued ones plus the
-                    # ones refused at the queue (store errors are enqueued).
-                    "lines": g("enqueued") + g("dropped_queue_full"),
-                    "writer_us": 1e6 * cpu / requests if requests else float("nan"),
-                    "bytes": (used - base) / keys if keys else float("nan")})
-                print(f"{name} at {fraction:.0%} of peak: dropped {sweep[name][-1]['dropped']:.0f} "
-                      f"of {sweep[name][-1]['lines']:.0f}", file=sys.stderr)
+        for rnd in range(args.sweep_rounds):
+            for fraction in fractions:
+                order = swept[rnd % len(swept):] + swept[:rnd % len(swept)]
+                for name, flags in order:
+                    redis.cli("FLUSHALL", "SYNC")
+                    base = redis.used_memory()
+                    server = Server(args.build, ["--codec=rankbin", *flags])
+                    try:
+                        run = loadgen(args.build, server, peak_qps * fraction, args.seconds, 4)
+                        used, keys = redis.used_memory(), redis.dbsize()
+                        time.sleep(1.5)  # Let the writers finish what is queued.
+                        m = server.metrics()
+                        cpu = server.writer_cpu_seconds()
+                    finally:
+                        server.close()
+                    g = lambda k: m.get(f'rankwire_log_items_total{{outcome="{k}"}}', float("nan"))
+                    requests = g("enqueued") / 500
+                    sweep[name].append({
+                        "round": rnd, "fraction": fraction, "run": run, "enqueued": g("enqueued"),
+                        "stored": g("stored"),
+                        "dropped": g("dropped_queue_full") + g("dropped_store_error"),
+                        # Lines handed to the consumer: enqueued ones plus the
+                        # ones refused at the queue (store errors are enqueued).
+                        "lines": g("enqueued") + g("dropped_queue_full"),
+                        "writer_us": 1e6 * cpu / requests if requests else float("nan"),
+                        "bytes": (used - base) / keys if keys else float("nan")})
+                    print(f"round {rnd + 1} {name} at {fraction:.0%} of peak: dropped "
+                          f"{sweep[name][-1]['dropped']:.0f} of {sweep[name][-1]['lines']:.0f}, "
+                          f"p99 {run['p99_us']:.0f} us", file=sys.stderr)
     finally:
         redis.close()
         shutil.rmtree(workdir, ignore_errors=True)
@@ -491,22 +497,40 @@ def logstore_experiment(args):
                      f"{med([x['p99_us'] for x in r]):.0f} [{spread([x['p99_us'] for x in r])}] | "
                      f"{ratio:.3f} | {med([x['p999_us'] for x in r]):.0f} | "
                      f"{med([x['qps'] for x in p]):.0f} [{spread([x['qps'] for x in p])}] |")
-    lines += ["", f"Open loop at fractions of the logging-off peak ({peak_qps:.0f} qps, same run):",
-              "", "| variant | target qps | achieved qps | p99 us (vs off, same rate) | log lines | dropped | "
+    lines += ["", f"Open loop at fractions of the logging-off peak ({peak_qps:.0f} qps, same run), "
+              f"{args.sweep_rounds} interleaved rounds of {args.seconds:.0f} s; medians "
+              "[min–max] over rounds:",
+              "", "| variant | target qps | achieved qps | p99 us | p99 / off, same rate and round | "
               "dropped share | writer CPU us / request | Redis bytes / request |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+              "|---|---:|---:|---:|---:|---:|---:|---:|"]
+
+    def cell(values, fmt):
+        values = [v for v in values if v == v]  # Drop NaN.
+        if not values:
+            return "-"
+        return f"{fmt(med(values))} [{fmt(min(values))}–{fmt(max(values))}]"
+
+    def share(x):
+        return x["dropped"] / x["lines"] if x["lines"] else float("nan")
+
     for name, _ in swept:
-        for x, o in zip(sweep[name], sweep["off"]):
-            share = x["dropped"] / x["lines"] if x["lines"] else float("nan")
-            lines.append(f"| {name} | {peak_qps * x['fraction']:.0f} ({x['fraction']:.0%}) | "
-                         f"{x['run']['qps']:.0f} | {x['run']['p99_us']:.0f} "
-                         f"({x['run']['p99_us'] / o['run']['p99_us']:.2f}x off) | "
-                         f"{x['lines']:.0f} | {x['dropped']:.0f} | {share:.1%} | "
-                         f"{x['writer_us']:.0f} | {x['bytes'] / 1e3:.0f} KB |")
-    lines += ["", "Highest tested rate with no dropped line, as a share of the logging-off peak:",
-              ""]
+        for fraction in fractions:
+            runs = [x for x in sweep[name] if x["fraction"] == fraction]
+            offs = {x["round"]: x for x in sweep["off"] if x["fraction"] == fraction}
+            ratios = [x["run"]["p99_us"] / offs[x["round"]]["run"]["p99_us"] for x in runs]
+            lines.append(
+                f"| {name} | {peak_qps * fraction:.0f} ({fraction:.0%}) | "
+                f"{med([x['run']['qps'] for x in runs]):.0f} | "
+                f"{cell([x['run']['p99_us'] for x in runs], lambda v: f'{v:.0f}')} | "
+                f"{cell(ratios, lambda v: f'{v:.2f}') if name != 'off' else '1'} | "
+                f"{cell([share(x) for x in runs], lambda v: f'{100 * v:.1f} %') if name != 'off' else '-'} | "
+                f"{cell([x['writer_us'] for x in runs], lambda v: f'{v:.0f}')} | "
+                f"{cell([x['bytes'] / 1e3 for x in runs], lambda v: f'{v:.0f} KB')} |")
+    lines += ["", "Highest tested rate at which no round dropped a line, as a share of the "
+              "logging-off peak:", ""]
     for name, _ in stores:
-        clean = [x["fraction"] for x in sweep[name] if x["dropped"] == 0]
+        clean = [f for f in fractions
+                 if all(x["dropped"] == 0 for x in sweep[name] if x["fraction"] == f)]
         lines.append(f"- {name}: {max(clean):.0%}" if clean else f"- {name}: none of "
                      f"{', '.join(f'{f:.0%}' for f in fractions)}")
     return "\n".join(lines)
@@ -518,6 +542,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=8)
     parser.add_argument("--qps", type=float, default=100)
+    parser.add_argument("--sweep_rounds", type=int, default=3,
+                        help="interleaved rounds of the log store's open-loop sweep")
     parser.add_argument("--only", choices=["codecs", "logstore"])
     parser.add_argument("--servers", nargs="*", metavar="NAME=[BINARY][:FLAG,...]",
                         help="compare server binaries (e.g. one per allocator) or server flags "

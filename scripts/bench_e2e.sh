@@ -5,7 +5,7 @@
 #
 #   scripts/bench_e2e.sh                       # 3 rounds x 8 s, 100 qps open loop
 #   ROUNDS=5 SECONDS_PER_RUN=10 QPS=150 scripts/bench_e2e.sh
-#   ONLY=logstore scripts/bench_e2e.sh
+#   ONLY=logstore scripts/bench_e2e.sh          # SWEEP_ROUNDS=3: rounds of its drop sweep
 #   LINK=off scripts/bench_e2e.sh              # loopback only (LINK=on: fail without it)
 # Every codec row also runs across a 1 Gbit/s link (the server in its own
 # network namespace, a veth pair shaped with tc htb) when the machine allows
@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh rankwire-server rankwire-loadgen
 mkdir -p bench/results
 args=(--build "${BUILD_DIR:-build}" --rounds "${ROUNDS:-3}" --seconds "${SECONDS_PER_RUN:-8}"
-      --qps "${QPS:-100}")
+      --qps "${QPS:-100}" --sweep_rounds "${SWEEP_ROUNDS:-3}")
 [[ -n "${ONLY:-}" ]] && args+=(--only "$ONLY")
 args+=(--link "${LINK:-auto}" --plot "${PLOT:-docs/img/e2e_latency.png}")
 mkdir -p "$(dirname "${PLOT:-docs/img/e2e_latency.png}")"
