@@ -196,6 +196,32 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) inline __m512d Lookup
   return _mm512_mask_blend_pd(_mm512_test_epi64_mask(index, _mm512_set1_epi64(16)), low, high);
 }
 
+// The varints of eight slot codes u (< 2^26) as PutSlotCode writes them:
+// 4-byte words and lengths of 1 to 4.
+__attribute__((target("avx512f,avx512dq"), always_inline)) inline void StoreSlotWords(
+    __m512i u, uint32_t* words, uint8_t* lengths) {
+  const __m512i one = _mm512_set1_epi64(1);
+  __m512i length = one;
+  length = _mm512_mask_add_epi64(length, _mm512_cmpge_epu64_mask(u, _mm512_set1_epi64(1 << 7)),
+                                 length, one);
+  length = _mm512_mask_add_epi64(length, _mm512_cmpge_epu64_mask(u, _mm512_set1_epi64(1 << 14)),
+                                 length, one);
+  length = _mm512_mask_add_epi64(length, _mm512_cmpge_epu64_mask(u, _mm512_set1_epi64(1 << 21)),
+                                 length, one);
+  const __m512i groups = _mm512_or_si512(
+      _mm512_or_si512(_mm512_and_si512(u, _mm512_set1_epi64(0x7f)),
+                      _mm512_and_si512(_mm512_slli_epi64(u, 1), _mm512_set1_epi64(0x7f00))),
+      _mm512_or_si512(_mm512_and_si512(_mm512_slli_epi64(u, 2), _mm512_set1_epi64(0x7f0000)),
+                      _mm512_and_si512(_mm512_slli_epi64(u, 3), _mm512_set1_epi64(0x7f000000))));
+  const __m512i more = _mm512_and_si512(
+      _mm512_set1_epi64(0x808080),
+      _mm512_sub_epi64(
+          _mm512_sllv_epi64(one, _mm512_slli_epi64(_mm512_sub_epi64(length, one), 3)), one));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(words),
+                      _mm512_cvtepi64_epi32(_mm512_or_si512(groups, more)));
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(lengths), _mm512_cvtepi64_epi8(length));
+}
+
 // The slots of eight values (lanes past `count` are zero) as 4-byte words
 // and lengths, and the mask of lanes the vector path does not code: those
 // the scalar path takes (raw doubles, the exponent fixups, values near a
@@ -268,28 +294,7 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) inline __mmask8 CodeE
                             _mm512_or_si512(_mm512_slli_epi64(negative, 5),
                                             _mm512_set1_epi64(static_cast<int64_t>(kSpecialCode))));
   other &= static_cast<__mmask8>(~zero);
-  // The varint of u (< 2^26) as PutSlotCode writes it: a 4-byte word and
-  // a length of 1 to 4.
-  const __m512i one = _mm512_set1_epi64(1);
-  __m512i length = one;
-  length = _mm512_mask_add_epi64(length, _mm512_cmpge_epu64_mask(u, _mm512_set1_epi64(1 << 7)),
-                                 length, one);
-  length = _mm512_mask_add_epi64(length, _mm512_cmpge_epu64_mask(u, _mm512_set1_epi64(1 << 14)),
-                                 length, one);
-  length = _mm512_mask_add_epi64(length, _mm512_cmpge_epu64_mask(u, _mm512_set1_epi64(1 << 21)),
-                                 length, one);
-  const __m512i groups = _mm512_or_si512(
-      _mm512_or_si512(_mm512_and_si512(u, _mm512_set1_epi64(0x7f)),
-                      _mm512_and_si512(_mm512_slli_epi64(u, 1), _mm512_set1_epi64(0x7f00))),
-      _mm512_or_si512(_mm512_and_si512(_mm512_slli_epi64(u, 2), _mm512_set1_epi64(0x7f0000)),
-                      _mm512_and_si512(_mm512_slli_epi64(u, 3), _mm512_set1_epi64(0x7f000000))));
-  const __m512i more = _mm512_and_si512(
-      _mm512_set1_epi64(0x808080),
-      _mm512_sub_epi64(
-          _mm512_sllv_epi64(one, _mm512_slli_epi64(_mm512_sub_epi64(length, one), 3)), one));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(words),
-                      _mm512_cvtepi64_epi32(_mm512_or_si512(groups, more)));
-  _mm_storel_epi64(reinterpret_cast<__m128i*>(lengths), _mm512_cvtepi64_epi8(length));
+  StoreSlotWords(u, words, lengths);
   return other & live;
 }
 

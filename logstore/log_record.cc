@@ -68,9 +68,37 @@ void LogRecordBuilder::String(absl::string_view text) {
   PutVarint(it->second);
 }
 
+void LogRecordBuilder::LabeledNumbers(const std::string* labels, const double* values,
+                                      size_t count) {
+  if (capturing_ || slot_ >= kinds_.size() || number_run_[slot_] < count) {
+    for (size_t i = 0; i < count; ++i) {
+      Literal(labels[i]);
+      Number(values[i]);
+    }
+    return;
+  }
+  slot_ += count;
+  while (count > 0) {
+    const size_t n = std::min(count, kHeldNumbers - held_count_);
+    std::memcpy(held_ + held_count_, values, n * sizeof(double));
+    held_count_ += n;
+    values += n;
+    count -= n;
+    if (held_count_ == kHeldNumbers) FlushNumbers();
+  }
+}
+
 void LogRecordBuilder::EndLine() {
   if (held_count_ > 0) FlushNumbers();
   if (!capturing_ && slot_ != kinds_.size()) consistent_ = false;
+  if (capturing_) {
+    number_run_.assign(kinds_.size(), 0);
+    for (size_t i = kinds_.size(); i-- > 0;) {
+      if (kinds_[i] == SlotKind::kNumber) {
+        number_run_[i] = 1 + (i + 1 < kinds_.size() ? number_run_[i + 1] : 0);
+      }
+    }
+  }
   capturing_ = false;
   slot_ = 0;
 }

@@ -85,6 +85,11 @@ class LogRecordBuilder {
   // Numbers are coded in batches (EncodeLogNumbers): a run of them is held
   // until the next slot of another kind or the end of the line.
   inline void Number(double value);
+  // `count` number slots, each after its literal label: a line's features,
+  // a head's terms. After the first line the labels are not looked at and
+  // the values are held in one copy (one check of the slot kinds for the
+  // run, not one per number).
+  void LabeledNumbers(const std::string* labels, const double* values, size_t count);
 
   // Ends the current line and returns its record value ('R' + slot values).
   // The first line fixes the layout; a later line with a different slot
@@ -125,6 +130,9 @@ class LogRecordBuilder {
   // Ends the line's slots; the record's bytes are then buffer_[0, size_).
   void EndLine();
 
+  // number_run_[i]: how many slots from slot i on are numbers (set when
+  // the first line ends).
+  std::vector<uint32_t> number_run_;
   static constexpr size_t kHeldNumbers = 64;
   double held_[kHeldNumbers];
   size_t held_count_ = 0;

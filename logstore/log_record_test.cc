@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "logstore/log_store.h"
@@ -220,17 +221,22 @@ TEST_F(RankerRecordTest, RecordsRenderEveryItemByteIdenticalToTheInlineLine) {
     ASSERT_EQ(records.size(), inline_result.items.size());
     absl::StatusOr<LogLayout> parsed = LogLayout::Parse(layout);
     ASSERT_TRUE(parsed.ok()) << parsed.status();
-    size_t record_bytes = 0, text_bytes = 0, i = 0;
+    // Records come in any order (a hash's fields have none): each item's
+    // record, found by its id, renders to that item's inline line.
+    absl::flat_hash_map<std::string, const std::string*> line_of;
+    for (const RankedItem& item : inline_result.items) line_of[item.item_id] = &item.log;
+    size_t record_bytes = 0, text_bytes = 0;
     records.ForEach([&](absl::string_view item_id, absl::string_view record) {
-      ASSERT_EQ(item_id, inline_result.items[i].item_id);
+      auto it = line_of.find(item_id);
+      ASSERT_NE(it, line_of.end()) << "seed " << seed << ": no such item or twice: " << item_id;
       absl::StatusOr<std::string> text = parsed->Render(item_id, record);
       ASSERT_TRUE(text.ok()) << text.status();
-      ASSERT_EQ(*text, inline_result.items[i].log) << "seed " << seed << " item " << i;
+      ASSERT_EQ(*text, *it->second) << "seed " << seed << " item " << item_id;
+      line_of.erase(it);
       record_bytes += record.size();
       text_bytes += text->size();
-      ++i;
     });
-    ASSERT_EQ(i, inline_result.items.size());
+    ASSERT_TRUE(line_of.empty()) << line_of.size() << " items without a record";
     // The point of records: several times smaller than the text.
     EXPECT_LT(record_bytes * 4, text_bytes) << record_bytes << " vs " << text_bytes;
   }

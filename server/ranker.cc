@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "logstore/log_record.h"
@@ -226,6 +227,12 @@ class LogLineFormatter {
     void Int(int64_t v) { line_.Number(v); }
     void String(absl::string_view s) { line_.Append(s); }
     void Number(double v) { line_.Number(v); }
+    void LabeledNumbers(const std::string* labels, const double* values, size_t count) {
+      for (size_t i = 0; i < count; ++i) {
+        line_.Append(labels[i]);
+        line_.Number(values[i]);
+      }
+    }
     void Finish() { line_.Finish(); }
 
    private:
@@ -254,10 +261,11 @@ class LogLineFormatter {
     out.Int(static_cast<int64_t>(c.recall_rank()));
     out.Literal(context_);
     out.Literal(" | feats");
-    for (size_t j = 0; j < feature_labels_.size(); ++j) {
-      out.Literal(feature_labels_[j]);
-      out.Number(static_cast<double>(c.features(static_cast<int>(j))));
+    absl::InlinedVector<double, 32> features(feature_labels_.size());
+    for (size_t j = 0; j < features.size(); ++j) {
+      features[j] = static_cast<double>(c.features(static_cast<int>(j)));
     }
+    out.LabeledNumbers(feature_labels_.data(), features.data(), features.size());
     size_t t = 0;
     for (size_t h = 0; h < model_.heads().size(); ++h) {
       out.Literal(" | ");
@@ -266,10 +274,8 @@ class LogLineFormatter {
       out.Number(head_p[h]);
       out.Literal(" logit=");
       out.Number(head_logit[h]);
-      for (const std::string& label : term_labels_[h]) {
-        out.Literal(label);
-        out.Number(contribution[t++]);
-      }
+      out.LabeledNumbers(term_labels_[h].data(), contribution + t, term_labels_[h].size());
+      t += term_labels_[h].size();
     }
     out.Literal(" | boost=");
     out.Number(s.boost);
