@@ -501,8 +501,9 @@ def logstore_experiment(args):
               f"{args.sweep_rounds} interleaved rounds of {args.seconds:.0f} s; medians "
               "[min–max] over rounds:",
               "", "| variant | target qps | achieved qps | p99 us | p99 / off, same rate and round | "
-              "dropped share | writer CPU us / request | Redis bytes / request |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|"]
+              "server-side p99 / off (handler, no queue) | dropped share | "
+              "writer CPU us / request | Redis bytes / request |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
 
     def cell(values, fmt):
         values = [v for v in values if v == v]  # Drop NaN.
@@ -518,11 +519,15 @@ def logstore_experiment(args):
             runs = [x for x in sweep[name] if x["fraction"] == fraction]
             offs = {x["round"]: x for x in sweep["off"] if x["fraction"] == fraction}
             ratios = [x["run"]["p99_us"] / offs[x["round"]]["run"]["p99_us"] for x in runs]
+            server_ratios = [x["run"].get("server_total_p99_us", float("nan")) /
+                             offs[x["round"]]["run"].get("server_total_p99_us", float("nan"))
+                             for x in runs]
             lines.append(
                 f"| {name} | {peak_qps * fraction:.0f} ({fraction:.0%}) | "
                 f"{med([x['run']['qps'] for x in runs]):.0f} | "
                 f"{cell([x['run']['p99_us'] for x in runs], lambda v: f'{v:.0f}')} | "
                 f"{cell(ratios, lambda v: f'{v:.2f}') if name != 'off' else '1'} | "
+                f"{cell(server_ratios, lambda v: f'{v:.2f}') if name != 'off' else '1'} | "
                 f"{cell([share(x) for x in runs], lambda v: f'{100 * v:.1f} %') if name != 'off' else '-'} | "
                 f"{cell([x['writer_us'] for x in runs], lambda v: f'{v:.0f}')} | "
                 f"{cell([x['bytes'] / 1e3 for x in runs], lambda v: f'{v:.0f} KB')} |")

@@ -297,7 +297,7 @@ void PrintJson(const Summary& s, const Plan& plan) {
       "{\"label\":\"%s\",\"codec\":\"%s\",\"log_mode\":\"%s\",\"concurrency\":%d,"
       "\"target_qps\":%.1f,\"qps\":%.1f,\"requests\":%d,\"errors\":%d,"
       "\"p50_us\":%.0f,\"p90_us\":%.0f,\"p99_us\":%.0f,\"p999_us\":%.0f,\"max_us\":%.0f,"
-      "\"client_decode_p50_us\":%.1f,\"server_total_p50_us\":%.0f,"
+      "\"client_decode_p50_us\":%.1f,\"server_total_p50_us\":%.0f,\"server_total_p99_us\":%.0f,"
       "\"server_serialize_p50_us\":%.0f,\"server_rank_p50_us\":%.0f,"
       "\"server_queue_p50_us\":%.0f,\"server_queue_p99_us\":%.0f,"
       "\"response_bytes\":%.0f,\"wire_mbps\":%.1f,\"rejected\":%d,"
@@ -307,7 +307,8 @@ void PrintJson(const Summary& s, const Plan& plan) {
       plan.concurrency, plan.qps, s.achieved, s.latency.size(), s.errors,
       Percentile(s.latency, 0.5), Percentile(s.latency, 0.9), Percentile(s.latency, 0.99),
       Percentile(s.latency, 0.999), Percentile(s.latency, 1.0), Percentile(s.decode, 0.5),
-      Percentile(s.server_total, 0.5), Percentile(s.server_ser, 0.5),
+      Percentile(s.server_total, 0.5), Percentile(s.server_total, 0.99),
+      Percentile(s.server_ser, 0.5),
       Percentile(s.server_rank, 0.5), Percentile(s.server_queue, 0.5),
       Percentile(s.server_queue, 0.99), s.mean_bytes, s.achieved * s.mean_bytes * 8 / 1e6,
       s.rejected.size(), Percentile(s.rejected, 0.5), Percentile(s.rejected, 0.99),
