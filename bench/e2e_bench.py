@@ -562,6 +562,8 @@ def main():
     parser.add_argument("--raw", help="keep every run's results (JSON) here, as they come")
     parser.add_argument("--from_raw", help="report (and plot) a --raw file instead of running")
     args = parser.parse_args()
+    if args.sweep_rounds < 1 or args.rounds < 1:
+        parser.error("--rounds and --sweep_rounds must be at least 1")
     cpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
     model = re.search(r"Model name:\s*(.*)", cpu)
     print(f"# End-to-end results\n\nMachine: {model.group(1) if model else '?'}, "

@@ -179,6 +179,7 @@ void AsyncLogConsumer::WriterLoop(size_t index) {
 void AsyncLogConsumer::WriteBatch(LogSink& sink, std::vector<Pending>& batch) {
   std::vector<SinkEntry> entries(batch.size());
   std::vector<size_t> items(batch.size(), 0);
+  std::vector<size_t> value_bytes(batch.size(), 0);
   for (size_t i = 0; i < batch.size(); ++i) {
     RequestLogs& logs = batch[i].logs;
     SinkEntry& entry = entries[i];
@@ -201,7 +202,10 @@ void AsyncLogConsumer::WriteBatch(LogSink& sink, std::vector<Pending>& batch) {
       EncodeLogValue(compress_, compress_level_, &item.text);
       entry.fields.Add(item.item_id, item.text);
     }
+    logs.items = std::vector<ItemLog>();  // Packed: one copy of the text is enough.
+    value_bytes[i] = entry.fields.value_bytes();
   }
+  // The sink may move from the entries.
   std::vector<absl::Status> results = sink.Write(absl::MakeSpan(entries), ttl_);
   for (size_t i = 0; i < batch.size(); ++i) {
     absl::Status status = i < results.size()
@@ -209,7 +213,7 @@ void AsyncLogConsumer::WriteBatch(LogSink& sink, std::vector<Pending>& batch) {
                               : absl::InternalError("log sink returned too few results");
     if (status.ok()) {
       items_stored_.fetch_add(items[i], std::memory_order_relaxed);
-      bytes_stored_.fetch_add(entries[i].fields.value_bytes(), std::memory_order_relaxed);
+      bytes_stored_.fetch_add(value_bytes[i], std::memory_order_relaxed);
       batch[i].promise.set_value(
           LogReceipt{LogReceipt::Outcome::kStored, items[i], absl::OkStatus()});
     } else {

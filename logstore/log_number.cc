@@ -1,7 +1,10 @@
 #include "logstore/log_number.h"
 
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -339,11 +342,17 @@ __attribute__((target("avx512f,avx512dq"))) char* EncodeLogNumbersAvx512(const d
 
 }  // namespace
 
+namespace {
+std::atomic<bool> avx512_allowed{true};
+}  // namespace
+
+void AllowLogNumbersAvx512(bool allow) { avx512_allowed.store(allow, std::memory_order_relaxed); }
+
 bool LogNumbersUseAvx512() {
 #if defined(__x86_64__)
   static const bool supported =
       __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
-  return supported;
+  return supported && avx512_allowed.load(std::memory_order_relaxed);
 #else
   return false;
 #endif

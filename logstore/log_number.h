@@ -41,9 +41,15 @@ void AppendLogNumber(double value, std::string* out);
 // renders). DataLoss for a slot that is not well formed or is cut short.
 absl::StatusOr<double> ReadLogNumber(coding::Reader& in);
 
-// Whether EncodeLogNumbers uses its AVX-512 path on this CPU (for tests and
-// benchmark reports).
+// Whether EncodeLogNumbers uses its AVX-512 path: the CPU has it and it is
+// allowed (for tests and reports).
 bool LogNumbersUseAvx512();
+
+// Allows or forbids the AVX-512 path, process-wide (allowed at start). The
+// server's --log_number_avx512: on CPUs that lower their clock for 512-bit
+// work (Intel Skylake-SP, Cascade Lake), where the writers share cores with
+// ranking, an operator may prefer the scalar path. Tests use it to run both.
+void AllowLogNumbersAvx512(bool allow);
 
 }  // namespace rankwire::logstore
 

@@ -29,7 +29,7 @@ void AppendLength(absl::string_view s, std::string* out) {
 
 void LogRecordBuilder::Grow(size_t bytes) {
   capacity_ = std::max(2 * capacity_, size_ + bytes + 256);
-  auto grown = std::make_unique<char[]>(capacity_);
+  std::unique_ptr<char[]> grown(new char[capacity_]);  // Not zero-filled.
   if (size_ > 0) std::memcpy(grown.get(), buffer_.get(), size_);
   buffer_ = std::move(grown);
 }
@@ -204,8 +204,8 @@ absl::StatusOr<std::string> LogLayout::Render(absl::string_view item_id,
         absl::StatusOr<double> number = ReadLogNumber(in);
         if (!number.ok()) return number.status();
         const double v = *number;
-        const absl::AlphaNum text(absl::SixDigits(v));
-        out.append(text.data(), text.size());
+        // One expression: SixDigits's buffer lives until its end.
+        absl::StrAppend(&out, absl::SixDigits(v));
         break;
       }
     }

@@ -121,6 +121,116 @@ TEST(LogRecordNumberTest, SixDigitValuesTakeAtMostFourBytes) {
   EXPECT_EQ(out.size(), 1u);
 }
 
+// The builder's batched paths (held numbers around ints and strings, runs
+// of labelled numbers of every length around the 64 it holds,
+// FinishRecordInto) give records that render to the line described, and
+// the same bytes as its one-slot-at-a-time path.
+TEST(LogRecordBuilderTest, BatchedNumbersRenderTheLineDescribed) {
+  const std::vector<size_t> runs = {0, 1, 7, 63, 64, 65, 129, 200};
+  std::vector<std::string> labels;
+  for (size_t i = 0; i < 200; ++i) labels.push_back(absl::StrCat(" n", i, "="));
+  LogRecordBuilder batched, single;
+  PackedFields fields;
+  std::vector<std::string> want_text;
+  std::vector<std::string> single_records;
+  uint64_t state = 3;
+  for (int line = 0; line < 5; ++line) {
+    std::vector<double> values(200);
+    for (double& v : values) {
+      state = Mix(state);
+      v = double(int64_t(state % 2000001) - 1000000) / double(1 + state % 997);
+    }
+    std::string text = absl::StrCat("id=item-", line);
+    for (size_t r = 0; r < runs.size(); ++r) {
+      absl::StrAppend(&text, " i=", line * 10 + int(r));
+      for (size_t i = 0; i < runs[r]; ++i) absl::StrAppend(&text, labels[i], SixDigits(values[i]));
+      absl::StrAppend(&text, " s=", r % 2 ? "odd" : "even", SixDigits(values[r]));
+    }
+    want_text.push_back(text);
+    for (LogRecordBuilder* b : {&batched, &single}) {
+      b->Literal("id=");
+      b->ItemId();
+      for (size_t r = 0; r < runs.size(); ++r) {
+        b->Literal(" i=");
+        b->Int(line * 10 + int(r));
+        if (b == &batched) {
+          b->LabeledNumbers(labels.data(), values.data(), runs[r]);
+        } else {
+          for (size_t i = 0; i < runs[r]; ++i) {
+            b->Literal(labels[i]);
+            b->Number(values[i]);
+          }
+        }
+        b->Literal(" s=");
+        b->String(r % 2 ? "odd" : "even");
+        b->Number(values[r]);
+      }
+    }
+    single_records.push_back(single.FinishRecord());
+    batched.FinishRecordInto(absl::StrCat("item-", line), &fields);
+  }
+  ASSERT_TRUE(batched.consistent());
+  absl::StatusOr<LogLayout> layout = LogLayout::Parse(batched.Layout());
+  ASSERT_TRUE(layout.ok()) << layout.status();
+  size_t line = 0;
+  fields.ForEach([&](absl::string_view name, absl::string_view record) {
+    ASSERT_EQ(name, absl::StrCat("item-", line));
+    absl::StatusOr<std::string> text = layout->Render(name, record);
+    ASSERT_TRUE(text.ok()) << text.status();
+    EXPECT_EQ(*text, want_text[line]) << "line " << line;
+    EXPECT_EQ(record, single_records[line]) << "line " << line;
+    ++line;
+  });
+  EXPECT_EQ(line, want_text.size());
+  EXPECT_EQ(batched.Layout(), single.Layout());
+}
+
+// A later line whose labelled run is shorter, longer, or followed by
+// another kind of slot than the first line's marks the builder
+// inconsistent (the renderer then stores text).
+TEST(LogRecordBuilderTest, ALaterLineOfAnotherShapeIsInconsistent) {
+  const std::vector<std::string> labels = {" a=", " b=", " c=", " d="};
+  const double values[] = {1.5, 2.5, 3.5, 4.5};
+  const auto first_line = [&](LogRecordBuilder& b) {
+    b.Literal("x=");
+    b.LabeledNumbers(labels.data(), values, 3);
+    b.Literal(" y=");
+    b.Int(1);
+    b.FinishRecord();
+  };
+  {
+    LogRecordBuilder b;
+    first_line(b);
+    b.LabeledNumbers(labels.data(), values, 3);
+    b.Int(2);
+    b.FinishRecord();
+    EXPECT_TRUE(b.consistent()) << "the same shape";
+  }
+  {
+    LogRecordBuilder b;
+    first_line(b);
+    b.LabeledNumbers(labels.data(), values, 2);
+    b.Int(2);
+    b.FinishRecord();
+    EXPECT_FALSE(b.consistent()) << "a shorter run";
+  }
+  {
+    LogRecordBuilder b;
+    first_line(b);
+    b.LabeledNumbers(labels.data(), values, 4);
+    b.FinishRecord();
+    EXPECT_FALSE(b.consistent()) << "a longer run";
+  }
+  {
+    LogRecordBuilder b;
+    first_line(b);
+    b.LabeledNumbers(labels.data(), values, 3);
+    b.String("not an int");
+    b.FinishRecord();
+    EXPECT_FALSE(b.consistent()) << "another kind after the run";
+  }
+}
+
 TEST(LogRecordTest, CorruptValuesAreDataLossNeverACrash) {
   LogRecordBuilder b;
   b.Literal("a=");

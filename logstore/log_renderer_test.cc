@@ -82,5 +82,63 @@ TEST(LogRendererTest, TheQueueBoundUsesTheRenderersEstimate) {
   EXPECT_EQ(renders.load(), 0);  // Dropped before anything was formatted.
 }
 
+
+// A renderer with a structured form that writes some fields and then gives
+// up (as a renderer does whose lines turn out not to share a layout): the
+// consumer must store the text only, none of the fields it took back.
+class GivingUpRenderer final : public LogRenderer {
+ public:
+  size_t ItemCount() const override { return 3; }
+  size_t EstimatedBytes() const override { return 300; }
+  void Render(std::vector<ItemLog>* items) override {
+    for (int i = 0; i < 3; ++i) items->push_back(ItemLog{absl::StrCat("sku-", i), "text line"});
+  }
+  bool RenderRecords(std::string* layout, PackedFields* fields) override {
+    const PackedFields::Mark start = fields->mark();
+    fields->Add("sku-0", "Rhalf a record");
+    fields->Add("sku-9", "Rnot an item");
+    fields->RollBack(start);
+    layout->clear();
+    return false;
+  }
+};
+
+TEST(LogRendererTest, ARendererThatGivesUpOnRecordsIsStoredAsTextOnly) {
+  auto table = std::make_shared<MemoryLogTable>();
+  absl::StatusOr<LogStore> store = OpenMemoryLogStore(LogStoreConfig{}, table);
+  ASSERT_TRUE(store.ok()) << store.status();
+  RequestLogs logs;
+  logs.request_id = "req-gives-up";
+  logs.renderer = std::make_shared<GivingUpRenderer>();
+  std::future<LogReceipt> f = store->consumer->Consume(std::move(logs));
+  ASSERT_EQ(GetReceipt(f).outcome, LogReceipt::Outcome::kStored);
+  absl::StatusOr<std::vector<std::optional<std::string>>> read = store->reader->Fetch(
+      "req-gives-up", std::vector<std::string>{"sku-0", "sku-2", "sku-9", ""});
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ((*read)[0], "text line");
+  EXPECT_EQ((*read)[1], "text line");
+  EXPECT_FALSE((*read)[2].has_value()) << "a rolled-back field was stored";
+  EXPECT_FALSE((*read)[3].has_value()) << "a layout was stored for text";
+  const LogStats stats = store->consumer->stats();
+  EXPECT_EQ(stats.items_stored, 3u);
+  // 'T' + "text line" per item: the stored value bytes, nothing rolled back.
+  EXPECT_EQ(stats.bytes_stored, 3u * 10u);
+}
+
+TEST(LogRendererTest, StoredBytesAreTheValuesWritten) {
+  auto table = std::make_shared<MemoryLogTable>();
+  absl::StatusOr<LogStore> store = OpenMemoryLogStore(LogStoreConfig{}, table);
+  ASSERT_TRUE(store.ok()) << store.status();
+  std::atomic<int> renders{0};
+  std::thread::id rendered_on;
+  RequestLogs logs;
+  logs.request_id = "req-bytes";
+  logs.renderer = std::make_shared<CountingRenderer>(12, &renders, &rendered_on);
+  std::future<LogReceipt> f = store->consumer->Consume(std::move(logs));
+  ASSERT_EQ(GetReceipt(f).outcome, LogReceipt::Outcome::kStored);
+  // "line 0" .. "line 11", each tagged 'T': 10 values of 7 bytes, 2 of 8.
+  EXPECT_EQ(store->consumer->stats().bytes_stored, 10u * 7u + 2u * 8u);
+}
+
 }  // namespace
 }  // namespace rankwire::logstore

@@ -52,10 +52,12 @@ class LogRenderer {
   // bound, before they exist).
   virtual size_t ItemCount() const = 0;
   virtual size_t EstimatedBytes() const = 0;
-  // Appends one ItemLog per item. Called once (this or RenderRecords).
+  // Appends one ItemLog per item: ItemCount() of them, which the consumer
+  // counts as stored or dropped. Called once (this or RenderRecords).
   virtual void Render(std::vector<ItemLog>* items) = 0;
-  // The structured form (log_record.h): appends one field per item to
-  // `fields` (the item id, its record value 'R' ...), which renders to the
+  // The structured form (log_record.h): appends one field per item
+  // (ItemCount() of them) to `fields` (the item id, its record value
+  // 'R' ...), which renders to the
   // same text Render() makes, and sets `*layout` to the request's layout
   // value. False if this renderer has no structured form (then `fields`
   // is as it was and Render() is used).

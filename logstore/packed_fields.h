@@ -18,6 +18,7 @@
 #ifndef RANKWIRE_LOGSTORE_PACKED_FIELDS_H_
 #define RANKWIRE_LOGSTORE_PACKED_FIELDS_H_
 
+#include <cassert>
 #include <cstddef>
 #include <cstring>
 #include <memory>
@@ -30,8 +31,18 @@ namespace rankwire::logstore {
 class PackedFields {
  public:
   PackedFields() = default;
-  PackedFields(PackedFields&&) noexcept = default;
-  PackedFields& operator=(PackedFields&&) noexcept = default;
+  // A moved-from PackedFields is empty and usable.
+  PackedFields(PackedFields&& other) noexcept { *this = std::move(other); }
+  PackedFields& operator=(PackedFields&& other) noexcept {
+    buffer_ = std::move(other.buffer_);
+    size_ = std::exchange(other.size_, 0);
+    capacity_ = std::exchange(other.capacity_, 0);
+    count_ = std::exchange(other.count_, 0);
+    value_bytes_ = std::exchange(other.value_bytes_, 0);
+    open_value_ = std::exchange(other.open_value_, kNoOpenValue);
+    open_max_ = std::exchange(other.open_max_, 0);
+    return *this;
+  }
   PackedFields(const PackedFields& other) { *this = other; }
   PackedFields& operator=(const PackedFields& other);
 
@@ -40,7 +51,8 @@ class PackedFields {
 
   // Appends a field whose value the caller writes in place: up to
   // `max_value_bytes` at the returned pointer, then EndValue(bytes used).
-  // Nothing else may be called in between.
+  // REQUIRES: nothing else is called in between; EndValue's bytes are at
+  // most BeginValue's.
   char* BeginValue(absl::string_view name, size_t max_value_bytes);
   void EndValue(size_t value_bytes);
 
@@ -54,7 +66,10 @@ class PackedFields {
     size_t value_bytes = 0;
   };
   Mark mark() const { return Mark{size_, count_, value_bytes_}; }
+  // REQUIRES: `m` is a mark of this object's, taken no earlier than the
+  // last RollBack to an earlier mark, and no value is open.
   void RollBack(Mark m) {
+    assert(m.bytes <= size_ && m.count <= count_ && open_value_ == kNoOpenValue);
     size_ = m.bytes;
     count_ = m.count;
     value_bytes_ = m.value_bytes;
@@ -93,12 +108,15 @@ class PackedFields {
     return buffer_.get() + size_;
   }
 
+  static constexpr size_t kNoOpenValue = ~size_t{0};
+
   std::unique_ptr<char[]> buffer_;
   size_t size_ = 0;
   size_t capacity_ = 0;
   size_t count_ = 0;
   size_t value_bytes_ = 0;
-  size_t open_value_ = 0;  // Where BeginValue's value starts.
+  size_t open_value_ = kNoOpenValue;  // Where BeginValue's value starts.
+  size_t open_max_ = 0;               // And how long it may be.
 };
 
 }  // namespace rankwire::logstore

@@ -74,5 +74,24 @@ TEST(PackedFieldsTest, CopiesAreIndependent) {
   EXPECT_EQ(Read(copy), (Fields{{"a", "1"}, {"b", "2"}}));
 }
 
+
+TEST(PackedFieldsTest, AMovedFromObjectIsEmptyAndUsable) {
+  PackedFields fields;
+  fields.Add("a", "1");
+  PackedFields moved = std::move(fields);
+  EXPECT_EQ(Read(moved), (Fields{{"a", "1"}}));
+  EXPECT_TRUE(fields.empty());  // NOLINT(bugprone-use-after-move): what is tested.
+  EXPECT_EQ(fields.wire(), "");
+  EXPECT_EQ(fields.value_bytes(), 0u);
+  fields.Add("c", "3");
+  PackedFields copy = fields;
+  EXPECT_EQ(Read(copy), (Fields{{"c", "3"}}));
+  PackedFields assigned;
+  assigned.Add("x", "y");
+  assigned = std::move(copy);
+  EXPECT_EQ(Read(assigned), (Fields{{"c", "3"}}));
+  EXPECT_TRUE(copy.empty());  // NOLINT(bugprone-use-after-move)
+}
+
 }  // namespace
 }  // namespace rankwire::logstore

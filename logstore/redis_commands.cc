@@ -48,7 +48,9 @@ std::optional<RedisRedirect> ParseRedirect(absl::string_view error,
 bool RedisCommandWriter::AppendWrite(redisContext* context, const SinkEntry& entry,
                                      absl::string_view ttl_ms, bool asking) {
   // HSET's header; its fields follow as they were packed (one copy into
-  // hiredis's output buffer, no per-field formatting).
+  // hiredis's output buffer, no per-field formatting). If an append fails
+  // the buffer may hold part of a command: callers then drop the
+  // connection, never send on it.
   hset_header_.clear();
   absl::StrAppend(&hset_header_, "*", 2 + 2 * entry.fields.size(), "\r\n$4\r\nHSET\r\n$",
                   entry.key.size(), "\r\n", entry.key, "\r\n");

@@ -1,6 +1,7 @@
 #include "server/ranker.h"
 
 #include <algorithm>
+#include <cassert>
 #include <charconv>
 #include <cstring>
 #include <cmath>
@@ -344,6 +345,8 @@ class RankLogRenderer final : public logstore::LogRenderer {
     // (in rank order each line missed the cache on both; the writer runs
     // well after ranking, with other requests in between). HSET's field
     // order means nothing.
+    // ranked_ is a permutation of the candidates (ScoreAndSort ranks all).
+    assert(ranked_.size() == static_cast<size_t>(request_->candidates_size()));
     std::vector<uint32_t> position(ranked_.size());
     for (size_t r = 0; r < ranked_.size(); ++r) {
       position[static_cast<size_t>(ranked_[r].candidate)] = static_cast<uint32_t>(r);

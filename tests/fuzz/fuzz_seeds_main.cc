@@ -12,6 +12,7 @@
 // codec_fuzzer.cc) followed by its bytes. Output is deterministic (protobuf
 // maps are serialized in key order).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -29,6 +30,7 @@
 #include "codec/protobuf_codec.h"
 #include "codec/rank_result.h"
 #include "codec/rankbin/rankbin_codec.h"
+#include "logstore/log_record.h"
 #include "tests/codecs/codecs_under_test.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -259,8 +261,50 @@ void AddCodecSeeds(std::map<std::string, std::string>& seeds) {
   seeds["rankbin.format_example_future"] = future;
 }
 
+// Seeds of the log_record target: mode byte 0 + doubles, mode byte 1 +
+// a 2-byte layout length + a layout + a record.
+void AddLogRecordSeeds(std::map<std::string, std::string>& seeds) {
+  const auto doubles = [](std::vector<double> values) {
+    std::string seed(1, '\0');
+    for (double v : values) seed.append(reinterpret_cast<const char*>(&v), sizeof v);
+    return seed;
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  seeds["numbers.edge_values"] =
+      doubles({0.0, -0.0, 1.0, 0.5, 999999.5, 99999.95, 1e-18, 9.99999e-19, 1e12, 5e-324, inf,
+               -inf, std::numeric_limits<double>::quiet_NaN(), 0.123456, 78.7, 1234567.0});
+  std::vector<double> ranker_like;
+  std::mt19937_64 rng(5);
+  for (int i = 0; i < 48; ++i) {
+    ranker_like.push_back((std::uniform_real_distribution<double>(-1, 3)(rng)) *
+                          std::pow(10.0, i % 7 - 3));
+  }
+  seeds["numbers.ranker_like"] = doubles(ranker_like);
+  logstore::LogRecordBuilder b;
+  b.Literal("req=r1 item=");
+  b.ItemId();
+  b.Literal(" pos=");
+  b.Int(3);
+  b.Literal(" src=");
+  b.String("vector_ann");
+  b.Literal(" | feats price=");
+  b.Number(78.7);
+  b.Literal(" ctr=");
+  b.Number(0.109498);
+  b.Literal(" | final=");
+  b.Number(-0.0);
+  const std::string record = b.FinishRecord();
+  const std::string layout = b.Layout();
+  std::string seed(1, '\1');
+  seed.push_back(static_cast<char>(layout.size() & 0xff));
+  seed.push_back(static_cast<char>(layout.size() >> 8));
+  seeds["record.line"] = seed + layout + record;
+  seeds["record.truncated"] = (seed + layout + record).substr(0, 3 + layout.size() + 3);
+}
+
 Corpus MakeCorpus() {
   Corpus corpus;
+  AddLogRecordSeeds(corpus["log_record"]);
   AddCodecSeeds(corpus["codec"]);
   const std::string rankbin_payload =
       corpus["codec"][std::string(kRankbinCodecName) + ".format_example"].substr(1);
