@@ -84,15 +84,32 @@ class PackedFields {
   // The values' bytes alone (what the store is said to hold).
   size_t value_bytes() const { return value_bytes_; }
 
+  // Reads the fields back in the order added:
+  //   PackedFields::Cursor c(fields);
+  //   for (absl::string_view name, value; c.Next(&name, &value);) ...
+  // Valid while `fields` is not changed.
+  class Cursor {
+   public:
+    explicit Cursor(const PackedFields& fields)
+        : p_(fields.buffer_.get()), left_(fields.count_) {}
+    bool Next(absl::string_view* name, absl::string_view* value) {
+      if (left_ == 0) return false;
+      --left_;
+      *name = NextBulk(&p_);
+      *value = NextBulk(&p_);
+      return true;
+    }
+
+   private:
+    const char* p_;
+    size_t left_;
+  };
+
   // Calls f(name, value) for every field, in the order added.
   template <typename F>
   void ForEach(F&& f) const {
-    const char* p = buffer_.get();
-    for (size_t i = 0; i < count_; ++i) {
-      const absl::string_view name = NextBulk(&p);
-      const absl::string_view value = NextBulk(&p);
-      f(name, value);
-    }
+    Cursor cursor(*this);
+    for (absl::string_view name, value; cursor.Next(&name, &value);) f(name, value);
   }
 
  private:
