@@ -154,8 +154,10 @@ void AppendLogNumber(double value, std::string* out) {
   out->append(buf, static_cast<size_t>(EncodeLogNumber(value, buf) - buf));
 }
 
-
 namespace {
+
+// Whether EncodeLogNumbers may take its AVX-512 path (AllowLogNumbersAvx512).
+std::atomic<bool> avx512_allowed{true};
 
 #if defined(__x86_64__)
 // GCC 12's AVX-512 intrinsics start some results from a deliberately
@@ -340,10 +342,6 @@ __attribute__((target("avx512f,avx512dq"))) char* EncodeLogNumbersAvx512(const d
 #endif
 #endif  // defined(__x86_64__)
 
-}  // namespace
-
-namespace {
-std::atomic<bool> avx512_allowed{true};
 }  // namespace
 
 void AllowLogNumbersAvx512(bool allow) { avx512_allowed.store(allow, std::memory_order_relaxed); }

@@ -27,6 +27,12 @@ void AppendLength(absl::string_view s, std::string* out) {
 
 }  // namespace
 
+LogRecordBuilder::LogRecordBuilder() {
+  Grow(0);
+  buffer_[0] = kRecordTag;
+  size_ = 1;
+}
+
 void LogRecordBuilder::Grow(size_t bytes) {
   capacity_ = std::max(2 * capacity_, size_ + bytes + 256);
   std::unique_ptr<char[]> grown(new char[capacity_]);  // Not zero-filled.
@@ -105,19 +111,15 @@ void LogRecordBuilder::EndLine() {
 
 std::string LogRecordBuilder::FinishRecord() {
   EndLine();
-  std::string value(size_ + 1, kRecordTag);
-  if (size_ > 0) std::memcpy(value.data() + 1, buffer_.get(), size_);
-  size_ = 0;
+  std::string value(buffer_.get(), size_);
+  size_ = 1;  // The tag stays.
   return value;
 }
 
 void LogRecordBuilder::FinishRecordInto(absl::string_view item_id, PackedFields* fields) {
   EndLine();
-  char* value = fields->BeginValue(item_id, size_ + 1);
-  value[0] = kRecordTag;
-  if (size_ > 0) std::memcpy(value + 1, buffer_.get(), size_);
-  fields->EndValue(size_ + 1);
-  size_ = 0;
+  fields->Add(item_id, absl::string_view(buffer_.get(), size_));
+  size_ = 1;
 }
 
 std::string LogRecordBuilder::Layout() const {

@@ -75,6 +75,8 @@ inline constexpr size_t kMaxRenderedBytes = size_t{1} << 20;
 
 class LogRecordBuilder {
  public:
+  LogRecordBuilder();
+
   // Describing one line, in order.
   void Literal(absl::string_view text) {
     if (capturing_) pieces_.back().append(text.data(), text.size());
@@ -96,8 +98,8 @@ class LogRecordBuilder {
   // sequence marks the builder inconsistent (a programming error the
   // producer checks with consistent()).
   std::string FinishRecord();
-  // The same, appended to `fields` as the field `item_id` (no string of
-  // its own).
+  // The same, appended to `fields` as the field `item_id` (one copy, no
+  // string of its own).
   void FinishRecordInto(absl::string_view item_id, PackedFields* fields);
 
   // The layout value ('L' + ...). Call after the last FinishRecord().
@@ -127,7 +129,7 @@ class LogRecordBuilder {
   void PutVarint(uint64_t v);
   // Codes the held numbers into the record.
   void FlushNumbers();
-  // Ends the line's slots; the record's bytes are then buffer_[0, size_).
+  // Ends the line's slots; the record value is then buffer_[0, size_).
   void EndLine();
 
   // number_run_[i]: how many slots from slot i on are numbers (set when
@@ -144,8 +146,9 @@ class LogRecordBuilder {
   std::vector<SlotKind> kinds_;
   std::vector<std::string> strings_;
   absl::flat_hash_map<std::string, uint32_t> string_index_;
-  // The current record's slot values: a plain buffer, so a number is
-  // written in place rather than appended through std::string.
+  // The current record value: its tag ('R'), then the slot values. A
+  // plain buffer, so a number is written in place rather than appended
+  // through std::string, and a finished record is one view of it.
   std::unique_ptr<char[]> buffer_;
   size_t size_ = 0;
   size_t capacity_ = 0;

@@ -4,14 +4,11 @@
 // every field once, straight into the bytes it sends; before, each item's
 // value was a std::string of its own that hiredis then formatted again
 // (1,000 arguments per request, each through its own length formatting).
-// The in-process store and tests read the fields back with ForEach.
+// The in-process store and tests read the fields back (Cursor, ForEach).
 //
 // Example:
 //   PackedFields fields;
 //   fields.Add("sku-1", "Tthe line");
-//   char* value = fields.BeginValue("sku-2", 40);   // at most 40 bytes
-//   size_t used = WriteValue(value);                  // caller's encoder
-//   fields.EndValue(used);
 //   fields.ForEach([](absl::string_view name, absl::string_view value) {...});
 //
 // Thread safety: a plain value; one writer at a time.
@@ -20,7 +17,6 @@
 
 #include <cassert>
 #include <cstddef>
-#include <cstring>
 #include <memory>
 #include <utility>
 
@@ -39,8 +35,6 @@ class PackedFields {
     capacity_ = std::exchange(other.capacity_, 0);
     count_ = std::exchange(other.count_, 0);
     value_bytes_ = std::exchange(other.value_bytes_, 0);
-    open_value_ = std::exchange(other.open_value_, kNoOpenValue);
-    open_max_ = std::exchange(other.open_max_, 0);
     return *this;
   }
   PackedFields(const PackedFields& other) { *this = other; }
@@ -48,13 +42,6 @@ class PackedFields {
 
   // Appends a field.
   void Add(absl::string_view name, absl::string_view value);
-
-  // Appends a field whose value the caller writes in place: up to
-  // `max_value_bytes` at the returned pointer, then EndValue(bytes used).
-  // REQUIRES: nothing else is called in between; EndValue's bytes are at
-  // most BeginValue's.
-  char* BeginValue(absl::string_view name, size_t max_value_bytes);
-  void EndValue(size_t value_bytes);
 
   // Fields and bytes so far; a mark to roll back to (a renderer that finds
   // it cannot finish takes back what it added).
@@ -67,9 +54,9 @@ class PackedFields {
   };
   Mark mark() const { return Mark{size_, count_, value_bytes_}; }
   // REQUIRES: `m` is a mark of this object's, taken no earlier than the
-  // last RollBack to an earlier mark, and no value is open.
+  // last RollBack to an earlier mark.
   void RollBack(Mark m) {
-    assert(m.bytes <= size_ && m.count <= count_ && open_value_ == kNoOpenValue);
+    assert(m.bytes <= size_ && m.count <= count_);
     size_ = m.bytes;
     count_ = m.count;
     value_bytes_ = m.value_bytes;
@@ -113,11 +100,10 @@ class PackedFields {
   }
 
  private:
-  // A bulk string's header: '$', up to 20 digits, "\r\n". BeginValue
-  // leaves this much room for its value's header, which EndValue writes
-  // once the length is known; the value then moves down to meet it.
+  // A bulk string's header: '$', up to 20 digits, "\r\n".
   static constexpr size_t kMaxHeader = 23;
-  static char* PutHeader(char* p, size_t length);
+  // Writes `bytes` as a bulk string at `p`; returns its end.
+  static char* PutBulk(char* p, absl::string_view bytes);
   static absl::string_view NextBulk(const char** p);
   void Grow(size_t bytes);
   char* Reserved(size_t bytes) {
@@ -125,15 +111,11 @@ class PackedFields {
     return buffer_.get() + size_;
   }
 
-  static constexpr size_t kNoOpenValue = ~size_t{0};
-
   std::unique_ptr<char[]> buffer_;
   size_t size_ = 0;
   size_t capacity_ = 0;
   size_t count_ = 0;
   size_t value_bytes_ = 0;
-  size_t open_value_ = kNoOpenValue;  // Where BeginValue's value starts.
-  size_t open_max_ = 0;               // And how long it may be.
 };
 
 }  // namespace rankwire::logstore
