@@ -191,43 +191,32 @@ TEST(LogRecordBuilderTest, BatchedNumbersRenderTheLineDescribed) {
 TEST(LogRecordBuilderTest, ALaterLineOfAnotherShapeIsInconsistent) {
   const std::vector<std::string> labels = {" a=", " b=", " c=", " d="};
   const double values[] = {1.5, 2.5, 3.5, 4.5};
-  const auto first_line = [&](LogRecordBuilder& b) {
+  // The first line: three labelled numbers, then an int. A second line:
+  // `run` labelled numbers, then an int (or a string).
+  struct Case {
+    const char* what;
+    size_t run;
+    bool string_after;
+    bool consistent;
+  };
+  for (const Case& c : {Case{"the same shape", 3, false, true},
+                        Case{"a shorter run", 2, false, false},
+                        Case{"a longer run", 4, false, false},
+                        Case{"another kind after the run", 3, true, false}}) {
+    LogRecordBuilder b;
     b.Literal("x=");
     b.LabeledNumbers(labels.data(), values, 3);
     b.Literal(" y=");
     b.Int(1);
     b.FinishRecord();
-  };
-  {
-    LogRecordBuilder b;
-    first_line(b);
-    b.LabeledNumbers(labels.data(), values, 3);
-    b.Int(2);
+    b.LabeledNumbers(labels.data(), values, c.run);
+    if (c.string_after) {
+      b.String("not an int");
+    } else if (c.run <= 3) {
+      b.Int(2);
+    }
     b.FinishRecord();
-    EXPECT_TRUE(b.consistent()) << "the same shape";
-  }
-  {
-    LogRecordBuilder b;
-    first_line(b);
-    b.LabeledNumbers(labels.data(), values, 2);
-    b.Int(2);
-    b.FinishRecord();
-    EXPECT_FALSE(b.consistent()) << "a shorter run";
-  }
-  {
-    LogRecordBuilder b;
-    first_line(b);
-    b.LabeledNumbers(labels.data(), values, 4);
-    b.FinishRecord();
-    EXPECT_FALSE(b.consistent()) << "a longer run";
-  }
-  {
-    LogRecordBuilder b;
-    first_line(b);
-    b.LabeledNumbers(labels.data(), values, 3);
-    b.String("not an int");
-    b.FinishRecord();
-    EXPECT_FALSE(b.consistent()) << "another kind after the run";
+    EXPECT_EQ(b.consistent(), c.consistent) << c.what;
   }
 }
 
