@@ -15,8 +15,9 @@ Example (build the old revision in a second tree first):
 """
 import argparse
 import json
-import statistics
 import subprocess
+
+from ab_util import alternate, print_ratios
 
 
 def run(binary, args):
@@ -36,22 +37,8 @@ def main():
     ap.add_argument("--cpu", default="1", help="CPU to pin to (default 1)")
     ap.add_argument("--min_time", default="0.3", help="--benchmark_min_time per run")
     args = ap.parse_args()
-    times = {"base": [], "new": []}
-    for r in range(args.rounds):
-        order = [("base", args.base), ("new", args.new)]
-        if r % 2:
-            order.reverse()
-        for name, binary in order:
-            times[name].append(run(binary, args))
-    print(f"{'benchmark':55s} {'base':>10s} {'new':>10s}  new/base median [min-max]")
-    for bench in times["base"][0]:
-        ratios = [n[bench] / b[bench] for b, n in zip(times["base"], times["new"]) if bench in n]
-        if not ratios:
-            continue
-        base = statistics.median(t[bench] for t in times["base"])
-        new = statistics.median(t[bench] for t in times["new"] if bench in t)
-        print(f"{bench:55s} {base:10.2f} {new:10.2f}  "
-              f"{statistics.median(ratios):.3f} [{min(ratios):.3f}-{max(ratios):.3f}]")
+    times = alternate(args.base, args.new, args.rounds, lambda binary: run(binary, args))
+    print_ratios(times, "benchmark", 55)
 
 
 if __name__ == "__main__":

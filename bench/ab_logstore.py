@@ -20,8 +20,9 @@ Example (build the old revision in a second tree first):
 """
 import argparse
 import re
-import statistics
 import subprocess
+
+from ab_util import alternate, print_ratios
 
 
 def run(binary, args):
@@ -48,20 +49,8 @@ def main():
     ap.add_argument("--variant", default="record:1", help="writer-ceiling variant")
     ap.add_argument("--seconds", default="3", help="writer-ceiling window per run")
     args = ap.parse_args()
-    runs = {"base": [], "new": []}
-    for r in range(args.rounds):
-        order = [("base", args.base), ("new", args.new)]
-        if r % 2:
-            order.reverse()
-        for name, binary in order:
-            runs[name].append(run(binary, args))
-    print(f"{'us per request':20s} {'base':>8s} {'new':>8s}  new/base median [min-max]")
-    for key in ("encode", "writer", "redis"):
-        ratios = [n[key] / b[key] for b, n in zip(runs["base"], runs["new"])]
-        base = statistics.median(x[key] for x in runs["base"])
-        new = statistics.median(x[key] for x in runs["new"])
-        print(f"{key:20s} {base:8.0f} {new:8.0f}  "
-              f"{statistics.median(ratios):.3f} [{min(ratios):.3f}-{max(ratios):.3f}]")
+    runs = alternate(args.base, args.new, args.rounds, lambda binary: run(binary, args))
+    print_ratios(runs, "us per request", 20, "{:.0f}")
 
 
 if __name__ == "__main__":
