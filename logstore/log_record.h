@@ -76,6 +76,9 @@ inline constexpr size_t kMaxRenderedBytes = size_t{1} << 20;
 class LogRecordBuilder {
  public:
   LogRecordBuilder();
+  // Not movable: a moved-from builder would write through a null buffer.
+  LogRecordBuilder(LogRecordBuilder&&) = delete;
+  LogRecordBuilder& operator=(LogRecordBuilder&&) = delete;
 
   // Describing one line, in order.
   void Literal(absl::string_view text) {
