@@ -55,9 +55,11 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/flags.h"
+#include "logstore/log_number.h"
 #include "logstore/log_record.h"
 #include "logstore/log_value.h"
 #include "logstore/redis_log_sink.h"
+#include "logstore/log_number.h"
 #include "logstore/log_store.h"
 #include "server/ranker.h"
 #include "tests/support/redis_process.h"
@@ -82,6 +84,8 @@ ABSL_FLAG(std::string, variants, "text:1,record:1,record:2",
           "Writer-ceiling variants <representation>:<writers>, representation text, zstd "
           "(text, zstd at --compress_level) or record");
 ABSL_FLAG(int, read_samples, 2000, "Top-10 reads per representation for the read latency");
+ABSL_FLAG(std::string, log_numbers, "auto",
+          "How records code their numbers, as the server's --log_numbers: auto, avx2, scalar");
 ABSL_FLAG(int, dict_kb, 64, "Size of the trained zstd dictionary, KB");
 
 namespace rankwire::logstore {
@@ -743,5 +747,14 @@ int main(int argc, char** argv) {
   rankwire::ParseFlags(argc, argv,
                        "Log store writer ceiling and Redis memory per request; see "
                        "scripts/bench_logstore.sh.");
+  absl::StatusOr<rankwire::logstore::LogNumberPath> path =
+      rankwire::logstore::ParseLogNumberPath(absl::GetFlag(FLAGS_log_numbers));
+  if (!path.ok()) {
+    std::fprintf(stderr, "--log_numbers: %s\n", std::string(path.status().message()).c_str());
+    return 2;
+  }
+  rankwire::logstore::LimitLogNumberPath(*path);
+  std::fprintf(stderr, "log numbers: %s\n",
+               rankwire::logstore::LogNumberPathName(rankwire::logstore::ActiveLogNumberPath()));
   return rankwire::logstore::Main();
 }

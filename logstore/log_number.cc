@@ -156,13 +156,14 @@ void AppendLogNumber(double value, std::string* out) {
 
 namespace {
 
-// Whether EncodeLogNumbers may take its AVX-512 path (AllowLogNumbersAvx512).
-std::atomic<bool> avx512_allowed{true};
+// The widest path EncodeLogNumbers may take (LimitLogNumberPath).
+std::atomic<LogNumberPath> widest_allowed{LogNumberPath::kAvx512};
 
 #if defined(__x86_64__)
-// GCC 12's AVX-512 intrinsics start some results from a deliberately
-// uninitialized register (_mm512_undefined_*), which -Wuninitialized
-// reports at every inlined use (GCC bug 105593); nothing here reads one.
+// GCC 12's AVX-512 intrinsics and AVX2 gathers start some results from a
+// deliberately uninitialized register (_mm512_undefined_*,
+// _mm256_undefined_pd), which -Wuninitialized reports at every inlined use
+// (GCC bug 105593); nothing here reads one.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -337,6 +338,164 @@ __attribute__((target("avx512f,avx512dq"))) char* EncodeLogNumbersAvx512(const d
   }
   return dst;
 }
+
+// AVX2 (4 lanes): the same steps as CodeEight, for CPUs without AVX-512
+// (AMD before Zen 4, many cloud hosts). AVX2 has no 64-bit multiply, no
+// 64-bit arithmetic shift and no double <-> int64 conversion, so the
+// integer steps run on 32-bit lanes (every integer here fits: exponents,
+// n < 10^6, u < 2^26), the tables are gathered, and the trailing zero
+// digits come off in doubles: round(n * 10^-j) * 10^j == n exactly when
+// 10^j divides n (n * 10^-j is then within 1e-9 of the whole quotient;
+// when it does not divide, no whole q gives q * 10^j == n, and every
+// product here is an exact double below 2^53).
+
+// The low 32 bits of each 64-bit lane: a pd compare's all-ones lanes stay
+// all ones, small integers keep their value.
+__attribute__((target("avx2,fma"), always_inline)) inline __m128i Narrow(__m256i v) {
+  return _mm256_castsi256_si128(
+      _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6)));
+}
+__attribute__((target("avx2,fma"), always_inline)) inline __m128i NarrowMask(__m256d mask) {
+  return Narrow(_mm256_castpd_si256(mask));
+}
+
+// 10^-j and 10^j for j in [0, 5], as doubles (10^-j rounded).
+constexpr double kInvPow10Small[6] = {1e0, 1e-1, 1e-2, 1e-3, 1e-4, 1e-5};
+constexpr double kPow10Small[6] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5};
+
+// The slots of four values (lanes past `count` are zero) as 4-byte words
+// and lengths, and the mask (4 bits) of lanes the scalar path takes.
+__attribute__((target("avx2,fma"), always_inline)) inline unsigned CodeFour(
+    const double* values, size_t count, uint32_t* words, uint8_t* lengths) {
+  alignas(32) double padded[4] = {0, 0, 0, 0};
+  __m256d x;
+  if (count >= 4) {
+    x = _mm256_loadu_pd(values);
+  } else {
+    std::memcpy(padded, values, count * sizeof(double));
+    x = _mm256_load_pd(padded);
+  }
+  const unsigned live = (1u << (count < 4 ? count : 4)) - 1;
+  const __m256i bits = _mm256_castpd_si256(x);
+  const __m256d abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
+  const __m256d a = _mm256_and_pd(x, abs_mask);
+  const __m128i negative = Narrow(_mm256_srli_epi64(bits, 63));
+  const unsigned zero =
+      static_cast<unsigned>(_mm256_movemask_pd(_mm256_cmp_pd(a, _mm256_setzero_pd(), _CMP_EQ_OQ)));
+  // Outside [1e-18, 1e12) (and inf, nan): raw, the scalar path's.
+  unsigned other = ~static_cast<unsigned>(_mm256_movemask_pd(
+                       _mm256_and_pd(_mm256_cmp_pd(a, _mm256_set1_pd(1e-18), _CMP_GE_OQ),
+                                     _mm256_cmp_pd(a, _mm256_set1_pd(1e12), _CMP_LT_OQ)))) &
+                   0xfu;
+  // floor(log10(a)): the binary exponent times log10(2), then one compare.
+  const __m128i e2 = _mm_sub_epi32(
+      _mm_and_si128(Narrow(_mm256_srli_epi64(bits, 52)), _mm_set1_epi32(0x7ff)),
+      _mm_set1_epi32(1023));
+  __m128i e = _mm_srai_epi32(_mm_mullo_epi32(e2, _mm_set1_epi32(78913)), 18);
+  e = _mm_min_epi32(_mm_max_epi32(e, _mm_set1_epi32(-19)), _mm_set1_epi32(11));
+  const __m256d next_power =
+      _mm256_i32gather_pd(kPow10From18, _mm_add_epi32(e, _mm_set1_epi32(19)), 8);
+  e = _mm_sub_epi32(e, NarrowMask(_mm256_cmp_pd(a, next_power, _CMP_GE_OQ)));
+  // r = a * 10^(5 - e); 5 - e in [-7, 24], past 22 the scalar path's.
+  const __m128i k = _mm_sub_epi32(_mm_set1_epi32(5), e);
+  other |= static_cast<unsigned>(
+      _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpgt_epi32(k, _mm_set1_epi32(22)))));
+  const __m256d r = _mm256_mul_pd(
+      a, _mm256_i32gather_pd(kScaleTable, _mm_add_epi32(k, _mm_set1_epi32(7)), 8));
+  __m256d out = _mm256_cmp_pd(
+      _mm256_and_pd(_mm256_sub_pd(r, _mm256_set1_pd(999999.5)), abs_mask),
+      _mm256_set1_pd(1e-6), _CMP_LT_OQ);
+  out = _mm256_or_pd(out, _mm256_cmp_pd(r, _mm256_set1_pd(999999.5), _CMP_GE_OQ));
+  out = _mm256_or_pd(out, _mm256_cmp_pd(r, _mm256_set1_pd(99999.5), _CMP_LT_OQ));
+  // Lanes out of range convert to INT_MIN; they are the scalar path's.
+  const __m128i whole = _mm256_cvttpd_epi32(r);
+  const __m256d frac = _mm256_sub_pd(r, _mm256_cvtepi32_pd(whole));
+  out = _mm256_or_pd(out, _mm256_cmp_pd(
+                              _mm256_and_pd(_mm256_sub_pd(frac, _mm256_set1_pd(0.5)), abs_mask),
+                              _mm256_set1_pd(1e-7), _CMP_LT_OQ));
+  other |= static_cast<unsigned>(_mm256_movemask_pd(out));
+  // r < 999999.5 here, so n stays below 10^6.
+  const __m128i n =
+      _mm_sub_epi32(whole, NarrowMask(_mm256_cmp_pd(frac, _mm256_set1_pd(0.5), _CMP_GT_OQ)));
+  // Trailing zero digits off, in doubles (the lanes nest: the last j that
+  // divides wins).
+  const __m256d nd = _mm256_cvtepi32_pd(n);
+  __m256d digits = nd;
+  __m128i zeros = _mm_setzero_si128();
+  for (int j = 1; j <= 5; ++j) {
+    const __m256d q = _mm256_round_pd(_mm256_mul_pd(nd, _mm256_set1_pd(kInvPow10Small[j])),
+                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256d divides =
+        _mm256_cmp_pd(_mm256_mul_pd(q, _mm256_set1_pd(kPow10Small[j])), nd, _CMP_EQ_OQ);
+    digits = _mm256_blendv_pd(digits, q, divides);
+    zeros = _mm_sub_epi32(zeros, NarrowMask(divides));
+  }
+  // code = scale + kScaleBias with scale = e - 5 + zeros; outside 0..30: raw.
+  const __m128i code = _mm_add_epi32(_mm_add_epi32(e, zeros), _mm_set1_epi32(kScaleBias - 5));
+  other |= static_cast<unsigned>(_mm_movemask_ps(_mm_castsi128_ps(
+      _mm_or_si128(_mm_cmpgt_epi32(code, _mm_set1_epi32(30)),
+                   _mm_cmplt_epi32(code, _mm_setzero_si128())))));
+  __m128i u = _mm_or_si128(
+      _mm_or_si128(_mm_slli_epi32(_mm256_cvttpd_epi32(digits), 6), _mm_slli_epi32(negative, 5)),
+      code);
+  // Zero (-0 keeps its sign): the one-byte special code.
+  const __m128i zero_lanes = NarrowMask(_mm256_cmp_pd(a, _mm256_setzero_pd(), _CMP_EQ_OQ));
+  u = _mm_blendv_epi8(
+      u, _mm_or_si128(_mm_slli_epi32(negative, 5), _mm_set1_epi32(static_cast<int>(kSpecialCode))),
+      zero_lanes);
+  other &= ~zero;
+  // The varints, as PutSlotCode writes them (u < 2^26: signed compares).
+  const __m128i length = _mm_sub_epi32(
+      _mm_sub_epi32(_mm_sub_epi32(_mm_set1_epi32(1), _mm_cmpgt_epi32(u, _mm_set1_epi32(127))),
+                    _mm_cmpgt_epi32(u, _mm_set1_epi32((1 << 14) - 1))),
+      _mm_cmpgt_epi32(u, _mm_set1_epi32((1 << 21) - 1)));
+  const __m128i groups = _mm_or_si128(
+      _mm_or_si128(_mm_and_si128(u, _mm_set1_epi32(0x7f)),
+                   _mm_and_si128(_mm_slli_epi32(u, 1), _mm_set1_epi32(0x7f00))),
+      _mm_or_si128(_mm_and_si128(_mm_slli_epi32(u, 2), _mm_set1_epi32(0x7f0000)),
+                   _mm_and_si128(_mm_slli_epi32(u, 3), _mm_set1_epi32(0x7f000000))));
+  const __m128i more = _mm_and_si128(
+      _mm_set1_epi32(0x808080),
+      _mm_sub_epi32(_mm_sllv_epi32(_mm_set1_epi32(1),
+                                   _mm_slli_epi32(_mm_sub_epi32(length, _mm_set1_epi32(1)), 3)),
+                    _mm_set1_epi32(1)));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(words), _mm_or_si128(groups, more));
+  const uint32_t packed = static_cast<uint32_t>(_mm_cvtsi128_si32(
+      _mm_shuffle_epi8(length, _mm_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                             -1, -1, -1))));
+  std::memcpy(lengths, &packed, 4);
+  return other & live;
+}
+
+// As EncodeLogNumbersAvx512, four lanes at a time.
+__attribute__((target("avx2,fma"))) char* EncodeLogNumbersAvx2(const double* values,
+                                                               size_t count, char* dst) {
+  constexpr size_t kChunk = 64;
+  uint32_t words[kChunk];
+  uint8_t lengths[kChunk];
+  unsigned other[kChunk / 4];
+  while (count > 0) {
+    const size_t chunk = count < kChunk ? count : kChunk;
+    for (size_t i = 0; i < chunk; i += 4) {
+      other[i / 4] = CodeFour(values + i, chunk - i < 4 ? chunk - i : 4, words + i, lengths + i);
+    }
+    for (size_t i = 0; i < chunk; i += 4) {
+      const size_t lanes = chunk - i < 4 ? chunk - i : 4;
+      const unsigned scalar = other[i / 4];
+      for (size_t l = i; l < i + lanes; ++l) {
+        if (scalar != 0 && ((scalar >> (l - i)) & 1) != 0) {
+          dst = EncodeLogNumber(values[l], dst);
+        } else {
+          coding::EncodeFixed32(dst, words[l]);
+          dst += lengths[l];
+        }
+      }
+    }
+    values += chunk;
+    count -= chunk;
+  }
+  return dst;
+}
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
@@ -344,21 +503,54 @@ __attribute__((target("avx512f,avx512dq"))) char* EncodeLogNumbersAvx512(const d
 
 }  // namespace
 
-void AllowLogNumbersAvx512(bool allow) { avx512_allowed.store(allow, std::memory_order_relaxed); }
+void LimitLogNumberPath(LogNumberPath widest) {
+  widest_allowed.store(widest, std::memory_order_relaxed);
+}
 
-bool LogNumbersUseAvx512() {
+LogNumberPath ActiveLogNumberPath() {
 #if defined(__x86_64__)
-  static const bool supported =
-      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
-  return supported && avx512_allowed.load(std::memory_order_relaxed);
+  static const LogNumberPath supported =
+      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")
+          ? LogNumberPath::kAvx512
+      : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? LogNumberPath::kAvx2
+                                                                         : LogNumberPath::kScalar;
+  const LogNumberPath widest = widest_allowed.load(std::memory_order_relaxed);
+  return static_cast<int>(supported) < static_cast<int>(widest) ? supported : widest;
 #else
-  return false;
+  return LogNumberPath::kScalar;
 #endif
+}
+
+absl::StatusOr<LogNumberPath> ParseLogNumberPath(absl::string_view text) {
+  if (text == "auto" || text == "avx512") return LogNumberPath::kAvx512;
+  if (text == "avx2") return LogNumberPath::kAvx2;
+  if (text == "scalar") return LogNumberPath::kScalar;
+  return absl::InvalidArgumentError(
+      absl::StrCat("log number path \"", text, "\": expected auto, avx512, avx2 or scalar"));
+}
+
+const char* LogNumberPathName(LogNumberPath path) {
+  switch (path) {
+    case LogNumberPath::kAvx512:
+      return "avx512";
+    case LogNumberPath::kAvx2:
+      return "avx2";
+    case LogNumberPath::kScalar:
+      break;
+  }
+  return "scalar";
 }
 
 char* EncodeLogNumbers(const double* values, size_t count, char* dst) {
 #if defined(__x86_64__)
-  if (LogNumbersUseAvx512()) return EncodeLogNumbersAvx512(values, count, dst);
+  switch (ActiveLogNumberPath()) {
+    case LogNumberPath::kAvx512:
+      return EncodeLogNumbersAvx512(values, count, dst);
+    case LogNumberPath::kAvx2:
+      return EncodeLogNumbersAvx2(values, count, dst);
+    case LogNumberPath::kScalar:
+      break;
+  }
 #endif
   for (size_t i = 0; i < count; ++i) dst = EncodeLogNumber(values[i], dst);
   return dst;

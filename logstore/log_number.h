@@ -6,8 +6,9 @@
 //
 // A request's lines hold ~24,000 numbers, so their coding is most of what a
 // log writer does per request: EncodeLogNumbers codes eight at a time with
-// AVX-512 where the CPU has it (checked once, at run time), and otherwise
-// one at a time; both give the same bytes.
+// AVX-512 where the CPU has it, four at a time with AVX2 where it has that
+// (checked once, at run time), and otherwise one at a time; every path
+// gives the same bytes.
 //
 // Thread safety: pure functions.
 #ifndef RANKWIRE_LOGSTORE_LOG_NUMBER_H_
@@ -17,6 +18,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "codec/coding.h"
 
 namespace rankwire::logstore {
@@ -41,15 +43,26 @@ void AppendLogNumber(double value, std::string* out);
 // renders). DataLoss for a slot that is not well formed or is cut short.
 absl::StatusOr<double> ReadLogNumber(coding::Reader& in);
 
-// Whether EncodeLogNumbers uses its AVX-512 path: the CPU has it and it is
-// allowed (for tests and reports).
-bool LogNumbersUseAvx512();
+// The ways EncodeLogNumbers can code, narrowest first.
+enum class LogNumberPath { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
 
-// Allows or forbids the AVX-512 path, process-wide (allowed at start). The
-// server's --log_number_avx512: on CPUs that lower their clock for 512-bit
-// work (Intel Skylake-SP, Cascade Lake), where the writers share cores with
-// ranking, an operator may prefer the scalar path. Tests use it to run both.
-void AllowLogNumbersAvx512(bool allow);
+// The path EncodeLogNumbers takes now: the widest the CPU has, capped by
+// LimitLogNumberPath.
+LogNumberPath ActiveLogNumberPath();
+
+// "scalar", "avx2" or "avx512", for the start-up line and reports.
+const char* LogNumberPathName(LogNumberPath path);
+
+// Caps the path, process-wide (no cap at start). The server's
+// --log_numbers=avx2 caps it at kAvx2: on CPUs that lower their clock for
+// 512-bit work (Intel Skylake-SP, Cascade Lake), where the writers share
+// cores with ranking, an operator may prefer that. Tests and benchmarks use
+// it to run every path the CPU has.
+void LimitLogNumberPath(LogNumberPath widest);
+
+// The cap a flag names: "auto" or "avx512" (no cap: the widest the CPU
+// has), "avx2" or "scalar". InvalidArgument for anything else.
+absl::StatusOr<LogNumberPath> ParseLogNumberPath(absl::string_view text);
 
 }  // namespace rankwire::logstore
 

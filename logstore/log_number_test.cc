@@ -1,8 +1,8 @@
-// EncodeLogNumbers (the batch coder the log writers use; AVX-512 where the
-// CPU has it) writes exactly the bytes EncodeLogNumber writes for each
-// value, in order, for batches of every length and for every kind of
-// value: each lane takes the vector path or falls back to the scalar one,
-// and both must agree. log_record_test checks that EncodeLogNumber's bytes
+// EncodeLogNumbers (the batch coder the log writers use; AVX-512 or AVX2
+// where the CPU has it) writes exactly the bytes EncodeLogNumber writes for
+// each value, in order, for batches of every length and for every kind of
+// value: each lane takes a vector path or falls back to the scalar one, and
+// they must agree. The batch tests run once per path this CPU has. log_record_test checks that EncodeLogNumber's bytes
 // render as SixDigits does.
 #include "logstore/log_number.h"
 
@@ -79,7 +79,31 @@ double Value(uint64_t state, int kind) {
   }
 }
 
-TEST(LogNumberTest, BatchesOfEveryLengthMatchOneByOne) {
+// Every path this CPU has, narrowest first.
+std::vector<LogNumberPath> PathsHere() {
+  LimitLogNumberPath(LogNumberPath::kAvx512);
+  const LogNumberPath widest = ActiveLogNumberPath();
+  std::vector<LogNumberPath> paths;
+  for (int p = 0; p <= static_cast<int>(widest); ++p) paths.push_back(static_cast<LogNumberPath>(p));
+  return paths;
+}
+
+// Runs the batch tests on one path; the cap is lifted again afterwards.
+class LogNumberPathTest : public ::testing::TestWithParam<LogNumberPath> {
+ protected:
+  void SetUp() override {
+    LimitLogNumberPath(GetParam());
+    ASSERT_EQ(ActiveLogNumberPath(), GetParam());
+  }
+  void TearDown() override { LimitLogNumberPath(LogNumberPath::kAvx512); }
+};
+
+INSTANTIATE_TEST_SUITE_P(EveryPathHere, LogNumberPathTest, ::testing::ValuesIn(PathsHere()),
+                         [](const ::testing::TestParamInfo<LogNumberPath>& info) {
+                           return std::string(LogNumberPathName(info.param));
+                         });
+
+TEST_P(LogNumberPathTest, BatchesOfEveryLengthMatchOneByOne) {
   uint64_t state = 11;
   for (size_t length = 0; length <= 70; ++length) {
     for (int round = 0; round < 200; ++round) {
@@ -93,7 +117,7 @@ TEST(LogNumberTest, BatchesOfEveryLengthMatchOneByOne) {
   }
 }
 
-TEST(LogNumberTest, TenMillionValuesOfEachKindMatchOneByOne) {
+TEST_P(LogNumberPathTest, TenMillionValuesOfEachKindMatchOneByOne) {
   for (int kind = 0; kind < 8; ++kind) {
     uint64_t state = 1000 + kind;
     std::vector<double> values(4096);
@@ -107,11 +131,10 @@ TEST(LogNumberTest, TenMillionValuesOfEachKindMatchOneByOne) {
   }
 }
 
-TEST(LogNumberTest, WholeNumbersMatchOneByOne) {
+TEST_P(LogNumberPathTest, WholeNumbersMatchOneByOne) {
   std::vector<double> values;
   for (int i = 0; i < 2000000; ++i) values.push_back(i % 5 == 1 ? -double(i) : double(i));
   EXPECT_EQ(Batched(values), OneByOne(values));
-  RecordProperty("avx512", LogNumbersUseAvx512() ? "yes" : "no");
 }
 
 TEST(LogNumberTest, ReadBackGivesTheValueSixDigitsShows) {
@@ -135,23 +158,18 @@ TEST(LogNumberTest, ReadBackGivesTheValueSixDigitsShows) {
 }
 
 
-// Both paths of this build run here: the vector one where the CPU has it
-// (skipped visibly where it does not), and the one-at-a-time one when the
-// vector path is not allowed (the server's --log_number_avx512=false).
-TEST(LogNumberTest, TheVectorPathRunsOnThisCpu) {
-  if (!LogNumbersUseAvx512()) GTEST_SKIP() << "no AVX-512 here: only the scalar path is tested";
-  AllowLogNumbersAvx512(false);
-  EXPECT_FALSE(LogNumbersUseAvx512());
-  std::vector<double> values;
-  uint64_t state = 99;
-  for (int i = 0; i < 10000; ++i) {
-    state = Mix(state);
-    values.push_back(Value(state, int(state >> 60) % 8));
-  }
-  const std::string scalar = Batched(values);
-  AllowLogNumbersAvx512(true);
-  EXPECT_TRUE(LogNumbersUseAvx512());
-  EXPECT_EQ(Batched(values), scalar);
+// The cap works both ways, and a vector path runs where the CPU has one
+// (this test is skipped, visibly, where it has none: only the scalar path
+// is tested there).
+TEST(LogNumberTest, TheWidestPathRunsUnlessCapped) {
+  const std::vector<LogNumberPath> paths = PathsHere();
+  RecordProperty("log_number_paths", static_cast<int>(paths.size()));
+  if (paths.size() == 1) GTEST_SKIP() << "no AVX2 or AVX-512 here: only the scalar path is tested";
+  LimitLogNumberPath(LogNumberPath::kScalar);
+  EXPECT_EQ(ActiveLogNumberPath(), LogNumberPath::kScalar);
+  LimitLogNumberPath(LogNumberPath::kAvx512);
+  EXPECT_EQ(ActiveLogNumberPath(), paths.back());
+  EXPECT_NE(ActiveLogNumberPath(), LogNumberPath::kScalar);
 }
 
 }  // namespace

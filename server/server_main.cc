@@ -80,10 +80,11 @@ ABSL_FLAG(uint32_t, log_batch_requests, 16,
 ABSL_FLAG(bool, log_compress, false, "zstd-compress each log value in the store.");
 ABSL_FLAG(int, log_writer_nice, 10,
           "Nice value of the log writer thread: ranking threads get the CPU first.");
-ABSL_FLAG(bool, log_number_avx512, true,
-          "Let the log writers code numbers eight at a time with AVX-512 where the CPU has it "
-          "(false: one at a time, ~5x the cost; for CPUs that slow their clock for 512-bit "
-          "work).");
+ABSL_FLAG(std::string, log_numbers, "auto",
+          "How the log writers code numbers: auto (eight at a time with AVX-512 where the CPU "
+          "has it, else four at a time with AVX2, else one at a time), avx2 (never AVX-512: "
+          "for CPUs that slow their clock for 512-bit work) or scalar. Every way writes the "
+          "same bytes.");
 ABSL_FLAG(int, rank_worker_nice, 0,
           "Nice value of the ranking worker threads (0: the process's); above it, gRPC's "
           "threads (admitting, refusing, sending) also get a larger share of the CPU.");
@@ -259,7 +260,13 @@ absl::StatusOr<logstore::LogStoreConfig> LogStoreConfigFromFlags() {
   config.batch_requests = absl::GetFlag(FLAGS_log_batch_requests);
   config.compress = absl::GetFlag(FLAGS_log_compress);
   config.writer_nice = absl::GetFlag(FLAGS_log_writer_nice);
-  logstore::AllowLogNumbersAvx512(absl::GetFlag(FLAGS_log_number_avx512));
+  absl::StatusOr<logstore::LogNumberPath> number_path =
+      logstore::ParseLogNumberPath(absl::GetFlag(FLAGS_log_numbers));
+  if (!number_path.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--log_numbers: ", number_path.status().message()));
+  }
+  logstore::LimitLogNumberPath(*number_path);
   absl::StatusOr<std::vector<int>> cpus = ParseCpuList(
       absl::GetFlag(FLAGS_log_writer_cpus), static_cast<int>(sysconf(_SC_NPROCESSORS_CONF)));
   if (!cpus.ok()) {
@@ -513,7 +520,7 @@ absl::Status Run() {
                message_limits.max_request_bytes);
   // The allocator linked in (server/malloc.cmake); benchmarks compare builds by it.
   spdlog::info("allocator={} log_numbers={}", RANKWIRE_MALLOC_NAME,
-               logstore::LogNumbersUseAvx512() ? "avx512" : "scalar");
+               logstore::LogNumberPathName(logstore::ActiveLogNumberPath()));
 
   int signal_number = 0;
   sigwait(&signals, &signal_number);
