@@ -363,6 +363,51 @@ __attribute__((target("avx2,fma"), always_inline)) inline __m128i NarrowMask(__m
 constexpr double kInvPow10Small[6] = {1e0, 1e-1, 1e-2, 1e-3, 1e-4, 1e-5};
 constexpr double kPow10Small[6] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5};
 
+// n (in 1..999999) without its trailing zero digits, and their count in
+// `zeros`, in doubles: round(n * 10^-j) * 10^j == n exactly when 10^j
+// divides n (the lanes nest: the last j that divides wins).
+__attribute__((target("avx2,fma"), always_inline)) inline __m128i StripZerosAvx2(
+    __m128i n, __m128i* zeros) {
+  const __m256d nd = _mm256_cvtepi32_pd(n);
+  __m256d digits = nd;
+  __m128i count = _mm_setzero_si128();
+  for (int j = 1; j <= 5; ++j) {
+    const __m256d q = _mm256_round_pd(_mm256_mul_pd(nd, _mm256_set1_pd(kInvPow10Small[j])),
+                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256d divides =
+        _mm256_cmp_pd(_mm256_mul_pd(q, _mm256_set1_pd(kPow10Small[j])), nd, _CMP_EQ_OQ);
+    digits = _mm256_blendv_pd(digits, q, divides);
+    count = _mm_sub_epi32(count, NarrowMask(divides));
+  }
+  *zeros = count;
+  return _mm256_cvttpd_epi32(digits);
+}
+
+// The varints of four slot codes u (< 2^26) as PutSlotCode writes them:
+// 4-byte words and lengths of 1 to 4 (signed compares: u < 2^31).
+__attribute__((target("avx2,fma"), always_inline)) inline void StoreSlotWordsAvx2(
+    __m128i u, uint32_t* words, uint8_t* lengths) {
+  const __m128i length = _mm_sub_epi32(
+      _mm_sub_epi32(_mm_sub_epi32(_mm_set1_epi32(1), _mm_cmpgt_epi32(u, _mm_set1_epi32(127))),
+                    _mm_cmpgt_epi32(u, _mm_set1_epi32((1 << 14) - 1))),
+      _mm_cmpgt_epi32(u, _mm_set1_epi32((1 << 21) - 1)));
+  const __m128i groups = _mm_or_si128(
+      _mm_or_si128(_mm_and_si128(u, _mm_set1_epi32(0x7f)),
+                   _mm_and_si128(_mm_slli_epi32(u, 1), _mm_set1_epi32(0x7f00))),
+      _mm_or_si128(_mm_and_si128(_mm_slli_epi32(u, 2), _mm_set1_epi32(0x7f0000)),
+                   _mm_and_si128(_mm_slli_epi32(u, 3), _mm_set1_epi32(0x7f000000))));
+  const __m128i more = _mm_and_si128(
+      _mm_set1_epi32(0x808080),
+      _mm_sub_epi32(_mm_sllv_epi32(_mm_set1_epi32(1),
+                                   _mm_slli_epi32(_mm_sub_epi32(length, _mm_set1_epi32(1)), 3)),
+                    _mm_set1_epi32(1)));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(words), _mm_or_si128(groups, more));
+  const uint32_t packed = static_cast<uint32_t>(_mm_cvtsi128_si32(
+      _mm_shuffle_epi8(length, _mm_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                             -1, -1, -1))));
+  std::memcpy(lengths, &packed, 4);
+}
+
 // The slots of four values (lanes past `count` are zero) as 4-byte words
 // and lengths, and the mask (4 bits) of lanes the scalar path takes.
 __attribute__((target("avx2,fma"), always_inline)) inline unsigned CodeFour(
@@ -417,26 +462,15 @@ __attribute__((target("avx2,fma"), always_inline)) inline unsigned CodeFour(
   // r < 999999.5 here, so n stays below 10^6.
   const __m128i n =
       _mm_sub_epi32(whole, NarrowMask(_mm256_cmp_pd(frac, _mm256_set1_pd(0.5), _CMP_GT_OQ)));
-  // Trailing zero digits off, in doubles (the lanes nest: the last j that
-  // divides wins).
-  const __m256d nd = _mm256_cvtepi32_pd(n);
-  __m256d digits = nd;
-  __m128i zeros = _mm_setzero_si128();
-  for (int j = 1; j <= 5; ++j) {
-    const __m256d q = _mm256_round_pd(_mm256_mul_pd(nd, _mm256_set1_pd(kInvPow10Small[j])),
-                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m256d divides =
-        _mm256_cmp_pd(_mm256_mul_pd(q, _mm256_set1_pd(kPow10Small[j])), nd, _CMP_EQ_OQ);
-    digits = _mm256_blendv_pd(digits, q, divides);
-    zeros = _mm_sub_epi32(zeros, NarrowMask(divides));
-  }
+  __m128i zeros;
+  const __m128i digits = StripZerosAvx2(n, &zeros);
   // code = scale + kScaleBias with scale = e - 5 + zeros; outside 0..30: raw.
   const __m128i code = _mm_add_epi32(_mm_add_epi32(e, zeros), _mm_set1_epi32(kScaleBias - 5));
   other |= static_cast<unsigned>(_mm_movemask_ps(_mm_castsi128_ps(
       _mm_or_si128(_mm_cmpgt_epi32(code, _mm_set1_epi32(30)),
                    _mm_cmplt_epi32(code, _mm_setzero_si128())))));
   __m128i u = _mm_or_si128(
-      _mm_or_si128(_mm_slli_epi32(_mm256_cvttpd_epi32(digits), 6), _mm_slli_epi32(negative, 5)),
+      _mm_or_si128(_mm_slli_epi32(digits, 6), _mm_slli_epi32(negative, 5)),
       code);
   // Zero (-0 keeps its sign): the one-byte special code.
   const __m128i zero_lanes = NarrowMask(_mm256_cmp_pd(a, _mm256_setzero_pd(), _CMP_EQ_OQ));
@@ -444,26 +478,7 @@ __attribute__((target("avx2,fma"), always_inline)) inline unsigned CodeFour(
       u, _mm_or_si128(_mm_slli_epi32(negative, 5), _mm_set1_epi32(static_cast<int>(kSpecialCode))),
       zero_lanes);
   other &= ~zero;
-  // The varints, as PutSlotCode writes them (u < 2^26: signed compares).
-  const __m128i length = _mm_sub_epi32(
-      _mm_sub_epi32(_mm_sub_epi32(_mm_set1_epi32(1), _mm_cmpgt_epi32(u, _mm_set1_epi32(127))),
-                    _mm_cmpgt_epi32(u, _mm_set1_epi32((1 << 14) - 1))),
-      _mm_cmpgt_epi32(u, _mm_set1_epi32((1 << 21) - 1)));
-  const __m128i groups = _mm_or_si128(
-      _mm_or_si128(_mm_and_si128(u, _mm_set1_epi32(0x7f)),
-                   _mm_and_si128(_mm_slli_epi32(u, 1), _mm_set1_epi32(0x7f00))),
-      _mm_or_si128(_mm_and_si128(_mm_slli_epi32(u, 2), _mm_set1_epi32(0x7f0000)),
-                   _mm_and_si128(_mm_slli_epi32(u, 3), _mm_set1_epi32(0x7f000000))));
-  const __m128i more = _mm_and_si128(
-      _mm_set1_epi32(0x808080),
-      _mm_sub_epi32(_mm_sllv_epi32(_mm_set1_epi32(1),
-                                   _mm_slli_epi32(_mm_sub_epi32(length, _mm_set1_epi32(1)), 3)),
-                    _mm_set1_epi32(1)));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(words), _mm_or_si128(groups, more));
-  const uint32_t packed = static_cast<uint32_t>(_mm_cvtsi128_si32(
-      _mm_shuffle_epi8(length, _mm_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-                                             -1, -1, -1))));
-  std::memcpy(lengths, &packed, 4);
+  StoreSlotWordsAvx2(u, words, lengths);
   return other & live;
 }
 
