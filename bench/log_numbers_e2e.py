@@ -5,7 +5,8 @@ has it), with the server on CPU 1 and 2 writers, Redis and the load
 generator on CPU 0. Measures the logging-off peak (closed loop, median of
 one run per round), then open loop at 50/80/100 % of it, every variant once
 per fraction and round in rotated order: achieved qps, p99, the share of
-log lines dropped and the writers' CPU per request.
+log lines dropped, the writers' CPU per request, and how busy each of the
+two CPUs was in the middle of the measured window (/proc/stat).
 
 Usage: /usr/bin/python3 bench/log_numbers_e2e.py [--build build] [--rounds 2]
 """
@@ -15,8 +16,29 @@ import sys
 import tempfile
 import time
 import statistics
+import threading
 
 from e2e_bench import Redis, Server, loadgen
+
+
+def busy_share(cpus, start, window, out):
+    """After `start` s, each CPU's busy share over `window` s, into `out`."""
+    def sample():
+        times = {}
+        with open("/proc/stat") as f:
+            for line in f:
+                fields = line.split()
+                if fields[0] in cpus:
+                    values = [int(v) for v in fields[1:]]
+                    times[fields[0]] = (sum(values), values[3] + values[4])  # idle + iowait
+        return times
+    time.sleep(start)
+    before = sample()
+    time.sleep(window)
+    after = sample()
+    for cpu in cpus:
+        total = after[cpu][0] - before[cpu][0]
+        out[cpu] = 1 - (after[cpu][1] - before[cpu][1]) / total if total else float("nan")
 
 
 def main():
@@ -41,15 +63,21 @@ def main():
                 server.close()
         peak = statistics.median(peaks)
         print(f"logging-off peak {peak:.0f} qps (rounds: {', '.join(f'{p:.0f}' for p in peaks)})")
-        print("\n| round | share of peak | variant | achieved qps | p99 us | dropped | "
-              "writer CPU us / request |\n|---|---:|---|---:|---:|---:|---:|")
+        print("\n| round | share of peak | variant | achieved qps | p99 us | CPU 0 / CPU 1 busy | "
+              "dropped | writer CPU us / request |\n|---|---:|---|---:|---:|---|---:|---:|")
         for rnd in range(args.rounds):
             for fraction in (0.5, 0.8, 1.0):
                 for name, flags in variants[rnd % 3:] + variants[:rnd % 3]:
                     redis.cli("FLUSHALL", "SYNC")
                     server = Server(args.build, ["--codec=rankbin", *flags])
+                    busy = {}
+                    # The load generator warms up for 2 s, then measures.
+                    sampler = threading.Thread(target=busy_share, args=(
+                        ("cpu0", "cpu1"), 2 + args.seconds / 4, args.seconds / 2, busy))
+                    sampler.start()
                     try:
                         run = loadgen(args.build, server, peak * fraction, args.seconds, 4)
+                        sampler.join()
                         time.sleep(1.5)  # Let the writers finish what is queued.
                         m = server.metrics()
                         cpu = server.writer_cpu_seconds()
@@ -60,7 +88,7 @@ def main():
                     dropped = count("dropped_queue_full") + count("dropped_store_error")
                     requests = count("enqueued") / 500
                     print(f"| {rnd + 1} | {fraction:.0%} | {name} | {run['qps']:.0f} | "
-                          f"{run['p99_us']:.0f} | "
+                          f"{run['p99_us']:.0f} | {busy['cpu0']:.2f} / {busy['cpu1']:.2f} | "
                           + (f"{100 * dropped / lines:.1f} % | {1e6 * cpu / requests:.0f} |"
                              if lines else "- | - |"), flush=True)
     finally:

@@ -171,8 +171,8 @@ std::atomic<LogNumberPath> widest_allowed{LogNumberPath::kAvx512};
 #endif
 
 // 10^k for k in [-7, 24], as ScaleBy10Fast multiplies by it for k <= 22
-// (kInvPow10 below 0, kPow10 from 0); the entries past 22 are never used
-// (those lanes take the scalar path, which multiplies twice).
+// (kInvPow10 below 0, kPow10 from 0); what the entries past 22 give is
+// never used (those lanes take the scalar path, which multiplies twice).
 constexpr double kScaleTable[32] = {
     1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,
     1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22, 1e22, 1e22};
@@ -345,17 +345,19 @@ __attribute__((target("avx512f,avx512dq"))) char* EncodeLogNumbersAvx512(const d
 // integer steps run on 32-bit lanes (every integer here fits: exponents,
 // n < 10^6, u < 2^26), the tables are gathered, and the trailing zero
 // digits come off in doubles: round(n * 10^-j) * 10^j == n exactly when
-// 10^j divides n (n * 10^-j is then within 1e-9 of the whole quotient;
-// when it does not divide, no whole q gives q * 10^j == n, and every
-// product here is an exact double below 2^53).
+// 10^j divides n (n * 10^-j, with 10^-j rounded, is then within 1e-9 of
+// the whole quotient, so rounding to nearest gives it; q * 10^j is an
+// exact double below 2^53, and when 10^j does not divide n no whole q
+// gives n). The target is "avx2" alone, not "fma": a fused multiply-add
+// would round differently from the scalar path.
 
 // The low 32 bits of each 64-bit lane: a pd compare's all-ones lanes stay
 // all ones, small integers keep their value.
-__attribute__((target("avx2,fma"), always_inline)) inline __m128i Narrow(__m256i v) {
+__attribute__((target("avx2"), always_inline)) inline __m128i Narrow(__m256i v) {
   return _mm256_castsi256_si128(
       _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6)));
 }
-__attribute__((target("avx2,fma"), always_inline)) inline __m128i NarrowMask(__m256d mask) {
+__attribute__((target("avx2"), always_inline)) inline __m128i NarrowMask(__m256d mask) {
   return Narrow(_mm256_castpd_si256(mask));
 }
 
@@ -364,9 +366,9 @@ constexpr double kInvPow10Small[6] = {1e0, 1e-1, 1e-2, 1e-3, 1e-4, 1e-5};
 constexpr double kPow10Small[6] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5};
 
 // n (in 1..999999) without its trailing zero digits, and their count in
-// `zeros`, in doubles: round(n * 10^-j) * 10^j == n exactly when 10^j
-// divides n (the lanes nest: the last j that divides wins).
-__attribute__((target("avx2,fma"), always_inline)) inline __m128i StripZerosAvx2(
+// `zeros`, in doubles as above (the lanes nest: the last j that divides
+// wins).
+__attribute__((target("avx2"), always_inline)) inline __m128i StripZerosAvx2(
     __m128i n, __m128i* zeros) {
   const __m256d nd = _mm256_cvtepi32_pd(n);
   __m256d digits = nd;
@@ -385,7 +387,7 @@ __attribute__((target("avx2,fma"), always_inline)) inline __m128i StripZerosAvx2
 
 // The varints of four slot codes u (< 2^26) as PutSlotCode writes them:
 // 4-byte words and lengths of 1 to 4 (signed compares: u < 2^31).
-__attribute__((target("avx2,fma"), always_inline)) inline void StoreSlotWordsAvx2(
+__attribute__((target("avx2"), always_inline)) inline void StoreSlotWordsAvx2(
     __m128i u, uint32_t* words, uint8_t* lengths) {
   const __m128i length = _mm_sub_epi32(
       _mm_sub_epi32(_mm_sub_epi32(_mm_set1_epi32(1), _mm_cmpgt_epi32(u, _mm_set1_epi32(127))),
@@ -410,7 +412,7 @@ __attribute__((target("avx2,fma"), always_inline)) inline void StoreSlotWordsAvx
 
 // The slots of four values (lanes past `count` are zero) as 4-byte words
 // and lengths, and the mask (4 bits) of lanes the scalar path takes.
-__attribute__((target("avx2,fma"), always_inline)) inline unsigned CodeFour(
+__attribute__((target("avx2"), always_inline)) inline unsigned CodeFour(
     const double* values, size_t count, uint32_t* words, uint8_t* lengths) {
   alignas(32) double padded[4] = {0, 0, 0, 0};
   __m256d x;
@@ -437,6 +439,10 @@ __attribute__((target("avx2,fma"), always_inline)) inline unsigned CodeFour(
       _mm_and_si128(Narrow(_mm256_srli_epi64(bits, 52)), _mm_set1_epi32(0x7ff)),
       _mm_set1_epi32(1023));
   __m128i e = _mm_srai_epi32(_mm_mullo_epi32(e2, _mm_set1_epi32(78913)), 18);
+  // The clamp keeps both gathers inside their tables (indexes 0..30 and
+  // 0..31) for zero, subnormal, inf and nan lanes, whose estimate is far
+  // out; those lanes are not coded here anyway. Without it a gather reads
+  // out of bounds, which no sanitizer reports.
   e = _mm_min_epi32(_mm_max_epi32(e, _mm_set1_epi32(-19)), _mm_set1_epi32(11));
   const __m256d next_power =
       _mm256_i32gather_pd(kPow10From18, _mm_add_epi32(e, _mm_set1_epi32(19)), 8);
@@ -483,7 +489,7 @@ __attribute__((target("avx2,fma"), always_inline)) inline unsigned CodeFour(
 }
 
 // As EncodeLogNumbersAvx512, four lanes at a time.
-__attribute__((target("avx2,fma"))) char* EncodeLogNumbersAvx2(const double* values,
+__attribute__((target("avx2"))) char* EncodeLogNumbersAvx2(const double* values,
                                                                size_t count, char* dst) {
   constexpr size_t kChunk = 64;
   uint32_t words[kChunk];
@@ -527,8 +533,8 @@ LogNumberPath ActiveLogNumberPath() {
   static const LogNumberPath supported =
       __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")
           ? LogNumberPath::kAvx512
-      : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? LogNumberPath::kAvx2
-                                                                         : LogNumberPath::kScalar;
+      : __builtin_cpu_supports("avx2") ? LogNumberPath::kAvx2
+                                         : LogNumberPath::kScalar;
   const LogNumberPath widest = widest_allowed.load(std::memory_order_relaxed);
   return static_cast<int>(supported) < static_cast<int>(widest) ? supported : widest;
 #else

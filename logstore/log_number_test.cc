@@ -2,8 +2,9 @@
 // where the CPU has it) writes exactly the bytes EncodeLogNumber writes for
 // each value, in order, for batches of every length and for every kind of
 // value: each lane takes a vector path or falls back to the scalar one, and
-// they must agree. The batch tests run once per path this CPU has. log_record_test checks that EncodeLogNumber's bytes
-// render as SixDigits does.
+// they must agree. The batch tests run once per path this CPU has.
+// log_record_test checks that EncodeLogNumber's bytes render as SixDigits
+// does.
 #include "logstore/log_number.h"
 
 #include <array>
@@ -60,10 +61,24 @@ double Value(uint64_t state, int kind) {
       return std::round(unit * 100000) / 100 * sign;
     case 4:  // Floats widened, as item features are.
       return static_cast<double>(static_cast<float>(unit * 10));
-    case 5: {  // Near a six-digit rounding tie, and the 999999.5 boundary.
-      const double n = double(99999 + (state >> 8) % 900001);
+    case 5: {  // Near a six-digit rounding tie and the 999999.5 boundary,
+               // inside and just outside the coders' margins (1e-7 of a
+               // sixth digit at a tie, 1e-6 at 999999.5).
+      double n = double(99999 + (state >> 8) % 900001);
       const int k = int((state >> 30) % 30) - 20;
-      const double nudge = double(int64_t((state >> 40) % 2001) - 1000) * 1e-12;
+      const double step = double(int64_t((state >> 40) % 2001) - 1000);
+      double nudge = step * 1e-12;  // well inside the tie margin
+      switch ((state >> 52) % 3) {
+        case 1:  // +-3e-7: across the tie margin
+          nudge = step * 3e-10;
+          break;
+        case 2:  // 999999.5 +-3e-6: across its margin
+          n = 999999;
+          nudge = step * 3e-9;
+          break;
+        default:
+          break;
+      }
       return (n + 0.5 + nudge) * std::pow(10.0, k) * sign;
     }
     case 6: {  // Powers of ten and their neighbours, across the range.
