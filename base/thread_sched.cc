@@ -116,6 +116,40 @@ absl::Status SetThreadAffinity(const std::vector<int>& cpus) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<int>> ThreadAffinity() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (const int err = pthread_getaffinity_np(pthread_self(), sizeof(set), &set); err != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot read the thread's CPU affinity: ", std::strerror(err)));
+  }
+  std::vector<int> cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  }
+  return cpus;
+}
+
+absl::StatusOr<std::vector<int>> CpusLeftAfter(const std::vector<int>& allowed,
+                                               const std::vector<int>& reserved) {
+  for (int cpu : reserved) {
+    if (std::find(allowed.begin(), allowed.end(), cpu) == allowed.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "CPU ", cpu, " is not one this process may use (", absl::StrJoin(allowed, ","), ")"));
+    }
+  }
+  std::vector<int> left;
+  for (int cpu : allowed) {
+    if (std::find(reserved.begin(), reserved.end(), cpu) == reserved.end()) left.push_back(cpu);
+  }
+  if (left.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("setting aside CPUs ",
+                                                   absl::StrJoin(reserved, ","),
+                                                   " leaves none for the process's other threads"));
+  }
+  return left;
+}
+
 int UsableCpus(int affinity, absl::string_view cpu_max) {
   int cpus = std::max(1, affinity);
   std::vector<absl::string_view> fields =

@@ -43,6 +43,17 @@ absl::StatusOr<std::vector<int>> ParseCpuList(absl::string_view text, int cpu_co
 // unchanged.
 absl::Status SetThreadAffinity(const std::vector<int>& cpus);
 
+// The calling thread's affinity mask, as a CPU list (ascending).
+// FailedPrecondition if the kernel will not say.
+absl::StatusOr<std::vector<int>> ThreadAffinity();
+
+// The CPUs of `allowed` that are not in `reserved`: where the rest of a
+// process runs when `reserved` is set aside for some of its threads.
+// InvalidArgument if `reserved` names a CPU outside `allowed`, or leaves
+// none of it.
+absl::StatusOr<std::vector<int>> CpusLeftAfter(const std::vector<int>& allowed,
+                                               const std::vector<int>& reserved);
+
 // The CPUs this process can use: the CPUs in its affinity mask (taskset,
 // a container's cpuset), capped by its cgroup v2 CPU quota if it has one
 // (cpu.max "quota period", rounded up; a Kubernetes CPU limit). At least 1.

@@ -115,6 +115,24 @@ TEST(ThreadSchedTest, AffinityPinsOnlyTheCallingThread) {
   EXPECT_TRUE(CPU_EQUAL(&before, &after));
 }
 
+TEST(ThreadSchedTest, CpusSetAsideLeaveTheRest) {
+  EXPECT_EQ(CpusLeftAfter({0, 1, 2, 3}, {1}).value(), (std::vector<int>{0, 2, 3}));
+  EXPECT_EQ(CpusLeftAfter({0, 1, 2, 3}, {2, 3}).value(), (std::vector<int>{0, 1}));
+  EXPECT_EQ(CpusLeftAfter({4, 6}, {}).value(), (std::vector<int>{4, 6}));
+  absl::Status outside = CpusLeftAfter({0, 1}, {1, 2}).status();
+  EXPECT_EQ(outside.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(outside.message(), "CPU 2 is not one this process may use (0,1)");
+  absl::Status all = CpusLeftAfter({0, 1}, {0, 1}).status();
+  EXPECT_EQ(all.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(all.message(), "setting aside CPUs 0,1 leaves none for the process's other threads");
+  // This thread's mask, as the server reads it before setting CPUs aside.
+  absl::StatusOr<std::vector<int>> mine = ThreadAffinity();
+  ASSERT_TRUE(mine.ok()) << mine.status();
+  cpu_set_t set;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  EXPECT_EQ(static_cast<int>(mine->size()), CPU_COUNT(&set));
+}
+
 TEST(ThreadSchedTest, UsableCpusFollowTheMaskAndTheCgroupQuota) {
   EXPECT_EQ(UsableCpus(8, ""), 8);
   EXPECT_EQ(UsableCpus(8, "max 100000\n"), 8) << "no quota";

@@ -71,15 +71,16 @@ class Redis:
 
 
 class Server:
-    """A rankwire-server pinned to CPU 1; in `link`'s network namespace when given."""
+    """A rankwire-server pinned to `cpus` (CPU 1 unless told); in `link`'s
+    network namespace when given."""
 
-    def __init__(self, build, flags, link=None, binary=None):
+    def __init__(self, build, flags, link=None, binary=None, cpus="1"):
         self.log = tempfile.NamedTemporaryFile(mode="w+", suffix=".log", delete=False)
         self.host = link.server_ip if link else "127.0.0.1"
         prefix = ["ip", "netns", "exec", link.netns] if link else []
         binary = binary or os.path.join(build, "server", "rankwire-server")
         self.proc = subprocess.Popen(
-            [*prefix, "taskset", "-c", "1", binary, "--port=0",
+            [*prefix, "taskset", "-c", cpus, binary, "--port=0",
              "--metrics_port=0", f"--address={self.host}", "--model=" + MODEL, *flags],
             stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 15

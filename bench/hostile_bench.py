@@ -9,7 +9,9 @@
    0), the refusals' p99 (target <= 2 ms), the admitted calls' p99 against
    (a)'s p99 in the same round (target <= 2x), and the ranking worker's share
    of the server's CPU during (b) (from /proc/<pid>/task/*/stat; the rest is
-   gRPC's threads). --nice_sweep replaces the variants with the ranking worker
+   gRPC's threads). --rank_cpus replaces the variants with the server as
+   shipped against --rank_worker_cpus=1 (ranking alone on CPU 1, the server's
+   other threads on CPU 0). --nice_sweep replaces them with the ranking worker
    at nice 0, -5 and -10.
 2. TLS. A plaintext and a TLS server (same flags, certificates made with
    openssl now), 500-candidate rankbin calls at concurrency 1 on a warm
@@ -23,7 +25,7 @@ Medians over rounds with their spread (min..max). Servers on CPU 1, the load
 generator on CPU 0 (the machine has 2 cores).
 
 Usage: hostile_bench.py --build build [--rounds 5] [--seconds 5] [--limit 2]
-           [--only overload|tls|refusals] [--nice_sweep]
+           [--only overload|tls|refusals] [--nice_sweep | --rank_cpus]
 """
 
 import argparse
@@ -90,10 +92,13 @@ def thread_cpu(server):
 
 
 def overload_round(args, flags):
-    """One round against a fresh server: unloaded, then 4L callers with a probe inside."""
+    """One round against a fresh server: unloaded, then 4L callers with a probe inside.
+    A server with --rank_worker_cpus may use both CPUs (its other threads run on
+    CPU 0, with the load generator); any other runs on CPU 1 alone."""
     limit = args.limit
+    cpus = "0,1" if any(f.startswith("--rank_worker_cpus=") for f in flags) else "1"
     server = Server(args.build, [f"--max_concurrent_rank={limit}", "--codec=rankbin",
-                                 "--log_mode=none", *flags])
+                                 "--log_mode=none", *flags], cpus=cpus)
     try:
         base = loadgen(args.build, server, limit, args.seconds)
         # 4L closed-loop callers; inside their run, a probe: open loop at
@@ -156,6 +161,12 @@ def overload(args):
                  [*args.server_flag, "--latency_slice_us=0"]),
                 (f"--rank_workers={limit} (a worker per slot, time-sliced)",
                  [*args.server_flag, f"--rank_workers={limit}"])]
+    if args.rank_cpus:
+        # Ranking alone on CPU 1, every other server thread on CPU 0 beside
+        # the load generator, against the server as shipped on CPU 1.
+        variants = [("as shipped (CPU 1)", list(args.server_flag)),
+                    ("--rank_worker_cpus=1 (server on CPUs 0-1: ranking alone on 1)",
+                     [*args.server_flag, "--rank_worker_cpus=1"])]
     if args.nice_sweep:
         # What the ranking worker's CPU weight trades: its share of the core
         # against gRPC's threads, which answer the refusals.
@@ -300,6 +311,8 @@ def main():
     parser.add_argument("--server_flag", action="append", default=[],
                         help="extra server flag for the overload part (repeatable)")
     parser.add_argument("--only", choices=["overload", "tls", "refusals"])
+    parser.add_argument("--rank_cpus", action="store_true",
+                        help="overload: the server as shipped against --rank_worker_cpus=1")
     parser.add_argument("--nice_sweep", action="store_true",
                         help="overload: the ranking worker at nice 0, -5 and -10 instead of "
                              "the default variants")

@@ -3,16 +3,13 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "base/thread_sched.h"
 
 namespace rankwire::server {
 
-int DefaultMaxConcurrentRank() {
-  return std::max(2, 2 * UsableCpus());
-}
+int DefaultMaxConcurrentRank(int ranking_cpus) { return std::max(2, 2 * ranking_cpus); }
 
-int DefaultRankWorkers(int max_concurrent) {
-  return std::max(1, std::min(UsableCpus(), max_concurrent));
+int DefaultRankWorkers(int max_concurrent, int ranking_cpus) {
+  return std::max(1, std::min(ranking_cpus, max_concurrent));
 }
 
 absl::Status AdmissionControl::CheckUnsent(absl::string_view peer) const {

@@ -46,18 +46,19 @@ struct AdmissionOptions {
   size_t max_unsent_bytes_per_peer = size_t{128} << 20;
 };
 
-// The default --max_concurrent_rank: twice the CPUs the process can use
-// (UsableCpus(): its affinity mask, capped by its cgroup CPU quota; at least
-// 2). With one ranking worker per CPU (DefaultRankWorkers), each CPU has one
-// call in work and one admitted call waiting, so it never idles between
-// calls while a client's next request is on its way.
-int DefaultMaxConcurrentRank();
+// The default --max_concurrent_rank: twice the CPUs ranking runs on,
+// `ranking_cpus` (the CPUs the process can use, UsableCpus(): its affinity
+// mask capped by its cgroup CPU quota; or those of --rank_worker_cpus); at
+// least 2. With one ranking worker per CPU (DefaultRankWorkers), each CPU
+// has one call in work and one admitted call waiting, so it never idles
+// between calls while a client's next request is on its way.
+int DefaultMaxConcurrentRank(int ranking_cpus);
 
-// The default --rank_workers: one per usable CPU, at most `max_concurrent`.
-// Ranking is CPU work: a second worker on a CPU would only time-slice two
-// calls, finishing both late (and each phase's time would include the
-// other call's); queued, the first finishes in its own time.
-int DefaultRankWorkers(int max_concurrent);
+// The default --rank_workers: one per ranking CPU, at most
+// `max_concurrent`. Ranking is CPU work: a second worker on a CPU would only
+// time-slice two calls, finishing both late (and each phase's time would
+// include the other call's); queued, the first finishes in its own time.
+int DefaultRankWorkers(int max_concurrent, int ranking_cpus);
 
 class AdmissionControl {
  public:

@@ -18,6 +18,7 @@
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "base/flags.h"
 #include "base/status_macros.h"
@@ -129,6 +130,12 @@ ABSL_FLAG(int, max_concurrent_rank, 0,
 ABSL_FLAG(int, max_concurrent_fetch_logs, 4,
           "FetchLogs calls admitted at once (each on a thread of its own pool while it "
           "waits for the log store); past it RESOURCE_EXHAUSTED at once.");
+ABSL_FLAG(std::string, rank_worker_cpus, "",
+          "CPUs the ranking workers run on, as taskset writes them (\"1\", \"2-7\"); every "
+          "other thread of the server (gRPC's, which admit, refuse and send; the log writers "
+          "unless --log_writer_cpus; metrics) then runs on the CPUs left. Empty: all threads "
+          "wherever the server runs. With it, the defaults of --rank_workers and "
+          "--max_concurrent_rank count these CPUs.");
 ABSL_FLAG(int, rank_workers, 0,
           "Threads that parse, rank and encode admitted calls (0: one per CPU the server "
           "may use, at most --max_concurrent_rank). Admitted calls past them wait in a "
@@ -175,10 +182,10 @@ absl::StatusOr<UnknownFeaturePolicy> ParseUnknownFeatures(const std::string& pol
       absl::StrCat("--unknown_features=", policy, ": expected count or reject"));
 }
 
-absl::StatusOr<int> RankWorkersFromFlags(const AdmissionOptions& admission) {
+absl::StatusOr<int> RankWorkersFromFlags(const AdmissionOptions& admission, int ranking_cpus) {
   const int workers = absl::GetFlag(FLAGS_rank_workers);
   if (workers < 0) return absl::InvalidArgumentError("--rank_workers must be >= 0");
-  if (workers == 0) return DefaultRankWorkers(admission.max_concurrent_rank);
+  if (workers == 0) return DefaultRankWorkers(admission.max_concurrent_rank, ranking_cpus);
   if (workers > admission.max_concurrent_rank) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--rank_workers=", workers, " exceeds --max_concurrent_rank (",
@@ -212,11 +219,12 @@ absl::StatusOr<MessageLimits> MessageLimitsFromFlags(const RequestLimits& limits
   return m;
 }
 
-absl::StatusOr<AdmissionOptions> AdmissionOptionsFromFlags() {
+absl::StatusOr<AdmissionOptions> AdmissionOptionsFromFlags(int ranking_cpus) {
   AdmissionOptions options;
   const int max_concurrent = absl::GetFlag(FLAGS_max_concurrent_rank);
   if (max_concurrent < 0) return absl::InvalidArgumentError("--max_concurrent_rank must be >= 0");
-  options.max_concurrent_rank = max_concurrent == 0 ? DefaultMaxConcurrentRank() : max_concurrent;
+  options.max_concurrent_rank =
+      max_concurrent == 0 ? DefaultMaxConcurrentRank(ranking_cpus) : max_concurrent;
   options.max_unsent_bytes = size_t{absl::GetFlag(FLAGS_max_unsent_response_mb)} << 20;
   options.max_unsent_bytes_per_peer = size_t{absl::GetFlag(FLAGS_max_unsent_response_mb_per_peer)}
                                       << 20;
@@ -224,6 +232,29 @@ absl::StatusOr<AdmissionOptions> AdmissionOptionsFromFlags() {
     return absl::InvalidArgumentError("--max_unsent_response_mb* must be at least 1");
   }
   return options;
+}
+
+// --rank_worker_cpus, checked against the CPUs the process may use. When
+// set, the calling thread moves to the other CPUs; called before any other
+// thread exists, so every thread created afterwards (gRPC's, the log
+// writers unless --log_writer_cpus, the metrics server's) runs there and
+// only the ranking workers, which pin themselves, run on these.
+absl::StatusOr<std::vector<int>> SetAsideRankCpus() {
+  absl::StatusOr<std::vector<int>> rank_cpus = ParseCpuList(
+      absl::GetFlag(FLAGS_rank_worker_cpus), static_cast<int>(sysconf(_SC_NPROCESSORS_CONF)));
+  if (!rank_cpus.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--rank_worker_cpus: ", rank_cpus.status().message()));
+  }
+  if (rank_cpus->empty()) return rank_cpus;
+  ASSIGN_OR_RETURN(const std::vector<int> allowed, ThreadAffinity());
+  absl::StatusOr<std::vector<int>> rest = CpusLeftAfter(allowed, *rank_cpus);
+  if (!rest.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--rank_worker_cpus: ", rest.status().message()));
+  }
+  RETURN_IF_ERROR(SetThreadAffinity(*rest));
+  return rank_cpus;
 }
 
 absl::StatusOr<logstore::LogStoreConfig> LogStoreConfigFromFlags() {
@@ -387,6 +418,11 @@ absl::Status Run() {
   } else if (slice_us < 0) {
     return absl::InvalidArgumentError("--latency_slice_us must be >= 0");
   }
+  // Also before any thread exists (SetAsideRankCpus); the CPUs counted for
+  // the ranking defaults are taken before the main thread moves.
+  const int usable_cpus = UsableCpus();
+  ASSIGN_OR_RETURN(const std::vector<int> rank_cpus, SetAsideRankCpus());
+  const int ranking_cpus = rank_cpus.empty() ? usable_cpus : static_cast<int>(rank_cpus.size());
 
   BuiltinCodecOptions codec_options;
   codec_options.writer.block_items = absl::GetFlag(FLAGS_rankbin_block_items);
@@ -430,8 +466,9 @@ absl::Status Run() {
 
   ASSIGN_OR_RETURN(UnknownFeaturePolicy unknown_features,
                    ParseUnknownFeatures(absl::GetFlag(FLAGS_unknown_features)));
-  ASSIGN_OR_RETURN(AdmissionOptions admission_options, AdmissionOptionsFromFlags());
-  ASSIGN_OR_RETURN(const int rank_workers, RankWorkersFromFlags(admission_options));
+  ASSIGN_OR_RETURN(AdmissionOptions admission_options, AdmissionOptionsFromFlags(ranking_cpus));
+  ASSIGN_OR_RETURN(const int rank_workers,
+                   RankWorkersFromFlags(admission_options, ranking_cpus));
   const ServerTlsFiles tls{absl::GetFlag(FLAGS_tls_cert_file), absl::GetFlag(FLAGS_tls_key_file),
                            absl::GetFlag(FLAGS_tls_client_ca_file)};
   ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
@@ -454,13 +491,15 @@ absl::Status Run() {
                     "Rank calls admitted and not finished: in work on a ranking worker "
                     "(rankwire_rank_rpcs_in_flight) or queued for one.",
                     [&admission] { return static_cast<double>(admission.in_use()); });
-  WorkerPool workers(rank_workers, absl::GetFlag(FLAGS_rank_worker_nice));
+  WorkerPool workers(rank_workers, WorkerPool::Placement{"rankwire-rank",
+                                                         absl::GetFlag(FLAGS_rank_worker_nice),
+                                                         true, rank_cpus});
   RankServiceImpl rank_service(&handler, &metrics, &admission, &workers);
   const int max_fetch = absl::GetFlag(FLAGS_max_concurrent_fetch_logs);
   if (max_fetch < 1) {
     return absl::InvalidArgumentError("--max_concurrent_fetch_logs must be at least 1");
   }
-  WorkerPool fetch_workers(max_fetch, WorkerPool::Placement{"rankwire-fetch", 0, false});
+  WorkerPool fetch_workers(max_fetch, WorkerPool::Placement{"rankwire-fetch", 0, false, {}});
   LogServiceImpl log_service(store.reader.get(), &metrics, &admission, &fetch_workers, max_fetch);
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -519,8 +558,9 @@ absl::Status Run() {
                admission_options.max_concurrent_rank, rank_workers,
                message_limits.max_request_bytes);
   // The allocator linked in (server/malloc.cmake); benchmarks compare builds by it.
-  spdlog::info("allocator={} log_numbers={}", RANKWIRE_MALLOC_NAME,
-               logstore::LogNumberPathName(logstore::ActiveLogNumberPath()));
+  spdlog::info("allocator={} log_numbers={} rank_worker_cpus={}", RANKWIRE_MALLOC_NAME,
+               logstore::LogNumberPathName(logstore::ActiveLogNumberPath()),
+               rank_cpus.empty() ? "any" : absl::StrJoin(rank_cpus, ","));
 
   int signal_number = 0;
   sigwait(&signals, &signal_number);

@@ -39,9 +39,10 @@ class WorkerPool {
     std::string name = "rankwire-rank";  // At most 15 bytes.
     int nice = 0;
     bool throughput = true;
+    std::vector<int> cpus;  // Throughput threads only; empty: wherever the process runs.
   };
   explicit WorkerPool(int threads, int nice = 0)
-      : WorkerPool(threads, Placement{"rankwire-rank", nice, true}) {}
+      : WorkerPool(threads, Placement{"rankwire-rank", nice, true, {}}) {}
   WorkerPool(int threads, Placement placement);
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;

@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "base/thread_sched.h"
 #include "client/rank_client.h"
 #include "workload/workload.h"
 #include "codec/builtin_codecs.h"
@@ -774,6 +776,41 @@ TEST_F(HostileTest, RankingWorkersAndLogWritersYieldTheCpuToGrpcThreads) {
   EXPECT_EQ(workers, 2) << "--rank_workers";
   EXPECT_EQ(writers, 2);
   if (short_slices == 0) GTEST_SKIP() << "this kernel does not show time slices";
+}
+
+// --rank_worker_cpus: the ranking workers run on those CPUs and every other
+// thread of the server (gRPC's, the log writers, metrics) on the rest, so
+// refusals and sends never take the ranking CPUs.
+TEST_F(HostileTest, RankingWorkersCanHaveCpusOfTheirOwn) {
+  cpu_set_t mine;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(mine), &mine), 0);
+  if (CPU_COUNT(&mine) < 2 || !CPU_ISSET(0, &mine) || !CPU_ISSET(1, &mine)) {
+    GTEST_SKIP() << "needs CPUs 0 and 1";
+  }
+  std::unique_ptr<ServerProcess> server =
+      Start({"--rank_worker_cpus=1", "--max_concurrent_rank=4", "--log_writers=1"});
+  ASSERT_NE(server, nullptr);
+  int workers = 0, others = 0;
+  for (const ServerThread& t : Threads(server->pid())) {
+    if (t.name == "rankwire-rank") {
+      ++workers;
+      EXPECT_EQ(t.cpus, "1");
+    } else {
+      ++others;
+      absl::StatusOr<std::vector<int>> cpus =
+          ParseCpuList(t.cpus, static_cast<int>(sysconf(_SC_NPROCESSORS_CONF)));
+      ASSERT_TRUE(cpus.ok()) << cpus.status();
+      EXPECT_TRUE(std::find(cpus->begin(), cpus->end(), 1) == cpus->end())
+          << t.name << " runs on " << t.cpus;
+    }
+  }
+  EXPECT_EQ(workers, 1) << "the default: one worker per CPU set aside";
+  EXPECT_GT(others, 3);
+  // And it ranks.
+  client::RankClient client = Client(*server);
+  absl::StatusOr<client::RankReply> reply =
+      client.Rank(Request({"rankbin"}, rank::v1::LOG_MODE_STORE), {});
+  EXPECT_TRUE(reply.ok()) << reply.status();
 }
 
 }  // namespace
