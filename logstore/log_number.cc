@@ -170,6 +170,28 @@ std::atomic<LogNumberPath> widest_allowed{LogNumberPath::kAvx512};
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
+// Writes a chunk's `count` slots in order: a vector path's word and length
+// for each lane it coded, and the scalar coder's bytes for each lane its
+// masks (one per kWidth lanes) gave up on. Shared by both vector paths;
+// inlined into each.
+template <size_t kWidth, typename Mask>
+inline char* WriteSlots(const double* values, size_t count, const uint32_t* words,
+                        const uint8_t* lengths, const Mask* other, char* dst) {
+  for (size_t i = 0; i < count; i += kWidth) {
+    const size_t lanes = count - i < kWidth ? count - i : kWidth;
+    const unsigned scalar = other[i / kWidth];
+    for (size_t l = i; l < i + lanes; ++l) {
+      if (scalar != 0 && ((scalar >> (l - i)) & 1) != 0) {
+        dst = EncodeLogNumber(values[l], dst);
+      } else {
+        coding::EncodeFixed32(dst, words[l]);
+        dst += lengths[l];
+      }
+    }
+  }
+  return dst;
+}
+
 // 10^k for k in [-7, 24], as ScaleBy10Fast multiplies by it for k <= 22
 // (kInvPow10 below 0, kPow10 from 0); what the entries past 22 give is
 // never used (those lanes take the scalar path, which multiplies twice).
@@ -321,18 +343,7 @@ __attribute__((target("avx512f,avx512dq"))) char* EncodeLogNumbersAvx512(const d
       other[i / 8] = CodeEight(values + i, chunk - i < 8 ? chunk - i : 8, next_powers, scales,
                                words + i, lengths + i);
     }
-    for (size_t i = 0; i < chunk; i += 8) {
-      const size_t lanes = chunk - i < 8 ? chunk - i : 8;
-      const unsigned scalar = other[i / 8];
-      for (size_t l = i; l < i + lanes; ++l) {
-        if (scalar != 0 && ((scalar >> (l - i)) & 1) != 0) {
-          dst = EncodeLogNumber(values[l], dst);
-        } else {
-          coding::EncodeFixed32(dst, words[l]);
-          dst += lengths[l];
-        }
-      }
-    }
+    dst = WriteSlots<8>(values, chunk, words, lengths, other, dst);
     values += chunk;
     count -= chunk;
   }
@@ -500,18 +511,7 @@ __attribute__((target("avx2"))) char* EncodeLogNumbersAvx2(const double* values,
     for (size_t i = 0; i < chunk; i += 4) {
       other[i / 4] = CodeFour(values + i, chunk - i < 4 ? chunk - i : 4, words + i, lengths + i);
     }
-    for (size_t i = 0; i < chunk; i += 4) {
-      const size_t lanes = chunk - i < 4 ? chunk - i : 4;
-      const unsigned scalar = other[i / 4];
-      for (size_t l = i; l < i + lanes; ++l) {
-        if (scalar != 0 && ((scalar >> (l - i)) & 1) != 0) {
-          dst = EncodeLogNumber(values[l], dst);
-        } else {
-          coding::EncodeFixed32(dst, words[l]);
-          dst += lengths[l];
-        }
-      }
-    }
+    dst = WriteSlots<4>(values, chunk, words, lengths, other, dst);
     values += chunk;
     count -= chunk;
   }
