@@ -86,6 +86,8 @@ ABSL_FLAG(std::string, log_numbers, "auto",
           "has it, else four at a time with AVX2, else one at a time), avx2 (never AVX-512: "
           "for CPUs that slow their clock for 512-bit work) or scalar. Every way writes the "
           "same bytes.");
+ABSL_FLAG(bool, log_number_avx512, true,
+          "Deprecated (kept so existing flagfiles start): false is --log_numbers=avx2.");
 ABSL_FLAG(int, rank_worker_nice, 0,
           "Nice value of the ranking worker threads (0: the process's); above it, gRPC's "
           "threads (admitting, refusing, sending) also get a larger share of the CPU.");
@@ -296,6 +298,12 @@ absl::StatusOr<logstore::LogStoreConfig> LogStoreConfigFromFlags() {
   if (!number_path.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--log_numbers: ", number_path.status().message()));
+  }
+  if (!absl::GetFlag(FLAGS_log_number_avx512)) {
+    spdlog::warn("--log_number_avx512=false is deprecated: use --log_numbers=avx2");
+    if (*number_path == logstore::LogNumberPath::kAvx512) {
+      number_path = logstore::LogNumberPath::kAvx2;
+    }
   }
   logstore::LimitLogNumberPath(*number_path);
   absl::StatusOr<std::vector<int>> cpus = ParseCpuList(
