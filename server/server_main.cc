@@ -259,6 +259,25 @@ absl::StatusOr<std::vector<int>> SetAsideRankCpus() {
   return rank_cpus;
 }
 
+// --log_numbers (and the deprecated --log_number_avx512), applied
+// process-wide: how the log writers code numbers (logstore/log_number.h).
+absl::Status ApplyLogNumbersFlag() {
+  absl::StatusOr<logstore::LogNumberPath> number_path =
+      logstore::ParseLogNumberPath(absl::GetFlag(FLAGS_log_numbers));
+  if (!number_path.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--log_numbers: ", number_path.status().message()));
+  }
+  if (!absl::GetFlag(FLAGS_log_number_avx512)) {
+    spdlog::warn("--log_number_avx512=false is deprecated: use --log_numbers=avx2");
+    if (*number_path == logstore::LogNumberPath::kAvx512) {
+      number_path = logstore::LogNumberPath::kAvx2;
+    }
+  }
+  logstore::LimitLogNumberPath(*number_path);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<logstore::LogStoreConfig> LogStoreConfigFromFlags() {
   logstore::LogStoreConfig config;
   const std::string backend = absl::GetFlag(FLAGS_logstore);
@@ -293,19 +312,6 @@ absl::StatusOr<logstore::LogStoreConfig> LogStoreConfigFromFlags() {
   config.batch_requests = absl::GetFlag(FLAGS_log_batch_requests);
   config.compress = absl::GetFlag(FLAGS_log_compress);
   config.writer_nice = absl::GetFlag(FLAGS_log_writer_nice);
-  absl::StatusOr<logstore::LogNumberPath> number_path =
-      logstore::ParseLogNumberPath(absl::GetFlag(FLAGS_log_numbers));
-  if (!number_path.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--log_numbers: ", number_path.status().message()));
-  }
-  if (!absl::GetFlag(FLAGS_log_number_avx512)) {
-    spdlog::warn("--log_number_avx512=false is deprecated: use --log_numbers=avx2");
-    if (*number_path == logstore::LogNumberPath::kAvx512) {
-      number_path = logstore::LogNumberPath::kAvx2;
-    }
-  }
-  logstore::LimitLogNumberPath(*number_path);
   absl::StatusOr<std::vector<int>> cpus = ParseCpuList(
       absl::GetFlag(FLAGS_log_writer_cpus), static_cast<int>(sysconf(_SC_NPROCESSORS_CONF)));
   if (!cpus.ok()) {
@@ -431,6 +437,7 @@ absl::Status Run() {
   const int usable_cpus = UsableCpus();
   ASSIGN_OR_RETURN(const std::vector<int> rank_cpus, SetAsideRankCpus());
   const int ranking_cpus = rank_cpus.empty() ? usable_cpus : static_cast<int>(rank_cpus.size());
+  RETURN_IF_ERROR(ApplyLogNumbersFlag());
 
   BuiltinCodecOptions codec_options;
   codec_options.writer.block_items = absl::GetFlag(FLAGS_rankbin_block_items);
