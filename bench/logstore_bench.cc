@@ -59,7 +59,6 @@
 #include "logstore/log_record.h"
 #include "logstore/log_value.h"
 #include "logstore/redis_log_sink.h"
-#include "logstore/log_number.h"
 #include "logstore/log_store.h"
 #include "server/ranker.h"
 #include "tests/support/redis_process.h"

@@ -438,8 +438,8 @@ __attribute__((target("avx2"), always_inline)) inline unsigned CodeFour(
   const __m256d abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
   const __m256d a = _mm256_and_pd(x, abs_mask);
   const __m128i negative = Narrow(_mm256_srli_epi64(bits, 63));
-  const unsigned zero =
-      static_cast<unsigned>(_mm256_movemask_pd(_mm256_cmp_pd(a, _mm256_setzero_pd(), _CMP_EQ_OQ)));
+  const __m256d zero_lanes = _mm256_cmp_pd(a, _mm256_setzero_pd(), _CMP_EQ_OQ);
+  const unsigned zero = static_cast<unsigned>(_mm256_movemask_pd(zero_lanes));
   // Outside [1e-18, 1e12) (and inf, nan): raw, the scalar path's.
   unsigned other = ~static_cast<unsigned>(_mm256_movemask_pd(
                        _mm256_and_pd(_mm256_cmp_pd(a, _mm256_set1_pd(1e-18), _CMP_GE_OQ),
@@ -490,10 +490,9 @@ __attribute__((target("avx2"), always_inline)) inline unsigned CodeFour(
       _mm_or_si128(_mm_slli_epi32(digits, 6), _mm_slli_epi32(negative, 5)),
       code);
   // Zero (-0 keeps its sign): the one-byte special code.
-  const __m128i zero_lanes = NarrowMask(_mm256_cmp_pd(a, _mm256_setzero_pd(), _CMP_EQ_OQ));
   u = _mm_blendv_epi8(
       u, _mm_or_si128(_mm_slli_epi32(negative, 5), _mm_set1_epi32(static_cast<int>(kSpecialCode))),
-      zero_lanes);
+      NarrowMask(zero_lanes));
   other &= ~zero;
   StoreSlotWordsAvx2(u, words, lengths);
   return other & live;

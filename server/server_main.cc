@@ -236,21 +236,27 @@ absl::StatusOr<AdmissionOptions> AdmissionOptionsFromFlags(int ranking_cpus) {
   return options;
 }
 
+// A CPU-list flag's value (`name` for the error), as ParseCpuList reads it.
+absl::StatusOr<std::vector<int>> CpuListFlag(absl::string_view name, const std::string& value) {
+  absl::StatusOr<std::vector<int>> cpus =
+      ParseCpuList(value, static_cast<int>(sysconf(_SC_NPROCESSORS_CONF)));
+  if (!cpus.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--", name, ": ", cpus.status().message()));
+  }
+  return cpus;
+}
+
 // --rank_worker_cpus, checked against the CPUs the process may use. When
 // set, the calling thread moves to the other CPUs; called before any other
 // thread exists, so every thread created afterwards (gRPC's, the log
 // writers unless --log_writer_cpus, the metrics server's) runs there and
 // only the ranking workers, which pin themselves, run on these.
 absl::StatusOr<std::vector<int>> SetAsideRankCpus() {
-  absl::StatusOr<std::vector<int>> rank_cpus = ParseCpuList(
-      absl::GetFlag(FLAGS_rank_worker_cpus), static_cast<int>(sysconf(_SC_NPROCESSORS_CONF)));
-  if (!rank_cpus.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--rank_worker_cpus: ", rank_cpus.status().message()));
-  }
-  if (rank_cpus->empty()) return rank_cpus;
+  ASSIGN_OR_RETURN(std::vector<int> rank_cpus,
+                   CpuListFlag("rank_worker_cpus", absl::GetFlag(FLAGS_rank_worker_cpus)));
+  if (rank_cpus.empty()) return rank_cpus;
   ASSIGN_OR_RETURN(const std::vector<int> allowed, ThreadAffinity());
-  absl::StatusOr<std::vector<int>> rest = CpusLeftAfter(allowed, *rank_cpus);
+  absl::StatusOr<std::vector<int>> rest = CpusLeftAfter(allowed, rank_cpus);
   if (!rest.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--rank_worker_cpus: ", rest.status().message()));
@@ -312,12 +318,8 @@ absl::StatusOr<logstore::LogStoreConfig> LogStoreConfigFromFlags() {
   config.batch_requests = absl::GetFlag(FLAGS_log_batch_requests);
   config.compress = absl::GetFlag(FLAGS_log_compress);
   config.writer_nice = absl::GetFlag(FLAGS_log_writer_nice);
-  absl::StatusOr<std::vector<int>> cpus = ParseCpuList(
-      absl::GetFlag(FLAGS_log_writer_cpus), static_cast<int>(sysconf(_SC_NPROCESSORS_CONF)));
-  if (!cpus.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("--log_writer_cpus: ", cpus.status().message()));
-  }
-  config.writer_cpus = *std::move(cpus);
+  ASSIGN_OR_RETURN(config.writer_cpus,
+                   CpuListFlag("log_writer_cpus", absl::GetFlag(FLAGS_log_writer_cpus)));
   return config;
 }
 
