@@ -91,6 +91,24 @@ class Writer {
     p_ = EncodeVarint64(p_, v);
   }
   void PutSignedVarint64(int64_t v) { PutVarint64(ZigZagEncode64(v)); }
+  // n varints. Values below 2^14 (key indexes, mostly) are stored as two
+  // bytes whichever their length, the pointer then advancing by 1 or 2:
+  // no branch on the length, which mispredicted on a list mixing 1- and
+  // 2-byte values. Writes nothing past end (the branchless path needs 2
+  // bytes of room, the last value may take the ordinary one).
+  void PutVarint32s(const uint32_t* v, size_t n) {
+    for (size_t j = 0; j < n; ++j) {
+      const uint32_t x = v[j];
+      if (ABSL_PREDICT_TRUE(x < (1u << 14) && end_ - p_ >= 2)) {
+        const uint32_t more = x >= 0x80;
+        p_[0] = static_cast<char>((x & 0x7f) | (more << 7));
+        p_[1] = static_cast<char>(x >> 7);
+        p_ += 1 + more;
+      } else {
+        PutVarint64(x);
+      }
+    }
+  }
   void PutFixed32(uint32_t v) {
     assert(end_ - p_ >= 4);
     EncodeFixed32(p_, v);

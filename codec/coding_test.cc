@@ -397,5 +397,35 @@ TEST(WriterTest, WritesExactlyWhatTheLengthFunctionsSay) {
   EXPECT_TRUE(r.empty());
 }
 
+// PutVarint32s stores two bytes for a small value whatever its length; the
+// bytes must still be exactly those of one PutVarint64 per value, and
+// nothing may land past the writer's end when the last value has one byte
+// of room.
+TEST(WriterTest, PutVarint32sWritesWhatPutVarint64WouldAndNoMore) {
+  const std::vector<uint32_t> boundaries = {0,           1,           127,         128,
+                                            16383,       16384,       (1u << 21) - 1,
+                                            1u << 21,    (1u << 28) - 1, 1u << 28,
+                                            UINT32_MAX};
+  std::mt19937 rng(7);
+  for (int round = 0; round < 200; ++round) {
+    std::vector<uint32_t> values(round % 17);
+    for (uint32_t& v : values) {
+      v = round % 2 == 0 ? boundaries[rng() % boundaries.size()] : static_cast<uint32_t>(rng() >> (rng() % 32));
+    }
+    size_t size = 0;
+    for (uint32_t v : values) size += VarintLength(v);
+    std::string want(size, '\0');
+    Writer one(want.data(), want.data() + want.size());
+    for (uint32_t v : values) one.PutVarint64(v);
+    // Exactly the bytes needed, then a guard the writer must not touch.
+    std::string got(size + 2, '\x5a');
+    Writer many(got.data(), got.data() + size);
+    many.PutVarint32s(values.data(), values.size());
+    EXPECT_EQ(many.written(), size);
+    EXPECT_EQ(got.substr(0, size), want);
+    EXPECT_EQ(got.substr(size), "\x5a\x5a");
+  }
+}
+
 }  // namespace
 }  // namespace rankwire::coding

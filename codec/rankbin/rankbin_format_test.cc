@@ -3,10 +3,12 @@
 // and the code cannot drift apart), the compatibility rules, and each
 // malformed payload the "Validity" section lists. Payloads that a writer
 // never produces are built by hand with coding::Writer.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <optional>
+#include <random>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -680,6 +682,64 @@ TEST(ReaderTest, AKeyTableAcceptedBeforeIsCheckedAgainWhenItDiffers) {
     r = Decode(known.Build());
     EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss) << r.status();
     EXPECT_THAT(std::string(r.status().message()), HasSubstr("\"score.ctr\" appears twice"));
+  }
+}
+
+// Shapes whose keys come in any order, of every type, with indexes whose
+// varints take 1, 2 and 3 bytes (the SHAPES entry's size is computed once
+// per shape, and its varints written two bytes at a time): each round-trips,
+// and a key twice or out of range is still refused in either order.
+TEST(WriterTest, ShapesOfAnyKeyOrderAndIndexWidthRoundTrip) {
+  constexpr uint32_t kKeys = 20000;
+  RankResult r;
+  const MetricType types[] = {MetricType::kDouble, MetricType::kInt, MetricType::kString,
+                              MetricType::kFloat};
+  for (uint32_t k = 0; k < kKeys; ++k) r.AddKey(absl::StrCat("k", k), types[k % 4]);
+  const auto value = [&r](uint32_t k) {
+    switch (r.keys[k].type) {
+      case MetricType::kDouble:
+        return MetricValue::Double(k * 0.5);
+      case MetricType::kInt:
+        return MetricValue::Int(-static_cast<int64_t>(k));
+      case MetricType::kFloat:
+        return MetricValue::Float(static_cast<float>(k));
+      case MetricType::kString:
+        return MetricValue::String(absl::StrCat("s", k % 5));
+    }
+    return MetricValue::Int(0);
+  };
+  const std::vector<uint32_t> wide = {0, 1, 2, 3, 126, 127, 128, 129, 16382, 16383, 16384, 16385, 19999};
+  std::mt19937 rng(11);
+  for (size_t i = 0; i < 40; ++i) {
+    std::vector<uint32_t> keys = wide;
+    // Some items in increasing order, others shuffled; some a subset.
+    if (i % 3 == 1) std::shuffle(keys.begin(), keys.end(), rng);
+    if (i % 5 == 2) keys.resize(1 + rng() % keys.size());
+    RankedItem& item = AppendItem(r, i);
+    for (uint32_t k : keys) item.metrics.push_back({k, value(k)});
+  }
+  for (absl::string_view codec : {kRankbinCodecName, kRankbinZstdCodecName}) {
+    EXPECT_NE(RoundTrip(r, codec), "") << codec;
+  }
+  absl::Status s;
+  // The last item's keys are in increasing order: a repeat of its last key
+  // keeps them non-decreasing, one of its first does not.
+  for (bool adjacent : {true, false}) {
+    RankResult twice = r;
+    std::vector<MetricEntry>& m = twice.items.back().metrics;
+    m.push_back(adjacent ? m.back() : m.front());
+    s = rankbin::WriteRankbin(twice, {}).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_THAT(std::string(s.message()), HasSubstr("appears twice"));
+  }
+  for (bool last : {true, false}) {
+    RankResult out_of_range = r;
+    std::vector<MetricEntry>& m = out_of_range.items.back().metrics;
+    const MetricEntry extra{kKeys, MetricValue::Double(1)};
+    m.insert(last ? m.end() : m.begin(), extra);
+    s = rankbin::WriteRankbin(out_of_range, {}).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_THAT(std::string(s.message()), HasSubstr("out of range"));
   }
 }
 

@@ -133,7 +133,8 @@ struct IndexSetSerializer {
     return Serializer<std::vector<uint32_t>>::Size(v);
   }
   static void Write(coding::Writer& w, const std::vector<uint32_t>& v) {
-    Serializer<std::vector<uint32_t>>::Write(w, v);
+    w.PutVarint64(v.size());
+    w.PutVarint32s(v.data(), v.size());
   }
   // Reads the set in one pass, checking each element as it is read, into
   // the n elements' room that alloc(n) returns (the caller's own array, so
