@@ -422,28 +422,28 @@ void Encoder::WireOrder(absl::Span<const uint32_t> keys, Shape* shape) const {
   const uint8_t* rank = s_.key_rank.data();
   const uint32_t* key = keys.data();
   const uint32_t n = static_cast<uint32_t>(keys.size());
-  // Its SHAPES entry's size, while the keys are in cache (summed by
-  // Encode(), which read every shape's keys again for it otherwise).
-  // (Compares rather than VarintLength's count of leading zeros, so the
-  // loop vectorizes.)
-  uint64_t wire_bytes = n;
-  for (uint32_t j = 0; j < n; ++j) {
-    const uint32_t k = key[j];
-    wire_bytes += (k >= (1u << 7)) + (k >= (1u << 14)) + (k >= (1u << 21)) + (k >= (1u << 28));
-  }
-  shape->wire_bytes = coding::VarintLength(n) + wire_bytes;
   shape->perm.resize(n);
   shape->wire_keys.resize(n);
   uint32_t* perm = shape->perm.data();
   uint32_t* wire = shape->wire_keys.data();
+  // One pass counts the keys of each rank, as 16-bit fields of one
+  // register (used below while n < 2^16), and sizes the shape's SHAPES
+  // entry while its keys are in cache (Encode() read every shape's keys
+  // again for that). Counters in memory made each key wait for the
+  // previous key's store of the same counter (a store-to-load chain per
+  // key: ~40 % of encoding 500 items that each have their own 100 of 200
+  // keys).
+  uint64_t packed = 0;
+  uint64_t wire_bytes = coding::VarintLength(n) + n;
+  for (uint32_t j = 0; j < n; ++j) {
+    const uint32_t k = key[j];
+    packed += uint64_t{1} << (16 * rank[k]);
+    wire_bytes += (k >= (1u << 7)) + (k >= (1u << 14)) + (k >= (1u << 21)) + (k >= (1u << 28));
+  }
+  shape->wire_bytes = wire_bytes;
   uint32_t start[5] = {};
   if (n < (1u << 16)) {
-    // The four counters and cursors as 16-bit fields of one register:
-    // counters in memory made each key wait for the previous key's
-    // store of the same counter (a store-to-load chain per key: ~40 % of
-    // encoding 500 items that each have their own 100 of 200 keys).
-    uint64_t packed = 0;
-    for (uint32_t k : keys) packed += uint64_t{1} << (16 * rank[k]);
+    // The cursors too are 16-bit fields of one register.
     uint64_t cursors = 0;
     for (int r = 0, sum = 0; r < 4; ++r) {
       start[r] = static_cast<uint32_t>(sum);
