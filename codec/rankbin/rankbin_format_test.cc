@@ -747,6 +747,48 @@ TEST(WriterTest, ShapesOfAnyKeyOrderAndIndexWidthRoundTrip) {
 // shapes only past a few: results with many shapes (indexed), few and
 // other keys, then one, written in turn on one thread, each round-trip
 // with exactly its own shapes.
+// The writer stops looking shapes up when a sample of items found few
+// earlier ones (each item its own subset of the keys): later repeats then
+// get equal shapes of their own, and the payload still round-trips. Items
+// that repeat earlier shapes often keep the index: one shape each.
+TEST(WriterTest, TheShapeIndexIsGivenUpOnlyWhenItFindsLittle) {
+  constexpr uint32_t kKeys = 64;
+  const auto result = [](size_t unique, size_t cycled) {
+    RankResult r;
+    for (uint32_t k = 0; k < kKeys; ++k) r.AddKey(absl::StrCat("f", k), MetricType::kDouble);
+    std::mt19937 rng(5);
+    std::vector<std::vector<uint32_t>> subsets;
+    for (size_t i = 0; i < unique + cycled; ++i) {
+      if (i < unique) {
+        std::vector<uint32_t> keys;
+        for (uint32_t k = 0; k < kKeys; ++k) {
+          if (rng() % 2 == 0) keys.push_back(k);
+        }
+        keys.push_back(kKeys - 1 - static_cast<uint32_t>(i % 2));  // Never empty.
+        std::sort(keys.begin(), keys.end());
+        keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+        subsets.push_back(keys);
+      }
+      // After the unique items, shapes 0..9 again, never two alike in a row.
+      const std::vector<uint32_t>& keys = i < unique ? subsets[i] : subsets[(i - unique) % 10];
+      RankedItem& item = AppendItem(r, i);
+      for (uint32_t k : keys) item.metrics.push_back({k, MetricValue::Double(k + 0.25 * i)});
+    }
+    return r;
+  };
+  const auto shape_count = [](const std::string& payload) {
+    std::optional<SectionRef> shapes = FindSection(payload, SectionId::kShapes);
+    if (!shapes) return uint64_t{0};
+    coding::Reader r(absl::string_view(payload).substr(shapes->body, shapes->size), "test");
+    return r.Varint64("shape count");
+  };
+  // 200 distinct subsets: the index is given up; the 100 repeats that
+  // follow are written as shapes of their own.
+  EXPECT_EQ(shape_count(RoundTrip(result(200, 100), kRankbinCodecName)), 300u);
+  // 20 distinct, then 300 repeats: the index finds them all.
+  EXPECT_EQ(shape_count(RoundTrip(result(20, 300), kRankbinCodecName)), 20u);
+}
+
 TEST(WriterTest, ShapesOfAnEarlierResultDoNotLeakIntoTheNext) {
   const auto result = [](size_t keys, size_t shapes, size_t items) {
     RankResult r;

@@ -135,6 +135,10 @@ constexpr int kMaxCompressMisses = 4;
 // Shapes are compared one by one while a result has at most this many; the
 // index is built past that (most results have one shape).
 constexpr size_t kLinearShapesMax = 8;
+// The index is given up after kShapeIndexSample lookups if fewer than one
+// in kShapeIndexMinHits found an earlier shape.
+constexpr uint32_t kShapeIndexSample = 64;
+constexpr uint32_t kShapeIndexMinHits = 8;
 
 // String equality that skips the byte comparison when both views are the
 // same bytes: items share one heap block for a repeated long string
@@ -307,6 +311,11 @@ class Encoder {
   bool has_logs_ = false;
   uint64_t records_bound_ = 0;
   absl::Status error_;  // Set by the write pass.
+  // The shape index's record (NewShape): lookups, lookups that found an
+  // earlier shape, and whether it was given up.
+  uint32_t shape_lookups_ = 0;
+  uint32_t shape_hits_ = 0;
+  bool shape_index_off_ = false;
 };
 
 void Encoder::Reset() {
@@ -487,10 +496,22 @@ absl::Status Encoder::NewShape(size_t i, uint32_t* id) {
         return absl::OkStatus();
       }
     }
-  } else if (auto it = s_.shape_index.find(absl::MakeConstSpan(keys));
-             it != s_.shape_index.end()) {
-    *id = it->second;
-    return absl::OkStatus();
+  } else if (!shape_index_off_) {
+    ++shape_lookups_;
+    if (auto it = s_.shape_index.find(absl::MakeConstSpan(keys)); it != s_.shape_index.end()) {
+      ++shape_hits_;
+      *id = it->second;
+      return absl::OkStatus();
+    }
+    // Decided from a sample, as for dictionaries: when items rarely
+    // repeat an earlier shape but the previous item's (sparse features:
+    // each item its own subset of the keys), hashing every item's keys
+    // finds nothing, so stop. A repeat found later then gets a second,
+    // equal shape (allowed: docs/FORMAT.md), a few bytes per such item.
+    if (shape_lookups_ >= kShapeIndexSample && shape_hits_ * kShapeIndexMinHits < shape_lookups_) {
+      shape_index_off_ = true;
+      s_.shape_index.clear();
+    }
   }
   // A new shape: check it once, for every item that will share it.
   RETURN_IF_ERROR(CheckShapeKeys(i, keys));
@@ -506,7 +527,7 @@ absl::Status Encoder::NewShape(size_t i, uint32_t* id) {
   s_.shapes.push_back(std::move(shape));
   // The index holds views of the shapes' own key vectors, which stay put
   // when s_.shapes grows (a moved vector keeps its buffer).
-  if (s_.shapes.size() > kLinearShapesMax) {
+  if (s_.shapes.size() > kLinearShapesMax && !shape_index_off_) {
     if (s_.shape_index.empty()) {
       for (size_t d = 0; d < s_.shapes.size(); ++d) {
         s_.shape_index.emplace(absl::MakeConstSpan(s_.shapes[d].item_keys),
