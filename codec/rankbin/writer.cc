@@ -68,7 +68,7 @@ struct Shape {
   std::vector<uint32_t> wire_keys;  // Keys in wire order.
   std::vector<uint32_t> perm;       // Wire position -> index in item.metrics.
   size_t fixed_bytes = 0;           // Bytes of the fixed-width values.
-  size_t wire_bytes = 0;            // Its entry in SHAPES (IndexSetSerializer).
+  size_t wire_bytes = 0;            // Size of its SHAPES entry.
   // Wire order is doubles, floats, ints, strings: [0, double_end) are
   // doubles, [double_end, float_end) floats, [float_end, int_end) ints and
   // [int_end, size) strings.
@@ -192,6 +192,9 @@ struct EncoderScratch {
   std::vector<uint64_t> log_block_raw;
   // Per VALUES block: bytes of long strings of keys without a dictionary.
   std::vector<uint64_t> values_long_strings;
+  // Every shape's SHAPES entry, in order, written by WireOrder() while the
+  // shape's keys are in cache (WriteShapes() copies them out).
+  std::vector<char> shape_entries;
 };
 
 // Gives the last call's shapes to the spares, for NewShape to refill (three
@@ -259,7 +262,8 @@ class Encoder {
   // InvalidArgument if item `item`'s keys repeat one or name none.
   absl::Status CheckShapeKeys(size_t item, absl::Span<const uint32_t> keys);
   // Fills shape's wire order (perm, wire_keys, the type boundaries).
-  void WireOrder(absl::Span<const uint32_t> keys, Shape* shape) const;
+  // Also appends its entry to s_.shape_entries.
+  void WireOrder(absl::Span<const uint32_t> keys, Shape* shape);
   uint32_t DictIndex(StringKey& sk, absl::string_view v);
 
   void WriteKeys(coding::Writer& w);
@@ -353,6 +357,8 @@ void Encoder::Reset() {
   RecycleShapes(s_, keys, n_);
   s_.string_values.clear();
   s_.string_keys.clear();
+  Trim(s_.shape_entries, keys * n_);
+  s_.shape_entries.clear();
   if (s_.strings.size() < keys) s_.strings.resize(keys);
   for (size_t k = 0; k < keys; ++k) {
     if (r_.keys[k].type == MetricType::kString) {
@@ -424,7 +430,7 @@ absl::Status Encoder::CheckShapeKeys(size_t i, absl::Span<const uint32_t> keys) 
   return bad;
 }
 
-void Encoder::WireOrder(absl::Span<const uint32_t> keys, Shape* shape) const {
+void Encoder::WireOrder(absl::Span<const uint32_t> keys, Shape* shape) {
   // Wire order by a counting sort on the wire rank: stable, and with no
   // branch on each key's type (items that each carry different keys of
   // mixed types mispredicted one per key per rank: a third of their encode).
@@ -444,10 +450,25 @@ void Encoder::WireOrder(absl::Span<const uint32_t> keys, Shape* shape) const {
   // keys).
   uint64_t packed = 0;
   uint64_t wire_bytes = coding::VarintLength(n) + n;
-  for (uint32_t j = 0; j < n; ++j) {
-    const uint32_t k = key[j];
-    packed += uint64_t{1} << (16 * rank[k]);
-    wire_bytes += (k >= (1u << 7)) + (k >= (1u << 14)) + (k >= (1u << 21)) + (k >= (1u << 28));
+  // Every key is below the key count (CheckShapeKeys), which bounds the
+  // width of its varint: the loop tests only the widths that can occur.
+  const auto count = [&](auto extra_bytes) {
+    for (uint32_t j = 0; j < n; ++j) {
+      const uint32_t k = key[j];
+      packed += uint64_t{1} << (16 * rank[k]);
+      wire_bytes += extra_bytes(k);
+    }
+  };
+  const size_t key_count = r_.keys.size();
+  if (key_count <= (1u << 7)) {
+    count([](uint32_t) { return 0u; });
+  } else if (key_count <= (1u << 14)) {
+    count([](uint32_t k) { return static_cast<uint32_t>(k >= (1u << 7)); });
+  } else {
+    count([](uint32_t k) {
+      return static_cast<uint32_t>((k >= (1u << 7)) + (k >= (1u << 14)) + (k >= (1u << 21)) +
+                                   (k >= (1u << 28)));
+    });
   }
   shape->wire_bytes = wire_bytes;
   uint32_t start[5] = {};
@@ -482,6 +503,12 @@ void Encoder::WireOrder(absl::Span<const uint32_t> keys, Shape* shape) const {
   shape->int_end = start[3];
   shape->fixed_bytes =
       8 * size_t{shape->double_end} + 4 * size_t{shape->float_end - shape->double_end};
+  std::vector<char>& entries = s_.shape_entries;
+  const size_t at = entries.size();
+  entries.resize(at + wire_bytes);
+  coding::Writer w(entries.data() + at, entries.data() + entries.size());
+  w.PutVarint64(n);
+  w.PutVarint32s(wire, n);
 }
 
 absl::Status Encoder::NewShape(size_t i, uint32_t* id) {
@@ -752,7 +779,7 @@ void Encoder::WriteKeys(coding::Writer& w) {
 
 void Encoder::WriteShapes(coding::Writer& w) {
   w.PutVarint64(s_.shapes.size());
-  for (const Shape& s : s_.shapes) IndexSetSerializer::Write(w, s.wire_keys);
+  w.PutBytes(absl::string_view(s_.shape_entries.data(), s_.shape_entries.size()));
 }
 
 void Encoder::WriteItems(coding::Writer& w) {
