@@ -642,6 +642,31 @@ TEST(WriterTest, AKeyTableAcceptedBeforeIsCheckedAgainWhenItDiffers) {
   EXPECT_EQ(rankbin::WriteRankbin(dup, {}).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// A shape that repeats a key index, or names one past the keys, is
+// refused; shapes that each use the same keys, in any order, are not (the
+// reader's table of keys seen is per shape).
+TEST(ReaderTest, ShapesAreCheckedOneByOne) {
+  Payload p = ExamplePayload();
+  // Item 1 uses shape 1: the same keys, the other way round.
+  p.shapes = {{0, 1}, {1, 0}};
+  p.items[1].shape = 1;
+  p.values = {BlockSpec::Raw(Bytes().F64(0.25).Varint(0).Varint(0).F64(0.125))};
+  absl::StatusOr<RankResult> r = Decode(p.Build());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(DiffResults(*r, ExampleResult()), "");
+  for (const auto& [shapes, problem] :
+       std::vector<std::pair<std::vector<std::vector<uint32_t>>, std::string>>{
+           {{{0, 1}, {1, 1}}, "index 1 repeated"},
+           {{{0, 1}, {0, 1, 0}}, "count 3 exceeds"},
+           {{{0, 1}, {1, 2}}, "index 2 out of range (2)"}}) {
+    Payload bad = p;
+    bad.shapes = shapes;
+    r = Decode(bad.Build());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss) << r.status();
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr(problem));
+  }
+}
+
 // The reader remembers the last key table that passed its repeated-name
 // check on a thread: a payload whose names differ from it, here only by
 // repeating one of the same length, is checked again.

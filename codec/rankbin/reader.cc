@@ -1,5 +1,6 @@
 #include "codec/rankbin/reader.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <mutex>
@@ -225,7 +226,9 @@ class RankbinView final : public ResultView {
   mutable absl::Status shapes_status_ ABSL_GUARDED_BY(mu_);
   // ParseShapesUpTo's scratch, kept for the view's later shapes: one byte
   // per key, all 0 between shapes.
-  mutable std::unique_ptr<uint8_t[]> shape_seen_ ABSL_GUARDED_BY(mu_);
+  // IndexSetSerializer::Read's stamps, one per key, and the last stamp given.
+  mutable std::unique_ptr<uint32_t[]> shape_stamps_ ABSL_GUARDED_BY(mu_);
+  mutable uint32_t shape_stamp_ ABSL_GUARDED_BY(mu_) = 0;
   mutable std::unique_ptr<Shape[]> shapes_;
 
   uint8_t minor_ = 0;  // The payload's minor version.
@@ -372,11 +375,17 @@ absl::Status RankbinView::ParseShapesUpTo(uint64_t s) const {
   if (shapes_ == nullptr) shapes_.reset(new Shape[shape_count_]);
   if (shapes_next_ == 0) shapes_next_ = shapes_first_;
   coding::Reader r(shapes_body_.substr(shapes_next_), kContext, shapes_base_ + shapes_next_);
-  if (shape_seen_ == nullptr) shape_seen_.reset(new uint8_t[keys_.size() + 1]());
+  if (shape_stamps_ == nullptr) shape_stamps_.reset(new uint32_t[keys_.size() + 1]());
   for (; ready <= s; ++ready) {
     Shape& shape = shapes_[ready];
+    // Stamps start at 0, so the first set gets 1; after 2^32 - 1 sets they
+    // are cleared and counting starts again.
+    if (++shape_stamp_ == 0) {
+      std::fill_n(shape_stamps_.get(), keys_.size() + 1, 0u);
+      shape_stamp_ = 1;
+    }
     const uint64_t n = IndexSetSerializer::Read(
-        r, static_cast<uint32_t>(keys_.size()), shape_seen_.get(),
+        r, static_cast<uint32_t>(keys_.size()), shape_stamps_.get(), shape_stamp_,
         [&shape](uint64_t count) {
           shape.data.reset(new uint32_t[3 * count + 1]);
           return shape.data.get();
@@ -397,10 +406,14 @@ absl::Status RankbinView::ParseShapesUpTo(uint64_t s) const {
       offset = (offset == kNone || fixed == 0) ? kNone : offset + fixed;
     }
     // Runs, computed backwards: a run continues while the code repeats.
+    // (The run length stays in a register: read back from out_runs[j + 1],
+    // each key waited on the previous key's store.)
     uint8_t next_code = 0;
+    uint32_t run = 0;
     for (size_t j = n; j-- > 0;) {
       const uint8_t code = keys_[keys[j]].run_code;
-      out_runs[j] = code == 0 ? 0 : code == next_code ? out_runs[j + 1] + 1 : 1;
+      run = code == 0 ? 0 : code == next_code ? run + 1 : 1;
+      out_runs[j] = run;
       next_code = code;
     }
     shapes_ready_.store(ready + 1, std::memory_order_release);

@@ -138,13 +138,14 @@ struct IndexSetSerializer {
   }
   // Reads the set in one pass, checking each element as it is read, into
   // the n elements' room that alloc(n) returns (the caller's own array, so
-  // a set is not copied once more). Returns n, or 0 with r failed. `seen`
-  // is scratch of at least `bound` bytes, all 0 on entry and on return (a
-  // reader keeps one for all its shapes: a byte array, not a
-  // vector<bool>, and no allocation per set).
+  // a set is not copied once more). Returns n, or 0 with r failed.
+  // `stamps` is the caller's scratch of `bound` stamps, none equal to
+  // `stamp` on entry (a reader keeps one array for all its shapes and
+  // gives each set a new stamp: nothing to clear after a set, and no
+  // allocation per set); on return, the set's elements carry `stamp`.
   template <typename Alloc>
-  static uint64_t Read(coding::Reader& r, uint32_t bound, uint8_t* seen, Alloc alloc,
-                       const char* what) {
+  static uint64_t Read(coding::Reader& r, uint32_t bound, uint32_t* stamps, uint32_t stamp,
+                       Alloc alloc, const char* what) {
     const uint64_t n = r.Count(Serializer<uint32_t>::kMinBytes, what);
     if (!r.ok()) return 0;
     // A set of distinct indexes below `bound` has at most `bound` of them:
@@ -154,19 +155,17 @@ struct IndexSetSerializer {
       return 0;
     }
     uint32_t* out = alloc(n);
-    uint64_t read = 0;
-    for (; read < n; ++read) {
+    for (uint64_t read = 0; read < n; ++read) {
       const uint32_t e = r.Varint32(what);
       if (!r.ok()) break;
-      if (e >= bound || seen[e]) {
+      if (e >= bound || stamps[e] == stamp) {
         r.Fail(what, e >= bound ? absl::StrCat("index ", e, " out of range (", bound, ")")
                                 : absl::StrCat("index ", e, " repeated"));
         break;
       }
-      seen[e] = 1;
+      stamps[e] = stamp;
       out[read] = e;
     }
-    for (uint64_t j = 0; j < read; ++j) seen[out[j]] = 0;
     return r.ok() ? n : 0;
   }
 };
