@@ -772,6 +772,14 @@ TEST(WriterTest, ShapesOfAnyKeyOrderAndIndexWidthRoundTrip) {
 // shapes only past a few: results with many shapes (indexed), few and
 // other keys, then one, written in turn on one thread, each round-trip
 // with exactly its own shapes.
+// The SHAPES count of a payload (0 if it has none).
+uint64_t ShapeCount(const std::string& payload) {
+  std::optional<SectionRef> shapes = FindSection(payload, SectionId::kShapes);
+  if (!shapes) return 0;
+  coding::Reader r(absl::string_view(payload).substr(shapes->body, shapes->size), "test");
+  return r.Varint64("shape count");
+}
+
 // The writer stops looking shapes up when a sample of items found few
 // earlier ones (each item its own subset of the keys): later repeats then
 // get equal shapes of their own, and the payload still round-trips. Items
@@ -801,17 +809,11 @@ TEST(WriterTest, TheShapeIndexIsGivenUpOnlyWhenItFindsLittle) {
     }
     return r;
   };
-  const auto shape_count = [](const std::string& payload) {
-    std::optional<SectionRef> shapes = FindSection(payload, SectionId::kShapes);
-    if (!shapes) return uint64_t{0};
-    coding::Reader r(absl::string_view(payload).substr(shapes->body, shapes->size), "test");
-    return r.Varint64("shape count");
-  };
   // 200 distinct subsets: the index is given up; the 100 repeats that
   // follow are written as shapes of their own.
-  EXPECT_EQ(shape_count(RoundTrip(result(200, 100), kRankbinCodecName)), 300u);
+  EXPECT_EQ(ShapeCount(RoundTrip(result(200, 100), kRankbinCodecName)), 300u);
   // 20 distinct, then 300 repeats: the index finds them all.
-  EXPECT_EQ(shape_count(RoundTrip(result(20, 300), kRankbinCodecName)), 20u);
+  EXPECT_EQ(ShapeCount(RoundTrip(result(20, 300), kRankbinCodecName)), 20u);
 }
 
 TEST(WriterTest, ShapesOfAnEarlierResultDoNotLeakIntoTheNext) {
@@ -833,17 +835,11 @@ TEST(WriterTest, ShapesOfAnEarlierResultDoNotLeakIntoTheNext) {
     }
     return r;
   };
-  const auto shape_count = [](const std::string& payload) {
-    std::optional<SectionRef> shapes = FindSection(payload, SectionId::kShapes);
-    if (!shapes) return uint64_t{0};
-    coding::Reader r(absl::string_view(payload).substr(shapes->body, shapes->size), "test");
-    return r.Varint64("shape count");
-  };
   for (int round = 0; round < 2; ++round) {
-    EXPECT_EQ(shape_count(RoundTrip(result(40, 20, 100), kRankbinCodecName)), 20u);
-    EXPECT_EQ(shape_count(RoundTrip(result(5, 3, 30), kRankbinCodecName)), 3u);
-    EXPECT_EQ(shape_count(RoundTrip(result(12, 1, 10), kRankbinCodecName)), 1u);
-    EXPECT_EQ(shape_count(RoundTrip(result(60, 9, 50), kRankbinCodecName)), 9u);
+    EXPECT_EQ(ShapeCount(RoundTrip(result(40, 20, 100), kRankbinCodecName)), 20u);
+    EXPECT_EQ(ShapeCount(RoundTrip(result(5, 3, 30), kRankbinCodecName)), 3u);
+    EXPECT_EQ(ShapeCount(RoundTrip(result(12, 1, 10), kRankbinCodecName)), 1u);
+    EXPECT_EQ(ShapeCount(RoundTrip(result(60, 9, 50), kRankbinCodecName)), 9u);
   }
 }
 
