@@ -26,6 +26,11 @@ generator on CPU 0 (the machine has 2 cores).
 
 Usage: hostile_bench.py --build build [--rounds 5] [--seconds 5] [--limit 2]
            [--only overload|tls|refusals] [--nice_sweep | --rank_cpus]
+           [--callers_nice N]
+
+--callers_nice N runs every load generator (baseline, flood, probe) under
+`nice -n N`: with 19, the server's threads that share CPU 0 with the callers
+(--rank_cpus) take it first, as if the callers ran elsewhere.
 """
 
 import argparse
@@ -41,8 +46,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e_bench import ROOT, Server  # noqa: E402  (the same server launcher)
 
 
+# Prefix of every load generator command: `nice -n N` with --callers_nice.
+CALLERS = []
+
+
 def loadgen(build, server, concurrency, seconds, extra=()):
-    cmd = ["taskset", "-c", "0", os.path.join(build, "client", "rankwire-loadgen"),
+    cmd = [*CALLERS, "taskset", "-c", "0", os.path.join(build, "client", "rankwire-loadgen"),
            f"--target=127.0.0.1:{server.port}", "--codec=rankbin", "--log_mode=none",
            f"--duration_s={seconds}", "--warmup_s=1", f"--concurrency={concurrency}", "--json",
            *extra]
@@ -104,7 +113,7 @@ def overload_round(args, flags):
         # 4L closed-loop callers; inside their run, a probe: open loop at
         # 50 qps, whose calls do not queue behind the probe's own.
         flood = subprocess.Popen(
-            ["taskset", "-c", "0", os.path.join(args.build, "client", "rankwire-loadgen"),
+            [*CALLERS, "taskset", "-c", "0", os.path.join(args.build, "client", "rankwire-loadgen"),
              f"--target=127.0.0.1:{server.port}", "--codec=rankbin", "--log_mode=none",
              f"--duration_s={args.seconds + 1}", "--warmup_s=1",
              f"--concurrency={4 * limit}", "--json"],
@@ -316,10 +325,17 @@ def main():
     parser.add_argument("--nice_sweep", action="store_true",
                         help="overload: the ranking worker at nice 0, -5 and -10 instead of "
                              "the default variants")
+    parser.add_argument("--callers_nice", type=int, default=0,
+                        help="run every load generator at this nice value (19: the callers "
+                             "yield CPU 0 to the server's threads there, the nearest this host "
+                             "comes to callers on other machines)")
     args = parser.parse_args()
+    if args.callers_nice:
+        CALLERS.extend(["nice", "-n", str(args.callers_nice)])
     load = open("/proc/loadavg").read().split()[:3]
     print(f"# Hostile-load benchmark\n\n{os.cpu_count()} cores; load average at start "
-          f"{' '.join(load)}; {time.strftime('%Y-%m-%d %H:%M')}\n")
+          f"{' '.join(load)}; {time.strftime('%Y-%m-%d %H:%M')}"
+          f"{'; callers at nice ' + str(args.callers_nice) if args.callers_nice else ''}\n")
     if args.only in (None, "overload"):
         overload(args)
     if args.only in (None, "refusals"):
