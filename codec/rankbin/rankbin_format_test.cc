@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <numeric>
 #include <optional>
 #include <random>
 #include <regex>
@@ -778,6 +779,41 @@ uint64_t ShapeCount(const std::string& payload) {
   if (!shapes) return 0;
   coding::Reader r(absl::string_view(payload).substr(shapes->body, shapes->size), "test");
   return r.Varint64("shape count");
+}
+
+// Shapes at the edges of the writer's fast paths: 65535, 65536 and 65537
+// keys (the counting sort's 16-bit fields, and the fallback past them),
+// one type or four, in order or shuffled; and 129-256 keys (SHAPES entries
+// whose keys take 2-byte varints, and a count that does too). Each
+// round-trips. (From a review's mutations that no other test caught.)
+TEST(WriterTest, ShapesAtTheEdgesOfTheFastPathsRoundTrip) {
+  const MetricType types[] = {MetricType::kDouble, MetricType::kFloat, MetricType::kInt,
+                              MetricType::kString};
+  std::mt19937 rng(3);
+  for (size_t count : {129u, 200u, 256u, 65535u, 65536u, 65537u}) {
+    for (int mixed = 0; mixed < 2; ++mixed) {
+      RankResult r;
+      for (size_t k = 0; k < count; ++k) {
+        r.AddKey(absl::StrCat("k", k), mixed ? types[(k * 7) % 4] : MetricType::kDouble);
+      }
+      for (size_t i = 0; i < 3; ++i) {
+        std::vector<uint32_t> keys(count);
+        std::iota(keys.begin(), keys.end(), 0u);
+        if (i == 1) std::shuffle(keys.begin(), keys.end(), rng);
+        if (i == 2) keys.erase(keys.begin());  // One fewer, keys from 1.
+        RankedItem& item = AppendItem(r, i);
+        for (uint32_t k : keys) {
+          const MetricType t = r.keys[k].type;
+          item.metrics.push_back({k, t == MetricType::kString ? MetricValue::String("s")
+                                     : t == MetricType::kInt  ? MetricValue::Int(k)
+                                     : t == MetricType::kFloat
+                                         ? MetricValue::Float(static_cast<float>(k))
+                                         : MetricValue::Double(k + 0.5)});
+        }
+      }
+      EXPECT_NE(RoundTrip(r, kRankbinCodecName), "") << count << " keys, mixed " << mixed;
+    }
+  }
 }
 
 // The writer stops looking shapes up when a sample of items found few

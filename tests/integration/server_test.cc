@@ -378,14 +378,21 @@ TEST_F(ServerTest, MetricsEndpointExposesPhaseCosts) {
 }
 
 TEST_F(ServerTest, SigtermFinishesInFlightCallsAndFlushesLogs) {
-  auto server = Start({"--codec=rankbin", "--max_candidates=20000"});
+  // One ranking worker for two slots: the second call waits in the handler
+  // for the first one's ranking, so both are in the handler for all of it.
+  // (With a worker each, they overlapped for a few ms at most on a fast
+  // host, where 15,000 candidates rank in ~30 ms, and the poll below
+  // missed that once in CI.)
+  auto server = Start({"--codec=rankbin", "--max_candidates=20000", "--rank_workers=1",
+                       "--max_concurrent_rank=2"});
   ASSERT_NE(server, nullptr);
   client::RankClient client = Client(*server);
   ASSERT_TRUE(client.Rank(Request(), {}).ok());  // Warm up the channel.
 
-  // Big requests (over 100 ms of ranking each), signalled once the server
-  // reports them in its handler. (gRPC cancels calls that have arrived but
-  // whose handler has not started; --drain_ms covers those in production.)
+  // Big requests, signalled once the server has admitted both (one
+  // ranking, one queued for the worker). (gRPC cancels calls that have
+  // arrived but whose handler has not started; --drain_ms covers those in
+  // production.)
   workload::WorkloadOptions options;
   options.candidates = 15000;
   options.log_mode = rank::v1::LOG_MODE_STORE;
@@ -407,7 +414,7 @@ TEST_F(ServerTest, SigtermFinishesInFlightCallsAndFlushesLogs) {
   while (!all_in && absl::Now() < deadline) {
     absl::StatusOr<std::string> metrics = test::HttpGet(server->metrics_port(), "/metrics");
     ASSERT_TRUE(metrics.ok()) << metrics.status();
-    all_in = metrics->find(absl::StrCat("rankwire_rank_rpcs_in_flight ", kCalls, "\n")) !=
+    all_in = metrics->find(absl::StrCat("rankwire_rank_admitted ", kCalls, "\n")) !=
              std::string::npos;
     if (!all_in) absl::SleepFor(absl::Milliseconds(2));
   }
