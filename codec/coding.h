@@ -94,8 +94,11 @@ class Writer {
   // n varints. Values below 2^14 (key indexes, mostly) are stored as two
   // bytes whichever their length, the pointer then advancing by 1 or 2:
   // no branch on the length, which mispredicted on a list mixing 1- and
-  // 2-byte values. Writes nothing past end (the branchless path needs 2
-  // bytes of room, the last value may take the ordinary one).
+  // 2-byte values. For a value below 2^7 the second byte is a 0 in the
+  // slot after it, which the next value overwrites: for writing into fresh
+  // space only, never over bytes already written. Nothing lands past end
+  // (the branchless path needs 2 bytes of room; a last value with 1 byte
+  // left takes the ordinary one).
   void PutVarint32s(const uint32_t* v, size_t n) {
     for (size_t j = 0; j < n; ++j) {
       const uint32_t x = v[j];

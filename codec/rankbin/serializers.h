@@ -127,15 +127,9 @@ struct Serializer<std::vector<T>> {
 };
 
 // A set of small unsigned integers below a known bound (key indexes), on
-// the wire as a list. Read rejects out-of-range and repeated elements.
+// the wire as a list (written by the rankbin writer as it makes each
+// shape). Read rejects out-of-range and repeated elements.
 struct IndexSetSerializer {
-  static size_t Size(const std::vector<uint32_t>& v) {
-    return Serializer<std::vector<uint32_t>>::Size(v);
-  }
-  static void Write(coding::Writer& w, const std::vector<uint32_t>& v) {
-    w.PutVarint64(v.size());
-    w.PutVarint32s(v.data(), v.size());
-  }
   // Reads the set in one pass, checking each element as it is read, into
   // the n elements' room that alloc(n) returns (the caller's own array, so
   // a set is not copied once more). Returns n, or 0 with r failed.

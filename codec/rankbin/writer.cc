@@ -68,7 +68,6 @@ struct Shape {
   std::vector<uint32_t> wire_keys;  // Keys in wire order.
   std::vector<uint32_t> perm;       // Wire position -> index in item.metrics.
   size_t fixed_bytes = 0;           // Bytes of the fixed-width values.
-  size_t wire_bytes = 0;            // Size of its SHAPES entry.
   // Wire order is doubles, floats, ints, strings: [0, double_end) are
   // doubles, [double_end, float_end) floats, [float_end, int_end) ints and
   // [int_end, size) strings.
@@ -470,7 +469,6 @@ void Encoder::WireOrder(absl::Span<const uint32_t> keys, Shape* shape) {
                                    (k >= (1u << 28)));
     });
   }
-  shape->wire_bytes = wire_bytes;
   uint32_t start[5] = {};
   if (n < (1u << 16)) {
     // The cursors too are 16-bit fields of one register.
@@ -950,8 +948,8 @@ absl::StatusOr<OwnedBuffer> Encoder::Encode() {
     if (s_.key_code[k] == kStringDict) entry.dict = s_.strings[k].entries;
     keys_bytes += Serializer<KeyEntry>::Size(entry);
   }
-  size_t shapes_bytes = coding::VarintLength(s_.shapes.size());
-  for (const Shape& s : s_.shapes) shapes_bytes += s.wire_bytes;
+  // Every shape's entry is already written (WireOrder).
+  const size_t shapes_bytes = coding::VarintLength(s_.shapes.size()) + s_.shape_entries.size();
   // ITEMS: exact but for each record's values offset, bounded at 5 bytes.
   const size_t items_bound = coding::VarintLength(n_) + coding::VarintLength(block_items_) +
                              4 * n_ + records_bound_;
