@@ -8,7 +8,7 @@ compared.
 
 Usage:
   /usr/bin/python3 bench/ab_codec.py OLD_BINARY NEW_BINARY FILTER_REGEX \
-      [--rounds 8] [--cpu 1] [--min_time 0.3]
+      [--rounds 8] [--cpu 1] [--min_time 0.3] [--probe]
 Example (build the old revision in a second tree first):
   /usr/bin/python3 bench/ab_codec.py /tmp/old/build/bench/codec_bench \
       build/bench/codec_bench 'BM_Encode/rankbin/(items_500|shape_manykeys)$'
@@ -22,7 +22,8 @@ from ab_util import alternate, print_ratios
 
 def run(binary, args):
     out = subprocess.run(
-        ["taskset", "-c", args.cpu, binary, f"--benchmark_filter={args.filter}",
+        ["taskset", "-c", args.cpu, binary, *(["--probe"] if args.probe else []),
+         f"--benchmark_filter={args.filter}",
          f"--benchmark_min_time={args.min_time}", "--benchmark_format=json"],
         capture_output=True, text=True, check=True).stdout
     return {b["name"]: b["real_time"] for b in json.loads(out)["benchmarks"]}
@@ -36,6 +37,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=8, help="alternations (default 8)")
     ap.add_argument("--cpu", default="1", help="CPU to pin to (default 1)")
     ap.add_argument("--min_time", default="0.3", help="--benchmark_min_time per run")
+    ap.add_argument("--probe", action="store_true",
+                    help="pass --probe (the probe shapes) to both binaries")
     args = ap.parse_args()
     times = alternate(args.base, args.new, args.rounds, lambda binary: run(binary, args))
     print_ratios(times, "benchmark", 55)

@@ -524,7 +524,7 @@ void PrepareReferences(Payload* p) {
 }
 
 // The sweep's shapes, each from its own generator and seed.
-std::vector<Payload> MakeShapePayloads() {
+std::vector<Payload> MakeShapePayloads(bool probe) {
   constexpr uint64_t kSeed = 1130;
   std::vector<Payload> out;
   auto add = [&out](std::string variant, RankResult result) {
@@ -539,6 +539,14 @@ std::vector<Payload> MakeShapePayloads() {
   for (size_t n : {10, 100, 500, 2000, 5000}) {
     add(absl::StrCat("items_", n), MixedResult(n, kSeed + 3));
   }
+  if (probe) {
+    add("probe_distinctshort", DistinctShortResult(500, kSeed + 4));
+    add("probe_mediumrepeat", MediumRepeatResult(500, kSeed + 5));
+    add("probe_ragged", RaggedResult(500, kSeed + 6));
+    add("probe_widesparse", WideSparseResult(500, kSeed + 7));
+    add("probe_longid", LongIdResult(500, kSeed + 8));
+    add("probe_bare", BareResult(500, kSeed + 9));
+  }
   return out;
 }
 
@@ -548,11 +556,14 @@ std::vector<Payload> MakeShapePayloads() {
 int main(int argc, char** argv) {
   using namespace rankwire::bench;
   long rotate = 0;
+  bool probe = false;  // Also the probe shapes (bench/shape_payloads.h).
   // Strip our own flag before Google Benchmark sees the command line.
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--rotate=", 9) == 0) {
       rotate = std::strtol(argv[i] + 9, nullptr, 10);
+    } else if (std::strcmp(argv[i], "--probe") == 0) {
+      probe = true;
     } else {
       argv[kept++] = argv[i];
     }
@@ -598,7 +609,7 @@ int main(int argc, char** argv) {
                          }
                        }});
   }
-  static std::vector<Payload> shapes = MakeShapePayloads();
+  static std::vector<Payload> shapes = MakeShapePayloads(probe);
   std::vector<Entry> scaling;
   for (Payload& p : shapes) {
     PrepareCodecs(codecs, &p);

@@ -175,4 +175,107 @@ RankResult MixedResult(size_t items, uint64_t seed) {
   return r;
 }
 
+// Probe shapes: not in the sweep, run with codec_bench --probe to
+// look for cliffs on payloads unlike the sweep's.
+
+RankResult DistinctShortResult(size_t items, uint64_t seed) {
+  Rng rng(seed);
+  RankResult r;
+  std::vector<uint32_t> keys;
+  for (int k = 0; k < 8; ++k) keys.push_back(r.AddKey(absl::StrCat("d", k), MetricType::kDouble));
+  for (int k = 0; k < 4; ++k) keys.push_back(r.AddKey(absl::StrCat("tok", k), MetricType::kString));
+  for (int k = 0; k < 2; ++k) keys.push_back(r.AddKey(absl::StrCat("n", k), MetricType::kInt));
+  for (size_t i = 0; i < items; ++i) {
+    RankedItem& item = AddItem(r, rng, i);
+    size_t j = 0;
+    for (; j < 8; ++j) item.metrics.push_back({keys[j], MetricValue::Double(Uniform(rng))});
+    for (; j < 12; ++j) {
+      item.metrics.push_back({keys[j], MetricValue::String(absl::StrFormat("u%0*x", static_cast<int>(4 + j), static_cast<uint64_t>(rng() >> 8)))});
+    }
+    for (; j < 14; ++j) item.metrics.push_back({keys[j], MetricValue::Int(static_cast<int64_t>(rng() >> 20))});
+  }
+  return r;
+}
+
+RankResult MediumRepeatResult(size_t items, uint64_t seed) {
+  Rng rng(seed);
+  RankResult r;
+  std::vector<std::string> pool;
+  for (int v = 0; v < 300; ++v) {
+    pool.push_back(absl::StrCat("https://cdn.example.com/", PickWord(rng, kCategories), "/",
+                                std::string(Pick(rng, 30), 'x'), v));
+  }
+  std::vector<uint32_t> keys;
+  for (int k = 0; k < 10; ++k) keys.push_back(r.AddKey(absl::StrCat("d", k), MetricType::kDouble));
+  for (int k = 0; k < 6; ++k) keys.push_back(r.AddKey(absl::StrCat("url", k), MetricType::kString));
+  for (size_t i = 0; i < items; ++i) {
+    RankedItem& item = AddItem(r, rng, i);
+    size_t j = 0;
+    for (; j < 10; ++j) item.metrics.push_back({keys[j], MetricValue::Double(Uniform(rng))});
+    for (; j < 16; ++j) item.metrics.push_back({keys[j], MetricValue::String(pool[Pick(rng, pool.size())])});
+  }
+  return r;
+}
+
+RankResult RaggedResult(size_t items, uint64_t seed) {
+  Rng rng(seed);
+  RankResult r;
+  constexpr size_t kKeys = 60;
+  for (size_t k = 0; k < kKeys; ++k) {
+    r.AddKey(absl::StrCat("rag.", k), k % 3 == 0 ? MetricType::kInt : MetricType::kDouble);
+  }
+  std::vector<uint32_t> order(kKeys);
+  std::iota(order.begin(), order.end(), 0);
+  for (size_t i = 0; i < items; ++i) {
+    RankedItem& item = AddItem(r, rng, i);
+    std::shuffle(order.begin(), order.end(), rng);
+    const size_t n = 1 + Pick(rng, kKeys);
+    for (size_t t = 0; t < n; ++t) {
+      const uint32_t k = order[t];
+      item.metrics.push_back({k, r.keys[k].type == MetricType::kInt
+                                     ? MetricValue::Int(static_cast<int64_t>(rng()))
+                                     : MetricValue::Double(Uniform(rng))});
+    }
+  }
+  return r;
+}
+
+RankResult WideSparseResult(size_t items, uint64_t seed) {
+  Rng rng(seed);
+  RankResult r;
+  constexpr size_t kKeys = 3000;
+  for (size_t k = 0; k < kKeys; ++k) r.AddKey(absl::StrCat("wide.", k), MetricType::kDouble);
+  for (size_t i = 0; i < items; ++i) {
+    RankedItem& item = AddItem(r, rng, i);
+    std::vector<uint32_t> ks;
+    while (ks.size() < 8) {
+      const uint32_t k = static_cast<uint32_t>(Pick(rng, kKeys));
+      if (std::find(ks.begin(), ks.end(), k) == ks.end()) ks.push_back(k);
+    }
+    for (uint32_t k : ks) item.metrics.push_back({k, MetricValue::Double(Uniform(rng))});
+  }
+  return r;
+}
+
+RankResult LongIdResult(size_t items, uint64_t seed) {
+  Rng rng(seed);
+  RankResult r;
+  std::vector<uint32_t> keys;
+  for (int k = 0; k < 5; ++k) keys.push_back(r.AddKey(absl::StrCat("d", k), MetricType::kDouble));
+  for (size_t i = 0; i < items; ++i) {
+    RankedItem& item = AddItem(r, rng, i);
+    item.item_id = absl::StrCat(item.item_id, "/", std::string(60, 'a' + static_cast<char>(i % 26)));
+    for (uint32_t k : keys) item.metrics.push_back({k, MetricValue::Double(Uniform(rng))});
+    for (int t = 0; t < 8; ++t) absl::StrAppend(&item.log, Trace(rng, item.item_id, t), ";");
+  }
+  return r;
+}
+
+RankResult BareResult(size_t items, uint64_t seed) {
+  Rng rng(seed);
+  RankResult r;
+  for (size_t i = 0; i < items; ++i) AddItem(r, rng, i);
+  return r;
+}
+
 }  // namespace rankwire::bench

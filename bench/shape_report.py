@@ -24,6 +24,15 @@ SHAPES = [("logs_inline", "(a) shipped model, logs inline"),
           ("items_10", "(e) 10 items"), ("items_100", "(e) 100 items"),
           ("items_500", "(e) 500 items"), ("items_2000", "(e) 2000 items"),
           ("items_5000", "(e) 5000 items")]
+# Probe shapes (codec_bench --probe, bench/shape_payloads.h): not the
+# issue's sweep; payloads unlike it, run to find cliffs. Shown in a table of
+# their own with the same goals for reference, and not counted as misses.
+PROBES = [("probe_distinctshort", "distinct short strings (4 keys, 9-15 B, every value new)"),
+          ("probe_mediumrepeat", "20-80 B strings from 300 values (6 keys)"),
+          ("probe_ragged", "1-60 of 60 keys per item, random order"),
+          ("probe_widesparse", "8 of 3000 keys per item"),
+          ("probe_longid", "80 B ids, 5 doubles, 1.6 KB log"),
+          ("probe_bare", "no metrics, no log")]
 SIZES = [10, 100, 500, 2000, 5000]
 
 
@@ -50,13 +59,13 @@ def bytes_of(rounds, name):
     return None
 
 
-def sweep(rounds):
+def sweep(rounds, shapes=SHAPES):
     lines = ["| shape | rankbin encode ÷ protobuf serialize (≥ 15×) | full decode (≥ 20×) | "
              "top-10 (≥ 1000×) | rankbin bytes (≤ 60 %) | rankbin-zstd bytes | "
              "rankbin-zstd encode ÷ protobuf serialize |",
              "|---|---:|---:|---:|---:|---:|---:|"]
     misses = []
-    for v, label in SHAPES:
+    for v, label in shapes:
         ser, par = f"BM_Serialize/protobuf/{v}", f"BM_Parse/protobuf/{v}"
         enc = ratios(rounds, ser, f"BM_Encode/rankbin/{v}")
         dec = ratios(rounds, par, f"BM_Decode/rankbin/{v}")
@@ -170,6 +179,12 @@ def main():
     lines, misses = sweep(rounds)
     print("\n".join(lines))
     print("\nMisses: " + ("; ".join(misses) if misses else "none") + "\n")
+    lines, _ = sweep(rounds, PROBES)
+    if len(lines) > 2:
+        print("Probe shapes (`codec_bench --probe`; not the issue's sweep, goals for reference):\n")
+        print("\n".join(lines) + "\n")
+    if not any("BM_Encode/rankbin/items_500" in r for r in rounds):
+        return  # A filtered run without the scaling rows.
     lines, checks = scaling(rounds, args.plot)
     print("Scaling (mixed shape):\n")
     print("\n".join(lines))

@@ -11,7 +11,9 @@
 #      round) and the issue's target checks, ready to paste into BENCHMARKS.md;
 #   4. with --study, runs the compression study too and prints its tables;
 #   5. with --shapes PNG, also prints the payload-shape sweep and the scaling
-#      table (bench/shape_report.py) and draws the scaling plot into PNG.
+#      table (bench/shape_report.py) and draws the scaling plot into PNG;
+#      with --probe, codec_bench also runs the probe shapes (payloads unlike
+#      the sweep's, bench/shape_payloads.h) and the report has their table.
 #
 # The machine's speed drifts by 1.4-2.5x within a minute, so one long run
 # per benchmark would compare numbers taken at different speeds; interleaving
@@ -20,7 +22,7 @@
 #
 # Usage: scripts/bench.sh [--rounds N] [--min-time SECONDS] [--cpu N]
 #                         [--filter REGEX] [--study] [--study-only]
-#                         [--no-build] [--out FILE.md] [--shapes PNG]
+#                         [--no-build] [--out FILE.md] [--shapes PNG] [--probe]
 # Environment overrides: BENCH_ROUNDS (5), BENCH_MIN_TIME (0.1), BENCH_CPU (1),
 # BENCH_FILTER, BENCH_BUILD_DIR (build-bench), BENCH_JOBS (2), BENCH_REVISION
 # (what to print as the revision when the tree is not a git checkout).
@@ -38,6 +40,7 @@ do_codec=1
 do_study=0
 out=""
 shapes_plot=""
+probe_args=()
 command_line="scripts/bench.sh"
 for arg in "$@"; do command_line+=" $(printf '%q' "$arg")"; done
 
@@ -58,6 +61,7 @@ while [[ $# -gt 0 ]]; do
     --out=*) out=${1#*=}; shift ;;
     --shapes) shapes_plot=$2; shift 2 ;;
     --shapes=*) shapes_plot=${1#*=}; shift ;;
+    --probe) probe_args=(--probe); shift ;;
     -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown argument: $1" >&2; exit 2 ;;
   esac
@@ -83,7 +87,7 @@ if [[ $do_codec == 1 ]]; then
   bin=$build/bench/codec_bench
   filter_args=()
   [[ -n $filter ]] && filter_args=("--benchmark_filter=$filter")
-  count=$("$bin" "${filter_args[@]}" --benchmark_list_tests=true | wc -l)
+  count=$("$bin" "${probe_args[@]}" "${filter_args[@]}" --benchmark_list_tests=true | wc -l)
   if [[ $count -eq 0 ]]; then
     echo "bench.sh: no benchmark matches '$filter'" >&2
     exit 1
@@ -93,7 +97,7 @@ if [[ $do_codec == 1 ]]; then
     rotate=$((r * count / rounds))
     file=$results/codec-$stamp-round$r.json
     echo "round $((r + 1))/$rounds (rotated by $rotate of $count)" >&2
-    "${pin[@]}" "$bin" "${filter_args[@]}" --rotate="$rotate" \
+    "${pin[@]}" "$bin" "${probe_args[@]}" "${filter_args[@]}" --rotate="$rotate" \
       --benchmark_min_time="$min_time" \
       --benchmark_out="$file" --benchmark_out_format=json >/dev/null
     files+=("$file")
