@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <vector>
 
 #include "absl/base/attributes.h"
@@ -874,12 +875,22 @@ absl::Status RankbinView::MaterializeValues(size_t i, const ItemRecord& rec,
     void Int(uint32_t m, int64_t v) { *out++ = MetricEntry{m, MetricValue::Int(v)}; }
     void Float(uint32_t m, float v) { *out++ = MetricEntry{m, MetricValue::Float(v)}; }
     void Double(uint32_t m, double v) { *out++ = MetricEntry{m, MetricValue::Double(v)}; }
+    // A string is built in its slot, which holds a default value (a
+    // number, owning nothing): built in a temporary and moved in, it was
+    // written with byte stores and read back as words, a store-forwarding
+    // stall per string (perf: a quarter of Materialize on long strings;
+    // numbers showed no such gain). A dictionary value is copied in.
     void String(uint32_t m, absl::string_view v) {
       string_bytes += v.size();
-      *out++ = MetricEntry{m, MetricValue::String(v)};
+      out->key = m;
+      out->value.~MetricValue();
+      new (&out->value) MetricValue(MetricValue::String(v));
+      ++out;
     }
     void DictString(uint32_t m, const Key& key, uint32_t index) {
-      *out++ = MetricEntry{m, dict_values[key.dict_begin + index]};
+      out->key = m;
+      out->value = dict_values[key.dict_begin + index];
+      ++out;
     }
   } sink{item->metrics.data(), dict_values};
   if (!DecodeValues(r, *shape, sink)) return r.status();
