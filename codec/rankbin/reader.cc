@@ -875,15 +875,16 @@ absl::Status RankbinView::MaterializeValues(size_t i, const ItemRecord& rec,
     void Int(uint32_t m, int64_t v) { *out++ = MetricEntry{m, MetricValue::Int(v)}; }
     void Float(uint32_t m, float v) { *out++ = MetricEntry{m, MetricValue::Float(v)}; }
     void Double(uint32_t m, double v) { *out++ = MetricEntry{m, MetricValue::Double(v)}; }
-    // A string is built in its slot, which holds a default value (a
-    // number, owning nothing): built in a temporary and moved in, it was
-    // written with byte stores and read back as words, a store-forwarding
-    // stall per string (perf: a quarter of Materialize on long strings;
-    // numbers showed no such gain). A dictionary value is copied in.
+    // A string is built in its slot: built in a temporary and moved in, it
+    // was written with byte stores and read back as words, a store-
+    // forwarding stall per string (perf: a quarter of Materialize on long
+    // strings; numbers showed no such gain). The slot holds a default value
+    // (a number, owning nothing: the metrics were just resized), so it is
+    // reused without being destroyed first, and a throwing String() leaves
+    // it as it was. A dictionary value is copied in.
     void String(uint32_t m, absl::string_view v) {
       string_bytes += v.size();
       out->key = m;
-      out->value.~MetricValue();
       new (&out->value) MetricValue(MetricValue::String(v));
       ++out;
     }
