@@ -8,7 +8,7 @@ compared.
 
 Usage:
   /usr/bin/python3 bench/ab_codec.py OLD_BINARY NEW_BINARY FILTER_REGEX \
-      [--rounds 8] [--cpu 1] [--min_time 0.3] [--probe]
+      [--rounds 8] [--cpu 1] [--min_time 0.3] [--warmup 0.05] [--probe]
 Example (build the old revision in a second tree first):
   /usr/bin/python3 bench/ab_codec.py /tmp/old/build/bench/codec_bench \
       build/bench/codec_bench 'BM_Encode/rankbin/(items_500|shape_manykeys)$'
@@ -24,7 +24,8 @@ def run(binary, args):
     out = subprocess.run(
         ["taskset", "-c", args.cpu, binary, *(["--probe"] if args.probe else []),
          f"--benchmark_filter={args.filter}",
-         f"--benchmark_min_time={args.min_time}", "--benchmark_format=json"],
+         f"--benchmark_min_time={args.min_time}",
+         f"--benchmark_min_warmup_time={args.warmup}", "--benchmark_format=json"],
         capture_output=True, text=True, check=True).stdout
     return {b["name"]: b["real_time"] for b in json.loads(out)["benchmarks"]}
 
@@ -37,6 +38,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=8, help="alternations (default 8)")
     ap.add_argument("--cpu", default="1", help="CPU to pin to (default 1)")
     ap.add_argument("--min_time", default="0.3", help="--benchmark_min_time per run")
+    ap.add_argument("--warmup", default="0.05",
+                    help="--benchmark_min_warmup_time per run (untimed; as scripts/bench.sh)")
     ap.add_argument("--probe", action="store_true",
                     help="pass --probe (the probe shapes) to both binaries")
     args = ap.parse_args()

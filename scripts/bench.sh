@@ -5,7 +5,9 @@
 #      Release, tests off;
 #   2. runs the suite pinned to one core (taskset) in interleaved rounds: each
 #      round runs every benchmark once, in an order rotated by round, with a
-#      short --benchmark_min_time, one JSON file per round in bench/results/;
+#      short --benchmark_min_time after a short untimed warm-up
+#      (--benchmark_min_warmup_time), one JSON file per round in
+#      bench/results/;
 #   3. prints, via bench/bench_report.py, a Markdown table (median CPU time,
 #      min-max spread over rounds, ratios against protobuf taken within each
 #      round) and the issue's target checks, ready to paste into BENCHMARKS.md;
@@ -20,10 +22,18 @@
 # puts every benchmark under every speed, and per-round ratios compare rows
 # measured seconds apart. A large spread means the machine was busy: re-run.
 #
-# Usage: scripts/bench.sh [--rounds N] [--min-time SECONDS] [--cpu N]
+# The warm-up: a row's first iterations fault in the memory its results
+# take (a 5000-item decode builds ~6 MB), and with ~40 timed iterations
+# those faults were most of what the 5000-item rows added per item:
+# decode per item at 5000 over 500 items was 1.71x with no warm-up, 1.06-
+# 1.08x after 0.05 s of warm-up (and 1.09x with 2 s timed; BENCHMARKS.md
+# section 1b, 2026-12-03 13:50).
+#
+# Usage: scripts/bench.sh [--rounds N] [--min-time SECONDS] [--warmup SECONDS] [--cpu N]
 #                         [--filter REGEX] [--study] [--study-only]
 #                         [--no-build] [--out FILE.md] [--shapes PNG] [--probe]
-# Environment overrides: BENCH_ROUNDS (5), BENCH_MIN_TIME (0.1), BENCH_CPU (1),
+# Environment overrides: BENCH_ROUNDS (5), BENCH_MIN_TIME (0.1),
+# BENCH_WARMUP (0.05), BENCH_CPU (1),
 # BENCH_FILTER, BENCH_BUILD_DIR (build-bench), BENCH_JOBS (2), BENCH_REVISION
 # (what to print as the revision when the tree is not a git checkout).
 set -euo pipefail
@@ -31,6 +41,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 rounds=${BENCH_ROUNDS:-5}
 min_time=${BENCH_MIN_TIME:-0.1}
+warmup=${BENCH_WARMUP:-0.05}
 cpu=${BENCH_CPU:-1}
 filter=${BENCH_FILTER:-}
 build=${BENCH_BUILD_DIR:-$root/build-bench}
@@ -50,6 +61,8 @@ while [[ $# -gt 0 ]]; do
     --rounds=*) rounds=${1#*=}; shift ;;
     --min-time) min_time=$2; shift 2 ;;
     --min-time=*) min_time=${1#*=}; shift ;;
+    --warmup) warmup=$2; shift 2 ;;
+    --warmup=*) warmup=${1#*=}; shift ;;
     --cpu) cpu=$2; shift 2 ;;
     --cpu=*) cpu=${1#*=}; shift ;;
     --filter) filter=$2; shift 2 ;;
@@ -62,7 +75,7 @@ while [[ $# -gt 0 ]]; do
     --shapes) shapes_plot=$2; shift 2 ;;
     --shapes=*) shapes_plot=${1#*=}; shift ;;
     --probe) probe_args=(--probe); shift ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -98,7 +111,7 @@ if [[ $do_codec == 1 ]]; then
     file=$results/codec-$stamp-round$r.json
     echo "round $((r + 1))/$rounds (rotated by $rotate of $count)" >&2
     "${pin[@]}" "$bin" "${probe_args[@]}" "${filter_args[@]}" --rotate="$rotate" \
-      --benchmark_min_time="$min_time" \
+      --benchmark_min_time="$min_time" --benchmark_min_warmup_time="$warmup" \
       --benchmark_out="$file" --benchmark_out_format=json >/dev/null
     files+=("$file")
   done
