@@ -77,9 +77,9 @@ class RankbinView final : public ResultView {
  private:
   struct Key {
     uint8_t code = 0;
-    // Precomputed for shape parsing: the value's fixed width (0 for
-    // varints and strings), and its code if it may be part of a run
-    // (a double or float of a known key; 0 otherwise).
+    // Precomputed: the value's fixed width (0 for varints and strings;
+    // FindMetricAt sums them), and its code if it may be part of a run
+    // (a double or float of a known key; 0 otherwise; shape parsing).
     uint8_t fixed_size = 0;
     uint8_t run_code = 0;
     absl::string_view name;
@@ -87,17 +87,15 @@ class RankbinView final : public ResultView {
     uint32_t dict_size = 0;
     uint32_t model_index = kNone;  // Index in keys(); kNone for unknown types.
   };
-  // One shape, parsed: per position, the key index; the byte offset from
-  // the item's first value when every value before it is fixed-width
-  // (kNone otherwise); and how many consecutive values from there are
-  // doubles (or floats) of known keys, read as one bounds-checked run with
-  // no per-value dispatch (0 where no such run starts).
+  // One shape, parsed: per position, the key index, and how many
+  // consecutive values from there are doubles (or floats) of known keys,
+  // read as one bounds-checked run with no per-value dispatch (0 where no
+  // such run starts). (A value's byte offset is summed by FindMetricAt.)
   struct Shape {
     uint32_t size = 0;
-    std::unique_ptr<uint32_t[]> data;  // keys, offsets, runs: size each.
+    std::unique_ptr<uint32_t[]> data;  // keys, runs: size each.
     const uint32_t* keys() const { return data.get(); }
-    const uint32_t* offsets() const { return data.get() + size; }
-    const uint32_t* runs() const { return data.get() + 2 * size; }
+    const uint32_t* runs() const { return data.get() + size; }
   };
   // A VALUES or LOGS block, located and checked; a zstd block is also
   // decompressed on first read, at most once (once, data, status).
@@ -388,7 +386,7 @@ absl::Status RankbinView::ParseShapesUpTo(uint64_t s) const {
     const uint64_t n = IndexSetSerializer::Read(
         r, static_cast<uint32_t>(keys_.size()), shape_stamps_.get(), shape_stamp_,
         [&shape](uint64_t count) {
-          shape.data.reset(new uint32_t[3 * count + 1]);
+          shape.data.reset(new uint32_t[2 * count + 1]);
           return shape.data.get();
         },
         "shape keys");
@@ -398,14 +396,7 @@ absl::Status RankbinView::ParseShapesUpTo(uint64_t s) const {
     }
     shape.size = static_cast<uint32_t>(n);
     const uint32_t* keys = shape.data.get();
-    uint32_t* out_offsets = shape.data.get() + n;
-    uint32_t* out_runs = shape.data.get() + 2 * n;
-    uint32_t offset = 0;
-    for (size_t j = 0; j < n; ++j) {
-      out_offsets[j] = offset;
-      const uint32_t fixed = keys_[keys[j]].fixed_size;
-      offset = (offset == kNone || fixed == 0) ? kNone : offset + fixed;
-    }
+    uint32_t* out_runs = shape.data.get() + n;
     // Runs, computed backwards: a run continues while the code repeats.
     // (The run length stays in a register: read back from out_runs[j + 1],
     // each key waited on the previous key's store.)
@@ -744,11 +735,19 @@ absl::StatusOr<std::optional<MetricRef>> RankbinView::FindMetricAt(
   coding::Reader r(absl::string_view(), kContext);
   const Shape* shape = nullptr;
   if (absl::Status s = ValuesOf(i, shape_id, values_offset, &r, &shape); !s.ok()) return s;
+  // The value's offset is summed on the way to it while every value before
+  // it is fixed-width (kNone from the first that is not): computed per
+  // lookup, which walks those keys anyway, rather than stored per shape
+  // position when the shape is parsed (a third of parsing a shape, which
+  // a top-N read of sparse items does once per item).
   const uint32_t* keys = shape->keys();
   uint32_t j = 0;
-  while (j < shape->size && keys[j] != key) ++j;
+  uint32_t fixed = 0;
+  for (; j < shape->size && keys[j] != key; ++j) {
+    const uint32_t width = keys_[keys[j]].fixed_size;
+    fixed = (fixed == kNone || width == 0) ? kNone : fixed + width;
+  }
   if (j == shape->size) return std::nullopt;
-  const uint32_t fixed = shape->offsets()[j];
   if (fixed != kNone) {
     r.Skip(fixed, "value");
   } else {
