@@ -64,9 +64,76 @@ void MetricValue::SetString(absl::string_view v) {
 
 void MetricValue::ReleaseHeap(HeapString* block) {
   if (block->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    const bool in_arena = (block->size & kInArena) != 0;
+    char* memory = reinterpret_cast<char*>(block);
     block->~HeapString();
-    delete[] reinterpret_cast<char*>(block);
+    if (in_arena) {
+      ArenaChunk* chunk;
+      std::memcpy(&chunk, memory - sizeof(chunk), sizeof(chunk));
+      ReleaseChunk(chunk, 1);
+    } else {
+      delete[] memory;
+    }
   }
+}
+
+void MetricValue::ReleaseChunk(ArenaChunk* chunk, uint64_t n) {
+  if (chunk->live.fetch_sub(n, std::memory_order_acq_rel) == n) {
+    chunk->~ArenaChunk();
+    delete[] reinterpret_cast<char*>(chunk);
+  }
+}
+
+namespace {
+// What a chunk's live count starts at: more than it can ever hold, so that
+// blocks released before the chunk is sealed never take it to 0.
+constexpr uint64_t kChunkBias = uint64_t{1} << 62;
+}  // namespace
+
+MetricValue StringArena::String(absl::string_view v) {
+  using HeapString = MetricValue::HeapString;
+  using ArenaChunk = MetricValue::ArenaChunk;
+  if (v.size() <= MetricValue::kInlineMax || v.size() > kChunkBytes / 8) {
+    return MetricValue::String(v);
+  }
+  // [chunk pointer][HeapString][bytes], 8-aligned (the chunk's own header
+  // takes the first 8 bytes).
+  constexpr size_t kHeader = sizeof(ArenaChunk*) + sizeof(HeapString);
+  static_assert(sizeof(ArenaChunk) == 8 && kHeader % 8 == 0);
+  const size_t need = (kHeader + v.size() + 7) & ~size_t{7};
+  if (static_cast<size_t>(end_ - next_) < need) {
+    Seal();
+    // Chunks start small and double, so a result with a few long strings
+    // does not hold a large one.
+    const size_t size = std::max(next_chunk_bytes_, sizeof(ArenaChunk) + need);
+    next_chunk_bytes_ = std::min(2 * next_chunk_bytes_, kChunkBytes);
+    char* memory = new char[size];
+    chunk_ = new (memory) ArenaChunk;
+    chunk_->live.store(kChunkBias, std::memory_order_relaxed);
+    next_ = memory + sizeof(ArenaChunk);
+    end_ = memory + size;
+  }
+  std::memcpy(next_, &chunk_, sizeof(chunk_));
+  HeapString* block = new (next_ + sizeof(ArenaChunk*)) HeapString;
+  block->refs.store(1, std::memory_order_relaxed);
+  block->size = v.size() | MetricValue::kInArena;
+  std::memcpy(next_ + kHeader, v.data(), v.size());
+  next_ += need;
+  ++placed_;
+  MetricValue m;
+  m.rep_[0] = static_cast<uint8_t>(MetricType::kString);
+  m.rep_[1] = MetricValue::kHeap;
+  m.rep_[2] = m.rep_[3] = 0;
+  std::memcpy(m.rep_ + MetricValue::kPayload, &block, sizeof(block));
+  return m;
+}
+
+void StringArena::Seal() {
+  if (chunk_ == nullptr) return;
+  MetricValue::ReleaseChunk(chunk_, kChunkBias - placed_);
+  chunk_ = nullptr;
+  next_ = end_ = nullptr;
+  placed_ = 0;
 }
 
 bool operator==(const MetricValue& a, const MetricValue& b) {

@@ -19,8 +19,8 @@
 #ifndef RANKWIRE_CODEC_RANK_RESULT_H_
 #define RANKWIRE_CODEC_RANK_RESULT_H_
 
-#include <cstdint>
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -51,7 +51,11 @@ std::optional<MetricType> MetricTypeFromNumber(int number);
 //
 // Heap strings are immutable and shared by copies (an atomic reference
 // count), so the 500 copies of a model version or an experiment bucket a
-// result carries are one allocation, not 500.
+// result carries are one allocation, not 500. A decoder may place its
+// heap strings in the chunks of a StringArena (below) instead of a block
+// each.
+class StringArena;
+
 class MetricValue {
  public:
   MetricValue() { SetNumber(MetricType::kInt, int64_t{0}); }
@@ -96,7 +100,7 @@ class MetricValue {
       return absl::string_view(reinterpret_cast<const char*>(rep_ + 2), rep_[1]);
     }
     const HeapString* block = Heap();
-    return absl::string_view(block->bytes(), block->size);
+    return absl::string_view(block->bytes(), block->size & ~kInArena);
   }
   // Any numeric type as a double (strings give nullopt).
   std::optional<double> AsDouble() const;
@@ -114,6 +118,7 @@ class MetricValue {
   // rep_ + 2), or kHeap for a heap string whose HeapString pointer is at
   // rep_ + 4. Numbers live at rep_ + 4 (unaligned; read and written with
   // memcpy).
+  friend class StringArena;
   static constexpr uint8_t kHeap = 0xff;
   static constexpr size_t kInlineMax = 10;
   static constexpr size_t kPayload = 4;
@@ -141,8 +146,16 @@ class MetricValue {
   // follow the header in the same allocation.
   struct HeapString {
     std::atomic<uint64_t> refs;
-    uint64_t size;
+    uint64_t size;  // With kInArena set for a block in a StringArena chunk.
     const char* bytes() const { return reinterpret_cast<const char*>(this + 1); }
+  };
+  // A block in a StringArena chunk is a HeapString like any other (so the
+  // inlined paths above and below do not change), preceded by a pointer to
+  // its chunk, which counts the chunk's live blocks; ReleaseHeap tells them
+  // apart by this bit of `size`.
+  static constexpr uint64_t kInArena = uint64_t{1} << 63;
+  struct ArenaChunk {
+    std::atomic<uint64_t> live;
   };
   HeapString* Heap() const {
     HeapString* block;
@@ -158,10 +171,49 @@ class MetricValue {
     if (rep_[1] == kHeap) ReleaseHeap(Heap());
   }
   static void ReleaseHeap(HeapString* block);
+  // Drops `n` of `chunk`'s live blocks, freeing it at none.
+  static void ReleaseChunk(ArenaChunk* chunk, uint64_t n);
 
   alignas(4) unsigned char rep_[12];
 };
 static_assert(sizeof(MetricValue) == 12, "MetricValue must stay 12 bytes");
+
+// Builds long string values a few large chunks at a time, for a decoder
+// that makes thousands of them in one go: one allocation per chunk instead
+// of one per string, and the strings of consecutive items next to each
+// other. Values from an arena behave as any MetricValue: copies share the
+// bytes, and they may outlive the arena and cross threads. A chunk is freed
+// when the last value placed in it (or a copy of one) is gone, so a single
+// kept value holds its whole chunk (at most kChunkBytes).
+//
+// Thread safety: the arena itself is for one thread; its values are as
+// thread-safe as any MetricValue.
+class StringArena {
+ public:
+  // Chunks grow from kFirstChunkBytes to kChunkBytes; a string longer than
+  // kChunkBytes / 8 gets a block of its own.
+  static constexpr size_t kFirstChunkBytes = size_t{4} << 10;
+  static constexpr size_t kChunkBytes = size_t{64} << 10;
+
+  StringArena() = default;
+  StringArena(const StringArena&) = delete;
+  StringArena& operator=(const StringArena&) = delete;
+  ~StringArena() { Seal(); }
+
+  // A string value; short ones are inline, as MetricValue::String makes them.
+  MetricValue String(absl::string_view v);
+
+ private:
+  // Gives the open chunk its real count: values placed in it may already
+  // be gone (a chunk starts with a bias, so it cannot reach 0 before this).
+  void Seal();
+
+  MetricValue::ArenaChunk* chunk_ = nullptr;
+  char* next_ = nullptr;
+  char* end_ = nullptr;
+  uint64_t placed_ = 0;
+  size_t next_chunk_bytes_ = kFirstChunkBytes;
+};
 
 struct MetricKey {
   std::string name;

@@ -114,6 +114,74 @@ TEST(MetricValueTest, SharedHeapStringsAcrossThreads) {
   EXPECT_EQ(shared.string_value(), std::string(64, 's'));
 }
 
+TEST(StringArenaTest, ValuesReadBackAndPackIntoOneChunk) {
+  std::vector<std::string> texts;
+  for (int i = 0; i < 50; ++i) texts.push_back(std::string(11 + i, static_cast<char>('a' + i % 26)));
+  std::vector<MetricValue> values;
+  {
+    StringArena arena;
+    for (const std::string& t : texts) values.push_back(arena.String(t));
+    values.push_back(arena.String("short"));
+  }  // Sealed: the values outlive the arena.
+  for (size_t i = 0; i < texts.size(); ++i) {
+    EXPECT_EQ(values[i].type(), MetricType::kString);
+    EXPECT_EQ(values[i].string_value(), texts[i]);
+    EXPECT_EQ(values[i], MetricValue::String(texts[i]));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(values[i].string_value().data()) % 8, 0u);
+  }
+  // Consecutive strings sit one after another in the chunk.
+  EXPECT_LT(values[1].string_value().data() - values[0].string_value().data(), 64);
+  EXPECT_EQ(values.back().string_value(), "short");
+  EXPECT_TRUE(StoredInline(values.back(), values.back().string_value()));
+}
+
+TEST(StringArenaTest, AStringTooLongForAChunkGetsItsOwnBlock) {
+  const std::string big(StringArena::kChunkBytes, 'b');
+  MetricValue v;
+  {
+    StringArena arena;
+    v = arena.String(big);
+  }
+  EXPECT_EQ(v.string_value(), big);
+}
+
+// A chunk is freed only when its last value (or copy) is gone, whether the
+// values die before the arena is sealed, after, or on other threads.
+// (Use-after-free and leaks here are caught by the sanitizer builds.)
+TEST(StringArenaTest, ChunksLiveAsLongAsAnyOfTheirValues) {
+  std::vector<MetricValue> kept;
+  {
+    StringArena arena;
+    for (int i = 0; i < 10000; ++i) {
+      MetricValue v = arena.String(std::string(100, static_cast<char>('a' + i % 26)));
+      if (i % 1000 == 0) kept.push_back(v);  // A copy outlives the original.
+    }  // Most die before their chunk is sealed.
+    EXPECT_EQ(arena.String(std::string(40, 'd')).string_value(), std::string(40, 'd'));
+  }
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([kept] {  // Copies, released on this thread.
+      for (const MetricValue& v : kept) {
+        MetricValue copy = v;
+        if (copy.string_value().size() != 100) std::abort();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (size_t i = 0; i < kept.size(); ++i) {
+    EXPECT_EQ(kept[i].string_value(), std::string(100, static_cast<char>('a' + (i * 1000) % 26)));
+  }
+  kept.clear();
+  MetricValue assigned = MetricValue::Int(1);
+  {
+    StringArena arena;
+    MetricValue v = arena.String(std::string(20, 'z'));
+    assigned = v;
+    v = MetricValue::Double(1);
+  }
+  EXPECT_EQ(assigned.string_value(), std::string(20, 'z'));
+}
+
 TEST(MetricValueTest, CopyOfAnInlineString) {
   MetricValue a = MetricValue::String("short");
   MetricValue b(a);
