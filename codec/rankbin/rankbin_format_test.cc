@@ -910,6 +910,41 @@ TEST(WriterTest, AKeyWhoseFirstSixteenValuesAreDistinctGetsNoDictionary) {
   EXPECT_EQ(code(result(16), keep_all), dict);
 }
 
+// The same decisions for short values (at most 16 bytes: the lookup's
+// inlined fast path), including when the value at a sample point is one
+// the dictionary already holds.
+TEST(WriterTest, ShortValuesGetTheSameDictionaryDecisionsAtTheSamplePoints) {
+  const auto code = [](const std::vector<std::string>& values) {
+    RankResult r;
+    const uint32_t k = r.AddKey("bucket", MetricType::kString);
+    for (size_t i = 0; i < values.size(); ++i) {
+      AppendItem(r, i).metrics.push_back({k, MetricValue::String(values[i])});
+    }
+    const std::vector<KeyEntry> keys = WrittenKeys(RoundTrip(r, kRankbinCodecName, {}));
+    return keys.empty() ? uint8_t{0} : keys[0].type_code;
+  };
+  const auto dict = static_cast<uint8_t>(TypeCode::kStringDict);
+  const auto plain = static_cast<uint8_t>(TypeCode::kString);
+  const auto name = [](size_t i) { return absl::StrCat("bucket-", i); };
+  // 16 distinct values, then the first again (found, at the early sample).
+  std::vector<std::string> early;
+  for (size_t i = 0; i < 16; ++i) early.push_back(name(i));
+  early.resize(300, name(0));
+  EXPECT_EQ(code(early), plain);
+  // One repeat among the first 16, so the early sample passes; 62 of the
+  // first 63 distinct, and the 64th found (at the 64-value sample).
+  std::vector<std::string> late;
+  for (size_t i = 0; i < 15; ++i) late.push_back(name(i));
+  late.push_back(name(0));
+  for (size_t i = 16; i < 63; ++i) late.push_back(name(i));
+  late.resize(300, name(1));
+  EXPECT_EQ(code(late), plain);
+  // Four values in turn keep their dictionary.
+  std::vector<std::string> few;
+  for (size_t i = 0; i < 300; ++i) few.push_back(name(i % 4));
+  EXPECT_EQ(code(few), dict);
+}
+
 TEST(ReaderTest, DecompressesOnlyTheBlocksItReads) {
   RankResult r;
   const uint32_t model = r.AddKey("model", MetricType::kString);
