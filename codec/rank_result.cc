@@ -52,14 +52,18 @@ void MetricValue::SetString(absl::string_view v) {
     if (!v.empty()) std::memcpy(rep_ + 2, v.data(), v.size());
     return;
   }
-  rep_[1] = kHeap;
-  rep_[2] = rep_[3] = 0;
-  char* memory = new char[sizeof(HeapString) + v.size()];
-  HeapString* block = new (memory) HeapString;
+  // Allocated before the value changes, so a throwing new leaves it as it
+  // was (it used to claim a heap block it did not have yet).
+  SetHeap(PlaceHeapString(new char[sizeof(HeapString) + v.size()], v, 0));
+}
+
+MetricValue::HeapString* MetricValue::PlaceHeapString(char* at, absl::string_view v,
+                                                      uint64_t flags) {
+  HeapString* block = new (at) HeapString;
   block->refs.store(1, std::memory_order_relaxed);
-  block->size = v.size();
-  std::memcpy(memory + sizeof(HeapString), v.data(), v.size());
-  std::memcpy(rep_ + kPayload, &block, sizeof(block));
+  block->size = v.size() | flags;
+  std::memcpy(at + sizeof(HeapString), v.data(), v.size());
+  return block;
 }
 
 void MetricValue::ReleaseHeap(HeapString* block) {
@@ -114,17 +118,12 @@ MetricValue StringArena::String(absl::string_view v) {
     end_ = memory + size;
   }
   std::memcpy(next_, &chunk_, sizeof(chunk_));
-  HeapString* block = new (next_ + sizeof(ArenaChunk*)) HeapString;
-  block->refs.store(1, std::memory_order_relaxed);
-  block->size = v.size() | MetricValue::kInArena;
-  std::memcpy(next_ + kHeader, v.data(), v.size());
+  HeapString* block =
+      MetricValue::PlaceHeapString(next_ + sizeof(ArenaChunk*), v, MetricValue::kInArena);
   next_ += need;
   ++placed_;
   MetricValue m;
-  m.rep_[0] = static_cast<uint8_t>(MetricType::kString);
-  m.rep_[1] = MetricValue::kHeap;
-  m.rep_[2] = m.rep_[3] = 0;
-  std::memcpy(m.rep_ + MetricValue::kPayload, &block, sizeof(block));
+  m.SetHeap(block);
   return m;
 }
 

@@ -163,6 +163,17 @@ class MetricValue {
     return block;
   }
   void SetString(absl::string_view v);
+  // Builds a heap block for `v` at `at` (sizeof(HeapString) + v.size()
+  // bytes): one reference, `flags` (0 or kInArena) in its size.
+  static HeapString* PlaceHeapString(char* at, absl::string_view v, uint64_t flags);
+  // Makes this value the string in `block`, taking over one reference to
+  // it. REQUIRES: the value owns no block.
+  void SetHeap(HeapString* block) {
+    rep_[0] = static_cast<uint8_t>(MetricType::kString);
+    rep_[1] = kHeap;
+    rep_[2] = rep_[3] = 0;
+    std::memcpy(rep_ + kPayload, &block, sizeof(block));
+  }
   void CopyFrom(const MetricValue& other) {
     std::memcpy(rep_, other.rep_, sizeof(rep_));
     if (rep_[1] == kHeap) Heap()->refs.fetch_add(1, std::memory_order_relaxed);

@@ -4,9 +4,11 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <new>
 #include <string>
 #include <utility>
 #include <thread>
@@ -15,6 +17,23 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+
+// Array new, which MetricValue and StringArena allocate their blocks with,
+// can be made to fail once, on this thread.
+namespace {
+thread_local bool fail_next_array_new = false;
+}  // namespace
+
+void* operator new[](std::size_t n) {
+  if (fail_next_array_new) {
+    fail_next_array_new = false;
+    throw std::bad_alloc();
+  }
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 
 namespace rankwire {
 namespace {
@@ -112,6 +131,21 @@ TEST(MetricValueTest, SharedHeapStringsAcrossThreads) {
   }
   for (std::thread& t : threads) t.join();
   EXPECT_EQ(shared.string_value(), std::string(64, 's'));
+}
+
+// A value whose heap block could not be allocated is never built: the
+// half-built one must not own a block (its destructor released one it
+// did not have, through a null pointer).
+TEST(MetricValueTest, AHeapStringWhoseAllocationFailsLeavesNothingBehind) {
+  const std::string text(100, 'x');
+  fail_next_array_new = true;
+  EXPECT_THROW(MetricValue::String(text), std::bad_alloc);
+  StringArena arena;
+  fail_next_array_new = true;
+  EXPECT_THROW(arena.String(text), std::bad_alloc);
+  // The arena is usable after a failed chunk.
+  EXPECT_EQ(arena.String(text).string_value(), text);
+  EXPECT_EQ(MetricValue::String(text).string_value(), text);
 }
 
 TEST(StringArenaTest, ValuesReadBackAndPackIntoOneChunk) {
