@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
 
 namespace rankwire::bench {
 namespace {
@@ -35,6 +36,13 @@ RankedItem& AddItem(RankResult& r, Rng& rng, size_t i) {
   item.score = 1.0 / (1.0 + static_cast<double>(i)) + 1e-9 * Uniform(rng);
   item.position = static_cast<uint32_t>(i + 1);
   return item;
+}
+
+// Appends `count` keys named prefix0, prefix1, ... of one type, and
+// returns their indexes in `keys`.
+void AddKeys(RankResult& r, absl::string_view prefix, int count, MetricType type,
+             std::vector<uint32_t>* keys) {
+  for (int k = 0; k < count; ++k) keys->push_back(r.AddKey(absl::StrCat(prefix, k), type));
 }
 
 constexpr const char* kCategories[] = {"electronics", "home", "garden", "toys", "books",
@@ -74,10 +82,10 @@ RankResult StringHeavyResult(size_t items, uint64_t seed) {
   Rng rng(seed);
   RankResult r;
   std::vector<uint32_t> keys;
-  for (int k = 0; k < 12; ++k) keys.push_back(r.AddKey(absl::StrCat("feat.f", k), MetricType::kDouble));
-  for (int k = 0; k < 20; ++k) keys.push_back(r.AddKey(absl::StrCat("score.m", k), MetricType::kDouble));
-  for (int k = 0; k < 10; ++k) keys.push_back(r.AddKey(absl::StrCat("cat.c", k), MetricType::kString));
-  for (int k = 0; k < 6; ++k) keys.push_back(r.AddKey(absl::StrCat("debug.trace", k), MetricType::kString));
+  AddKeys(r, "feat.f", 12, MetricType::kDouble, &keys);
+  AddKeys(r, "score.m", 20, MetricType::kDouble, &keys);
+  AddKeys(r, "cat.c", 10, MetricType::kString, &keys);
+  AddKeys(r, "debug.trace", 6, MetricType::kString, &keys);
   for (size_t i = 0; i < items; ++i) {
     RankedItem& item = AddItem(r, rng, i);
     size_t j = 0;
@@ -152,10 +160,10 @@ RankResult MixedResult(size_t items, uint64_t seed) {
   Rng rng(seed);
   RankResult r;
   std::vector<uint32_t> keys;
-  for (int k = 0; k < 24; ++k) keys.push_back(r.AddKey(absl::StrCat("m.d", k), MetricType::kDouble));
-  for (int k = 0; k < 8; ++k) keys.push_back(r.AddKey(absl::StrCat("m.f", k), MetricType::kFloat));
-  for (int k = 0; k < 4; ++k) keys.push_back(r.AddKey(absl::StrCat("m.i", k), MetricType::kInt));
-  for (int k = 0; k < 3; ++k) keys.push_back(r.AddKey(absl::StrCat("m.s", k), MetricType::kString));
+  AddKeys(r, "m.d", 24, MetricType::kDouble, &keys);
+  AddKeys(r, "m.f", 8, MetricType::kFloat, &keys);
+  AddKeys(r, "m.i", 4, MetricType::kInt, &keys);
+  AddKeys(r, "m.s", 3, MetricType::kString, &keys);
   for (size_t i = 0; i < items; ++i) {
     RankedItem& item = AddItem(r, rng, i);
     size_t j = 0;
@@ -182,9 +190,9 @@ RankResult DistinctShortResult(size_t items, uint64_t seed) {
   Rng rng(seed);
   RankResult r;
   std::vector<uint32_t> keys;
-  for (int k = 0; k < 8; ++k) keys.push_back(r.AddKey(absl::StrCat("d", k), MetricType::kDouble));
-  for (int k = 0; k < 4; ++k) keys.push_back(r.AddKey(absl::StrCat("tok", k), MetricType::kString));
-  for (int k = 0; k < 2; ++k) keys.push_back(r.AddKey(absl::StrCat("n", k), MetricType::kInt));
+  AddKeys(r, "d", 8, MetricType::kDouble, &keys);
+  AddKeys(r, "tok", 4, MetricType::kString, &keys);
+  AddKeys(r, "n", 2, MetricType::kInt, &keys);
   for (size_t i = 0; i < items; ++i) {
     RankedItem& item = AddItem(r, rng, i);
     size_t j = 0;
@@ -206,8 +214,8 @@ RankResult MediumRepeatResult(size_t items, uint64_t seed) {
                                 std::string(Pick(rng, 30), 'x'), v));
   }
   std::vector<uint32_t> keys;
-  for (int k = 0; k < 10; ++k) keys.push_back(r.AddKey(absl::StrCat("d", k), MetricType::kDouble));
-  for (int k = 0; k < 6; ++k) keys.push_back(r.AddKey(absl::StrCat("url", k), MetricType::kString));
+  AddKeys(r, "d", 10, MetricType::kDouble, &keys);
+  AddKeys(r, "url", 6, MetricType::kString, &keys);
   for (size_t i = 0; i < items; ++i) {
     RankedItem& item = AddItem(r, rng, i);
     size_t j = 0;
@@ -261,7 +269,7 @@ RankResult LongIdResult(size_t items, uint64_t seed) {
   Rng rng(seed);
   RankResult r;
   std::vector<uint32_t> keys;
-  for (int k = 0; k < 5; ++k) keys.push_back(r.AddKey(absl::StrCat("d", k), MetricType::kDouble));
+  AddKeys(r, "d", 5, MetricType::kDouble, &keys);
   for (size_t i = 0; i < items; ++i) {
     RankedItem& item = AddItem(r, rng, i);
     item.item_id = absl::StrCat(item.item_id, "/", std::string(60, 'a' + static_cast<char>(i % 26)));
