@@ -53,7 +53,7 @@ enum class TypeCode : uint8_t {
   kStringDict = 0x20,  // varint index into the key's dictionary
 };
 
-inline WireClass WireClassOf(uint8_t type_code) {
+constexpr WireClass WireClassOf(uint8_t type_code) {
   return static_cast<WireClass>(type_code & 7);
 }
 // Wire classes 4..7 are reserved; a key with one cannot be skipped.

@@ -36,6 +36,7 @@
 namespace rankwire::rankbin {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 // Payload construction -----------------------------------------------------
@@ -1290,6 +1291,109 @@ void ExpectReadFails(const std::string& bytes, size_t item, absl::string_view me
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
   EXPECT_THAT(s.message(), HasSubstr(std::string(message_part)));
   EXPECT_EQ((*view)->Materialize().status().code(), absl::StatusCode::kDataLoss);
+}
+
+// Runs of common key entries are read in place, and the reader drops to
+// the general path for one entry at a time (an unknown type, a dictionary,
+// trailing bytes, a long name) and back: every key keeps its index, and
+// known keys after an unknown one their place in the decoded table.
+TEST(ReaderTest, KeysReadInPlaceAndThroughTheGeneralPathInterleave) {
+  Payload p = ExamplePayload();
+  p.keys = {{0x12, "a"},
+            {0x08, "future"},  // Unknown type, varint wire class.
+            {0x00, "b"},
+            {0x20, "c", {"x", "y"}},
+            {0x1b, "d", {}, "\x01"},  // Trailing bytes.
+            {0x09, "e"},
+            {0x12, std::string(130, 'n')},  // A two-byte name length.
+            {0x12, "f"}};
+  p.shapes = {{0, 1, 2, 3, 4, 5, 6, 7}};
+  p.items = {{"sku-1", 0.5, 1, 0, 0}};
+  Bytes values;
+  values.F64(0.25).Varint(300).Varint(coding::ZigZagEncode64(-7)).Varint(1).Str("dee");
+  values.U32(0x3fc00000).F64(2.5).F64(-1);  // 1.5f
+  p.values = {BlockSpec::Raw(values)};
+  p.logs.reset();
+
+  RankResult want;
+  const uint32_t a = want.AddKey("a", MetricType::kDouble);
+  const uint32_t b = want.AddKey("b", MetricType::kInt);
+  const uint32_t c = want.AddKey("c", MetricType::kString);
+  const uint32_t d = want.AddKey("d", MetricType::kString);
+  const uint32_t e = want.AddKey("e", MetricType::kFloat);
+  const uint32_t n = want.AddKey(std::string(130, 'n'), MetricType::kDouble);
+  const uint32_t f = want.AddKey("f", MetricType::kDouble);
+  RankedItem& item = want.items.emplace_back();
+  item.item_id = "sku-1";
+  item.score = 0.5;
+  item.position = 1;
+  item.metrics = {{a, MetricValue::Double(0.25)},  {b, MetricValue::Int(-7)},
+                  {c, MetricValue::String("y")},    {d, MetricValue::String("dee")},
+                  {e, MetricValue::Float(1.5f)},    {n, MetricValue::Double(2.5)},
+                  {f, MetricValue::Double(-1)}};
+
+  const std::string bytes = p.Build();
+  absl::StatusOr<RankResult> r = Decode(bytes);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(DiffResults(*r, want), "");
+  // The lazy view names each metric by its index in the decoded table.
+  absl::StatusOr<std::unique_ptr<ResultView>> view = Open(bytes);
+  ASSERT_TRUE(view.ok()) << view.status();
+  absl::Span<const MetricKey> keys = (*view)->keys();
+  ASSERT_EQ(keys.size(), 7u);
+  std::vector<std::string> names;
+  ASSERT_TRUE((*view)
+                  ->ForEachMetric(0, [&](uint32_t k, const MetricRef&) {
+                    names.push_back(keys[k].name);
+                  })
+                  .ok());
+  EXPECT_THAT(names, ElementsAre("a", "b", "c", "d", "e", std::string(130, 'n'), "f"));
+}
+
+// An entry the in-place path cannot take is left to the general one, which
+// reports it: a reserved wire class or an entry cut short after common ones.
+TEST(MalformedTest, BadKeyEntryAfterCommonOnes) {
+  Payload p = ExamplePayload();
+  p.keys = {{0x12, "a"}, {0x12, "b"}, {0x0c, "bad"}};
+  ExpectOpenFails(p.Build(), "key 2 (\"bad\") has reserved wire class 4");
+
+  p = ExamplePayload();
+  p.keys = {{0x12, "a"}, {0x12, "b"}, {0x12, "c"}};
+  std::string keys = p.KeysBody();
+  keys.pop_back();  // The last entry's name is one byte short.
+  ExpectOpenFails(p.Header(4) + Payload::Section(1, keys) + Payload::Section(2, p.ShapesBody()) +
+                      Payload::Section(3, p.ItemsBody()) +
+                      Payload::Section(4, Payload::BlocksBody(p.values)),
+                  "key entry");
+}
+
+// Shape indexes of one and two bytes are read in place; anything else (a
+// longer varint, an index cut short) through the Reader, which reports
+// errors. Overlong encodings read as their value (FORMAT.md).
+TEST(ReaderTest, ShapeIndexesOfEveryEncodingReadBack) {
+  Payload p = ExamplePayload();
+  const auto with_shapes = [&p](const std::string& shapes) {
+    return p.Header(5) + Payload::Section(1, p.KeysBody()) + Payload::Section(2, shapes) +
+           Payload::Section(4, Payload::BlocksBody(p.values)) +
+           Payload::Section(5, Payload::BlocksBody(*p.logs)) + Payload::Section(3, p.ItemsBody());
+  };
+  // A SHAPES body of one shape of two keys, written as `indexes`.
+  const auto one_shape = [](absl::string_view indexes) {
+    return Bytes().Varint(1).Varint(2).Raw(indexes).str();
+  };
+  using std::string_literals::operator""s;
+  // 0 as "80 00", 1 as "81 80 00".
+  absl::StatusOr<RankResult> r = Decode(with_shapes(one_shape("\x80\x00\x81\x80\x00"s)));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(DiffResults(*r, ExampleResult()), "");
+  // 1 as "81 00" first, then a three-byte 0 ("80 80 00").
+  p.values = {BlockSpec::Raw(Bytes().Varint(0).F64(0.25).Varint(0).F64(0.125))};
+  r = Decode(with_shapes(one_shape("\x81\x00\x80\x80\x00"s)));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(DiffResults(*r, ExampleResult()), "");
+  // Cut inside a two-byte index, and a repeat after an in-place index.
+  ExpectReadFails(with_shapes(one_shape("\x01\x80"s)), 0, "shape keys");
+  ExpectReadFails(with_shapes(one_shape("\x01\x81\x00"s)), 0, "repeated");
 }
 
 TEST(MalformedTest, ShorterThanTheHeader) {

@@ -1,6 +1,7 @@
 #include "codec/rankbin/reader.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <mutex>
@@ -24,6 +25,27 @@ namespace {
 
 constexpr char kContext[] = "rankbin";
 constexpr uint32_t kNone = UINT32_MAX;
+
+// Per type code, for ParseSimpleKeys: whether it is a code of this version
+// with no params (INT, FLOAT, DOUBLE, STRING), and then its Key fields as
+// ParseKeys sets them: the fixed value width and the run code (a double or
+// float).
+struct SimpleCode {
+  bool simple = false;
+  uint8_t fixed_size = 0;
+  uint8_t run_code = 0;
+};
+constexpr std::array<SimpleCode, 256> MakeSimpleCodes() {
+  std::array<SimpleCode, 256> codes{};
+  for (TypeCode type : {TypeCode::kInt, TypeCode::kFloat, TypeCode::kDouble, TypeCode::kString}) {
+    const auto code = static_cast<uint8_t>(type);
+    const bool runs = type == TypeCode::kDouble || type == TypeCode::kFloat;
+    codes[code] = {true, static_cast<uint8_t>(ValueSerializer::FixedSize(code)),
+                   static_cast<uint8_t>(runs ? code : 0)};
+  }
+  return codes;
+}
+constexpr std::array<SimpleCode, 256> kSimpleCodes = MakeSimpleCodes();
 
 absl::Status Corrupt(absl::string_view what) {
   return absl::DataLossError(absl::StrCat(kContext, ": ", what));
@@ -134,6 +156,15 @@ class RankbinView final : public ResultView {
   };
 
   absl::Status ParseKeys(absl::string_view body, size_t base);
+  // ParseKeys's common case, read in place from r: keys k, k + 1, ...
+  // while each entry is a one-byte length, a type code of this version
+  // with no params, and a name of under 128 bytes (what writers write for
+  // every key but a dictionary's). Returns the first key it did not read
+  // (count when it read them all), with r just before that key's entry.
+  // Through the Reader each entry stored and reloaded its position, and
+  // one Open of a 3000-key payload took ~16 µs.
+  uint64_t ParseSimpleKeys(coding::Reader& r, uint64_t k, uint64_t count,
+                           uint32_t* model_index);
   absl::Status ParseShapes(absl::string_view body, size_t base);
   absl::Status ParseItems(absl::string_view body, size_t base);
   absl::Status ParseColumn(absl::string_view body, size_t base, const char* name,
@@ -309,6 +340,39 @@ absl::Status RankbinView::Parse() {
   return absl::OkStatus();
 }
 
+uint64_t RankbinView::ParseSimpleKeys(coding::Reader& r, uint64_t k, uint64_t count,
+                                      uint32_t* model_index) {
+  const char* p = r.position();
+  const char* const end = p + r.remaining();
+  uint32_t next_model = *model_index;
+  for (; k < count; ++k) {
+    // entry_length (one byte), type, name length (one byte), name: the
+    // entry is exactly its type and name, of a type this reader knows and
+    // that has no params. Anything else is left to ParseKeys.
+    if (end - p < 3) break;
+    const auto length = static_cast<uint8_t>(p[0]);
+    const auto code = static_cast<uint8_t>(p[1]);
+    const auto name_length = static_cast<uint8_t>(p[2]);
+    if (length >= 0x80 || name_length >= 0x80 || length != 2 + name_length ||
+        end - p - 1 < length) {
+      break;
+    }
+    const SimpleCode& simple = kSimpleCodes[code];
+    if (!simple.simple) break;
+    Key& key = keys_[k];
+    key.code = code;
+    key.fixed_size = simple.fixed_size;
+    key.run_code = simple.run_code;
+    key.name = absl::string_view(p + 3, name_length);
+    key.dict_begin = static_cast<uint32_t>(dict_.size());
+    key.model_index = next_model++;
+    p += 1 + length;
+  }
+  *model_index = next_model;
+  r.Skip(static_cast<uint64_t>(p - r.position()), "key entry");
+  return k;
+}
+
 absl::Status RankbinView::ParseKeys(absl::string_view body, size_t base) {
   coding::Reader r(body, kContext, base);
   const uint64_t count = r.Count(Serializer<KeyEntry>::kMinBytes, "key count");
@@ -317,6 +381,8 @@ absl::Status RankbinView::ParseKeys(absl::string_view body, size_t base) {
   uint32_t model_index = 0;
   KeyEntry entry;
   for (uint64_t k = 0; k < count; ++k) {
+    k = ParseSimpleKeys(r, k, count, &model_index);
+    if (k == count) break;
     const absl::string_view entry_body = r.LengthPrefixed("key entry");
     if (!r.ok()) return r.status();
     Key& key = keys_[k];

@@ -149,7 +149,32 @@ struct IndexSetSerializer {
       return 0;
     }
     uint32_t* out = alloc(n);
-    for (uint64_t read = 0; read < n; ++read) {
+    // The common case (one- and two-byte indexes, all valid) in locals:
+    // through the Reader, every index stored and reloaded its position and
+    // status, since the Reader's error path is out of line. The first
+    // index this loop does not take (longer, out of range, repeated, cut
+    // short) is read again below, by the Reader, which reports it.
+    uint64_t read = 0;
+    {
+      const char* p = r.position();
+      const char* const end = p + r.remaining();
+      for (; read < n; ++read) {
+        if (p == end) break;
+        uint32_t e = static_cast<uint8_t>(p[0]);
+        size_t len = 1;
+        if (e >= 0x80) {
+          if (end - p < 2 || static_cast<uint8_t>(p[1]) >= 0x80) break;
+          e = (e & 0x7f) | static_cast<uint32_t>(static_cast<uint8_t>(p[1])) << 7;
+          len = 2;
+        }
+        if (e >= bound || stamps[e] == stamp) break;
+        stamps[e] = stamp;
+        out[read] = e;
+        p += len;
+      }
+      r.Skip(static_cast<uint64_t>(p - r.position()), what);
+    }
+    for (; read < n; ++read) {
       const uint32_t e = r.Varint32(what);
       if (!r.ok()) break;
       if (e >= bound || stamps[e] == stamp) {
@@ -288,7 +313,7 @@ struct Serializer<BlockEntry> {
 // codes are skipped by wire class.
 struct ValueSerializer {
   // Bytes of a fixed-width code, 0 for variable-width codes.
-  static size_t FixedSize(uint8_t code) {
+  static constexpr size_t FixedSize(uint8_t code) {
     switch (WireClassOf(code)) {
       case WireClass::kFixed32:
         return 4;
