@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "codec/codec.h"
 #include "codec/coding.h"
 #include "codec/rankbin/format.h"
@@ -103,12 +104,12 @@ struct Serializer<absl::string_view> {
 template <typename T>
 struct Serializer<std::vector<T>> {
   static constexpr uint64_t kMinBytes = 1;
-  static size_t Size(const std::vector<T>& v) {
+  static size_t Size(absl::Span<const T> v) {
     size_t n = coding::VarintLength(v.size());
     for (const T& e : v) n += Serializer<T>::Size(e);
     return n;
   }
-  static void Write(coding::Writer& w, const std::vector<T>& v) {
+  static void Write(coding::Writer& w, absl::Span<const T> v) {
     w.PutVarint64(v.size());
     for (const T& e : v) Serializer<T>::Write(w, e);
   }
@@ -204,24 +205,34 @@ struct KeyEntry {
 template <>
 struct Serializer<KeyEntry> {
   static constexpr uint64_t kMinBytes = 3;
-  static size_t BodySize(const KeyEntry& e) {
-    size_t n = 1 + Serializer<absl::string_view>::Size(e.name);
-    if (e.type_code == static_cast<uint8_t>(TypeCode::kStringDict)) {
-      n += Serializer<std::vector<absl::string_view>>::Size(e.dict);
+  // An entry from its parts: `dict` is read only for kStringDict. (The
+  // writer passes a key's dictionary as a view of its own entries; building
+  // a KeyEntry copied it, twice per encode.)
+  static size_t BodySize(uint8_t type_code, absl::string_view name,
+                         absl::Span<const absl::string_view> dict) {
+    size_t n = 1 + Serializer<absl::string_view>::Size(name);
+    if (type_code == static_cast<uint8_t>(TypeCode::kStringDict)) {
+      n += Serializer<std::vector<absl::string_view>>::Size(dict);
     }
     return n;
   }
-  static size_t Size(const KeyEntry& e) {
-    size_t body = BodySize(e);
+  static size_t Size(uint8_t type_code, absl::string_view name,
+                     absl::Span<const absl::string_view> dict) {
+    size_t body = BodySize(type_code, name, dict);
     return coding::VarintLength(body) + body;
   }
-  static void Write(coding::Writer& w, const KeyEntry& e) {
-    w.PutVarint64(BodySize(e));
-    w.PutByte(e.type_code);
-    w.PutLengthPrefixed(e.name);
-    if (e.type_code == static_cast<uint8_t>(TypeCode::kStringDict)) {
-      Serializer<std::vector<absl::string_view>>::Write(w, e.dict);
+  static void Write(coding::Writer& w, uint8_t type_code, absl::string_view name,
+                    absl::Span<const absl::string_view> dict) {
+    w.PutVarint64(BodySize(type_code, name, dict));
+    w.PutByte(type_code);
+    w.PutLengthPrefixed(name);
+    if (type_code == static_cast<uint8_t>(TypeCode::kStringDict)) {
+      Serializer<std::vector<absl::string_view>>::Write(w, dict);
     }
+  }
+  static size_t Size(const KeyEntry& e) { return Size(e.type_code, e.name, e.dict); }
+  static void Write(coding::Writer& w, const KeyEntry& e) {
+    Write(w, e.type_code, e.name, e.dict);
   }
   // The entry whose body (after its length) `body` is, read from `r`'s
   // input; views point into it. Fails `r` on a malformed body.

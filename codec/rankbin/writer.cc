@@ -769,9 +769,7 @@ size_t Encoder::BlockSectionBound(const std::vector<uint64_t>& raw_sizes, bool c
 void Encoder::WriteKeys(coding::Writer& w) {
   w.PutVarint64(r_.keys.size());
   for (size_t k = 0; k < r_.keys.size(); ++k) {
-    KeyEntry entry{s_.key_code[k], r_.keys[k].name, {}};
-    if (s_.key_code[k] == kStringDict) entry.dict = s_.strings[k].entries;
-    Serializer<KeyEntry>::Write(w, entry);
+    Serializer<KeyEntry>::Write(w, s_.key_code[k], r_.keys[k].name, s_.strings[k].entries);
   }
 }
 
@@ -944,9 +942,8 @@ absl::StatusOr<OwnedBuffer> Encoder::Encode() {
 
   size_t keys_bytes = coding::VarintLength(r_.keys.size());
   for (size_t k = 0; k < r_.keys.size(); ++k) {
-    KeyEntry entry{s_.key_code[k], r_.keys[k].name, {}};
-    if (s_.key_code[k] == kStringDict) entry.dict = s_.strings[k].entries;
-    keys_bytes += Serializer<KeyEntry>::Size(entry);
+    keys_bytes += Serializer<KeyEntry>::Size(s_.key_code[k], r_.keys[k].name,
+                                             s_.strings[k].entries);
   }
   // Every shape's entry is already written (WireOrder).
   const size_t shapes_bytes = coding::VarintLength(s_.shapes.size()) + s_.shape_entries.size();
