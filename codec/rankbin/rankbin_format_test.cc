@@ -1394,6 +1394,19 @@ TEST(ReaderTest, ShapeIndexesOfEveryEncodingReadBack) {
   // Cut inside a two-byte index, and a repeat after an in-place index.
   ExpectReadFails(with_shapes(one_shape("\x01\x80"s)), 0, "shape keys");
   ExpectReadFails(with_shapes(one_shape("\x01\x81\x00"s)), 0, "repeated");
+  // SHAPES as the payload's last section, ending in a two-byte index (so
+  // the payload's last byte), whole and cut: nothing is read past it.
+  const auto shapes_last = [&p](const std::string& shapes) {
+    return p.Header(5) + Payload::Section(1, p.KeysBody()) +
+           Payload::Section(4, Payload::BlocksBody(p.values)) +
+           Payload::Section(5, Payload::BlocksBody(*p.logs)) + Payload::Section(3, p.ItemsBody()) +
+           Payload::Section(2, shapes);
+  };
+  p.values = {BlockSpec::Raw(Bytes().F64(0.25).Varint(0).F64(0.125).Varint(0))};
+  r = Decode(shapes_last(one_shape("\x00\x81\x00"s)));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(DiffResults(*r, ExampleResult()), "");
+  ExpectReadFails(shapes_last(one_shape("\x00\x81"s)), 0, "shape keys");
 }
 
 TEST(MalformedTest, ShorterThanTheHeader) {
