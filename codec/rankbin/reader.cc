@@ -169,10 +169,11 @@ class RankbinView final : public ResultView {
   // ParseKeys's common case, read in place from r: keys k, k + 1, ...
   // while each entry is a one-byte length, a type code of this version
   // with no params, and a name (so of at most 125 bytes, with a one-byte
-  // length): what writers write for every key but a dictionary's. Returns the first key it did not read
-  // (count when it read them all), with r just before that key's entry.
-  // Through the Reader each entry stored and reloaded its position, and
-  // one Open of a 3000-key payload took ~16 µs.
+  // length): what writers write for every key but a dictionary's.
+  // Returns the first key it did not read (count when it read them all),
+  // with r just before that key's entry. Through the Reader each entry
+  // stored and reloaded its position, and one Open of a 3000-key payload
+  // took ~16 µs.
   uint64_t ParseSimpleKeys(coding::Reader& r, uint64_t k, uint64_t count,
                            uint32_t* model_index);
   absl::Status ParseShapes(absl::string_view body, size_t base);
