@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cassert>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -289,13 +290,18 @@ class RankbinView final : public ResultView {
       slots_ = std::allocator<Shape>().allocate(n);
       capacity_ = n;
     }
-    // Constructs the next slot (slot i, when i have been) and returns it.
-    Shape& ConstructNext() {
-      Shape* next = new (&slots_[constructed_]) Shape();
-      ++constructed_;
-      return *next;
+    // Slot i, constructed first if it is the next one. Indexed rather than
+    // "the next slot", so a parse that left early after constructing its
+    // slot (an exception from an allocation) cannot shift later shapes
+    // into the wrong slots: the retry gets the same slot again.
+    Shape& Slot(size_t i) {
+      assert(i <= constructed_ && i < capacity_);
+      if (i == constructed_) {
+        new (&slots_[i]) Shape();
+        ++constructed_;
+      }
+      return slots_[i];
     }
-    size_t constructed() const { return constructed_; }
     const Shape& operator[](size_t i) const { return slots_[i]; }
 
    private:
@@ -482,9 +488,9 @@ absl::Status RankbinView::ParseShapesUpTo(uint64_t s) const {
   coding::Reader r(shapes_body_.substr(shapes_next_), kContext, shapes_base_ + shapes_next_);
   if (shape_stamps_ == nullptr) shape_stamps_.reset(new uint32_t[keys_.size() + 1]());
   for (; ready <= s; ++ready) {
-    // Shape `ready` is the next to construct: a shape that failed to parse
-    // is constructed too, but stops every later call (shapes_status_).
-    Shape& shape = shapes_.ConstructNext();
+    // A shape that failed to parse is constructed too, but stops every
+    // later call (shapes_status_).
+    Shape& shape = shapes_.Slot(ready);
     // Stamps start at 0, so the first set gets 1; after 2^32 - 1 sets they
     // are cleared and counting starts again.
     if (++shape_stamp_ == 0) {
