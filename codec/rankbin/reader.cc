@@ -522,11 +522,16 @@ absl::Status RankbinView::ParseShapesUpTo(uint64_t s) const {
       out_runs[j] = run;
       next_code = code;
     }
+    // The offset moves with the ready count, so an exception from a later
+    // shape's allocation cannot leave it behind (the retry would parse
+    // that shape from an earlier shape's bytes); and the last shape is
+    // published only if nothing follows it, so the error sticks for every
+    // reader, not just the one whose read parsed it.
+    shapes_next_ = shapes_body_.size() - r.remaining();
+    if (ready + 1 == shape_count_ && !r.empty()) {
+      return shapes_status_ = Corrupt(absl::StrCat(r.remaining(), " bytes after the last shape"));
+    }
     shapes_ready_.store(ready + 1, std::memory_order_release);
-  }
-  shapes_next_ = shapes_body_.size() - r.remaining();
-  if (ready == shape_count_ && !r.empty()) {
-    return shapes_status_ = Corrupt(absl::StrCat(r.remaining(), " bytes after the last shape"));
   }
   return absl::OkStatus();
 }

@@ -1,0 +1,230 @@
+// Lazy shape parsing (RankbinView::ParseShapesUpTo): many threads reading
+// a result whose every item has its own shape, a SHAPES section cut short,
+// and an allocation that fails in the middle of a parse.
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <numeric>
+#include <random>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "codec/buffer.h"
+#include "codec/codec.h"
+#include "codec/rank_result.h"
+#include "codec/rankbin/reader.h"
+#include "codec/rankbin/writer.h"
+#include "gtest/gtest.h"
+
+// Array new, which a shape's keys and runs are allocated with, can be made
+// to fail on this thread after `fail_array_new_after` more calls.
+namespace {
+thread_local int fail_array_new_after = -1;
+}  // namespace
+
+void* operator new[](std::size_t n) {
+  if (fail_array_new_after >= 0 && fail_array_new_after-- == 0) throw std::bad_alloc();
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+
+namespace rankwire::rankbin {
+namespace {
+
+constexpr size_t kItems = 500;
+constexpr size_t kKeys = 200;
+constexpr int kThreads = 4;
+
+// Every item its own subset of the keys (20 to 169 of them, in key order),
+// so the writer makes one shape per item, numbered by first use.
+RankResult OneShapePerItem(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  RankResult r;
+  for (size_t k = 0; k < kKeys; ++k) {
+    r.AddKey(absl::StrCat("k", k), k % 10 == 7 ? MetricType::kInt : MetricType::kDouble);
+  }
+  std::vector<uint32_t> order(kKeys);
+  std::iota(order.begin(), order.end(), 0);
+  for (size_t i = 0; i < kItems; ++i) {
+    RankedItem& item = r.items.emplace_back();
+    item.item_id = absl::StrCat("sku-", i);
+    item.score = 1.0 / static_cast<double>(i + 1);
+    item.position = static_cast<uint32_t>(i + 1);
+    std::shuffle(order.begin(), order.end(), rng);
+    std::vector<uint32_t> keys(order.begin(), order.begin() + 20 + i % 150);
+    std::sort(keys.begin(), keys.end());
+    for (uint32_t k : keys) {
+      item.metrics.push_back({k, r.keys[k].type == MetricType::kInt
+                                     ? MetricValue::Int(static_cast<int64_t>(i * 1000 + k))
+                                     : MetricValue::Double(static_cast<double>(i) + k / 1000.0)});
+    }
+  }
+  return r;
+}
+
+std::string Encode(const RankResult& r) {
+  absl::StatusOr<OwnedBuffer> b = WriteRankbin(r, {});
+  EXPECT_TRUE(b.ok()) << b.status();
+  return b.ok() ? std::string(b->view()) : std::string();
+}
+
+std::unique_ptr<ResultView> Open(const std::string& bytes) {
+  auto view = OpenRankbin(SharedBytes::FromBuffer(OwnedBuffer::CopyOf(bytes)), {});
+  EXPECT_TRUE(view.ok()) << view.status();
+  return view.ok() ? *std::move(view) : nullptr;
+}
+
+// "" when item i reads back as written; the error or the difference if not.
+std::string Check(const RankResult& r, const ResultView& view, size_t i) {
+  std::vector<std::pair<std::string, double>> got;
+  absl::Status s = view.ForEachMetric(i, [&](uint32_t key, const MetricRef& m) {
+    got.emplace_back(view.keys()[key].name, m.type() == MetricType::kInt
+                                                ? static_cast<double>(m.int_value())
+                                                : m.double_value());
+  });
+  if (!s.ok()) return absl::StrCat("item ", i, ": ", s.ToString());
+  std::vector<std::pair<std::string, double>> want;
+  for (const MetricEntry& e : r.items[i].metrics) {
+    want.emplace_back(r.keys[e.key].name, e.value.type() == MetricType::kInt
+                                              ? static_cast<double>(e.value.int_value())
+                                              : e.value.double_value());
+  }
+  std::sort(got.begin(), got.end());
+  std::sort(want.begin(), want.end());
+  if (got != want) {
+    return absl::StrCat("item ", i, ": ", got.size(), " metrics read, ", want.size(),
+                        " written, or a value differs");
+  }
+  return "";
+}
+
+// Reads every item from kThreads threads, each in its own order (forward,
+// backward, shuffled, a stride), and returns the first unexpected outcome:
+// items before `first_bad` must read back as written, the others must fail
+// with DATA_LOSS.
+std::string ReadFromThreads(const RankResult& r, const ResultView& view, size_t first_bad,
+                            uint64_t seed) {
+  std::vector<std::vector<size_t>> orders(kThreads, std::vector<size_t>(kItems));
+  for (std::vector<size_t>& o : orders) std::iota(o.begin(), o.end(), 0);
+  std::reverse(orders[1].begin(), orders[1].end());
+  std::mt19937_64 rng(seed);
+  std::shuffle(orders[2].begin(), orders[2].end(), rng);
+  for (size_t i = 0; i < kItems; ++i) orders[3][i] = (i * 37) % kItems;
+  std::vector<std::string> first(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (size_t i : orders[t]) {
+        const std::string e = Check(r, view, i);
+        const bool ok = i < first_bad ? e.empty() : e.find("DATA_LOSS") != std::string::npos;
+        if (!ok && first[t].empty()) first[t] = absl::StrCat("[", e, "] item ", i);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::string& f : first) {
+    if (!f.empty()) return f;
+  }
+  return "";
+}
+
+TEST(ShapeParseTest, ThreadsReadingOneShapePerItemAgree) {
+  const RankResult r = OneShapePerItem(1);
+  const std::string bytes = Encode(r);
+  for (int round = 0; round < 10; ++round) {
+    std::unique_ptr<ResultView> view = Open(bytes);
+    ASSERT_NE(view, nullptr);
+    EXPECT_EQ(ReadFromThreads(r, *view, kItems, round), "") << "round " << round;
+    EXPECT_TRUE(view->Materialize().ok());
+  }
+}
+
+// Where the SHAPES section's body and each shape start, from the section
+// table (docs/FORMAT.md: the header's section count at bytes 6-7, then
+// 5-byte entries: id, fixed32 length).
+struct ShapesLayout {
+  size_t length_at = 0;
+  size_t body = 0;
+  size_t size = 0;
+  std::vector<size_t> shape_at;
+};
+
+uint64_t ReadVarint(const std::string& s, size_t* at) {
+  uint64_t v = 0;
+  for (int shift = 0;; shift += 7) {
+    const uint8_t b = static_cast<uint8_t>(s[(*at)++]);
+    v |= uint64_t{b & 0x7fu} << shift;
+    if (b < 0x80) return v;
+  }
+}
+
+ShapesLayout LayoutOf(const std::string& s) {
+  ShapesLayout l;
+  const size_t sections = static_cast<uint8_t>(s[6]) | static_cast<uint8_t>(s[7]) << 8;
+  for (size_t n = 0, at = 8; n < sections; ++n) {
+    uint32_t size;
+    std::memcpy(&size, s.data() + at + 1, 4);
+    if (s[at] == 2) {
+      l.length_at = at + 1;
+      l.body = at + 5;
+      l.size = size;
+    }
+    at += 5 + size;
+  }
+  size_t at = l.body;
+  for (uint64_t k = 0, count = ReadVarint(s, &at); k < count; ++k) {
+    l.shape_at.push_back(at);
+    for (uint64_t j = 0, n = ReadVarint(s, &at); j < n; ++j) ReadVarint(s, &at);
+  }
+  EXPECT_EQ(at, l.body + l.size);
+  return l;
+}
+
+TEST(ShapeParseTest, ThreadsSeeACutShortSectionFailFromTheCutOn) {
+  const RankResult r = OneShapePerItem(3);
+  const std::string bytes = Encode(r);
+  const ShapesLayout l = LayoutOf(bytes);
+  ASSERT_EQ(l.shape_at.size(), kItems);
+  // Shape 300 keeps its count and two key indexes; the rest is cut.
+  constexpr size_t kCut = 300;
+  const size_t cut = l.shape_at[kCut] + 3;
+  std::string bad = bytes.substr(0, cut) + bytes.substr(l.body + l.size);
+  const uint32_t size = static_cast<uint32_t>(cut - l.body);
+  std::memcpy(&bad[l.length_at], &size, 4);
+  for (int round = 0; round < 10; ++round) {
+    std::unique_ptr<ResultView> view = Open(bad);
+    ASSERT_NE(view, nullptr);
+    EXPECT_EQ(ReadFromThreads(r, *view, kCut, 100 + round), "") << "round " << round;
+    EXPECT_FALSE(view->Materialize().ok());
+  }
+}
+
+// A read that parses shapes 1 to 5 and whose allocation for shape 3 throws:
+// a later read must still parse shape 3 from its own bytes.
+TEST(ShapeParseTest, AFailedAllocationMidParseLeavesLaterShapesRight) {
+  const RankResult r = OneShapePerItem(5);
+  std::unique_ptr<ResultView> view = Open(Encode(r));
+  ASSERT_NE(view, nullptr);
+  ASSERT_EQ(Check(r, *view, 0), "");  // Shape 0 and the parse's scratch.
+  fail_array_new_after = 2;           // Shapes 1 and 2 are allocated, 3 throws.
+  bool threw = false;
+  try {
+    static_cast<void>(view->ForEachMetric(5, [](uint32_t, const MetricRef&) {}));
+  } catch (const std::bad_alloc&) {
+    threw = true;
+  }
+  fail_array_new_after = -1;
+  ASSERT_TRUE(threw);
+  for (size_t i = 0; i < 20; ++i) EXPECT_EQ(Check(r, *view, i), "");
+  EXPECT_TRUE(view->Materialize().ok());
+}
+
+}  // namespace
+}  // namespace rankwire::rankbin
