@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "absl/base/attributes.h"
-#include "absl/base/call_once.h"
 #include "absl/base/optimization.h"
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -138,7 +137,11 @@ class RankbinView final : public ResultView {
     uint32_t stored_size = 0;
     uint32_t raw_size = 0;
     const char* stored = nullptr;
-    mutable absl::once_flag once;
+    // std::call_once, not absl::call_once: when the body throws (a failed
+    // allocation), std's leaves the flag unset for a retry, where Abseil's
+    // (20220623) left it "running" and every later read of the block
+    // waited forever. The same holds for the two flags below.
+    mutable std::once_flag once;
     mutable std::unique_ptr<char[]> data;
     mutable absl::Status status;
   };
@@ -247,10 +250,10 @@ class RankbinView final : public ResultView {
   absl::Status UniqueNames() const;
   // The keys a model sees (known types), in order, appended to `out`.
   void ModelKeys(std::vector<MetricKey>* out) const;
-  mutable absl::once_flag names_once_;
+  mutable std::once_flag names_once_;
   mutable absl::flat_hash_map<absl::string_view, uint32_t> by_name_;
   mutable absl::Status names_status_;
-  mutable absl::once_flag model_keys_once_;
+  mutable std::once_flag model_keys_once_;
   mutable std::vector<MetricKey> model_keys_;
 
   // Guards the lazy parsing of SHAPES and of the block directories.
@@ -634,14 +637,15 @@ absl::Status RankbinView::LocateBlocksUpTo(const Column& column, uint64_t b) con
                  data.remaining(), " bytes left)"));
     }
     block.stored = data.Bytes(block.stored_size, "block data").data();
+    // Moves with the ready count: a later chunk's allocation may throw.
+    column.next = column.data.size() - data.remaining();
     column.ready.store(ready + 1, std::memory_order_release);
   }
-  column.next = column.data.size() - data.remaining();
   return absl::OkStatus();
 }
 
 absl::Status RankbinView::Names() const {
-  absl::call_once(names_once_, [this] {
+  std::call_once(names_once_, [this] {
     by_name_.reserve(keys_.size());
     for (size_t k = 0; k < keys_.size(); ++k) {
       if (keys_[k].model_index == kNone) continue;
@@ -677,7 +681,7 @@ void RankbinView::ModelKeys(std::vector<MetricKey>* out) const {
 }
 
 absl::Span<const MetricKey> RankbinView::keys() const {
-  absl::call_once(model_keys_once_, [this] { ModelKeys(&model_keys_); });
+  std::call_once(model_keys_once_, [this] { ModelKeys(&model_keys_); });
   return model_keys_;
 }
 
@@ -716,7 +720,7 @@ absl::StatusOr<absl::string_view> RankbinView::BlockData(const Column& column,
   if (block.codec == BlockCodec::kRaw) {
     return absl::string_view(block.stored, block.raw_size);
   }
-  absl::call_once(block.once, [&] {
+  std::call_once(block.once, [&] {
     const absl::string_view frame(block.stored, block.stored_size);
     // From version 1.1 every frame carries zstd's content checksum, which
     // the decompression verifies; a 1.0 payload's frames may lack it.

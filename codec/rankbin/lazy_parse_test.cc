@@ -1,6 +1,7 @@
-// Lazy shape parsing (RankbinView::ParseShapesUpTo): many threads reading
-// a result whose every item has its own shape, a SHAPES section cut short,
-// and an allocation that fails in the middle of a parse.
+// The lazy reader's shapes and blocks (RankbinView::ParseShapesUpTo,
+// LocateBlocksUpTo, BlockData, keys()): many threads reading a result whose
+// every item has its own shape, a SHAPES section cut short, and
+// allocations that fail in the middle of a parse.
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <utility>
 #include <vector>
 
@@ -21,10 +23,12 @@
 #include "codec/rankbin/writer.h"
 #include "gtest/gtest.h"
 
-// Array new, which a shape's keys and runs are allocated with, can be made
-// to fail on this thread after `fail_array_new_after` more calls.
+// Array new (a shape's keys and runs, a chunk of blocks, a decompressed
+// block) and plain new (vectors) can be made to fail on this thread after
+// that many more calls.
 namespace {
 thread_local int fail_array_new_after = -1;
+thread_local int fail_new_after = -1;
 }  // namespace
 
 void* operator new[](std::size_t n) {
@@ -34,6 +38,22 @@ void* operator new[](std::size_t n) {
 }
 void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+// GCC sees std::allocator's new inlined next to this free() and warns of
+// a mismatch; both are this file's replacements, which match.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+void* operator new(std::size_t n) {
+  if (fail_new_after >= 0 && fail_new_after-- == 0) throw std::bad_alloc();
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 namespace rankwire::rankbin {
 namespace {
@@ -117,9 +137,7 @@ std::string ReadFromThreads(const RankResult& r, const ResultView& view, size_t 
   std::mt19937_64 rng(seed);
   std::shuffle(orders[2].begin(), orders[2].end(), rng);
   for (size_t i = 0; i < kItems; ++i) orders[3][i] = (i * 37) % kItems;
-  // keys() is built once under absl::call_once; built here first, a TSan
-  // run sees only the shapes' own synchronization (Debian's Abseil is not
-  // instrumented, so TSan cannot see call_once's).
+  // keys() is built here first, so the threads race only on the shapes.
   static_cast<void>(view.keys());
   std::vector<std::string> first(kThreads);
   std::vector<std::thread> threads;
@@ -228,6 +246,127 @@ TEST(ShapeParseTest, AFailedAllocationMidParseLeavesLaterShapesRight) {
   ASSERT_TRUE(threw);
   for (size_t i = 0; i < 20; ++i) EXPECT_EQ(Check(r, *view, i), "");
   EXPECT_TRUE(view->Materialize().ok());
+}
+
+// Blocks: 5000 items of varying sizes (a string whose length depends on
+// the item), 16 to a block, so 313 blocks per column of differing sizes,
+// and a block read from another block's bytes reads wrong values.
+constexpr size_t kBlockedItems = 5000;
+constexpr uint32_t kBlockItems = 16;
+
+RankResult VaryingItems() {
+  RankResult r;
+  r.AddKey("a", MetricType::kDouble);
+  r.AddKey("b", MetricType::kInt);
+  r.AddKey("s", MetricType::kString);
+  for (size_t i = 0; i < kBlockedItems; ++i) {
+    RankedItem& item = r.items.emplace_back();
+    item.item_id = absl::StrCat("sku-", i);
+    item.score = 1.0 / static_cast<double>(i + 1);
+    item.position = static_cast<uint32_t>(i + 1);
+    item.metrics.push_back({0, MetricValue::Double(static_cast<double>(i) + 0.25)});
+    item.metrics.push_back({1, MetricValue::Int(static_cast<int64_t>(i * 7))});
+    item.metrics.push_back(
+        {2, MetricValue::String(absl::StrCat("value-", i, std::string(i % 13, 'x')))});
+    item.log = absl::StrCat("log line for item ", i, std::string(i % 7, 'y'));
+  }
+  return r;
+}
+
+std::string EncodeBlocks(const RankResult& r, bool compress) {
+  WriterOptions o;
+  o.block_items = kBlockItems;
+  if (compress) {
+    o.compress_values = o.compress_string_values = o.compress_logs = true;
+    o.min_saving = -1.0;  // Keep every compressed block.
+  }
+  absl::StatusOr<OwnedBuffer> b = WriteRankbin(r, o);
+  EXPECT_TRUE(b.ok()) << b.status();
+  return b.ok() ? std::string(b->view()) : std::string();
+}
+
+// "" when item i of VaryingItems() reads back as written: its metrics, and
+// its log (the LOGS column's block).
+std::string CheckBlocks(const RankResult& r, const ResultView& view, size_t i) {
+  const RankedItem& want = r.items[i];
+  int seen = 0;
+  bool same = true;
+  absl::Status s = view.ForEachMetric(i, [&](uint32_t key, const MetricRef& m) {
+    ++seen;
+    const MetricValue& w = want.metrics[key].value;
+    same &= key == 0   ? m.double_value() == w.double_value()
+            : key == 1 ? m.int_value() == w.int_value()
+                       : m.string_value() == w.string_value();
+  });
+  if (!s.ok()) return absl::StrCat("item ", i, ": ", s.ToString());
+  if (!same || seen != 3) return absl::StrCat("item ", i, ": metrics differ");
+  absl::StatusOr<ItemRef> item = view.Item(i);
+  if (!item.ok()) return absl::StrCat("item ", i, ": ", item.status().ToString());
+  absl::StatusOr<absl::string_view> log = item->Log();
+  if (!log.ok()) return absl::StrCat("item ", i, ": ", log.status().ToString());
+  return *log == want.log ? "" : absl::StrCat("item ", i, ": log differs");
+}
+
+// A read that locates blocks 8 to 20 and whose allocation of the chunk for
+// blocks 16-23 throws: blocks 8-15 are published, and a later read must
+// still locate block 16 from its own bytes.
+TEST(LazyBlocksTest, AFailedChunkAllocationMidLocateLeavesLaterBlocksRight) {
+  const RankResult r = VaryingItems();
+  for (bool compress : {false, true}) {
+    std::unique_ptr<ResultView> view = Open(EncodeBlocks(r, compress));
+    ASSERT_NE(view, nullptr);
+    ASSERT_EQ(CheckBlocks(r, *view, 0), "");  // Both columns' chunk 0.
+    fail_array_new_after = 1;                 // Chunk 1 is allocated, chunk 2 throws.
+    bool threw = false;
+    try {
+      static_cast<void>(view->ForEachMetric(20 * kBlockItems, [](uint32_t, const MetricRef&) {}));
+    } catch (const std::bad_alloc&) {
+      threw = true;
+    }
+    fail_array_new_after = -1;
+    ASSERT_TRUE(threw);
+    for (size_t i = 0; i < 40 * kBlockItems; i += 3) {
+      ASSERT_EQ(CheckBlocks(r, *view, i), "") << "compress " << compress;
+    }
+    EXPECT_TRUE(view->Materialize().ok()) << "compress " << compress;
+  }
+}
+
+// A decompressed block's buffer, or keys(), whose allocation throws: the
+// next call must try again (absl::call_once left its flag "running", and
+// every later call waited forever). In a child process with an alarm, so a
+// hang fails the test instead of the run.
+TEST(LazyBlocksDeathTest, AFailedAllocationInACallOnceIsRetried) {
+  ::testing::FLAGS_gtest_death_test_style = "threadsafe";
+  const RankResult r = VaryingItems();
+  const std::string bytes = EncodeBlocks(r, true);
+  EXPECT_EXIT(
+      {
+        alarm(10);
+        std::unique_ptr<ResultView> view = Open(bytes);
+        if (CheckBlocks(r, *view, 0) != "") _exit(2);
+        const size_t item = 5 * kBlockItems;
+        fail_array_new_after = 0;  // Block 5's decompression buffer.
+        bool threw = false;
+        try {
+          static_cast<void>(view->ForEachMetric(item, [](uint32_t, const MetricRef&) {}));
+        } catch (const std::bad_alloc&) {
+          threw = true;
+        }
+        fail_array_new_after = -1;
+        if (!threw || CheckBlocks(r, *view, item) != "") _exit(3);
+        std::unique_ptr<ResultView> fresh = Open(bytes);
+        fail_new_after = 0;  // keys()'s vector.
+        threw = false;
+        try {
+          static_cast<void>(fresh->keys());
+        } catch (const std::bad_alloc&) {
+          threw = true;
+        }
+        fail_new_after = -1;
+        _exit(threw && fresh->keys().size() == 3 ? 0 : 4);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace
