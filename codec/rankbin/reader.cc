@@ -88,6 +88,29 @@ class ABSL_SCOPED_LOCKABLE ViewLock {
   ViewMutex* const mu_;
 };
 
+// Runs a step once, for a view shared by threads; if the step throws (a
+// failed allocation), the next call runs it again. absl::call_once
+// (20220623) left its flag "running" when the body threw, so every later
+// call waited forever; std::call_once retries, but glibc's pthread_once
+// makes a futex syscall after every first run (+16 % on a rankbin-zstd
+// top-10 read, which decompresses two blocks). Uncontended, this is an
+// atomic load, and a lock only on the first call.
+class RetryableOnce {
+ public:
+  template <typename F>
+  void Call(F&& step) {
+    if (done_.load(std::memory_order_acquire)) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (done_.load(std::memory_order_relaxed)) return;
+    step();
+    done_.store(true, std::memory_order_release);
+  }
+
+ private:
+  std::atomic<bool> done_{false};
+  std::mutex mu_;
+};
+
 class RankbinView final : public ResultView {
  public:
   RankbinView(SharedBytes bytes, const ReaderOptions& options)
@@ -137,11 +160,7 @@ class RankbinView final : public ResultView {
     uint32_t stored_size = 0;
     uint32_t raw_size = 0;
     const char* stored = nullptr;
-    // std::call_once, not absl::call_once: when the body throws (a failed
-    // allocation), std's leaves the flag unset for a retry, where Abseil's
-    // (20220623) left it "running" and every later read of the block
-    // waited forever. The same holds for the two flags below.
-    mutable std::once_flag once;
+    mutable RetryableOnce once;
     mutable std::unique_ptr<char[]> data;
     mutable absl::Status status;
   };
@@ -250,10 +269,10 @@ class RankbinView final : public ResultView {
   absl::Status UniqueNames() const;
   // The keys a model sees (known types), in order, appended to `out`.
   void ModelKeys(std::vector<MetricKey>* out) const;
-  mutable std::once_flag names_once_;
+  mutable RetryableOnce names_once_;
   mutable absl::flat_hash_map<absl::string_view, uint32_t> by_name_;
   mutable absl::Status names_status_;
-  mutable std::once_flag model_keys_once_;
+  mutable RetryableOnce model_keys_once_;
   mutable std::vector<MetricKey> model_keys_;
 
   // Guards the lazy parsing of SHAPES and of the block directories.
@@ -645,7 +664,7 @@ absl::Status RankbinView::LocateBlocksUpTo(const Column& column, uint64_t b) con
 }
 
 absl::Status RankbinView::Names() const {
-  std::call_once(names_once_, [this] {
+  names_once_.Call([this] {
     by_name_.reserve(keys_.size());
     for (size_t k = 0; k < keys_.size(); ++k) {
       if (keys_[k].model_index == kNone) continue;
@@ -681,7 +700,7 @@ void RankbinView::ModelKeys(std::vector<MetricKey>* out) const {
 }
 
 absl::Span<const MetricKey> RankbinView::keys() const {
-  std::call_once(model_keys_once_, [this] { ModelKeys(&model_keys_); });
+  model_keys_once_.Call([this] { ModelKeys(&model_keys_); });
   return model_keys_;
 }
 
@@ -720,7 +739,7 @@ absl::StatusOr<absl::string_view> RankbinView::BlockData(const Column& column,
   if (block.codec == BlockCodec::kRaw) {
     return absl::string_view(block.stored, block.raw_size);
   }
-  std::call_once(block.once, [&] {
+  block.once.Call([&] {
     const absl::string_view frame(block.stored, block.stored_size);
     // From version 1.1 every frame carries zstd's content checksum, which
     // the decompression verifies; a 1.0 payload's frames may lack it.
