@@ -21,6 +21,9 @@ endif()
 if(_rankwire_malloc STREQUAL "jemalloc")
   find_library(RANKWIRE_JEMALLOC_LIBRARY NAMES jemalloc REQUIRED)
   set(_rankwire_malloc_lib ${RANKWIRE_JEMALLOC_LIBRARY})
+  # Compiled into every executable that links rankwire::malloc (never into
+  # a library, so the symbol is defined once): jemalloc_conf.cc says why.
+  target_sources(rankwire_malloc INTERFACE ${CMAKE_CURRENT_LIST_DIR}/jemalloc_conf.cc)
 elseif(_rankwire_malloc STREQUAL "tcmalloc")
   # The minimal variant: the allocator without the heap profiler.
   find_library(RANKWIRE_TCMALLOC_LIBRARY NAMES tcmalloc_minimal REQUIRED)
@@ -35,4 +38,5 @@ if(_rankwire_malloc_lib)
     "-Wl,--push-state,--no-as-needed" ${_rankwire_malloc_lib} "-Wl,--pop-state")
 endif()
 target_compile_definitions(rankwire_malloc INTERFACE RANKWIRE_MALLOC_NAME="${_rankwire_malloc}")
+set(RANKWIRE_MALLOC_KIND ${_rankwire_malloc})
 message(STATUS "rankwire: allocator ${_rankwire_malloc}")
