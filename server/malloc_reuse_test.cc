@@ -1,16 +1,21 @@
 // The allocator configuration linked into the server and the benchmarks
-// (server/malloc.cmake, jemalloc_conf.cc) keeps freed large extents for
-// reuse: a buffer of 8 MiB or more (a large result's response), freed and
+// (server/malloc.cmake, jemalloc_conf.cc) keeps freed memory of a large
+// result for reuse: a buffer of 8 MiB or more (a large response), freed and
 // asked for again, comes back without faulting its pages in again, on the
-// main thread and on others.
-// Under jemalloc 5.3's defaults each of these faults in every page again
-// (MALLOC_CONF=oversize_threshold:8388608,muzzy_decay_ms:0 brings the
-// defaults back, and these tests then fail).
+// main thread (arena 0) and on another, whether jemalloc sees one CPU (one
+// arena, as under `taskset -c 0`) or several; and the small blocks of a
+// freed large result are reused by the next one.
+//
+// Each fails when its part of jemalloc_conf.cc is undone: the main-thread
+// test without the arena 0 setting (under `taskset -c 0`, the worker-thread
+// test too); both large-buffer tests with MALLOC_CONF=oversize_threshold:8388608;
+// the small-blocks test with MALLOC_CONF=lg_extent_max_active_fit:6.
 #include <sys/resource.h>
 
 #include <cstddef>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -34,6 +39,20 @@ long FaultsToFill(size_t bytes) {
   return ThreadMinorFaults() - before;
 }
 
+// The same for `blocks` allocations of `block` bytes, all live at once (a
+// decoded result's per-item vectors and strings), freed together.
+long FaultsToFillBlocks(size_t blocks, size_t block) {
+  const long before = ThreadMinorFaults();
+  std::vector<std::unique_ptr<char[]>> live;
+  live.reserve(blocks);
+  for (size_t b = 0; b < blocks; ++b) {
+    live.emplace_back(new char[block]);
+    volatile char* p = live.back().get();
+    for (size_t i = 0; i < block; i += kPage) p[i] = 1;
+  }
+  return ThreadMinorFaults() - before;
+}
+
 // The third of three equal rounds: the first faults its pages in, and
 // from then on they should be reused.
 void ExpectReused(size_t bytes) {
@@ -48,12 +67,26 @@ TEST(MallocReuseTest, LargeBufferIsReusedOnTheMainThread) {
   ExpectReused(24u << 20);
 }
 
-TEST(MallocReuseTest, LargeBufferIsReusedOnOtherThreads) {
+TEST(MallocReuseTest, LargeBufferIsReusedOnAWorkerThread) {
   std::thread worker([] {
     ExpectReused(9u << 20);
     ExpectReused(24u << 20);
   });
   worker.join();
+}
+
+// A large result decoded, freed and decoded again: once freed, its many
+// small blocks coalesce into extents of 8 MiB or more, which are now kept;
+// the next result's small blocks must be carved from them, not from fresh
+// pages.
+TEST(MallocReuseTest, SmallBlocksReuseTheExtentsALargeResultFreed) {
+  for (const size_t block : {size_t{256}, size_t{2400}, size_t{6} << 10}) {
+    const size_t blocks = (24u << 20) / block;
+    FaultsToFillBlocks(blocks, block);
+    FaultsToFillBlocks(blocks, block);
+    const long pages = static_cast<long>(blocks * block / kPage);
+    EXPECT_LT(FaultsToFillBlocks(blocks, block), pages / 10) << blocks << " blocks of " << block;
+  }
 }
 
 }  // namespace
