@@ -29,6 +29,8 @@
 // malloc_reuse_test fails without each of the three. The MALLOC_CONF
 // environment variable still overrides the options string, option by
 // option (not the arena 0 setting).
+#include "server/jemalloc_conf.h"
+
 #include <cstddef>
 #include <cstdint>
 
@@ -37,6 +39,7 @@ extern "C" {
 extern const char* malloc_conf;
 const char* malloc_conf = "oversize_threshold:0,lg_extent_max_active_fit:10";
 
+// jemalloc's own declaration (<jemalloc/jemalloc.h> also redeclares malloc).
 int mallctl(const char* name, void* oldp, size_t* oldlenp, void* newp, size_t newlen);
 }
 
@@ -48,3 +51,10 @@ namespace {
 }();
 
 }  // namespace
+
+namespace rankwire {
+
+const char* JemallocOptions() { return malloc_conf; }
+int JemallocArenaZeroStatus() { return kArenaZeroKeepsLargeExtents; }
+
+}  // namespace rankwire

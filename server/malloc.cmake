@@ -6,7 +6,9 @@
 # kernel and faults fresh pages back in on the next request (sysmalloc,
 # madvise and page faults were ~40 % of the server's profile, the encoder
 # < 3 %); jemalloc keeps those extents. BENCHMARKS.md section 3 ("Allocator")
-# has the measurement that chose it. glibc is the fallback and is forced in
+# has the measurement that chose it. jemalloc_conf.cc sets three of its
+# options so that a large result's freed memory is reused too (section 3,
+# "Allocator: large results"). glibc is the fallback and is forced in
 # sanitizer builds (ASan brings its own allocator).
 set(RANKWIRE_MALLOC "jemalloc" CACHE STRING
     "Allocator linked into rankwire-server and the benchmarks: jemalloc, tcmalloc or glibc")
@@ -24,6 +26,8 @@ if(_rankwire_malloc STREQUAL "jemalloc")
   # Compiled into every executable that links rankwire::malloc (never into
   # a library, so the symbol is defined once): jemalloc_conf.cc says why.
   target_sources(rankwire_malloc INTERFACE ${CMAKE_CURRENT_LIST_DIR}/jemalloc_conf.cc)
+  target_compile_definitions(rankwire_malloc INTERFACE RANKWIRE_JEMALLOC_CONF=1)
+  target_include_directories(rankwire_malloc INTERFACE ${PROJECT_SOURCE_DIR})
 elseif(_rankwire_malloc STREQUAL "tcmalloc")
   # The minimal variant: the allocator without the heap profiler.
   find_library(RANKWIRE_TCMALLOC_LIBRARY NAMES tcmalloc_minimal REQUIRED)

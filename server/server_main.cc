@@ -39,6 +39,9 @@
 #include "server/worker_pool.h"
 #include "spdlog/spdlog.h"
 #include "workload/workload.h"
+#ifdef RANKWIRE_JEMALLOC_CONF
+#include "server/jemalloc_conf.h"
+#endif
 
 ABSL_FLAG(std::string, address, "0.0.0.0", "Address to listen on.");
 ABSL_FLAG(int, port, 50051, "gRPC port (0 picks a free port and logs it).");
@@ -411,6 +414,20 @@ absl::StatusOr<HealthServer> StartHealthServer(const std::string& address, int p
   return health;
 }
 
+#ifdef RANKWIRE_JEMALLOC_CONF
+// What jemalloc was told (server/jemalloc_conf.cc), and a warning if arena
+// 0 kept its purge of large freed extents.
+void LogJemallocOptions() {
+  const char* env = std::getenv("MALLOC_CONF");
+  spdlog::info("jemalloc options={} MALLOC_CONF={}", JemallocOptions(), env ? env : "(unset)");
+  if (const int error = JemallocArenaZeroStatus(); error != 0) {
+    spdlog::warn("jemalloc: arena.0.oversize_threshold not set (error {}): freed buffers of 8 MiB "
+                 "or more on arena 0 go back to the kernel at once",
+                 error);
+  }
+}
+#endif
+
 // Blocks SIGTERM/SIGINT in every thread (call before any thread starts), so
 // the main thread can wait for them with sigwait().
 sigset_t BlockShutdownSignals() {
@@ -578,6 +595,9 @@ absl::Status Run() {
   spdlog::info("allocator={} log_numbers={} rank_worker_cpus={}", RANKWIRE_MALLOC_NAME,
                logstore::LogNumberPathName(logstore::ActiveLogNumberPath()),
                rank_cpus.empty() ? "any" : absl::StrJoin(rank_cpus, ","));
+#ifdef RANKWIRE_JEMALLOC_CONF
+  LogJemallocOptions();
+#endif
 
   int signal_number = 0;
   sigwait(&signals, &signal_number);
