@@ -23,9 +23,11 @@ endif()
 if(_rankwire_malloc STREQUAL "jemalloc")
   find_library(RANKWIRE_JEMALLOC_LIBRARY NAMES jemalloc REQUIRED)
   set(_rankwire_malloc_lib ${RANKWIRE_JEMALLOC_LIBRARY})
-  # Compiled into every executable that links rankwire::malloc (never into
-  # a library, so the symbol is defined once): jemalloc_conf.cc says why.
-  target_sources(rankwire_malloc INTERFACE ${CMAKE_CURRENT_LIST_DIR}/jemalloc_conf.cc)
+  # Compiled into every executable that links rankwire::malloc and never
+  # into a library (the generator expression), so malloc_conf is defined
+  # once per binary: jemalloc_conf.cc says why.
+  target_sources(rankwire_malloc INTERFACE
+    $<$<STREQUAL:$<TARGET_PROPERTY:TYPE>,EXECUTABLE>:${CMAKE_CURRENT_LIST_DIR}/jemalloc_conf.cc>)
   target_compile_definitions(rankwire_malloc INTERFACE RANKWIRE_JEMALLOC_CONF=1)
   target_include_directories(rankwire_malloc INTERFACE ${PROJECT_SOURCE_DIR})
 elseif(_rankwire_malloc STREQUAL "tcmalloc")

@@ -10,6 +10,7 @@
 // test without the arena 0 setting (under `taskset -c 0`, the worker-thread
 // test too); both large-buffer tests with MALLOC_CONF=oversize_threshold:8388608;
 // the small-blocks test with MALLOC_CONF=lg_extent_max_active_fit:6.
+#include <sys/mman.h>
 #include <sys/resource.h>
 
 #include <cstddef>
@@ -53,6 +54,26 @@ long FaultsToFillBlocks(size_t blocks, size_t block) {
   return ThreadMinorFaults() - before;
 }
 
+// Whether touching fresh anonymous memory faults once per 4 KiB page, as
+// these tests count on. With transparent huge pages set to `always`, one
+// fault maps 2 MiB and a fresh buffer would look reused.
+bool FreshPagesFaultOneByOne() {
+  constexpr size_t kBytes = 8u << 20;
+  void* region = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (region == MAP_FAILED) return false;
+  const long before = ThreadMinorFaults();
+  volatile char* p = static_cast<char*>(region);
+  for (size_t i = 0; i < kBytes; i += kPage) p[i] = 1;
+  const long faults = ThreadMinorFaults() - before;
+  munmap(region, kBytes);
+  return faults >= static_cast<long>(kBytes / kPage / 2);
+}
+
+#define SKIP_UNLESS_PAGES_FAULT_ONE_BY_ONE()                                          \
+  if (!FreshPagesFaultOneByOne())                                                     \
+  GTEST_SKIP() << "fresh memory does not fault page by page here (transparent huge " \
+                  "pages set to always?): reuse cannot be told from a fresh buffer"
+
 // The third of three equal rounds: the first faults its pages in, and
 // from then on they should be reused.
 void ExpectReused(size_t bytes) {
@@ -63,11 +84,13 @@ void ExpectReused(size_t bytes) {
 }
 
 TEST(MallocReuseTest, LargeBufferIsReusedOnTheMainThread) {
+  SKIP_UNLESS_PAGES_FAULT_ONE_BY_ONE();
   ExpectReused(9u << 20);
   ExpectReused(24u << 20);
 }
 
 TEST(MallocReuseTest, LargeBufferIsReusedOnAWorkerThread) {
+  SKIP_UNLESS_PAGES_FAULT_ONE_BY_ONE();
   std::thread worker([] {
     ExpectReused(9u << 20);
     ExpectReused(24u << 20);
@@ -80,6 +103,7 @@ TEST(MallocReuseTest, LargeBufferIsReusedOnAWorkerThread) {
 // the next result's small blocks must be carved from them, not from fresh
 // pages.
 TEST(MallocReuseTest, SmallBlocksReuseTheExtentsALargeResultFreed) {
+  SKIP_UNLESS_PAGES_FAULT_ONE_BY_ONE();
   for (const size_t block : {size_t{256}, size_t{2400}, size_t{6} << 10}) {
     const size_t blocks = (24u << 20) / block;
     FaultsToFillBlocks(blocks, block);
