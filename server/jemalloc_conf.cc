@@ -3,8 +3,8 @@
 //
 // Under jemalloc 5.3's defaults a large result paid for fresh pages on
 // every call: encoding 5000 string-heavy items (an 8.6 MB result) faulted
-// in all 2031 pages of its buffer every time, and decoding 5000 items of
-// 100 sparse keys faulted ~2800 pages. Per item, each took 10-25x what it
+// in all ~2030 pages of its buffer every time, and decoding 5000 items of
+// 100 sparse keys faulted ~2900 pages. Per item, each took 3-25x what it
 // took at 500 items (BENCHMARKS.md, "Allocator: large results"). Three
 // settings keep freed memory for reuse instead; its pages still go back to
 // the kernel after dirty_decay_ms (10 s) of disuse, as before.
