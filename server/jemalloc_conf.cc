@@ -6,8 +6,9 @@
 // in all ~2030 pages of its buffer every time, and decoding 5000 items of
 // 100 sparse keys faulted ~2900 pages. Per item, each took 3-25x what it
 // took at 500 items (BENCHMARKS.md, "Allocator: large results"). Three
-// settings keep freed memory for reuse instead; its pages still go back to
-// the kernel after dirty_decay_ms (10 s) of disuse, as before.
+// settings keep freed memory for reuse instead, and a fourth gives it back
+// to the kernel once it has gone unused for dirty_decay_ms (10 s), busy
+// or idle.
 //
 //   oversize_threshold:0   requests of 8 MiB or more get no arena of their
 //                          own (that arena purges on every free), and the
@@ -18,26 +19,44 @@
 //                          above is read: the main thread's, and every
 //                          thread's when jemalloc sees one CPU (a pinned
 //                          benchmark, a one-CPU container). Set below.
-//   lg_extent_max_active_fit:10
+//   lg_extent_max_active_fit:16
 //                          a freed result's small blocks coalesce into
 //                          extents of several MiB, now kept; by default a
 //                          slab may only be cut from an extent up to 64x
 //                          its size, so the next result's slabs took fresh
-//                          pages instead. 1024x lets a 16 KiB slab use a
-//                          16 MiB extent.
+//                          pages instead. jemalloc still takes the smallest
+//                          free extent that fits; this only lets it split a
+//                          large one rather than map fresh pages. 1024x (10)
+//                          was enough until the background thread below,
+//                          whose purges coalesce freed extents further: the
+//                          small-blocks test then failed at 10 every time,
+//                          and passes at 12 and 16.
+//   background threads     jemalloc's own threads purge what has decayed.
+//                          Without them the decay advances only when the
+//                          arena allocates, so a server that went idle
+//                          after a burst kept the burst's peak resident
+//                          until traffic came back (a 50 MB peak stayed
+//                          50 MB after 16 s idle; with them, 4.8 MB).
+//                          Started by StartJemallocBackgroundThreads(), not
+//                          by the options string: jemalloc would start one
+//                          before main(), and the server's threads must all
+//                          inherit its CPU and time-slice settings.
 //
-// malloc_reuse_test fails without each of the three. The MALLOC_CONF
+// malloc_reuse_test fails without each of the four. The MALLOC_CONF
 // environment variable still overrides the options string, option by
-// option (not the arena 0 setting).
+// option (not the arena 0 setting; a background_thread in it wins over
+// StartJemallocBackgroundThreads).
 #include "server/jemalloc_conf.h"
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 extern "C" {
 // The name and type jemalloc looks up, once, before main().
 extern const char* malloc_conf;
-const char* malloc_conf = "oversize_threshold:0,lg_extent_max_active_fit:10";
+const char* malloc_conf = "oversize_threshold:0,lg_extent_max_active_fit:16";
 
 // jemalloc's own declaration (<jemalloc/jemalloc.h> also redeclares malloc).
 int mallctl(const char* name, void* oldp, size_t* oldlenp, void* newp, size_t newlen);
@@ -56,5 +75,18 @@ namespace rankwire {
 
 const char* JemallocOptions() { return malloc_conf; }
 int JemallocArenaZeroStatus() { return kArenaZeroKeepsLargeExtents; }
+
+int StartJemallocBackgroundThreads() {
+  const char* env = std::getenv("MALLOC_CONF");
+  if (env != nullptr && std::strstr(env, "background_thread") != nullptr) return 0;
+  bool on = true;
+  return mallctl("background_thread", nullptr, nullptr, &on, sizeof on);
+}
+
+bool JemallocBackgroundThreadsOn() {
+  bool on = false;
+  size_t size = sizeof on;
+  return mallctl("background_thread", &on, &size, nullptr, 0) == 0 && on;
+}
 
 }  // namespace rankwire

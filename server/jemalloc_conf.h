@@ -13,6 +13,14 @@ const char* JemallocOptions();
 // could not be (an older jemalloc), when arena 0 still purges freed
 // extents of 8 MiB or more at once.
 int JemallocArenaZeroStatus();
+// Starts jemalloc's background threads, which give memory that has gone
+// unused for the dirty decay time (10 s) back to the kernel, on an idle
+// process too. They inherit the calling thread's CPUs, nice and time
+// slice, so the server calls this once those are set. 0 on success (or
+// when MALLOC_CONF says background_thread itself), else mallctl's error.
+int StartJemallocBackgroundThreads();
+// Whether they run.
+bool JemallocBackgroundThreadsOn();
 
 }  // namespace rankwire
 

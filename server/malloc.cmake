@@ -6,9 +6,9 @@
 # kernel and faults fresh pages back in on the next request (sysmalloc,
 # madvise and page faults were ~40 % of the server's profile, the encoder
 # < 3 %); jemalloc keeps those extents. BENCHMARKS.md section 3 ("Allocator")
-# has the measurement that chose it. jemalloc_conf.cc sets three of its
-# options so that a large result's freed memory is reused too (section 3,
-# "Allocator: large results"). glibc is the fallback and is forced in
+# has the measurement that chose it. jemalloc_conf.cc sets four of its
+# options so that a large result's freed memory is reused, and still given
+# back once unused (section 3, "Allocator: large results"). glibc is the fallback and is forced in
 # sanitizer builds (ASan brings its own allocator).
 set(RANKWIRE_MALLOC "jemalloc" CACHE STRING
     "Allocator linked into rankwire-server and the benchmarks: jemalloc, tcmalloc or glibc")

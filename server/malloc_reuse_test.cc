@@ -4,21 +4,30 @@
 // asked for again, comes back without faulting its pages in again, on the
 // main thread (arena 0) and on another, whether jemalloc sees one CPU (one
 // arena, as under `taskset -c 0`) or several; and the small blocks of a
-// freed large result are reused by the next one.
+// freed large result are reused by the next one. Kept memory still goes
+// back to the kernel once it has decayed, on an idle process too.
 //
 // Each fails when its part of jemalloc_conf.cc is undone: the main-thread
 // test without the arena 0 setting (under `taskset -c 0`, the worker-thread
 // test too); both large-buffer tests with MALLOC_CONF=oversize_threshold:8388608;
-// the small-blocks test with MALLOC_CONF=lg_extent_max_active_fit:6.
+// the small-blocks test with MALLOC_CONF=lg_extent_max_active_fit:6; the
+// idle test with MALLOC_CONF=background_thread:false.
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstddef>
+#include <cstdio>
+#include <cstring>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "server/jemalloc_conf.h"
 
 namespace rankwire {
 namespace {
@@ -54,6 +63,14 @@ long FaultsToFillBlocks(size_t blocks, size_t block) {
   return ThreadMinorFaults() - before;
 }
 
+// The process as the server runs it: jemalloc's background threads on
+// (the small-blocks test failed with them on and lg_extent_max_active_fit
+// at 10, and passed with them off).
+class MallocReuseTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { ASSERT_EQ(StartJemallocBackgroundThreads(), 0); }
+};
+
 // Whether touching fresh anonymous memory faults once per 4 KiB page, as
 // these tests count on. With transparent huge pages set to `always`, one
 // fault maps 2 MiB and a fresh buffer would look reused.
@@ -83,13 +100,13 @@ void ExpectReused(size_t bytes) {
   EXPECT_LT(FaultsToFill(bytes), pages / 10) << bytes << " bytes, " << pages << " pages";
 }
 
-TEST(MallocReuseTest, LargeBufferIsReusedOnTheMainThread) {
+TEST_F(MallocReuseTest, LargeBufferIsReusedOnTheMainThread) {
   SKIP_UNLESS_PAGES_FAULT_ONE_BY_ONE();
   ExpectReused(9u << 20);
   ExpectReused(24u << 20);
 }
 
-TEST(MallocReuseTest, LargeBufferIsReusedOnAWorkerThread) {
+TEST_F(MallocReuseTest, LargeBufferIsReusedOnAWorkerThread) {
   SKIP_UNLESS_PAGES_FAULT_ONE_BY_ONE();
   std::thread worker([] {
     ExpectReused(9u << 20);
@@ -102,7 +119,7 @@ TEST(MallocReuseTest, LargeBufferIsReusedOnAWorkerThread) {
 // small blocks coalesce into extents of 8 MiB or more, which are now kept;
 // the next result's small blocks must be carved from them, not from fresh
 // pages.
-TEST(MallocReuseTest, SmallBlocksReuseTheExtentsALargeResultFreed) {
+TEST_F(MallocReuseTest, SmallBlocksReuseTheExtentsALargeResultFreed) {
   SKIP_UNLESS_PAGES_FAULT_ONE_BY_ONE();
   for (const size_t block : {size_t{256}, size_t{2400}, size_t{6} << 10}) {
     const size_t blocks = (24u << 20) / block;
@@ -111,6 +128,66 @@ TEST(MallocReuseTest, SmallBlocksReuseTheExtentsALargeResultFreed) {
     const long pages = static_cast<long>(blocks * block / kPage);
     EXPECT_LT(FaultsToFillBlocks(blocks, block), pages / 10) << blocks << " blocks of " << block;
   }
+}
+
+// Resident memory of this process, in bytes.
+long ResidentBytes() {
+  long size = 0, resident = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &size, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return resident * static_cast<long>(sysconf(_SC_PAGESIZE));
+}
+
+extern "C" int mallctl(const char* name, void* oldp, size_t* oldlenp, void* newp, size_t newlen);
+
+// Sets every arena's dirty decay (and that of arenas made later); false if
+// jemalloc refused. Arenas not yet created (EFAULT) are skipped.
+bool SetDirtyDecayMs(ssize_t ms) {
+  unsigned arenas = 0;
+  size_t size = sizeof arenas;
+  if (mallctl("arenas.narenas", &arenas, &size, nullptr, 0) != 0) return false;
+  for (unsigned a = 0; a < arenas; ++a) {
+    const std::string name = "arena." + std::to_string(a) + ".dirty_decay_ms";
+    const int error = mallctl(name.c_str(), nullptr, nullptr, &ms, sizeof ms);
+    if (error != 0 && error != EFAULT) return false;
+  }
+  return mallctl("arenas.dirty_decay_ms", nullptr, nullptr, &ms, sizeof ms) == 0;
+}
+
+// Memory kept for reuse still goes back to the kernel once unused for the
+// decay time, on a process that has gone idle (no allocation advances the
+// decay then: jemalloc's background thread has to). The decay is cut to
+// 100 ms here so the test need not wait 10 s.
+TEST_F(MallocReuseTest, IdleMemoryGoesBackOnceItHasDecayed) {
+  ASSERT_TRUE(SetDirtyDecayMs(100));
+  constexpr size_t kBytes = 24u << 20;
+  long after_free = 0;
+  {
+    std::unique_ptr<char[]> buffer(new char[kBytes]);
+    std::memset(buffer.get(), 1, kBytes);
+    std::vector<std::unique_ptr<char[]>> blocks;
+    for (size_t b = 0; b < kBytes / 2400; ++b) {
+      blocks.emplace_back(new char[2400]);
+      std::memset(blocks.back().get(), 1, 2400);
+    }
+    buffer.reset();
+    blocks.clear();
+    blocks.shrink_to_fit();
+    after_free = ResidentBytes();
+  }
+  // The whole 48 MiB is still resident right after the free (kept), and
+  // at least three quarters of it must go within 5 s of idling.
+  const long target = after_free - static_cast<long>(2 * kBytes * 3 / 4);
+  long now = after_free;
+  for (int waited_ms = 0; waited_ms < 5000 && now > target; waited_ms += 50) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    now = ResidentBytes();
+  }
+  ASSERT_TRUE(SetDirtyDecayMs(10000));
+  EXPECT_LE(now, target) << "resident " << now << " bytes, " << after_free
+                         << " right after the free";
 }
 
 }  // namespace

@@ -416,14 +416,21 @@ absl::StatusOr<HealthServer> StartHealthServer(const std::string& address, int p
 
 #ifdef RANKWIRE_JEMALLOC_CONF
 // What jemalloc was told (server/jemalloc_conf.cc), and a warning if arena
-// 0 kept its purge of large freed extents.
-void LogJemallocOptions() {
+// 0 kept its purge of large freed extents or the background threads did
+// not start (`background_error`, StartJemallocBackgroundThreads's result).
+void LogJemallocOptions(int background_error) {
   const char* env = std::getenv("MALLOC_CONF");
-  spdlog::info("jemalloc options={} MALLOC_CONF={}", JemallocOptions(), env ? env : "(unset)");
+  spdlog::info("jemalloc options={} background_thread={} MALLOC_CONF={}", JemallocOptions(),
+               JemallocBackgroundThreadsOn(), env ? env : "(unset)");
   if (const int error = JemallocArenaZeroStatus(); error != 0) {
     spdlog::warn("jemalloc: arena.0.oversize_threshold not set (error {}): freed buffers of 8 MiB "
                  "or more on arena 0 go back to the kernel at once",
                  error);
+  }
+  if (background_error != 0) {
+    spdlog::warn("jemalloc: background threads not started (error {}): an idle server keeps the "
+                 "memory of its last large results",
+                 background_error);
   }
 }
 #endif
@@ -455,6 +462,10 @@ absl::Status Run() {
   // the ranking defaults are taken before the main thread moves.
   const int usable_cpus = UsableCpus();
   ASSIGN_OR_RETURN(const std::vector<int> rank_cpus, SetAsideRankCpus());
+#ifdef RANKWIRE_JEMALLOC_CONF
+  // Now that the slice and CPUs above are set: jemalloc's threads inherit them.
+  const int jemalloc_background_error = StartJemallocBackgroundThreads();
+#endif
   const int ranking_cpus = rank_cpus.empty() ? usable_cpus : static_cast<int>(rank_cpus.size());
   RETURN_IF_ERROR(ApplyLogNumbersFlag());
 
@@ -596,7 +607,7 @@ absl::Status Run() {
                logstore::LogNumberPathName(logstore::ActiveLogNumberPath()),
                rank_cpus.empty() ? "any" : absl::StrJoin(rank_cpus, ","));
 #ifdef RANKWIRE_JEMALLOC_CONF
-  LogJemallocOptions();
+  LogJemallocOptions(jemalloc_background_error);
 #endif
 
   int signal_number = 0;
