@@ -57,9 +57,6 @@ extern "C" {
 // The name and type jemalloc looks up, once, before main().
 extern const char* malloc_conf;
 const char* malloc_conf = "oversize_threshold:0,lg_extent_max_active_fit:16";
-
-// jemalloc's own declaration (<jemalloc/jemalloc.h> also redeclares malloc).
-int mallctl(const char* name, void* oldp, size_t* oldlenp, void* newp, size_t newlen);
 }
 
 namespace {
@@ -76,9 +73,23 @@ namespace rankwire {
 const char* JemallocOptions() { return malloc_conf; }
 int JemallocArenaZeroStatus() { return kArenaZeroKeepsLargeExtents; }
 
-int StartJemallocBackgroundThreads() {
+namespace {
+
+// Whether MALLOC_CONF sets the option `name` (not one whose name merely
+// ends with it, as max_background_threads ends with background_thread).
+bool MallocConfSets(const char* name) {
   const char* env = std::getenv("MALLOC_CONF");
-  if (env != nullptr && std::strstr(env, "background_thread") != nullptr) return 0;
+  const size_t length = std::strlen(name);
+  for (const char* p = env; p != nullptr && (p = std::strstr(p, name)) != nullptr; p += length) {
+    if ((p == env || p[-1] == ',') && p[length] == ':') return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+int StartJemallocBackgroundThreads() {
+  if (MallocConfSets("background_thread")) return 0;
   bool on = true;
   return mallctl("background_thread", nullptr, nullptr, &on, sizeof on);
 }

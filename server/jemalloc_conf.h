@@ -5,6 +5,11 @@
 // that link rankwire::malloc with jemalloc, which also defines
 // RANKWIRE_JEMALLOC_CONF.
 
+#include <cstddef>
+
+// jemalloc's own declaration (<jemalloc/jemalloc.h> also redeclares malloc).
+extern "C" int mallctl(const char* name, void* oldp, size_t* oldlenp, void* newp, size_t newlen);
+
 namespace rankwire {
 
 // The options string compiled in (MALLOC_CONF may override parts of it).
@@ -17,7 +22,7 @@ int JemallocArenaZeroStatus();
 // unused for the dirty decay time (10 s) back to the kernel, on an idle
 // process too. They inherit the calling thread's CPUs, nice and time
 // slice, so the server calls this once those are set. 0 on success (or
-// when MALLOC_CONF says background_thread itself), else mallctl's error.
+// when MALLOC_CONF sets background_thread itself), else mallctl's error.
 int StartJemallocBackgroundThreads();
 // Whether they run.
 bool JemallocBackgroundThreadsOn();

@@ -8,8 +8,8 @@
 # < 3 %); jemalloc keeps those extents. BENCHMARKS.md section 3 ("Allocator")
 # has the measurement that chose it. jemalloc_conf.cc sets four of its
 # options so that a large result's freed memory is reused, and still given
-# back once unused (section 3, "Allocator: large results"). glibc is the fallback and is forced in
-# sanitizer builds (ASan brings its own allocator).
+# back once unused (section 3, "Allocator: large results"). glibc is the
+# fallback and is forced in sanitizer builds (ASan brings its own allocator).
 set(RANKWIRE_MALLOC "jemalloc" CACHE STRING
     "Allocator linked into rankwire-server and the benchmarks: jemalloc, tcmalloc or glibc")
 set_property(CACHE RANKWIRE_MALLOC PROPERTY STRINGS jemalloc tcmalloc glibc)

@@ -40,12 +40,17 @@ long ThreadMinorFaults() {
   return usage.ru_minflt;
 }
 
+// Writes one byte in each page of [p, p + bytes).
+void TouchPages(void* p, size_t bytes) {
+  volatile char* c = static_cast<char*>(p);
+  for (size_t i = 0; i < bytes; i += kPage) c[i] = 1;
+}
+
 // Page faults taken to allocate `bytes` and write one byte per page.
 long FaultsToFill(size_t bytes) {
   const long before = ThreadMinorFaults();
   std::unique_ptr<char[]> buffer(new char[bytes]);
-  volatile char* p = buffer.get();
-  for (size_t i = 0; i < bytes; i += kPage) p[i] = 1;
+  TouchPages(buffer.get(), bytes);
   return ThreadMinorFaults() - before;
 }
 
@@ -57,8 +62,7 @@ long FaultsToFillBlocks(size_t blocks, size_t block) {
   live.reserve(blocks);
   for (size_t b = 0; b < blocks; ++b) {
     live.emplace_back(new char[block]);
-    volatile char* p = live.back().get();
-    for (size_t i = 0; i < block; i += kPage) p[i] = 1;
+    TouchPages(live.back().get(), block);
   }
   return ThreadMinorFaults() - before;
 }
@@ -79,8 +83,7 @@ bool FreshPagesFaultOneByOne() {
   void* region = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (region == MAP_FAILED) return false;
   const long before = ThreadMinorFaults();
-  volatile char* p = static_cast<char*>(region);
-  for (size_t i = 0; i < kBytes; i += kPage) p[i] = 1;
+  TouchPages(region, kBytes);
   const long faults = ThreadMinorFaults() - before;
   munmap(region, kBytes);
   return faults >= static_cast<long>(kBytes / kPage / 2);
@@ -139,8 +142,6 @@ long ResidentBytes() {
   }
   return resident * static_cast<long>(sysconf(_SC_PAGESIZE));
 }
-
-extern "C" int mallctl(const char* name, void* oldp, size_t* oldlenp, void* newp, size_t newlen);
 
 // Sets every arena's dirty decay (and that of arenas made later); false if
 // jemalloc refused. Arenas not yet created (EFAULT) are skipped.
