@@ -31,6 +31,12 @@ thread_local int fail_array_new_after = -1;
 thread_local int fail_new_after = -1;
 }  // namespace
 
+// GCC sees std::allocator's new inlined next to these free()s and warns of
+// a mismatch; both are this file's replacements, which match.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
 void* operator new[](std::size_t n) {
   if (fail_array_new_after >= 0 && fail_array_new_after-- == 0) throw std::bad_alloc();
   if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
@@ -38,12 +44,6 @@ void* operator new[](std::size_t n) {
 }
 void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-// GCC sees std::allocator's new inlined next to this free() and warns of
-// a mismatch; both are this file's replacements, which match.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
 void* operator new(std::size_t n) {
   if (fail_new_after >= 0 && fail_new_after-- == 0) throw std::bad_alloc();
   if (void* p = std::malloc(n == 0 ? 1 : n)) return p;

@@ -554,6 +554,16 @@ TEST(WriterTest, ItemsWithAsManyButDifferentKeysRoundTrip) {
   s = rankbin::WriteRankbin(wrong, {}).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("item 4 (sku-4): metric \"a\" is int"));
+  // Ints are type-checked in the write pass too (their sizes are bounded,
+  // not read, by the analysis).
+  for (const MetricValue& v : {MetricValue::Double(1), MetricValue::String("nine")}) {
+    RankResult bad_int = r;
+    bad_int.items[7].metrics[2].value = v;  // Key "b" is an int.
+    s = rankbin::WriteRankbin(bad_int, {}).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(s.message()),
+                HasSubstr(absl::StrCat("item 7 (sku-7): metric \"b\" is ", MetricTypeName(v.type()))));
+  }
 }
 
 // Short dictionary values are compared as packed words, not bytes (the

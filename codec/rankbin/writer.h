@@ -1,7 +1,8 @@
 // WriteRankbin encodes a RankResult in the rankbin format (docs/FORMAT.md)
 // into one buffer allocated once: an analysis pass finds the item shapes
 // (which keys an item carries, in which order), the string dictionaries and
-// the sizes (exact, but for a few bytes per item record), then one write
+// the sizes (exact, but for a few bytes per item record and up to 9 per int
+// value), then one write
 // pass fills the buffer: VALUES and LOGS first, then ITEMS, whose records
 // point at values written by then.
 //
