@@ -561,8 +561,8 @@ TEST(WriterTest, ItemsWithAsManyButDifferentKeysRoundTrip) {
     bad_int.items[7].metrics[2].value = v;  // Key "b" is an int.
     s = rankbin::WriteRankbin(bad_int, {}).status();
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(std::string(s.message()),
-                HasSubstr(absl::StrCat("item 7 (sku-7): metric \"b\" is ", MetricTypeName(v.type()))));
+    EXPECT_THAT(std::string(s.message()), HasSubstr(absl::StrCat("item 7 (sku-7): metric \"b\" is ",
+                                                             MetricTypeName(v.type()))));
   }
 }
 

@@ -6,6 +6,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "absl/base/attributes.h"
+#include "absl/base/optimization.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
@@ -265,7 +267,20 @@ class Encoder {
   // Fills shape's wire order (perm, wire_keys, the type boundaries).
   // Also appends its entry to s_.shape_entries.
   void WireOrder(absl::Span<const uint32_t> keys, Shape* shape);
-  uint32_t DictIndex(StringKey& sk, absl::string_view v);
+  // The dictionary index of `v` for its key, or UINT32_MAX when the key
+  // has (or now gives up) no dictionary. The common case, a short value
+  // already in the dictionary, is inline: as one out-of-line function, its
+  // entry and exit (saving and restoring registers for the rare paths) were
+  // a quarter of its instructions (callgrind, string-heavy encode).
+  inline uint32_t DictIndex(StringKey& sk, absl::string_view v);
+  // The rare paths: the sample's verdict, adding a short value, long values.
+  ABSL_ATTRIBUTE_NOINLINE bool SampleSaysNoDict(const StringKey& sk) const;
+  ABSL_ATTRIBUTE_NOINLINE uint32_t AddShort(StringKey& sk, absl::string_view v,
+                                            const ShortString& key, size_t slot);
+  ABSL_ATTRIBUTE_NOINLINE uint32_t LongDictIndex(StringKey& sk, absl::string_view v);
+  // Appends `v` to the key's entries: its index, or UINT32_MAX (the key
+  // given up) past max_dict_entries.
+  uint32_t AddEntry(StringKey& sk, absl::string_view v);
 
   void WriteKeys(coding::Writer& w);
   void WriteShapes(coding::Writer& w);
@@ -580,65 +595,80 @@ uint32_t Encoder::DictIndex(StringKey& sk, absl::string_view v) {
   // Decide early, from a sample, as ORC does (orc.dictionary.key.threshold):
   // after the key's first kDictSample values, a key whose values are mostly
   // distinct will not get a dictionary that pays, so stop hashing them.
-  // (Both checks run before the value that makes the count: at seen == n
-  // the entries are those of the first n - 1 values.)
   ++sk.seen;
-  if ((sk.seen == kDictEarlySample + 1 && sk.entries.size() == kDictEarlySample &&
-       o_.dict_distinct_threshold < 1) ||
-      (sk.seen == kDictSample &&
-       sk.entries.size() > static_cast<size_t>(kDictSample * o_.dict_distinct_threshold))) {
+  if (ABSL_PREDICT_FALSE(sk.seen == kDictEarlySample + 1 || sk.seen == kDictSample) &&
+      SampleSaysNoDict(sk)) {
     GiveUpDict(sk);
     return UINT32_MAX;
   }
-  const auto add = [&]() -> uint32_t {
-    if (sk.entries.size() >= o_.max_dict_entries) {
-      GiveUpDict(sk);
-      return UINT32_MAX;
-    }
-    sk.entries.push_back(v);
-    return static_cast<uint32_t>(sk.entries.size() - 1);
-  };
-  uint32_t index = UINT32_MAX;
-  if (v.size() <= ShortString::kMax) {
-    // Short values (categories, buckets, sources): one probe, no memcmp.
-    const ShortString key = ShortString::Of(v);
-    size_t slot = 0;
-    index = sk.short_index.Find(key, &slot);
-    if (index == UINT32_MAX) {
-      index = add();
-      if (index == UINT32_MAX) return UINT32_MAX;
-      sk.short_index.Insert(slot, key, index);
-    }
-  } else {
-    // Long values mostly repeat the previous item's (a model version) or
-    // come from a handful: compare with the last one, then scan a few, and
-    // hash only beyond that.
-    if (sk.last < sk.entries.size() && SameString(sk.entries[sk.last], v)) {
-      index = sk.last;
-    } else if (sk.long_entries.size() <= kLinearDictMax) {
-      for (uint32_t d : sk.long_entries) {
-        if (SameString(sk.entries[d], v)) {
-          index = d;
-          break;
-        }
-      }
-    } else if (auto it = sk.long_index.find(v); it != sk.long_index.end()) {
-      index = it->second;
-    }
-    if (index == UINT32_MAX) {
-      index = add();
-      if (index == UINT32_MAX) return UINT32_MAX;
-      sk.long_entries.push_back(index);
-      if (sk.long_entries.size() > kLinearDictMax) {
-        if (sk.long_index.empty()) {
-          for (uint32_t d : sk.long_entries) sk.long_index.emplace(sk.entries[d], d);
-        } else {
-          sk.long_index.emplace(v, index);
-        }
-      }
-    }
-    sk.last = index;
+  if (ABSL_PREDICT_FALSE(v.size() > ShortString::kMax)) return LongDictIndex(sk, v);
+  // Short values (categories, buckets, sources): one probe, no memcmp.
+  const ShortString key = ShortString::Of(v);
+  size_t slot = 0;
+  uint32_t index = sk.short_index.Find(key, &slot);
+  if (ABSL_PREDICT_FALSE(index == UINT32_MAX)) {
+    index = AddShort(sk, v, key, slot);
+    if (index == UINT32_MAX) return UINT32_MAX;
   }
+  sk.index_bytes += coding::VarintLength(index);
+  return index;
+}
+
+// Both checks run before the value that makes the count: at seen == n the
+// entries are those of the first n - 1 values.
+bool Encoder::SampleSaysNoDict(const StringKey& sk) const {
+  return (sk.seen == kDictEarlySample + 1 && sk.entries.size() == kDictEarlySample &&
+          o_.dict_distinct_threshold < 1) ||
+         (sk.seen == kDictSample &&
+          sk.entries.size() > static_cast<size_t>(kDictSample * o_.dict_distinct_threshold));
+}
+
+uint32_t Encoder::AddEntry(StringKey& sk, absl::string_view v) {
+  if (sk.entries.size() >= o_.max_dict_entries) {
+    GiveUpDict(sk);
+    return UINT32_MAX;
+  }
+  sk.entries.push_back(v);
+  return static_cast<uint32_t>(sk.entries.size() - 1);
+}
+
+uint32_t Encoder::AddShort(StringKey& sk, absl::string_view v, const ShortString& key,
+                           size_t slot) {
+  const uint32_t index = AddEntry(sk, v);
+  if (index != UINT32_MAX) sk.short_index.Insert(slot, key, index);
+  return index;
+}
+
+uint32_t Encoder::LongDictIndex(StringKey& sk, absl::string_view v) {
+  // Long values mostly repeat the previous item's (a model version) or
+  // come from a handful: compare with the last one, then scan a few, and
+  // hash only beyond that.
+  uint32_t index = UINT32_MAX;
+  if (sk.last < sk.entries.size() && SameString(sk.entries[sk.last], v)) {
+    index = sk.last;
+  } else if (sk.long_entries.size() <= kLinearDictMax) {
+    for (uint32_t d : sk.long_entries) {
+      if (SameString(sk.entries[d], v)) {
+        index = d;
+        break;
+      }
+    }
+  } else if (auto it = sk.long_index.find(v); it != sk.long_index.end()) {
+    index = it->second;
+  }
+  if (index == UINT32_MAX) {
+    index = AddEntry(sk, v);
+    if (index == UINT32_MAX) return UINT32_MAX;
+    sk.long_entries.push_back(index);
+    if (sk.long_entries.size() > kLinearDictMax) {
+      if (sk.long_index.empty()) {
+        for (uint32_t d : sk.long_entries) sk.long_index.emplace(sk.entries[d], d);
+      } else {
+        sk.long_index.emplace(v, index);
+      }
+    }
+  }
+  sk.last = index;
   sk.index_bytes += coding::VarintLength(index);
   return index;
 }
@@ -819,7 +849,9 @@ bool Encoder::WriteItemValues(coding::Writer& out, size_t i, size_t* str_cursor)
   for (; j < shape.int_end; ++j) {
     const MetricEntry& e = m[perm[j]];
     if (ABSL_PREDICT_FALSE(e.key != keys[j])) return Misguessed();
-    if (ABSL_PREDICT_FALSE(e.value.type() != MetricType::kInt)) return WrongType(i, keys[j], e.value);
+    if (ABSL_PREDICT_FALSE(e.value.type() != MetricType::kInt)) {
+      return WrongType(i, keys[j], e.value);
+    }
     w.PutSignedVarint64(e.value.int_value());
   }
   const uint32_t count = static_cast<uint32_t>(shape.perm.size());
