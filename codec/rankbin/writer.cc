@@ -253,11 +253,11 @@ class Encoder {
   // Empties the thread's scratch for this result (see EncoderScratch).
   void Reset();
   absl::Status CheckKeys();
-  // The one pass before writing, per item: shape, type checks, int sizes,
+  // The one pass before writing, per item: shape, string type checks,
   // dictionary indexes, log and record sizes.
   absl::Status Analyze();
   // After Analyze: which string keys get a dictionary (the smaller
-  // encoding), and the exact size of the value runs.
+  // encoding), and the size of the value runs (exact but for ints).
   void DecideDictionaries();
   // The shape of item `item`: the previous item's, or NewShape's.
   absl::Status ItemShape(size_t item, uint32_t* id);
