@@ -188,7 +188,6 @@ struct EncoderScratch {
   std::vector<StringKey> strings;
   std::vector<uint32_t> string_keys;  // The string keys of the last call.
   std::vector<uint32_t> string_values;  // Dictionary index of every string value, in write order.
-  std::vector<uint64_t> values_size;    // Per item, a bound without its strings.
   std::vector<uint64_t> values_bound;   // Per item, strings included either way.
   std::vector<uint32_t> values_offset;  // Per item, in its block; set while writing.
   std::vector<uint64_t> value_block_bounds;  // Per VALUES block; WriteValues's.
@@ -358,7 +357,6 @@ void Encoder::Reset() {
   Trim(s_.shapes, n_);
   Trim(s_.spare_shapes, n_);
   Trim(s_.item_shape, n_);
-  Trim(s_.values_size, n_);
   Trim(s_.values_bound, n_);
   Trim(s_.values_offset, n_);
   Trim(s_.value_block_bounds, blocks_);
@@ -707,7 +705,7 @@ absl::Status Encoder::ItemShape(size_t i, uint32_t* id) {
 absl::Status Encoder::Analyze() {
   s_.string_values.reserve(n_ * s_.string_keys.size());
   s_.item_shape.resize(n_);
-  s_.values_size.resize(n_);
+  values_total_ = 0;  // The numbers now; DecideDictionaries adds the strings.
   s_.values_bound.resize(n_);
   s_.log_block_raw.assign(blocks_, 0);
   s_.values_long_strings.assign(blocks_, 0);
@@ -750,7 +748,7 @@ absl::Status Encoder::Analyze() {
       }
       s_.string_values.push_back(index);
     }
-    s_.values_size[i] = size;
+    values_total_ += size;
     s_.values_bound[i] = size + string_bound;
     s_.log_block_raw[block] += coding::LengthPrefixedLength(item.log.size());
     if (!item.log.empty()) has_logs_ = true;
@@ -776,10 +774,8 @@ void Encoder::DecideDictionaries() {
     sk.use_dict = dict_bytes + sk.index_bytes < sk.plain_bytes;
     if (sk.use_dict) s_.key_code[k] = kStringDict;
   }
-  // The exact size of every value run together, now that the dictionaries
-  // are decided.
-  values_total_ = 0;
-  for (uint64_t v : s_.values_size) values_total_ += v;
+  // Every value run together, now that the dictionaries are decided (the
+  // numbers were summed by Analyze).
   for (size_t k = 0; k < r_.keys.size(); ++k) {
     if (r_.keys[k].type != MetricType::kString) continue;
     values_total_ += s_.strings[k].use_dict ? s_.strings[k].index_bytes : s_.strings[k].plain_bytes;
