@@ -14,12 +14,11 @@
 // idle test with MALLOC_CONF=background_thread:false.
 #include <sys/mman.h>
 #include <sys/resource.h>
-#include <unistd.h>
+#include <sys/types.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstddef>
-#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -28,6 +27,7 @@
 
 #include "gtest/gtest.h"
 #include "server/jemalloc_conf.h"
+#include "tests/support/proc_status.h"
 
 namespace rankwire {
 namespace {
@@ -133,14 +133,9 @@ TEST_F(MallocReuseTest, SmallBlocksReuseTheExtentsALargeResultFreed) {
   }
 }
 
-// Resident memory of this process, in bytes.
+// Resident memory of this process, in bytes (0 if /proc has none).
 long ResidentBytes() {
-  long size = 0, resident = 0;
-  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%ld %ld", &size, &resident) != 2) resident = 0;
-    std::fclose(f);
-  }
-  return resident * static_cast<long>(sysconf(_SC_PAGESIZE));
+  return static_cast<long>(ProcStatusBytes("self", "VmRSS:").value_or(0));
 }
 
 // Sets every arena's dirty decay (and that of arenas made later); false if

@@ -14,12 +14,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <thread>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "tests/support/proc_status.h"
 
 namespace rankwire::test {
 namespace {
@@ -92,12 +93,8 @@ ServerProcess::~ServerProcess() {
 }
 
 absl::StatusOr<size_t> ServerProcess::StatusBytes(absl::string_view field) const {
-  std::ifstream status(absl::StrCat("/proc/", pid_, "/status"));
-  std::string line;
-  while (std::getline(status, line)) {
-    if (absl::StartsWith(line, field)) {
-      return std::stoull(line.substr(field.size())) * 1024;  // "... kB"
-    }
+  if (std::optional<size_t> bytes = ProcStatusBytes(std::to_string(pid_), std::string(field))) {
+    return *bytes;
   }
   return absl::NotFoundError(absl::StrCat("no ", field, " for pid ", pid_));
 }
