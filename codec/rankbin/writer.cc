@@ -135,29 +135,6 @@ constexpr size_t kLongString = 32;
 // After this many blocks in a row that did not pay, a column stops trying.
 constexpr int kMaxCompressMisses = 4;
 
-// A large result's passes over the items ask for item i + kPrefetchAhead's
-// heap blocks (its metrics, id or log) while they work on item i. Past a
-// few MB the model does not stay in cache from one pass to the next, and
-// each item's first touch of each block waited on memory: per-item encode
-// time at 5000 items was 1.3-1.8x that at 500 on a shared host. Smaller
-// results skip it: for them it only added instructions (a tenth, for
-// 39-key items, callgrind).
-constexpr size_t kPrefetchAhead = 4;
-constexpr uint64_t kPrefetchModelBytes = uint64_t{2} << 20;
-// At most this much of one block is asked for (the metrics of 128 keys).
-constexpr size_t kPrefetchMaxBytes = 2048;
-
-inline void Prefetch(const void* p, size_t bytes) {
-  const char* c = static_cast<const char*>(p);
-  const size_t n = std::min(bytes, kPrefetchMaxBytes);
-  for (size_t at = 0; at < n; at += 64) {
-    __builtin_prefetch(c + at);
-    // GCC deletes a loop whose body is only prefetches (they have no
-    // effect it must keep); the empty asm is one it must.
-    asm volatile("" ::: );
-  }
-}
-
 // Shapes are compared one by one while a result has at most this many; the
 // index is built past that (most results have one shape).
 constexpr size_t kLinearShapesMax = 8;
@@ -304,22 +281,6 @@ class Encoder {
   // given up) past max_dict_entries.
   uint32_t AddEntry(StringKey& sk, absl::string_view v);
 
-  // Item i + kPrefetchAhead's metrics, id or log, when prefetch_.
-  void PrefetchMetrics(size_t i) const {
-    if (prefetch_ && i + kPrefetchAhead < n_) {
-      const std::vector<MetricEntry>& m = r_.items[i + kPrefetchAhead].metrics;
-      Prefetch(m.data(), m.size() * sizeof(MetricEntry));
-    }
-  }
-  void PrefetchText(size_t i, std::string RankedItem::*field) const {
-    if (prefetch_ && i + kPrefetchAhead < n_) {
-      const std::string& text = r_.items[i + kPrefetchAhead].*field;
-      Prefetch(text.data(), text.size());
-    }
-  }
-  // The model's size, estimated from its first item.
-  uint64_t EstimatedModelBytes() const;
-
   void WriteKeys(coding::Writer& w);
   void WriteShapes(coding::Writer& w);
   void WriteItems(coding::Writer& w);
@@ -368,8 +329,6 @@ class Encoder {
   // Every value run: strings exact, ints bounded (Shape::numbers_bound).
   uint64_t values_total_ = 0;
   bool has_logs_ = false;
-  // Whether the passes prefetch (kPrefetchModelBytes).
-  bool prefetch_ = false;
   uint64_t records_bound_ = 0;
   absl::Status error_;  // Set by the write pass.
   // The shape index's record (NewShape): lookups, lookups that found an
@@ -759,7 +718,6 @@ absl::Status Encoder::Analyze() {
       ++block;
       block_left = block_items_;
     }
-    PrefetchMetrics(i);
     const RankedItem& item = r_.items[i];
     const std::vector<MetricEntry>& m = item.metrics;
     uint32_t id = 0;
@@ -851,7 +809,6 @@ void Encoder::WriteItems(coding::Writer& w) {
   const char* records = w.position();
   for (size_t i = 0; i < n_; ++i) {
     coding::EncodeFixed32(directory + 4 * i, static_cast<uint32_t>(w.position() - records));
-    PrefetchText(i, &RankedItem::item_id);
     const RankedItem& item = r_.items[i];
     Serializer<ItemRecord>::Write(
         w, ItemRecord{item.item_id, item.score, item.position, s_.item_shape[i], s_.values_offset[i]});
@@ -984,7 +941,6 @@ absl::Status Encoder::WriteValues(coding::Writer& w) {
                            return false;
                          }
                          s_.values_offset[i] = static_cast<uint32_t>(bw.written());
-                         PrefetchMetrics(i);
                          if (!WriteItemValues(bw, i, &str_cursor)) return false;
                        }
                        return true;
@@ -996,18 +952,10 @@ absl::Status Encoder::WriteLogs(coding::Writer& w) {
                      [&](size_t block, coding::Writer& bw) {
                        size_t end = std::min(n_, (block + 1) * block_items_);
                        for (size_t i = block * block_items_; i < end; ++i) {
-                         PrefetchText(i, &RankedItem::log);
                          bw.PutLengthPrefixed(r_.items[i].log);
                        }
                        return true;
                      });
-}
-
-uint64_t Encoder::EstimatedModelBytes() const {
-  if (n_ == 0) return 0;
-  const RankedItem& first = r_.items[0];
-  return n_ * (sizeof(RankedItem) + first.metrics.size() * sizeof(MetricEntry) +
-               first.item_id.size() + first.log.size());
 }
 
 absl::StatusOr<OwnedBuffer> Encoder::Encode() {
@@ -1016,7 +964,6 @@ absl::StatusOr<OwnedBuffer> Encoder::Encode() {
   block_items_ = std::max<uint32_t>(1, o_.block_items);
   blocks_ = (n_ + block_items_ - 1) / block_items_;
   Reset();
-  prefetch_ = EstimatedModelBytes() > kPrefetchModelBytes;
   RETURN_IF_ERROR(CheckKeys());
   RETURN_IF_ERROR(Analyze());
 
