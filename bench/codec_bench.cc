@@ -616,6 +616,7 @@ int main(int argc, char** argv) {
     const bool sized = absl::StartsWith(p.variant, "items_");
     AddCodecRows(p, sized ? &scaling : &entries);
     AddProtobufRows(p, sized ? &scaling : &entries);
+    AddModelFloorRows(p, sized ? &scaling : &entries);
   }
   // The scaling rows one operation at a time, sizes in order (Encode at
   // 10, 100, ... 5000 items, then Decode, ...): a per-item ratio between

@@ -97,6 +97,35 @@ def sweep(rounds, shapes=SHAPES):
     return lines, misses
 
 
+def floors(rounds, shapes=SHAPES):
+    """What any codec of this model could reach on each shape: the targets'
+    ratios with the codec replaced by a floor measured in the same round.
+    BM_ModelCopy copies the RankResult (the objects a full decode must
+    build, with heap strings shared, not copied), so protobuf parse ÷ it
+    bounds the full-decode ratio from above; BM_GatherFloor reads what an
+    encoder must read and writes it with no format, bounding the encode
+    ratio. A top-10 read at ≥ 1000× must finish in protobuf parse ÷ 1000;
+    BM_Open is rankbin's fixed cost before the first item."""
+    lines = ["| shape | protobuf parse ÷ model copy (best full decode; goal 20×) | "
+             "protobuf serialize ÷ gather floor (best encode; goal 15×) | "
+             "top-10 budget at 1000× | rankbin Open | rankbin top-10 |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for v, label in shapes:
+        par, ser = f"BM_Parse/protobuf/{v}", f"BM_Serialize/protobuf/{v}"
+        copy = ratios(rounds, par, f"BM_ModelCopy/model/{v}")
+        gather = ratios(rounds, ser, f"BM_GatherFloor/model/{v}")
+        if not copy and not gather:
+            continue
+        budget = 1000 * med([r[par][0] for r in rounds if par in r]) / 1000  # ns
+        opened = 1000 * med([r[f"BM_Open/rankbin/{v}"][0] for r in rounds
+                             if f"BM_Open/rankbin/{v}" in r])
+        top = 1000 * med([r[f"BM_Top10/rankbin/{v}"][0] for r in rounds
+                          if f"BM_Top10/rankbin/{v}" in r])
+        lines.append(f"| {label} | {cell(copy, 20)} | {cell(gather, 15)} | {budget:,.0f} ns | "
+                     f"{opened:,.0f} ns | {top:,.0f} ns |")
+    return lines
+
+
 def per_item(rounds, name, n):
     return [r[name][0] / n for r in rounds if name in r]
 
@@ -179,6 +208,11 @@ def main():
     lines, misses = sweep(rounds)
     print("\n".join(lines))
     print("\nMisses: " + ("; ".join(misses) if misses else "none") + "\n")
+    lines = floors(rounds)
+    if len(lines) > 2:
+        print("Floors (" + " ".join(floors.__doc__.split(".")[0].split()) +
+              "; median [min–max] of per-round ratios):\n")
+        print("\n".join(lines) + "\n")
     lines, _ = sweep(rounds, PROBES)
     if len(lines) > 2:
         print("Probe shapes (`codec_bench --probe`; not the issue's sweep, goals for reference):\n")
