@@ -572,8 +572,9 @@ int main(int argc, char** argv) {
 
   auto codecs = Check(rankwire::MakeBuiltinCodecs(rankwire::BuiltinCodecOptions{}), "codecs");
   // The shipped payload (both log placements) with every reference format,
-  // then the shape sweep (bench/shape_payloads.h) with the codecs and the
-  // protobuf baseline.
+  // then the shape sweep (bench/shape_payloads.h) with the codecs, the
+  // protobuf baseline and the model's floors (what any codec of this model
+  // must at least do on that shape).
   static Payload payloads[2];
   payloads[0].placement = LogPlacement::kInline;
   payloads[1].placement = LogPlacement::kStore;

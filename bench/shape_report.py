@@ -116,11 +116,10 @@ def floors(rounds, shapes=SHAPES):
         gather = ratios(rounds, ser, f"BM_GatherFloor/model/{v}")
         if not copy and not gather:
             continue
-        budget = 1000 * med([r[par][0] for r in rounds if par in r]) / 1000  # ns
-        opened = 1000 * med([r[f"BM_Open/rankbin/{v}"][0] for r in rounds
-                             if f"BM_Open/rankbin/{v}" in r])
-        top = 1000 * med([r[f"BM_Top10/rankbin/{v}"][0] for r in rounds
-                          if f"BM_Top10/rankbin/{v}" in r])
+        # Times are in µs: parse ÷ 1000 in ns is the parse's µs figure.
+        budget = med(per_item(rounds, par, 1))
+        opened = 1000 * med(per_item(rounds, f"BM_Open/rankbin/{v}", 1))
+        top = 1000 * med(per_item(rounds, f"BM_Top10/rankbin/{v}", 1))
         lines.append(f"| {label} | {cell(copy, 20)} | {cell(gather, 15)} | {budget:,.0f} ns | "
                      f"{opened:,.0f} ns | {top:,.0f} ns |")
     return lines
