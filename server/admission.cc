@@ -12,6 +12,11 @@ int DefaultRankWorkers(int max_concurrent, int ranking_cpus) {
   return std::max(1, std::min(ranking_cpus, max_concurrent));
 }
 
+int DefaultMaxInlineRank(int rank_workers, int configured_cpus) {
+  const int grpc_threads = std::clamp(configured_cpus / 2, 2, 16);
+  return std::max(0, std::min(rank_workers, grpc_threads - 1));
+}
+
 absl::Status AdmissionControl::CheckUnsent(absl::string_view peer) const {
   if (unsent_.load(std::memory_order_relaxed) >= options_.max_unsent_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat(

@@ -60,6 +60,14 @@ int DefaultMaxConcurrentRank(int ranking_cpus);
 // include the other call's); queued, the first finishes in its own time.
 int DefaultRankWorkers(int max_concurrent, int ranking_cpus);
 
+// How many admitted calls may be ranked on the gRPC threads that received
+// them (WorkerPool::RunOrSubmit) instead of being handed to a ranking
+// worker: one fewer than the threads gRPC's callback API polls with
+// (clamp(configured CPUs / 2, 2, 16) in gRPC 1.51), so one of them is always
+// free to read, admit and refuse calls; at most `rank_workers`.
+// `configured_cpus` is sysconf(_SC_NPROCESSORS_CONF), as gRPC counts.
+int DefaultMaxInlineRank(int rank_workers, int configured_cpus);
+
 class AdmissionControl {
  public:
   enum class Refusal { kOverload, kUnsentBytes };

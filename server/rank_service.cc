@@ -153,7 +153,8 @@ grpc::ServerUnaryReactor* RankServiceImpl::Rank(
   // shared_ptr.
   auto held = std::make_shared<AdmissionControl::Slot>(*std::move(slot));
   const auto admitted_at = RankHandler::Clock::now();
-  workers_->Submit([this, reactor, deadline, request, response, held, admitted_at] {
+  // On this thread while a ranking slot is free (no hand-off), else queued.
+  workers_->RunOrSubmit([this, reactor, deadline, request, response, held, admitted_at] {
     Serve(reactor, admitted_at, deadline, request, response, std::move(*held));
   });
   return reactor;

@@ -145,6 +145,11 @@ ABSL_FLAG(int, rank_workers, 0,
           "Threads that parse, rank and encode admitted calls (0: one per CPU the server "
           "may use, at most --max_concurrent_rank). Admitted calls past them wait in a "
           "queue (ServerTimings.queue_us); more than --max_concurrent_rank is an error.");
+ABSL_FLAG(bool, rank_inline, true,
+          "Rank an admitted call on the gRPC thread that received it while a ranking slot is "
+          "free (no hand-off to a worker thread: fewer context switches per call); one gRPC "
+          "thread always stays free to admit and refuse. Off with --rank_worker_cpus or a "
+          "--rank_worker_nice, which only the workers apply.");
 ABSL_FLAG(uint32_t, max_unsent_response_mb, 512,
           "Response bytes (MiB) handed to gRPC but not yet read by clients, over all "
           "connections; past it calls get RESOURCE_EXHAUSTED.");
@@ -536,9 +541,16 @@ absl::Status Run() {
                     "Rank calls admitted and not finished: in work on a ranking worker "
                     "(rankwire_rank_rpcs_in_flight) or queued for one.",
                     [&admission] { return static_cast<double>(admission.in_use()); });
-  WorkerPool workers(rank_workers, WorkerPool::Placement{"rankwire-rank",
-                                                         absl::GetFlag(FLAGS_rank_worker_nice),
-                                                         true, rank_cpus});
+  // Inline ranking would run outside --rank_worker_cpus and without
+  // --rank_worker_nice: with either, every call goes to the workers.
+  const int max_inline_rank =
+      absl::GetFlag(FLAGS_rank_inline) && rank_cpus.empty() &&
+              absl::GetFlag(FLAGS_rank_worker_nice) == 0
+          ? DefaultMaxInlineRank(rank_workers, static_cast<int>(sysconf(_SC_NPROCESSORS_CONF)))
+          : 0;
+  WorkerPool workers(rank_workers,
+                     WorkerPool::Placement{"rankwire-rank", absl::GetFlag(FLAGS_rank_worker_nice),
+                                           true, rank_cpus, max_inline_rank});
   RankServiceImpl rank_service(&handler, &metrics, &admission, &workers);
   const int max_fetch = absl::GetFlag(FLAGS_max_concurrent_fetch_logs);
   if (max_fetch < 1) {
@@ -595,13 +607,13 @@ absl::Status Run() {
   // Scripts and tests read the ports from this line.
   spdlog::info("rankwire-server listening port={} metrics_port={} codec={} log_mode={} logstore={} "
                "model={} health_port={} tls={} max_concurrent_rank={} rank_workers={} "
-               "max_request_bytes={}",
+               "max_request_bytes={} max_inline_rank={}",
                bound_port, http ? http->port() : -1, std::string((*default_codec)->name()),
                absl::GetFlag(FLAGS_log_mode), absl::GetFlag(FLAGS_logstore),
                model.full_version(), health.port,
                !UsesTls(tls) ? "off" : tls.client_ca_file.empty() ? "tls" : "mutual",
                admission_options.max_concurrent_rank, rank_workers,
-               message_limits.max_request_bytes);
+               message_limits.max_request_bytes, max_inline_rank);
   // The allocator linked in (server/malloc.cmake); benchmarks compare builds by it.
   spdlog::info("allocator={} log_numbers={} rank_worker_cpus={}", RANKWIRE_MALLOC_NAME,
                logstore::LogNumberPathName(logstore::ActiveLogNumberPath()),
