@@ -5,47 +5,6 @@
 
 namespace rankwire {
 
-std::optional<double> MetricRef::AsDouble() const {
-  switch (type_) {
-    case MetricType::kInt:
-      return static_cast<double>(i_);
-    case MetricType::kFloat:
-    case MetricType::kDouble:
-      return d_;
-    case MetricType::kString:
-      return std::nullopt;
-  }
-  return std::nullopt;
-}
-
-MetricRef MetricRef::Of(const MetricValue& v) {
-  switch (v.type()) {
-    case MetricType::kInt:
-      return Int(v.int_value());
-    case MetricType::kFloat:
-      return Float(v.float_value());
-    case MetricType::kDouble:
-      return Double(v.double_value());
-    case MetricType::kString:
-      break;
-  }
-  return String(v.string_value());
-}
-
-MetricValue MetricRef::ToValue() const {
-  switch (type_) {
-    case MetricType::kInt:
-      return MetricValue::Int(i_);
-    case MetricType::kFloat:
-      return MetricValue::Float(static_cast<float>(d_));
-    case MetricType::kDouble:
-      return MetricValue::Double(d_);
-    case MetricType::kString:
-      return MetricValue::String(std::string(s_));
-  }
-  return MetricValue();
-}
-
 absl::StatusOr<std::optional<MetricRef>> ItemRef::Metric(
     absl::string_view name) const {
   return view_->FindMetricOf(*this, name);
@@ -90,12 +49,20 @@ absl::StatusOr<RankedItem> ResultView::MaterializeItem(size_t i) const {
 
 absl::StatusOr<RankResult> ResultView::Materialize() const {
   RankResult result;
-  absl::Span<const MetricKey> k = keys();
-  result.keys.assign(k.begin(), k.end());
-  result.items.reserve(size());
+  for (const MetricKey& k : keys()) result.AddKey(k.name, k.type);
+  result.Reserve(size());
+  absl::Status wrong;
   for (size_t i = 0; i < size(); ++i) {
-    ASSIGN_OR_RETURN(RankedItem item, MaterializeItem(i));
-    result.items.push_back(std::move(item));
+    ASSIGN_OR_RETURN(ItemRef ref, Item(i));
+    const size_t item = result.AddItem(ref.id(), ref.score(), ref.position());
+    RETURN_IF_ERROR(ForEachMetricOf(ref, [&](uint32_t key, const MetricRef& v) {
+      if (wrong.ok()) wrong = result.Set(item, key, v);
+    }));
+    // A view that hands out a value of another type than its key's is
+    // broken (the codecs check types as they decode).
+    if (!wrong.ok()) return absl::DataLossError(wrong.message());
+    ASSIGN_OR_RETURN(absl::string_view log, Log(i));
+    if (!log.empty()) result.SetLog(item, log);
   }
   return result;
 }

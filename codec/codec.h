@@ -65,37 +65,6 @@
 
 namespace rankwire {
 
-// A metric value inside a view: numbers by value, strings as views into the
-// view's memory (valid while the ResultView lives).
-class MetricRef {
- public:
-  static MetricRef Int(int64_t v) { return MetricRef(MetricType::kInt, v, 0, {}); }
-  static MetricRef Float(float v) { return MetricRef(MetricType::kFloat, 0, v, {}); }
-  static MetricRef Double(double v) { return MetricRef(MetricType::kDouble, 0, v, {}); }
-  static MetricRef String(absl::string_view v) {
-    return MetricRef(MetricType::kString, 0, 0, v);
-  }
-  // A view of a model value; a string refers to `v`'s bytes.
-  static MetricRef Of(const MetricValue& v);
-
-  MetricType type() const { return type_; }
-  int64_t int_value() const { return i_; }
-  float float_value() const { return static_cast<float>(d_); }
-  double double_value() const { return d_; }
-  absl::string_view string_value() const { return s_; }
-  // Numbers as double; nullopt for strings.
-  std::optional<double> AsDouble() const;
-  MetricValue ToValue() const;
-
- private:
-  MetricRef(MetricType t, int64_t i, double d, absl::string_view s)
-      : type_(t), i_(i), d_(d), s_(s) {}
-  MetricType type_;
-  int64_t i_;
-  double d_;  // Holds floats exactly too.
-  absl::string_view s_;
-};
-
 // Called once per metric of an item: the key's index in ResultView::keys()
 // and the value.
 using MetricVisitor = absl::FunctionRef<void(uint32_t key, const MetricRef&)>;
@@ -170,9 +139,10 @@ class ResultView {
 
   // The first min(n, size()) items.
   absl::StatusOr<std::vector<ItemRef>> TopN(size_t n) const;
-  // Decodes item i completely into the model (metric keys refer to keys()).
+  // Decodes item i completely, as an owning copy (metric keys refer to
+  // keys()).
   virtual absl::StatusOr<RankedItem> MaterializeItem(size_t i) const;
-  // Decodes everything.
+  // Decodes everything into a columnar result (O(keys) allocations).
   virtual absl::StatusOr<RankResult> Materialize() const;
 };
 

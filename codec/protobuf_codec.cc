@@ -33,22 +33,6 @@ bool ParseNumber(absl::string_view text, T* out) {
   return r.ec == std::errc() && r.ptr == end;
 }
 
-absl::Status CheckEntry(const RankResult& result, size_t item,
-                        const MetricEntry& e) {
-  if (e.key >= result.keys.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("item ", item, ": metric key index ", e.key,
-                     " out of range (", result.keys.size(), " keys)"));
-  }
-  if (e.value.type() != result.keys[e.key].type) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "item ", item, ": metric \"", result.keys[e.key].name, "\" is ",
-        MetricTypeName(e.value.type()), ", its key says ",
-        MetricTypeName(result.keys[e.key].type)));
-  }
-  return absl::OkStatus();
-}
-
 absl::Status BadText(absl::string_view key, size_t item, MetricType type,
                      absl::string_view text) {
   return absl::DataLossError(absl::StrCat(
@@ -199,7 +183,7 @@ absl::StatusOr<MetricRef> ParseMetricText(MetricType type,
 absl::Status ToProto(const RankResult& result, ProtoResult* out) {
   out->Clear();
   auto* types = out->mutable_metric_types();
-  for (const MetricKey& key : result.keys) {
+  for (const MetricKey& key : result.keys()) {
     // The reader rejects type numbers outside MetricType; so does the writer.
     if (!MetricTypeFromNumber(static_cast<int>(key.type))) {
       return absl::InvalidArgumentError(
@@ -212,29 +196,23 @@ absl::Status ToProto(const RankResult& result, ProtoResult* out) {
           absl::StrCat("metric key \"", key.name, "\" appears twice"));
     }
   }
-  out->mutable_items()->Reserve(static_cast<int>(result.items.size()));
+  RETURN_IF_ERROR(ValidateResult(result));
+  out->mutable_items()->Reserve(static_cast<int>(result.size()));
   std::string text;
-  for (size_t i = 0; i < result.items.size(); ++i) {
-    const RankedItem& item = result.items[i];
+  for (size_t i = 0; i < result.size(); ++i) {
     rank::v1::RankedItem* p = out->add_items();
-    p->set_item_id(item.item_id);
-    p->set_score(item.score);
-    p->set_position(item.position);
+    p->set_item_id(std::string(result.id(i)));
+    p->set_score(result.score(i));
+    p->set_position(result.position(i));
     auto* metrics = p->mutable_metrics();
-    for (const MetricEntry& e : item.metrics) {
-      RETURN_IF_ERROR(CheckEntry(result, i, e));
+    for (uint32_t k = 0; k < result.key_count(); ++k) {
+      const Column& c = result.column(k);
+      if (!c.present(i)) continue;
       text.clear();
-      AppendMetricText(MetricRef::Of(e.value), &text);
-      size_t before = metrics->size();
-      std::string& slot = (*metrics)[result.keys[e.key].name];
-      if (metrics->size() == before) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("item ", i, ": metric \"", result.keys[e.key].name,
-                         "\" appears twice"));
-      }
-      slot = text;
+      AppendMetricText(c.at(i), &text);
+      (*metrics)[result.key(k).name] = text;
     }
-    if (!item.log.empty()) p->set_log(item.log);
+    if (!result.log(i).empty()) p->set_log(std::string(result.log(i)));
   }
   return absl::OkStatus();
 }

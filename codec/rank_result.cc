@@ -170,81 +170,48 @@ std::string MetricValue::DebugString() const {
   return "?";
 }
 
-uint32_t RankResult::AddKey(std::string name, MetricType type) {
-  keys.push_back(MetricKey{std::move(name), type});
-  return static_cast<uint32_t>(keys.size() - 1);
-}
-
-std::optional<uint32_t> RankResult::FindKey(absl::string_view name) const {
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (keys[i].name == name) return static_cast<uint32_t>(i);
+std::optional<double> MetricRef::AsDouble() const {
+  switch (type_) {
+    case MetricType::kInt:
+      return static_cast<double>(i_);
+    case MetricType::kFloat:
+    case MetricType::kDouble:
+      return d_;
+    case MetricType::kString:
+      return std::nullopt;
   }
   return std::nullopt;
 }
 
-const MetricValue* RankResult::FindMetric(size_t item,
-                                          absl::string_view name) const {
-  std::optional<uint32_t> key = FindKey(name);
-  if (!key || item >= items.size()) return nullptr;
-  for (const MetricEntry& e : items[item].metrics) {
-    if (e.key == *key) return &e.value;
+MetricRef MetricRef::Of(const MetricValue& v) {
+  switch (v.type()) {
+    case MetricType::kInt:
+      return Int(v.int_value());
+    case MetricType::kFloat:
+      return Float(v.float_value());
+    case MetricType::kDouble:
+      return Double(v.double_value());
+    case MetricType::kString:
+      break;
   }
-  return nullptr;
+  return String(v.string_value());
 }
 
-absl::Status ValidateResult(const RankResult& result) {
-  absl::flat_hash_set<absl::string_view> names;
-  names.reserve(result.keys.size());
-  for (const MetricKey& key : result.keys) {
-    if (!names.insert(key.name).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("metric key \"", key.name, "\" appears twice"));
-    }
+MetricValue MetricRef::ToValue() const {
+  switch (type_) {
+    case MetricType::kInt:
+      return MetricValue::Int(i_);
+    case MetricType::kFloat:
+      return MetricValue::Float(static_cast<float>(d_));
+    case MetricType::kDouble:
+      return MetricValue::Double(d_);
+    case MetricType::kString:
+      return MetricValue::String(s_);
   }
-  std::vector<size_t> seen_in_item(result.keys.size(), SIZE_MAX);
-  for (size_t i = 0; i < result.items.size(); ++i) {
-    const RankedItem& item = result.items[i];
-    for (const MetricEntry& e : item.metrics) {
-      if (e.key >= result.keys.size()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("item ", i, " (", item.item_id, "): metric key index ",
-                         e.key, " out of range (", result.keys.size(),
-                         " keys)"));
-      }
-      const MetricKey& key = result.keys[e.key];
-      if (e.value.type() != key.type) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "item ", i, " (", item.item_id, "): metric \"", key.name,
-            "\" is ", MetricTypeName(e.value.type()), ", its key says ",
-            MetricTypeName(key.type)));
-      }
-      if (seen_in_item[e.key] == i) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("item ", i, " (", item.item_id, "): metric \"",
-                         key.name, "\" appears twice"));
-      }
-      seen_in_item[e.key] = i;
-    }
-  }
-  return absl::OkStatus();
+  return MetricValue();
 }
 
 namespace {
-
-using NamedMetrics = std::vector<std::pair<absl::string_view, const MetricValue*>>;
-
-NamedMetrics Named(const RankResult& r, const RankedItem& item) {
-  NamedMetrics out;
-  out.reserve(item.metrics.size());
-  for (const MetricEntry& e : item.metrics) {
-    absl::string_view name =
-        e.key < r.keys.size() ? absl::string_view(r.keys[e.key].name) : "<bad>";
-    out.emplace_back(name, &e.value);
-  }
-  std::sort(out.begin(), out.end(),
-            [](const auto& x, const auto& y) { return x.first < y.first; });
-  return out;
-}
 
 bool SameDouble(double x, double y) {
   if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && std::isnan(y);
@@ -253,58 +220,392 @@ bool SameDouble(double x, double y) {
 
 }  // namespace
 
-std::string DiffResults(const RankResult& a, const RankResult& b) {
-  absl::flat_hash_map<absl::string_view, MetricType> akeys;
-  for (const MetricKey& k : a.keys) akeys[k.name] = k.type;
-  if (a.keys.size() != b.keys.size()) {
-    return absl::StrCat("key count ", a.keys.size(), " vs ", b.keys.size());
+bool operator==(const MetricRef& a, const MetricRef& b) {
+  if (a.type() != b.type()) return false;
+  switch (a.type()) {
+    case MetricType::kInt:
+      return a.int_value() == b.int_value();
+    case MetricType::kFloat:
+    case MetricType::kDouble:
+      return SameDouble(a.double_value(), b.double_value());
+    case MetricType::kString:
+      return a.string_value() == b.string_value();
   }
-  for (const MetricKey& k : b.keys) {
+  return false;
+}
+
+std::string MetricRef::DebugString() const {
+  switch (type_) {
+    case MetricType::kInt:
+      return absl::StrCat(i_);
+    case MetricType::kFloat:
+      return absl::StrCat(float_value(), "f");
+    case MetricType::kDouble:
+      return absl::StrCat(d_);
+    case MetricType::kString:
+      return absl::StrCat("\"", s_, "\"");
+  }
+  return "?";
+}
+
+MetricRef Column::at(size_t i) const {
+  switch (type_) {
+    case MetricType::kInt:
+      return MetricRef::Int(ints_[i]);
+    case MetricType::kFloat:
+      return MetricRef::Float(floats_[i]);
+    case MetricType::kDouble:
+      return MetricRef::Double(doubles_[i]);
+    case MetricType::kString:
+      break;
+  }
+  return MetricRef::String(string_at(i));
+}
+
+void Column::Resize(size_t items) {
+  if (items <= slots_) return;
+  // Grown geometrically: cells set item by item while items are added
+  // would otherwise resize on every item.
+  const size_t slots = std::max(items, 2 * slots_);
+  present_.resize((slots + 63) / 64, 0);
+  switch (type_) {
+    case MetricType::kInt:
+      ints_.resize(slots, 0);
+      break;
+    case MetricType::kFloat:
+      floats_.resize(slots, 0.0f);
+      break;
+    case MetricType::kDouble:
+      doubles_.resize(slots, 0.0);
+      break;
+    case MetricType::kString:
+      codes_.resize(slots, 0);
+      break;
+  }
+  slots_ = slots;
+}
+
+void Column::MarkAllPresent(size_t items) {
+  std::fill(present_.begin(), present_.begin() + static_cast<ptrdiff_t>(items / 64), ~uint64_t{0});
+  if (items % 64 != 0) present_[items / 64] |= (uint64_t{1} << (items % 64)) - 1;
+  present_count_ = items;
+}
+
+void Column::Clear() {
+  slots_ = 0;
+  present_.clear();
+  present_count_ = 0;
+  ints_.clear();
+  floats_.clear();
+  doubles_.clear();
+  codes_.clear();
+  entry_bytes_.clear();
+  entry_ends_.clear();
+}
+
+uint32_t RankResult::AddKey(std::string name, MetricType type) {
+  keys_.push_back(MetricKey{std::move(name), type});
+  const size_t k = keys_.size() - 1;
+  if (columns_.size() > k) {
+    // A cleared result's column, its memory kept.
+    columns_[k].Clear();
+    columns_[k].type_ = type;
+  } else {
+    columns_.emplace_back(type);
+  }
+  return static_cast<uint32_t>(k);
+}
+
+std::optional<uint32_t> RankResult::FindKey(absl::string_view name) const {
+  for (size_t i = 0; i < keys_.size(); ++i) {
+    if (keys_[i].name == name) return static_cast<uint32_t>(i);
+  }
+  return std::nullopt;
+}
+
+void RankResult::Reserve(size_t items, size_t id_bytes) {
+  // The keys' columns too: cells set item by item then never resize.
+  for (size_t k = 0; k < keys_.size(); ++k) columns_[k].Resize(items);
+  id_ends_.reserve(items);
+  scores_.reserve(items);
+  positions_.reserve(items);
+  id_bytes_.reserve(id_bytes);
+}
+
+size_t RankResult::AddItem(absl::string_view id, double score, uint32_t position) {
+  id_bytes_.append(id.data(), id.size());
+  id_ends_.push_back(id_bytes_.size());
+  scores_.push_back(score);
+  positions_.push_back(position);
+  return scores_.size() - 1;
+}
+
+void RankResult::SetLog(size_t i, absl::string_view log) {
+  if (log_spans_.size() < size()) log_spans_.resize(size());
+  log_spans_[i] = LogSpan{log_bytes_.size(), static_cast<uint32_t>(log.size())};
+  log_bytes_.append(log.data(), log.size());
+  has_logs_ = has_logs_ || !log.empty();
+}
+
+Column& RankResult::Cell(size_t item, uint32_t key) {
+  Column& c = columns_[key];
+  c.Resize(std::max(item + 1, size()));
+  c.MarkPresent(item);
+  return c;
+}
+
+void RankResult::SetInt(size_t item, uint32_t key, int64_t v) { Cell(item, key).ints_[item] = v; }
+void RankResult::SetFloat(size_t item, uint32_t key, float v) {
+  Cell(item, key).floats_[item] = v;
+}
+void RankResult::SetDouble(size_t item, uint32_t key, double v) {
+  Cell(item, key).doubles_[item] = v;
+}
+void RankResult::SetStringCode(size_t item, uint32_t key, uint32_t code) {
+  Cell(item, key).codes_[item] = code;
+}
+
+uint32_t RankResult::AddStringEntry(uint32_t key, absl::string_view v) {
+  Column& c = columns_[key];
+  c.entry_bytes_.append(v.data(), v.size());
+  c.entry_ends_.push_back(c.entry_bytes_.size());
+  return static_cast<uint32_t>(c.entry_ends_.size() - 1);
+}
+
+absl::Status RankResult::Set(size_t item, uint32_t key, const MetricRef& v) {
+  if (item >= size() || key >= keys_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("cell (item ", item, ", key ", key,
+                                                   ") out of range (", size(), " items, ",
+                                                   keys_.size(), " keys)"));
+  }
+  if (v.type() != keys_[key].type) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "item ", item, " (", id(item), "): metric \"", keys_[key].name, "\" is ",
+        MetricTypeName(v.type()), ", its key says ", MetricTypeName(keys_[key].type)));
+  }
+  switch (v.type()) {
+    case MetricType::kInt:
+      SetInt(item, key, v.int_value());
+      break;
+    case MetricType::kFloat:
+      SetFloat(item, key, v.float_value());
+      break;
+    case MetricType::kDouble:
+      SetDouble(item, key, v.double_value());
+      break;
+    case MetricType::kString:
+      SetString(item, key, v.string_value());
+      break;
+  }
+  return absl::OkStatus();
+}
+
+std::optional<MetricRef> RankResult::Get(size_t item, uint32_t key) const {
+  if (key >= columns_.size() || !columns_[key].present(item)) return std::nullopt;
+  return columns_[key].at(item);
+}
+
+std::optional<MetricRef> RankResult::FindMetric(size_t item, absl::string_view name) const {
+  std::optional<uint32_t> key = FindKey(name);
+  if (!key || item >= size()) return std::nullopt;
+  return Get(item, *key);
+}
+
+int64_t* RankResult::MutableInts(uint32_t key) {
+  Column& c = columns_[key];
+  c.Resize(size());
+  c.MarkAllPresent(size());
+  return c.ints_.data();
+}
+float* RankResult::MutableFloats(uint32_t key) {
+  Column& c = columns_[key];
+  c.Resize(size());
+  c.MarkAllPresent(size());
+  return c.floats_.data();
+}
+double* RankResult::MutableDoubles(uint32_t key) {
+  Column& c = columns_[key];
+  c.Resize(size());
+  c.MarkAllPresent(size());
+  return c.doubles_.data();
+}
+uint32_t* RankResult::MutableCodes(uint32_t key) {
+  Column& c = columns_[key];
+  c.Resize(size());
+  c.MarkAllPresent(size());
+  return c.codes_.data();
+}
+
+absl::Status RankResult::AppendItem(const RankedItem& item) {
+  for (const MetricEntry& e : item.metrics) {
+    if (e.key >= keys_.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("item ", size(), " (", item.item_id,
+                                                     "): metric key index ", e.key,
+                                                     " out of range (", keys_.size(), " keys)"));
+    }
+    if (e.value.type() != keys_[e.key].type) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "item ", size(), " (", item.item_id, "): metric \"", keys_[e.key].name, "\" is ",
+          MetricTypeName(e.value.type()), ", its key says ", MetricTypeName(keys_[e.key].type)));
+    }
+  }
+  for (size_t a = 0; a < item.metrics.size(); ++a) {
+    for (size_t b = 0; b < a; ++b) {
+      if (item.metrics[a].key == item.metrics[b].key) {
+        return absl::InvalidArgumentError(absl::StrCat("item ", size(), " (", item.item_id,
+                                                       "): metric \"",
+                                                       keys_[item.metrics[a].key].name,
+                                                       "\" appears twice"));
+      }
+    }
+  }
+  const size_t i = AddItem(item.item_id, item.score, item.position);
+  for (const MetricEntry& e : item.metrics) {
+    (void)Set(i, e.key, MetricRef::Of(e.value));
+  }
+  if (!item.log.empty()) SetLog(i, item.log);
+  return absl::OkStatus();
+}
+
+RankedItem RankResult::Item(size_t i) const {
+  RankedItem item;
+  item.item_id = std::string(id(i));
+  item.score = score(i);
+  item.position = position(i);
+  for (uint32_t k = 0; k < columns_.size() && k < keys_.size(); ++k) {
+    if (columns_[k].present(i)) item.metrics.push_back(MetricEntry{k, columns_[k].at(i).ToValue()});
+  }
+  item.log = std::string(log(i));
+  return item;
+}
+
+void RankResult::Clear() {
+  keys_.clear();
+  ClearItems();
+}
+
+void RankResult::ClearItems() {
+  // Columns stay, cleared when their index is reused.
+  id_bytes_.clear();
+  id_ends_.clear();
+  scores_.clear();
+  positions_.clear();
+  log_bytes_.clear();
+  log_spans_.clear();
+  has_logs_ = false;
+}
+
+void RankResult::ResetKeys(absl::Span<const MetricKey> keys) {
+  ClearItems();
+  // The names are assigned into the strings already there (no allocation
+  // when they fit).
+  keys_.resize(keys.size());
+  for (size_t k = 0; k < keys.size(); ++k) {
+    keys_[k].name.assign(keys[k].name);
+    keys_[k].type = keys[k].type;
+    if (columns_.size() <= k) {
+      columns_.emplace_back(keys[k].type);
+    } else {
+      columns_[k].Clear();
+      columns_[k].type_ = keys[k].type;
+    }
+  }
+}
+
+absl::Status ValidateResult(const RankResult& result) {
+  absl::flat_hash_set<absl::string_view> names;
+  names.reserve(result.key_count());
+  for (uint32_t k = 0; k < result.key_count(); ++k) {
+    const MetricKey& key = result.key(k);
+    if (!names.insert(key.name).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("metric key \"", key.name, "\" appears twice"));
+    }
+    if (!MetricTypeFromNumber(static_cast<int>(key.type))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("metric key \"", key.name, "\" has no valid type"));
+    }
+    const Column& c = result.column(k);
+    if (key.type != MetricType::kString) continue;
+    for (size_t i = 0; i < result.size(); ++i) {
+      if (c.present(i) && c.codes()[i] >= c.entry_count()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "item ", i, " (", result.id(i), "): metric \"", key.name, "\" has string code ",
+            c.codes()[i], " of ", c.entry_count(), " entries"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// Item i's metrics by key name, sorted.
+using NamedMetrics = std::vector<std::pair<absl::string_view, MetricRef>>;
+
+NamedMetrics Named(const RankResult& r, size_t i) {
+  NamedMetrics out;
+  for (uint32_t k = 0; k < r.key_count(); ++k) {
+    if (r.column(k).present(i)) out.emplace_back(r.key(k).name, r.column(k).at(i));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const auto& x, const auto& y) { return x.first < y.first; });
+  return out;
+}
+
+std::string DiffKeys(const RankResult& a, const RankResult& b) {
+  if (a.key_count() != b.key_count()) {
+    return absl::StrCat("key count ", a.key_count(), " vs ", b.key_count());
+  }
+  absl::flat_hash_map<absl::string_view, MetricType> akeys;
+  for (const MetricKey& k : a.keys()) akeys[k.name] = k.type;
+  for (const MetricKey& k : b.keys()) {
     auto it = akeys.find(k.name);
     if (it == akeys.end()) return absl::StrCat("key \"", k.name, "\" only in b");
     if (it->second != k.type) {
-      return absl::StrCat("key \"", k.name, "\" type ",
-                          MetricTypeName(it->second), " vs ",
+      return absl::StrCat("key \"", k.name, "\" type ", MetricTypeName(it->second), " vs ",
                           MetricTypeName(k.type));
     }
   }
-  if (a.items.size() != b.items.size()) {
-    return absl::StrCat("item count ", a.items.size(), " vs ", b.items.size());
+  return "";
+}
+
+std::string DiffItem(const RankResult& a, const RankResult& b, size_t i) {
+  const std::string where = absl::StrCat("item ", i, ": ");
+  if (a.id(i) != b.id(i)) return absl::StrCat(where, "id \"", a.id(i), "\" vs \"", b.id(i), "\"");
+  if (!SameDouble(a.score(i), b.score(i))) {
+    return absl::StrCat(where, "score ", a.score(i), " vs ", b.score(i));
   }
-  for (size_t i = 0; i < a.items.size(); ++i) {
-    const RankedItem& x = a.items[i];
-    const RankedItem& y = b.items[i];
-    std::string where = absl::StrCat("item ", i, ": ");
-    if (x.item_id != y.item_id) {
-      return absl::StrCat(where, "id \"", x.item_id, "\" vs \"", y.item_id,
-                          "\"");
+  if (a.position(i) != b.position(i)) {
+    return absl::StrCat(where, "position ", a.position(i), " vs ", b.position(i));
+  }
+  if (a.log(i) != b.log(i)) {
+    return absl::StrCat(where, "log differs (", a.log(i).size(), " vs ", b.log(i).size(),
+                        " bytes)");
+  }
+  NamedMetrics mx = Named(a, i), my = Named(b, i);
+  if (mx.size() != my.size()) {
+    return absl::StrCat(where, "metric count ", mx.size(), " vs ", my.size());
+  }
+  for (size_t m = 0; m < mx.size(); ++m) {
+    if (mx[m].first != my[m].first) {
+      return absl::StrCat(where, "metric \"", mx[m].first, "\" vs \"", my[m].first, "\"");
     }
-    if (!SameDouble(x.score, y.score)) {
-      return absl::StrCat(where, "score ", x.score, " vs ", y.score);
+    if (mx[m].second != my[m].second) {
+      return absl::StrCat(where, "metric \"", mx[m].first, "\" ", mx[m].second.DebugString(),
+                          " vs ", my[m].second.DebugString());
     }
-    if (x.position != y.position) {
-      return absl::StrCat(where, "position ", x.position, " vs ", y.position);
-    }
-    if (x.log != y.log) {
-      return absl::StrCat(where, "log differs (", x.log.size(), " vs ",
-                          y.log.size(), " bytes)");
-    }
-    NamedMetrics mx = Named(a, x), my = Named(b, y);
-    if (mx.size() != my.size()) {
-      return absl::StrCat(where, "metric count ", mx.size(), " vs ",
-                          my.size());
-    }
-    for (size_t m = 0; m < mx.size(); ++m) {
-      if (mx[m].first != my[m].first) {
-        return absl::StrCat(where, "metric \"", mx[m].first, "\" vs \"",
-                            my[m].first, "\"");
-      }
-      if (*mx[m].second != *my[m].second) {
-        return absl::StrCat(where, "metric \"", mx[m].first, "\" ",
-                            mx[m].second->DebugString(), " vs ",
-                            my[m].second->DebugString());
-      }
-    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string DiffResults(const RankResult& a, const RankResult& b) {
+  if (std::string keys = DiffKeys(a, b); !keys.empty()) return keys;
+  if (a.size() != b.size()) return absl::StrCat("item count ", a.size(), " vs ", b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::string item = DiffItem(a, b, i); !item.empty()) return item;
   }
   return "";
 }

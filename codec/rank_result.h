@@ -1,19 +1,15 @@
-// RankResult is the ranking service's output in plain C++ types: the ranked
-// items, each with an id, a score, a position, typed metrics and a log line.
-// Codecs turn it into bytes and back; nothing here knows about protobuf.
+// The ranking service's output in plain C++ types: RankResult (below) holds
+// the ranked items, each with an id, a score, a position, typed metrics and
+// an optional log line, column by column. Codecs turn it into bytes and
+// back; nothing here knows about protobuf.
 //
-// Metric keys are a table shared by all items (RankResult::keys): an item's
-// metric refers to its key by index, and a key has one type in a result. That
-// is how a ranker produces them (a fixed output schema), it is what lets an
-// encoder avoid hashing key strings per item, and it is what rankbin puts on
-// the wire.
+// Metric keys are a table shared by all items (RankResult::keys()): a key
+// has one type in a result and one Column of values. That is how a ranker
+// produces them (a fixed output schema), it is what lets an encoder avoid
+// hashing key strings per item, and it is what rankbin puts on the wire.
 //
-// Example:
-//   RankResult r;
-//   uint32_t ctr = r.AddKey("score.ctr", MetricType::kDouble);
-//   RankedItem& item = r.items.emplace_back();
-//   item.item_id = "sku-1";
-//   item.metrics.push_back({ctr, MetricValue::Double(0.031)});
+// MetricValue and RankedItem are one value and one item as owning copies,
+// for reading a few items (a view's MaterializeItem) and for tests.
 //
 // Thread safety: plain values; const access from many threads is safe.
 #ifndef RANKWIRE_CODEC_RANK_RESULT_H_
@@ -27,6 +23,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "absl/strings/string_view.h"
 
 namespace rankwire {
@@ -232,11 +229,115 @@ struct MetricKey {
 };
 
 struct MetricEntry {
-  uint32_t key = 0;  // Index into RankResult::keys.
+  uint32_t key = 0;  // Index into RankResult::keys().
   MetricValue value;
 };
 static_assert(sizeof(MetricEntry) == 16, "MetricEntry must stay 16 bytes");
 
+// A metric value read from a result or a view: numbers by value, a string
+// as a view of memory its source owns (valid while the RankResult or
+// ResultView lives and is not changed).
+class MetricRef {
+ public:
+  static MetricRef Int(int64_t v) { return MetricRef(MetricType::kInt, v, 0, {}); }
+  static MetricRef Float(float v) { return MetricRef(MetricType::kFloat, 0, v, {}); }
+  static MetricRef Double(double v) { return MetricRef(MetricType::kDouble, 0, v, {}); }
+  static MetricRef String(absl::string_view v) {
+    return MetricRef(MetricType::kString, 0, 0, v);
+  }
+  // A view of a model value; a string refers to `v`'s bytes.
+  static MetricRef Of(const MetricValue& v);
+
+  MetricType type() const { return type_; }
+  int64_t int_value() const { return i_; }
+  float float_value() const { return static_cast<float>(d_); }
+  double double_value() const { return d_; }
+  absl::string_view string_value() const { return s_; }
+  // Numbers as double; nullopt for strings.
+  std::optional<double> AsDouble() const;
+  MetricValue ToValue() const;
+
+  // As MetricValue's: same type and value, NaN equal to NaN.
+  friend bool operator==(const MetricRef& a, const MetricRef& b);
+  friend bool operator!=(const MetricRef& a, const MetricRef& b) { return !(a == b); }
+  std::string DebugString() const;
+
+ private:
+  MetricRef(MetricType t, int64_t i, double d, absl::string_view s)
+      : type_(t), i_(i), d_(d), s_(s) {}
+  MetricType type_;
+  int64_t i_;
+  double d_;  // Holds floats exactly too.
+  absl::string_view s_;
+};
+
+// One metric key's values over a result's items, typed: an int64, float or
+// double per item, or for strings a 32-bit code per item into a table of
+// entries (a dictionary when values repeat: a recall source, a bucket; one
+// entry per item when they do not). Which items have a value is a bitmap.
+// Slots of items without a value hold zeros.
+//
+// Columns belong to a RankResult and change only through it.
+class Column {
+ public:
+  explicit Column(MetricType type) : type_(type) {}
+
+  MetricType type() const { return type_; }
+  // Whether item i has a value of this key.
+  bool present(size_t i) const {
+    return i < present_.size() * 64 && ((present_[i >> 6] >> (i & 63)) & 1) != 0;
+  }
+  // How many items have a value.
+  size_t present_count() const { return present_count_; }
+  // The presence bits, 64 items a word (bit i % 64 of word i / 64); there
+  // may be fewer words than the result's items need (the rest: absent).
+  absl::Span<const uint64_t> present_words() const { return present_; }
+
+  // The values, one slot per item: the array of the column's type.
+  const int64_t* ints() const { return ints_.data(); }
+  const float* floats() const { return floats_.data(); }
+  const double* doubles() const { return doubles_.data(); }
+  const uint32_t* codes() const { return codes_.data(); }
+  // String entries (codes index them).
+  size_t entry_count() const { return entry_ends_.size(); }
+  absl::string_view entry(uint32_t e) const {
+    const uint64_t begin = e == 0 ? 0 : entry_ends_[e - 1];
+    return absl::string_view(entry_bytes_.data() + begin, entry_ends_[e] - begin);
+  }
+  // Bytes of all entries.
+  size_t entry_bytes() const { return entry_bytes_.size(); }
+  absl::string_view string_at(size_t i) const { return entry(codes_[i]); }
+  // Item i's value. REQUIRES: present(i).
+  MetricRef at(size_t i) const;
+
+ private:
+  friend class RankResult;
+  void Resize(size_t items);
+  void MarkPresent(size_t i) {
+    uint64_t& word = present_[i >> 6];
+    const uint64_t bit = uint64_t{1} << (i & 63);
+    present_count_ += (word & bit) == 0;
+    word |= bit;
+  }
+  void MarkAllPresent(size_t items);
+  void Clear();
+
+  MetricType type_;
+  size_t slots_ = 0;  // Items the arrays below are sized for.
+  std::vector<uint64_t> present_;
+  size_t present_count_ = 0;
+  std::vector<int64_t> ints_;
+  std::vector<float> floats_;
+  std::vector<double> doubles_;
+  std::vector<uint32_t> codes_;
+  std::string entry_bytes_;
+  std::vector<uint64_t> entry_ends_;
+};
+
+// One item of a result, decoded whole into owning values (a copy: a view's
+// MaterializeItem, RankResult::Item, or what AppendItem takes). Results do
+// not keep their items this way; this is for reading a few items or
+// building small results in tests and tools.
 struct RankedItem {
   std::string item_id;
   double score = 0;
@@ -245,26 +346,144 @@ struct RankedItem {
   std::string log;  // Empty when logs are not inline.
 };
 
-struct RankResult {
-  std::vector<MetricKey> keys;
-  std::vector<RankedItem> items;  // Rank order: items[0] has position 1.
+// RankResult: a ranking's output, column by column. Items (rank order:
+// item 0 has position 1) have an id, a score and a position in arrays of
+// their own; every metric key is a Column of typed values; inline logs, if
+// any, are one buffer. Building a result of n items and k keys allocates
+// O(k) blocks, not O(n x k); Clear() keeps the memory for the next result.
+//
+// Metric keys are a table shared by all items: a key has one type, and an
+// item has a value of some keys (an empty slot for the others). An item's
+// metrics are read in key-table order; no other order is kept.
+//
+// Building, by cell (any order once the items exist):
+//   RankResult r;
+//   uint32_t ctr = r.AddKey("score.ctr", MetricType::kDouble);
+//   size_t i = r.AddItem("sku-1", 0.9, 1);
+//   r.SetDouble(i, ctr, 0.031);
+// or by column, once every item is added (every item then has the key):
+//   double* ctrs = r.MutableDoubles(ctr);
+//   for (size_t i = 0; i < r.size(); ++i) ctrs[i] = ...;
+// Reading:
+//   const Column& c = r.column(ctr);
+//   if (c.present(i)) use(c.doubles()[i]);
+//
+// Migration from the row model (RankResult{keys, items}, one RankedItem
+// with a metrics vector per item): `r.items.push_back(item)` is
+// r.AppendItem(item); `r.items[i]` is r.Item(i) (a copy) or the accessors
+// id(i), score(i), position(i), log(i) and column(k).at(i); `r.keys` is
+// r.keys(); `r.FindMetric(i, name)` returns an optional MetricRef. Codecs
+// encode from columns and decoders fill them (MutableX, AddStringEntry).
+//
+// Thread safety: const access from many threads is safe; building is for
+// one thread.
+class RankResult {
+ public:
+  RankResult() = default;
 
+  // Keys.
   // Appends a key and returns its index. REQUIRES: `name` is not a key yet.
   uint32_t AddKey(std::string name, MetricType type);
+  absl::Span<const MetricKey> keys() const { return keys_; }
+  size_t key_count() const { return keys_.size(); }
+  const MetricKey& key(uint32_t k) const { return keys_[k]; }
   // Index of the key named `name`, if any. Linear; for tests and tools.
   std::optional<uint32_t> FindKey(absl::string_view name) const;
-  // The value of metric `name` on item `item`, if present.
-  const MetricValue* FindMetric(size_t item, absl::string_view name) const;
+  const Column& column(uint32_t k) const { return columns_[k]; }
+
+  // Items.
+  size_t size() const { return scores_.size(); }
+  bool empty() const { return scores_.empty(); }
+  // Room for `items` items whose ids take `id_bytes` in all.
+  void Reserve(size_t items, size_t id_bytes = 0);
+  // Appends an item with no metrics; returns its index.
+  size_t AddItem(absl::string_view id, double score, uint32_t position);
+  absl::string_view id(size_t i) const {
+    const uint64_t begin = i == 0 ? 0 : id_ends_[i - 1];
+    return absl::string_view(id_bytes_.data() + begin, id_ends_[i] - begin);
+  }
+  double score(size_t i) const { return scores_[i]; }
+  uint32_t position(size_t i) const { return positions_[i]; }
+  const double* scores() const { return scores_.data(); }
+  const uint32_t* positions() const { return positions_.data(); }
+  // Ids' bytes end to end, and where each ends.
+  absl::string_view id_bytes() const { return id_bytes_; }
+
+  // Inline logs: empty for items without one (and when logs are not inline).
+  void SetLog(size_t i, absl::string_view log);
+  absl::string_view log(size_t i) const {
+    if (i >= log_spans_.size()) return {};
+    return absl::string_view(log_bytes_.data() + log_spans_[i].offset, log_spans_[i].size);
+  }
+  bool has_logs() const { return has_logs_; }
+  size_t log_bytes() const { return log_bytes_.size(); }
+
+  // Cells. REQUIRES: item < size(), key < key_count(), the key's type.
+  void SetInt(size_t item, uint32_t key, int64_t v);
+  void SetFloat(size_t item, uint32_t key, float v);
+  void SetDouble(size_t item, uint32_t key, double v);
+  void SetString(size_t item, uint32_t key, absl::string_view v) {
+    SetStringCode(item, key, AddStringEntry(key, v));
+  }
+  // A string key's entries: AddStringEntry adds one (no search for an equal
+  // one) and returns its code; SetStringCode gives an item that value.
+  uint32_t AddStringEntry(uint32_t key, absl::string_view v);
+  void SetStringCode(size_t item, uint32_t key, uint32_t code);
+  // Any type, as its key says. InvalidArgument if `v`'s type is not the
+  // key's, or item or key is out of range.
+  absl::Status Set(size_t item, uint32_t key, const MetricRef& v);
+  // Item `item`'s value of `key`, if it has one.
+  std::optional<MetricRef> Get(size_t item, uint32_t key) const;
+  std::optional<MetricRef> FindMetric(size_t item, absl::string_view name) const;
+
+  // Whole columns, once every item is added: the key's array for all
+  // size() items, every item marked as having the key. Values set before
+  // are kept; the others are zero (string codes: 0).
+  int64_t* MutableInts(uint32_t key);
+  float* MutableFloats(uint32_t key);
+  double* MutableDoubles(uint32_t key);
+  uint32_t* MutableCodes(uint32_t key);
+
+  // Row form, for tests and tools: appends `item` (its metric keys index
+  // keys(); InvalidArgument for a key out of range, a value of another
+  // type, or a key twice), and copies item i out.
+  absl::Status AppendItem(const RankedItem& item);
+  RankedItem Item(size_t i) const;
+
+  // Empties the result (keys too) and keeps its memory for the next one.
+  void Clear();
+  // Clear(), then these keys: their names are copied into the strings the
+  // last keys had, so a result reused for the same schema allocates nothing.
+  void ResetKeys(absl::Span<const MetricKey> keys);
+
+ private:
+  Column& Cell(size_t item, uint32_t key);
+  void ClearItems();
+  struct LogSpan {
+    uint64_t offset = 0;
+    uint32_t size = 0;
+  };
+
+  std::vector<MetricKey> keys_;
+  std::vector<Column> columns_;
+  std::string id_bytes_;
+  std::vector<uint64_t> id_ends_;
+  std::vector<double> scores_;
+  std::vector<uint32_t> positions_;
+  std::string log_bytes_;
+  std::vector<LogSpan> log_spans_;
+  bool has_logs_ = false;
 };
 
-// Checks the invariants every codec relies on: key names unique, entry key
-// indexes in range, each value of its key's type, no key twice in an item.
-// InvalidArgument naming the first violation otherwise.
+// Checks the invariants every codec relies on: key names unique and types
+// valid, string codes within their column's entries. InvalidArgument naming
+// the first violation otherwise. (Types of values and keys agree by
+// construction.)
 absl::Status ValidateResult(const RankResult& result);
 
 // Semantic equality: same key set (name and type, in any order), same items
-// in the same order, same metrics per item (in any order, compared by key
-// name), same logs. Returns an empty string when equal, otherwise a
+// in the same order, same metrics per item (compared by key name, so key
+// order does not matter), same logs. Returns an empty string when equal, otherwise a
 // description of the first difference.
 std::string DiffResults(const RankResult& a, const RankResult& b);
 

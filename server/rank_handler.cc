@@ -111,10 +111,23 @@ rank::v1::LogMode RankHandler::EffectiveLogMode(
   return mode;
 }
 
-absl::StatusOr<EncodedResponse> RankHandler::Handle(
-    std::shared_ptr<const rank::v1::RankRequest> shared_request, Clock::time_point started,
-    uint32_t deserialize_us, Deadline deadline) const {
-  const rank::v1::RankRequest& request = *shared_request;
+// What a thread keeps from one request to the next: the ranker's columns
+// and the result, whose memory is reused (a warm thread allocates nothing
+// per item or metric).
+struct ThreadState {
+  RankWorkspace workspace;
+  RankResult result;
+};
+
+ThreadState& ThisThread() {
+  thread_local ThreadState state;
+  return state;
+}
+
+absl::StatusOr<EncodedResponse> RankHandler::Handle(const rank::v1::RankRequest& request,
+                                                    Clock::time_point started,
+                                                    uint32_t deserialize_us,
+                                                    Deadline deadline) const {
   EncodedResponse response;
   rank::v1::ResponseHeader& header = response.header;
   using T = rank::v1::ServerTimings;
@@ -139,7 +152,10 @@ absl::StatusOr<EncodedResponse> RankHandler::Handle(
     return absl::DeadlineExceededError("the call's deadline passed before ranking started");
   }
 
-  RankOutput ranked = ranker_->Rank(shared_request, DetailFor(log_mode));
+  ThreadState& state = ThisThread();
+  RankResult& result = state.result;
+  ranker_->Score(request, &state.workspace);
+  ranker_->Build(request, DetailFor(log_mode), &state.workspace, &result);
   phases.End(&T::set_rank_us, &ServerMetrics::rank);
 
   // Logs for the store are handed over unformatted: the consumer only
@@ -148,13 +164,13 @@ absl::StatusOr<EncodedResponse> RankHandler::Handle(
   if (log_mode == rank::v1::LOG_MODE_STORE) {
     logstore::RequestLogs logs;
     logs.request_id = request.request_id();
-    logs.renderer = std::move(ranked.logs);
+    logs.renderer = ranker_->Renderer(ranker_->TakeLogValues(request, &state.workspace));
     header.set_log_key(logs_->KeyFor(request.request_id()));
     logs_->Consume(std::move(logs));
   }
   phases.End(&T::set_log_enqueue_us, &ServerMetrics::log_enqueue);
 
-  absl::StatusOr<OwnedBuffer> body = codec.Encode(ranked.result);
+  absl::StatusOr<OwnedBuffer> body = codec.Encode(result);
   if (!body.ok()) {
     // The codec's code goes to the caller as is: a result over a format
     // limit is RESOURCE_EXHAUSTED or INVALID_ARGUMENT there, not INTERNAL.
@@ -166,7 +182,7 @@ absl::StatusOr<EncodedResponse> RankHandler::Handle(
   header.set_request_id(request.request_id());
   header.set_codec(std::string(codec.name()));
   header.set_format_version(codec.format_version());
-  header.set_item_count(static_cast<uint32_t>(ranked.result.items.size()));
+  header.set_item_count(static_cast<uint32_t>(result.size()));
   header.set_log_mode(log_mode);
   header.set_model_version(ranker_->model().full_version());
   response.body_kind = codec.body_kind();

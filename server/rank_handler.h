@@ -62,15 +62,15 @@ class RankHandler {
               RankHandlerOptions options);
 
   // `started` is when the call began (before request parsing) and
-  // `deserialize_us` how long parsing took; both go into the header.
+  // `deserialize_us` how long parsing took; both go into the header. The
+  // request is not kept after Handle() returns (logs for the store take
+  // copies of what they need).
   // InvalidArgument for a bad request; ResourceExhausted when its response
   // would exceed the budget; DeadlineExceeded when `deadline` has passed
   // before ranking starts (only OK ranks); if encoding fails, the codec's
   // error (its code kept, e.g. ResourceExhausted for a result over a format
   // limit).
-  // The request is shared because, with logs in the store, the log lines
-  // are formatted later on the log writer thread from the request.
-  absl::StatusOr<EncodedResponse> Handle(std::shared_ptr<const rank::v1::RankRequest> request,
+  absl::StatusOr<EncodedResponse> Handle(const rank::v1::RankRequest& request,
                                          Clock::time_point started, uint32_t deserialize_us,
                                          Deadline deadline = Deadline::max()) const;
 

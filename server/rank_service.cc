@@ -1,5 +1,6 @@
 #include "server/rank_service.h"
 
+#include <google/protobuf/arena.h>
 #include <grpcpp/support/proto_buffer_reader.h>
 
 #include <memory>
@@ -58,6 +59,26 @@ void CountDeadlineRefusal(ServerMetrics* metrics) {
   metrics->rpcs_rejected->Increment();
   metrics->rejected.deadline->Increment();
 }
+
+// A protobuf arena whose first block is a buffer of the calling thread's,
+// kept from call to call (a larger request adds blocks of its own, freed
+// with the arena).
+class RequestArena {
+ public:
+  RequestArena() : arena_(Options()) {}
+  google::protobuf::Arena* get() { return &arena_; }
+
+ private:
+  static constexpr size_t kFirstBlockBytes = size_t{256} << 10;
+  static google::protobuf::ArenaOptions Options() {
+    thread_local std::unique_ptr<char[]> block(new char[kFirstBlockBytes]);
+    google::protobuf::ArenaOptions options;
+    options.initial_block = block.get();
+    options.initial_block_size = kFirstBlockBytes;
+    return options;
+  }
+  google::protobuf::Arena arena_;
+};
 
 // The request's entry counts, then the request parsed into `parsed`:
 // INVALID_ARGUMENT for either. Counts first, without parsing: parsing turns
@@ -198,9 +219,12 @@ void RankServiceImpl::Serve(grpc::ServerUnaryReactor* base_reactor,
     ServerMetrics* metrics;
   } in_flight(metrics_);
 
-  // Shared: with logs in the store, the log writer formats from it later.
-  auto parsed = std::make_shared<rank::v1::RankRequest>();
-  if (absl::Status s = ParseRequest(*request, handler_->limits(), parsed.get()); !s.ok()) {
+  // On an arena whose first block is this thread's, reused call after call:
+  // the ~1,500 objects of a 500-candidate request are not allocated one by
+  // one. Nothing keeps the request after Handle() returns.
+  RequestArena arena;
+  auto* parsed = google::protobuf::Arena::CreateMessage<rank::v1::RankRequest>(arena.get());
+  if (absl::Status s = ParseRequest(*request, handler_->limits(), parsed); !s.ok()) {
     if (metrics_) metrics_->rpcs_invalid_argument->Increment();
     finish(s);
     return;
@@ -210,7 +234,7 @@ void RankServiceImpl::Serve(grpc::ServerUnaryReactor* base_reactor,
       std::chrono::duration_cast<std::chrono::microseconds>(parsed_at - started).count());
 
   absl::StatusOr<EncodedResponse> encoded =
-      handler_->Handle(std::move(parsed), started, deserialize_us, deadline);
+      handler_->Handle(*parsed, started, deserialize_us, deadline);
   if (!encoded.ok()) {
     const absl::StatusCode code = encoded.status().code();
     const bool refused = code == absl::StatusCode::kInvalidArgument ||

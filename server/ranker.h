@@ -7,17 +7,29 @@
 // Everything in the result is computed from the request; the same request
 // gives the same result, byte for byte.
 //
-// Log lines cost more to format than the scores cost to compute (500 lines
-// of ~1.2 KB), so when they go to the log store the ranker does not format
-// them: LogDetail::kDeferred returns a renderer holding the request and the
-// scores, and a log writer thread makes structured records of them
-// (logstore/log_record.h; rendered back to the same text on read) or the
-// text, off the ranking path. One description of the line serves both.
+// It works column by column, in a RankWorkspace the caller keeps from call
+// to call (one per thread): the candidates' features are gathered once into
+// feature-major arrays, each model input is one array over the candidates,
+// transforms and the heads' sigmoids run as vector loops with no libm call
+// per element (server/vector_math.h), and the result's columns are written
+// in rank order. A warm workspace and a reused RankResult make a request
+// allocate nothing per item or per metric.
 //
-// Thread safety: const and stateless per call; share one Ranker.
+// Scores: p_h = sigmoid(logit_h), score = boost * exp(sum_h e_h * log p_h)
+// (the product of p_h^e_h, with one exp per candidate instead of a pow per
+// head), within 1e-13 relative of the same formula through libm.
+//
+// Log lines (server/log_line.h) cost more to format than the scores cost to
+// compute, so when they go to the log store the ranker does not format
+// them: TakeLogValues() moves the values out of the workspace, and a log
+// writer thread formats them.
+//
+// Thread safety: const and stateless per call; share one Ranker. A
+// workspace is for one thread.
 #ifndef RANKWIRE_SERVER_RANKER_H_
 #define RANKWIRE_SERVER_RANKER_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,13 +38,14 @@
 #include "logstore/log_store.h"
 #include "rank/v1/rank.pb.h"
 #include "server/linear_model.h"
+#include "server/log_line.h"
 
 namespace rankwire::server {
 
 enum class LogDetail {
   kNone,      // No log lines.
-  kInline,    // In each RankedItem::log.
-  kDeferred,  // In RankOutput::logs, formatted when rendered.
+  kInline,    // In the result's logs.
+  kDeferred,  // In LogValues, formatted by a log writer.
 };
 
 // An upper bound on what Rank() puts in each item of a request's result,
@@ -41,7 +54,11 @@ enum class LogDetail {
 struct OutputShape {
   struct Key {
     std::string name;
-    MetricType type = MetricType::kDouble;  // As Rank() will emit it.
+    // As Rank() will emit it; for an item feature, which Rank() emits as an
+    // int when every candidate's value is whole and as a float otherwise,
+    // kInt with max_int 9.0e15, whose encodings bound a float's in every
+    // codec (the shape is known without reading every candidate).
+    MetricType type = MetricType::kDouble;
     // Int values: the largest magnitude.
     uint64_t max_int = 0;
     // String values: the value's bytes (the same in every item), or the
@@ -49,7 +66,7 @@ struct OutputShape {
     size_t string_bytes = 0;
     bool is_recall_source = false;
   };
-  std::vector<Key> keys;  // In the order of RankResult::keys.
+  std::vector<Key> keys;  // In the order of RankResult::keys().
   // An inline log line of candidate c has at most
   // line_fixed_bytes + |c.item_id| + |c.recall_source| bytes...
   size_t line_fixed_bytes = 0;
@@ -60,10 +77,39 @@ struct OutputShape {
   size_t line_fields = 0;
 };
 
+// What a ranking computes, by column, reused from call to call. Opaque to
+// callers but for keeping one per thread.
+struct RankWorkspace {
+  // The values the log lines are made of (and most of the result's): the
+  // features, the heads' logits and probabilities, every term's
+  // contribution, boosts and scores, ids, sources and recall ranks, and the
+  // rank order.
+  LogValues v;
+  std::vector<uint8_t> integral;    // Per item feature: every value whole.
+  std::vector<double> atoms;        // [a * n + c], transformed inputs.
+  std::vector<double> scratch;      // [c]
+  std::vector<double> source_boost;  // Per distinct source.
+  std::vector<std::pair<double, uint32_t>> sort_keys;
+  // The key table of the last request, kept while its model, feature
+  // names and integral features repeat (a ranker's schema, call after
+  // call).
+  struct Schema {
+    std::vector<MetricKey> keys;
+    uint32_t final_score = 0;
+    std::vector<uint32_t> head;     // Per head.
+    std::vector<uint32_t> contrib;  // Per term, UINT32_MAX when not emitted.
+    std::vector<uint32_t> feature;  // Per item feature.
+    uint32_t source = 0, recall_rank = 0, pre_rank = 0, bucket = 0, version = 0;
+  } schema;
+  const LinearModel* schema_model = nullptr;
+  std::vector<std::string> schema_features;
+  std::vector<uint8_t> schema_integral;
+};
+
 struct RankOutput {
   RankResult result;
   // With LogDetail::kDeferred: the request's log lines, to be rendered on
-  // another thread (it keeps the request alive).
+  // a log writer thread.
   std::unique_ptr<logstore::LogRenderer> logs;
 };
 
@@ -73,11 +119,24 @@ class Ranker {
   // returns).
   explicit Ranker(const LinearModel* model) : model_(model) {}
 
-  // Scores every candidate, orders them, emits the result's items and the
-  // log lines `detail` asks for. The request is shared because a deferred
-  // renderer keeps it.
-  // REQUIRES: ValidateRequest(*request, ...) returned OK.
-  RankOutput Rank(std::shared_ptr<const rank::v1::RankRequest> request, LogDetail detail) const;
+  // Scores every candidate and orders them (ties keep request order), in
+  // `ws`. REQUIRES: ValidateRequest(request, ...) returned OK.
+  void Score(const rank::v1::RankRequest& request, RankWorkspace* ws) const;
+  // Writes the result of the last Score() into `result` (cleared first,
+  // its memory reused): keys, items in rank order, their metrics, and
+  // with LogDetail::kInline their log lines.
+  void Build(const rank::v1::RankRequest& request, LogDetail detail, RankWorkspace* ws,
+             RankResult* result) const;
+  // The values of the last Score()'s log lines, moved out of `ws` (which
+  // then reallocates them on its next call), for a log writer to format.
+  std::unique_ptr<LogValues> TakeLogValues(const rank::v1::RankRequest& request,
+                                           RankWorkspace* ws) const;
+  // A renderer of `values`' lines for the log store.
+  std::unique_ptr<logstore::LogRenderer> Renderer(std::unique_ptr<LogValues> values) const;
+
+  // Score + Build (+ the renderer with kDeferred), with a workspace of its
+  // own: for tests and tools.
+  RankOutput Rank(const rank::v1::RankRequest& request, LogDetail detail) const;
 
   // REQUIRES: ValidateRequest(request, ...) returned OK.
   OutputShape Shape(const rank::v1::RankRequest& request) const;

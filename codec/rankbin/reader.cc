@@ -244,12 +244,10 @@ class RankbinView final : public ResultView {
                                                         absl::string_view name) const;
   // Materialize(), one block of items at a time.
   struct Budget;
-  // Long strings are placed in `arena`.
-  absl::Status MaterializeBlock(size_t b, const std::vector<MetricValue>& dict_values,
-                                StringArena* arena, Budget* budget, RankResult* result) const;
-  absl::Status MaterializeValues(size_t i, const ItemRecord& rec,
-                                 const std::vector<MetricValue>& dict_values,
-                                 StringArena* arena, Budget* budget, RankedItem* item) const;
+  absl::Status MaterializeBlock(size_t b, Budget* budget, RankResult* result) const;
+  // Item i's values into item `item` of `result`.
+  absl::Status MaterializeValues(size_t i, const ItemRecord& rec, Budget* budget, size_t item,
+                                 RankResult* result) const;
   absl::Status OutOfRange(size_t i) const {
     return absl::OutOfRangeError(absl::StrCat("item ", i, " out of range (", n_, " items)"));
   }
@@ -933,17 +931,23 @@ absl::StatusOr<RankResult> RankbinView::Materialize() const {
   if (absl::Status s = UniqueNames(); !s.ok()) return s;
   RankResult result;
   // Built here, not copied from keys() (which a full decode never needs).
-  ModelKeys(&result.keys);
-  // Reserved, not resized: each item is built where it ends up, while its
-  // lines are in cache. Resizing value-initialized all of them first, and
-  // at thousands of items the lines were evicted before they were filled
-  // (perf: an eighth of a 5000-item decode on one store).
-  result.items.reserve(n_);
-  // Each dictionary string becomes one value that every item using it
-  // shares (MetricValue heap strings are reference-counted).
-  std::vector<MetricValue> dict_values;
-  dict_values.reserve(dict_.size());
-  for (absl::string_view d : dict_) dict_values.push_back(MetricValue::String(d));
+  std::vector<MetricKey> keys;
+  ModelKeys(&keys);
+  // The columns take a slot per item and key, whatever the items carry;
+  // counted before they exist, so a hostile payload (many items, many
+  // keys, few values) cannot make them huge.
+  Budget budget{0, options_.max_materialized_bytes};
+  if (absl::Status s = budget.Add(uint64_t{n_} * (keys.size() * 8 + 24)); !s.ok()) return s;
+  for (MetricKey& k : keys) result.AddKey(std::move(k.name), k.type);
+  result.Reserve(n_, 0);
+  // A dictionary key's entries are its dictionary: an item's value is its
+  // index, no string is copied per item.
+  for (const Key& k : keys_) {
+    if (k.model_index == kNone || k.dict_size == 0) continue;
+    for (uint32_t d = 0; d < k.dict_size; ++d) {
+      result.AddStringEntry(k.model_index, dict_[k.dict_begin + d]);
+    }
+  }
   // Locate every block up front, in one pass under the lock per column (and
   // so check the whole directories and the zstd cap before decoding any).
   for (const Column* column : {&values_, &logs_}) {
@@ -953,15 +957,8 @@ absl::StatusOr<RankResult> RankbinView::Materialize() const {
       }
     }
   }
-  Budget budget{0, options_.max_materialized_bytes};
-  // The decoded strings go a chunk at a time rather than one allocation
-  // each (a third of a string-heavy decode was allocating and freeing
-  // them).
-  StringArena arena;
   for (size_t b = 0; b < values_.count; ++b) {
-    if (absl::Status s = MaterializeBlock(b, dict_values, &arena, &budget, &result); !s.ok()) {
-      return s;
-    }
+    if (absl::Status s = MaterializeBlock(b, &budget, &result); !s.ok()) return s;
   }
   // Every shape is read by now unless no item names the last ones: parse
   // them too, so a full decode checks the whole section.
@@ -974,9 +971,7 @@ absl::StatusOr<RankResult> RankbinView::Materialize() const {
   return result;
 }
 
-absl::Status RankbinView::MaterializeBlock(size_t b, const std::vector<MetricValue>& dict_values,
-                                           StringArena* arena, Budget* budget,
-                                           RankResult* result) const {
+absl::Status RankbinView::MaterializeBlock(size_t b, Budget* budget, RankResult* result) const {
   coding::Reader logs(absl::string_view(), kContext);
   if (logs_.present) {
     absl::StatusOr<absl::string_view> data = BlockData(logs_, b);
@@ -987,70 +982,42 @@ absl::Status RankbinView::MaterializeBlock(size_t b, const std::vector<MetricVal
   for (size_t i = b * block_items_; i < end; ++i) {
     absl::StatusOr<ItemRecord> rec = Record(i);
     if (!rec.ok()) return rec.status();
-    RankedItem& item = result->items.emplace_back();
-    // Constructed, then moved in: assign() into an empty string took the
-    // general replace path (twice the instructions, per callgrind of a 10-item
-    // decode).
-    item.item_id = std::string(rec->id.data(), rec->id.size());
-    item.score = rec->score;
-    item.position = rec->position;
-    if (absl::Status s = MaterializeValues(i, *rec, dict_values, arena, budget, &item);
-        !s.ok()) {
-      return s;
-    }
+    if (absl::Status s = budget->Add(rec->id.size()); !s.ok()) return s;
+    const size_t item = result->AddItem(rec->id, rec->score, rec->position);
+    if (absl::Status s = MaterializeValues(i, *rec, budget, item, result); !s.ok()) return s;
     if (logs_.present) {
       absl::string_view log = logs.LengthPrefixed("log");
       if (!logs.ok()) return logs.status();
       if (absl::Status s = budget->Add(log.size()); !s.ok()) return s;
-      item.log = std::string(log.data(), log.size());
+      if (!log.empty()) result->SetLog(item, log);
     }
   }
   return absl::OkStatus();
 }
 
-absl::Status RankbinView::MaterializeValues(size_t i, const ItemRecord& rec,
-                                            const std::vector<MetricValue>& dict_values,
-                                            StringArena* arena, Budget* budget,
-                                            RankedItem* item) const {
+absl::Status RankbinView::MaterializeValues(size_t i, const ItemRecord& rec, Budget* budget,
+                                            size_t item, RankResult* result) const {
   coding::Reader r(absl::string_view(), kContext);
   const Shape* shape = nullptr;
   if (absl::Status s = ValuesOf(i, rec.shape, rec.values_offset, &r, &shape); !s.ok()) return s;
-  if (absl::Status s = budget->Add(rec.id.size() + uint64_t{shape->size} * sizeof(MetricEntry));
-      !s.ok()) {
-    return s;
-  }
-  // Sized once and filled by index (a push_back per value was 14% of the
-  // decode: perf); trimmed below if a key of unknown type was skipped.
-  item->metrics.resize(shape->size);
-  struct ModelSink {
-    MetricEntry* out;
-    const std::vector<MetricValue>& dict_values;
-    StringArena* arena;
+  // Cells go straight into the columns; a plain string is appended to its
+  // column's entries (one buffer per key), a dictionary value is its index.
+  struct ColumnSink {
+    RankResult* out;
+    size_t item;
     uint64_t string_bytes = 0;
-    void Int(uint32_t m, int64_t v) { *out++ = MetricEntry{m, MetricValue::Int(v)}; }
-    void Float(uint32_t m, float v) { *out++ = MetricEntry{m, MetricValue::Float(v)}; }
-    void Double(uint32_t m, double v) { *out++ = MetricEntry{m, MetricValue::Double(v)}; }
-    // A string is built in its slot: built in a temporary and moved in, it
-    // was written with byte stores and read back as words, a store-
-    // forwarding stall per string (perf: a quarter of Materialize on long
-    // strings; numbers showed no such gain). The slot holds a default value
-    // (a number, owning nothing: the metrics were just resized), so it is
-    // reused without being destroyed first, and a throwing String() leaves
-    // it as it was. A dictionary value is copied in.
+    void Int(uint32_t m, int64_t v) { out->SetInt(item, m, v); }
+    void Float(uint32_t m, float v) { out->SetFloat(item, m, v); }
+    void Double(uint32_t m, double v) { out->SetDouble(item, m, v); }
     void String(uint32_t m, absl::string_view v) {
       string_bytes += v.size();
-      out->key = m;
-      new (&out->value) MetricValue(arena->String(v));
-      ++out;
+      out->SetString(item, m, v);
     }
-    void DictString(uint32_t m, const Key& key, uint32_t index) {
-      out->key = m;
-      out->value = dict_values[key.dict_begin + index];
-      ++out;
+    void DictString(uint32_t m, const Key& /*key*/, uint32_t index) {
+      out->SetStringCode(item, m, index);
     }
-  } sink{item->metrics.data(), dict_values, arena};
+  } sink{result, item};
   if (!DecodeValues(r, *shape, sink)) return r.status();
-  item->metrics.resize(static_cast<size_t>(sink.out - item->metrics.data()));
   // One item's strings are bounded by its block, so counting them after
   // the item keeps the total within the cap plus one block.
   return budget->Add(sink.string_bytes);
