@@ -139,14 +139,25 @@ def start_floor(args, redis):
 
 
 def phase_cpu(metrics_port):
-    """rankwire_server_phase_cpu_seconds_total by phase (empty if absent)."""
+    """Per phase, (sampled CPU ns, sampled calls) from /metrics (empty if absent)."""
     if metrics_port < 0:
         return {}
     text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics").read().decode()
     out = {}
-    for m in re.finditer(r'^rankwire_server_phase_cpu_seconds_total\{phase="(\w+)"\} (\S+)$',
-                         text, re.M):
-        out[m.group(1)] = float(m.group(2))
+    for name, slot in (("rankwire_phase_cpu_sample_nanoseconds_total", 0),
+                       ("rankwire_phase_cpu_samples_total", 1)):
+        for m in re.finditer(r'^' + name + r'\{phase="(\w+)"\} (\S+)$', text, re.M):
+            out.setdefault(m.group(1), [0.0, 0.0])[slot] = float(m.group(2))
+    return out
+
+
+def phase_means(before, after):
+    """Mean CPU µs per call of each phase between two phase_cpu() readings."""
+    out = {}
+    for phase, (ns, samples) in after.items():
+        ns0, samples0 = before.get(phase, (0.0, 0.0))
+        if samples > samples0:
+            out[phase] = (ns - ns0) / (samples - samples0) / 1e3
     return out
 
 
@@ -183,7 +194,7 @@ def measure(args, row, redis, qps=0.0):
         "redis_us": (rcpu1 - rcpu0) / 1e3 / n if "redis" in row else None,
         "p50_us": result.get("p50_us"),
         "p99_us": result.get("p99_us"),
-        "phases": {k: (phases1[k] - phases0.get(k, 0.0)) * 1e6 / n for k in phases1},
+        "phases": phase_means(phases0, phases1),
     }
 
 

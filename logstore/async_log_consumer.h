@@ -9,8 +9,10 @@
 // future at once as dropped. It never waits on the store. A full queue
 // drops the new request; what is queued keeps its place.
 //
-// A writer thread takes up to batch_requests requests at a time (what is
-// there; it does not wait to fill a batch), renders them (structured
+// A writer thread takes up to batch_requests requests at a time: after a
+// write it lets the next batch gather for up to `linger` (or until it is
+// full), so under load a writer wakes once per batch rather than once per
+// request; an idle writer takes the first request at once. It renders them (structured
 // records, log_record.h, or text, log_value.h, compressing if asked), hands
 // the batch to its sink in one call (one pipelined round trip) and
 // completes each future with the sink's per-request outcome. Writers share
@@ -109,6 +111,9 @@ class AsyncLogConsumer final : public LogConsumer {
   bool HasWorkOrStopping() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return !queue_.empty() || stopping_;
   }
+  bool BatchFullOrStopping() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return queue_.size() >= batch_requests_ || stopping_;
+  }
 
   const std::string key_prefix_;
   const absl::Duration ttl_;
@@ -119,6 +124,8 @@ class AsyncLogConsumer final : public LogConsumer {
   const bool compress_;
   const int compress_level_;
   const int writer_nice_;
+  const absl::Duration linger_;
+  const uint32_t cpu_sample_every_;
   const std::vector<int> writer_cpus_;
   // sinks_[i] is used by writer thread i only (up() and reconnects() by any).
   const std::vector<std::unique_ptr<LogSink>> sinks_;
@@ -136,6 +143,9 @@ class AsyncLogConsumer final : public LogConsumer {
   std::atomic<uint64_t> items_dropped_store_error_{0};
   std::atomic<uint64_t> items_dropped_shutdown_{0};
   std::atomic<uint64_t> bytes_stored_{0};
+  std::atomic<uint64_t> format_cpu_ns_{0};
+  std::atomic<uint64_t> store_cpu_ns_{0};
+  std::atomic<uint64_t> cpu_sampled_requests_{0};
 
   // Writer 0 only: queue-full drops already reported in a log line.
   uint64_t queue_full_reported_ = 0;

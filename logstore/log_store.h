@@ -96,6 +96,12 @@ struct LogStats {
   uint64_t items_dropped_store_error = 0;
   uint64_t items_dropped_shutdown = 0;
   uint64_t bytes_stored = 0;  // Value bytes sent to the store (after compression).
+  // The writers' CPU time over a sample of batches (LogStoreConfig::
+  // cpu_sample_every): making the values, and writing them; the mean per
+  // request is each over cpu_sampled_requests.
+  uint64_t format_cpu_ns = 0;
+  uint64_t store_cpu_ns = 0;
+  uint64_t cpu_sampled_requests = 0;
   uint64_t queue_requests = 0;  // Current queue depth.
   uint64_t queue_bytes = 0;
   uint64_t reconnects = 0;
@@ -156,6 +162,12 @@ struct LogStoreConfig {
   size_t queue_capacity_bytes = size_t{256} << 20;
   // Requests written per pipelined round trip.
   size_t batch_requests = 16;
+  // How long a writer lets a batch gather after a write (or until it has
+  // batch_requests): one wake-up per batch instead of per request, at the
+  // price of logs readable up to this much later. 0: no wait.
+  absl::Duration linger = absl::Milliseconds(2);
+  // The writers' CPU time is measured on one batch in this many (0: none).
+  uint32_t cpu_sample_every = 8;
   // Writer threads, each with its own store connection; 0: DefaultLogWriters().
   size_t writers = 0;
   bool compress = false;  // zstd each value.

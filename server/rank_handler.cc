@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/cpu_sampler.h"
 #include "base/status_macros.h"
 
 namespace rankwire::server {
@@ -25,13 +26,21 @@ uint32_t MicrosSince(Clock::time_point from, Clock::time_point to) {
 // timings and records it in the phase's histogram.
 class PhaseTimer {
  public:
-  PhaseTimer(rank::v1::ServerTimings* timings, ServerMetrics* metrics)
-      : timings_(timings), metrics_(metrics), mark_(Clock::now()) {}
+  PhaseTimer(rank::v1::ServerTimings* timings, ServerMetrics* metrics, CpuSampler* cpu)
+      : timings_(timings), metrics_(metrics), cpu_(cpu), mark_(Clock::now()) {
+    if (cpu_ != nullptr && cpu_->sampling()) cpu_->Lap();  // Phases start here.
+  }
 
   void End(TimingSetter set, PhaseHistogram histogram) {
     const Clock::time_point now = Clock::now();
     Record(set, histogram, MicrosSince(mark_, now));
     mark_ = now;
+  }
+  // The CPU time since the last lap, as `phase` (sampled calls only).
+  void Cpu(Phase phase) {
+    if (cpu_ != nullptr && cpu_->sampling() && metrics_ != nullptr) {
+      metrics_->RecordPhaseCpu(phase, cpu_->Lap());
+    }
   }
   // A phase measured elsewhere (request parsing, the whole call).
   void Record(TimingSetter set, PhaseHistogram histogram, uint32_t micros) {
@@ -42,6 +51,7 @@ class PhaseTimer {
  private:
   rank::v1::ServerTimings* timings_;
   ServerMetrics* metrics_;
+  CpuSampler* cpu_;
   Clock::time_point mark_;
 };
 
@@ -78,7 +88,7 @@ RankHandler::RankHandler(const Ranker* ranker, const CodecRegistry* codecs,
   }
 }
 
-absl::Status RankHandler::Admit(const rank::v1::RankRequest& request, const Codec& codec,
+absl::Status RankHandler::Admit(const RequestView& request, const Codec& codec,
                                 rank::v1::LogMode log_mode,
                                 rank::v1::ResponseHeader* header) const {
   std::vector<std::string> unknown = UnknownItemFeatures(request, known_item_features_);
@@ -101,10 +111,10 @@ absl::Status RankHandler::Admit(const rank::v1::RankRequest& request, const Code
 }
 
 rank::v1::LogMode RankHandler::EffectiveLogMode(
-    const rank::v1::RankRequest& request) const {
-  rank::v1::LogMode mode = request.log_mode() == rank::v1::LOG_MODE_DEFAULT
+    const RequestView& request) const {
+  rank::v1::LogMode mode = request.log_mode == rank::v1::LOG_MODE_DEFAULT
                                ? options_.default_log_mode
-                               : request.log_mode();
+                               : static_cast<rank::v1::LogMode>(request.log_mode);
   if (mode == rank::v1::LOG_MODE_STORE && logs_ == nullptr) {
     return rank::v1::LOG_MODE_NONE;
   }
@@ -124,14 +134,14 @@ ThreadState& ThisThread() {
   return state;
 }
 
-absl::StatusOr<EncodedResponse> RankHandler::Handle(const rank::v1::RankRequest& request,
+absl::StatusOr<EncodedResponse> RankHandler::Handle(const RequestView& request,
                                                     Clock::time_point started,
                                                     uint32_t deserialize_us,
-                                                    Deadline deadline) const {
+                                                    Deadline deadline, CpuSampler* cpu) const {
   EncodedResponse response;
   rank::v1::ResponseHeader& header = response.header;
   using T = rank::v1::ServerTimings;
-  PhaseTimer phases(header.mutable_timings(), metrics_);
+  PhaseTimer phases(header.mutable_timings(), metrics_, cpu);
   phases.Record(&T::set_request_deserialize_us, &ServerMetrics::request_deserialize,
                 deserialize_us);
 
@@ -140,11 +150,12 @@ absl::StatusOr<EncodedResponse> RankHandler::Handle(const rank::v1::RankRequest&
   const rank::v1::LogMode log_mode = EffectiveLogMode(request);
   absl::Status admitted = ValidateRequest(request, options_.limits);
   // Negotiated only once accept_codecs is known to be short.
-  const Codec& codec = admitted.ok() ? codecs_->Negotiate(request.accept_codecs(),
+  const Codec& codec = admitted.ok() ? codecs_->Negotiate(request.accept_codecs,
                                                           *options_.default_codec)
                                      : *options_.default_codec;
   if (admitted.ok()) admitted = Admit(request, codec, log_mode, &header);
   phases.End(&T::set_validate_us, &ServerMetrics::validate);
+  phases.Cpu(Phase::kValidate);
   RETURN_IF_ERROR(admitted);
   // A caller that has given up gets nothing ranked for it.
   if (std::chrono::system_clock::now() >= deadline) {
@@ -155,7 +166,9 @@ absl::StatusOr<EncodedResponse> RankHandler::Handle(const rank::v1::RankRequest&
   ThreadState& state = ThisThread();
   RankResult& result = state.result;
   ranker_->Score(request, &state.workspace);
+  phases.Cpu(Phase::kScore);
   ranker_->Build(request, DetailFor(log_mode), &state.workspace, &result);
+  phases.Cpu(Phase::kBuild);
   phases.End(&T::set_rank_us, &ServerMetrics::rank);
 
   // Logs for the store are handed over unformatted: the consumer only
@@ -163,12 +176,13 @@ absl::StatusOr<EncodedResponse> RankHandler::Handle(const rank::v1::RankRequest&
   // is not waited on.
   if (log_mode == rank::v1::LOG_MODE_STORE) {
     logstore::RequestLogs logs;
-    logs.request_id = request.request_id();
+    logs.request_id = std::string(request.request_id);
     logs.renderer = ranker_->Renderer(ranker_->TakeLogValues(request, &state.workspace));
-    header.set_log_key(logs_->KeyFor(request.request_id()));
+    header.set_log_key(logs_->KeyFor(request.request_id));
     logs_->Consume(std::move(logs));
   }
   phases.End(&T::set_log_enqueue_us, &ServerMetrics::log_enqueue);
+  if (log_mode == rank::v1::LOG_MODE_STORE) phases.Cpu(Phase::kLogHandoff);
 
   absl::StatusOr<OwnedBuffer> body = codec.Encode(result);
   if (!body.ok()) {
@@ -179,7 +193,7 @@ absl::StatusOr<EncodedResponse> RankHandler::Handle(const rank::v1::RankRequest&
   }
   phases.End(&T::set_response_serialize_us, &ServerMetrics::response_serialize);
 
-  header.set_request_id(request.request_id());
+  header.set_request_id(std::string(request.request_id));
   header.set_codec(std::string(codec.name()));
   header.set_format_version(codec.format_version());
   header.set_item_count(static_cast<uint32_t>(result.size()));
@@ -195,6 +209,16 @@ absl::StatusOr<EncodedResponse> RankHandler::Handle(const rank::v1::RankRequest&
   response.body = std::make_shared<const OwnedBuffer>(*std::move(body));
   phases.Record(&T::set_total_us, &ServerMetrics::total, MicrosSince(started, Clock::now()));
   return response;
+}
+
+absl::StatusOr<EncodedResponse> RankHandler::Handle(const rank::v1::RankRequest& request,
+                                                    Clock::time_point started,
+                                                    uint32_t deserialize_us,
+                                                    Deadline deadline) const {
+  std::string storage;
+  RequestView view;
+  RETURN_IF_ERROR(RequestViewOf(request, options_.limits, &storage, &view));
+  return Handle(view, started, deserialize_us, deadline);
 }
 
 }  // namespace rankwire::server

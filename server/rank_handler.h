@@ -17,12 +17,14 @@
 #include <string>
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
+#include "base/cpu_sampler.h"
 #include "codec/registry.h"
 #include "logstore/log_store.h"
 #include "rank/v1/rank.pb.h"
 #include "server/encoded_response.h"
 #include "server/ranker.h"
 #include "server/request_validator.h"
+#include "server/request_view.h"
 #include "server/response_budget.h"
 #include "server/server_metrics.h"
 
@@ -64,12 +66,20 @@ class RankHandler {
   // `started` is when the call began (before request parsing) and
   // `deserialize_us` how long parsing took; both go into the header. The
   // request is not kept after Handle() returns (logs for the store take
-  // copies of what they need).
+  // copies of what they need). With a sampling `cpu` (started by the
+  // caller), the CPU of each phase goes to ServerMetrics' phase counters,
+  // from validation on; the encode phase is left for the caller to close.
   // InvalidArgument for a bad request; ResourceExhausted when its response
   // would exceed the budget; DeadlineExceeded when `deadline` has passed
   // before ranking starts (only OK ranks); if encoding fails, the codec's
   // error (its code kept, e.g. ResourceExhausted for a result over a format
   // limit).
+  absl::StatusOr<EncodedResponse> Handle(const RequestView& request,
+                                         Clock::time_point started, uint32_t deserialize_us,
+                                         Deadline deadline = Deadline::max(),
+                                         CpuSampler* cpu = nullptr) const;
+  // The same for a protobuf request (tests, tools): parsed into a view
+  // with limits() first.
   absl::StatusOr<EncodedResponse> Handle(const rank::v1::RankRequest& request,
                                          Clock::time_point started, uint32_t deserialize_us,
                                          Deadline deadline = Deadline::max()) const;
@@ -78,7 +88,7 @@ class RankHandler {
   const RequestLimits& limits() const { return options_.limits; }
 
   // The log mode a request gets (the request's, or the server default).
-  rank::v1::LogMode EffectiveLogMode(const rank::v1::RankRequest& request) const;
+  rank::v1::LogMode EffectiveLogMode(const RequestView& request) const;
 
  private:
   const Ranker* ranker_;
@@ -87,7 +97,7 @@ class RankHandler {
   ServerMetrics* metrics_;
   // Checks before ranking: the input contract, unknown features, the
   // response budget. Fills the header's unknown_item_features.
-  absl::Status Admit(const rank::v1::RankRequest& request, const Codec& codec,
+  absl::Status Admit(const RequestView& request, const Codec& codec,
                      rank::v1::LogMode log_mode, rank::v1::ResponseHeader* header) const;
 
   RankHandlerOptions options_;

@@ -1,8 +1,11 @@
 #include "server/rank_handler.h"
 
+#include <string>
+
 #include "codec/builtin_codecs.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/row_result.h"
 #include "tests/support/shipped_model_test.h"
 #include "workload/workload.h"
 
@@ -27,8 +30,7 @@ class RankHandlerTest : public ShippedModelTest {
   }
 
   absl::StatusOr<EncodedResponse> Handle(const rank::v1::RankRequest& request) {
-    return handler_->Handle(std::make_shared<const rank::v1::RankRequest>(request),
-                            RankHandler::Clock::now(), 5);
+    return handler_->Handle(request, RankHandler::Clock::now(), 5);
   }
   absl::StatusOr<RankResult> Decode(const EncodedResponse& response) {
     const Codec* codec = codecs_->Find(response.header.codec());
@@ -75,7 +77,7 @@ TEST_F(RankHandlerTest, InlineLogsTravelStoredLogsDoNot) {
   ASSERT_TRUE(inline_r.ok());
   absl::StatusOr<RankResult> with_logs = Decode(*inline_r);
   ASSERT_TRUE(with_logs.ok());
-  EXPECT_GT(with_logs->items[0].log.size(), 1000u);
+  EXPECT_GT(with_logs->log(0).size(), 1000u);
 
   absl::StatusOr<EncodedResponse> stored = Handle(Request({}, rank::v1::LOG_MODE_DEFAULT));
   ASSERT_TRUE(stored.ok());
@@ -83,16 +85,18 @@ TEST_F(RankHandlerTest, InlineLogsTravelStoredLogsDoNot) {
   EXPECT_EQ(stored->header.log_key(), "rank:log:req-1352909-00000000");
   absl::StatusOr<RankResult> without = Decode(*stored);
   ASSERT_TRUE(without.ok());
-  for (const RankedItem& item : without->items) EXPECT_EQ(item.log, "");
+  EXPECT_FALSE(without->has_logs());
+  for (size_t i = 0; i < without->size(); ++i) EXPECT_EQ(without->log(i), "");
   // Everything else is the same.
-  for (RankedItem& item : with_logs->items) item.log.clear();
-  EXPECT_EQ(DiffResults(*with_logs, *without), "");
+  test::RowResult rows = test::RowResult::Of(*with_logs);
+  for (RankedItem& item : rows.items) item.log.clear();
+  EXPECT_EQ(DiffResults(rows.Build(), *without), "");
 
   // The logs reach the store.
   store_.consumer->Shutdown(absl::Seconds(5));
   EXPECT_EQ(store_.consumer->stats().items_stored, 500u);
   absl::StatusOr<std::vector<std::optional<std::string>>> logs =
-      store_.reader->Fetch("req-1352909-00000000", {without->items[0].item_id});
+      store_.reader->Fetch("req-1352909-00000000", {std::string(without->id(0))});
   ASSERT_TRUE(logs.ok()) << logs.status();
   ASSERT_TRUE((*logs)[0].has_value());
   EXPECT_THAT(*(*logs)[0], HasSubstr("pos=1 "));
@@ -103,9 +107,7 @@ TEST_F(RankHandlerTest, WithoutALogStoreStoreModeMeansNoLogs) {
   options.default_codec = codecs_->Find("protobuf");
   RankHandler handler(ranker_.get(), codecs_.get(), nullptr, nullptr, options);
   absl::StatusOr<EncodedResponse> r =
-      handler.Handle(std::make_shared<const rank::v1::RankRequest>(
-                         Request({}, rank::v1::LOG_MODE_STORE)),
-                     RankHandler::Clock::now(), 0);
+      handler.Handle(Request({}, rank::v1::LOG_MODE_STORE), RankHandler::Clock::now(), 0);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->header.log_mode(), rank::v1::LOG_MODE_NONE);
   EXPECT_EQ(r->header.log_key(), "");
@@ -140,8 +142,7 @@ TEST_F(RankHandlerTest, UnknownFeaturesAreRefusedWhenTheServerSaysSo) {
   RankHandler strict(ranker_.get(), codecs_.get(), nullptr, metrics_.get(), options);
   rank::v1::RankRequest request = Request({}, rank::v1::LOG_MODE_NONE);
   request.set_item_feature_names(3, "reveiw_count");
-  absl::StatusOr<EncodedResponse> r = strict.Handle(
-      std::make_shared<const rank::v1::RankRequest>(request), RankHandler::Clock::now(), 0);
+  absl::StatusOr<EncodedResponse> r = strict.Handle(request, RankHandler::Clock::now(), 0);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(r.status().message()),
               HasSubstr("does not know: reveiw_count (the server runs with "
@@ -149,9 +150,9 @@ TEST_F(RankHandlerTest, UnknownFeaturesAreRefusedWhenTheServerSaysSo) {
 }
 
 TEST_F(RankHandlerTest, ACallPastItsDeadlineIsNotRanked) {
-  absl::StatusOr<EncodedResponse> r = handler_->Handle(
-      std::make_shared<const rank::v1::RankRequest>(Request({}, rank::v1::LOG_MODE_NONE)),
-      RankHandler::Clock::now(), 0, std::chrono::system_clock::now() - std::chrono::seconds(1));
+  absl::StatusOr<EncodedResponse> r =
+      handler_->Handle(Request({}, rank::v1::LOG_MODE_NONE), RankHandler::Clock::now(), 0,
+                       std::chrono::system_clock::now() - std::chrono::seconds(1));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_EQ(metrics_->rank->count(), 0u);
   EXPECT_EQ(metrics_->rejected.deadline->value(), 1u);
@@ -165,7 +166,7 @@ class CappedCodec final : public Codec {
   uint32_t format_version() const override { return 1; }
   BodyKind body_kind() const override { return BodyKind::kOpaquePayload; }
   absl::StatusOr<OwnedBuffer> Encode(const RankResult& result) const override {
-    if (result.items.size() > 10) {
+    if (result.size() > 10) {
       return absl::ResourceExhaustedError("capped: more than 10 items");
     }
     return OwnedBuffer::CopyOf("ok");
@@ -182,9 +183,7 @@ TEST_F(RankHandlerTest, EncodeFailuresKeepTheCodecsCode) {
   options.default_codec = codecs.Find("capped");
   RankHandler handler(ranker_.get(), &codecs, nullptr, nullptr, options);
   absl::StatusOr<EncodedResponse> r =
-      handler.Handle(std::make_shared<const rank::v1::RankRequest>(
-                         Request({}, rank::v1::LOG_MODE_NONE)),
-                     RankHandler::Clock::now(), 0);
+      handler.Handle(Request({}, rank::v1::LOG_MODE_NONE), RankHandler::Clock::now(), 0);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(r.status().message(), HasSubstr("encoding with capped: capped: more than 10"));
 }

@@ -1,6 +1,5 @@
 #include "server/rank_service.h"
 
-#include <google/protobuf/arena.h>
 #include <grpcpp/support/proto_buffer_reader.h>
 
 #include <memory>
@@ -10,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/cpu_sampler.h"
 #include "base/status_macros.h"
 #include "rpc/status.h"
 #include "server/request_validator.h"
@@ -60,44 +60,35 @@ void CountDeadlineRefusal(ServerMetrics* metrics) {
   metrics->rejected.deadline->Increment();
 }
 
-// A protobuf arena whose first block is a buffer of the calling thread's,
-// kept from call to call (a larger request adds blocks of its own, freed
-// with the arena).
-class RequestArena {
- public:
-  RequestArena() : arena_(Options()) {}
-  google::protobuf::Arena* get() { return &arena_; }
-
- private:
-  static constexpr size_t kFirstBlockBytes = size_t{256} << 10;
-  static google::protobuf::ArenaOptions Options() {
-    thread_local std::unique_ptr<char[]> block(new char[kFirstBlockBytes]);
-    google::protobuf::ArenaOptions options;
-    options.initial_block = block.get();
-    options.initial_block_size = kFirstBlockBytes;
-    return options;
-  }
-  google::protobuf::Arena arena_;
+// What a thread keeps for parsing requests, reused call after call: the
+// request's slices (references: a small slice's bytes are inside the
+// slice object), the bytes flattened when they are in several slices, and
+// the view, which points into one or the other until the next call.
+struct ParseState {
+  std::vector<grpc::Slice> slices;
+  std::string flat;
+  RequestView view;
 };
 
-// The request's entry counts, then the request parsed into `parsed`:
-// INVALID_ARGUMENT for either. Counts first, without parsing: parsing turns
-// two bytes of an empty candidate into an ~80-byte object, so a request with
-// more entries than the contract allows is refused before it costs that.
-absl::Status ParseRequest(const grpc::ByteBuffer& request, const RequestLimits& limits,
-                          rank::v1::RankRequest* parsed) {
-  {
-    // A copy of a ByteBuffer shares its slices; reading consumes the copy.
-    grpc::ByteBuffer scanned(request);
-    grpc::ProtoBufferReader reader(&scanned);
-    RETURN_IF_ERROR(PrescanRequest(&reader, limits));
+// The request's bytes in one piece: its one slice, or a copy into `flat`.
+absl::string_view Contiguous(const grpc::ByteBuffer& request, ParseState* state) {
+  state->slices.clear();
+  // A copy of a ByteBuffer shares its slices.
+  if (!grpc::ByteBuffer(request).Dump(&state->slices).ok()) return {};
+  if (state->slices.size() == 1) {
+    const grpc::Slice& s = state->slices[0];
+    return absl::string_view(reinterpret_cast<const char*>(s.begin()), s.size());
   }
-  grpc::ByteBuffer input(request);
-  if (!grpc::SerializationTraits<rank::v1::RankRequest>::Deserialize(&input, parsed).ok()) {
-    return absl::InvalidArgumentError(
-        "request is not a valid rank.v1.RankRequest (or holds strings that are not UTF-8)");
+  state->flat.clear();
+  for (const grpc::Slice& s : state->slices) {
+    state->flat.append(reinterpret_cast<const char*>(s.begin()), s.size());
   }
-  return absl::OkStatus();
+  return state->flat;
+}
+
+ParseState& ThreadParseState() {
+  thread_local ParseState state;
+  return state;
 }
 
 // A FetchLogs call's outcome in rankwire_fetch_logs_total: refusals
@@ -219,22 +210,26 @@ void RankServiceImpl::Serve(grpc::ServerUnaryReactor* base_reactor,
     ServerMetrics* metrics;
   } in_flight(metrics_);
 
-  // On an arena whose first block is this thread's, reused call after call:
-  // the ~1,500 objects of a 500-candidate request are not allocated one by
-  // one. Nothing keeps the request after Handle() returns.
-  RequestArena arena;
-  auto* parsed = google::protobuf::Arena::CreateMessage<rank::v1::RankRequest>(arena.get());
-  if (absl::Status s = ParseRequest(*request, handler_->limits(), parsed); !s.ok()) {
+  // Read in one pass into this thread's view (no object per candidate, no
+  // string copies). The request's slices live until the call is finished.
+  CpuSampler cpu(metrics_ ? metrics_->cpu_sample_every : 0);
+  cpu.Start();
+  ParseState& state = ThreadParseState();
+  RequestView& parsed = state.view;
+  if (absl::Status s =
+          ParseRequestView(Contiguous(*request, &state), handler_->limits(), &parsed);
+      !s.ok()) {
     if (metrics_) metrics_->rpcs_invalid_argument->Increment();
     finish(s);
     return;
   }
+  if (cpu.sampling()) metrics_->RecordPhaseCpu(Phase::kParse, cpu.Lap());
   const auto parsed_at = RankHandler::Clock::now();
   const auto deserialize_us = static_cast<uint32_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(parsed_at - started).count());
 
   absl::StatusOr<EncodedResponse> encoded =
-      handler_->Handle(*parsed, started, deserialize_us, deadline);
+      handler_->Handle(parsed, started, deserialize_us, deadline, &cpu);
   if (!encoded.ok()) {
     const absl::StatusCode code = encoded.status().code();
     const bool refused = code == absl::StatusCode::kInvalidArgument ||
@@ -253,6 +248,7 @@ void RankServiceImpl::Serve(grpc::ServerUnaryReactor* base_reactor,
   }
   encoded->header.mutable_timings()->set_queue_us(queue_us);
   *response = ToByteBuffer(*encoded);
+  if (cpu.sampling()) metrics_->RecordPhaseCpu(Phase::kEncode, cpu.Lap());
   if (metrics_) metrics_->rpcs_ok->Increment();
   reactor->HoldUnsent(response->Length());
   finish(absl::OkStatus());

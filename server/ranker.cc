@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "server/request_validator.h"
 #include "server/vector_math.h"
 
 namespace rankwire::server {
@@ -37,65 +38,94 @@ absl::string_view SceneName(rank::v1::Scene scene) {
 constexpr const char* kLogContextKeys[] = {"query", "device", "hour_of_day", "city_tier"};
 
 // Whether a finite float is a whole number of at most 9.0e15 in magnitude,
-// from its bits (no libm call, no branch): below 1 only zero is; from 2^23
-// every float is whole; between, the mantissa bits under the binary point
-// must be zero.
-inline uint8_t SmallWholeNumber(float v) {
-  uint32_t bits;
-  std::memcpy(&bits, &v, sizeof bits);
-  const uint32_t magnitude = bits & 0x7fffffffu;
-  const int exponent = static_cast<int>(magnitude >> 23) - 127;
-  const uint32_t fraction_bits = exponent < 0 ? 0x7fffffffu
-                                 : exponent >= 23 ? 0u
-                                                  : (1u << (23 - exponent)) - 1;
-  return static_cast<uint8_t>((magnitude & fraction_bits) == 0 && std::fabs(v) <= 9.0e15f);
+// as a mask (-1 or 0): from 2^23 on every float is whole; below, one that
+// survives truncation to an int is. No branch, no libm call, and only
+// 32-bit lanes (GCC does not vectorize bool results mixed with floats), so
+// the loop over a column vectorizes.
+inline int32_t SmallWholeNumber(float v) {
+  const float magnitude = std::fabs(v);
+  const float small = magnitude < 8388608.0f ? v : 0.0f;  // In int range.
+  const float truncated = static_cast<float>(static_cast<int32_t>(small));
+  const int32_t same = truncated == small ? -1 : 0;
+  const int32_t big = magnitude >= 8388608.0f ? -1 : 0;
+  const int32_t in_range = magnitude <= 9.0e15f ? -1 : 0;
+  return (same | big) & in_range;
 }
 
-// The candidates' ids, sources, recall ranks and features, column by
-// column (feature-major), and per feature whether every value is whole.
-void Gather(const rank::v1::RankRequest& request, RankWorkspace* ws) {
+// The candidates' ids, sources, recall ranks and features (copied: the
+// log values outlive the request's bytes), and per feature whether every
+// value is whole.
+void Gather(const RequestView& request, RankWorkspace* ws) {
   LogValues& v = ws->v;
-  const size_t n = static_cast<size_t>(request.candidates_size());
-  const size_t f_count = static_cast<size_t>(request.item_feature_names_size());
+  const size_t n = request.n;
+  const size_t f_count = request.feature_names();
   v.n = n;
-  v.features.resize(f_count * n);
+  v.features.assign(request.features.begin(), request.features.begin() + f_count * n);
   v.id_ends.resize(n);
-  v.recall_rank.resize(n);
+  v.recall_rank.assign(request.recall_rank.begin(), request.recall_rank.end());
   v.source_code.resize(n);
   v.ids.clear();
   v.sources.clear();
-  ws->integral.assign(f_count, 1);
-  float* features = v.features.data();
-  uint8_t* integral = ws->integral.data();
   for (size_t c = 0; c < n; ++c) {
-    const rank::v1::Candidate& cand = request.candidates(static_cast<int>(c));
-    v.ids.append(cand.item_id());
+    v.ids.append(request.item_id[c].data(), request.item_id[c].size());
     v.id_ends[c] = static_cast<uint32_t>(v.ids.size());
-    v.recall_rank[c] = cand.recall_rank();
     // Sources repeat (a handful of recall channels): a short list.
-    const std::string& source = cand.recall_source();
+    const absl::string_view source = request.recall_source[c];
     uint32_t code = 0;
     while (code < v.sources.size() && v.sources[code] != source) ++code;
-    if (code == v.sources.size()) v.sources.push_back(source);
+    if (code == v.sources.size()) v.sources.emplace_back(source);
     v.source_code[c] = code;
-    const float* row = cand.features().data();  // f_count of them (validated).
-    for (size_t f = 0; f < f_count; ++f) {
-      features[f * n + c] = row[f];
-      integral[f] &= SmallWholeNumber(row[f]);
-    }
+  }
+  // Per feature, over its column: a loop the compiler vectorizes.
+  ws->integral.resize(f_count);
+  for (size_t f = 0; f < f_count; ++f) {
+    const float* column = v.features.data() + f * n;
+    int32_t whole = -1;
+    for (size_t c = 0; c < n; ++c) whole &= SmallWholeNumber(column[c]);
+    ws->integral[f] = static_cast<uint8_t>(whole != 0);
   }
 }
 
 // A constant input (user, context, or an item feature the request lacks).
 void Fill(double* out, size_t n, double value) { std::fill(out, out + n, value); }
 
-// Each model input over the candidates, transformed: atoms[a * n + c].
-void BindAtoms(const Model& model, const rank::v1::RankRequest& request, RankWorkspace* ws) {
-  const size_t n = ws->v.n;
-  absl::flat_hash_map<absl::string_view, int> column;
-  for (int c = 0; c < request.item_feature_names_size(); ++c) {
-    column.emplace(request.item_feature_names(c), c);
+// Whether `names` are the request's item feature names.
+bool SameNames(const std::vector<std::string>& names,
+               const std::vector<absl::string_view>& request_names) {
+  if (names.size() != request_names.size()) return false;
+  for (size_t j = 0; j < names.size(); ++j) {
+    if (names[j] != request_names[j]) return false;
   }
+  return true;
+}
+
+// Per model input, the request's feature column it reads (-1: none), kept
+// while the model and the request's feature names repeat.
+const std::vector<int>& AtomColumns(const Model& model, const RequestView& request,
+                                    RankWorkspace* ws) {
+  if (ws->bound_model == &model && SameNames(ws->bound_features, request.item_feature_names)) {
+    return ws->atom_column;
+  }
+  absl::flat_hash_map<absl::string_view, int> column;
+  for (size_t c = 0; c < request.item_feature_names.size(); ++c) {
+    column.emplace(request.item_feature_names[c], static_cast<int>(c));
+  }
+  ws->atom_column.assign(model.atoms().size(), -1);
+  for (size_t a = 0; a < model.atoms().size(); ++a) {
+    const Model::Atom& atom = model.atoms()[a];
+    if (atom.source != Model::Source::kItem) continue;
+    if (auto it = column.find(atom.name); it != column.end()) ws->atom_column[a] = it->second;
+  }
+  ws->bound_model = &model;
+  ws->bound_features.clear();
+  for (absl::string_view name : request.item_feature_names) ws->bound_features.emplace_back(name);
+  return ws->atom_column;
+}
+
+// Each model input over the candidates, transformed: atoms[a * n + c].
+void BindAtoms(const Model& model, const RequestView& request, RankWorkspace* ws) {
+  const size_t n = ws->v.n;
+  const std::vector<int>& column = AtomColumns(model, request, ws);
   ws->atoms.resize(model.atoms().size() * n);
   for (size_t a = 0; a < model.atoms().size(); ++a) {
     const Model::Atom& atom = model.atoms()[a];
@@ -103,24 +133,20 @@ void BindAtoms(const Model& model, const rank::v1::RankRequest& request, RankWor
     if (atom.source != Model::Source::kItem) {
       double raw = 0;
       if (atom.source == Model::Source::kUser) {
-        auto it = request.user_features().find(atom.name);
-        raw = it == request.user_features().end() ? 0.0 : it->second;
+        const double* value = request.FindUserFeature(atom.name);
+        raw = value == nullptr ? 0.0 : *value;
       } else {
-        auto it = request.context().find(atom.name);
-        if (it == request.context().end() || !absl::SimpleAtod(it->second, &raw) ||
-            !std::isfinite(raw)) {
-          raw = 0;
-        }
+        const absl::string_view* value = request.FindContext(atom.name);
+        if (value == nullptr || !absl::SimpleAtod(*value, &raw) || !std::isfinite(raw)) raw = 0;
       }
       Fill(out, n, Model::ApplyTransform(atom, raw));
       continue;
     }
-    auto it = column.find(atom.name);
-    if (it == column.end()) {
+    if (column[a] < 0) {
       Fill(out, n, 0.0);  // A feature the request does not carry is 0.
       continue;
     }
-    const float* in = ws->v.features.data() + static_cast<size_t>(it->second) * n;
+    const float* in = ws->v.features.data() + static_cast<size_t>(column[a]) * n;
     switch (atom.transform) {
       case Model::TransformKind::kIdentity:
         for (size_t c = 0; c < n; ++c) out[c] = in[c];
@@ -202,22 +228,60 @@ void ScoreHeads(const Model& model, RankWorkspace* ws) {
   }
 }
 
-// Best first; ties keep request order.
+// A score's bits as an unsigned key that sorts best first: descending
+// doubles become ascending keys (NaN, which scores never are, would sort
+// first or last).
+inline uint64_t DescendingKey(double score) {
+  uint64_t bits;
+  std::memcpy(&bits, &score, sizeof bits);
+  // Ascending order of doubles: flip every bit of negatives, the sign bit
+  // of the rest; then invert for descending. -0 and +0 tie, as == says.
+  if (score == 0) bits = 0;
+  const uint64_t ascending = (bits >> 63) != 0 ? ~bits : bits | (uint64_t{1} << 63);
+  return ~ascending;
+}
+
+// Best first; ties keep request order. An LSD radix sort over the keys'
+// bytes (stable, so ties stay in candidate order), skipping the bytes in
+// which every key agrees (the high bytes of scores of one magnitude): a
+// few passes over 500 keys, no comparisons to mispredict.
 void Order(RankWorkspace* ws) {
   LogValues& v = ws->v;
   const size_t n = v.n;
-  ws->sort_keys.resize(n);
-  for (size_t c = 0; c < n; ++c) ws->sort_keys[c] = {v.score[c], static_cast<uint32_t>(c)};
-  std::sort(ws->sort_keys.begin(), ws->sort_keys.end(),
-            [](const std::pair<double, uint32_t>& a, const std::pair<double, uint32_t>& b) {
-              return a.first > b.first || (a.first == b.first && a.second < b.second);
-            });
+  std::vector<uint64_t>& keys = ws->sort_keys;
+  std::vector<uint64_t>& keys_tmp = ws->sort_keys_tmp;
+  std::vector<uint32_t>& order_tmp = ws->sort_order_tmp;
+  keys.resize(n);
+  keys_tmp.resize(n);
+  order_tmp.resize(n);
   v.order.resize(n);
-  for (size_t r = 0; r < n; ++r) v.order[r] = ws->sort_keys[r].second;
+  for (size_t c = 0; c < n; ++c) {
+    keys[c] = DescendingKey(v.score[c]);
+    v.order[c] = static_cast<uint32_t>(c);
+  }
+  uint32_t count[256];
+  for (int shift = 0; shift < 64; shift += 8) {
+    std::fill(count, count + 256, 0);
+    for (size_t i = 0; i < n; ++i) ++count[(keys[i] >> shift) & 0xff];
+    if (n == 0 || count[(keys[0] >> shift) & 0xff] == n) continue;  // All agree.
+    uint32_t sum = 0;
+    for (uint32_t& c : count) {
+      const uint32_t here = c;
+      c = sum;
+      sum += here;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t at = count[(keys[i] >> shift) & 0xff]++;
+      keys_tmp[at] = keys[i];
+      order_tmp[at] = v.order[i];
+    }
+    keys.swap(keys_tmp);
+    v.order.swap(order_tmp);
+  }
 }
 
 // The key table for a request with these feature names and integral flags.
-void BuildSchema(const Model& model, const rank::v1::RankRequest& request,
+void BuildSchema(const Model& model, const RequestView& request,
                  const std::vector<uint8_t>& integral, RankWorkspace::Schema* k) {
   k->keys.clear();
   k->head.clear();
@@ -240,8 +304,8 @@ void BuildSchema(const Model& model, const rank::v1::RankRequest& request,
                                             MetricType::kFloat));
     }
   }
-  for (int j = 0; j < request.item_feature_names_size(); ++j) {
-    k->feature.push_back(add(absl::StrCat("feat.", request.item_feature_names(j)),
+  for (size_t j = 0; j < request.item_feature_names.size(); ++j) {
+    k->feature.push_back(add(absl::StrCat("feat.", request.item_feature_names[j]),
                              integral[j] ? MetricType::kInt : MetricType::kFloat));
   }
   k->source = add("recall.source", MetricType::kString);
@@ -253,40 +317,40 @@ void BuildSchema(const Model& model, const rank::v1::RankRequest& request,
 
 // The schema of this request, from the workspace's cache when the model,
 // feature names and integral flags are the last request's.
-const RankWorkspace::Schema& SchemaFor(const Model& model, const rank::v1::RankRequest& request,
+const RankWorkspace::Schema& SchemaFor(const Model& model, const RequestView& request,
                                        RankWorkspace* ws) {
-  const auto& names = request.item_feature_names();
-  bool same = ws->schema_model == &model && ws->schema_integral == ws->integral &&
-              ws->schema_features.size() == static_cast<size_t>(names.size());
-  for (int j = 0; same && j < names.size(); ++j) same = ws->schema_features[j] == names[j];
-  if (!same) {
+  const auto& names = request.item_feature_names;
+  if (ws->schema_model != &model || ws->schema_integral != ws->integral ||
+      !SameNames(ws->schema_features, names)) {
     BuildSchema(model, request, ws->integral, &ws->schema);
     ws->schema_model = &model;
     ws->schema_integral = ws->integral;
-    ws->schema_features.assign(names.begin(), names.end());
+    ws->schema_features.clear();
+    for (absl::string_view name : names) ws->schema_features.emplace_back(name);
   }
   return ws->schema;
 }
 
 // The request-level values of the log lines.
-void FillLogHeader(const Model& model, const rank::v1::RankRequest& request, LogValues* v) {
-  v->request_id = request.request_id();
-  v->request_time_ms = request.request_time_ms();
-  v->scene = std::string(SceneName(request.scene()));
-  v->user_id = request.user_id();
-  v->bucket = model.BucketOf(request.user_id());
+void FillLogHeader(const Model& model, const RequestView& request, LogValues* v) {
+  v->request_id = std::string(request.request_id);
+  v->request_time_ms = request.request_time_ms;
+  v->scene = std::string(SceneName(static_cast<rank::v1::Scene>(request.scene)));
+  v->user_id = std::string(request.user_id);
+  v->bucket = model.BucketOf(request.user_id);
   v->model_version = model.full_version();
   v->context.clear();
   for (const char* key : kLogContextKeys) {
-    auto it = request.context().find(key);
-    if (it != request.context().end()) v->context.emplace_back(key, it->second);
+    if (const absl::string_view* value = request.FindContext(key)) {
+      v->context.emplace_back(key, std::string(*value));
+    }
   }
-  v->feature_names.assign(request.item_feature_names().begin(),
-                          request.item_feature_names().end());
+  v->feature_names.clear();
+  for (absl::string_view name : request.item_feature_names) v->feature_names.emplace_back(name);
 }
 
 // The result's columns, in rank order.
-void EmitColumns(const Model& model, const rank::v1::RankRequest& request,
+void EmitColumns(const Model& model, const RequestView& request,
                  const RankWorkspace::Schema& k, const RankWorkspace& ws, RankResult* result) {
   const LogValues& v = ws.v;
   const size_t n = v.n;
@@ -322,7 +386,7 @@ void EmitColumns(const Model& model, const rank::v1::RankRequest& request,
   int64_t* pre_rank = result->MutableInts(k.pre_rank);
   for (size_t r = 0; r < n; ++r) pre_rank[r] = static_cast<int64_t>(order[r]) + 1;
   // One entry each, every item's code 0.
-  result->AddStringEntry(k.bucket, model.BucketOf(request.user_id()));
+  result->AddStringEntry(k.bucket, model.BucketOf(request.user_id));
   result->MutableCodes(k.bucket);
   result->AddStringEntry(k.version, model.full_version());
   result->MutableCodes(k.version);
@@ -330,14 +394,14 @@ void EmitColumns(const Model& model, const rank::v1::RankRequest& request,
 
 }  // namespace
 
-void Ranker::Score(const rank::v1::RankRequest& request, RankWorkspace* ws) const {
+void Ranker::Score(const RequestView& request, RankWorkspace* ws) const {
   Gather(request, ws);
   BindAtoms(*model_, request, ws);
   ScoreHeads(*model_, ws);
   Order(ws);
 }
 
-void Ranker::Build(const rank::v1::RankRequest& request, LogDetail detail, RankWorkspace* ws,
+void Ranker::Build(const RequestView& request, LogDetail detail, RankWorkspace* ws,
                    RankResult* result) const {
   const RankWorkspace::Schema& k = SchemaFor(*model_, request, ws);
   result->ResetKeys(k.keys);
@@ -362,7 +426,7 @@ void Ranker::Build(const rank::v1::RankRequest& request, LogDetail detail, RankW
   }
 }
 
-std::unique_ptr<LogValues> Ranker::TakeLogValues(const rank::v1::RankRequest& request,
+std::unique_ptr<LogValues> Ranker::TakeLogValues(const RequestView& request,
                                                  RankWorkspace* ws) const {
   auto values = std::make_unique<LogValues>(std::move(ws->v));
   ws->v = LogValues();
@@ -374,7 +438,14 @@ std::unique_ptr<logstore::LogRenderer> Ranker::Renderer(std::unique_ptr<LogValue
   return MakeLogRenderer(model_, std::move(values));
 }
 
-RankOutput Ranker::Rank(const rank::v1::RankRequest& request, LogDetail detail) const {
+RankOutput Ranker::Rank(const rank::v1::RankRequest& proto, LogDetail detail) const {
+  std::string storage;
+  RequestView request;
+  // REQUIRES: the request is valid, so it parses within any limits.
+  RequestLimits unlimited;
+  unlimited.max_candidates = unlimited.max_item_features = unlimited.max_user_features =
+      unlimited.max_context_entries = unlimited.max_accept_codecs = UINT32_MAX >> 5;
+  (void)RequestViewOf(proto, unlimited, &storage, &request);
   RankWorkspace ws;
   RankOutput out;
   Score(request, &ws);
@@ -383,13 +454,13 @@ RankOutput Ranker::Rank(const rank::v1::RankRequest& request, LogDetail detail) 
   return out;
 }
 
-OutputShape Ranker::Shape(const rank::v1::RankRequest& request) const {
+OutputShape Ranker::Shape(const RequestView& request) const {
   const Model& model = *model_;
   // Features as ints bound them as floats too (see OutputShape::Key).
   RankWorkspace::Schema k;
-  const std::vector<uint8_t> integral(static_cast<size_t>(request.item_feature_names_size()), 1);
+  const std::vector<uint8_t> integral(request.item_feature_names.size(), 1);
   BuildSchema(model, request, integral, &k);
-  const std::string& bucket = model.BucketOf(request.user_id());
+  const std::string& bucket = model.BucketOf(request.user_id);
   OutputShape shape;
   for (const MetricKey& key : k.keys) {
     shape.keys.push_back(OutputShape::Key{key.name, key.type, 0, 0, false});
@@ -397,7 +468,7 @@ OutputShape Ranker::Shape(const rank::v1::RankRequest& request) const {
   // What EmitColumns puts in each item, at its largest.
   for (uint32_t f : k.feature) shape.keys[f].max_int = 9'000'000'000'000'000;  // 9.0e15f
   shape.keys[k.recall_rank].max_int = UINT32_MAX;
-  shape.keys[k.pre_rank].max_int = static_cast<uint64_t>(request.candidates_size());
+  shape.keys[k.pre_rank].max_int = static_cast<uint64_t>(request.n);
   shape.keys[k.source].is_recall_source = true;
   shape.keys[k.bucket].string_bytes = bucket.size();
   shape.keys[k.version].string_bytes = model.full_version().size();

@@ -39,6 +39,7 @@
 #include "rank/v1/rank.pb.h"
 #include "server/linear_model.h"
 #include "server/log_line.h"
+#include "server/request_view.h"
 
 namespace rankwire::server {
 
@@ -89,7 +90,13 @@ struct RankWorkspace {
   std::vector<double> atoms;        // [a * n + c], transformed inputs.
   std::vector<double> scratch;      // [c]
   std::vector<double> source_boost;  // Per distinct source.
-  std::vector<std::pair<double, uint32_t>> sort_keys;
+  std::vector<uint64_t> sort_keys, sort_keys_tmp;
+  std::vector<uint32_t> sort_order_tmp;
+  // Per model input, the feature column it reads (-1: none), kept while
+  // the model and the feature names repeat.
+  std::vector<int> atom_column;
+  const LinearModel* bound_model = nullptr;
+  std::vector<std::string> bound_features;
   // The key table of the last request, kept while its model, feature
   // names and integral features repeat (a ranker's schema, call after
   // call).
@@ -121,25 +128,25 @@ class Ranker {
 
   // Scores every candidate and orders them (ties keep request order), in
   // `ws`. REQUIRES: ValidateRequest(request, ...) returned OK.
-  void Score(const rank::v1::RankRequest& request, RankWorkspace* ws) const;
+  void Score(const RequestView& request, RankWorkspace* ws) const;
   // Writes the result of the last Score() into `result` (cleared first,
   // its memory reused): keys, items in rank order, their metrics, and
   // with LogDetail::kInline their log lines.
-  void Build(const rank::v1::RankRequest& request, LogDetail detail, RankWorkspace* ws,
+  void Build(const RequestView& request, LogDetail detail, RankWorkspace* ws,
              RankResult* result) const;
   // The values of the last Score()'s log lines, moved out of `ws` (which
   // then reallocates them on its next call), for a log writer to format.
-  std::unique_ptr<LogValues> TakeLogValues(const rank::v1::RankRequest& request,
-                                           RankWorkspace* ws) const;
+  std::unique_ptr<LogValues> TakeLogValues(const RequestView& request, RankWorkspace* ws) const;
   // A renderer of `values`' lines for the log store.
   std::unique_ptr<logstore::LogRenderer> Renderer(std::unique_ptr<LogValues> values) const;
 
   // Score + Build (+ the renderer with kDeferred), with a workspace of its
-  // own: for tests and tools.
+  // own, for a protobuf request: for tests and tools.
+  // REQUIRES: ValidateRequest(request, ...) returned OK.
   RankOutput Rank(const rank::v1::RankRequest& request, LogDetail detail) const;
 
   // REQUIRES: ValidateRequest(request, ...) returned OK.
-  OutputShape Shape(const rank::v1::RankRequest& request) const;
+  OutputShape Shape(const RequestView& request) const;
 
   const LinearModel& model() const { return *model_; }
 

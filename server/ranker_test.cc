@@ -1,6 +1,9 @@
 #include "server/ranker.h"
 
 #include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
 
 #include "codec/protobuf_codec.h"
 #include "gmock/gmock.h"
@@ -22,14 +25,11 @@ class RankerTest : public ShippedModelTest {
   }
   // Through the production entry point, with logs inline or none.
   RankResult Rank(const rank::v1::RankRequest& request, bool with_logs) const {
-    return ranker_
-        ->Rank(std::make_shared<const rank::v1::RankRequest>(request),
-               with_logs ? LogDetail::kInline : LogDetail::kNone)
-        .result;
+    return ranker_->Rank(request, with_logs ? LogDetail::kInline : LogDetail::kNone).result;
   }
   double Metric(const RankResult& r, size_t item, const std::string& name) {
-    const MetricValue* v = r.FindMetric(item, name);
-    EXPECT_NE(v, nullptr) << name;
+    const std::optional<MetricRef> v = r.FindMetric(item, name);
+    EXPECT_TRUE(v.has_value()) << name;
     return v ? v->AsDouble().value_or(NAN) : NAN;
   }
 
@@ -45,12 +45,13 @@ TEST_F(RankerTest, SameRequestSameResult) {
 
 TEST_F(RankerTest, ItemsAreSortedAndPositioned) {
   RankResult r = Rank(request_, false);
-  ASSERT_EQ(r.items.size(), 500u);
-  for (size_t i = 0; i < r.items.size(); ++i) {
-    EXPECT_EQ(r.items[i].position, i + 1);
-    EXPECT_TRUE(r.items[i].log.empty());
+  ASSERT_EQ(r.size(), 500u);
+  EXPECT_FALSE(r.has_logs());
+  for (size_t i = 0; i < r.size(); ++i) {
+    EXPECT_EQ(r.position(i), i + 1);
+    EXPECT_TRUE(r.log(i).empty());
     if (i > 0) {
-      EXPECT_LE(r.items[i].score, r.items[i - 1].score);
+      EXPECT_LE(r.score(i), r.score(i - 1));
     }
   }
 }
@@ -59,7 +60,7 @@ TEST_F(RankerTest, MetricsAreComputedFromTheRequest) {
   RankResult r = Rank(request_, true);
   const LinearModel::Head& ctr_head = model_->heads()[0];
   for (size_t i : {size_t{0}, size_t{250}, size_t{499}}) {
-    const RankedItem& item = r.items[i];
+    const RankedItem item = r.Item(i);
     // The item's feature values are the request's.
     const int pre = static_cast<int>(Metric(r, i, "rank.pre")) - 1;
     const rank::v1::Candidate& c = request_.candidates(pre);
@@ -90,10 +91,10 @@ TEST_F(RankerTest, MetricsAreComputedFromTheRequest) {
 
 TEST_F(RankerTest, IntegralFeaturesAreIntMetrics) {
   RankResult r = Rank(request_, false);
-  EXPECT_EQ(r.keys[*r.FindKey("feat.sales_30d")].type, MetricType::kInt);
-  EXPECT_EQ(r.keys[*r.FindKey("feat.category_match")].type, MetricType::kInt);
-  EXPECT_EQ(r.keys[*r.FindKey("feat.price")].type, MetricType::kFloat);
-  EXPECT_EQ(r.keys[*r.FindKey("score.final")].type, MetricType::kDouble);
+  EXPECT_EQ(r.key(*r.FindKey("feat.sales_30d")).type, MetricType::kInt);
+  EXPECT_EQ(r.key(*r.FindKey("feat.category_match")).type, MetricType::kInt);
+  EXPECT_EQ(r.key(*r.FindKey("feat.price")).type, MetricType::kFloat);
+  EXPECT_EQ(r.key(*r.FindKey("score.final")).type, MetricType::kDouble);
 }
 
 // A feature is an int metric only when every candidate's value is a whole
@@ -120,7 +121,7 @@ TEST_F(RankerTest, OneValueThatIsNotWholeMakesAFeatureAFloatMetric) {
     rank::v1::RankRequest request = request_;
     request.mutable_candidates(7)->set_features(column, c.value);
     RankResult r = Rank(request, false);
-    EXPECT_EQ(r.keys[*r.FindKey("feat.sales_30d")].type, c.type) << c.value;
+    EXPECT_EQ(r.key(*r.FindKey("feat.sales_30d")).type, c.type) << c.value;
   }
 }
 
@@ -131,10 +132,11 @@ TEST_F(RankerTest, SeedShapedPayloadIsAboutOnePointTwoMegabytes) {
   EXPECT_GE(bytes->size(), 1100u * 1000);
   EXPECT_LE(bytes->size(), 1300u * 1000);
   size_t logs = 0;
-  for (const RankedItem& item : r.items) logs += item.log.size();
+  for (size_t i = 0; i < r.size(); ++i) logs += r.log(i).size();
+  EXPECT_EQ(logs, r.log_bytes());
   // Logs are about half of it, as in the source system (1-2 KB per item).
-  EXPECT_GE(logs / r.items.size(), 1000u);
-  EXPECT_LE(logs / r.items.size(), 2000u);
+  EXPECT_GE(logs / r.size(), 1000u);
+  EXPECT_LE(logs / r.size(), 2000u);
 }
 
 TEST_F(RankerTest, MissingFeaturesCountAsZero) {
@@ -142,35 +144,68 @@ TEST_F(RankerTest, MissingFeaturesCountAsZero) {
   request.clear_item_feature_names();
   for (auto& c : *request.mutable_candidates()) c.clear_features();
   RankResult r = Rank(request, false);
-  ASSERT_EQ(r.items.size(), 500u);
+  ASSERT_EQ(r.size(), 500u);
   // Every candidate scores the same but for its recall-source boost.
   EXPECT_FALSE(r.FindKey("feat.price").has_value());
-  EXPECT_NEAR(r.items.front().score / model_->Boost(r.FindMetric(0, "recall.source")->string_value()),
-              r.items.back().score /
-                  model_->Boost(r.FindMetric(499, "recall.source")->string_value()),
+  EXPECT_NEAR(r.score(0) / model_->Boost(r.FindMetric(0, "recall.source")->string_value()),
+              r.score(499) / model_->Boost(r.FindMetric(499, "recall.source")->string_value()),
               1e-12);
 }
 
+// Widest encodings of an OutputShape key of type kInt, as the response
+// budget counts them: its protobuf text (a sign and the digits of
+// max_int), and its rankbin zigzag varint.
+size_t IntTextBound(uint64_t max_int) { return 1 + std::to_string(max_int).size(); }
+size_t IntVarintBound(uint64_t max_int) {
+  size_t n = 1;
+  for (uint64_t v = max_int << 1; v >= 0x80; v >>= 7) ++n;
+  return n;
+}
+
 // The response budget sizes responses from Shape(): it must name exactly the
-// keys Rank() emits, and bound every log line.
-TEST_F(RankerTest, ShapeNamesTheKeysAndBoundsTheLogLines) {
+// keys Rank() emits, bound every value, and bound every log line. An item
+// feature is a kInt key in the shape (Rank() decides int or float from the
+// values); where Rank() emits a float, the shape's int bound must encode at
+// least as wide as a float does (15 characters of text, 4 rankbin bytes).
+TEST_F(RankerTest, ShapeNamesTheKeysAndBoundsTheValuesAndLogLines) {
   rank::v1::RankRequest request = request_;
   request.set_user_id(std::string(256, 'u'));
   (*request.mutable_context())["query"] = std::string(512, 'q');
   request.mutable_candidates(3)->set_recall_source(std::string(64, 's'));
   const OutputShape shape = ranker_->Shape(request);
   RankResult r = Rank(request, true);
-  ASSERT_EQ(shape.keys.size(), r.keys.size());
-  for (size_t k = 0; k < r.keys.size(); ++k) {
-    EXPECT_EQ(shape.keys[k].name, r.keys[k].name);
-    EXPECT_EQ(shape.keys[k].type, r.keys[k].type) << r.keys[k].name;
+  ASSERT_EQ(shape.keys.size(), r.key_count());
+  bool saw_float = false;
+  for (uint32_t k = 0; k < r.key_count(); ++k) {
+    const OutputShape::Key& bound = shape.keys[k];
+    const MetricKey& key = r.key(k);
+    SCOPED_TRACE(key.name);
+    EXPECT_EQ(bound.name, key.name);
+    if (key.type == MetricType::kFloat && bound.type == MetricType::kInt) {
+      saw_float = true;
+      EXPECT_GE(IntTextBound(bound.max_int), 15u);
+      EXPECT_GE(IntVarintBound(bound.max_int), 4u);
+      continue;
+    }
+    EXPECT_EQ(bound.type, key.type);
+    const Column& column = r.column(k);
+    for (size_t i = 0; i < r.size(); ++i) {
+      if (!column.present(i)) continue;
+      if (key.type == MetricType::kInt) {
+        const int64_t v = column.ints()[i];
+        EXPECT_LE(v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v), bound.max_int);
+      } else if (key.type == MetricType::kString && !bound.is_recall_source) {
+        EXPECT_LE(column.string_at(i).size(), bound.string_bytes);
+      }
+    }
   }
-  for (const RankedItem& item : r.items) {
-    const MetricValue* source = r.FindMetric(item.position - 1, "recall.source");
-    ASSERT_NE(source, nullptr);
-    EXPECT_LE(item.log.size(),
-              shape.line_fixed_bytes + item.item_id.size() + source->string_value().size());
-    EXPECT_GT(item.log.size(), shape.line_shared_bytes);
+  EXPECT_TRUE(saw_float) << "no feature key of the shape was a float in the result";
+  for (size_t i = 0; i < r.size(); ++i) {
+    const std::optional<MetricRef> source = r.FindMetric(i, "recall.source");
+    ASSERT_TRUE(source.has_value());
+    EXPECT_LE(r.log(i).size(),
+              shape.line_fixed_bytes + r.id(i).size() + source->string_value().size());
+    EXPECT_GT(r.log(i).size(), shape.line_shared_bytes);
   }
 }
 
@@ -183,8 +218,7 @@ TEST_F(RankerTest, DeferredLogsEstimateTheirTextFromAbove) {
                                              std::to_string(f));
   }
   for (const rank::v1::RankRequest* request : {&request_, &long_names}) {
-    RankOutput out = ranker_->Rank(std::make_shared<const rank::v1::RankRequest>(*request),
-                                   LogDetail::kDeferred);
+    RankOutput out = ranker_->Rank(*request, LogDetail::kDeferred);
     ASSERT_NE(out.logs, nullptr);
     const size_t estimate = out.logs->EstimatedBytes();
     std::vector<logstore::ItemLog> lines;

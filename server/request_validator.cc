@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/hash/hash.h"
 #include "google/protobuf/io/coded_stream.h"
 
 namespace rankwire::server {
@@ -42,31 +43,29 @@ std::string KeyForMessage(absl::string_view key) {
   return absl::StrCat(key.substr(0, kShown), "...");
 }
 
-absl::Status ValidateHeaderFields(const rank::v1::RankRequest& request,
-                                  const RequestLimits& limits) {
-  if (request.request_id().empty()) return Invalid("request_id is empty");
-  if (auto s = CheckBytes("request_id", request.request_id(), limits.max_id_bytes); !s.ok()) {
+absl::Status ValidateHeaderFields(const RequestView& request, const RequestLimits& limits) {
+  if (request.request_id.empty()) return Invalid("request_id is empty");
+  if (auto s = CheckBytes("request_id", request.request_id, limits.max_id_bytes); !s.ok()) {
     return s;
   }
-  if (!rank::v1::Scene_IsValid(request.scene())) {
-    return Invalid(absl::StrCat("scene ", request.scene(), " is not a known Scene"));
+  if (!rank::v1::Scene_IsValid(request.scene)) {
+    return Invalid(absl::StrCat("scene ", request.scene, " is not a known Scene"));
   }
-  if (auto s = CheckBytes("user_id", request.user_id(), limits.max_id_bytes); !s.ok()) return s;
-  if (request.request_time_ms() < 0) {
-    return Invalid(absl::StrCat("request_time_ms ", request.request_time_ms(),
+  if (auto s = CheckBytes("user_id", request.user_id, limits.max_id_bytes); !s.ok()) return s;
+  if (request.request_time_ms < 0) {
+    return Invalid(absl::StrCat("request_time_ms ", request.request_time_ms,
                                 " is negative (milliseconds since the Unix epoch)"));
   }
-  if (!rank::v1::LogMode_IsValid(request.log_mode())) {
-    return Invalid(absl::StrCat("log_mode ", request.log_mode(), " is not a known LogMode"));
+  if (!rank::v1::LogMode_IsValid(request.log_mode)) {
+    return Invalid(absl::StrCat("log_mode ", request.log_mode, " is not a known LogMode"));
   }
-  if (auto s = CheckCount("accept_codecs", request.accept_codecs_size(),
-                          limits.max_accept_codecs);
-      !s.ok()) {
+  const int codecs = static_cast<int>(request.accept_codecs.size());
+  if (auto s = CheckCount("accept_codecs", codecs, limits.max_accept_codecs); !s.ok()) {
     return s;
   }
-  for (int i = 0; i < request.accept_codecs_size(); ++i) {
+  for (int i = 0; i < codecs; ++i) {
     if (auto s = CheckEntryBytes([&] { return absl::StrCat("accept_codecs[", i, "]"); },
-                                 request.accept_codecs(i), limits.max_codec_name_bytes);
+                                 request.accept_codecs[i], limits.max_codec_name_bytes);
         !s.ok()) {
       return s;
     }
@@ -74,14 +73,13 @@ absl::Status ValidateHeaderFields(const rank::v1::RankRequest& request,
   return absl::OkStatus();
 }
 
-absl::Status ValidateUserAndContext(const rank::v1::RankRequest& request,
-                                    const RequestLimits& limits) {
-  if (auto s = CheckCount("user features", request.user_features_size(),
+absl::Status ValidateUserAndContext(const RequestView& request, const RequestLimits& limits) {
+  if (auto s = CheckCount("user features", static_cast<int>(request.user_features.size()),
                           limits.max_user_features);
       !s.ok()) {
     return s;
   }
-  for (const auto& [name, value] : request.user_features()) {
+  for (const auto& [name, value] : request.user_features) {
     // (Init-captures: C++17 lambdas cannot capture structured bindings.)
     auto field = [&n = name] {
       return absl::StrCat("user_features key \"", KeyForMessage(n), "\"");
@@ -94,12 +92,12 @@ absl::Status ValidateUserAndContext(const rank::v1::RankRequest& request,
                                   "; feature values must be finite"));
     }
   }
-  if (auto s = CheckCount("context entries", request.context_size(),
+  if (auto s = CheckCount("context entries", static_cast<int>(request.context.size()),
                           limits.max_context_entries);
       !s.ok()) {
     return s;
   }
-  for (const auto& [key, value] : request.context()) {
+  for (const auto& [key, value] : request.context) {
     auto field = [&k = key] { return absl::StrCat("context key \"", KeyForMessage(k), "\""); };
     if (auto s = CheckEntryBytes(field, key, limits.max_context_key_bytes); !s.ok()) {
       return s;
@@ -113,15 +111,14 @@ absl::Status ValidateUserAndContext(const rank::v1::RankRequest& request,
   return absl::OkStatus();
 }
 
-absl::Status ValidateFeatureNames(const rank::v1::RankRequest& request,
-                                  const RequestLimits& limits) {
-  const int feature_count = request.item_feature_names_size();
+absl::Status ValidateFeatureNames(const RequestView& request, const RequestLimits& limits) {
+  const int feature_count = static_cast<int>(request.item_feature_names.size());
   if (auto s = CheckCount("item features", feature_count, limits.max_item_features); !s.ok()) {
     return s;
   }
   absl::flat_hash_set<absl::string_view> feature_names;
   for (int j = 0; j < feature_count; ++j) {
-    const std::string& name = request.item_feature_names(j);
+    const absl::string_view name = request.item_feature_names[j];
     if (name.empty()) return Invalid(absl::StrCat("item_feature_names[", j, "] is empty"));
     if (auto s = CheckEntryBytes([&] { return absl::StrCat("item_feature_names[", j, "]"); },
                                  name, limits.max_feature_name_bytes);
@@ -135,76 +132,142 @@ absl::Status ValidateFeatureNames(const rank::v1::RankRequest& request,
   return absl::OkStatus();
 }
 
-absl::Status ValidateCandidate(const rank::v1::RankRequest& request, int i,
+// The first candidate whose id, source, rank or feature count breaks the
+// contract, in candidate order; the features' values are checked apart
+// (column by column, in ValidateFeatureValues).
+absl::Status ValidateCandidate(const RequestView& request, size_t c,
                                const RequestLimits& limits) {
-  const rank::v1::Candidate& c = request.candidates(i);
-  if (c.item_id().empty()) return Invalid(absl::StrCat("candidates[", i, "].item_id is empty"));
-  if (auto s = CheckEntryBytes([&] { return absl::StrCat("candidates[", i, "].item_id"); },
-                               c.item_id(), limits.max_id_bytes);
+  const absl::string_view id = request.item_id[c];
+  if (id.empty()) return Invalid(absl::StrCat("candidates[", c, "].item_id is empty"));
+  if (auto s = CheckEntryBytes([&] { return absl::StrCat("candidates[", c, "].item_id"); }, id,
+                               limits.max_id_bytes);
       !s.ok()) {
     return s;
   }
-  if (auto s = CheckEntryBytes([&] { return absl::StrCat("candidates[", i, "].recall_source"); },
-                               c.recall_source(), limits.max_recall_source_bytes);
+  if (auto s = CheckEntryBytes([&] { return absl::StrCat("candidates[", c, "].recall_source"); },
+                               request.recall_source[c], limits.max_recall_source_bytes);
       !s.ok()) {
     return s;
   }
-  if (c.recall_rank() < 1) {
-    return Invalid(absl::StrCat("candidates[", i, "].recall_rank is 0; it is 1-based"));
+  if (request.recall_rank[c] < 1) {
+    return Invalid(absl::StrCat("candidates[", c, "].recall_rank is 0; it is 1-based"));
   }
-  const int feature_count = request.item_feature_names_size();
-  if (c.features_size() != feature_count) {
-    return Invalid(absl::StrCat("candidates[", i, "] has ", c.features_size(),
+  const size_t feature_count = request.item_feature_names.size();
+  if (request.feature_count[c] != feature_count) {
+    return Invalid(absl::StrCat("candidates[", c, "] has ", request.feature_count[c],
                                 " features but item_feature_names names ", feature_count));
   }
-  for (int j = 0; j < feature_count; ++j) {
-    float v = c.features(j);
-    if (!std::isfinite(v)) {
-      return Invalid(absl::StrCat("candidates[", i, "].features[", j, "] (",
-                                  request.item_feature_names(j), ") is ", v,
-                                  "; feature values must be finite"));
+  return absl::OkStatus();
+}
+
+// The first candidate with a feature value that is not finite (SIZE_MAX:
+// none), found column by column (a loop the compiler vectorizes), and its
+// message.
+size_t FirstNonFiniteFeature(const RequestView& request, absl::Status* status) {
+  const size_t n = request.n;
+  bool bad = false;
+  for (size_t f = 0; f < request.feature_names(); ++f) {
+    const float* column = request.features.data() + f * n;
+    uint32_t not_finite = 0;
+    for (size_t c = 0; c < n; ++c) not_finite |= !std::isfinite(column[c]);
+    bad = bad || not_finite != 0;
+  }
+  if (!bad) return SIZE_MAX;
+  for (size_t c = 0; c < n; ++c) {
+    for (size_t f = 0; f < request.feature_names(); ++f) {
+      const float v = request.feature(f, c);
+      if (!std::isfinite(v)) {
+        *status = Invalid(absl::StrCat("candidates[", c, "].features[", f, "] (",
+                                       request.item_feature_names[f], ") is ", v,
+                                       "; feature values must be finite"));
+        return c;
+      }
     }
   }
-  return absl::OkStatus();
+  return SIZE_MAX;
+}
+
+// The first candidate whose item id an earlier one has (SIZE_MAX: none),
+// and its message. A per-thread table of candidate indexes by id hash,
+// reused from call to call (no allocation per request once warm).
+size_t FirstDuplicateId(const RequestView& request, absl::Status* status) {
+  thread_local std::vector<uint32_t> table;
+  const size_t n = request.n;
+  size_t size = 16;
+  while (size < 2 * n) size <<= 1;
+  table.assign(size, UINT32_MAX);
+  const size_t mask = size - 1;
+  for (size_t c = 0; c < n; ++c) {
+    const absl::string_view id = request.item_id[c];
+    size_t slot = absl::HashOf(id) & mask;
+    while (table[slot] != UINT32_MAX) {
+      const uint32_t other = table[slot];
+      if (request.item_id[other] == id) {
+        *status = Invalid(absl::StrCat("duplicate item id \"", id, "\" at candidates[", other,
+                                       "] and candidates[", c, "]"));
+        return c;
+      }
+      slot = (slot + 1) & mask;
+    }
+    table[slot] = static_cast<uint32_t>(c);
+  }
+  return SIZE_MAX;
+}
+
+// The candidates' rules, reported as a walk in candidate order would find
+// them first: per candidate its id, source, rank and feature count, then
+// its feature values, then whether its id is a repeat.
+absl::Status ValidateCandidates(const RequestView& request, const RequestLimits& limits) {
+  absl::Status basic;
+  size_t first_basic = SIZE_MAX;
+  for (size_t c = 0; c < request.n; ++c) {
+    basic = ValidateCandidate(request, c, limits);
+    if (!basic.ok()) {
+      first_basic = c;
+      break;
+    }
+  }
+  absl::Status value, duplicate;
+  const size_t first_value = FirstNonFiniteFeature(request, &value);
+  const size_t first_duplicate = FirstDuplicateId(request, &duplicate);
+  if (first_basic != SIZE_MAX && first_basic <= first_value && first_basic <= first_duplicate) {
+    return basic;
+  }
+  if (first_value != SIZE_MAX && first_value <= first_duplicate) return value;
+  return duplicate;
 }
 
 }  // namespace
 
-absl::Status ValidateRequest(const rank::v1::RankRequest& request,
-                             const RequestLimits& limits) {
+absl::Status ValidateRequest(const RequestView& request, const RequestLimits& limits) {
   if (auto s = ValidateHeaderFields(request, limits); !s.ok()) return s;
-  const int n = request.candidates_size();
+  const size_t n = request.n;
   if (n == 0) return Invalid("no candidates: the request must carry at least one");
-  if (static_cast<uint32_t>(n) > limits.max_candidates) {
-    return Invalid(absl::StrCat(n, " candidates exceed the limit of ",
-                                limits.max_candidates, " (--max_candidates)"));
+  if (n > limits.max_candidates) {
+    return Invalid(absl::StrCat(n, " candidates exceed the limit of ", limits.max_candidates,
+                                " (--max_candidates)"));
   }
-  if (request.top_n() < 1 || request.top_n() > static_cast<uint32_t>(n)) {
-    return Invalid(absl::StrCat("top_n ", request.top_n(),
-                                " is out of range [1, ", n,
+  if (request.top_n < 1 || request.top_n > n) {
+    return Invalid(absl::StrCat("top_n ", request.top_n, " is out of range [1, ", n,
                                 "] (1 to the number of candidates)"));
   }
   if (auto s = ValidateFeatureNames(request, limits); !s.ok()) return s;
   if (auto s = ValidateUserAndContext(request, limits); !s.ok()) return s;
-  absl::flat_hash_map<absl::string_view, int> seen;
-  seen.reserve(n);
-  for (int i = 0; i < n; ++i) {
-    if (auto s = ValidateCandidate(request, i, limits); !s.ok()) return s;
-    auto [it, inserted] = seen.emplace(request.candidates(i).item_id(), i);
-    if (!inserted) {
-      return Invalid(absl::StrCat("duplicate item id \"", request.candidates(i).item_id(),
-                                  "\" at candidates[", it->second, "] and candidates[", i,
-                                  "]"));
-    }
-  }
-  return absl::OkStatus();
+  return ValidateCandidates(request, limits);
 }
 
-std::vector<std::string> UnknownItemFeatures(const rank::v1::RankRequest& request,
+absl::Status ValidateRequest(const rank::v1::RankRequest& request, const RequestLimits& limits) {
+  std::string storage;
+  RequestView view;
+  if (absl::Status s = RequestViewOf(request, limits, &storage, &view); !s.ok()) return s;
+  return ValidateRequest(view, limits);
+}
+
+std::vector<std::string> UnknownItemFeatures(const RequestView& request,
                                              const absl::flat_hash_set<std::string>& known) {
   std::vector<std::string> unknown;
-  for (const std::string& name : request.item_feature_names()) {
-    if (!known.contains(name)) unknown.push_back(name);
+  for (absl::string_view name : request.item_feature_names) {
+    if (!known.contains(name)) unknown.emplace_back(name);
   }
   return unknown;
 }

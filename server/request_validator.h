@@ -23,6 +23,7 @@
 #include "absl/status/status.h"
 #include "google/protobuf/io/zero_copy_stream.h"
 #include "rank/v1/rank.pb.h"
+#include "server/request_view.h"
 
 namespace rankwire::server {
 
@@ -42,6 +43,12 @@ struct RequestLimits {
   uint32_t max_codec_name_bytes = 64;    // accept_codecs[]
 };
 
+// The input contract on a parsed request: INVALID_ARGUMENT naming the first
+// rule broken (ids and sources, counts, top_n, names, finite features, no
+// id twice).
+absl::Status ValidateRequest(const RequestView& request, const RequestLimits& limits);
+// The same for a protobuf request (tests, tools): parsed into a view first,
+// with PrescanRequest's limits.
 absl::Status ValidateRequest(const rank::v1::RankRequest& request,
                              const RequestLimits& limits);
 
@@ -89,7 +96,7 @@ absl::Status PrescanRequest(google::protobuf::io::ZeroCopyInputStream* input,
 // The item feature names of `request` that are not in `known` (the model's
 // item inputs), in request order. REQUIRES: ValidateRequest returned OK (so
 // the list is bounded by max_item_features).
-std::vector<std::string> UnknownItemFeatures(const rank::v1::RankRequest& request,
+std::vector<std::string> UnknownItemFeatures(const RequestView& request,
                                              const absl::flat_hash_set<std::string>& known);
 
 }  // namespace rankwire::server

@@ -67,12 +67,11 @@ size_t RankbinValue(const OutputShape::Key& key, size_t recall_source_bytes) {
   return 10;
 }
 
-size_t LineBytes(const OutputShape& shape, const rank::v1::Candidate& c) {
-  return shape.line_fixed_bytes + c.item_id().size() + c.recall_source().size();
+size_t LineBytes(const OutputShape& shape, const RequestView& r, size_t c) {
+  return shape.line_fixed_bytes + r.item_id[c].size() + r.recall_source[c].size();
 }
 
-size_t ProtobufBody(const rank::v1::RankRequest& request, const OutputShape& shape,
-                    bool logs) {
+size_t ProtobufBody(const RequestView& request, const OutputShape& shape, bool logs) {
   // Everything but recall.source is the same size for every item.
   size_t metrics_fixed = 0;
   size_t types = 0;
@@ -86,24 +85,24 @@ size_t ProtobufBody(const rank::v1::RankRequest& request, const OutputShape& sha
     }
     metrics_fixed += PbField(name + PbField(PbValueText(key, 0)));
   }
-  const size_t n = static_cast<size_t>(request.candidates_size());
+  const size_t n = request.n;
   const size_t position = 1 + VarintBytes(n);
   size_t total = types;
-  for (const rank::v1::Candidate& c : request.candidates()) {
-    size_t item = PbField(c.item_id().size()) + 9 + position + metrics_fixed;
+  for (size_t c = 0; c < n; ++c) {
+    size_t item = PbField(request.item_id[c].size()) + 9 + position + metrics_fixed;
     if (source_key != nullptr) {
       const size_t name = PbField(source_key->name.size());
-      item += PbField(name + PbField(c.recall_source().size()));
+      item += PbField(name + PbField(request.recall_source[c].size()));
     }
-    if (logs) item += PbField(LineBytes(shape, c));
+    if (logs) item += PbField(LineBytes(shape, request, c));
     total += PbField(item);
   }
   return total;
 }
 
-size_t RankbinBody(const rank::v1::RankRequest& request, const OutputShape& shape, bool logs,
+size_t RankbinBody(const RequestView& request, const OutputShape& shape, bool logs,
                    bool zstd_logs, size_t block_items) {
-  const size_t n = static_cast<size_t>(request.candidates_size());
+  const size_t n = request.n;
   const size_t blocks = (n + block_items - 1) / block_items;
   size_t keys = 5;
   size_t values_fixed = 0;
@@ -131,11 +130,12 @@ size_t RankbinBody(const rank::v1::RankRequest& request, const OutputShape& shap
   size_t block_raw = 0;
   size_t block_model = 0;
   for (size_t i = 0; i < n; ++i) {
-    const rank::v1::Candidate& c = request.candidates(static_cast<int>(i));
-    items += 4 + VarintBytes(c.item_id().size()) + c.item_id().size() + 8 + 5 + 5 + 5;
-    values += values_fixed + (source_key ? RankbinValue(*source_key, c.recall_source().size()) : 0);
+    const size_t id = request.item_id[i].size();
+    items += 4 + VarintBytes(id) + id + 8 + 5 + 5 + 5;
+    values += values_fixed +
+              (source_key ? RankbinValue(*source_key, request.recall_source[i].size()) : 0);
     if (!logs) continue;
-    const size_t line = LineBytes(shape, c);
+    const size_t line = LineBytes(shape, request, i);
     const size_t raw = VarintBytes(line) + line;
     block_raw += raw;
     if (i % block_items == 0) {
@@ -155,7 +155,7 @@ std::string Megabytes(size_t bytes) { return absl::StrFormat("%.1f MB", bytes / 
 
 }  // namespace
 
-size_t EstimateResponseBytes(const rank::v1::RankRequest& request, const OutputShape& shape,
+size_t EstimateResponseBytes(const RequestView& request, const OutputShape& shape,
                              const Codec& codec, rank::v1::LogMode log_mode,
                              size_t block_items) {
   const bool logs = log_mode == rank::v1::LOG_MODE_INLINE;
@@ -168,20 +168,20 @@ size_t EstimateResponseBytes(const rank::v1::RankRequest& request, const OutputS
   }
   // The header: ids, codec, model version, timings, the log key and the
   // unknown-feature list (at most every feature name).
-  size_t header = 256 + 2 * request.request_id().size();
+  size_t header = 256 + 2 * request.request_id.size();
   for (const OutputShape::Key& key : shape.keys) header += key.string_bytes;
-  for (const std::string& name : request.item_feature_names()) header += PbField(name.size());
+  for (absl::string_view name : request.item_feature_names) header += PbField(name.size());
   return PbField(header) + PbField(body);
 }
 
-absl::Status ResponseBudget::Check(const rank::v1::RankRequest& request,
+absl::Status ResponseBudget::Check(const RequestView& request,
                                    const OutputShape& shape, const Codec& codec,
                                    rank::v1::LogMode log_mode,
                                    const CodecRegistry& codecs) const {
   const size_t estimate = EstimateResponseBytes(request, shape, codec, log_mode, block_items_);
   if (estimate <= max_bytes_) return absl::OkStatus();
   std::string message = absl::StrCat(
-      "the response would be about ", Megabytes(estimate), " (", request.candidates_size(),
+      "the response would be about ", Megabytes(estimate), " (", request.n,
       " items, codec ", codec.name(), ", logs ",
       log_mode == rank::v1::LOG_MODE_INLINE ? "inline" : "not inline",
       "), over the server's limit of ", max_bytes_, " bytes (--max_message_bytes); ");

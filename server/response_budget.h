@@ -28,6 +28,7 @@
 #include "codec/registry.h"
 #include "rank/v1/rank.pb.h"
 #include "server/ranker.h"
+#include "server/request_view.h"
 
 namespace rankwire::server {
 
@@ -38,7 +39,7 @@ namespace rankwire::server {
 // "rankbin-zstd" by rankbin with zstd log blocks, any other opaque codec by
 // the rankbin layout.
 // `block_items` is the rankbin codecs' block size (--rankbin_block_items).
-size_t EstimateResponseBytes(const rank::v1::RankRequest& request, const OutputShape& shape,
+size_t EstimateResponseBytes(const RequestView& request, const OutputShape& shape,
                              const Codec& codec, rank::v1::LogMode log_mode,
                              size_t block_items);
 
@@ -50,7 +51,7 @@ class ResponseBudget {
   // ResourceExhausted, saying how big the response would be and what would
   // make it fit (logs in the store, a compressing codec, fewer candidates),
   // when the estimate exceeds the budget. `codecs` lists the alternatives.
-  absl::Status Check(const rank::v1::RankRequest& request, const OutputShape& shape,
+  absl::Status Check(const RequestView& request, const OutputShape& shape,
                      const Codec& codec, rank::v1::LogMode log_mode,
                      const CodecRegistry& codecs) const;
 

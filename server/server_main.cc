@@ -82,6 +82,14 @@ ABSL_FLAG(uint32_t, log_queue_mb, 256, "Log queue bound, in MiB of log text.");
 ABSL_FLAG(uint32_t, log_batch_requests, 16,
           "Requests' logs written per pipelined round trip to the store.");
 ABSL_FLAG(bool, log_compress, false, "zstd-compress each log value in the store.");
+ABSL_FLAG(int, log_linger_us, 2000,
+          "After a write, how long a log writer lets the next batch gather (or until it has "
+          "--log_batch_requests): one wake-up per batch instead of per request, logs readable "
+          "up to this much later (0: no wait).");
+ABSL_FLAG(uint32_t, phase_cpu_sample_every, 32,
+          "Measure the CPU time of each phase of one Rank call in this many (and of one log "
+          "writer batch in a quarter as many): rankwire_phase_cpu_* (0: off). Reading a "
+          "thread's CPU clock is a system call.");
 ABSL_FLAG(int, log_writer_nice, 10,
           "Nice value of the log writer thread: ranking threads get the CPU first.");
 ABSL_FLAG(std::string, log_numbers, "auto",
@@ -325,6 +333,11 @@ absl::StatusOr<logstore::LogStoreConfig> LogStoreConfigFromFlags() {
   config.queue_capacity_bytes = size_t{absl::GetFlag(FLAGS_log_queue_mb)} << 20;
   config.batch_requests = absl::GetFlag(FLAGS_log_batch_requests);
   config.compress = absl::GetFlag(FLAGS_log_compress);
+  if (absl::GetFlag(FLAGS_log_linger_us) < 0) {
+    return absl::InvalidArgumentError("--log_linger_us must be >= 0");
+  }
+  config.linger = absl::Microseconds(absl::GetFlag(FLAGS_log_linger_us));
+  config.cpu_sample_every = (absl::GetFlag(FLAGS_phase_cpu_sample_every) + 3) / 4;
   config.writer_nice = absl::GetFlag(FLAGS_log_writer_nice);
   ASSIGN_OR_RETURN(config.writer_cpus,
                    CpuListFlag("log_writer_cpus", absl::GetFlag(FLAGS_log_writer_cpus)));
@@ -354,6 +367,18 @@ void ExportLogStats(MetricsRegistry* registry, const logstore::LogConsumer* cons
                      stat(&S::queue_bytes));
   registry->AddGauge("rankwire_log_store_reconnects_total", "Reconnects to the log store.",
                      stat(&S::reconnects));
+  // The log writers' share of the phase CPU series (ServerMetrics has the
+  // ranking thread's).
+  for (const auto& [phase, field] :
+       {std::pair<const char*, uint64_t S::*>{"log_format", &S::format_cpu_ns},
+        std::pair<const char*, uint64_t S::*>{"log_store", &S::store_cpu_ns}}) {
+    const std::string label = absl::StrCat("phase=\"", phase, "\"");
+    registry->AddGauge("rankwire_phase_cpu_sample_nanoseconds_total",
+                       "Thread CPU time of the sampled calls in each phase.", stat(field), label);
+    registry->AddGauge("rankwire_phase_cpu_samples_total",
+                       "Calls whose CPU time was sampled, per phase.",
+                       stat(&S::cpu_sampled_requests), label);
+  }
   registry->AddGauge("rankwire_log_store_up",
                      "1 if the last write to the log store succeeded (on every master, for a "
                      "Redis Cluster).",
@@ -501,6 +526,7 @@ absl::Status Run() {
 
   MetricsRegistry registry;
   ServerMetrics metrics(&registry, codecs.Names());
+  metrics.cpu_sample_every = absl::GetFlag(FLAGS_phase_cpu_sample_every);
   ExportServerInfo(&registry, {{"default_codec", std::string((*default_codec)->name())},
                                {"log_mode", absl::GetFlag(FLAGS_log_mode)},
                                {"logstore", absl::GetFlag(FLAGS_logstore)},

@@ -56,6 +56,17 @@ ServerMetrics::ServerMetrics(MetricsRegistry* r,
   total = phase("total");
   queue = phase("queue");
 
+  for (int p = 0; p < kPhaseCount; ++p) {
+    const std::string label = absl::StrCat("phase=\"", PhaseName(static_cast<Phase>(p)), "\"");
+    phase_cpu_nanos[p] = r->AddCounter(
+        "rankwire_phase_cpu_sample_nanoseconds_total",
+        "Thread CPU time of the sampled calls in each phase (the mean per call is this over "
+        "rankwire_phase_cpu_samples_total).",
+        label);
+    phase_cpu_samples[p] = r->AddCounter("rankwire_phase_cpu_samples_total",
+                                         "Calls whose CPU time was sampled, per phase.", label);
+  }
+
   for (const std::string& name : codec_names) {
     std::string label = absl::StrCat("codec=\"", name, "\"");
     codecs.push_back(PerCodec{
@@ -65,6 +76,24 @@ ServerMetrics::ServerMetrics(MetricsRegistry* r,
                         "Encoded RankResult bytes per response, by codec.",
                         SizeBuckets(), label)});
   }
+}
+
+const char* PhaseName(Phase phase) {
+  switch (phase) {
+    case Phase::kParse:
+      return "parse";
+    case Phase::kValidate:
+      return "validate";
+    case Phase::kScore:
+      return "score";
+    case Phase::kBuild:
+      return "build";
+    case Phase::kLogHandoff:
+      return "log_handoff";
+    case Phase::kEncode:
+      return "encode";
+  }
+  return "unknown";
 }
 
 void ExportServerInfo(MetricsRegistry* registry,

@@ -17,6 +17,21 @@
 
 namespace rankwire::server {
 
+// The phases of a Rank call whose CPU time the server samples
+// (rankwire_phase_cpu_*{phase=...}): with the log writers' log_format and
+// log_store, and the transport (what a server that only reads the request
+// and answers bytes costs), they make up a request's CPU.
+enum class Phase {
+  kParse,       // Prescan and protobuf parse of the request.
+  kValidate,    // The input contract, unknown features, the response budget.
+  kScore,       // Features gathered, model inputs, heads, scores, order.
+  kBuild,       // The result's columns (and inline log lines).
+  kLogHandoff,  // Log values moved out and queued for the log writers.
+  kEncode,      // The codec, the response header and envelope.
+};
+inline constexpr int kPhaseCount = 6;
+const char* PhaseName(Phase phase);
+
 struct ServerMetrics {
   // `codec_names`: one response series per codec.
   ServerMetrics(MetricsRegistry* registry,
@@ -73,6 +88,16 @@ struct ServerMetrics {
     Histogram* response_bytes;
   };
   std::vector<PerCodec> codecs;
+
+  // Sampled CPU time per phase (one call in cpu_sample_every; the mean per
+  // call is nanos / samples), lock-free.
+  uint32_t cpu_sample_every = 32;
+  Counter* phase_cpu_nanos[kPhaseCount];
+  Counter* phase_cpu_samples[kPhaseCount];
+  void RecordPhaseCpu(Phase phase, int64_t nanos) {
+    phase_cpu_nanos[static_cast<int>(phase)]->Increment(static_cast<uint64_t>(nanos));
+    phase_cpu_samples[static_cast<int>(phase)]->Increment();
+  }
   // nullptr for a codec that was not registered.
   const PerCodec* ForCodec(absl::string_view name) const;
 };

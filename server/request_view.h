@@ -1,0 +1,87 @@
+// RequestView: a serialized rank.v1.RankRequest read in one pass, straight
+// into what the server works with: strings as views of the request's bytes,
+// the candidates' features feature-major ([f * n + c], the ranker's
+// layout), ids, sources and recall ranks in arrays. No object per
+// candidate, no string copies; a view kept per thread is reused, so a warm
+// server parses a request without allocating.
+//
+// Parsing accepts what protobuf's parser accepts (fields in any order,
+// repeated fields split, packed or unpacked features, map entries with
+// missing parts, a later value of a non-repeated field winning, unknown
+// fields skipped) and refuses what it refuses (malformed wire data, strings
+// that are not UTF-8), and, before any of that costs memory, applies
+// PrescanRequest's limits: entries of each repeated or map field as they
+// occur on the wire, unknown fields in the request and its candidates,
+// groups. Each refusal is INVALID_ARGUMENT with the message the protobuf
+// path gave (request_view_test.cc checks the two against each other).
+//
+// ValidateRequest (request_validator.h) then checks the input contract on
+// the view.
+//
+// Thread safety: a view is plain data; parse into it from one thread.
+#ifndef RANKWIRE_SERVER_REQUEST_VIEW_H_
+#define RANKWIRE_SERVER_REQUEST_VIEW_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "rank/v1/rank.pb.h"
+
+namespace rankwire::server {
+
+struct RequestLimits;
+
+struct RequestView {
+  absl::string_view request_id;
+  absl::string_view user_id;
+  int32_t scene = 0;  // rank.v1.Scene (open enum: any int32).
+  int64_t request_time_ms = 0;
+  uint32_t top_n = 0;
+  int32_t log_mode = 0;  // rank.v1.LogMode.
+  std::vector<absl::string_view> accept_codecs;
+  // Maps: one entry per distinct key (the last value on the wire wins), in
+  // the order keys first occur.
+  std::vector<std::pair<absl::string_view, double>> user_features;
+  std::vector<std::pair<absl::string_view, absl::string_view>> context;
+  std::vector<absl::string_view> item_feature_names;
+
+  // Candidates.
+  size_t n = 0;
+  std::vector<absl::string_view> item_id;
+  std::vector<absl::string_view> recall_source;
+  std::vector<uint32_t> recall_rank;
+  // How many features each candidate carries on the wire, and the first
+  // item_feature_names.size() of them, feature-major: [f * n + c] (a
+  // candidate with fewer has zeros past its count).
+  std::vector<uint32_t> feature_count;
+  std::vector<float> features;
+
+  size_t feature_names() const { return item_feature_names.size(); }
+  float feature(size_t f, size_t c) const { return features[f * n + c]; }
+  // Map lookups (linear: the maps are small). Null when absent.
+  const double* FindUserFeature(absl::string_view key) const;
+  const absl::string_view* FindContext(absl::string_view key) const;
+};
+
+// Parses `bytes` (which must outlive the view) into `view`, reusing its
+// memory. InvalidArgument as described above.
+absl::Status ParseRequestView(absl::string_view bytes, const RequestLimits& limits,
+                              RequestView* view);
+
+// A request already parsed by protobuf (tests, tools, the in-process
+// client), as a view: serialized into `storage`, which must outlive it.
+absl::Status RequestViewOf(const rank::v1::RankRequest& request, const RequestLimits& limits,
+                           std::string* storage, RequestView* view);
+
+// Whether `s` is well-formed UTF-8 (no overlong forms, surrogates or code
+// points past U+10FFFF), as protobuf requires of string fields.
+bool IsValidUtf8(absl::string_view s);
+
+}  // namespace rankwire::server
+
+#endif  // RANKWIRE_SERVER_REQUEST_VIEW_H_
