@@ -20,7 +20,9 @@ constexpr int kVarint = 0, kFixed64 = 1, kDelimited = 2, kGroupStart = 3, kGroup
 // it: varints of at most 10 bytes, lengths within what is left.
 class Wire {
  public:
-  explicit Wire(absl::string_view bytes) : p_(bytes.data()), end_(bytes.data() + bytes.size()) {}
+  // `bad_tag` is set when a tag past 32 bits or of field number 0 is read.
+  Wire(absl::string_view bytes, bool* bad_tag)
+      : p_(bytes.data()), end_(bytes.data() + bytes.size()), oversized_tag_(bad_tag) {}
   bool done() const { return p_ == end_; }
 
   bool Varint(uint64_t* v) {
@@ -36,13 +38,23 @@ class Wire {
     }
     return false;  // An eleventh byte would be needed.
   }
-  // A tag: its field number (0 is malformed) and wire type.
+  // A tag: its field number and wire type. False for a malformed tag or
+  // the tag 0, where PrescanRequest's walk stopped too. (A field number 0
+  // with another wire type is malformed for protobuf's parser, but the
+  // prescan walked on: callers flag it and go on.)
   bool Tag(uint32_t* number, int* wire_type) {
-    uint64_t tag;
-    if (!Varint(&tag) || tag > std::numeric_limits<uint32_t>::max()) return false;
-    *number = static_cast<uint32_t>(tag >> 3);
+    uint64_t varint;
+    if (!Varint(&varint)) return false;
+    // Its low 32 bits, as CodedInputStream::ReadTag takes them (a tag past
+    // 32 bits is malformed for the parser, which the flag records).
+    const auto tag = static_cast<uint32_t>(varint);
+    if (tag == 0) return false;
+    // Field number 0 is malformed for the parser too (the prescan walked
+    // on; so do we, flagged).
+    if (varint > std::numeric_limits<uint32_t>::max() || tag < 8) *oversized_tag_ = true;
+    *number = tag >> 3;
     *wire_type = static_cast<int>(tag & 7);
-    return *number != 0;
+    return true;
   }
   bool Fixed32(uint32_t* v) {
     if (end_ - p_ < 4) return false;
@@ -56,15 +68,37 @@ class Wire {
     p_ += 8;
     return true;
   }
+  // On failure nothing is read.
   bool Delimited(absl::string_view* out) {
+    const char* start = p_;
     uint64_t length;
     if (!Varint(&length) || length > static_cast<uint64_t>(std::numeric_limits<int>::max()) ||
         length > static_cast<uint64_t>(end_ - p_)) {
+      p_ = start;
       return false;
     }
     *out = absl::string_view(p_, static_cast<size_t>(length));
     p_ += length;
     return true;
+  }
+  // The rest of the input (after a length that runs past it).
+  absl::string_view Rest() const { return absl::string_view(p_, static_cast<size_t>(end_ - p_)); }
+  // A well-formed length varint that runs past the end of the input (as
+  // protobuf's CodedInputStream reads it: its low 32 bits, a negative int
+  // meaning no limit): the bytes that are left after it. False otherwise
+  // (nothing is read).
+  bool Truncated(absl::string_view* out) {
+    const char* start = p_;
+    uint64_t length;
+    if (Varint(&length)) {
+      const auto as_int = static_cast<int32_t>(static_cast<uint32_t>(length));
+      if (as_int < 0 || static_cast<uint64_t>(as_int) > static_cast<uint64_t>(end_ - p_)) {
+        *out = Rest();
+        return true;
+      }
+    }
+    p_ = start;
+    return false;
   }
   // Skips a value of `wire_type` (not a group).
   bool Skip(int wire_type) {
@@ -89,6 +123,7 @@ class Wire {
  private:
   const char* p_;
   const char* end_;
+  bool* oversized_tag_;
 };
 
 // What a candidate's features are on the wire: usually one packed run,
@@ -110,13 +145,17 @@ class Parser {
  private:
   bool Field(Wire& in, uint32_t number, int wire_type);
   bool Candidate(absl::string_view bytes);
+  // PrescanRequest's walk of a candidate whose length runs past the end.
+  void ScanTruncatedCandidate(absl::string_view rest);
   bool CandidateFeatures(Wire& in, int wire_type, FeatureSource* features);
   bool UserFeature(absl::string_view entry);
   bool ContextEntry(absl::string_view entry);
-  // A string field's bytes: false (malformed) if not UTF-8.
+  // A string field's bytes: not UTF-8 makes the request malformed, but the
+  // walk goes on: PrescanRequest's verdicts (over the whole request) come
+  // first. Always true.
   bool Utf8(absl::string_view s) {
-    if (!IsValidUtf8(s)) utf8_bad_ = true;
-    return true;  // Keep scanning: PrescanRequest's limits are checked first.
+    if (!IsValidUtf8(s)) content_bad_ = true;
+    return true;
   }
   // PrescanRequest's verdicts, in its order; then the parser's.
   absl::Status Verdict(bool malformed) const;
@@ -129,7 +168,9 @@ class Parser {
   uint32_t counts_[11] = {};  // Wire entries of repeated and map fields, by number - 1.
   uint32_t unknown_ = 0;
   bool group_ = false;
-  bool utf8_bad_ = false;
+  // Malformed inside a field PrescanRequest skips whole (a map entry, a
+  // packed run, a string): the walk goes on, as the prescan's did.
+  bool content_bad_ = false;
   std::vector<FeatureSource> feature_sources_;
   std::vector<std::vector<float>> slow_;
 };
@@ -180,7 +221,7 @@ absl::Status Parser::Parse(absl::string_view bytes) {
   v_.recall_rank.clear();
   v_.feature_count.clear();
   feature_sources_.clear();
-  Wire in(bytes);
+  Wire in(bytes, &content_bad_);
   bool malformed = false;
   while (!in.done()) {
     uint32_t number;
@@ -216,6 +257,10 @@ bool Parser::Field(Wire& in, uint32_t number, int wire_type) {
   if (wire_type == kVarint) {
     if (!in.Varint(&value)) return false;
   } else if (!in.Delimited(&bytes)) {
+    // A candidate cut short: PrescanRequest walked what there is of it
+    // (its groups and unknown fields count) before the end.
+    absl::string_view rest;
+    if (number == 8 && in.Truncated(&rest)) ScanTruncatedCandidate(rest);
     return false;
   }
   switch (number) {
@@ -223,8 +268,12 @@ bool Parser::Field(Wire& in, uint32_t number, int wire_type) {
     case 2: v_.scene = static_cast<int32_t>(value); return true;
     case 3: v_.user_id = bytes; return Utf8(bytes);
     case 4: v_.request_time_ms = static_cast<int64_t>(value); return true;
-    case 5: return !Keep(count, limits_.max_user_features) || UserFeature(bytes);
-    case 6: return !Keep(count, limits_.max_context_entries) || ContextEntry(bytes);
+    case 5:
+      if (Keep(count, limits_.max_user_features) && !UserFeature(bytes)) content_bad_ = true;
+      return true;
+    case 6:
+      if (Keep(count, limits_.max_context_entries) && !ContextEntry(bytes)) content_bad_ = true;
+      return true;
     case 7:
       if (Keep(count, limits_.max_item_features)) v_.item_feature_names.push_back(bytes);
       return Utf8(bytes);
@@ -246,7 +295,7 @@ bool Parser::Candidate(absl::string_view bytes) {
   absl::string_view id, source;
   uint32_t rank = 0;
   FeatureSource features;
-  Wire in(bytes);
+  Wire in(bytes, &content_bad_);
   while (!in.done()) {
     uint32_t number;
     int wire_type;
@@ -281,6 +330,25 @@ bool Parser::Candidate(absl::string_view bytes) {
   return true;
 }
 
+void Parser::ScanTruncatedCandidate(absl::string_view rest) {
+  Wire in(rest, &content_bad_);
+  while (!in.done()) {
+    uint32_t number;
+    int wire_type;
+    if (!in.Tag(&number, &wire_type)) return;
+    if (wire_type == kGroupStart || wire_type == kGroupEnd) {
+      group_ = true;
+      return;
+    }
+    const bool known = (number == 1 || number == 2) ? wire_type == kDelimited
+                       : number == 3                ? wire_type == kVarint
+                       : number == 4 ? (wire_type == kDelimited || wire_type == kFixed32)
+                                     : false;
+    if (!known) ++unknown_;
+    if (!in.Skip(wire_type)) return;
+  }
+}
+
 bool Parser::CandidateFeatures(Wire& in, int wire_type, FeatureSource* f) {
   const char* run = nullptr;
   uint32_t run_count = 0;
@@ -292,7 +360,11 @@ bool Parser::CandidateFeatures(Wire& in, int wire_type, FeatureSource* f) {
     run_count = 1;
   } else {
     absl::string_view packed;
-    if (!in.Delimited(&packed) || packed.size() % 4 != 0) return false;
+    if (!in.Delimited(&packed)) return false;
+    if (packed.size() % 4 != 0) {
+      content_bad_ = true;
+      return true;
+    }
     run = packed.data();
     run_count = static_cast<uint32_t>(packed.size() / 4);
   }
@@ -327,7 +399,7 @@ bool Parser::CandidateFeatures(Wire& in, int wire_type, FeatureSource* f) {
 bool Parser::UserFeature(absl::string_view entry) {
   absl::string_view key;
   double value = 0;
-  Wire in(entry);
+  Wire in(entry, &content_bad_);
   while (!in.done()) {
     uint32_t number;
     int wire_type;
@@ -357,7 +429,7 @@ bool Parser::UserFeature(absl::string_view entry) {
 
 bool Parser::ContextEntry(absl::string_view entry) {
   absl::string_view key, value;
-  Wire in(entry);
+  Wire in(entry, &content_bad_);
   while (!in.done()) {
     uint32_t number;
     int wire_type;
@@ -403,7 +475,7 @@ absl::Status Parser::Verdict(bool malformed) const {
                      " (fields rank.v1 does not have, in the request and its candidates: 64 + "
                      "16 per --max_candidates)"));
   }
-  if (malformed || utf8_bad_) return absl::InvalidArgumentError(kMalformed);
+  if (malformed || content_bad_) return absl::InvalidArgumentError(kMalformed);
   return absl::OkStatus();
 }
 
