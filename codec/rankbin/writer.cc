@@ -87,6 +87,12 @@ struct StringKey {
   std::vector<uint32_t> remap;  // Column entry code -> dictionary index.
 };
 
+// A string key's column as WriteRun writes it.
+struct StringColumn {
+  const Column* column;
+  const uint32_t* remap;  // Null: plain strings.
+};
+
 // What an Encoder keeps between calls on a thread: vectors reused, so an
 // encode allocates only its output once warm.
 struct EncoderScratch {
@@ -99,12 +105,16 @@ struct EncoderScratch {
   absl::flat_hash_set<absl::string_view> key_names;
   AcceptedNames accepted_keys;
   std::vector<uint64_t> item_strings;  // Per item: bytes of its string values.
+  std::vector<uint32_t> entry_uses;    // DecideString's, per entry of a column.
+  std::vector<uint32_t> entry_bound;
+  absl::flat_hash_set<absl::string_view> sample_strings;
   std::vector<uint32_t> values_offset;
   std::vector<uint64_t> value_block_bounds;
   std::vector<uint64_t> values_long_strings;
   std::vector<uint64_t> log_block_raw;
   std::vector<char> shape_entries;
   std::vector<const void*> columns;  // Per wire position of the shape being written.
+  std::vector<StringColumn> string_columns;
   // Built once a result has more than kLinearShapesMax shapes; its keys are
   // views of the shapes' own key vectors.
   absl::flat_hash_map<absl::Span<const uint32_t>, uint32_t> shape_index;
@@ -350,40 +360,67 @@ absl::Status Encoder::DecideString(uint32_t k) {
   StringKey& sk = s_.strings[k];
   sk.use_dict = false;
   sk.dict.clear();
-  constexpr uint32_t kUnset = UINT32_MAX;
-  sk.remap.assign(c.entry_count(), kUnset);
-  s_.dict_index.clear();
+  const size_t entries = c.entry_count();
+  // Per entry: how many items use it (one pass over the codes), then every
+  // cost from the entries (usually a handful: a recall source, a bucket).
+  std::vector<uint32_t>& uses = s_.entry_uses;
+  uses.assign(entries, 0);
   const uint32_t* codes = c.codes();
-  bool dict_alive = true;
-  uint64_t seen = 0, plain_bytes = 0, index_bytes = 0;
-  const uint32_t max_entries = std::max<uint32_t>(1, o_.max_dict_entries);
-  for (size_t i = 0; i < n_; ++i) {
-    if (!c.present(i)) continue;
+  const bool dense = c.present_count() == n_;
+  // Distinct strings among the first kDictSample present items (compared by
+  // value: entries may repeat a string).
+  s_.sample_strings.clear();
+  size_t distinct16 = 0;
+  for (size_t i = 0, seen = 0; i < n_; ++i) {
+    if (!dense && !c.present(i)) continue;
     const uint32_t code = codes[i];
-    if (ABSL_PREDICT_FALSE(code >= c.entry_count())) {
+    if (ABSL_PREDICT_FALSE(code >= entries)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "rankbin: item ", i, " (", r_.id(i), "): metric \"", r_.key(k).name,
-          "\" has string code ", code, " of ", c.entry_count(), " entries"));
+          "\" has string code ", code, " of ", entries, " entries"));
     }
-    const size_t plain = coding::LengthPrefixedLength(c.entry(code).size());
-    plain_bytes += plain;
-    s_.item_strings[i] += std::max<size_t>(plain, coding::kMaxVarint32Length);
-    if (!dict_alive) continue;
-    ++seen;
-    if (sk.remap[code] == kUnset) {
-      // A code not met yet: its entry may still equal an earlier one
-      // (entries are not deduplicated when added).
-      const absl::string_view v = c.entry(code);
+    if (seen < kDictSample) s_.sample_strings.insert(c.entry(code));
+    if (++seen == 16) distinct16 = s_.sample_strings.size();
+    ++uses[code];
+  }
+  // Per entry: its plain size, and the bound an item's value takes either
+  // way (plain, or a dictionary index of at most 5 bytes).
+  std::vector<uint32_t>& bound = s_.entry_bound;
+  bound.resize(entries);
+  uint64_t plain_bytes = 0;
+  for (size_t e = 0; e < entries; ++e) {
+    const size_t plain = coding::LengthPrefixedLength(c.entry(static_cast<uint32_t>(e)).size());
+    bound[e] = static_cast<uint32_t>(std::max<size_t>(plain, coding::kMaxVarint32Length));
+    plain_bytes += uint64_t{uses[e]} * plain;
+  }
+  for (size_t i = 0; i < n_; ++i) {
+    if (dense || c.present(i)) s_.item_strings[i] += bound[codes[i]];
+  }
+  // A dictionary of the distinct referenced entries (entries are not
+  // deduplicated when added), unless the first values say they are mostly
+  // distinct (as ORC decides: long distinct strings are then not hashed).
+  // The sample's verdicts: its first 16 values all distinct (unless the
+  // threshold keeps every dictionary), or more than the threshold's share
+  // of its first 64.
+  const size_t present = c.present_count();
+  bool dict_alive =
+      !(present > 16 && distinct16 == 16 && o_.dict_distinct_threshold < 1) &&
+      !(present >= kDictSample &&
+        s_.sample_strings.size() > kDictSample * o_.dict_distinct_threshold);
+  uint64_t index_bytes = 0;
+  if (dict_alive) {
+    constexpr uint32_t kUnset = UINT32_MAX;
+    sk.remap.assign(entries, kUnset);
+    s_.dict_index.clear();
+    const uint32_t max_entries = std::max<uint32_t>(1, o_.max_dict_entries);
+    for (size_t e = 0; e < entries && dict_alive; ++e) {
+      if (uses[e] == 0) continue;
+      const absl::string_view v = c.entry(static_cast<uint32_t>(e));
       auto [it, inserted] = s_.dict_index.emplace(v, static_cast<uint32_t>(sk.dict.size()));
       if (inserted) sk.dict.push_back(v);
-      sk.remap[code] = it->second;
-    }
-    index_bytes += coding::VarintLength(sk.remap[code]);
-    // The sample's verdict (see kDictSample), and the dictionary's cap.
-    if ((seen == 17 && sk.dict.size() == 16 && o_.dict_distinct_threshold < 1) ||
-        (seen == kDictSample && sk.dict.size() > kDictSample * o_.dict_distinct_threshold) ||
-        sk.dict.size() > max_entries) {
-      dict_alive = false;
+      sk.remap[e] = it->second;
+      index_bytes += uint64_t{uses[e]} * coding::VarintLength(it->second);
+      dict_alive = sk.dict.size() <= max_entries;
     }
   }
   if (dict_alive && !sk.dict.empty()) {
@@ -400,11 +437,12 @@ absl::Status Encoder::DecideString(uint32_t k) {
   values_total_ += plain_bytes;
   // Long plain strings make their block worth compressing.
   if (o_.compress_string_values) {
-    for (size_t i = 0; i < n_; ++i) {
-      if (!c.present(i)) continue;
-      const size_t size = c.entry(codes[i]).size();
-      if (size >= kLongString) {
-        s_.values_long_strings[i / block_items_] += coding::LengthPrefixedLength(size);
+    for (size_t b = 0; b < blocks_; ++b) {
+      const size_t end = std::min(n_, (b + 1) * size_t{block_items_});
+      for (size_t i = b * block_items_; i < end; ++i) {
+        if (!dense && !c.present(i)) continue;
+        const size_t size = c.entry(codes[i]).size();
+        if (size >= kLongString) s_.values_long_strings[b] += coding::LengthPrefixedLength(size);
       }
     }
   }
@@ -424,13 +462,20 @@ void Encoder::SizeLogs() {
   has_logs_ = r_.has_logs();
   s_.log_block_raw.assign(has_logs_ ? blocks_ : 0, 0);
   records_bound_ = 0;
-  for (size_t i = 0; i < n_; ++i) {
-    if (has_logs_) {
-      s_.log_block_raw[i / block_items_] += coding::LengthPrefixedLength(r_.log(i).size());
+  if (has_logs_) {
+    for (size_t b = 0; b < blocks_; ++b) {
+      const size_t end = std::min(n_, (b + 1) * size_t{block_items_});
+      for (size_t i = b * block_items_; i < end; ++i) {
+        s_.log_block_raw[b] += coding::LengthPrefixedLength(r_.log(i).size());
+      }
     }
-    records_bound_ += coding::LengthPrefixedLength(r_.id(i).size()) + 8 +
-                      coding::VarintLength(r_.position(i)) +
-                      coding::VarintLength(s_.item_shape[i]) + coding::kMaxVarint32Length;
+  }
+  // Records: exact but for the values offset (5 bytes) and the shape
+  // index; ids are summed from their bytes and count.
+  const size_t shape_bytes = coding::VarintLength(shape_count_);
+  records_bound_ = r_.id_bytes().size() + n_ * (8 + shape_bytes + coding::kMaxVarint32Length);
+  for (size_t i = 0; i < n_; ++i) {
+    records_bound_ += coding::VarintLength(r_.id(i).size()) + coding::VarintLength(r_.position(i));
   }
 }
 
@@ -467,9 +512,12 @@ void Encoder::WriteItems(coding::Writer& w) {
 }
 
 void Encoder::WriteRun(coding::Writer& out, size_t begin, size_t end, const Shape& shape) {
-  // The shape's columns, in wire order, once per run of items.
+  // The shape's columns, in wire order, once per run of items: the number
+  // arrays, and for strings what writing one value needs.
   std::vector<const void*>& cols = s_.columns;
-  cols.resize(shape.wire.size());
+  std::vector<StringColumn>& strings = s_.string_columns;
+  strings.clear();
+  cols.resize(shape.int_end);
   for (size_t j = 0; j < shape.wire.size(); ++j) {
     const Column& c = r_.column(shape.wire[j]);
     switch (c.type()) {
@@ -482,30 +530,35 @@ void Encoder::WriteRun(coding::Writer& out, size_t begin, size_t end, const Shap
       case MetricType::kInt:
         cols[j] = c.ints();
         break;
-      case MetricType::kString:
-        cols[j] = &c;
+      case MetricType::kString: {
+        const StringKey& sk = s_.strings[shape.wire[j]];
+        strings.push_back(StringColumn{&c, sk.use_dict ? sk.remap.data() : nullptr});
         break;
+      }
     }
   }
+  // Everything the loop reads in locals: stores through the writer's char
+  // pointer may alias any memory, so members would be reloaded per value.
   const void* const* col = cols.data();
-  const uint32_t* wire = shape.wire.data();
-  const uint32_t count = static_cast<uint32_t>(shape.wire.size());
-  // A local copy whose address never escapes: the compiler keeps its write
-  // pointer in a register (char stores may alias anything else).
+  const uint32_t double_end = shape.double_end;
+  const uint32_t float_end = shape.float_end;
+  const uint32_t int_end = shape.int_end;
+  const StringColumn* string_cols = strings.data();
+  const size_t string_count = strings.size();
+  uint32_t* values_offset = s_.values_offset.data();
   coding::Writer w = out;
   const char* const values_start = w.position() - w.written();
   for (size_t i = begin; i < end; ++i) {
-    s_.values_offset[i] = static_cast<uint32_t>(w.position() - values_start);
+    values_offset[i] = static_cast<uint32_t>(w.position() - values_start);
     uint32_t j = 0;
-    for (; j < shape.double_end; ++j) w.PutDouble(static_cast<const double*>(col[j])[i]);
-    for (; j < shape.float_end; ++j) w.PutFloat(static_cast<const float*>(col[j])[i]);
-    for (; j < shape.int_end; ++j) w.PutSignedVarint64(static_cast<const int64_t*>(col[j])[i]);
-    for (; j < count; ++j) {
-      const Column& c = *static_cast<const Column*>(col[j]);
+    for (; j < double_end; ++j) w.PutDouble(static_cast<const double*>(col[j])[i]);
+    for (; j < float_end; ++j) w.PutFloat(static_cast<const float*>(col[j])[i]);
+    for (; j < int_end; ++j) w.PutSignedVarint64(static_cast<const int64_t*>(col[j])[i]);
+    for (size_t t = 0; t < string_count; ++t) {
+      const Column& c = *string_cols[t].column;
       const uint32_t code = c.codes()[i];
-      const StringKey& sk = s_.strings[wire[j]];
-      if (sk.use_dict) {
-        w.PutVarint64(sk.remap[code]);
+      if (string_cols[t].remap != nullptr) {
+        w.PutVarint64(string_cols[t].remap[code]);
       } else {
         w.PutLengthPrefixed(c.entry(code));
       }
@@ -561,8 +614,11 @@ absl::Status Encoder::WriteValues(coding::Writer& w) {
   // strings, bounded).
   std::vector<uint64_t>& bounds = s_.value_block_bounds;
   bounds.assign(blocks_, 0);
-  for (size_t i = 0; i < n_; ++i) {
-    bounds[i / block_items_] += s_.shapes[s_.item_shape[i]].numbers_bound + s_.item_strings[i];
+  for (size_t b = 0; b < blocks_; ++b) {
+    const size_t end = std::min(n_, (b + 1) * size_t{block_items_});
+    for (size_t i = b * block_items_; i < end; ++i) {
+      bounds[b] += s_.shapes[s_.item_shape[i]].numbers_bound + s_.item_strings[i];
+    }
   }
   s_.values_offset.resize(n_);
   return WriteBlocks(w, bounds, [&](size_t b) { return ValuesCandidate(b); },
