@@ -401,7 +401,9 @@ absl::Status RankResult::Set(size_t item, uint32_t key, const MetricRef& v) {
 }
 
 std::optional<MetricRef> RankResult::Get(size_t item, uint32_t key) const {
-  if (key >= columns_.size() || !columns_[key].present(item)) return std::nullopt;
+  // keys_, not columns_: columns past the key table are a cleared result's,
+  // kept for their memory, and still hold its values.
+  if (key >= keys_.size() || !columns_[key].present(item)) return std::nullopt;
   return columns_[key].at(item);
 }
 
@@ -436,6 +438,30 @@ uint32_t* RankResult::MutableCodes(uint32_t key) {
   return c.codes_.data();
 }
 
+namespace {
+
+// A key that `metrics` holds twice, if any: pairwise for a few metrics,
+// sorted for many (pairwise, an item of 65536 metrics took seconds).
+std::optional<uint32_t> RepeatedKey(const std::vector<MetricEntry>& metrics) {
+  constexpr size_t kPairwiseMax = 32;
+  if (metrics.size() <= kPairwiseMax) {
+    for (size_t a = 0; a < metrics.size(); ++a) {
+      for (size_t b = 0; b < a; ++b) {
+        if (metrics[a].key == metrics[b].key) return metrics[a].key;
+      }
+    }
+    return std::nullopt;
+  }
+  std::vector<uint32_t> keys(metrics.size());
+  for (size_t m = 0; m < metrics.size(); ++m) keys[m] = metrics[m].key;
+  std::sort(keys.begin(), keys.end());
+  auto twice = std::adjacent_find(keys.begin(), keys.end());
+  if (twice == keys.end()) return std::nullopt;
+  return *twice;
+}
+
+}  // namespace
+
 absl::Status RankResult::AppendItem(const RankedItem& item) {
   for (const MetricEntry& e : item.metrics) {
     if (e.key >= keys_.size()) {
@@ -449,15 +475,10 @@ absl::Status RankResult::AppendItem(const RankedItem& item) {
           MetricTypeName(e.value.type()), ", its key says ", MetricTypeName(keys_[e.key].type)));
     }
   }
-  for (size_t a = 0; a < item.metrics.size(); ++a) {
-    for (size_t b = 0; b < a; ++b) {
-      if (item.metrics[a].key == item.metrics[b].key) {
-        return absl::InvalidArgumentError(absl::StrCat("item ", size(), " (", item.item_id,
-                                                       "): metric \"",
-                                                       keys_[item.metrics[a].key].name,
-                                                       "\" appears twice"));
-      }
-    }
+  if (std::optional<uint32_t> twice = RepeatedKey(item.metrics)) {
+    return absl::InvalidArgumentError(absl::StrCat("item ", size(), " (", item.item_id,
+                                                   "): metric \"", keys_[*twice].name,
+                                                   "\" appears twice"));
   }
   const size_t i = AddItem(item.item_id, item.score, item.position);
   for (const MetricEntry& e : item.metrics) {
