@@ -1,5 +1,7 @@
-// Tests of codec/rank_result.h: the 12-byte MetricValue, the model's
-// invariants (ValidateResult) and semantic comparison (DiffResults).
+// Tests of codec/rank_result.h: the 12-byte MetricValue, the columnar
+// RankResult (cells, columns, string entries, reuse, the row form), the
+// model's invariants (ValidateResult, AppendItem's refusals) and semantic
+// comparison (DiffResults).
 #include "codec/rank_result.h"
 
 #include <cmath>
@@ -15,8 +17,10 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/row_result.h"
 
 // Array new, which MetricValue and StringArena allocate their blocks with,
 // can be made to fail once, on this thread.
@@ -339,17 +343,15 @@ TEST(MetricTypeTest, NamesAndNumbers) {
   }
 }
 
-// A small valid result: two keys, three items.
-RankResult Sample() {
-  RankResult r;
+// A small valid result as rows: three keys (one unused), three items.
+test::RowResult SampleRows() {
+  test::RowResult r;
   const uint32_t ctr = r.AddKey("score.ctr", MetricType::kDouble);
   const uint32_t src = r.AddKey("recall.source", MetricType::kString);
   r.AddKey("unused", MetricType::kInt);
   for (int i = 0; i < 3; ++i) {
-    RankedItem& item = r.items.emplace_back();
-    item.item_id = "sku-" + std::to_string(i);
-    item.score = 1.0 / (i + 1);
-    item.position = static_cast<uint32_t>(i + 1);
+    RankedItem& item = r.AddItem("sku-" + std::to_string(i), 1.0 / (i + 1),
+                                 static_cast<uint32_t>(i + 1));
     item.metrics.push_back({ctr, MetricValue::Double(0.1 * i)});
     if (i != 1) item.metrics.push_back({src, MetricValue::String("vector_ann")});
     item.log = i == 2 ? "log line" : "";
@@ -357,15 +359,23 @@ RankResult Sample() {
   return r;
 }
 
+RankResult Sample() { return SampleRows().Build(); }
+
 TEST(RankResultTest, KeysAndLookups) {
   RankResult r = Sample();
   EXPECT_EQ(r.FindKey("recall.source"), 1u);
   EXPECT_EQ(r.FindKey("nope"), std::nullopt);
-  ASSERT_NE(r.FindMetric(0, "recall.source"), nullptr);
+  ASSERT_TRUE(r.FindMetric(0, "recall.source").has_value());
   EXPECT_EQ(r.FindMetric(0, "recall.source")->string_value(), "vector_ann");
-  EXPECT_EQ(r.FindMetric(1, "recall.source"), nullptr);  // Item 1 lacks it.
-  EXPECT_EQ(r.FindMetric(0, "unused"), nullptr);
-  EXPECT_EQ(r.FindMetric(9, "score.ctr"), nullptr);  // No item 9.
+  EXPECT_EQ(r.FindMetric(1, "recall.source"), std::nullopt);  // Item 1 lacks it.
+  EXPECT_EQ(r.FindMetric(0, "unused"), std::nullopt);
+  EXPECT_EQ(r.FindMetric(9, "score.ctr"), std::nullopt);  // No item 9.
+  EXPECT_EQ(r.Get(1, 0), MetricRef::Double(0.1));
+  EXPECT_EQ(r.Get(1, 1), std::nullopt);
+  EXPECT_EQ(r.Get(0, 3), std::nullopt);  // No key 3.
+  EXPECT_EQ(r.log(2), "log line");
+  EXPECT_EQ(r.log(0), "");
+  EXPECT_TRUE(r.has_logs());
 }
 
 TEST(ValidateResultTest, AcceptsValidResults) {
@@ -382,41 +392,94 @@ TEST(ValidateResultTest, DuplicateKeyName) {
   EXPECT_THAT(s.message(), HasSubstr("twice"));
 }
 
-TEST(ValidateResultTest, KeyIndexOutOfRange) {
+TEST(ValidateResultTest, InvalidKeyType) {
   RankResult r = Sample();
-  r.items[2].metrics.push_back({3, MetricValue::Int(1)});
+  r.AddKey("bad", static_cast<MetricType>(9));
   absl::Status s = ValidateResult(r);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), HasSubstr("item 2"));
-  EXPECT_THAT(s.message(), HasSubstr("out of range"));
+  EXPECT_THAT(s.message(), HasSubstr("bad"));
 }
 
-TEST(ValidateResultTest, ValueOfTheWrongType) {
+// The row model could hold an entry whose key index was out of range, a
+// value of another type than its key, or a key twice in one item, and
+// ValidateResult found them. The columnar model cannot hold them: AppendItem
+// (and Set) refuse them, and leave the result as it was.
+TEST(AppendItemTest, RefusesAKeyIndexOutOfRange) {
   RankResult r = Sample();
-  r.items[1].metrics[0].value = MetricValue::Float(0.5f);  // score.ctr is a double.
-  absl::Status s = ValidateResult(r);
+  RankedItem item = r.Item(2);
+  item.metrics.push_back({3, MetricValue::Int(1)});
+  absl::Status s = r.AppendItem(item);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("item 3"));
+  EXPECT_THAT(s.message(), HasSubstr("out of range"));
+  EXPECT_EQ(r.size(), 3u);
+  EXPECT_EQ(DiffResults(r, Sample()), "");
+}
+
+TEST(AppendItemTest, RefusesAValueOfTheWrongType) {
+  RankResult r = Sample();
+  RankedItem item = r.Item(1);
+  item.metrics[0].value = MetricValue::Float(0.5f);  // score.ctr is a double.
+  absl::Status s = r.AppendItem(item);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("score.ctr"));
   EXPECT_THAT(s.message(), HasSubstr("float"));
   EXPECT_THAT(s.message(), HasSubstr("double"));
+  EXPECT_EQ(DiffResults(r, Sample()), "");
+  // Set refuses it too, and a cell out of range.
+  EXPECT_EQ(r.Set(1, 0, MetricRef::Float(0.5f)).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.Set(3, 0, MetricRef::Double(1)).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.Set(0, 3, MetricRef::Int(1)).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(DiffResults(r, Sample()), "");
 }
 
-TEST(ValidateResultTest, KeyTwiceInOneItem) {
+TEST(AppendItemTest, RefusesAKeyTwiceInOneItem) {
   RankResult r = Sample();
-  r.items[1].metrics.push_back({0, MetricValue::Double(1)});
-  absl::Status s = ValidateResult(r);
+  RankedItem item = r.Item(1);
+  item.metrics.push_back({0, MetricValue::Double(1)});
+  absl::Status s = r.AppendItem(item);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), HasSubstr("item 1"));
+  EXPECT_THAT(s.message(), HasSubstr("item 3"));
   EXPECT_THAT(s.message(), HasSubstr("twice"));
+  EXPECT_EQ(r.size(), 3u);
+  // A wide item, its keys in any order: the repeat is found wherever it is.
+  RankResult wide;
+  for (int k = 0; k < 100; ++k) wide.AddKey(absl::StrCat("k", k), MetricType::kInt);
+  RankedItem many;
+  for (uint32_t k = 100; k-- > 0;) many.metrics.push_back({k, MetricValue::Int(k)});
+  ASSERT_TRUE(wide.AppendItem(many).ok());
+  many.metrics.push_back({57, MetricValue::Int(0)});
+  s = wide.AppendItem(many);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("\"k57\" appears twice"));
+  EXPECT_EQ(wide.size(), 1u);
 }
 
 TEST(ValidateResultTest, SameKeyInDifferentItemsIsFine) {
   RankResult r;
   const uint32_t k = r.AddKey("k", MetricType::kInt);
   for (int i = 0; i < 4; ++i) {
-    r.items.emplace_back().metrics.push_back({k, MetricValue::Int(i)});
+    RankedItem item;
+    item.metrics.push_back({k, MetricValue::Int(i)});
+    ASSERT_TRUE(r.AppendItem(item).ok());
   }
   EXPECT_TRUE(ValidateResult(r).ok());
+}
+
+TEST(ValidateResultTest, StringCodeOutOfRange) {
+  RankResult r;
+  const uint32_t s = r.AddKey("s", MetricType::kString);
+  r.AddItem("a", 1, 1);
+  r.AddItem("b", 1, 2);
+  r.SetStringCode(0, s, r.AddStringEntry(s, "x"));
+  r.SetStringCode(1, s, 1);  // One entry only.
+  absl::Status st = ValidateResult(r);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr("item 1"));
+  EXPECT_THAT(st.message(), HasSubstr("string code 1"));
+  r.AddStringEntry(s, "y");
+  EXPECT_TRUE(ValidateResult(r).ok());
+  EXPECT_EQ(r.Get(1, s), MetricRef::String("y"));
 }
 
 TEST(DiffResultsTest, EqualResults) {
@@ -424,21 +487,24 @@ TEST(DiffResultsTest, EqualResults) {
   EXPECT_EQ(DiffResults(RankResult{}, RankResult{}), "");
 }
 
-TEST(DiffResultsTest, KeyOrderAndMetricOrderDoNotMatter) {
-  RankResult a = Sample();
-  // The same result with its key table reversed and metrics reordered.
-  RankResult b;
-  b.AddKey("unused", MetricType::kInt);
-  b.AddKey("recall.source", MetricType::kString);
-  b.AddKey("score.ctr", MetricType::kDouble);
-  for (const RankedItem& item : a.items) {
+// The rows used to be compared with each item's metrics in another order
+// too; the model keeps no per-item order (an item's metrics are read in
+// key-table order), so a reversed key table is what is left to reorder.
+TEST(DiffResultsTest, KeyOrderDoesNotMatter) {
+  test::RowResult rows = SampleRows();
+  test::RowResult reversed;
+  reversed.AddKey("unused", MetricType::kInt);
+  reversed.AddKey("recall.source", MetricType::kString);
+  reversed.AddKey("score.ctr", MetricType::kDouble);
+  for (const RankedItem& item : rows.items) {
     RankedItem copy = item;
     copy.metrics.clear();
     for (auto it = item.metrics.rbegin(); it != item.metrics.rend(); ++it) {
       copy.metrics.push_back({2 - it->key, it->value});
     }
-    b.items.push_back(copy);
+    reversed.items.push_back(copy);
   }
+  const RankResult a = rows.Build(), b = reversed.Build();
   EXPECT_EQ(DiffResults(a, b), "");
   EXPECT_EQ(DiffResults(b, a), "");
 }
@@ -446,38 +512,326 @@ TEST(DiffResultsTest, KeyOrderAndMetricOrderDoNotMatter) {
 TEST(DiffResultsTest, ReportsEachKindOfDifference) {
   const RankResult a = Sample();
   auto diff = [&](auto mutate) {
-    RankResult b = Sample();
+    test::RowResult b = SampleRows();
     mutate(b);
-    return DiffResults(a, b);
+    return DiffResults(a, b.Build());
   };
-  EXPECT_THAT(diff([](RankResult& b) { b.AddKey("extra", MetricType::kInt); }), HasSubstr("key count"));
-  EXPECT_THAT(diff([](RankResult& b) { b.keys[2].name = "renamed"; }), HasSubstr("renamed"));
-  EXPECT_THAT(diff([](RankResult& b) { b.keys[2].type = MetricType::kFloat; }), HasSubstr("type"));
-  EXPECT_THAT(diff([](RankResult& b) { b.items.pop_back(); }), HasSubstr("item count"));
-  EXPECT_THAT(diff([](RankResult& b) { b.items[1].item_id = "other"; }), HasSubstr("item 1: id"));
-  EXPECT_THAT(diff([](RankResult& b) { b.items[0].score = 7; }), HasSubstr("item 0: score"));
-  EXPECT_THAT(diff([](RankResult& b) { b.items[2].position = 9; }), HasSubstr("position"));
-  EXPECT_THAT(diff([](RankResult& b) { b.items[2].log = "other"; }), HasSubstr("log"));
-  EXPECT_THAT(diff([](RankResult& b) { b.items[1].metrics.clear(); }), HasSubstr("metric count"));
-  EXPECT_THAT(diff([](RankResult& b) { b.items[0].metrics[0].value = MetricValue::Double(9); }),
+  using Rows = test::RowResult;
+  EXPECT_THAT(diff([](Rows& b) { b.AddKey("extra", MetricType::kInt); }), HasSubstr("key count"));
+  EXPECT_THAT(diff([](Rows& b) { b.keys[2].name = "renamed"; }), HasSubstr("renamed"));
+  EXPECT_THAT(diff([](Rows& b) { b.keys[2].type = MetricType::kFloat; }), HasSubstr("type"));
+  EXPECT_THAT(diff([](Rows& b) { b.items.pop_back(); }), HasSubstr("item count"));
+  EXPECT_THAT(diff([](Rows& b) { b.items[1].item_id = "other"; }), HasSubstr("item 1: id"));
+  EXPECT_THAT(diff([](Rows& b) { b.items[0].score = 7; }), HasSubstr("item 0: score"));
+  EXPECT_THAT(diff([](Rows& b) { b.items[2].position = 9; }), HasSubstr("position"));
+  EXPECT_THAT(diff([](Rows& b) { b.items[2].log = "other"; }), HasSubstr("log"));
+  EXPECT_THAT(diff([](Rows& b) { b.items[1].metrics.clear(); }), HasSubstr("metric count"));
+  EXPECT_THAT(diff([](Rows& b) { b.items[0].metrics[0].value = MetricValue::Double(9); }),
               HasSubstr("score.ctr"));
-  EXPECT_THAT(diff([](RankResult& b) {
+  EXPECT_THAT(diff([](Rows& b) {
                 b.items[1].metrics[0] = {2, MetricValue::Int(0)};  // Another key.
               }),
               HasSubstr("metric \""));
-  EXPECT_THAT(diff([](RankResult& b) {
+  EXPECT_THAT(diff([](Rows& b) {
                 b.items[2].metrics[1].value = MetricValue::String("vector_ann2");
               }),
               HasSubstr("recall.source"));
 }
 
 TEST(DiffResultsTest, ScoresCompareLikeMetricValues) {
-  RankResult a = Sample(), b = Sample();
+  test::RowResult a = SampleRows(), b = SampleRows();
   a.items[0].score = b.items[0].score = std::numeric_limits<double>::quiet_NaN();
-  EXPECT_EQ(DiffResults(a, b), "");
+  EXPECT_EQ(DiffResults(a.Build(), b.Build()), "");
   a.items[0].score = 0.0;
   b.items[0].score = -0.0;
-  EXPECT_THAT(DiffResults(a, b), Not(IsEmpty()));
+  EXPECT_THAT(DiffResults(a.Build(), b.Build()), Not(IsEmpty()));
+}
+
+// The columnar model ------------------------------------------------------
+
+TEST(MetricRefTest, EqualityDebugStringAndToValue) {
+  EXPECT_EQ(MetricRef::Double(NAN), MetricRef::Double(-NAN));
+  EXPECT_NE(MetricRef::Double(0.0), MetricRef::Double(-0.0));
+  EXPECT_NE(MetricRef::Float(1.0f), MetricRef::Double(1.0));
+  EXPECT_NE(MetricRef::Int(1), MetricRef::Double(1.0));
+  EXPECT_EQ(MetricRef::String("ab"), MetricRef::String(std::string("ab")));
+  EXPECT_EQ(MetricRef::Int(-3).DebugString(), "-3");
+  EXPECT_EQ(MetricRef::Float(0.5f).DebugString(), "0.5f");
+  EXPECT_EQ(MetricRef::String("x").DebugString(), "\"x\"");
+  const std::string long_text(40, 'q');
+  for (const MetricRef& v : {MetricRef::Int(INT64_MIN), MetricRef::Float(0.1f),
+                             MetricRef::Double(1e300), MetricRef::String(long_text)}) {
+    const MetricValue owned = v.ToValue();
+    EXPECT_EQ(MetricRef::Of(owned), v) << v.DebugString();
+  }
+}
+
+// Items are added first; their cells may then be set in any order, each
+// key's column growing as needed.
+TEST(ColumnarTest, CellsSetOutOfOrder) {
+  RankResult r;
+  const uint32_t d = r.AddKey("d", MetricType::kDouble);
+  const uint32_t f = r.AddKey("f", MetricType::kFloat);
+  const uint32_t n = r.AddKey("n", MetricType::kInt);
+  const uint32_t s = r.AddKey("s", MetricType::kString);
+  constexpr size_t kItems = 200;
+  for (size_t i = 0; i < kItems; ++i) {
+    EXPECT_EQ(r.AddItem(absl::StrCat("id", i), 1.0 / (i + 1), static_cast<uint32_t>(i + 1)), i);
+  }
+  for (size_t i = kItems; i-- > 0;) {
+    if (i % 3 != 0) r.SetString(i, s, absl::StrCat("v", i));
+    r.SetInt(i, n, -static_cast<int64_t>(i));
+  }
+  for (size_t i = 0; i < kItems; i += 2) r.SetDouble((i * 37) % kItems, d, 0.5 * i);
+  r.SetFloat(kItems - 1, f, 2.5f);
+  r.SetFloat(0, f, -1.5f);
+  EXPECT_TRUE(ValidateResult(r).ok());
+  for (size_t i = 0; i < kItems; ++i) {
+    EXPECT_EQ(r.id(i), absl::StrCat("id", i));
+    EXPECT_EQ(r.position(i), i + 1);
+    EXPECT_EQ(r.Get(i, n), MetricRef::Int(-static_cast<int64_t>(i)));
+    if (i % 3 != 0) {
+      EXPECT_EQ(r.Get(i, s), MetricRef::String(absl::StrCat("v", i))) << i;
+    } else {
+      EXPECT_EQ(r.Get(i, s), std::nullopt) << i;
+    }
+  }
+  for (size_t i = 0; i < kItems; i += 2) {
+    EXPECT_EQ(r.Get((i * 37) % kItems, d), MetricRef::Double(0.5 * i));
+  }
+  EXPECT_EQ(r.column(d).present_count(), kItems / 2);
+  EXPECT_EQ(r.column(f).present_count(), 2u);
+  EXPECT_EQ(r.Get(0, f), MetricRef::Float(-1.5f));
+  EXPECT_EQ(r.Get(kItems - 1, f), MetricRef::Float(2.5f));
+  EXPECT_EQ(r.Get(1, f), std::nullopt);
+  // A cell set twice keeps the last value and counts once.
+  r.SetInt(5, n, 42);
+  EXPECT_EQ(r.Get(5, n), MetricRef::Int(42));
+  EXPECT_EQ(r.column(n).present_count(), kItems);
+}
+
+// A sparse column: which items have a value is its bitmap, 64 items a word
+// (the slots of the others hold nothing anyone may read).
+TEST(ColumnarTest, SparseColumnsAndPresentWords) {
+  RankResult r;
+  const uint32_t k = r.AddKey("k", MetricType::kDouble);
+  const uint32_t never = r.AddKey("never", MetricType::kInt);
+  for (size_t i = 0; i < 130; ++i) r.AddItem("", 0, static_cast<uint32_t>(i + 1));
+  for (size_t i : {0, 63, 64, 129}) r.SetDouble(i, k, 1.0 + static_cast<double>(i));
+  const Column& c = r.column(k);
+  EXPECT_EQ(c.type(), MetricType::kDouble);
+  EXPECT_EQ(c.present_count(), 4u);
+  ASSERT_GE(c.present_words().size(), 3u);
+  EXPECT_EQ(c.present_words()[0], (uint64_t{1} << 63) | 1);
+  EXPECT_EQ(c.present_words()[1], uint64_t{1});
+  EXPECT_EQ(c.present_words()[2], uint64_t{1} << 1);
+  for (size_t w = 3; w < c.present_words().size(); ++w) EXPECT_EQ(c.present_words()[w], 0u);
+  for (size_t i = 0; i < 130; ++i) {
+    const bool has = i == 0 || i == 63 || i == 64 || i == 129;
+    EXPECT_EQ(c.present(i), has) << i;
+    if (has) EXPECT_EQ(c.doubles()[i], 1.0 + static_cast<double>(i)) << i;
+    EXPECT_EQ(r.Item(i).metrics.size(), has ? 1u : 0u) << i;
+  }
+  // A key no item has: no words at all, or only zeros.
+  const Column& none = r.column(never);
+  EXPECT_EQ(none.present_count(), 0u);
+  for (uint64_t w : none.present_words()) EXPECT_EQ(w, 0u);
+  EXPECT_FALSE(none.present(0));
+  EXPECT_FALSE(none.present(100000));
+}
+
+// Whole columns: every item gets the key; cells set before are kept and
+// the rest start at zero.
+TEST(ColumnarTest, MutableColumnsKeepCellsSetBefore) {
+  RankResult r;
+  const uint32_t d = r.AddKey("d", MetricType::kDouble);
+  const uint32_t n = r.AddKey("n", MetricType::kInt);
+  const uint32_t s = r.AddKey("s", MetricType::kString);
+  for (size_t i = 0; i < 70; ++i) r.AddItem("", 0, 1);
+  r.SetDouble(3, d, 7.0);
+  r.SetInt(69, n, 9);
+  double* ds = r.MutableDoubles(d);
+  EXPECT_EQ(ds[3], 7.0);
+  EXPECT_EQ(ds[4], 0.0);
+  for (size_t i = 0; i < 70; i += 2) ds[i] = static_cast<double>(i);
+  int64_t* ns = r.MutableInts(n);
+  EXPECT_EQ(ns[69], 9);
+  EXPECT_EQ(ns[0], 0);
+  const uint32_t a = r.AddStringEntry(s, "a");
+  const uint32_t b = r.AddStringEntry(s, "b");
+  uint32_t* codes = r.MutableCodes(s);
+  for (size_t i = 0; i < 70; ++i) codes[i] = i % 5 == 0 ? b : a;
+  for (uint32_t k : {d, n, s}) EXPECT_EQ(r.column(k).present_count(), 70u);
+  EXPECT_EQ(r.Get(3, d), MetricRef::Double(7.0));
+  EXPECT_EQ(r.Get(4, d), MetricRef::Double(4.0));
+  EXPECT_EQ(r.Get(5, d), MetricRef::Double(0.0));
+  EXPECT_EQ(r.Get(0, s), MetricRef::String("b"));
+  EXPECT_EQ(r.Get(1, s), MetricRef::String("a"));
+  EXPECT_TRUE(ValidateResult(r).ok());
+}
+
+// A string column's values are codes into its entries: one entry may serve
+// many items (a dictionary), entries are not deduplicated, and the empty
+// string is an entry like any other.
+TEST(ColumnarTest, StringEntriesAndCodes) {
+  RankResult r;
+  const uint32_t s = r.AddKey("s", MetricType::kString);
+  for (size_t i = 0; i < 6; ++i) r.AddItem("", 0, 1);
+  const uint32_t ann = r.AddStringEntry(s, "vector_ann");
+  const uint32_t empty = r.AddStringEntry(s, "");
+  const uint32_t ann_again = r.AddStringEntry(s, "vector_ann");
+  const std::string nul("a\0b", 3);
+  EXPECT_EQ(ann, 0u);
+  EXPECT_EQ(empty, 1u);
+  EXPECT_EQ(ann_again, 2u);
+  r.SetStringCode(0, s, ann);
+  r.SetStringCode(1, s, ann);
+  r.SetStringCode(2, s, empty);
+  r.SetStringCode(3, s, ann_again);
+  r.SetString(4, s, nul);  // A new entry, 3.
+  const Column& c = r.column(s);
+  EXPECT_EQ(c.entry_count(), 4u);
+  EXPECT_EQ(c.entry(0), "vector_ann");
+  EXPECT_EQ(c.entry(1), "");
+  EXPECT_EQ(c.entry(3), nul);
+  EXPECT_EQ(c.entry_bytes(), 2 * 10 + 3u);
+  EXPECT_EQ(c.codes()[1], ann);
+  EXPECT_EQ(c.string_at(3), "vector_ann");
+  EXPECT_EQ(c.at(4), MetricRef::String(nul));
+  EXPECT_EQ(r.Get(2, s), MetricRef::String(""));  // Present, and empty.
+  EXPECT_EQ(r.Get(5, s), std::nullopt);
+  // Equal strings under different codes are equal values.
+  EXPECT_EQ(r.Item(0).metrics[0].value, r.Item(3).metrics[0].value);
+  EXPECT_TRUE(ValidateResult(r).ok());
+}
+
+// Clear() and ResetKeys() keep the memory for the next result, never its
+// values: no presence, entries, logs or items of the last result show
+// through, even where a key's type changed.
+TEST(ColumnarTest, ClearAndResetKeysReuseWithoutStaleValues) {
+  RankResult r;
+  for (int round = 0; round < 3; ++round) {
+    r.Clear();
+    EXPECT_EQ(r.key_count(), 0u);
+    EXPECT_EQ(r.size(), 0u);
+    EXPECT_EQ(r.Get(0, 0), std::nullopt);  // No key 0 any more.
+    // Key 0 alternates between a string and a double column.
+    const MetricType t0 = round % 2 == 0 ? MetricType::kString : MetricType::kDouble;
+    const uint32_t k0 = r.AddKey("k0", t0);
+    const uint32_t k1 = r.AddKey("k1", MetricType::kInt);
+    r.Reserve(100, 100 * 4);
+    const size_t items = 100 - 30 * static_cast<size_t>(round);
+    for (size_t i = 0; i < items; ++i) {
+      r.AddItem(absl::StrCat("r", round, "-", i), static_cast<double>(i), 1);
+      // Round 0 sets every cell; later rounds every other one.
+      if (round == 0 || i % 2 == 0) {
+        if (t0 == MetricType::kString) {
+          r.SetString(i, k0, absl::StrCat("s", round, "-", i));
+        } else {
+          r.SetDouble(i, k0, static_cast<double>(round * 1000 + i));
+        }
+      }
+      if (round == 0) r.SetInt(i, k1, 5);
+      if (round == 0) r.SetLog(i, "log");
+    }
+    EXPECT_EQ(r.has_logs(), round == 0);
+    EXPECT_EQ(r.column(k1).present_count(), round == 0 ? items : 0u);
+    EXPECT_EQ(r.column(k0).present_count(), round == 0 ? items : (items + 1) / 2);
+    if (t0 == MetricType::kString) {
+      EXPECT_EQ(r.column(k0).entry_count(), r.column(k0).present_count());
+    }
+    for (size_t i = 0; i < items; ++i) {
+      EXPECT_EQ(r.id(i), absl::StrCat("r", round, "-", i));
+      EXPECT_EQ(r.log(i), round == 0 ? "log" : "");
+      EXPECT_EQ(r.Get(i, k1).has_value(), round == 0);
+      if (round != 0 && i % 2 == 1) {
+        EXPECT_EQ(r.Get(i, k0), std::nullopt) << round << " " << i;
+      }
+    }
+    EXPECT_TRUE(ValidateResult(r).ok());
+  }
+  // ResetKeys: the same schema again, filled by column.
+  const std::vector<MetricKey> schema = {{"a", MetricType::kFloat}, {"b", MetricType::kString}};
+  for (int round = 0; round < 2; ++round) {
+    r.ResetKeys(schema);
+    EXPECT_EQ(r.key_count(), 2u);
+    EXPECT_EQ(r.key(1).name, "b");
+    EXPECT_EQ(r.size(), 0u);
+    for (size_t i = 0; i < 10; ++i) r.AddItem("", 0, 1);
+    EXPECT_EQ(r.column(0).present_count(), 0u);
+    EXPECT_EQ(r.column(1).entry_count(), 0u);
+    float* fs = r.MutableFloats(0);
+    for (size_t i = 0; i < 10; ++i) fs[i] = static_cast<float>(round * 10 + i);
+    r.SetString(9, 1, round == 0 ? "first" : "second");
+    EXPECT_EQ(r.Get(3, 0), MetricRef::Float(static_cast<float>(round * 10 + 3)));
+    EXPECT_EQ(r.Get(9, 1), MetricRef::String(round == 0 ? "first" : "second"));
+    EXPECT_EQ(r.Get(8, 1), std::nullopt);
+    EXPECT_EQ(r.column(1).entry_count(), 1u);
+  }
+}
+
+// Item(i) is AppendItem's inverse, with the metrics in key-table order.
+TEST(ColumnarTest, ItemRoundTrip) {
+  RankResult r;
+  const uint32_t d = r.AddKey("d", MetricType::kDouble);
+  const uint32_t s = r.AddKey("s", MetricType::kString);
+  const uint32_t n = r.AddKey("n", MetricType::kInt);
+  RankedItem item;
+  item.item_id = "sku-9";
+  item.score = -0.0;
+  item.position = 4;
+  // Written in another order than the key table's.
+  item.metrics = {{n, MetricValue::Int(INT64_MAX)},
+                  {s, MetricValue::String(std::string(50, 'x'))},
+                  {d, MetricValue::Double(NAN)}};
+  item.log = "a log";
+  ASSERT_TRUE(r.AppendItem(RankedItem{}).ok());  // An item with nothing.
+  ASSERT_TRUE(r.AppendItem(item).ok());
+  const RankedItem empty = r.Item(0);
+  EXPECT_EQ(empty.item_id, "");
+  EXPECT_TRUE(empty.metrics.empty());
+  EXPECT_EQ(empty.log, "");
+  const RankedItem back = r.Item(1);
+  EXPECT_EQ(back.item_id, item.item_id);
+  EXPECT_TRUE(std::signbit(back.score));
+  EXPECT_EQ(back.position, item.position);
+  EXPECT_EQ(back.log, item.log);
+  ASSERT_EQ(back.metrics.size(), 3u);
+  EXPECT_EQ(back.metrics[0].key, d);
+  EXPECT_EQ(back.metrics[0].value, item.metrics[2].value);  // NaN == NaN.
+  EXPECT_EQ(back.metrics[1].key, s);
+  EXPECT_EQ(back.metrics[1].value, item.metrics[1].value);
+  EXPECT_EQ(back.metrics[2].key, n);
+  EXPECT_EQ(back.metrics[2].value, item.metrics[0].value);
+  // And back again: the same result.
+  RankResult again;
+  for (const MetricKey& k : r.keys()) again.AddKey(k.name, k.type);
+  for (size_t i = 0; i < r.size(); ++i) ASSERT_TRUE(again.AppendItem(r.Item(i)).ok());
+  EXPECT_EQ(DiffResults(r, again), "");
+}
+
+TEST(ColumnarTest, LogsSetInAnyOrder) {
+  RankResult r;
+  for (size_t i = 0; i < 5; ++i) r.AddItem("", 0, 1);
+  EXPECT_FALSE(r.has_logs());
+  r.SetLog(3, "three");
+  r.SetLog(1, "one");
+  r.SetLog(4, "");
+  EXPECT_TRUE(r.has_logs());
+  r.AddItem("", 0, 1);  // An item added after the logs has none.
+  const char* want[] = {"", "one", "", "three", "", ""};
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(r.log(i), want[i]) << i;
+  EXPECT_EQ(r.log_bytes(), 8u);
+}
+
+TEST(ColumnarTest, CopiesAreIndependent) {
+  RankResult a = Sample();
+  RankResult b = a;
+  b.SetDouble(0, 0, 99);
+  b.SetString(1, 1, "new");
+  EXPECT_EQ(a.Get(0, 0), MetricRef::Double(0));
+  EXPECT_EQ(a.Get(1, 1), std::nullopt);
+  EXPECT_EQ(DiffResults(a, Sample()), "");
 }
 
 }  // namespace
