@@ -102,11 +102,7 @@ TEST(EnvelopeTest, HeaderAndPayload) {
 TEST(EnvelopeTest, HeaderAndProtobufResult) {
   RankResult model;
   const uint32_t ctr = model.AddKey("ctr", MetricType::kDouble);
-  RankedItem& item = model.items.emplace_back();
-  item.item_id = "sku-1";
-  item.score = 0.5;
-  item.position = 1;
-  item.metrics = {{ctr, MetricValue::Double(0.25)}};
+  model.SetDouble(model.AddItem("sku-1", 0.5, 1), ctr, 0.25);
   rank::v1::RankResponse response;
   *response.mutable_header() = SampleHeader();
   ASSERT_TRUE(ToProto(model, response.mutable_result()).ok());
@@ -124,11 +120,10 @@ TEST(EnvelopeTest, HeaderAndProtobufResult) {
 TEST(EnvelopeTest, RankbinPayloadOpensFromTheBody) {
   RankResult model;
   const uint32_t src = model.AddKey("recall.source", MetricType::kString);
+  const uint32_t ann = model.AddStringEntry(src, "vector_ann");
   for (int i = 0; i < 3; ++i) {
-    RankedItem& item = model.items.emplace_back();
-    item.item_id = "sku-" + std::to_string(i);
-    item.position = static_cast<uint32_t>(i + 1);
-    item.metrics = {{src, MetricValue::String("vector_ann")}};
+    const size_t item = model.AddItem("sku-" + std::to_string(i), 0, static_cast<uint32_t>(i + 1));
+    model.SetStringCode(item, src, ann);
   }
   absl::StatusOr<CodecRegistry> registry = MakeBuiltinCodecs({});
   ASSERT_TRUE(registry.ok());

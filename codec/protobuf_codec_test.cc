@@ -221,17 +221,19 @@ TEST(ProtobufCodecTest, ToProtoAndFromProtoRoundTrip) {
   RankResult r;
   const uint32_t ctr = r.AddKey("ctr", MetricType::kDouble);
   const uint32_t n = r.AddKey("n", MetricType::kInt);
-  RankedItem& item = r.items.emplace_back();
-  item.item_id = "a";
-  item.score = -0.0;
-  item.position = 1;
-  item.metrics = {{ctr, MetricValue::Double(-0.0)}, {n, MetricValue::Int(-5)}};
-  item.log = "l";
+  const size_t item = r.AddItem("a", -0.0, 1);
+  r.SetDouble(item, ctr, -0.0);
+  r.SetInt(item, n, -5);
+  r.SetLog(item, "l");
+  r.AddItem("b", 0.5, 2);  // No metrics, no log.
   rank::v1::RankResult m;
   ASSERT_TRUE(ToProto(r, &m).ok());
   EXPECT_EQ(m.metric_types().at("ctr"), rank::v1::METRIC_TYPE_DOUBLE);
   EXPECT_EQ(m.items(0).metrics().at("ctr"), "-0");
   EXPECT_EQ(m.items(0).metrics().at("n"), "-5");
+  EXPECT_EQ(m.items(0).log(), "l");
+  EXPECT_TRUE(m.items(1).metrics().empty());
+  EXPECT_EQ(m.items(1).log(), "");
   absl::StatusOr<RankResult> back = FromProto(m);
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(DiffResults(*back, r), "");
@@ -246,10 +248,9 @@ TEST(ProtobufCodecTest, InvalidUtf8EncodesButDoesNotDecode) {
   for (int where = 0; where < 4; ++where) {
     RankResult r;
     const uint32_t k = r.AddKey(where == 0 ? "bad\xff" : "k", MetricType::kString);
-    RankedItem& item = r.items.emplace_back();
-    item.item_id = where == 1 ? "\xc3\x28" : "id";
-    item.metrics = {{k, MetricValue::String(where == 2 ? "\xe2\x82" : "v")}};
-    item.log = where == 3 ? "\xff" : "";
+    const size_t item = r.AddItem(where == 1 ? "\xc3\x28" : "id", 0, 1);
+    r.SetString(item, k, where == 2 ? "\xe2\x82" : "v");
+    r.SetLog(item, where == 3 ? "\xff" : "");
     absl::StatusOr<OwnedBuffer> bytes = ProtobufCodec().Encode(r);
     ASSERT_TRUE(bytes.ok()) << where;
     EXPECT_EQ(ProtobufCodec().Decode(SharedBytes::FromBuffer(*std::move(bytes))).status().code(),

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <new>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -62,8 +63,9 @@ constexpr size_t kItems = 500;
 constexpr size_t kKeys = 200;
 constexpr int kThreads = 4;
 
-// Every item its own subset of the keys (20 to 169 of them, in key order),
-// so the writer makes one shape per item, numbered by first use.
+// Every item its own subset of the keys (20 to 169 of them, their cells set
+// in a random order), so the writer makes one shape per item, numbered by
+// first use.
 RankResult OneShapePerItem(uint64_t seed) {
   std::mt19937_64 rng(seed);
   RankResult r;
@@ -73,17 +75,15 @@ RankResult OneShapePerItem(uint64_t seed) {
   std::vector<uint32_t> order(kKeys);
   std::iota(order.begin(), order.end(), 0);
   for (size_t i = 0; i < kItems; ++i) {
-    RankedItem& item = r.items.emplace_back();
-    item.item_id = absl::StrCat("sku-", i);
-    item.score = 1.0 / static_cast<double>(i + 1);
-    item.position = static_cast<uint32_t>(i + 1);
+    const size_t item = r.AddItem(absl::StrCat("sku-", i), 1.0 / static_cast<double>(i + 1),
+                                  static_cast<uint32_t>(i + 1));
     std::shuffle(order.begin(), order.end(), rng);
-    std::vector<uint32_t> keys(order.begin(), order.begin() + 20 + i % 150);
-    std::sort(keys.begin(), keys.end());
-    for (uint32_t k : keys) {
-      item.metrics.push_back({k, r.keys[k].type == MetricType::kInt
-                                     ? MetricValue::Int(static_cast<int64_t>(i * 1000 + k))
-                                     : MetricValue::Double(static_cast<double>(i) + k / 1000.0)});
+    for (auto k = order.begin(); k != order.begin() + 20 + i % 150; ++k) {
+      if (r.key(*k).type == MetricType::kInt) {
+        r.SetInt(item, *k, static_cast<int64_t>(i * 1000 + *k));
+      } else {
+        r.SetDouble(item, *k, static_cast<double>(i) + *k / 1000.0);
+      }
     }
   }
   return r;
@@ -111,10 +111,12 @@ std::string Check(const RankResult& r, const ResultView& view, size_t i) {
   });
   if (!s.ok()) return absl::StrCat("item ", i, ": ", s.ToString());
   std::vector<std::pair<std::string, double>> want;
-  for (const MetricEntry& e : r.items[i].metrics) {
-    want.emplace_back(r.keys[e.key].name, e.value.type() == MetricType::kInt
-                                              ? static_cast<double>(e.value.int_value())
-                                              : e.value.double_value());
+  for (uint32_t k = 0; k < r.key_count(); ++k) {
+    if (std::optional<MetricRef> v = r.Get(i, k)) {
+      want.emplace_back(r.key(k).name, v->type() == MetricType::kInt
+                                           ? static_cast<double>(v->int_value())
+                                           : v->double_value());
+    }
   }
   std::sort(got.begin(), got.end());
   std::sort(want.begin(), want.end());
@@ -254,21 +256,25 @@ TEST(ShapeParseTest, AFailedAllocationMidParseLeavesLaterShapesRight) {
 constexpr size_t kBlockedItems = 5000;
 constexpr uint32_t kBlockItems = 16;
 
+// Built column by column, as a ranker builds its output.
 RankResult VaryingItems() {
   RankResult r;
   r.AddKey("a", MetricType::kDouble);
   r.AddKey("b", MetricType::kInt);
   r.AddKey("s", MetricType::kString);
   for (size_t i = 0; i < kBlockedItems; ++i) {
-    RankedItem& item = r.items.emplace_back();
-    item.item_id = absl::StrCat("sku-", i);
-    item.score = 1.0 / static_cast<double>(i + 1);
-    item.position = static_cast<uint32_t>(i + 1);
-    item.metrics.push_back({0, MetricValue::Double(static_cast<double>(i) + 0.25)});
-    item.metrics.push_back({1, MetricValue::Int(static_cast<int64_t>(i * 7))});
-    item.metrics.push_back(
-        {2, MetricValue::String(absl::StrCat("value-", i, std::string(i % 13, 'x')))});
-    item.log = absl::StrCat("log line for item ", i, std::string(i % 7, 'y'));
+    r.AddItem(absl::StrCat("sku-", i), 1.0 / static_cast<double>(i + 1),
+              static_cast<uint32_t>(i + 1));
+    r.SetLog(i, absl::StrCat("log line for item ", i, std::string(i % 7, 'y')));
+  }
+  double* a = r.MutableDoubles(0);
+  int64_t* b = r.MutableInts(1);
+  for (size_t i = 0; i < kBlockedItems; ++i) {
+    a[i] = static_cast<double>(i) + 0.25;
+    b[i] = static_cast<int64_t>(i * 7);
+  }
+  for (size_t i = 0; i < kBlockedItems; ++i) {
+    r.SetString(i, 2, absl::StrCat("value-", i, std::string(i % 13, 'x')));
   }
   return r;
 }
@@ -288,15 +294,11 @@ std::string EncodeBlocks(const RankResult& r, bool compress) {
 // "" when item i of VaryingItems() reads back as written: its metrics, and
 // its log (the LOGS column's block).
 std::string CheckBlocks(const RankResult& r, const ResultView& view, size_t i) {
-  const RankedItem& want = r.items[i];
   int seen = 0;
   bool same = true;
   absl::Status s = view.ForEachMetric(i, [&](uint32_t key, const MetricRef& m) {
     ++seen;
-    const MetricValue& w = want.metrics[key].value;
-    same &= key == 0   ? m.double_value() == w.double_value()
-            : key == 1 ? m.int_value() == w.int_value()
-                       : m.string_value() == w.string_value();
+    same &= r.Get(i, key) == m;
   });
   if (!s.ok()) return absl::StrCat("item ", i, ": ", s.ToString());
   if (!same || seen != 3) return absl::StrCat("item ", i, ": metrics differ");
@@ -304,7 +306,7 @@ std::string CheckBlocks(const RankResult& r, const ResultView& view, size_t i) {
   if (!item.ok()) return absl::StrCat("item ", i, ": ", item.status().ToString());
   absl::StatusOr<absl::string_view> log = item->Log();
   if (!log.ok()) return absl::StrCat("item ", i, ": ", log.status().ToString());
-  return *log == want.log ? "" : absl::StrCat("item ", i, ": log differs");
+  return *log == r.log(i) ? "" : absl::StrCat("item ", i, ": log differs");
 }
 
 // A read that locates blocks 8 to 20 and whose allocation of the chunk for

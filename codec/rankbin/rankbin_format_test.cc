@@ -32,12 +32,14 @@
 #include "codec/rankbin/writer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/row_result.h"
 
 namespace rankwire::rankbin {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using test::RowResult;
 
 // Payload construction -----------------------------------------------------
 
@@ -216,24 +218,21 @@ Payload ExamplePayload() {
   return p;
 }
 
-// docs/FORMAT.md's worked example, as the model.
-RankResult ExampleResult() {
-  RankResult r;
+// docs/FORMAT.md's worked example, as rows of the model.
+RowResult ExampleRows() {
+  RowResult r;
   const uint32_t ctr = r.AddKey("score.ctr", MetricType::kDouble);
   const uint32_t src = r.AddKey("recall.source", MetricType::kString);
-  RankedItem& a = r.items.emplace_back();
-  a.item_id = "sku-1";
-  a.score = 0.5;
-  a.position = 1;
+  RankedItem& a = r.AddItem("sku-1", 0.5, 1);
   a.metrics = {{ctr, MetricValue::Double(0.25)}, {src, MetricValue::String("vector_ann")}};
-  RankedItem& b = r.items.emplace_back();
-  b.item_id = "sku-2";
-  b.score = 0.25;
-  b.position = 2;
+  RankedItem& b = r.AddItem("sku-2", 0.25, 2);
   b.metrics = {{ctr, MetricValue::Double(0.125)}, {src, MetricValue::String("vector_ann")}};
   b.log = "hi";
   return r;
 }
+
+// docs/FORMAT.md's worked example, as the model.
+RankResult ExampleResult() { return ExampleRows().Build(); }
 
 // Reading ---------------------------------------------------------------------
 
@@ -403,23 +402,28 @@ TEST(WorkedExampleTest, DocumentedBytesDecodeToTheExample) {
 // Writer behaviour FORMAT.md fixes -------------------------------------------
 
 TEST(WriterTest, LogsSectionOnlyWhenSomeItemHasALog) {
-  RankResult r = ExampleResult();
-  EXPECT_TRUE(FindSection(Encode(r), SectionId::kLogs).has_value());
-  r.items[1].log.clear();
+  RowResult rows = ExampleRows();
+  EXPECT_TRUE(FindSection(Encode(rows.Build()), SectionId::kLogs).has_value());
+  rows.items[1].log.clear();
+  const RankResult r = rows.Build();
   const std::string bytes = Encode(r);
   EXPECT_FALSE(FindSection(bytes, SectionId::kLogs).has_value());
   absl::StatusOr<RankResult> back = Decode(bytes);
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(DiffResults(*back, r), "");
+  // A log set to "" is no log either.
+  RankResult empty_log = r;
+  empty_log.SetLog(0, "");
+  EXPECT_FALSE(FindSection(Encode(empty_log), SectionId::kLogs).has_value());
 }
 
 TEST(WriterTest, SectionsInOrderAndBlocksOfBlockItems) {
   RankResult r;
   const uint32_t k = r.AddKey("k", MetricType::kInt);
   for (int i = 0; i < 7; ++i) {
-    RankedItem& item = r.items.emplace_back();
-    item.metrics = {{k, MetricValue::Int(i)}};
-    item.log = "x";
+    const size_t item = r.AddItem("", 0, 0);
+    r.SetInt(item, k, i);
+    r.SetLog(item, "x");
   }
   BuiltinCodecOptions options;
   options.writer.block_items = 3;
@@ -440,10 +444,11 @@ TEST(WriterTest, ShapeKeysAreDoublesThenFloatsThenIntsThenStrings) {
   const uint32_t i = r.AddKey("i", MetricType::kInt);
   const uint32_t f = r.AddKey("f", MetricType::kFloat);
   const uint32_t d = r.AddKey("d", MetricType::kDouble);
-  r.items.emplace_back().metrics = {{s, MetricValue::String("x")},
-                                    {i, MetricValue::Int(1)},
-                                    {f, MetricValue::Float(1)},
-                                    {d, MetricValue::Double(1)}};
+  const size_t item = r.AddItem("", 0, 0);
+  r.SetString(item, s, "x");
+  r.SetInt(item, i, 1);
+  r.SetFloat(item, f, 1);
+  r.SetDouble(item, d, 1);
   const std::string bytes = Encode(r);
   std::optional<SectionRef> shapes = FindSection(bytes, SectionId::kShapes);
   ASSERT_TRUE(shapes);
@@ -457,11 +462,10 @@ TEST(WriterTest, ZstdBlocksAreFramesOfTheirRawSize) {
   const uint32_t model = r.AddKey("model", MetricType::kString);
   const uint32_t ctr = r.AddKey("ctr", MetricType::kDouble);
   for (int i = 0; i < 64; ++i) {
-    RankedItem& item = r.items.emplace_back();
-    item.item_id = absl::StrCat("sku-", i);
-    item.metrics = {{model, MetricValue::String(absl::StrCat("lr-v3-production-", i % 2 ? "a" : "b", "-", i))},
-                    {ctr, MetricValue::Double(0.125)}};
-    item.log = "model=lr-v3 scene=search features=[0.1,0.2,0.3,0.4] recall=vector_ann";
+    const size_t item = r.AddItem(absl::StrCat("sku-", i), 0, 0);
+    r.SetString(item, model, absl::StrCat("lr-v3-production-", i % 2 ? "a" : "b", "-", i));
+    r.SetDouble(item, ctr, 0.125);
+    r.SetLog(item, "model=lr-v3 scene=search features=[0.1,0.2,0.3,0.4] recall=vector_ann");
   }
   BuiltinCodecOptions options;
   options.writer.block_items = 16;
@@ -486,11 +490,8 @@ TEST(WriterTest, ZstdBlocksAreFramesOfTheirRawSize) {
 }
 
 // Appends item i (id "sku-<i>", position i + 1) to `r`.
-RankedItem& AppendItem(RankResult& r, size_t i) {
-  RankedItem& item = r.items.emplace_back();
-  item.item_id = absl::StrCat("sku-", i);
-  item.position = static_cast<uint32_t>(i + 1);
-  return item;
+RankedItem& AppendItem(RowResult& r, size_t i) {
+  return r.AddItem(absl::StrCat("sku-", i), 0, static_cast<uint32_t>(i + 1));
 }
 
 // Encodes `r` with the built-in codec `name`, expects it to decode back to
@@ -512,6 +513,10 @@ std::string RoundTrip(const RankResult& r, absl::string_view name,
   }
   return payload;
 }
+std::string RoundTrip(const RowResult& r, absl::string_view name,
+                      const BuiltinCodecOptions& options = {}) {
+  return RoundTrip(r.Build(), name, options);
+}
 
 // The KEYS section's entries of a payload the writer made (KEYS comes first).
 std::vector<KeyEntry> WrittenKeys(absl::string_view payload) {
@@ -522,12 +527,15 @@ std::vector<KeyEntry> WrittenKeys(absl::string_view payload) {
   return keys;
 }
 
-// The writer guesses that an item has the previous item's keys when it has
-// as many, and checks that while writing. Items that break the guess in
-// every way it can be broken must still round-trip or be rejected exactly as
-// without the guess.
+// Items with as many keys as the previous item but other ones, or the same
+// ones written in another order, round-trip. (The row model's writer
+// guessed that an item had the previous item's keys and checked it while
+// writing; the columnar writer reads each item's keys from the columns, and
+// an item's metrics have no order of their own. A duplicate key or a value
+// of the wrong type, which that check had to catch behind a good guess,
+// cannot reach a writer now: AppendItem refuses it, for the right item.)
 TEST(WriterTest, ItemsWithAsManyButDifferentKeysRoundTrip) {
-  RankResult r;
+  RowResult r;
   const uint32_t a = r.AddKey("a", MetricType::kDouble);
   const uint32_t b = r.AddKey("b", MetricType::kInt);
   const uint32_t c = r.AddKey("c", MetricType::kString);
@@ -542,28 +550,58 @@ TEST(WriterTest, ItemsWithAsManyButDifferentKeysRoundTrip) {
     AppendItem(r, i).metrics = variants[i % variants.size()];
   }
   for (const char* name : {"rankbin", "rankbin-zstd"}) RoundTrip(r, name);
-  // A duplicate key or a wrong type behind a good guess is still reported,
-  // and for the right item.
-  RankResult dup = r;
+  RowResult dup = r;
   dup.items[5].metrics[2].key = dup.items[5].metrics[0].key;
-  absl::Status s = rankbin::WriteRankbin(dup, {}).status();
+  absl::Status s = dup.TryBuild().status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("item 5 (sku-5)"));
-  RankResult wrong = r;
+  RowResult wrong = r;
   wrong.items[4].metrics[0].value = MetricValue::Int(1);  // Key "a" is a double.
-  s = rankbin::WriteRankbin(wrong, {}).status();
+  s = wrong.TryBuild().status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("item 4 (sku-4): metric \"a\" is int"));
-  // Ints are type-checked in the write pass too (their sizes are bounded,
-  // not read, by the analysis).
   for (const MetricValue& v : {MetricValue::Double(1), MetricValue::String("nine")}) {
-    RankResult bad_int = r;
+    RowResult bad_int = r;
     bad_int.items[7].metrics[2].value = v;  // Key "b" is an int.
-    s = rankbin::WriteRankbin(bad_int, {}).status();
+    s = bad_int.TryBuild().status();
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(std::string(s.message()), HasSubstr(absl::StrCat("item 7 (sku-7): metric \"b\" is ",
                                                              MetricTypeName(v.type()))));
   }
+}
+
+// A string column's codes, not its entries, are what items share: entries
+// added but used by no item, equal entries under two codes, and codes used
+// out of order must still give each key the dictionary (or plain strings)
+// of the values items carry.
+TEST(WriterTest, StringColumnsWithUnusedAndRepeatedEntriesRoundTrip) {
+  RankResult r;
+  const uint32_t k = r.AddKey("bucket", MetricType::kString);
+  const uint32_t note = r.AddKey("note", MetricType::kString);
+  for (size_t i = 0; i < 100; ++i) r.AddItem(absl::StrCat("sku-", i), 0, static_cast<uint32_t>(i + 1));
+  const uint32_t unused = r.AddStringEntry(k, std::string(300, 'u'));
+  const uint32_t x = r.AddStringEntry(k, "bucket-x");
+  const uint32_t x_again = r.AddStringEntry(k, "bucket-x");
+  const uint32_t y = r.AddStringEntry(k, "");
+  (void)unused;
+  for (size_t i = 100; i-- > 0;) {
+    if (i % 7 != 3) r.SetStringCode(i, k, i % 3 == 0 ? x : i % 3 == 1 ? x_again : y);
+  }
+  // A second key whose entries are all the same string, one per item.
+  for (size_t i = 0; i < 100; i += 2) r.SetString(i, note, "same note");
+  const std::string payload = RoundTrip(r, kRankbinCodecName);
+  const std::vector<KeyEntry> keys = WrittenKeys(payload);  // Views of `payload`.
+  ASSERT_EQ(keys.size(), 2u);
+  EXPECT_EQ(keys[0].type_code, static_cast<uint8_t>(TypeCode::kStringDict));
+  EXPECT_THAT(keys[0].dict, testing::UnorderedElementsAre("bucket-x", ""));
+  EXPECT_EQ(keys[1].type_code, static_cast<uint8_t>(TypeCode::kStringDict));
+  EXPECT_THAT(keys[1].dict, ElementsAre("same note"));
+  // A code past the entries is refused, naming the item.
+  RankResult bad = r;
+  bad.SetStringCode(42, k, 4);
+  absl::Status s = rankbin::WriteRankbin(bad, {}).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("item 42 (sku-42)"));
 }
 
 // Short dictionary values are compared as packed words, not bytes (the
@@ -581,7 +619,7 @@ TEST(WriterTest, DictionaryValuesThatDifferInOneByteStayDistinct) {
       values.back()[p] = 'b';
     }
   }
-  RankResult r;
+  RowResult r;
   const uint32_t word = r.AddKey("word", MetricType::kString);
   for (size_t i = 0; i < 3 * values.size(); ++i) {
     // Each value three times in a row, so the sample keeps the dictionary.
@@ -597,7 +635,7 @@ TEST(WriterTest, DictionaryValuesThatDifferInOneByteStayDistinct) {
   // Next, on the same thread: other keys, where "word" is now key 1 and a
   // dictionary overflows part way (max_dict_entries), then a third result
   // like the first.
-  RankResult other;
+  RowResult other;
   const uint32_t n = other.AddKey("n", MetricType::kInt);
   const uint32_t w2 = other.AddKey("word", MetricType::kString);
   for (size_t i = 0; i < 200; ++i) {
@@ -607,7 +645,7 @@ TEST(WriterTest, DictionaryValuesThatDifferInOneByteStayDistinct) {
   }
   BuiltinCodecOptions few;
   few.writer.max_dict_entries = 40;
-  for (const RankResult* result : {&other, &r}) {
+  for (const RowResult* result : {&other, &r}) {
     for (const BuiltinCodecOptions& options : {few, BuiltinCodecOptions{}}) {
       EXPECT_NE(RoundTrip(*result, kRankbinCodecName, options), "");
     }
@@ -621,7 +659,7 @@ TEST(WriterTest, DictionaryValuesThatDifferInOneByteStayDistinct) {
 // types, not the remembered table's.
 TEST(WriterTest, AKeyTableAcceptedBeforeIsCheckedAgainWhenItDiffers) {
   const auto result = [](std::vector<MetricKey> keys) {
-    RankResult r;
+    RowResult r;
     for (MetricKey& k : keys) r.AddKey(std::move(k.name), k.type);
     RankedItem& item = AppendItem(r, 0);
     for (uint32_t k = 0; k < r.keys.size(); ++k) {
@@ -632,18 +670,20 @@ TEST(WriterTest, AKeyTableAcceptedBeforeIsCheckedAgainWhenItDiffers) {
     }
     return r;
   };
-  const RankResult good = result({{"ab", MetricType::kDouble}, {"cd", MetricType::kDouble}});
+  const RowResult good = result({{"ab", MetricType::kDouble}, {"cd", MetricType::kDouble}});
   EXPECT_NE(RoundTrip(good, kRankbinCodecName), "");
-  RankResult dup = good;
-  dup.keys[1].name = "ab";  // Same lengths as the accepted table.
+  RowResult dup_rows = good;
+  dup_rows.keys[1].name = "ab";  // Same lengths as the accepted table.
+  const RankResult dup = dup_rows.Build();
   absl::Status s = rankbin::WriteRankbin(dup, {}).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   EXPECT_THAT(std::string(s.message()), HasSubstr("\"ab\" appears twice"));
   // A table that failed is not remembered as accepted.
   EXPECT_EQ(rankbin::WriteRankbin(dup, {}).status().code(), absl::StatusCode::kInvalidArgument);
-  RankResult bad_type = good;
+  RowResult bad_type = good;
   bad_type.keys[1].type = static_cast<MetricType>(9);
-  s = rankbin::WriteRankbin(bad_type, {}).status();
+  bad_type.items[0].metrics.pop_back();  // No value has type 9.
+  s = rankbin::WriteRankbin(bad_type.Build(), {}).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   EXPECT_THAT(std::string(s.message()), HasSubstr("has no valid type"));
   // The same names with other types, then the first table again.
@@ -691,8 +731,8 @@ TEST(ReaderTest, AKeyTableAcceptedBeforeIsCheckedAgainWhenItDiffers) {
   for (int round = 0; round < 2; ++round) {
     absl::StatusOr<RankResult> r = Decode(good.Build());
     ASSERT_TRUE(r.ok()) << r.status();
-    ASSERT_EQ(r->keys.size(), 2u);
-    EXPECT_EQ(r->keys[1].name, "cc.dd");
+    ASSERT_EQ(r->key_count(), 2u);
+    EXPECT_EQ(r->key(1).name, "cc.dd");
     // Twice: a table that failed is not remembered as accepted.
     for (int again = 0; again < 2; ++again) {
       r = Decode(dup.Build());
@@ -724,11 +764,13 @@ TEST(ReaderTest, AKeyTableAcceptedBeforeIsCheckedAgainWhenItDiffers) {
 
 // Shapes whose keys come in any order, of every type, with indexes whose
 // varints take 1, 2 and 3 bytes (the SHAPES entry's size is computed once
-// per shape, and its varints written two bytes at a time): each round-trips,
-// and a key twice or out of range is still refused in either order.
+// per shape, and its varints written two bytes at a time): each round-trips
+// (an item's keys are in key-table order once appended, whatever order its
+// row had), and a key twice or out of range is refused in either order (by
+// AppendItem now: the columnar model cannot hold them).
 TEST(WriterTest, ShapesOfAnyKeyOrderAndIndexWidthRoundTrip) {
   constexpr uint32_t kKeys = 20000;
-  RankResult r;
+  RowResult r;
   const MetricType types[] = {MetricType::kDouble, MetricType::kInt, MetricType::kString,
                               MetricType::kFloat};
   for (uint32_t k = 0; k < kKeys; ++k) r.AddKey(absl::StrCat("k", k), types[k % 4]);
@@ -755,26 +797,27 @@ TEST(WriterTest, ShapesOfAnyKeyOrderAndIndexWidthRoundTrip) {
     RankedItem& item = AppendItem(r, i);
     for (uint32_t k : keys) item.metrics.push_back({k, value(k)});
   }
+  const RankResult built = r.Build();
   for (absl::string_view codec : {kRankbinCodecName, kRankbinZstdCodecName}) {
-    EXPECT_NE(RoundTrip(r, codec), "") << codec;
+    EXPECT_NE(RoundTrip(built, codec), "") << codec;
   }
   absl::Status s;
   // The last item's keys are in increasing order: a repeat of its last key
   // keeps them non-decreasing, one of its first does not.
   for (bool adjacent : {true, false}) {
-    RankResult twice = r;
+    RowResult twice = r;
     std::vector<MetricEntry>& m = twice.items.back().metrics;
     m.push_back(adjacent ? m.back() : m.front());
-    s = rankbin::WriteRankbin(twice, {}).status();
+    s = twice.TryBuild().status();
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
     EXPECT_THAT(std::string(s.message()), HasSubstr("appears twice"));
   }
   for (bool last : {true, false}) {
-    RankResult out_of_range = r;
+    RowResult out_of_range = r;
     std::vector<MetricEntry>& m = out_of_range.items.back().metrics;
     const MetricEntry extra{kKeys, MetricValue::Double(1)};
     m.insert(last ? m.end() : m.begin(), extra);
-    s = rankbin::WriteRankbin(out_of_range, {}).status();
+    s = out_of_range.TryBuild().status();
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
     EXPECT_THAT(std::string(s.message()), HasSubstr("out of range"));
   }
@@ -803,7 +846,7 @@ TEST(WriterTest, ShapesAtTheEdgesOfTheFastPathsRoundTrip) {
   std::mt19937 rng(3);
   for (size_t count : {129u, 200u, 256u, 65535u, 65536u, 65537u}) {
     for (int mixed = 0; mixed < 2; ++mixed) {
-      RankResult r;
+      RowResult r;
       for (size_t k = 0; k < count; ++k) {
         r.AddKey(absl::StrCat("k", k), mixed ? types[(k * 7) % 4] : MetricType::kDouble);
       }
@@ -834,7 +877,7 @@ TEST(WriterTest, ShapesAtTheEdgesOfTheFastPathsRoundTrip) {
 TEST(WriterTest, TheShapeIndexIsGivenUpOnlyWhenItFindsLittle) {
   constexpr uint32_t kKeys = 64;
   const auto result = [](size_t unique, size_t cycled) {
-    RankResult r;
+    RowResult r;
     for (uint32_t k = 0; k < kKeys; ++k) r.AddKey(absl::StrCat("f", k), MetricType::kDouble);
     std::mt19937 rng(5);
     std::vector<std::vector<uint32_t>> subsets;
@@ -865,7 +908,7 @@ TEST(WriterTest, TheShapeIndexIsGivenUpOnlyWhenItFindsLittle) {
 
 TEST(WriterTest, ShapesOfAnEarlierResultDoNotLeakIntoTheNext) {
   const auto result = [](size_t keys, size_t shapes, size_t items) {
-    RankResult r;
+    RowResult r;
     for (size_t k = 0; k < keys; ++k) {
       r.AddKey(absl::StrCat("k", k), k % 3 == 0 ? MetricType::kInt : MetricType::kDouble);
     }
@@ -896,7 +939,7 @@ TEST(WriterTest, ShapesOfAnEarlierResultDoNotLeakIntoTheNext) {
 // a threshold of 1 keeps every dictionary that pays.
 TEST(WriterTest, AKeyWhoseFirstSixteenValuesAreDistinctGetsNoDictionary) {
   const auto result = [](size_t distinct_first) {
-    RankResult r;
+    RowResult r;
     const uint32_t k = r.AddKey("trace", MetricType::kString);
     for (size_t i = 0; i < 200; ++i) {
       const std::string v = i < distinct_first ? absl::StrCat("a long distinct trace value #", i)
@@ -905,7 +948,7 @@ TEST(WriterTest, AKeyWhoseFirstSixteenValuesAreDistinctGetsNoDictionary) {
     }
     return r;
   };
-  const auto code = [](const RankResult& r, const BuiltinCodecOptions& options) {
+  const auto code = [](const RowResult& r, const BuiltinCodecOptions& options) {
     const std::vector<KeyEntry> keys = WrittenKeys(RoundTrip(r, kRankbinCodecName, options));
     return keys.empty() ? uint8_t{0} : keys[0].type_code;
   };
@@ -926,7 +969,7 @@ TEST(WriterTest, AKeyWhoseFirstSixteenValuesAreDistinctGetsNoDictionary) {
 // the dictionary already holds.
 TEST(WriterTest, ShortValuesGetTheSameDictionaryDecisionsAtTheSamplePoints) {
   const auto code = [](const std::vector<std::string>& values) {
-    RankResult r;
+    RowResult r;
     const uint32_t k = r.AddKey("bucket", MetricType::kString);
     for (size_t i = 0; i < values.size(); ++i) {
       AppendItem(r, i).metrics.push_back({k, MetricValue::String(values[i])});
@@ -957,7 +1000,7 @@ TEST(WriterTest, ShortValuesGetTheSameDictionaryDecisionsAtTheSamplePoints) {
 }
 
 TEST(ReaderTest, DecompressesOnlyTheBlocksItReads) {
-  RankResult r;
+  RowResult r;
   const uint32_t model = r.AddKey("model", MetricType::kString);
   for (size_t i = 0; i < 6; ++i) {
     AppendItem(r, i).metrics = {{model, MetricValue::String(std::string(200, static_cast<char>('a' + i)))}};
@@ -966,7 +1009,7 @@ TEST(ReaderTest, DecompressesOnlyTheBlocksItReads) {
   options.writer.block_items = 2;
   options.writer.compress_values = true;
   options.writer.min_saving = 0;
-  std::string bytes = Encode(r, options, kRankbinZstdCodecName);
+  std::string bytes = Encode(r.Build(), options, kRankbinZstdCodecName);
   std::vector<BlockRef> blocks = Blocks(bytes, SectionId::kValues);
   ASSERT_EQ(blocks.size(), 3u);
   ASSERT_EQ(blocks[2].codec, static_cast<uint8_t>(BlockCodec::kZstd));
@@ -993,7 +1036,7 @@ TEST(ReaderTest, DecompressesOnlyTheBlocksItReads) {
 
 // Items with a double, a string and a log each, to spread over many blocks.
 RankResult ManyItems(size_t n) {
-  RankResult r;
+  RowResult r;
   const uint32_t ctr = r.AddKey("ctr", MetricType::kDouble);
   const uint32_t note = r.AddKey("note", MetricType::kString);
   for (size_t i = 0; i < n; ++i) {
@@ -1003,7 +1046,7 @@ RankResult ManyItems(size_t n) {
                     {note, MetricValue::String(absl::StrCat("note ", i))}};
     item.log = absl::StrCat("log of item ", i);
   }
-  return r;
+  return r.Build();
 }
 
 // Offset in the payload of block b's directory entry in section `id`.
@@ -1019,20 +1062,19 @@ size_t BlockEntryAt(const std::string& payload, SectionId id, size_t b) {
 std::string ReadItem(const ResultView& view, const RankResult& want, size_t i) {
   absl::StatusOr<ItemRef> item = view.Item(i);
   if (!item.ok()) return item.status().ToString();
-  std::vector<MetricEntry> got;
-  absl::Status s = item->ForEachMetric(
-      [&](uint32_t key, const MetricRef& v) { got.push_back({key, v.ToValue()}); });
+  std::vector<std::pair<uint32_t, MetricRef>> got;
+  absl::Status s =
+      item->ForEachMetric([&](uint32_t key, const MetricRef& v) { got.emplace_back(key, v); });
   if (!s.ok()) return s.ToString();
   absl::StatusOr<absl::string_view> log = item->Log();
   if (!log.ok()) return log.status().ToString();
-  if (item->id() != want.items[i].item_id || *log != want.items[i].log ||
-      got.size() != want.items[i].metrics.size()) {
+  size_t want_metrics = 0;
+  for (uint32_t k = 0; k < want.key_count(); ++k) want_metrics += want.column(k).present(i);
+  if (item->id() != want.id(i) || *log != want.log(i) || got.size() != want_metrics) {
     return absl::StrCat("item ", i, " differs");
   }
-  for (const MetricEntry& e : got) {
-    bool found = false;
-    for (const MetricEntry& w : want.items[i].metrics) found |= w.key == e.key && w.value == e.value;
-    if (!found) return absl::StrCat("item ", i, " metric ", e.key, " differs");
+  for (const auto& [key, value] : got) {
+    if (want.Get(i, key) != value) return absl::StrCat("item ", i, " metric ", key, " differs");
   }
   return "";
 }
@@ -1115,9 +1157,9 @@ TEST(ReaderTest, ConcurrentReadsAcrossManyBlocksAgree) {
   std::vector<std::thread> threads;
   for (size_t t = 0; t < problems.size(); ++t) {
     threads.emplace_back([&, t] {
-      for (size_t k = 0; k < r.items.size() && problems[t].empty(); ++k) {
+      for (size_t k = 0; k < r.size() && problems[t].empty(); ++k) {
         // Thread 0 reads from the end, the others stride through.
-        const size_t i = t == 0 ? r.items.size() - 1 - k : (k * (2 * t + 1) + t) % r.items.size();
+        const size_t i = t == 0 ? r.size() - 1 - k : (k * (2 * t + 1) + t) % r.size();
         problems[t] = ReadItem(**view, r, i);
       }
     });
@@ -1212,7 +1254,7 @@ TEST(CompatibilityTest, TrailingBytesInKeyEntriesAndItemRecordsAreIgnored) {
 // names on both sides of that bound, empty ones, and entries with trailing
 // bytes must read the same.
 TEST(ReaderTest, KeyNamesOfEveryLengthClassReadBack) {
-  RankResult r;
+  RowResult r;
   for (size_t n : {size_t{1}, size_t{15}, size_t{126}, size_t{127}, size_t{128}, size_t{300}}) {
     r.AddKey(std::string(n, static_cast<char>('a' + n % 26)), MetricType::kDouble);
   }
@@ -1229,7 +1271,7 @@ TEST(ReaderTest, KeyNamesOfEveryLengthClassReadBack) {
   p.keys[0].extra = "\x01";  // One byte past the name: the general path.
   absl::StatusOr<RankResult> back = Decode(p.Build());
   ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(back->keys[0].name, std::string(127, 'x'));
+  EXPECT_EQ(back->key(0).name, std::string(127, 'x'));
 }
 
 TEST(CompatibilityTest, AnyMinorVersionIsRead) {
@@ -1325,7 +1367,7 @@ TEST(ReaderTest, KeysReadInPlaceAndThroughTheGeneralPathInterleave) {
   p.values = {BlockSpec::Raw(values)};
   p.logs.reset();
 
-  RankResult want;
+  RowResult want;
   const uint32_t a = want.AddKey("a", MetricType::kDouble);
   const uint32_t b = want.AddKey("b", MetricType::kInt);
   const uint32_t c = want.AddKey("c", MetricType::kString);
@@ -1333,10 +1375,7 @@ TEST(ReaderTest, KeysReadInPlaceAndThroughTheGeneralPathInterleave) {
   const uint32_t e = want.AddKey("e", MetricType::kFloat);
   const uint32_t n = want.AddKey(std::string(130, 'n'), MetricType::kDouble);
   const uint32_t f = want.AddKey("f", MetricType::kDouble);
-  RankedItem& item = want.items.emplace_back();
-  item.item_id = "sku-1";
-  item.score = 0.5;
-  item.position = 1;
+  RankedItem& item = want.AddItem("sku-1", 0.5, 1);
   item.metrics = {{a, MetricValue::Double(0.25)},  {b, MetricValue::Int(-7)},
                   {c, MetricValue::String("y")},    {d, MetricValue::String("dee")},
                   {e, MetricValue::Float(1.5f)},    {n, MetricValue::Double(2.5)},
@@ -1345,7 +1384,7 @@ TEST(ReaderTest, KeysReadInPlaceAndThroughTheGeneralPathInterleave) {
   const std::string bytes = p.Build();
   absl::StatusOr<RankResult> r = Decode(bytes);
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(DiffResults(*r, want), "");
+  EXPECT_EQ(DiffResults(*r, want.Build()), "");
   // The lazy view names each metric by its index in the decoded table.
   absl::StatusOr<std::unique_ptr<ResultView>> view = Open(bytes);
   ASSERT_TRUE(view.ok()) << view.status();
@@ -1779,7 +1818,7 @@ TEST(CapTest, DecodedSizeOfZstdBlocksIsCappedBeforeDecoding) {
 }
 
 // One long dictionary value shared by many items: materializing it makes one
-// string that every item shares (reference-counted), not 5000 copies.
+// string entry that every item's code names, not 5000 copies.
 TEST(CapTest, SharedDictionaryValuesStayShared) {
   const std::string big(20000, 'w');
   Payload p;
@@ -1798,11 +1837,14 @@ TEST(CapTest, SharedDictionaryValuesStayShared) {
   ASSERT_TRUE(view.ok()) << view.status();
   absl::StatusOr<RankResult> r = (*view)->Materialize();
   ASSERT_TRUE(r.ok()) << r.status();
-  ASSERT_EQ(r->items.size(), 5000u);
-  const char* shared = r->items[0].metrics[0].value.string_value().data();
-  for (const RankedItem& item : r->items) {
-    ASSERT_EQ(item.metrics[0].value.string_value().size(), big.size());
-    ASSERT_EQ(item.metrics[0].value.string_value().data(), shared);
+  ASSERT_EQ(r->size(), 5000u);
+  const Column& model = r->column(0);
+  EXPECT_EQ(model.entry_count(), 1u);
+  EXPECT_EQ(model.entry_bytes(), big.size());
+  EXPECT_EQ(model.present_count(), 5000u);
+  for (size_t i = 0; i < r->size(); ++i) {
+    ASSERT_EQ(model.codes()[i], 0u);
+    ASSERT_EQ(model.string_at(i), big);
   }
 }
 
