@@ -14,6 +14,7 @@
 //   corruption     every single-byte corruption fails or decodes to a valid
 //                  result, consistently between lazy and full reads
 //   invalid model  Encode rejects what ValidateResult rejects, InvalidArgument
+//                  (what the model cannot even hold, AppendItem refuses)
 //   out of range   Item(size()) and friends are OutOfRange
 #include <algorithm>
 #include <cctype>
@@ -45,11 +46,13 @@
 #include "rank/v1/rank.pb.h"
 #include "tests/codecs/codecs_under_test.h"
 #include "tests/support/random_result.h"
+#include "tests/support/row_result.h"
 
 namespace rankwire {
 namespace {
 
 using ::testing::HasSubstr;
+using test::RowResult;
 
 // Codecs under test -----------------------------------------------------
 
@@ -138,9 +141,9 @@ std::string ParamName(const ::testing::TestParamInfo<CodecUnderTest>& info) {
 // field boundary is a shorter valid message the format cannot tell apart).
 bool IsProtobufMessageOf(const std::string& bytes, const RankResult& result) {
   rank::v1::RankResult message;
-  return message.ParseFromString(bytes) && !result.items.empty() &&
-         message.items_size() == static_cast<int>(result.items.size()) &&
-         message.items(0).item_id() == result.items[0].item_id;
+  return message.ParseFromString(bytes) && !result.empty() &&
+         message.items_size() == static_cast<int>(result.size()) &&
+         message.items(0).item_id() == result.id(0);
 }
 
 SharedBytes ExactCopy(absl::string_view bytes) {
@@ -159,17 +162,26 @@ NamedMetrics MetricsOf(absl::Span<const MetricKey> keys, const RankedItem& item)
   return out;
 }
 
+NamedMetrics MetricsOf(const RankResult& r, size_t i) {
+  NamedMetrics out;
+  for (uint32_t k = 0; k < r.key_count(); ++k) {
+    if (std::optional<MetricRef> v = r.Get(i, k)) out.emplace(r.key(k).name, v->ToValue());
+  }
+  return out;
+}
+
 std::string Describe(const NamedMetrics& m) {
   std::string out = "{";
   for (const auto& [name, value] : m) absl::StrAppend(&out, name, "=", value.DebugString(), " ");
   return out + "}";
 }
 
-// One item of `source` as a result of its own, to compare with DiffResults.
-RankResult Single(absl::Span<const MetricKey> keys, const RankedItem& item) {
+// One item as a result of its own, to compare with DiffResults; an item
+// the model cannot hold (AppendItem refuses it) is an error.
+absl::StatusOr<RankResult> Single(absl::Span<const MetricKey> keys, const RankedItem& item) {
   RankResult r;
-  r.keys.assign(keys.begin(), keys.end());
-  r.items.push_back(item);
+  for (const MetricKey& k : keys) r.AddKey(k.name, k.type);
+  if (absl::Status s = r.AppendItem(item); !s.ok()) return s;
   return r;
 }
 
@@ -240,7 +252,13 @@ std::string CheckLazyItem(const ResultView& view, size_t i, absl::Span<const Met
   } else {
     RankedItem want_item = expected;
     if (logs_may_be_empty && item->log.empty()) want_item.log.clear();
-    std::string diff = DiffResults(Single(view.keys(), *item), Single(expected_keys, want_item));
+    absl::StatusOr<RankResult> got = Single(view.keys(), *item);
+    absl::StatusOr<RankResult> want_single = Single(expected_keys, want_item);
+    if (!got.ok() || !want_single.ok()) {
+      return absl::StrCat(at, "ItemRef::Materialize: ", got.status().ToString(), " / ",
+                          want_single.status().ToString());
+    }
+    std::string diff = DiffResults(*got, *want_single);
     if (!diff.empty()) return absl::StrCat(at, "ItemRef::Materialize: ", diff);
   }
   return "";
@@ -249,16 +267,15 @@ std::string CheckLazyItem(const ResultView& view, size_t i, absl::Span<const Met
 // True if `part` is `whole` cut short: fewer items, each equal to the item
 // of `whole` at its position, and keys that `whole` has.
 bool IsLeadingPart(const RankResult& part, const RankResult& whole) {
-  if (part.items.size() >= whole.items.size()) return false;
-  for (const MetricKey& k : part.keys) {
+  if (part.size() >= whole.size()) return false;
+  for (const MetricKey& k : part.keys()) {
     std::optional<uint32_t> w = whole.FindKey(k.name);
-    if (!w || whole.keys[*w].type != k.type) return false;
+    if (!w || whole.key(*w).type != k.type) return false;
   }
-  for (size_t i = 0; i < part.items.size(); ++i) {
-    const RankedItem& a = part.items[i];
-    const RankedItem& b = whole.items[i];
-    if (a.item_id != b.item_id || !SameScore(a.score, b.score) || a.position != b.position ||
-        a.log != b.log || MetricsOf(part.keys, a) != MetricsOf(whole.keys, b)) {
+  for (size_t i = 0; i < part.size(); ++i) {
+    if (part.id(i) != whole.id(i) || !SameScore(part.score(i), whole.score(i)) ||
+        part.position(i) != whole.position(i) || part.log(i) != whole.log(i) ||
+        MetricsOf(part, i) != MetricsOf(whole, i)) {
       return false;
     }
   }
@@ -288,7 +305,7 @@ absl::StatusOr<RankResult> ReadEverything(const ResultView& view, std::string* p
     return all;
   }
   for (size_t i = 0; i < std::min<size_t>(n, 64) && problem->empty(); ++i) {
-    *problem = CheckLazyItem(view, i, all->keys, all->items[i], /*errors_allowed=*/false);
+    *problem = CheckLazyItem(view, i, all->keys(), all->Item(i), /*errors_allowed=*/false);
   }
   return all;
 }
@@ -299,17 +316,14 @@ absl::StatusOr<RankResult> ReadEverything(const ResultView& view, std::string* p
 // a dictionary, and a unique one), every key used by every item, logs on
 // two items. Small enough to cut and corrupt at every byte.
 RankResult SmallResult() {
-  RankResult r;
+  RowResult r;
   const uint32_t ctr = r.AddKey("score.ctr", MetricType::kDouble);
   const uint32_t w = r.AddKey("w", MetricType::kFloat);
   const uint32_t clicks = r.AddKey("clicks", MetricType::kInt);
   const uint32_t src = r.AddKey("recall.source", MetricType::kString);
   const uint32_t title = r.AddKey("título", MetricType::kString);
   for (uint32_t i = 0; i < 3; ++i) {
-    RankedItem& item = r.items.emplace_back();
-    item.item_id = absl::StrCat("sku-", i);
-    item.score = 1.0 - 0.25 * i;
-    item.position = i + 1;
+    RankedItem& item = r.AddItem(absl::StrCat("sku-", i), 1.0 - 0.25 * i, i + 1);
     item.metrics = {{title, MetricValue::String(absl::StrCat("title ", i, " ünïcode"))},
                     {ctr, MetricValue::Double(0.01 * i)},
                     {src, MetricValue::String("vector_ann")},
@@ -317,13 +331,114 @@ RankResult SmallResult() {
                     {w, MetricValue::Float(0.5f * i)}};
     if (i != 1) item.log = absl::StrCat("model=lr-v3 item=", i);
   }
-  return r;
+  return r.Build();
 }
 
 struct NamedResult {
   std::string name;
   RankResult result;
 };
+
+// Every edge value of every type, one per item, plus long strings.
+RankResult EdgeValues() {
+  RowResult r;
+  const uint32_t i64 = r.AddKey("int", MetricType::kInt);
+  const uint32_t f32 = r.AddKey("float", MetricType::kFloat);
+  const uint32_t f64 = r.AddKey("double", MetricType::kDouble);
+  const uint32_t str = r.AddKey("string", MetricType::kString);
+  using DL = std::numeric_limits<double>;
+  using FL = std::numeric_limits<float>;
+  const int64_t ints[] = {INT64_MIN, INT64_MAX, 0, -1, 1, 63, -64, 64, -65};
+  const float floats[] = {0.0f, -0.0f, FL::infinity(), -FL::infinity(), FL::quiet_NaN(),
+                          FL::denorm_min(), FL::min(), FL::max(), FL::lowest()};
+  const double doubles[] = {0.0, -0.0, DL::infinity(), -DL::infinity(), DL::quiet_NaN(),
+                            DL::denorm_min(), DL::min(), DL::max(), DL::lowest()};
+  // Around MetricValue's inline limit (10 bytes) and its former one (14).
+  const std::string strings[] = {"", std::string(10, 'x'), std::string(11, 'y'),
+                                 std::string(10000, 'z'), "😀ключ中", std::string("\0\0", 2),
+                                 std::string(14, 'x'), std::string(15, 'y'), "a"};
+  for (size_t i = 0; i < 9; ++i) {
+    RankedItem& item = r.AddItem(absl::StrCat("edge-", i), doubles[i],
+                                 i == 0 ? UINT32_MAX : static_cast<uint32_t>(i));
+    item.metrics = {{i64, MetricValue::Int(ints[i])},
+                    {f32, MetricValue::Float(floats[i])},
+                    {f64, MetricValue::Double(doubles[i])},
+                    {str, MetricValue::String(strings[i])}};
+    item.log = i == 3 ? std::string(20000, 'L') : "";
+  }
+  return r.Build();
+}
+
+// Items carrying different key subsets. (Rows used to list them in
+// different orders too; the model keeps no per-item order.) Cells are set
+// in a scrambled order.
+RankResult SeveralShapes() {
+  RankResult r;
+  for (int k = 0; k < 6; ++k) r.AddKey(absl::StrCat("k", k), static_cast<MetricType>(1 + k % 4));
+  const std::vector<std::vector<uint32_t>> shapes = {{0, 1, 2, 3, 4, 5}, {5, 4, 3}, {}, {3}, {2, 0}};
+  for (int i = 0; i < 20; ++i) r.AddItem(absl::StrCat("s", i), 0, static_cast<uint32_t>(i + 1));
+  for (int j = 0; j < 20; ++j) {
+    const int i = (j * 7) % 20;
+    const std::string text(static_cast<size_t>(i % 20), 's');
+    for (uint32_t k : shapes[static_cast<size_t>(i) % shapes.size()]) {
+      const MetricType t = r.key(k).type;
+      const MetricRef v = t == MetricType::kInt     ? MetricRef::Int(i * 1000003)
+                          : t == MetricType::kFloat ? MetricRef::Float(static_cast<float>(i) / 7)
+                          : t == MetricType::kDouble ? MetricRef::Double(i / 3.0)
+                                                     : MetricRef::String(text);
+      EXPECT_TRUE(r.Set(static_cast<size_t>(i), k, v).ok());
+    }
+  }
+  return r;
+}
+
+// String columns as builders make them: entries that no item uses (a long
+// one among them), equal entries under two codes, codes used in any order,
+// items without the key; and a whole column of one dictionary entry.
+RankResult SharedStringEntries() {
+  RankResult r;
+  const uint32_t src = r.AddKey("recall.source", MetricType::kString);
+  const uint32_t model = r.AddKey("model", MetricType::kString);
+  const uint32_t ctr = r.AddKey("ctr", MetricType::kDouble);
+  for (int i = 0; i < 40; ++i) r.AddItem(absl::StrCat("sku-", i), 1.0 / (i + 1), i + 1);
+  r.AddStringEntry(src, std::string(500, 'u'));
+  const uint32_t codes[] = {r.AddStringEntry(src, "vector_ann"), r.AddStringEntry(src, ""),
+                            r.AddStringEntry(src, "vector_ann"), r.AddStringEntry(src, "bm25")};
+  for (int i = 39; i >= 0; --i) {
+    if (i % 5 != 4) r.SetStringCode(static_cast<size_t>(i), src, codes[(i * 3) % 4]);
+  }
+  const uint32_t version = r.AddStringEntry(model, "lr-v3-2024-06-01-production");
+  uint32_t* models = r.MutableCodes(model);
+  double* ctrs = r.MutableDoubles(ctr);
+  for (size_t i = 0; i < r.size(); ++i) {
+    models[i] = version;
+    ctrs[i] = 0.01 * static_cast<double>(i);
+  }
+  return r;
+}
+
+// A result built into one that held another (Clear(), then other keys and
+// fewer items): nothing of the first may reach the bytes.
+RankResult ReusedResult() {
+  RankResult r;
+  r.AddKey("a", MetricType::kString);
+  r.AddKey("b", MetricType::kDouble);
+  r.AddKey("c", MetricType::kInt);
+  for (int i = 0; i < 100; ++i) {
+    r.AddItem(absl::StrCat("old-", i), 9, 9);
+    r.SetString(static_cast<size_t>(i), 0, "stale");
+    r.SetDouble(static_cast<size_t>(i), 1, 9.5);
+    r.SetInt(static_cast<size_t>(i), 2, 99);
+    r.SetLog(static_cast<size_t>(i), "stale log");
+  }
+  r.Clear();
+  const uint32_t a = r.AddKey("a", MetricType::kDouble);  // Another type.
+  const uint32_t s = r.AddKey("s", MetricType::kString);
+  for (int i = 0; i < 10; ++i) r.AddItem(absl::StrCat("new-", i), 0.5, i + 1);
+  r.SetDouble(3, a, 1.5);
+  r.SetString(7, s, "fresh");
+  return r;
+}
 
 std::vector<NamedResult> EdgeResults() {
   std::vector<NamedResult> out;
@@ -337,9 +452,7 @@ std::vector<NamedResult> EdgeResults() {
   {
     RankResult r;
     for (int i = 0; i < 5; ++i) {
-      RankedItem& item = r.items.emplace_back();
-      item.item_id = i == 0 ? "" : absl::StrCat("id", i);
-      item.position = static_cast<uint32_t>(i);
+      r.AddItem(i == 0 ? "" : absl::StrCat("id", i), 0, static_cast<uint32_t>(i));
     }
     out.push_back({"items but no keys", r});
   }
@@ -347,103 +460,43 @@ std::vector<NamedResult> EdgeResults() {
     RankResult r;
     r.AddKey("unused.double", MetricType::kDouble);
     r.AddKey("unused.string", MetricType::kString);
-    r.items.resize(3);
-    r.items[1].log = "only a log";
+    for (int i = 0; i < 3; ++i) r.AddItem("", 0, 0);
+    r.SetLog(1, "only a log");
     out.push_back({"items without metrics, keys unused", r});
   }
   out.push_back({"small", SmallResult()});
-  {
-    // Every edge value of every type, one per item, plus long strings.
-    RankResult r;
-    const uint32_t i64 = r.AddKey("int", MetricType::kInt);
-    const uint32_t f32 = r.AddKey("float", MetricType::kFloat);
-    const uint32_t f64 = r.AddKey("double", MetricType::kDouble);
-    const uint32_t str = r.AddKey("string", MetricType::kString);
-    using DL = std::numeric_limits<double>;
-    using FL = std::numeric_limits<float>;
-    const int64_t ints[] = {INT64_MIN, INT64_MAX, 0, -1, 1, 63, -64, 64, -65};
-    const float floats[] = {0.0f, -0.0f, FL::infinity(), -FL::infinity(), FL::quiet_NaN(),
-                            FL::denorm_min(), FL::min(), FL::max(), FL::lowest()};
-    const double doubles[] = {0.0, -0.0, DL::infinity(), -DL::infinity(), DL::quiet_NaN(),
-                              DL::denorm_min(), DL::min(), DL::max(), DL::lowest()};
-    // Around MetricValue's inline limit (10 bytes) and its former one (14).
-    const std::string strings[] = {"", std::string(10, 'x'), std::string(11, 'y'),
-                                   std::string(10000, 'z'), "😀ключ中", std::string("\0\0", 2),
-                                   std::string(14, 'x'), std::string(15, 'y'), "a"};
-    for (size_t i = 0; i < 9; ++i) {
-      RankedItem& item = r.items.emplace_back();
-      item.item_id = absl::StrCat("edge-", i);
-      item.score = doubles[i];
-      item.position = i == 0 ? UINT32_MAX : static_cast<uint32_t>(i);
-      item.metrics = {{i64, MetricValue::Int(ints[i])},
-                      {f32, MetricValue::Float(floats[i])},
-                      {f64, MetricValue::Double(doubles[i])},
-                      {str, MetricValue::String(strings[i])}};
-      item.log = i == 3 ? std::string(20000, 'L') : "";
-    }
-    out.push_back({"edge values", r});
-  }
+  out.push_back({"edge values", EdgeValues()});
   {
     // Past the default max_dict_entries (4096): one string key with a new
     // value per item, one with three values.
-    RankResult r;
+    RowResult r;
     const uint32_t unique = r.AddKey("unique", MetricType::kString);
     const uint32_t few = r.AddKey("few", MetricType::kString);
     for (int i = 0; i < 4200; ++i) {
-      RankedItem& item = r.items.emplace_back();
-      item.item_id = absl::StrCat(i);
-      item.position = static_cast<uint32_t>(i + 1);
+      RankedItem& item = r.AddItem(absl::StrCat(i), 0, static_cast<uint32_t>(i + 1));
       item.metrics = {{unique, MetricValue::String(absl::StrCat("v", i))},
                       {few, MetricValue::String(i % 3 == 0 ? "a" : i % 3 == 1 ? "bb" : "")}};
     }
-    out.push_back({"dictionary overflow", r});
+    out.push_back({"dictionary overflow", r.Build()});
   }
   {
     // Repetitive values and logs: zstd blocks pay here.
-    RankResult r;
+    RowResult r;
     const uint32_t a = r.AddKey("model.version", MetricType::kString);
     const uint32_t b = r.AddKey("bucket", MetricType::kInt);
     const uint32_t c = r.AddKey("ctr", MetricType::kDouble);
     for (int i = 0; i < 64; ++i) {
-      RankedItem& item = r.items.emplace_back();
-      item.item_id = absl::StrCat("sku-", i);
-      item.score = 0.5;
-      item.position = static_cast<uint32_t>(i + 1);
+      RankedItem& item = r.AddItem(absl::StrCat("sku-", i), 0.5, static_cast<uint32_t>(i + 1));
       item.metrics = {{a, MetricValue::String("lr-v3-2024-06-01-production")},
                       {b, MetricValue::Int(42)},
                       {c, MetricValue::Double(0.125)}};
       item.log = "model=lr-v3 scene=search features=[0.1,0.2,0.3,0.4] recall=vector_ann";
     }
-    out.push_back({"repetitive", r});
+    out.push_back({"repetitive", r.Build()});
   }
-  {
-    // Items carrying different key subsets in different orders.
-    RankResult r;
-    for (int k = 0; k < 6; ++k) r.AddKey(absl::StrCat("k", k), static_cast<MetricType>(1 + k % 4));
-    auto value = [&](uint32_t k, int i) {
-      switch (r.keys[k].type) {
-        case MetricType::kInt:
-          return MetricValue::Int(i * 1000003);
-        case MetricType::kFloat:
-          return MetricValue::Float(static_cast<float>(i) / 7);
-        case MetricType::kDouble:
-          return MetricValue::Double(i / 3.0);
-        case MetricType::kString:
-          return MetricValue::String(std::string(static_cast<size_t>(i % 20), 's'));
-      }
-      return MetricValue();
-    };
-    const std::vector<std::vector<uint32_t>> shapes = {{0, 1, 2, 3, 4, 5}, {5, 4, 3}, {}, {3}, {2, 0}};
-    for (int i = 0; i < 20; ++i) {
-      RankedItem& item = r.items.emplace_back();
-      item.item_id = absl::StrCat("s", i);
-      item.position = static_cast<uint32_t>(i + 1);
-      for (uint32_t k : shapes[static_cast<size_t>(i) % shapes.size()]) {
-        item.metrics.push_back({k, value(k, i)});
-      }
-    }
-    out.push_back({"several shapes", r});
-  }
+  out.push_back({"several shapes", SeveralShapes()});
+  out.push_back({"shared string entries", SharedStringEntries()});
+  out.push_back({"reused result", ReusedResult()});
   return out;
 }
 
@@ -475,17 +528,17 @@ class CodecConformanceTest : public ::testing::TestWithParam<CodecUnderTest> {
     absl::StatusOr<std::unique_ptr<ResultView>> lazy = codec().Open(ExactCopy(bytes));
     absl::StatusOr<std::unique_ptr<ResultView>> full = codec().Open(ExactCopy(bytes));
     if (!lazy.ok() || !full.ok()) return "Open failed";
-    if ((*lazy)->size() != r.items.size()) return "size() differs from the model";
+    if ((*lazy)->size() != r.size()) return "size() differs from the model";
     absl::StatusOr<RankResult> all = (*full)->Materialize();
     if (!all.ok()) return all.status().ToString();
     absl::StatusOr<std::vector<ItemRef>> top = (*lazy)->TopN(top_n);
     if (!top.ok()) return top.status().ToString();
-    if (top->size() != std::min(top_n, r.items.size())) return "TopN size";
+    if (top->size() != std::min(top_n, r.size())) return "TopN size";
     // Read the top items last to first, so later blocks are decoded first.
     for (size_t j = top->size(); j-- > 0;) {
       const ItemRef& ref = (*top)[j];
       if (ref.index() != j) return "TopN index";
-      std::string p = CheckLazyItem(**lazy, j, all->keys, all->items[j], /*errors_allowed=*/false);
+      std::string p = CheckLazyItem(**lazy, j, all->keys(), all->Item(j), /*errors_allowed=*/false);
       if (!p.empty()) return p;
     }
     return "";
@@ -514,7 +567,7 @@ TEST_P(CodecConformanceTest, RoundTripsGeneratedResults) {
     std::string diff = RoundTripDiff(r);
     if (!diff.empty()) {
       ++failures;
-      ADD_FAILURE() << "seed " << seed << " (" << r.items.size() << " items, " << r.keys.size()
+      ADD_FAILURE() << "seed " << seed << " (" << r.size() << " items, " << r.key_count()
                     << " keys): " << diff;
     }
   }
@@ -523,14 +576,14 @@ TEST_P(CodecConformanceTest, RoundTripsGeneratedResults) {
 TEST_P(CodecConformanceTest, LazyTopNEqualsFullDecode) {
   for (const NamedResult& c : EdgeResults()) {
     EXPECT_EQ(LazyDiff(c.result, 10), "") << c.name << ", top 10";
-    if (c.result.items.size() < 100) {
-      EXPECT_EQ(LazyDiff(c.result, c.result.items.size() + 3), "") << c.name << ", all";
+    if (c.result.size() < 100) {
+      EXPECT_EQ(LazyDiff(c.result, c.result.size() + 3), "") << c.name << ", all";
     }
   }
   for (int seed = 0; seed < 150; ++seed) {
     std::mt19937_64 rng(static_cast<uint64_t>(seed) * 104729 + 5);
     const RankResult r = test::RandomResult(rng);
-    const size_t top_n = seed % 3 == 0 ? r.items.size() : static_cast<size_t>(seed % 12);
+    const size_t top_n = seed % 3 == 0 ? r.size() : static_cast<size_t>(seed % 12);
     std::string diff = LazyDiff(r, top_n);
     ASSERT_EQ(diff, "") << "seed " << seed << ", top " << top_n;
   }
@@ -570,7 +623,7 @@ TEST_P(CodecConformanceTest, ItemPastTheEndIsOutOfRange) {
     ASSERT_TRUE(view.ok()) << view.status();
     const ResultView& v = **view;
     const size_t n = v.size();
-    ASSERT_EQ(n, r.items.size());
+    ASSERT_EQ(n, r.size());
     for (size_t i : {n, n + 1, std::numeric_limits<size_t>::max()}) {
       EXPECT_EQ(v.Item(i).status().code(), absl::StatusCode::kOutOfRange) << i;
       EXPECT_EQ(v.FindMetric(i, "score.ctr").status().code(), absl::StatusCode::kOutOfRange);
@@ -596,8 +649,8 @@ TEST_P(CodecConformanceTest, ViewKeepsItsBytesAlive) {
     ASSERT_TRUE(opened.ok());
     view = *std::move(opened);
   }  // The caller's handle on the bytes is gone; the view's is not.
-  for (size_t i = 0; i < r.items.size(); ++i) {
-    EXPECT_EQ(CheckLazyItem(*view, i, r.keys, r.items[i], false), "");
+  for (size_t i = 0; i < r.size(); ++i) {
+    EXPECT_EQ(CheckLazyItem(*view, i, r.keys(), r.Item(i), false), "");
   }
 }
 
@@ -606,7 +659,7 @@ TEST_P(CodecConformanceTest, ConcurrentLazyReadsAgree) {
   test::RandomResultOptions options;
   options.max_items = 60;
   RankResult r;
-  while (r.items.size() < 20) r = test::RandomResult(rng, options);
+  while (r.size() < 20) r = test::RandomResult(rng, options);
   const std::string bytes = MustEncode(r);
   absl::StatusOr<std::unique_ptr<ResultView>> view = codec().Open(ExactCopy(bytes));
   ASSERT_TRUE(view.ok());
@@ -614,9 +667,9 @@ TEST_P(CodecConformanceTest, ConcurrentLazyReadsAgree) {
   std::vector<std::thread> threads;
   for (size_t t = 0; t < problems.size(); ++t) {
     threads.emplace_back([&, t] {
-      for (size_t k = 0; k < r.items.size() && problems[t].empty(); ++k) {
-        const size_t i = (k * (2 * t + 1) + t) % r.items.size();  // A different order per thread.
-        problems[t] = CheckLazyItem(**view, i, r.keys, r.items[i], false);
+      for (size_t k = 0; k < r.size() && problems[t].empty(); ++k) {
+        const size_t i = (k * (2 * t + 1) + t) % r.size();  // A different order per thread.
+        problems[t] = CheckLazyItem(**view, i, r.keys(), r.Item(i), false);
       }
     });
   }
@@ -645,10 +698,10 @@ TEST_P(CodecConformanceTest, TruncatedPayloadsNeverDecodeToSomethingElse) {
     if (!view.ok()) continue;
     const ResultView& v = **view;
     SCOPED_TRACE(absl::StrCat("prefix of ", len, " of ", bytes.size(), " bytes"));
-    ASSERT_LE(v.size(), original.items.size());
+    ASSERT_LE(v.size(), original.size());
     // Reads either fail or agree with the original; logs may read empty.
     for (size_t i = 0; i < v.size(); ++i) {
-      EXPECT_EQ(CheckLazyItem(v, i, original.keys, original.items[i], /*errors_allowed=*/true,
+      EXPECT_EQ(CheckLazyItem(v, i, original.keys(), original.Item(i), /*errors_allowed=*/true,
                               /*logs_may_be_empty=*/false),
                 "");
     }
@@ -720,19 +773,13 @@ TEST_P(CodecConformanceTest, CorruptedGeneratedPayloadsFailOrDecodeToAValidResul
   }
 }
 
-// Encode rejects every model ValidateResult rejects, with InvalidArgument.
+// Encode rejects every model ValidateResult rejects, with InvalidArgument:
+// key names used twice, and string codes past their column's entries.
+// (The row model could also hold a key index out of range, a key twice in
+// an item and a value of the wrong type, which each codec had to refuse;
+// the columnar model cannot hold them: see RowsTheModelCannotHold below.)
 TEST_P(CodecConformanceTest, InvalidModelsAreInvalidArgument) {
   std::vector<NamedResult> cases;
-  {
-    RankResult r = SmallResult();
-    r.items[1].metrics.push_back({5, MetricValue::Int(1)});
-    cases.push_back({"key index out of range", r});
-  }
-  {
-    RankResult r = SmallResult();
-    r.items[2].metrics.push_back({r.items[2].metrics[0].key, r.items[2].metrics[0].value});
-    cases.push_back({"key twice in an item", r});
-  }
   {
     RankResult r = SmallResult();
     r.AddKey("clicks", MetricType::kDouble);
@@ -742,12 +789,40 @@ TEST_P(CodecConformanceTest, InvalidModelsAreInvalidArgument) {
     RankResult r;
     const uint32_t a = r.AddKey("a", MetricType::kInt);
     const uint32_t b = r.AddKey("a", MetricType::kInt);
-    r.items.emplace_back().metrics = {{a, MetricValue::Int(1)}};
-    r.items.emplace_back().metrics = {{b, MetricValue::Int(2)}};
+    r.SetInt(r.AddItem("", 0, 0), a, 1);
+    r.SetInt(r.AddItem("", 0, 0), b, 2);
     cases.push_back({"duplicate key names, both used", r});
   }
-  // A value of each wrong type under a key of each type, in the last of
-  // three items, so it is met after the writer has settled on the shape.
+  // A string code past the entries, in the last of three items (after a
+  // writer has seen good codes), with a dictionary-friendly column and a
+  // plain one.
+  for (bool repeated : {true, false}) {
+    RankResult r;
+    const uint32_t other = r.AddKey("other", MetricType::kDouble);
+    const uint32_t k = r.AddKey("k", MetricType::kString);
+    for (int i = 0; i < 3; ++i) {
+      const size_t item = r.AddItem(absl::StrCat("i", i), 0, 0);
+      r.SetDouble(item, other, i);
+      r.SetLog(item, "log");
+      if (i < 2) r.SetString(item, k, repeated ? "same" : absl::StrCat("value ", i));
+    }
+    r.SetStringCode(2, k, 2);
+    cases.push_back({absl::StrCat("string code out of range, ", repeated ? "repeated" : "distinct"),
+                     r});
+  }
+  for (const NamedResult& c : cases) {
+    ASSERT_FALSE(ValidateResult(c.result).ok()) << c.name;
+    absl::StatusOr<OwnedBuffer> bytes = codec().Encode(c.result);
+    EXPECT_EQ(bytes.status().code(), absl::StatusCode::kInvalidArgument) << c.name;
+  }
+}
+
+// What the row model could hold and every codec had to refuse, and the
+// columnar model cannot hold: AppendItem refuses it before any codec could
+// see it. A value of each wrong type under a key of each type, in the last
+// of three items; a key index out of range; a key twice in an item.
+TEST(RowsTheModelCannotHold, AreRefusedByAppendItem) {
+  std::vector<std::pair<std::string, RowResult>> cases;
   const MetricType types[] = {MetricType::kInt, MetricType::kFloat, MetricType::kDouble,
                               MetricType::kString};
   auto value_of = [](MetricType t) {
@@ -766,25 +841,28 @@ TEST_P(CodecConformanceTest, InvalidModelsAreInvalidArgument) {
   for (MetricType key_type : types) {
     for (MetricType value_type : types) {
       if (key_type == value_type) continue;
-      RankResult r;
+      RowResult r;
       const uint32_t other = r.AddKey("other", MetricType::kDouble);
       const uint32_t k = r.AddKey("k", key_type);
       for (int i = 0; i < 3; ++i) {
-        RankedItem& item = r.items.emplace_back();
-        item.item_id = absl::StrCat("i", i);
+        RankedItem& item = r.AddItem(absl::StrCat("i", i), 0, 0);
         item.log = "log";
         item.metrics = {{other, MetricValue::Double(i)},
                         {k, value_of(i == 2 ? value_type : key_type)}};
       }
-      cases.push_back({absl::StrCat(MetricTypeName(value_type), " value under a ",
-                                    MetricTypeName(key_type), " key"),
-                       r});
+      cases.emplace_back(absl::StrCat(MetricTypeName(value_type), " value under a ",
+                                      MetricTypeName(key_type), " key"),
+                         r);
     }
   }
-  for (const NamedResult& c : cases) {
-    ASSERT_FALSE(ValidateResult(c.result).ok()) << c.name;
-    absl::StatusOr<OwnedBuffer> bytes = codec().Encode(c.result);
-    EXPECT_EQ(bytes.status().code(), absl::StatusCode::kInvalidArgument) << c.name;
+  const RowResult small = RowResult::Of(SmallResult());
+  cases.emplace_back("key index out of range", small);
+  cases.back().second.items[1].metrics.push_back({5, MetricValue::Int(1)});
+  cases.emplace_back("key twice in an item", small);
+  std::vector<MetricEntry>& m = cases.back().second.items[2].metrics;
+  m.push_back(m[0]);
+  for (const auto& [name, rows] : cases) {
+    EXPECT_EQ(rows.TryBuild().status().code(), absl::StatusCode::kInvalidArgument) << name;
   }
 }
 

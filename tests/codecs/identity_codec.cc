@@ -11,34 +11,35 @@
 namespace rankwire::test {
 namespace {
 
-// A view over a decoded RankResult: every read is a lookup.
+// A view over a decoded RankResult: every read is a lookup in its columns.
 class DecodedView final : public ResultView {
  public:
   explicit DecodedView(RankResult result) : result_(std::move(result)) {}
 
-  size_t size() const override { return result_.items.size(); }
-  absl::Span<const MetricKey> keys() const override { return result_.keys; }
+  size_t size() const override { return result_.size(); }
+  absl::Span<const MetricKey> keys() const override { return result_.keys(); }
 
   absl::StatusOr<ItemRef> Item(size_t i) const override {
     RETURN_IF_ERROR(Check(i));
-    const RankedItem& item = result_.items[i];
-    return ItemRef(this, i, item.item_id, item.score, item.position);
+    return ItemRef(this, i, result_.id(i), result_.score(i), result_.position(i));
   }
   absl::StatusOr<std::optional<MetricRef>> FindMetric(size_t i,
                                                       absl::string_view name) const override {
     RETURN_IF_ERROR(Check(i));
-    const MetricValue* v = result_.FindMetric(i, name);
-    if (v == nullptr) return std::nullopt;
-    return MetricRef::Of(*v);
+    return result_.FindMetric(i, name);
   }
+  // An item's metrics are its keys' columns that have a value for it.
   absl::Status ForEachMetric(size_t i, MetricVisitor visit) const override {
     RETURN_IF_ERROR(Check(i));
-    for (const MetricEntry& e : result_.items[i].metrics) visit(e.key, MetricRef::Of(e.value));
+    for (uint32_t k = 0; k < result_.key_count(); ++k) {
+      const Column& column = result_.column(k);
+      if (column.present(i)) visit(k, column.at(i));
+    }
     return absl::OkStatus();
   }
   absl::StatusOr<absl::string_view> Log(size_t i) const override {
     RETURN_IF_ERROR(Check(i));
-    return absl::string_view(result_.items[i].log);
+    return result_.log(i);
   }
 
  private:

@@ -5,9 +5,14 @@
 // around the MetricValue inline/heap boundary (10/11 bytes today, 14/15
 // before) and long ones, NUL bytes, non-ASCII text, INT64_MIN/MAX and varint length
 // boundaries, NaN/±inf/-0/denormal floats and doubles, several item shapes
-// (different key subsets and orders), keys no item uses, and string keys with
-// a few repeated values (dictionary-friendly) or many distinct ones
-// (dictionary overflow).
+// (different key subsets), keys no item uses, and string keys with a few
+// repeated values (dictionary-friendly) or many distinct ones (dictionary
+// overflow).
+//
+// It also builds the columns the ways builders do: item by item, or every
+// item first and then the cells in a random order; a string column's
+// repeated values as one shared entry (codes) or an entry per value, with
+// equal entries under two codes and entries no item uses.
 //
 // Example:
 //   std::mt19937_64 rng(42);
@@ -20,10 +25,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -154,44 +161,48 @@ class ResultGenerator {
       r.AddKey(std::move(name), static_cast<MetricType>(Uniform(1, 4)));
     }
     // Per string key: a small vocabulary (repeats, so a dictionary pays) or
-    // none (every value fresh).
-    std::vector<std::vector<std::string>> vocab(key_count);
-    for (size_t k = 0; k < key_count; ++k) {
-      if (r.keys[k].type == MetricType::kString && Chance(0.6)) {
-        size_t words = static_cast<size_t>(Uniform(1, 12));
-        for (size_t w = 0; w < words; ++w) vocab[k].push_back(RandomString());
-      }
+    // none (every value fresh); a vocabulary's words are entries of their
+    // own, shared by code, or (shared == false) copied per value.
+    std::vector<Vocabulary> vocab(key_count);
+    for (uint32_t k = 0; k < key_count; ++k) {
+      if (r.key(k).type == MetricType::kString && Chance(0.6)) MakeVocabulary(r, k, &vocab[k]);
     }
-    // A few shapes: random key subsets in random orders.
+    // A few shapes: random key subsets.
     std::vector<std::vector<uint32_t>> shapes(static_cast<size_t>(Uniform(1, 3)));
     for (auto& shape : shapes) {
       for (uint32_t k = 0; k < key_count; ++k) {
         if (Chance(0.75)) shape.push_back(k);
       }
-      std::shuffle(shape.begin(), shape.end(), rng_);
     }
     const bool logs = Chance(options.logs_probability);
     const size_t items = static_cast<size_t>(Uniform(0, static_cast<int64_t>(options.max_items)));
-    r.items.resize(items);
+    // The cells of every item, set as each item is added or all at the end
+    // in a random order.
+    std::vector<std::pair<size_t, uint32_t>> cells;
+    const bool scrambled = Chance(0.5);
     for (size_t i = 0; i < items; ++i) {
-      RankedItem& item = r.items[i];
-      item.item_id = Chance(0.05) ? RandomString() : absl::StrCat("sku-", i, "-", Utf8OfSize(3));
-      item.score = Chance(0.8) ? std::uniform_real_distribution<double>(0, 1)(rng_) : RandomDouble();
-      item.position = Chance(0.9) ? static_cast<uint32_t>(i + 1) : static_cast<uint32_t>(rng_());
+      const std::string id =
+          Chance(0.05) ? RandomString() : absl::StrCat("sku-", i, "-", Utf8OfSize(3));
+      const double score =
+          Chance(0.8) ? std::uniform_real_distribution<double>(0, 1)(rng_) : RandomDouble();
+      const uint32_t position =
+          Chance(0.9) ? static_cast<uint32_t>(i + 1) : static_cast<uint32_t>(rng_());
+      r.AddItem(id, score, position);
       // Mostly the first shape; sometimes another, or none at all.
       const std::vector<uint32_t>* shape = &shapes[0];
       if (Chance(0.2)) shape = &shapes[static_cast<size_t>(Uniform(0, static_cast<int64_t>(shapes.size()) - 1))];
       std::vector<uint32_t> empty;
       if (Chance(0.05)) shape = &empty;
-      for (uint32_t k : *shape) {
-        item.metrics.push_back(MetricEntry{k, RandomValue(r.keys[k].type, vocab[k])});
-      }
+      for (uint32_t k : *shape) cells.emplace_back(i, k);
+      if (!scrambled) SetCells(r, vocab, &cells);
       if (logs && Chance(0.8)) {
-        item.log = Chance(0.7) ? absl::StrCat("model=lr-v3 scene=search item=", item.item_id,
-                                              " score=", item.score, " ", Utf8OfSize(static_cast<size_t>(Uniform(0, 30))))
-                               : RandomString();
+        r.SetLog(i, Chance(0.7) ? absl::StrCat("model=lr-v3 scene=search item=", id, " score=",
+                                               score, " ", Utf8OfSize(static_cast<size_t>(Uniform(0, 30))))
+                                : RandomString());
       }
     }
+    std::shuffle(cells.begin(), cells.end(), rng_);
+    SetCells(r, vocab, &cells);
     return r;
   }
 
@@ -210,6 +221,41 @@ class ResultGenerator {
         return MetricValue::String(RandomString());
     }
     return MetricValue();
+  }
+
+  // A string key's repeated values.
+  struct Vocabulary {
+    std::vector<std::string> words;
+    bool shared = false;          // Set by code (one entry each), or copied.
+    std::vector<uint32_t> codes;  // When shared: words[w]'s entry.
+  };
+
+  void MakeVocabulary(RankResult& r, uint32_t k, Vocabulary* vocab) {
+    const size_t words = static_cast<size_t>(Uniform(1, 12));
+    for (size_t w = 0; w < words; ++w) vocab->words.push_back(RandomString());
+    vocab->shared = Chance(0.5);
+    if (!vocab->shared) return;
+    for (const std::string& word : vocab->words) {
+      // Now and then an entry no item uses, or an equal entry twice.
+      if (Chance(0.1)) r.AddStringEntry(k, RandomString());
+      vocab->codes.push_back(r.AddStringEntry(k, word));
+      if (Chance(0.1)) vocab->codes.back() = r.AddStringEntry(k, word);
+    }
+  }
+
+  // Sets each of `cells` (item, key) to a random value, and empties it.
+  void SetCells(RankResult& r, const std::vector<Vocabulary>& vocab,
+                std::vector<std::pair<size_t, uint32_t>>* cells) {
+    for (const auto& [i, k] : *cells) {
+      const Vocabulary& v = vocab[k];
+      if (v.shared && Chance(0.9)) {
+        r.SetStringCode(i, k, v.codes[static_cast<size_t>(Uniform(0, static_cast<int64_t>(v.codes.size()) - 1))]);
+        continue;
+      }
+      const MetricValue value = RandomValue(r.key(k).type, v.words);
+      if (!r.Set(i, k, MetricRef::Of(value)).ok()) std::abort();  // Types agree by construction.
+    }
+    cells->clear();
   }
 
   bool Chance(double p) { return std::bernoulli_distribution(p)(rng_); }
