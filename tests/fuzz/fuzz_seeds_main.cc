@@ -36,9 +36,12 @@
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "rank/v1/rank.pb.h"
 #include "tests/support/random_result.h"
+#include "tests/support/row_result.h"
 
 namespace rankwire {
 namespace {
+
+using test::RowResult;
 
 // target -> file name -> bytes
 using Corpus = std::map<std::string, std::map<std::string, std::string>>;
@@ -59,32 +62,28 @@ RankResult FormatExample() {
   RankResult r;
   const uint32_t ctr = r.AddKey("score.ctr", MetricType::kDouble);
   const uint32_t src = r.AddKey("recall.source", MetricType::kString);
+  const uint32_t ann = r.AddStringEntry(src, "vector_ann");
   for (int i = 0; i < 2; ++i) {
-    RankedItem& item = r.items.emplace_back();
-    item.item_id = absl::StrCat("sku-", i + 1);
-    item.score = i == 0 ? 0.5 : 0.25;
-    item.position = static_cast<uint32_t>(i + 1);
-    item.metrics = {{ctr, MetricValue::Double(i == 0 ? 0.25 : 0.125)},
-                    {src, MetricValue::String("vector_ann")}};
+    const size_t item =
+        r.AddItem(absl::StrCat("sku-", i + 1), i == 0 ? 0.5 : 0.25, static_cast<uint32_t>(i + 1));
+    r.SetDouble(item, ctr, i == 0 ? 0.25 : 0.125);
+    r.SetStringCode(item, src, ann);
   }
-  r.items[1].log = "hi";
+  r.SetLog(1, "hi");
   return r;
 }
 
 // `count` items (up to 8) with a key of every type, two shapes, logs and
 // repeated strings (dictionaries, and blocks zstd can shrink).
 RankResult Typed(int count) {
-  RankResult r;
+  RowResult r;
   const uint32_t ctr = r.AddKey("score.ctr", MetricType::kDouble);
   const uint32_t w = r.AddKey("w", MetricType::kFloat);
   const uint32_t clicks = r.AddKey("clicks", MetricType::kInt);
   const uint32_t src = r.AddKey("recall.source", MetricType::kString);
   const uint32_t title = r.AddKey("título", MetricType::kString);
   for (int i = 0; i < count; ++i) {
-    RankedItem& item = r.items.emplace_back();
-    item.item_id = absl::StrCat("sku-", i);
-    item.score = 1.0 / (i + 1);
-    item.position = static_cast<uint32_t>(i + 1);
+    RankedItem& item = r.AddItem(absl::StrCat("sku-", i), 1.0 / (i + 1), static_cast<uint32_t>(i + 1));
     item.metrics = {{ctr, MetricValue::Double(0.01 * i)},
                     {src, MetricValue::String(i % 3 ? "vector_ann" : "text_bm25")},
                     {clicks, MetricValue::Int(i * 1000 - 3000)}};
@@ -94,11 +93,11 @@ RankResult Typed(int count) {
     }
     item.log = absl::StrCat("model=lr-v3 scene=search item=sku-", i, " recall=vector_ann");
   }
-  return r;
+  return r.Build();
 }
 
 RankResult EdgeValues() {
-  RankResult r;
+  RowResult r;
   const uint32_t i64 = r.AddKey("int", MetricType::kInt);
   const uint32_t f32 = r.AddKey("float", MetricType::kFloat);
   const uint32_t f64 = r.AddKey("double", MetricType::kDouble);
@@ -110,16 +109,14 @@ RankResult EdgeValues() {
   const int64_t ints[] = {INT64_MIN, INT64_MAX, 0, -1};
   const char* strings[] = {"", "0123456789", "01234567890", "😀ключ中"};
   for (int i = 0; i < 4; ++i) {
-    RankedItem& item = r.items.emplace_back();
-    item.item_id = i == 0 ? "" : absl::StrCat("edge-", i);
-    item.score = doubles[i];
-    item.position = i == 0 ? UINT32_MAX : static_cast<uint32_t>(i);
+    RankedItem& item = r.AddItem(i == 0 ? "" : absl::StrCat("edge-", i), doubles[i],
+                                 i == 0 ? UINT32_MAX : static_cast<uint32_t>(i));
     item.metrics = {{i64, MetricValue::Int(ints[i])},
                     {f32, MetricValue::Float(floats[i])},
                     {f64, MetricValue::Double(doubles[i])},
                     {str, MetricValue::String(strings[i])}};
   }
-  return r;
+  return r.Build();
 }
 
 std::string MustEncode(const Codec& codec, const RankResult& r) {
@@ -153,40 +150,35 @@ std::vector<std::pair<std::string, RankResult>> SeedResults() {
   {
     RankResult r;
     r.AddKey("unused", MetricType::kDouble);
-    r.items.resize(2);
-    r.items[0].item_id = "no-metrics";
+    r.AddItem("no-metrics", 0, 0);
+    r.AddItem("", 0, 0);
     results.push_back({"no_metrics", r});
   }
   {
     // Repetitive values: zstd value blocks.
+    // Built by column, as a ranker does.
     RankResult r;
     const uint32_t model = r.AddKey("model.version", MetricType::kString);
     const uint32_t bucket = r.AddKey("bucket", MetricType::kInt);
     const uint32_t ctr = r.AddKey("ctr", MetricType::kDouble);
-    for (int i = 0; i < 6; ++i) {
-      RankedItem& item = r.items.emplace_back();
-      item.item_id = absl::StrCat("sku-", i);
-      item.score = 0.5;
-      item.position = static_cast<uint32_t>(i + 1);
-      item.metrics = {{model, MetricValue::String("lr-v3-2024-06-01-production")},
-                      {bucket, MetricValue::Int(42)},
-                      {ctr, MetricValue::Double(0.125)}};
-    }
+    for (int i = 0; i < 6; ++i) r.AddItem(absl::StrCat("sku-", i), 0.5, static_cast<uint32_t>(i + 1));
+    const uint32_t version = r.AddStringEntry(model, "lr-v3-2024-06-01-production");
+    std::fill_n(r.MutableCodes(model), r.size(), version);
+    std::fill_n(r.MutableInts(bucket), r.size(), 42);
+    std::fill_n(r.MutableDoubles(ctr), r.size(), 0.125);
     results.push_back({"repetitive", r});
   }
   {
     // Long distinct strings (no dictionary; rankbin-zstd compresses their
     // value blocks) and items that each carry a different subset of keys
     // (one shape per item, parsed lazily by the reader).
-    RankResult r;
+    RowResult r;
     const uint32_t trace = r.AddKey("debug.trace", MetricType::kString);
     const uint32_t a = r.AddKey("a", MetricType::kDouble);
     const uint32_t b = r.AddKey("b", MetricType::kInt);
     const uint32_t c = r.AddKey("c", MetricType::kFloat);
     for (int i = 0; i < 5; ++i) {
-      RankedItem& item = r.items.emplace_back();
-      item.item_id = absl::StrCat("sku-", i);
-      item.position = static_cast<uint32_t>(i + 1);
+      RankedItem& item = r.AddItem(absl::StrCat("sku-", i), 0, static_cast<uint32_t>(i + 1));
       std::string text;
       for (int k = 0; k < 8; ++k) absl::StrAppend(&text, "stage=rank item=", i, " took_us=", k, " ");
       item.metrics.push_back({trace, MetricValue::String(text)});
@@ -194,7 +186,7 @@ std::vector<std::pair<std::string, RankResult>> SeedResults() {
       if (i % 3 == 0) item.metrics.push_back({b, MetricValue::Int(-i)});
       if (i % 2 == 1) item.metrics.push_back({c, MetricValue::Float(0.5f * i)});
     }
-    results.push_back({"traces_sparse", r});
+    results.push_back({"traces_sparse", r.Build()});
   }
   for (uint64_t seed : {1, 2}) {
     std::mt19937_64 rng(seed);
@@ -202,7 +194,7 @@ std::vector<std::pair<std::string, RankResult>> SeedResults() {
     options.max_items = 6;
     options.max_keys = 5;
     RankResult r;
-    while (r.items.empty()) r = test::RandomResult(rng, options);
+    while (r.empty()) r = test::RandomResult(rng, options);
     results.push_back({absl::StrCat("random_", seed), r});
   }
   return results;
