@@ -8,6 +8,8 @@
 #include "codec/protobuf_codec.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/request_validator.h"
+#include "server/request_view.h"
 #include "tests/support/shipped_model_test.h"
 #include "workload/workload.h"
 
@@ -26,6 +28,14 @@ class RankerTest : public ShippedModelTest {
   // Through the production entry point, with logs inline or none.
   RankResult Rank(const rank::v1::RankRequest& request, bool with_logs) const {
     return ranker_->Rank(request, with_logs ? LogDetail::kInline : LogDetail::kNone).result;
+  }
+  // Ranker::Shape of a protobuf request, through the view the server parses.
+  OutputShape Shape(const rank::v1::RankRequest& request) const {
+    std::string storage;
+    RequestView view;
+    const absl::Status parsed = RequestViewOf(request, RequestLimits{}, &storage, &view);
+    EXPECT_TRUE(parsed.ok()) << parsed;
+    return ranker_->Shape(view);
   }
   double Metric(const RankResult& r, size_t item, const std::string& name) {
     const std::optional<MetricRef> v = r.FindMetric(item, name);
@@ -172,7 +182,7 @@ TEST_F(RankerTest, ShapeNamesTheKeysAndBoundsTheValuesAndLogLines) {
   request.set_user_id(std::string(256, 'u'));
   (*request.mutable_context())["query"] = std::string(512, 'q');
   request.mutable_candidates(3)->set_recall_source(std::string(64, 's'));
-  const OutputShape shape = ranker_->Shape(request);
+  const OutputShape shape = Shape(request);
   RankResult r = Rank(request, true);
   ASSERT_EQ(shape.keys.size(), r.key_count());
   bool saw_float = false;

@@ -81,13 +81,13 @@ TEST_F(ServerTest, EveryCodecReturnsTheSameRankedResult) {
 
     absl::StatusOr<RankResult> result = reply->view().Materialize();
     ASSERT_TRUE(result.ok()) << result.status();
-    ASSERT_EQ(result->items.size(), 500u);
-    for (size_t i = 0; i < result->items.size(); ++i) {
-      EXPECT_EQ(result->items[i].position, i + 1);
+    ASSERT_EQ(result->size(), 500u);
+    for (size_t i = 0; i < result->size(); ++i) {
+      EXPECT_EQ(result->position(i), i + 1);
       if (i > 0) {
-        EXPECT_LE(result->items[i].score, result->items[i - 1].score);
+        EXPECT_LE(result->score(i), result->score(i - 1));
       }
-      EXPECT_GT(result->items[i].log.size(), 800u);
+      EXPECT_GT(result->log(i).size(), 800u);
     }
     if (!baseline) {
       baseline = *result;
