@@ -1,5 +1,6 @@
 #include "bench/reference_formats.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <vector>
@@ -15,8 +16,6 @@ namespace {
 
 // Column order of every reference format: doubles, floats, ints, strings.
 constexpr int kColumns = 4;
-constexpr MetricType kColumnType[kColumns] = {MetricType::kDouble, MetricType::kFloat,
-                                              MetricType::kInt, MetricType::kString};
 
 int ColumnOf(MetricType type) {
   switch (type) {
@@ -32,14 +31,17 @@ int ColumnOf(MetricType type) {
   return 3;
 }
 
-// The shared-key analysis every reference encoder does first: item shapes
-// (almost always the previous item's), the string dictionary (almost always
-// the previous value of the key, else a hash lookup), type checks.
+// The shared-key analysis every reference encoder does first, from the
+// result's columns as rankbin's writer does it: item shapes (which keys an
+// item has, from the columns' presence bits; one shape when every item has
+// every key, else almost always the previous item's), and the string
+// dictionary (each column's entry codes mapped to one dictionary of
+// distinct values, a hash lookup per code met, not per value), with each
+// code checked against its column's entries.
 struct Layout {
   struct Shape {
-    std::vector<uint32_t> item_keys;                    // In item order.
-    std::array<std::vector<uint32_t>, kColumns> keys;   // Per column, key indexes.
-    std::array<std::vector<uint32_t>, kColumns> where;  // Index in item.metrics.
+    std::vector<uint32_t> item_keys;                   // Key-table order.
+    std::array<std::vector<uint32_t>, kColumns> keys;  // Per column, key indexes.
   };
   std::vector<Shape> shapes;
   std::vector<uint32_t> item_shape;
@@ -47,58 +49,89 @@ struct Layout {
   std::vector<uint32_t> string_index;  // Every string value, in write order.
 };
 
+uint32_t ShapeOf(const RankResult& r, absl::Span<const uint32_t> keys, uint32_t previous,
+                 Layout* out) {
+  auto same = [&keys](const Layout::Shape& s) {
+    return absl::MakeConstSpan(s.item_keys) == keys;
+  };
+  if (previous != UINT32_MAX && same(out->shapes[previous])) return previous;
+  for (uint32_t s = 0; s < out->shapes.size(); ++s) {
+    if (same(out->shapes[s])) return s;
+  }
+  Layout::Shape shape;
+  shape.item_keys.assign(keys.begin(), keys.end());
+  for (uint32_t k : keys) shape.keys[ColumnOf(r.key(k).type)].push_back(k);
+  out->shapes.push_back(std::move(shape));
+  return static_cast<uint32_t>(out->shapes.size() - 1);
+}
+
+// Every item's shape: each item's keys gathered from the columns'
+// presence words (one step per value), then matched.
+void AssignShapes(const RankResult& r, Layout* out) {
+  const size_t n = r.size();
+  out->item_shape.assign(n, 0);
+  bool dense = true;
+  for (uint32_t k = 0; k < r.key_count(); ++k) dense = dense && r.column(k).present_count() == n;
+  std::vector<uint32_t> start(n + 1, 0), flat;
+  const auto for_each_present = [n](const Column& c, auto visit) {
+    const absl::Span<const uint64_t> words = c.present_words();
+    for (size_t w = 0; w < words.size() && w * 64 < n; ++w) {
+      for (uint64_t bits = words[w]; bits != 0; bits &= bits - 1) {
+        const size_t i = w * 64 + static_cast<size_t>(__builtin_ctzll(bits));
+        if (i < n) visit(i);
+      }
+    }
+  };
+  if (!dense) {
+    for (uint32_t k = 0; k < r.key_count(); ++k) {
+      for_each_present(r.column(k), [&start](size_t i) { ++start[i + 1]; });
+    }
+    for (size_t i = 0; i < n; ++i) start[i + 1] += start[i];
+    flat.resize(start[n]);
+    std::vector<uint32_t> fill(start.begin(), start.end() - 1);
+    for (uint32_t k = 0; k < r.key_count(); ++k) {
+      for_each_present(r.column(k), [&](size_t i) { flat[fill[i]++] = k; });
+    }
+  } else if (n > 0) {
+    flat.resize(r.key_count());
+    for (uint32_t k = 0; k < r.key_count(); ++k) flat[k] = k;
+  }
+  uint32_t previous = UINT32_MAX;
+  for (size_t i = 0; i < n; ++i) {
+    const absl::Span<const uint32_t> keys =
+        dense ? absl::MakeConstSpan(flat)
+              : absl::MakeConstSpan(flat.data() + start[i], start[i + 1] - start[i]);
+    previous = ShapeOf(r, keys, previous, out);
+    out->item_shape[i] = previous;
+  }
+}
+
 absl::Status Analyze(const RankResult& r, Layout* out) {
+  AssignShapes(r, out);
   absl::flat_hash_map<absl::string_view, uint32_t> dict_index;
-  std::vector<uint32_t> last(r.keys.size(), UINT32_MAX);
-  out->item_shape.resize(r.items.size());
-  out->string_index.reserve(r.items.size() * 4);
-  for (size_t i = 0; i < r.items.size(); ++i) {
-    const std::vector<MetricEntry>& m = r.items[i].metrics;
-    uint32_t id = i > 0 ? out->item_shape[i - 1] : UINT32_MAX;
-    bool same = id != UINT32_MAX && out->shapes[id].item_keys.size() == m.size();
-    for (size_t j = 0; same && j < m.size(); ++j) same = out->shapes[id].item_keys[j] == m[j].key;
-    if (!same) {
-      id = UINT32_MAX;
-      for (uint32_t s = 0; s < out->shapes.size() && id == UINT32_MAX; ++s) {
-        const std::vector<uint32_t>& keys = out->shapes[s].item_keys;
-        bool match = keys.size() == m.size();
-        for (size_t j = 0; match && j < m.size(); ++j) match = keys[j] == m[j].key;
-        if (match) id = s;
+  // Per string key, its entry codes' dictionary indexes (UINT32_MAX: not
+  // met yet).
+  std::vector<std::vector<uint32_t>> remap(r.key_count());
+  for (uint32_t k = 0; k < r.key_count(); ++k) {
+    if (r.key(k).type == MetricType::kString) remap[k].assign(r.column(k).entry_count(), UINT32_MAX);
+  }
+  out->string_index.reserve(r.size() * 4);
+  for (size_t i = 0; i < r.size(); ++i) {
+    for (uint32_t k : out->shapes[out->item_shape[i]].keys[3]) {
+      const Column& c = r.column(k);
+      const uint32_t code = c.codes()[i];
+      if (code >= c.entry_count()) {
+        return absl::InvalidArgumentError(absl::StrCat("item ", i, ": metric \"", r.key(k).name,
+                                                       "\" has a string code out of range"));
       }
-      if (id == UINT32_MAX) {
-        Layout::Shape shape;
-        for (uint32_t j = 0; j < m.size(); ++j) {
-          if (m[j].key >= r.keys.size()) {
-            return absl::InvalidArgumentError(absl::StrCat("item ", i, ": key out of range"));
-          }
-          shape.item_keys.push_back(m[j].key);
-          const int c = ColumnOf(r.keys[m[j].key].type);
-          shape.keys[c].push_back(m[j].key);
-          shape.where[c].push_back(j);
-        }
-        id = static_cast<uint32_t>(out->shapes.size());
-        out->shapes.push_back(std::move(shape));
+      uint32_t& d = remap[k][code];
+      if (d == UINT32_MAX) {
+        auto [it, inserted] =
+            dict_index.emplace(c.entry(code), static_cast<uint32_t>(out->dict.size()));
+        if (inserted) out->dict.push_back(c.entry(code));
+        d = it->second;
       }
-    }
-    out->item_shape[i] = id;
-    const Layout::Shape& shape = out->shapes[id];
-    for (int c = 0; c < kColumns; ++c) {
-      for (uint32_t j : shape.where[c]) {
-        if (m[j].value.type() != kColumnType[c]) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "item ", i, ": metric \"", r.keys[m[j].key].name, "\" has the wrong type"));
-        }
-      }
-    }
-    for (uint32_t j : shape.where[3]) {
-      const absl::string_view v = m[j].value.string_value();
-      uint32_t& prev = last[m[j].key];
-      if (prev == UINT32_MAX || out->dict[prev] != v) {
-        auto [it, inserted] = dict_index.emplace(v, static_cast<uint32_t>(out->dict.size()));
-        if (inserted) out->dict.push_back(v);
-        prev = it->second;
-      }
-      out->string_index.push_back(prev);
+      out->string_index.push_back(d);
     }
   }
   return absl::OkStatus();
@@ -108,28 +141,37 @@ absl::Status Corrupt(absl::string_view format, absl::string_view what) {
   return absl::DataLossError(absl::StrCat(format, ": ", what));
 }
 
-// Appends one column of an item to the model, checking the indexes.
-template <typename Values, typename Make>
-absl::Status ReadColumn(const char* format, const Values& values, const uint32_t* keys,
-                        size_t key_count, size_t model_keys, RankedItem* item, Make make) {
-  if (static_cast<size_t>(values.size()) != key_count) return Corrupt(format, "column size");
-  for (size_t j = 0; j < key_count; ++j) {
-    if (keys[j] >= model_keys) return Corrupt(format, "key index");
-    absl::StatusOr<MetricValue> v = make(values[j]);
-    if (!v.ok()) return v.status();
-    item->metrics.push_back(MetricEntry{keys[j], *std::move(v)});
-  }
-  return absl::OkStatus();
-}
-
-// Receivers of an item's values: into the model, or only touched.
+// Receivers of an item's values: into the model (item `item` of `r`), or
+// only touched. The model sink refuses a key out of range or of another
+// type than the column it came in; a dictionary string becomes one entry
+// of its key's column, shared by the items that use it (`codes`: per key,
+// dictionary index -> entry code).
 struct ModelSink {
-  RankedItem* item;
-  void Double(uint32_t key, double v) { item->metrics.push_back({key, MetricValue::Double(v)}); }
-  void Float(uint32_t key, float v) { item->metrics.push_back({key, MetricValue::Float(v)}); }
-  void Int(uint32_t key, int64_t v) { item->metrics.push_back({key, MetricValue::Int(v)}); }
-  void String(uint32_t key, absl::string_view v) {
-    item->metrics.push_back({key, MetricValue::String(v)});
+  RankResult* r;
+  std::vector<std::vector<uint32_t>>* codes;
+  size_t dict_size;
+  size_t item = 0;
+  bool ok = true;
+
+  bool Check(uint32_t key, MetricType type) {
+    ok = ok && key < r->key_count() && r->key(key).type == type;
+    return ok;
+  }
+  void Double(uint32_t key, double v) {
+    if (Check(key, MetricType::kDouble)) r->SetDouble(item, key, v);
+  }
+  void Float(uint32_t key, float v) {
+    if (Check(key, MetricType::kFloat)) r->SetFloat(item, key, v);
+  }
+  void Int(uint32_t key, int64_t v) {
+    if (Check(key, MetricType::kInt)) r->SetInt(item, key, v);
+  }
+  void String(uint32_t key, uint32_t d, absl::string_view v) {
+    if (!Check(key, MetricType::kString)) return;
+    std::vector<uint32_t>& key_codes = (*codes)[key];
+    if (key_codes.empty()) key_codes.assign(dict_size, UINT32_MAX);
+    if (key_codes[d] == UINT32_MAX) key_codes[d] = r->AddStringEntry(key, v);
+    r->SetStringCode(item, key, key_codes[d]);
   }
 };
 struct TouchSink {
@@ -137,7 +179,17 @@ struct TouchSink {
   void Double(uint32_t, double v) { touched->Number(v); }
   void Float(uint32_t, float v) { touched->Number(v); }
   void Int(uint32_t, int64_t v) { touched->Integer(v); }
-  void String(uint32_t, absl::string_view v) { touched->Text(v); }
+  void String(uint32_t, uint32_t, absl::string_view v) { touched->Text(v); }
+};
+
+// The model sink of a result whose keys are read: codes sized per key.
+struct ModelDecoder {
+  RankResult result;
+  std::vector<std::vector<uint32_t>> codes;
+  ModelSink Sink(size_t dict_size) {
+    codes.resize(result.key_count());
+    return ModelSink{&result, &codes, dict_size};
+  }
 };
 
 }  // namespace
@@ -148,7 +200,7 @@ absl::Status BuildTunedProto(const RankResult& r, tuned::Result* out) {
   Layout layout;
   if (absl::Status s = Analyze(r, &layout); !s.ok()) return s;
   out->Clear();
-  for (const MetricKey& key : r.keys) {
+  for (const MetricKey& key : r.keys()) {
     tuned::Key* k = out->add_keys();
     k->set_name(key.name);
     k->set_type(static_cast<uint32_t>(key.type));
@@ -161,80 +213,89 @@ absl::Status BuildTunedProto(const RankResult& r, tuned::Result* out) {
     s->mutable_string_keys()->Add(shape.keys[3].begin(), shape.keys[3].end());
   }
   for (absl::string_view d : layout.dict) out->add_string_dict(std::string(d));
-  out->mutable_items()->Reserve(static_cast<int>(r.items.size()));
+  out->mutable_items()->Reserve(static_cast<int>(r.size()));
   const uint32_t* str = layout.string_index.data();
-  for (size_t i = 0; i < r.items.size(); ++i) {
-    const RankedItem& item = r.items[i];
+  for (size_t i = 0; i < r.size(); ++i) {
     const Layout::Shape& shape = layout.shapes[layout.item_shape[i]];
     tuned::Item* p = out->add_items();
-    p->set_item_id(item.item_id);
-    p->set_score(item.score);
-    p->set_position(item.position);
+    p->mutable_item_id()->assign(r.id(i).data(), r.id(i).size());
+    p->set_score(r.score(i));
+    p->set_position(r.position(i));
     p->set_shape(layout.item_shape[i]);
     auto* doubles = p->mutable_doubles();
-    doubles->Reserve(static_cast<int>(shape.where[0].size()));
-    for (uint32_t j : shape.where[0])
-      doubles->AddAlreadyReserved(item.metrics[j].value.double_value());
+    doubles->Reserve(static_cast<int>(shape.keys[0].size()));
+    for (uint32_t k : shape.keys[0]) doubles->AddAlreadyReserved(r.column(k).doubles()[i]);
     auto* floats = p->mutable_floats();
-    floats->Reserve(static_cast<int>(shape.where[1].size()));
-    for (uint32_t j : shape.where[1])
-      floats->AddAlreadyReserved(item.metrics[j].value.float_value());
+    floats->Reserve(static_cast<int>(shape.keys[1].size()));
+    for (uint32_t k : shape.keys[1]) floats->AddAlreadyReserved(r.column(k).floats()[i]);
     auto* ints = p->mutable_ints();
-    ints->Reserve(static_cast<int>(shape.where[2].size()));
-    for (uint32_t j : shape.where[2]) ints->AddAlreadyReserved(item.metrics[j].value.int_value());
+    ints->Reserve(static_cast<int>(shape.keys[2].size()));
+    for (uint32_t k : shape.keys[2]) ints->AddAlreadyReserved(r.column(k).ints()[i]);
     auto* strings = p->mutable_strings();
-    strings->Reserve(static_cast<int>(shape.where[3].size()));
-    for (size_t j = 0; j < shape.where[3].size(); ++j) strings->AddAlreadyReserved(*str++);
-    if (!item.log.empty()) p->set_log(item.log);
+    strings->Reserve(static_cast<int>(shape.keys[3].size()));
+    for (size_t j = 0; j < shape.keys[3].size(); ++j) strings->AddAlreadyReserved(*str++);
+    if (const absl::string_view log = r.log(i); !log.empty()) {
+      p->mutable_log()->assign(log.data(), log.size());
+    }
   }
   return absl::OkStatus();
 }
 
+namespace {
+// Calls emit(key, value) for one column of an item; false if the column
+// and its keys in the shape differ in size.
+template <typename Values, typename Emit>
+bool ReadColumn(const Values& values, const uint32_t* keys, size_t key_count, Emit emit) {
+  if (static_cast<size_t>(values.size()) != key_count) return false;
+  for (size_t j = 0; j < key_count; ++j) emit(keys[j], values[j]);
+  return true;
+}
+
+absl::Status TunedItem(const tuned::Result& m, const tuned::Item& p, ModelSink& sink) {
+  constexpr char kFormat[] = "tuned-protobuf";
+  if (p.shape() >= static_cast<uint32_t>(m.shapes_size())) return Corrupt(kFormat, "shape");
+  const tuned::Shape& s = m.shapes(static_cast<int>(p.shape()));
+  bool dict_ok = true;
+  const bool sizes_ok =
+      ReadColumn(p.doubles(), s.double_keys().data(), s.double_keys_size(),
+                 [&](uint32_t k, double v) { sink.Double(k, v); }) &&
+      ReadColumn(p.floats(), s.float_keys().data(), s.float_keys_size(),
+                 [&](uint32_t k, float v) { sink.Float(k, v); }) &&
+      ReadColumn(p.ints(), s.int_keys().data(), s.int_keys_size(),
+                 [&](uint32_t k, int64_t v) { sink.Int(k, v); }) &&
+      ReadColumn(p.strings(), s.string_keys().data(), s.string_keys_size(),
+                 [&](uint32_t k, uint32_t d) {
+                   if (d >= static_cast<uint32_t>(m.string_dict_size())) {
+                     dict_ok = false;
+                     return;
+                   }
+                   sink.String(k, d, m.string_dict(static_cast<int>(d)));
+                 });
+  if (!sizes_ok) return Corrupt(kFormat, "column size");
+  if (!dict_ok) return Corrupt(kFormat, "dictionary index");
+  if (!sink.ok) return Corrupt(kFormat, "key index or type");
+  return absl::OkStatus();
+}
+}  // namespace
+
 absl::StatusOr<RankResult> TunedProtoToModel(const tuned::Result& m) {
   constexpr char kFormat[] = "tuned-protobuf";
-  RankResult r;
-  r.keys.reserve(m.keys_size());
+  ModelDecoder decoder;
+  RankResult& r = decoder.result;
   for (const tuned::Key& k : m.keys()) {
     std::optional<MetricType> type = MetricTypeFromNumber(static_cast<int>(k.type()));
     if (!type) return Corrupt(kFormat, "key type");
-    r.keys.push_back(MetricKey{k.name(), *type});
+    r.AddKey(k.name(), *type);
   }
-  const size_t nkeys = r.keys.size();
-  r.items.resize(m.items_size());
+  r.Reserve(static_cast<size_t>(m.items_size()));
+  ModelSink sink = decoder.Sink(static_cast<size_t>(m.string_dict_size()));
   for (int i = 0; i < m.items_size(); ++i) {
     const tuned::Item& p = m.items(i);
-    RankedItem& item = r.items[i];
-    item.item_id = p.item_id();
-    item.score = p.score();
-    item.position = p.position();
-    if (p.shape() >= static_cast<uint32_t>(m.shapes_size())) return Corrupt(kFormat, "shape");
-    const tuned::Shape& s = m.shapes(static_cast<int>(p.shape()));
-    item.metrics.reserve(s.double_keys_size() + s.float_keys_size() + s.int_keys_size() +
-                         s.string_keys_size());
-    absl::Status st =
-        ReadColumn(kFormat, p.doubles(), s.double_keys().data(), s.double_keys_size(), nkeys, &item,
-                   [](double v) -> absl::StatusOr<MetricValue> { return MetricValue::Double(v); });
-    if (st.ok()) {
-      st = ReadColumn(kFormat, p.floats(), s.float_keys().data(), s.float_keys_size(), nkeys, &item,
-                      [](float v) -> absl::StatusOr<MetricValue> { return MetricValue::Float(v); });
-    }
-    if (st.ok()) {
-      st = ReadColumn(kFormat, p.ints(), s.int_keys().data(), s.int_keys_size(), nkeys, &item,
-                      [](int64_t v) -> absl::StatusOr<MetricValue> { return MetricValue::Int(v); });
-    }
-    if (st.ok()) {
-      st = ReadColumn(kFormat, p.strings(), s.string_keys().data(), s.string_keys_size(), nkeys,
-                      &item, [&](uint32_t d) -> absl::StatusOr<MetricValue> {
-                        if (d >= static_cast<uint32_t>(m.string_dict_size())) {
-                          return Corrupt(kFormat, "dictionary index");
-                        }
-                        return MetricValue::String(m.string_dict(static_cast<int>(d)));
-                      });
-    }
-    if (!st.ok()) return st;
-    item.log = p.log();
+    sink.item = r.AddItem(p.item_id(), p.score(), p.position());
+    if (absl::Status s = TunedItem(m, p, sink); !s.ok()) return s;
+    if (!p.log().empty()) r.SetLog(sink.item, p.log());
   }
-  return r;
+  return std::move(decoder.result);
 }
 
 // FlatBuffers ---------------------------------------------------------------
@@ -264,7 +325,7 @@ absl::StatusOr<const fb::Result*> FbRoot(absl::string_view bytes) {
 }
 
 template <typename Sink>
-absl::Status FbItem(const fb::Result* root, const fb::Item* p, size_t nkeys, Sink sink) {
+absl::Status FbItem(const fb::Result* root, const fb::Item* p, size_t nkeys, Sink& sink) {
   const auto* shapes = root->shapes();
   if (shapes == nullptr || p->shape() >= shapes->size()) return Corrupt(kFb, "shape");
   const fb::Shape* s = shapes->Get(p->shape());
@@ -302,7 +363,7 @@ absl::Status FbItem(const fb::Result* root, const fb::Item* p, size_t nkeys, Sin
       const uint32_t d = p->strings()->Get(j);
       if (dict == nullptr || d >= dict->size()) return Corrupt(kFb, "dictionary index");
       const flatbuffers::String* text = dict->Get(d);
-      sink.String(s->string_keys()->Get(j), absl::string_view(text->data(), text->size()));
+      sink.String(s->string_keys()->Get(j), d, absl::string_view(text->data(), text->size()));
     }
   }
   return absl::OkStatus();
@@ -310,6 +371,38 @@ absl::Status FbItem(const fb::Result* root, const fb::Item* p, size_t nkeys, Sin
 
 absl::string_view FbText(const flatbuffers::String* s) {
   return s == nullptr ? absl::string_view() : absl::string_view(s->data(), s->size());
+}
+
+// Item i of `r` (shape `shape`, its string indexes at `str`), written as
+// FlatBuffers builds: its fields back to front.
+flatbuffers::Offset<fb::Item> FbWriteItem(flatbuffers::FlatBufferBuilder& b, const RankResult& r,
+                                          size_t i, const Layout::Shape& shape,
+                                          uint32_t shape_id, const uint32_t* str) {
+  const absl::string_view text = r.log(i);
+  auto log = text.empty() ? flatbuffers::Offset<flatbuffers::String>()
+                          : b.CreateString(text.data(), text.size());
+  uint32_t* sp;
+  auto strings = FbColumn<uint32_t>(b, shape.keys[3].size(), &sp);
+  for (size_t j = 0; j < shape.keys[3].size(); ++j) Store(sp + j, str[j]);
+  int64_t* ip;
+  auto ints = FbColumn<int64_t>(b, shape.keys[2].size(), &ip);
+  for (size_t j = 0; j < shape.keys[2].size(); ++j) {
+    Store(ip + j, r.column(shape.keys[2][j]).ints()[i]);
+  }
+  float* fp;
+  auto floats = FbColumn<float>(b, shape.keys[1].size(), &fp);
+  for (size_t j = 0; j < shape.keys[1].size(); ++j) {
+    Store(fp + j, r.column(shape.keys[1][j]).floats()[i]);
+  }
+  double* dp;
+  auto doubles = FbColumn<double>(b, shape.keys[0].size(), &dp);
+  for (size_t j = 0; j < shape.keys[0].size(); ++j) {
+    Store(dp + j, r.column(shape.keys[0][j]).doubles()[i]);
+  }
+  const absl::string_view item_id = r.id(i);
+  auto id = b.CreateString(item_id.data(), item_id.size());
+  return fb::CreateItem(b, id, r.score(i), r.position(i), shape_id, doubles, floats, ints,
+                        strings, log);
 }
 }  // namespace
 
@@ -319,8 +412,8 @@ absl::StatusOr<flatbuffers::DetachedBuffer> EncodeFlatbuffers(const RankResult& 
   if (absl::Status s = Analyze(r, &layout); !s.ok()) return s;
   flatbuffers::FlatBufferBuilder b(initial_size);
   std::vector<flatbuffers::Offset<fb::Key>> keys;
-  keys.reserve(r.keys.size());
-  for (const MetricKey& key : r.keys) {
+  keys.reserve(r.key_count());
+  for (const MetricKey& key : r.keys()) {
     keys.push_back(fb::CreateKey(b, b.CreateString(key.name.data(), key.name.size()),
                                  static_cast<uint8_t>(key.type)));
   }
@@ -331,37 +424,14 @@ absl::StatusOr<flatbuffers::DetachedBuffer> EncodeFlatbuffers(const RankResult& 
   }
   std::vector<flatbuffers::Offset<flatbuffers::String>> dict;
   for (absl::string_view d : layout.dict) dict.push_back(b.CreateString(d.data(), d.size()));
-  std::vector<flatbuffers::Offset<fb::Item>> items(r.items.size());
+  std::vector<flatbuffers::Offset<fb::Item>> items(r.size());
   // FlatBuffers builds back to front; items are written last to first so
   // the string-index cursor runs backwards too.
   size_t str = layout.string_index.size();
-  for (size_t i = r.items.size(); i-- > 0;) {
-    const RankedItem& item = r.items[i];
+  for (size_t i = r.size(); i-- > 0;) {
     const Layout::Shape& shape = layout.shapes[layout.item_shape[i]];
-    auto log = item.log.empty() ? flatbuffers::Offset<flatbuffers::String>()
-                                : b.CreateString(item.log.data(), item.log.size());
-    uint32_t* sp;
-    auto strings = FbColumn<uint32_t>(b, shape.where[3].size(), &sp);
-    str -= shape.where[3].size();
-    for (size_t j = 0; j < shape.where[3].size(); ++j) Store(sp + j, layout.string_index[str + j]);
-    int64_t* ip;
-    auto ints = FbColumn<int64_t>(b, shape.where[2].size(), &ip);
-    for (size_t j = 0; j < shape.where[2].size(); ++j) {
-      Store(ip + j, item.metrics[shape.where[2][j]].value.int_value());
-    }
-    float* fp;
-    auto floats = FbColumn<float>(b, shape.where[1].size(), &fp);
-    for (size_t j = 0; j < shape.where[1].size(); ++j) {
-      Store(fp + j, item.metrics[shape.where[1][j]].value.float_value());
-    }
-    double* dp;
-    auto doubles = FbColumn<double>(b, shape.where[0].size(), &dp);
-    for (size_t j = 0; j < shape.where[0].size(); ++j) {
-      Store(dp + j, item.metrics[shape.where[0][j]].value.double_value());
-    }
-    auto id = b.CreateString(item.item_id.data(), item.item_id.size());
-    items[i] = fb::CreateItem(b, id, item.score, item.position, layout.item_shape[i], doubles,
-                              floats, ints, strings, log);
+    str -= shape.keys[3].size();
+    items[i] = FbWriteItem(b, r, i, shape, layout.item_shape[i], layout.string_index.data() + str);
   }
   auto root = fb::CreateResult(b, b.CreateVector(keys), b.CreateVector(shapes),
                                b.CreateVector(dict), b.CreateVector(items));
@@ -374,30 +444,28 @@ bool VerifyFlatbuffers(absl::string_view bytes) { return FbRoot(bytes).ok(); }
 absl::StatusOr<RankResult> DecodeFlatbuffers(absl::string_view bytes) {
   absl::StatusOr<const fb::Result*> root = FbRoot(bytes);
   if (!root.ok()) return root.status();
-  RankResult r;
+  ModelDecoder decoder;
+  RankResult& r = decoder.result;
   if (const auto* keys = (*root)->keys()) {
-    r.keys.reserve(keys->size());
     for (const fb::Key* k : *keys) {
       std::optional<MetricType> type = MetricTypeFromNumber(k->type());
       if (!type) return Corrupt(kFb, "key type");
-      r.keys.push_back(MetricKey{std::string(FbText(k->name())), *type});
+      r.AddKey(std::string(FbText(k->name())), *type);
     }
   }
   const auto* items = (*root)->items();
-  if (items == nullptr) return r;
-  r.items.resize(items->size());
+  if (items == nullptr) return std::move(decoder.result);
+  const auto* dict = (*root)->string_dict();
+  ModelSink sink = decoder.Sink(dict == nullptr ? 0 : dict->size());
+  r.Reserve(items->size());
   for (size_t i = 0; i < items->size(); ++i) {
     const fb::Item* p = items->Get(i);
-    RankedItem& item = r.items[i];
-    item.item_id = std::string(FbText(p->item_id()));
-    item.score = p->score();
-    item.position = p->position();
-    item.metrics.reserve(r.keys.size());
-    absl::Status s = FbItem(*root, p, r.keys.size(), ModelSink{&item});
-    if (!s.ok()) return s;
-    item.log = std::string(FbText(p->log()));
+    sink.item = r.AddItem(FbText(p->item_id()), p->score(), p->position());
+    if (absl::Status s = FbItem(*root, p, r.key_count(), sink); !s.ok()) return s;
+    if (!sink.ok) return Corrupt(kFb, "key type does not match its column");
+    if (const absl::string_view log = FbText(p->log()); !log.empty()) r.SetLog(sink.item, log);
   }
-  return r;
+  return std::move(decoder.result);
 }
 
 absl::Status TopNFlatbuffers(absl::string_view bytes, size_t n, Touched* touched) {
@@ -406,12 +474,13 @@ absl::Status TopNFlatbuffers(absl::string_view bytes, size_t n, Touched* touched
   const auto* items = (*root)->items();
   const size_t nkeys = (*root)->keys() ? (*root)->keys()->size() : 0;
   const size_t count = items == nullptr ? 0 : std::min<size_t>(n, items->size());
+  TouchSink sink{touched};
   for (size_t i = 0; i < count; ++i) {
     const fb::Item* p = items->Get(i);
     touched->Text(FbText(p->item_id()));
     touched->Number(p->score());
     touched->Integer(p->position());
-    absl::Status s = FbItem(*root, p, nkeys, TouchSink{touched});
+    absl::Status s = FbItem(*root, p, nkeys, sink);
     if (!s.ok()) return s;
     touched->Text(FbText(p->log()));
   }
@@ -441,7 +510,7 @@ capnp::ReaderOptions CpOptions() {
 }
 
 template <typename Sink>
-absl::Status CpItem(cp::Result::Reader root, cp::Item::Reader p, size_t nkeys, Sink sink) {
+absl::Status CpItem(cp::Result::Reader root, cp::Item::Reader p, size_t nkeys, Sink& sink) {
   auto shapes = root.getShapes();
   if (p.getShape() >= shapes.size()) return Corrupt(kCp, "shape");
   auto s = shapes[p.getShape()];
@@ -466,9 +535,36 @@ absl::Status CpItem(cp::Result::Reader root, cp::Item::Reader p, size_t nkeys, S
   for (uint32_t j = 0; j < iv.size(); ++j) sink.Int(ik[j], iv[j]);
   for (uint32_t j = 0; j < sv.size(); ++j) {
     if (sv[j] >= dict.size()) return Corrupt(kCp, "dictionary index");
-    sink.String(sk[j], CpText(dict[sv[j]]));
+    sink.String(sk[j], sv[j], CpText(dict[sv[j]]));
   }
   return absl::OkStatus();
+}
+
+// Item i of `r` (shape `shape`, its string indexes at `str`) into `p`.
+void CpWriteItem(const RankResult& r, size_t i, const Layout::Shape& shape, uint32_t shape_id,
+                 const uint32_t* str, cp::Item::Builder p) {
+  const absl::string_view id = r.id(i);
+  SetText(p.initItemId(static_cast<unsigned>(id.size())), id);
+  p.setScore(r.score(i));
+  p.setPosition(r.position(i));
+  p.setShape(shape_id);
+  auto doubles = p.initDoubles(static_cast<unsigned>(shape.keys[0].size()));
+  for (unsigned j = 0; j < shape.keys[0].size(); ++j) {
+    doubles.set(j, r.column(shape.keys[0][j]).doubles()[i]);
+  }
+  auto floats = p.initFloats(static_cast<unsigned>(shape.keys[1].size()));
+  for (unsigned j = 0; j < shape.keys[1].size(); ++j) {
+    floats.set(j, r.column(shape.keys[1][j]).floats()[i]);
+  }
+  auto ints = p.initInts(static_cast<unsigned>(shape.keys[2].size()));
+  for (unsigned j = 0; j < shape.keys[2].size(); ++j) {
+    ints.set(j, r.column(shape.keys[2][j]).ints()[i]);
+  }
+  auto strings = p.initStrings(static_cast<unsigned>(shape.keys[3].size()));
+  for (unsigned j = 0; j < shape.keys[3].size(); ++j) strings.set(j, str[j]);
+  if (const absl::string_view log = r.log(i); !log.empty()) {
+    SetText(p.initLog(static_cast<unsigned>(log.size())), log);
+  }
 }
 }  // namespace
 
@@ -478,10 +574,10 @@ absl::StatusOr<std::unique_ptr<capnp::MallocMessageBuilder>> EncodeCapnp(
   if (absl::Status s = Analyze(r, &layout); !s.ok()) return s;
   auto message = std::make_unique<capnp::MallocMessageBuilder>(first_segment_words);
   cp::Result::Builder root = message->initRoot<cp::Result>();
-  auto keys = root.initKeys(static_cast<unsigned>(r.keys.size()));
-  for (unsigned k = 0; k < r.keys.size(); ++k) {
-    SetText(keys[k].initName(static_cast<unsigned>(r.keys[k].name.size())), r.keys[k].name);
-    keys[k].setType(static_cast<uint8_t>(r.keys[k].type));
+  auto keys = root.initKeys(static_cast<unsigned>(r.key_count()));
+  for (unsigned k = 0; k < r.key_count(); ++k) {
+    SetText(keys[k].initName(static_cast<unsigned>(r.key(k).name.size())), r.key(k).name);
+    keys[k].setType(static_cast<uint8_t>(r.key(k).type));
   }
   auto shapes = root.initShapes(static_cast<unsigned>(layout.shapes.size()));
   for (unsigned s = 0; s < layout.shapes.size(); ++s) {
@@ -495,33 +591,12 @@ absl::StatusOr<std::unique_ptr<capnp::MallocMessageBuilder>> EncodeCapnp(
   for (unsigned d = 0; d < layout.dict.size(); ++d) {
     SetText(dict.init(d, static_cast<unsigned>(layout.dict[d].size())), layout.dict[d]);
   }
-  auto items = root.initItems(static_cast<unsigned>(r.items.size()));
+  auto items = root.initItems(static_cast<unsigned>(r.size()));
   const uint32_t* str = layout.string_index.data();
-  for (unsigned i = 0; i < r.items.size(); ++i) {
-    const RankedItem& item = r.items[i];
+  for (unsigned i = 0; i < r.size(); ++i) {
     const Layout::Shape& shape = layout.shapes[layout.item_shape[i]];
-    cp::Item::Builder p = items[i];
-    SetText(p.initItemId(static_cast<unsigned>(item.item_id.size())), item.item_id);
-    p.setScore(item.score);
-    p.setPosition(item.position);
-    p.setShape(layout.item_shape[i]);
-    auto doubles = p.initDoubles(static_cast<unsigned>(shape.where[0].size()));
-    for (unsigned j = 0; j < shape.where[0].size(); ++j) {
-      doubles.set(j, item.metrics[shape.where[0][j]].value.double_value());
-    }
-    auto floats = p.initFloats(static_cast<unsigned>(shape.where[1].size()));
-    for (unsigned j = 0; j < shape.where[1].size(); ++j) {
-      floats.set(j, item.metrics[shape.where[1][j]].value.float_value());
-    }
-    auto ints = p.initInts(static_cast<unsigned>(shape.where[2].size()));
-    for (unsigned j = 0; j < shape.where[2].size(); ++j) {
-      ints.set(j, item.metrics[shape.where[2][j]].value.int_value());
-    }
-    auto strings = p.initStrings(static_cast<unsigned>(shape.where[3].size()));
-    for (unsigned j = 0; j < shape.where[3].size(); ++j) strings.set(j, *str++);
-    if (!item.log.empty()) {
-      SetText(p.initLog(static_cast<unsigned>(item.log.size())), item.log);
-    }
+    CpWriteItem(r, i, shape, layout.item_shape[i], str, items[i]);
+    str += shape.keys[3].size();
   }
   return message;
 }
@@ -530,28 +605,24 @@ namespace {
 absl::StatusOr<RankResult> DecodeCapnpOrThrow(kj::ArrayPtr<const capnp::word> words) {
   capnp::FlatArrayMessageReader reader(words, CpOptions());
   cp::Result::Reader root = reader.getRoot<cp::Result>();
-  RankResult r;
-  auto keys = root.getKeys();
-  r.keys.reserve(keys.size());
-  for (cp::Key::Reader k : keys) {
+  ModelDecoder decoder;
+  RankResult& r = decoder.result;
+  for (cp::Key::Reader k : root.getKeys()) {
     std::optional<MetricType> type = MetricTypeFromNumber(k.getType());
     if (!type) return Corrupt(kCp, "key type");
-    r.keys.push_back(MetricKey{std::string(CpText(k.getName())), *type});
+    r.AddKey(std::string(CpText(k.getName())), *type);
   }
   auto items = root.getItems();
-  r.items.resize(items.size());
+  ModelSink sink = decoder.Sink(root.getStringDict().size());
+  r.Reserve(items.size());
   for (unsigned i = 0; i < items.size(); ++i) {
     cp::Item::Reader p = items[i];
-    RankedItem& item = r.items[i];
-    item.item_id = std::string(CpText(p.getItemId()));
-    item.score = p.getScore();
-    item.position = p.getPosition();
-    item.metrics.reserve(r.keys.size());
-    absl::Status s = CpItem(root, p, r.keys.size(), ModelSink{&item});
-    if (!s.ok()) return s;
-    item.log = std::string(CpText(p.getLog()));
+    sink.item = r.AddItem(CpText(p.getItemId()), p.getScore(), p.getPosition());
+    if (absl::Status s = CpItem(root, p, r.key_count(), sink); !s.ok()) return s;
+    if (!sink.ok) return Corrupt(kCp, "key type does not match its column");
+    if (const absl::string_view log = CpText(p.getLog()); !log.empty()) r.SetLog(sink.item, log);
   }
-  return r;
+  return std::move(decoder.result);
 }
 
 absl::Status TopNCapnpOrThrow(kj::ArrayPtr<const capnp::word> words, size_t n, Touched* touched) {
@@ -560,12 +631,13 @@ absl::Status TopNCapnpOrThrow(kj::ArrayPtr<const capnp::word> words, size_t n, T
   auto items = root.getItems();
   const size_t nkeys = root.getKeys().size();
   const unsigned count = static_cast<unsigned>(std::min<size_t>(n, items.size()));
+  TouchSink sink{touched};
   for (unsigned i = 0; i < count; ++i) {
     cp::Item::Reader p = items[i];
     touched->Text(CpText(p.getItemId()));
     touched->Number(p.getScore());
     touched->Integer(p.getPosition());
-    absl::Status s = CpItem(root, p, nkeys, TouchSink{touched});
+    absl::Status s = CpItem(root, p, nkeys, sink);
     if (!s.ok()) return s;
     touched->Text(CpText(p.getLog()));
   }

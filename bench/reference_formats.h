@@ -7,10 +7,13 @@
 // schema choices.
 //
 // Each encoder starts from the RankResult model and does the analysis a
-// server would (shapes, dictionary, type checks) before writing. Each
-// decoder reads back into the model and checks every index it follows;
-// FlatBuffers payloads are verified first, since a server's response is
-// untrusted input to its client.
+// server would (shapes from the columns' presence, the dictionary from the
+// string columns' entry codes, code checks) before writing, reading values
+// from the columns. Each decoder reads back into the model's columns (a
+// dictionary string becomes one entry its items share, as rankbin's reader
+// does) and checks every index it follows and every key's type against the
+// column it comes in; FlatBuffers payloads are verified first, since a
+// server's response is untrusted input to its client.
 //
 // Thread safety: plain functions; no shared state.
 #ifndef RANKWIRE_BENCH_REFERENCE_FORMATS_H_
@@ -52,8 +55,7 @@ struct Touched {
 
 // Tuned protobuf ------------------------------------------------------------
 
-// InvalidArgument if a value's type is not its key's or a key index is out
-// of range.
+// InvalidArgument if a string code is past its column's entries.
 absl::Status BuildTunedProto(const RankResult& result, tuned::Result* out);
 absl::StatusOr<RankResult> TunedProtoToModel(const tuned::Result& message);
 
