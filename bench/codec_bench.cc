@@ -130,7 +130,7 @@ struct Entry {
 
 void AddCodecRows(const Payload& p, std::vector<Entry>* out) {
   const std::string& variant = p.variant;
-  const size_t n = p.result.items.size();
+  const size_t n = p.result.size();
   for (const auto& [codec, buffer] : p.encoded) {
     const std::string name(codec->name());
     const absl::string_view bytes = buffer.view();
@@ -213,7 +213,7 @@ void AddCodecRows(const Payload& p, std::vector<Entry>* out) {
 // denominators).
 void AddProtobufRows(const Payload& p, std::vector<Entry>* out) {
   const std::string& variant = p.variant;
-  const size_t n = p.result.items.size();
+  const size_t n = p.result.size();
   // The baseline message, already built: serialize only.
   out->push_back(
       {absl::StrCat("BM_Serialize/protobuf/", variant), [&p, n](benchmark::State& state) {
@@ -244,12 +244,44 @@ void AddProtobufRows(const Payload& p, std::vector<Entry>* out) {
                   }});
 }
 
+// Where a gather floor reads one item's metric values from: each key's
+// column array, its slot width (a string's is its 4-byte code), and the
+// column, for its presence bits.
+struct GatherColumn {
+  const char* data;
+  size_t width;
+  const Column* column;
+};
+
+std::vector<GatherColumn> GatherColumns(const RankResult& r) {
+  std::vector<GatherColumn> out;
+  for (uint32_t k = 0; k < r.key_count(); ++k) {
+    const Column& c = r.column(k);
+    switch (c.type()) {
+      case MetricType::kDouble:
+        out.push_back({reinterpret_cast<const char*>(c.doubles()), 8, &c});
+        break;
+      case MetricType::kFloat:
+        out.push_back({reinterpret_cast<const char*>(c.floats()), 4, &c});
+        break;
+      case MetricType::kInt:
+        out.push_back({reinterpret_cast<const char*>(c.ints()), 8, &c});
+        break;
+      case MetricType::kString:
+        out.push_back({reinterpret_cast<const char*>(c.codes()), 4, &c});
+        break;
+    }
+  }
+  return out;
+}
+
 // Floors of any decoder and encoder of this model.
 void AddModelFloorRows(const Payload& p, std::vector<Entry>* out) {
   const std::string& variant = p.variant;
-  const size_t n = p.result.items.size();
-  // Floor of any full decode into the model: copying it (the same strings,
-  // vectors and values allocated and filled) with no decoding at all.
+  const size_t n = p.result.size();
+  // Floor of any full decode into the model: copying it (the same columns,
+  // ids, entries and logs allocated and filled: O(keys) blocks) with no
+  // decoding at all.
   out->push_back({absl::StrCat("BM_ModelCopy/model/", variant), [&p, n](benchmark::State& state) {
                     for (auto _ : state) {
                       RankResult copy = p.result;
@@ -257,36 +289,46 @@ void AddModelFloorRows(const Payload& p, std::vector<Entry>* out) {
                     }
                     Report(state, 0, n);
                   }});
-  // Floor of any encoder of this model: read what it must read (every
-  // metric value's 8 payload bytes and every log from its own string) and
-  // write it out contiguously, with no format at all. Unlike BM_Memcpy, the
-  // source is the model's 1,000-odd separate allocations, as an encoder's is.
+  // Floor of any encoder of this model that writes item by item (as every
+  // codec here does): read what it must read (each item's id, score, every
+  // value it has from its key's column, a string as its code, and its log)
+  // and write it out contiguously, with no format at all. Unlike BM_Memcpy,
+  // the sources are the model's separate columns, visited item-major, as an
+  // encoder's are.
   out->push_back({absl::StrCat("BM_GatherFloor/model/", variant), [&p](benchmark::State& state) {
-                    size_t total = 0;
-                    for (const RankedItem& item : p.result.items) {
-                      total += item.metrics.size() * 8 + item.log.size() + item.item_id.size() + 8;
-                    }
+                    const RankResult& r = p.result;
+                    const std::vector<GatherColumn> columns = GatherColumns(r);
+                    size_t total = r.id_bytes().size() + 8 * r.size() + r.log_bytes();
+                    for (const GatherColumn& c : columns) total += c.width * c.column->present_count();
                     std::unique_ptr<char[]> dst(new char[total]);
                     std::memset(dst.get(), 0, total);
                     for (auto _ : state) {
                       char* o = dst.get();
-                      for (const RankedItem& item : p.result.items) {
-                        std::memcpy(o, item.item_id.data(), item.item_id.size());
-                        o += item.item_id.size();
-                        std::memcpy(o, &item.score, 8);
+                      for (size_t i = 0; i < r.size(); ++i) {
+                        const absl::string_view id = r.id(i);
+                        std::memcpy(o, id.data(), id.size());
+                        o += id.size();
+                        const double score = r.score(i);
+                        std::memcpy(o, &score, 8);
                         o += 8;
-                        for (const MetricEntry& e : item.metrics) {
-                          const double d = e.value.double_value();  // The 8 payload bytes.
-                          std::memcpy(o, &d, 8);
-                          o += 8;
+                        for (const GatherColumn& c : columns) {
+                          if (!c.column->present(i)) continue;
+                          // Fixed sizes, so each copy is one load and store.
+                          if (c.width == 8) {
+                            std::memcpy(o, c.data + i * 8, 8);
+                          } else {
+                            std::memcpy(o, c.data + i * 4, 4);
+                          }
+                          o += c.width;
                         }
-                        std::memcpy(o, item.log.data(), item.log.size());
-                        o += item.log.size();
+                        const absl::string_view log = r.log(i);
+                        std::memcpy(o, log.data(), log.size());
+                        o += log.size();
                       }
                       benchmark::DoNotOptimize(dst.get());
                       benchmark::ClobberMemory();
                     }
-                    Report(state, total, p.result.items.size());
+                    Report(state, total, r.size());
                   }});
 }
 
@@ -310,7 +352,7 @@ struct ArenaBlock {
 
 void AddTunedProtobufRows(const Payload& p, std::vector<Entry>* out) {
   const std::string& variant = p.variant;
-  const size_t n = p.result.items.size();
+  const size_t n = p.result.size();
   out->push_back(
       {absl::StrCat("BM_Serialize/tuned-protobuf/", variant), [&p, n](benchmark::State& state) {
          const size_t size = p.tuned_bytes.size();
@@ -384,7 +426,7 @@ void AddTunedProtobufRows(const Payload& p, std::vector<Entry>* out) {
 
 void AddFlatbuffersRows(const Payload& p, std::vector<Entry>* out) {
   const std::string& variant = p.variant;
-  const size_t n = p.result.items.size();
+  const size_t n = p.result.size();
   const absl::string_view bytes(reinterpret_cast<const char*>(p.fb.data()), p.fb.size());
   out->push_back(
       {absl::StrCat("BM_Encode/flatbuffers/", variant), [&p, n](benchmark::State& state) {
@@ -441,7 +483,7 @@ void AddFlatbuffersRows(const Payload& p, std::vector<Entry>* out) {
 
 void AddCapnpRows(const Payload& p, std::vector<Entry>* out) {
   const std::string& variant = p.variant;
-  const size_t n = p.result.items.size();
+  const size_t n = p.result.size();
   const kj::ArrayPtr<const capnp::word> words = p.capnp_flat.asPtr();
   const size_t size = words.size() * sizeof(capnp::word);
   out->push_back(

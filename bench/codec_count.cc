@@ -48,7 +48,7 @@ __attribute__((noinline)) size_t MeasuredDecode(absl::string_view bytes) {
   auto view = rankbin::OpenRankbin(SharedBytes::Unowned(bytes), {});
   if (!view.ok()) return 0;
   absl::StatusOr<RankResult> r = (*view)->Materialize();
-  return r.ok() ? r->items.size() : 0;
+  return r.ok() ? r->size() : 0;
 }
 
 __attribute__((noinline)) size_t MeasuredTop10(absl::string_view bytes) {

@@ -425,7 +425,7 @@ int main(int argc, char** argv) {
     }
   }
   const RankResult seed = Check(SeedResult(RANKWIRE_MODEL_PATH, LogPlacement::kInline), "seed");
-  const size_t items = seed.items.size();
+  const size_t items = seed.size();
   // Dictionaries are trained on other requests of the same workload, as a
   // deployment would train on yesterday's traffic.
   std::vector<RankResult> training;
@@ -479,11 +479,12 @@ int main(int argc, char** argv) {
   }
   // What the logs are made of: how much of each line is the same for every
   // item of the request (a prefix any structural encoding would send once).
-  size_t log_bytes = 0, prefix = seed.items.empty() ? 0 : seed.items[0].log.size();
-  for (const RankedItem& item : seed.items) {
-    log_bytes += item.log.size();
+  size_t log_bytes = 0, prefix = seed.empty() ? 0 : seed.log(0).size();
+  for (size_t i = 0; i < seed.size(); ++i) {
+    const absl::string_view log = seed.log(i);
+    log_bytes += log.size();
     size_t k = 0;
-    while (k < prefix && k < item.log.size() && item.log[k] == seed.items[0].log[k]) ++k;
+    while (k < prefix && k < log.size() && log[k] == seed.log(0)[k]) ++k;
     prefix = k;
   }
   size_t values_raw = 0;
@@ -495,7 +496,7 @@ int main(int argc, char** argv) {
       "Payload: %zu items, %zu metric keys; VALUES %zu raw bytes; LOGS %zu bytes of log "
       "text (%.0f bytes per item, of which the first %zu are the same for every item of "
       "the request).\n\n",
-      items, seed.keys.size(), values_raw, log_bytes,
+      items, seed.key_count(), values_raw, log_bytes,
       items ? static_cast<double>(log_bytes) / items : 0.0, prefix);
   std::printf(
       "Seed-shaped payload, logs inline; one column compressed at a time through "

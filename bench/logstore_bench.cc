@@ -106,18 +106,18 @@ Template MakeTemplate(const server::Ranker& ranker, uint64_t sequence, int items
   Template t;
   t.request = std::make_shared<const rank::v1::RankRequest>(
       workload::WorkloadGenerator(options).Make(sequence));
-  RankResult result = ranker.Rank(t.request, server::LogDetail::kInline).result;
+  RankResult result = ranker.Rank(*t.request, server::LogDetail::kInline).result;
   t.text.request_id = t.request->request_id();
-  t.text.items.reserve(result.items.size());
-  for (RankedItem& item : result.items) {
-    t.text.items.push_back(ItemLog{std::move(item.item_id), std::move(item.log)});
+  t.text.items.reserve(result.size());
+  for (size_t i = 0; i < result.size(); ++i) {
+    t.text.items.push_back(ItemLog{std::string(result.id(i)), std::string(result.log(i))});
   }
   return t;
 }
 
 // The request's logs as the server hands them over: deferred, not rendered.
 RequestLogs Deferred(const server::Ranker& ranker, const Template& t, std::string request_id) {
-  server::RankOutput out = ranker.Rank(t.request, server::LogDetail::kDeferred);
+  server::RankOutput out = ranker.Rank(*t.request, server::LogDetail::kDeferred);
   RequestLogs logs;
   logs.request_id = std::move(request_id);
   logs.renderer = std::move(out.logs);

@@ -27,6 +27,7 @@
 #include "server/linear_model.h"
 #include "server/ranker.h"
 #include "server/request_validator.h"
+#include "server/request_view.h"
 #include "workload/workload.h"
 
 namespace rankwire::bench {
@@ -151,13 +152,20 @@ void RankArgs(benchmark::internal::Benchmark* b) {
   b->ArgNames({"candidates", "slice"});
 }
 
-// The response budget's estimate (run before ranking, on every call).
+// The response budget's estimate (run before ranking, on every call), on
+// the request as the server holds it: a RequestView.
 void BM_Shape(benchmark::State& state) {
   const std::shared_ptr<const rank::v1::RankRequest> request = ParsedRequest(state);
   if (request == nullptr) return;
+  std::string storage;
+  server::RequestView view;
+  if (!server::RequestViewOf(*request, server::RequestLimits{}, &storage, &view).ok()) {
+    state.SkipWithError("the request did not make a view");
+    return;
+  }
   const server::Ranker ranker(Model());
   for (auto _ : state) {
-    server::OutputShape shape = ranker.Shape(*request);
+    server::OutputShape shape = ranker.Shape(view);
     benchmark::DoNotOptimize(shape);
   }
 }
@@ -169,7 +177,7 @@ void BM_Rank(benchmark::State& state) {
   if (request == nullptr) return;
   const server::Ranker ranker(Model());
   for (auto _ : state) {
-    server::RankOutput out = ranker.Rank(request, server::LogDetail::kDeferred);
+    server::RankOutput out = ranker.Rank(*request, server::LogDetail::kDeferred);
     benchmark::DoNotOptimize(out);
   }
 }

@@ -1,7 +1,5 @@
 #include "bench/seed_payload.h"
 
-#include <memory>
-
 #include "server/linear_model.h"
 #include "server/ranker.h"
 #include "workload/workload.h"
@@ -18,14 +16,13 @@ absl::StatusOr<RankResult> SeedResult(const std::string& model_path, LogPlacemen
   if (!model.ok()) return model.status();
   const workload::WorkloadGenerator workload{workload::WorkloadOptions{}};
   const server::Ranker ranker(&*model);
-  RankResult result =
-      ranker.Rank(std::make_shared<const rank::v1::RankRequest>(workload.Make(sequence)),
-                  server::LogDetail::kInline)
-          .result;
-  if (placement == LogPlacement::kStore) {
-    for (RankedItem& item : result.items) item.log.clear();
-  }
-  return result;
+  // Without logs the ranker's result is the same but for them
+  // (rank_handler_test's InlineLogsTravelStoredLogsDoNot).
+  return ranker
+      .Rank(workload.Make(sequence), placement == LogPlacement::kInline
+                                         ? server::LogDetail::kInline
+                                         : server::LogDetail::kNone)
+      .result;
 }
 
 }  // namespace rankwire::bench

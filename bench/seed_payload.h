@@ -16,14 +16,14 @@
 namespace rankwire::bench {
 
 // Where the logs travel: in the response (the targets' setting, and the
-// source system's baseline), or in the log store (every item.log empty).
+// source system's baseline), or in the log store (every item's log empty).
 enum class LogPlacement { kInline, kStore };
 
 // "logs_inline" / "logs_store": the last part of a benchmark's name.
 const char* PlacementName(LogPlacement placement);
 
 // Request `sequence` of the default workload, ranked with the model at
-// `model_path`. Logs are produced, then cleared for kStore.
+// `model_path`, with its log lines inline, or none for kStore.
 absl::StatusOr<RankResult> SeedResult(const std::string& model_path, LogPlacement placement,
                                       uint64_t sequence = 0);
 

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <numeric>
 #include <random>
+#include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -25,17 +27,27 @@ const char* PickWord(Rng& rng, const char* const (&words)[N]) {
 
 // Items in rank order with falling scores and 1-based positions. Ids are
 // 18 characters at every size ("it-" + 8 hex + "-" + 6 digits), so an item
-// costs the same in a 500- and a 5000-item payload: with a variable-width
-// index, ids grew past std::string's 15-byte inline buffer at item 1000,
-// and 80% of a 5000-item payload's ids (none of a 500-item one's) needed a
-// heap block of their own in the model, which the scaling rows then
-// measured as per-item growth.
-RankedItem& AddItem(RankResult& r, Rng& rng, size_t i) {
-  RankedItem& item = r.items.emplace_back();
+// costs the same in a 500- and a 5000-item payload (with a variable-width
+// index, the row model's ids outgrew std::string's inline buffer at item
+// 1000 and the scaling rows measured that as per-item growth).
+RankedItem& AddItem(std::vector<RankedItem>& items, Rng& rng, size_t i) {
+  RankedItem& item = items.emplace_back();
   item.item_id = absl::StrFormat("it-%08x-%06zu", static_cast<uint32_t>(rng()), i);
   item.score = 1.0 / (1.0 + static_cast<double>(i)) + 1e-9 * Uniform(rng);
   item.position = static_cast<uint32_t>(i + 1);
   return item;
+}
+
+// `r` (its keys) with `items` appended: the shapes are written as rows, one
+// item after another, so each draws from its generator in the order it
+// always has (the payloads stay the bytes they were before the model went
+// columnar). A string value is an entry of its own, as SetString makes it.
+RankResult WithItems(RankResult r, const std::vector<RankedItem>& items) {
+  r.Reserve(items.size());
+  for (const RankedItem& item : items) {
+    if (!r.AppendItem(item).ok()) std::abort();  // The generators' own types.
+  }
+  return r;
 }
 
 // Appends `count` keys named prefix0, prefix1, ... of one type, and
@@ -81,13 +93,14 @@ std::string Trace(Rng& rng, const std::string& item_id, size_t k) {
 RankResult StringHeavyResult(size_t items, uint64_t seed) {
   Rng rng(seed);
   RankResult r;
+  std::vector<RankedItem> rows;
   std::vector<uint32_t> keys;
   AddKeys(r, "feat.f", 12, MetricType::kDouble, &keys);
   AddKeys(r, "score.m", 20, MetricType::kDouble, &keys);
   AddKeys(r, "cat.c", 10, MetricType::kString, &keys);
   AddKeys(r, "debug.trace", 6, MetricType::kString, &keys);
   for (size_t i = 0; i < items; ++i) {
-    RankedItem& item = AddItem(r, rng, i);
+    RankedItem& item = AddItem(rows, rng, i);
     size_t j = 0;
     for (; j < 32; ++j) item.metrics.push_back({keys[j], MetricValue::Double(Uniform(rng))});
     for (; j < 42; ++j) {
@@ -97,29 +110,31 @@ RankResult StringHeavyResult(size_t items, uint64_t seed) {
       item.metrics.push_back({keys[j], MetricValue::String(Trace(rng, item.item_id, t))});
     }
   }
-  return r;
+  return WithItems(std::move(r), rows);
 }
 
 RankResult FewKeysResult(size_t items, uint64_t seed) {
   Rng rng(seed);
   RankResult r;
+  std::vector<RankedItem> rows;
   const uint32_t ctr = r.AddKey("ctr", MetricType::kDouble);
   const uint32_t cvr = r.AddKey("cvr", MetricType::kDouble);
   const uint32_t stock = r.AddKey("stock", MetricType::kInt);
   const uint32_t source = r.AddKey("source", MetricType::kString);
   for (size_t i = 0; i < items; ++i) {
-    RankedItem& item = AddItem(r, rng, i);
+    RankedItem& item = AddItem(rows, rng, i);
     item.metrics.push_back({ctr, MetricValue::Double(Uniform(rng) / 10)});
     item.metrics.push_back({cvr, MetricValue::Double(Uniform(rng) / 100)});
     item.metrics.push_back({stock, MetricValue::Int(static_cast<int64_t>(Pick(rng, 10000)))});
     item.metrics.push_back({source, MetricValue::String(PickWord(rng, kStages))});
   }
-  return r;
+  return WithItems(std::move(r), rows);
 }
 
 RankResult ManyKeysResult(size_t items, uint64_t seed) {
   Rng rng(seed);
   RankResult r;
+  std::vector<RankedItem> rows;
   constexpr size_t kKeys = 200;
   for (size_t k = 0; k < kKeys; ++k) {
     // Mostly doubles, as feature stores are; some floats, ints and strings.
@@ -132,13 +147,13 @@ RankResult ManyKeysResult(size_t items, uint64_t seed) {
   std::vector<uint32_t> order(kKeys);
   std::iota(order.begin(), order.end(), 0);
   for (size_t i = 0; i < items; ++i) {
-    RankedItem& item = AddItem(r, rng, i);
+    RankedItem& item = AddItem(rows, rng, i);
     // A different half of the keys per item, in key order.
     std::shuffle(order.begin(), order.end(), rng);
     std::vector<uint32_t> half(order.begin(), order.begin() + kKeys / 2);
     std::sort(half.begin(), half.end());
     for (uint32_t k : half) {
-      switch (r.keys[k].type) {
+      switch (r.key(k).type) {
         case MetricType::kInt:
           item.metrics.push_back({k, MetricValue::Int(static_cast<int64_t>(Pick(rng, 1 << 20)))});
           break;
@@ -153,19 +168,20 @@ RankResult ManyKeysResult(size_t items, uint64_t seed) {
       }
     }
   }
-  return r;
+  return WithItems(std::move(r), rows);
 }
 
 RankResult MixedResult(size_t items, uint64_t seed) {
   Rng rng(seed);
   RankResult r;
+  std::vector<RankedItem> rows;
   std::vector<uint32_t> keys;
   AddKeys(r, "m.d", 24, MetricType::kDouble, &keys);
   AddKeys(r, "m.f", 8, MetricType::kFloat, &keys);
   AddKeys(r, "m.i", 4, MetricType::kInt, &keys);
   AddKeys(r, "m.s", 3, MetricType::kString, &keys);
   for (size_t i = 0; i < items; ++i) {
-    RankedItem& item = AddItem(r, rng, i);
+    RankedItem& item = AddItem(rows, rng, i);
     size_t j = 0;
     for (; j < 24; ++j) item.metrics.push_back({keys[j], MetricValue::Double(Uniform(rng))});
     for (; j < 32; ++j) {
@@ -180,7 +196,7 @@ RankResult MixedResult(size_t items, uint64_t seed) {
     item.log = Trace(rng, item.item_id, i);
     absl::StrAppend(&item.log, " | ", Trace(rng, item.item_id, i + 1));
   }
-  return r;
+  return WithItems(std::move(r), rows);
 }
 
 // Probe shapes: not in the sweep, run with codec_bench --probe to
@@ -189,12 +205,13 @@ RankResult MixedResult(size_t items, uint64_t seed) {
 RankResult DistinctShortResult(size_t items, uint64_t seed) {
   Rng rng(seed);
   RankResult r;
+  std::vector<RankedItem> rows;
   std::vector<uint32_t> keys;
   AddKeys(r, "d", 8, MetricType::kDouble, &keys);
   AddKeys(r, "tok", 4, MetricType::kString, &keys);
   AddKeys(r, "n", 2, MetricType::kInt, &keys);
   for (size_t i = 0; i < items; ++i) {
-    RankedItem& item = AddItem(r, rng, i);
+    RankedItem& item = AddItem(rows, rng, i);
     size_t j = 0;
     for (; j < 8; ++j) item.metrics.push_back({keys[j], MetricValue::Double(Uniform(rng))});
     for (; j < 12; ++j) {
@@ -202,12 +219,13 @@ RankResult DistinctShortResult(size_t items, uint64_t seed) {
     }
     for (; j < 14; ++j) item.metrics.push_back({keys[j], MetricValue::Int(static_cast<int64_t>(rng() >> 20))});
   }
-  return r;
+  return WithItems(std::move(r), rows);
 }
 
 RankResult MediumRepeatResult(size_t items, uint64_t seed) {
   Rng rng(seed);
   RankResult r;
+  std::vector<RankedItem> rows;
   std::vector<std::string> pool;
   for (int v = 0; v < 300; ++v) {
     pool.push_back(absl::StrCat("https://cdn.example.com/", PickWord(rng, kCategories), "/",
@@ -217,17 +235,18 @@ RankResult MediumRepeatResult(size_t items, uint64_t seed) {
   AddKeys(r, "d", 10, MetricType::kDouble, &keys);
   AddKeys(r, "url", 6, MetricType::kString, &keys);
   for (size_t i = 0; i < items; ++i) {
-    RankedItem& item = AddItem(r, rng, i);
+    RankedItem& item = AddItem(rows, rng, i);
     size_t j = 0;
     for (; j < 10; ++j) item.metrics.push_back({keys[j], MetricValue::Double(Uniform(rng))});
     for (; j < 16; ++j) item.metrics.push_back({keys[j], MetricValue::String(pool[Pick(rng, pool.size())])});
   }
-  return r;
+  return WithItems(std::move(r), rows);
 }
 
 RankResult RaggedResult(size_t items, uint64_t seed) {
   Rng rng(seed);
   RankResult r;
+  std::vector<RankedItem> rows;
   constexpr size_t kKeys = 60;
   for (size_t k = 0; k < kKeys; ++k) {
     r.AddKey(absl::StrCat("rag.", k), k % 3 == 0 ? MetricType::kInt : MetricType::kDouble);
@@ -235,26 +254,27 @@ RankResult RaggedResult(size_t items, uint64_t seed) {
   std::vector<uint32_t> order(kKeys);
   std::iota(order.begin(), order.end(), 0);
   for (size_t i = 0; i < items; ++i) {
-    RankedItem& item = AddItem(r, rng, i);
+    RankedItem& item = AddItem(rows, rng, i);
     std::shuffle(order.begin(), order.end(), rng);
     const size_t n = 1 + Pick(rng, kKeys);
     for (size_t t = 0; t < n; ++t) {
       const uint32_t k = order[t];
-      item.metrics.push_back({k, r.keys[k].type == MetricType::kInt
+      item.metrics.push_back({k, r.key(k).type == MetricType::kInt
                                      ? MetricValue::Int(static_cast<int64_t>(rng()))
                                      : MetricValue::Double(Uniform(rng))});
     }
   }
-  return r;
+  return WithItems(std::move(r), rows);
 }
 
 RankResult WideSparseResult(size_t items, uint64_t seed) {
   Rng rng(seed);
   RankResult r;
+  std::vector<RankedItem> rows;
   constexpr size_t kKeys = 3000;
   for (size_t k = 0; k < kKeys; ++k) r.AddKey(absl::StrCat("wide.", k), MetricType::kDouble);
   for (size_t i = 0; i < items; ++i) {
-    RankedItem& item = AddItem(r, rng, i);
+    RankedItem& item = AddItem(rows, rng, i);
     std::vector<uint32_t> ks;
     while (ks.size() < 8) {
       const uint32_t k = static_cast<uint32_t>(Pick(rng, kKeys));
@@ -262,28 +282,30 @@ RankResult WideSparseResult(size_t items, uint64_t seed) {
     }
     for (uint32_t k : ks) item.metrics.push_back({k, MetricValue::Double(Uniform(rng))});
   }
-  return r;
+  return WithItems(std::move(r), rows);
 }
 
 RankResult LongIdResult(size_t items, uint64_t seed) {
   Rng rng(seed);
   RankResult r;
+  std::vector<RankedItem> rows;
   std::vector<uint32_t> keys;
   AddKeys(r, "d", 5, MetricType::kDouble, &keys);
   for (size_t i = 0; i < items; ++i) {
-    RankedItem& item = AddItem(r, rng, i);
+    RankedItem& item = AddItem(rows, rng, i);
     item.item_id = absl::StrCat(item.item_id, "/", std::string(60, 'a' + static_cast<char>(i % 26)));
     for (uint32_t k : keys) item.metrics.push_back({k, MetricValue::Double(Uniform(rng))});
     for (int t = 0; t < 8; ++t) absl::StrAppend(&item.log, Trace(rng, item.item_id, t), ";");
   }
-  return r;
+  return WithItems(std::move(r), rows);
 }
 
 RankResult BareResult(size_t items, uint64_t seed) {
   Rng rng(seed);
   RankResult r;
-  for (size_t i = 0; i < items; ++i) AddItem(r, rng, i);
-  return r;
+  std::vector<RankedItem> rows;
+  for (size_t i = 0; i < items; ++i) AddItem(rows, rng, i);
+  return WithItems(std::move(r), rows);
 }
 
 }  // namespace rankwire::bench
