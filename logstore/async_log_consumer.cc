@@ -77,6 +77,7 @@ AsyncLogConsumer::AsyncLogConsumer(const LogStoreConfig& config,
       compress_level_(config.compress_level),
       writer_nice_(config.writer_nice),
       linger_(std::max(config.linger, absl::ZeroDuration())),
+      block_items_(std::max<uint32_t>(1, config.block_items)),
       cpu_sample_every_(config.cpu_sample_every),
       writer_cpus_(config.writer_cpus),
       sinks_(std::move(sinks)) {
@@ -203,14 +204,11 @@ void AsyncLogConsumer::WriteBatch(LogSink& sink, std::vector<Pending>& batch) {
     entry.key = KeyFor(logs.request_id);
     items[i] = ItemCount(logs);
     // Lines handed over unrendered are made here, off the ranking path:
-    // as records (written straight into the entry's fields, plus the
-    // layout field) or as text to be tagged below.
+    // as blocks (written straight into the entry's fields: the layout, then
+    // the blocks) or as text to be tagged below.
     if (logs.renderer) {
-      std::string layout;
-      if (format_ == LogStoreConfig::Format::kRecord &&
-          logs.renderer->RenderRecords(&layout, &entry.fields)) {
-        entry.fields.Add(kLayoutField, layout);
-      } else {
+      if (format_ != LogStoreConfig::Format::kBlocks ||
+          !logs.renderer->RenderBlocks(block_items_, &entry.fields)) {
         logs.renderer->Render(&logs.items);
       }
       logs.renderer.reset();

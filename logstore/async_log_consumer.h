@@ -12,8 +12,8 @@
 // A writer thread takes up to batch_requests requests at a time: after a
 // write it lets the next batch gather for up to `linger` (or until it is
 // full), so under load a writer wakes once per batch rather than once per
-// request; an idle writer takes the first request at once. It renders them (structured
-// records, log_record.h, or text, log_value.h, compressing if asked), hands
+// request; an idle writer takes the first request at once. It renders them (blocks,
+// log_blocks.h, or text, log_value.h, compressing if asked), hands
 // the batch to its sink in one call (one pipelined round trip) and
 // completes each future with the sink's per-request outcome. Writers share
 // the queue, so rendering and writing scale over them; each runs at
@@ -125,6 +125,7 @@ class AsyncLogConsumer final : public LogConsumer {
   const int compress_level_;
   const int writer_nice_;
   const absl::Duration linger_;
+  const uint32_t block_items_;
   const uint32_t cpu_sample_every_;
   const std::vector<int> writer_cpus_;
   // sinks_[i] is used by writer thread i only (up() and reconnects() by any).

@@ -46,6 +46,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "logstore/log_blocks.h"
 #include "logstore/log_number.h"
 #include "logstore/packed_fields.h"
 
@@ -55,9 +56,6 @@ inline constexpr char kLayoutTag = 'L';
 inline constexpr char kRecordTag = 'R';
 inline constexpr uint8_t kLayoutVersion = 1;
 
-// The hash field that holds a request's layout. Item ids are never empty
-// (the request validator refuses them), so it cannot collide with an item.
-inline constexpr absl::string_view kLayoutField = "";
 
 // What a slot holds.
 enum class SlotKind : uint8_t {

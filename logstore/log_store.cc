@@ -5,9 +5,13 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "base/thread_sched.h"
 #include "logstore/async_log_consumer.h"
+#include "logstore/log_blocks.h"
+#include "logstore/log_value.h"
 #include "logstore/memory_log_store.h"
 #include "logstore/redis_cluster_log_store.h"
 #include "logstore/redis_log_reader.h"
@@ -67,6 +71,95 @@ absl::StatusOr<std::unique_ptr<LogReader>> OpenRedisLogReader(
   }
   ASSIGN_OR_RETURN(std::unique_ptr<RedisLogReader> reader, RedisLogReader::Create(config));
   return std::unique_ptr<LogReader>(std::move(reader));
+}
+
+}  // namespace rankwire::logstore
+
+namespace rankwire::logstore {
+namespace {
+
+using Values = std::vector<std::optional<std::string>>;
+
+// Renders into `out` the items of block `b` (`value`) that `item_ids` ask
+// for; `wanted` maps an id to its first index in item_ids.
+absl::Status TakeBlock(absl::string_view request_id, const BlockLayout& layout, size_t b,
+                       absl::string_view value,
+                       const absl::flat_hash_map<absl::string_view, size_t>& wanted,
+                       Values* out) {
+  absl::StatusOr<BlockReader> block = BlockReader::Parse(layout, b, value);
+  if (!block.ok()) {
+    return absl::DataLossError(absl::StrCat("logs of request ", request_id, ", block ", b, ": ",
+                                            block.status().message()));
+  }
+  for (size_t j = 0; j < block->size(); ++j) {
+    auto it = wanted.find(block->id(j));
+    if (it == wanted.end()) continue;
+    ASSIGN_OR_RETURN(std::string text, block->Render(j));
+    (*out)[it->second] = std::move(text);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::optional<std::string>>> LogReader::FetchBefore(
+    absl::string_view request_id, absl::Span<const std::string> item_ids, absl::Time deadline) {
+  if (item_ids.empty()) return Values();
+  // One round trip: the layout, the first block (the top_n items of a
+  // request stored in blocks) and the ids (a request stored per item).
+  std::vector<std::string> fields;
+  fields.reserve(item_ids.size() + 2);
+  fields.emplace_back(kLayoutField);
+  fields.push_back(LogBlockField(0));
+  fields.insert(fields.end(), item_ids.begin(), item_ids.end());
+  // Twice at most: a request id written again between the two reads of a
+  // blocks request (its layout changed) is read again from the start.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    ASSIGN_OR_RETURN(Values got, ReadFields(request_id, fields, deadline));
+    if (got.size() != fields.size()) return absl::InternalError("log store: short read");
+    if (!got[0].has_value() || !BlockLayout::IsBlocks(*got[0])) {
+      Values values(std::make_move_iterator(got.begin() + 2), std::make_move_iterator(got.end()));
+      RETURN_IF_ERROR(DecodeLogValues(request_id, got[0], item_ids, &values));
+      return values;
+    }
+    const std::string layout_value = *std::move(got[0]);
+    absl::StatusOr<BlockLayout> layout = BlockLayout::Parse(layout_value);
+    if (!layout.ok()) {
+      return absl::DataLossError(
+          absl::StrCat("logs of request ", request_id, ": ", layout.status().message()));
+    }
+    absl::flat_hash_map<absl::string_view, size_t> wanted;
+    for (size_t i = item_ids.size(); i-- > 0;) wanted[item_ids[i]] = i;
+    Values out(item_ids.size());
+    if (got[1].has_value()) {
+      RETURN_IF_ERROR(TakeBlock(request_id, *layout, 0, *got[1], wanted, &out));
+    }
+    const auto missing = [&] {
+      for (const auto& [id, i] : wanted) {
+        if (!out[i].has_value()) return true;
+      }
+      return false;
+    };
+    if (layout->BlockCount() > 1 && missing()) {
+      std::vector<std::string> more{std::string(kLayoutField)};
+      for (size_t b = 1; b < layout->BlockCount(); ++b) more.push_back(LogBlockField(b));
+      ASSIGN_OR_RETURN(Values blocks, ReadFields(request_id, more, deadline));
+      if (blocks.size() != more.size()) return absl::InternalError("log store: short read");
+      if (blocks[0] != layout_value) continue;  // Rewritten meanwhile.
+      for (size_t b = 1; b < blocks.size(); ++b) {
+        if (!blocks[b].has_value()) continue;
+        RETURN_IF_ERROR(TakeBlock(request_id, *layout, b, *blocks[b], wanted, &out));
+      }
+    }
+    // An id asked for twice gets its text twice.
+    for (size_t i = 0; i < item_ids.size(); ++i) {
+      const size_t first = wanted[item_ids[i]];
+      if (first != i) out[i] = out[first];
+    }
+    return out;
+  }
+  return absl::UnavailableError(
+      absl::StrCat("logs of request ", request_id, " were rewritten while they were read"));
 }
 
 }  // namespace rankwire::logstore

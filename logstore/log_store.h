@@ -10,11 +10,14 @@
 //
 // Keys: one per request, KeyFor(request_id) = key_prefix + request_id
 // ("rank:log:req-1"), a hash written whole (DEL + HSET + PEXPIRE in one
-// MULTI/EXEC, so a reused request id replaces the earlier logs); one hash
-// field per item (the item id). Values start with a one-byte tag: 'R' + a
-// structured record rendered with the request's layout (field "", 'L' + ...;
-// log_record.h), 'T' + text, or 'Z' + a zstd frame of the text. Readers
-// accept all three. docs/LOGS.md specifies the bytes.
+// MULTI/EXEC, so a reused request id replaces the earlier logs). With
+// Format::kBlocks (the default) the hash holds the request's layout (field
+// "") and its items' values in blocks by position (fields "#0", "#1", ...;
+// log_blocks.h), the first block being the caller's top_n items; with
+// Format::kText one field per item (the item id), 'T' + text or 'Z' + a
+// zstd frame of it. Readers read both, and the per-item records servers of
+// layout version 1 wrote ('R', log_record.h). docs/LOGS.md specifies the
+// bytes.
 //
 // Thread safety: LogConsumer::Consume and LogReader::Fetch are safe from many
 // threads. Shutdown is called once.
@@ -44,25 +47,24 @@ struct ItemLog {
 
 // Makes a request's log lines from what the ranker captured. It runs on the
 // log writer thread, so a ranking thread that hands one over pays for
-// capturing the data, not for formatting ~600 KB of text per request.
+// handing over the values, not for writing them.
 class LogRenderer {
  public:
   virtual ~LogRenderer() = default;
-  // How many lines Render() makes, and about how many bytes (for the queue
-  // bound, before they exist).
+  // How many lines Render() makes, and about how many bytes the renderer
+  // holds while queued (for the queue's byte bound).
   virtual size_t ItemCount() const = 0;
   virtual size_t EstimatedBytes() const = 0;
   // Appends one ItemLog per item: ItemCount() of them, which the consumer
   // counts as stored or dropped. Called once (this or RenderRecords).
   virtual void Render(std::vector<ItemLog>* items) = 0;
-  // The structured form (log_record.h): appends one field per item
-  // (ItemCount() of them) to `fields` (the item id, its record value
-  // 'R' ...), which renders to the
-  // same text Render() makes, and sets `*layout` to the request's layout
-  // value. False if this renderer has no structured form (then `fields`
-  // is as it was and Render() is used).
-  virtual bool RenderRecords(std::string* layout, PackedFields* fields) {
-    (void)layout;
+  // The structured form (log_blocks.h): appends the layout field "" and
+  // the block fields "#0", "#1", ... (later blocks of `block_items` items)
+  // to `fields`, which render to the same text Render() makes. False if
+  // this renderer has no structured form (then `fields` is as it was and
+  // Render() is used).
+  virtual bool RenderBlocks(uint32_t block_items, PackedFields* fields) {
+    (void)block_items;
     (void)fields;
     return false;
   }
@@ -127,9 +129,12 @@ class LogConsumer {
 class LogReader {
  public:
   virtual ~LogReader() = default;
-  // The logs of `item_ids` of one request, in the same order, in one round
-  // trip; nullopt for an item with no log (never written, or expired).
-  // kUnavailable when the store cannot be reached.
+  // The logs of `item_ids` of one request, in the same order; nullopt for
+  // an item with no log (never written, or expired). One round trip when
+  // every id is in the request's first block (its top_n items) or the
+  // request was stored per item; a second for the other blocks otherwise.
+  // kUnavailable when the store cannot be reached, DataLoss for a stored
+  // value that is corrupt.
   absl::StatusOr<std::vector<std::optional<std::string>>> Fetch(
       absl::string_view request_id, absl::Span<const std::string> item_ids) {
     return FetchBefore(request_id, item_ids, absl::InfiniteFuture());
@@ -138,20 +143,28 @@ class LogReader {
   // trip or slot map reload starts after `deadline`, nor does a wait for a
   // shared connection last past it; a call that reaches it gets
   // kDeadlineExceeded. A step under way runs to its store's timeouts.
-  virtual absl::StatusOr<std::vector<std::optional<std::string>>> FetchBefore(
+  absl::StatusOr<std::vector<std::optional<std::string>>> FetchBefore(
       absl::string_view request_id, absl::Span<const std::string> item_ids,
+      absl::Time deadline);
+
+  // The raw values of `fields` of the request's hash (nullopt: absent), in
+  // one round trip, under the same deadline rules.
+  virtual absl::StatusOr<std::vector<std::optional<std::string>>> ReadFields(
+      absl::string_view request_id, absl::Span<const std::string> fields,
       absl::Time deadline) = 0;
 };
 
 struct LogStoreConfig {
   enum class Backend { kMemory, kRedis, kRedisCluster };
-  // How lines handed over as renderers are stored: structured records (the
-  // default: ~5x less Redis memory, no text formatting on the write path)
-  // or text ('T', or 'Z' with `compress`). Lines handed over as text are
-  // always stored as text.
-  enum class Format { kRecord, kText };
+  // How lines handed over as renderers are stored: blocks of typed values
+  // (the default: ~7x less Redis memory than text, nothing formatted on the
+  // write path) or text ('T', or 'Z' with `compress`). Lines handed over as
+  // text are always stored as text.
+  enum class Format { kBlocks, kText };
   Backend backend = Backend::kMemory;
-  Format format = Format::kRecord;
+  Format format = Format::kBlocks;
+  // Items per block after the first (which holds the request's top_n).
+  uint32_t block_items = 16;
   // host:port; for kRedisCluster a comma-separated list of seed nodes.
   std::string redis_addr = "127.0.0.1:6379";
   std::string redis_password;                 // AUTH when not empty.

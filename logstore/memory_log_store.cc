@@ -97,23 +97,14 @@ std::vector<absl::Status> MemoryLogSink::Write(absl::Span<SinkEntry> batch,
   return std::vector<absl::Status>(batch.size());
 }
 
-absl::StatusOr<std::vector<std::optional<std::string>>> MemoryLogReader::FetchBefore(
+absl::StatusOr<std::vector<std::optional<std::string>>> MemoryLogReader::ReadFields(
     absl::string_view request_id, absl::Span<const std::string> item_ids,
     absl::Time deadline) {
   if (absl::Now() >= deadline) {
     return absl::DeadlineExceededError("the log read's deadline passed before it started");
   }
-  std::vector<std::string> fields;
-  fields.reserve(item_ids.size() + 1);
-  fields.emplace_back(kLayoutField);
-  fields.insert(fields.end(), item_ids.begin(), item_ids.end());
-  std::vector<std::optional<std::string>> got =
-      table_->Get(absl::StrCat(key_prefix_, request_id), fields);
-  std::optional<std::string> layout = std::move(got.front());
-  std::vector<std::optional<std::string>> values(std::make_move_iterator(got.begin() + 1),
-                                                 std::make_move_iterator(got.end()));
-  RETURN_IF_ERROR(DecodeLogValues(request_id, layout, item_ids, &values));
-  return values;
+  return table_->Get(absl::StrCat(key_prefix_, request_id),
+                     std::vector<std::string>(item_ids.begin(), item_ids.end()));
 }
 
 absl::StatusOr<LogStore> OpenMemoryLogStore(const LogStoreConfig& config,

@@ -113,9 +113,8 @@ class MemoryLogReader final : public LogReader {
   MemoryLogReader(std::shared_ptr<MemoryLogTable> table, std::string key_prefix)
       : table_(std::move(table)), key_prefix_(std::move(key_prefix)) {}
 
-  // DataLoss if a stored value is corrupt.
-  absl::StatusOr<std::vector<std::optional<std::string>>> FetchBefore(
-      absl::string_view request_id, absl::Span<const std::string> item_ids,
+  absl::StatusOr<std::vector<std::optional<std::string>>> ReadFields(
+      absl::string_view request_id, absl::Span<const std::string> fields,
       absl::Time deadline) override;
 
  private:

@@ -458,7 +458,7 @@ absl::Status DeadlinePassed(int tries, const absl::Status& last) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<std::optional<std::string>>> RedisClusterReader::FetchBefore(
+absl::StatusOr<std::vector<std::optional<std::string>>> RedisClusterReader::ReadFields(
     absl::string_view request_id, absl::Span<const std::string> item_ids,
     absl::Time deadline) {
   if (item_ids.empty()) return std::vector<std::optional<std::string>>();
@@ -508,7 +508,7 @@ absl::StatusOr<std::vector<std::optional<std::string>>> RedisClusterReader::Fetc
     }
     std::optional<RedisRedirect> redirect;
     absl::StatusOr<std::vector<std::optional<std::string>>> values =
-        ReadOutcome(**reply, target->address, request_id, item_ids, &redirect);
+        ReadOutcome(**reply, target->address, item_ids.size(), &redirect);
     if (!values.ok() && (*reply)->type == REDIS_REPLY_ERROR) {
       Refused(slot, target->address, values.status());
     }

@@ -106,9 +106,9 @@ class RedisClusterReader final : public LogReader {
         refresher_(std::move(options)),
         key_prefix_(std::move(key_prefix)) {}
 
-  // As RedisLogReader::Fetch, routed to the key's master.
-  absl::StatusOr<std::vector<std::optional<std::string>>> FetchBefore(
-      absl::string_view request_id, absl::Span<const std::string> item_ids,
+  // As RedisLogReader's, routed to the key's master.
+  absl::StatusOr<std::vector<std::optional<std::string>>> ReadFields(
+      absl::string_view request_id, absl::Span<const std::string> fields,
       absl::Time deadline) override
       ABSL_LOCKS_EXCLUDED(mu_);
 

@@ -78,19 +78,16 @@ bool RedisCommandWriter::AppendWrite(redisContext* context, const SinkEntry& ent
 }
 
 bool RedisCommandWriter::AppendRead(redisContext* context, absl::string_view key,
-                                    absl::Span<const std::string> item_ids, bool asking) {
+                                    absl::Span<const std::string> fields, bool asking) {
   argv_.clear();
   argv_len_.clear();
   argv_.push_back("HMGET");
   argv_len_.push_back(5);
   argv_.push_back(key.data());
   argv_len_.push_back(key.size());
-  // The request's layout (field "") comes in the same round trip.
-  argv_.push_back(kLayoutField.data());
-  argv_len_.push_back(kLayoutField.size());
-  for (const std::string& id : item_ids) {
-    argv_.push_back(id.data());
-    argv_len_.push_back(id.size());
+  for (const std::string& field : fields) {
+    argv_.push_back(field.data());
+    argv_len_.push_back(field.size());
   }
   const char* asking_argv[] = {"ASKING"};
   const size_t asking_len[] = {6};
@@ -154,10 +151,10 @@ absl::Status WriteOutcome(absl::Span<redisReply* const> replies, absl::string_vi
 }
 
 absl::StatusOr<std::vector<std::optional<std::string>>> ReadOutcome(
-    const redisReply& reply, absl::string_view address, absl::string_view request_id,
-    absl::Span<const std::string> item_ids, std::optional<RedisRedirect>* redirect) {
+    const redisReply& reply, absl::string_view address, size_t field_count,
+    std::optional<RedisRedirect>* redirect) {
   redirect->reset();
-  std::vector<std::optional<std::string>> values(item_ids.size());
+  std::vector<std::optional<std::string>> values(field_count);
   if (reply.type == REDIS_REPLY_ERROR) {
     if (std::optional<RedisRedirect> r = RedirectOf(reply, address); r.has_value()) {
       *redirect = std::move(r);
@@ -169,23 +166,20 @@ absl::StatusOr<std::vector<std::optional<std::string>>> ReadOutcome(
     }
     return absl::InternalError(absl::StrCat("redis ", address, ": HMGET: ", error));
   }
-  if (reply.type != REDIS_REPLY_ARRAY || reply.elements != item_ids.size() + 1) {
+  if (reply.type != REDIS_REPLY_ARRAY || reply.elements != field_count) {
     return absl::InternalError(absl::StrCat("redis ", address, ": HMGET returned ",
-                                            reply.elements, " values for ",
-                                            item_ids.size() + 1, " fields"));
+                                            reply.elements, " values for ", field_count,
+                                            " fields"));
   }
-  std::optional<std::string> layout;
-  for (size_t i = 0; i <= item_ids.size(); ++i) {
+  for (size_t i = 0; i < field_count; ++i) {
     const redisReply& element = *reply.element[i];
     if (element.type == REDIS_REPLY_NIL) continue;
     if (element.type != REDIS_REPLY_STRING) {
       return absl::InternalError(
           absl::StrCat("redis ", address, ": HMGET value of field ", i, " is not a string"));
     }
-    (i == 0 ? layout : values[i - 1]).emplace(element.str, element.len);
+    values[i].emplace(element.str, element.len);
   }
-  absl::Status decoded = DecodeLogValues(request_id, layout, item_ids, &values);
-  if (!decoded.ok()) return decoded;
   return values;
 }
 

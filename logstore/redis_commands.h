@@ -53,9 +53,9 @@ class RedisCommandWriter {
   // first (the reply count grows by one). False on a hiredis error.
   bool AppendWrite(redisContext* context, const SinkEntry& entry, absl::string_view ttl_ms,
                    bool asking = false);
-  // Queues HMGET key "" ids... (optionally after ASKING).
+  // Queues HMGET key fields... (optionally after ASKING).
   bool AppendRead(redisContext* context, absl::string_view key,
-                  absl::Span<const std::string> item_ids, bool asking = false);
+                  absl::Span<const std::string> fields, bool asking = false);
 
  private:
   std::string hset_header_;
@@ -72,11 +72,11 @@ class RedisCommandWriter {
 absl::Status WriteOutcome(absl::Span<redisReply* const> replies, absl::string_view address,
                           std::optional<RedisRedirect>* redirect);
 
-// HMGET's reply for `item_ids` (plus the layout field) turned into text; a
-// redirect is returned in `*redirect` with an empty result.
+// HMGET's reply for `field_count` fields: their values (nullopt for an
+// absent field); a redirect is returned in `*redirect` with an empty result.
 absl::StatusOr<std::vector<std::optional<std::string>>> ReadOutcome(
-    const redisReply& reply, absl::string_view address, absl::string_view request_id,
-    absl::Span<const std::string> item_ids, std::optional<RedisRedirect>* redirect);
+    const redisReply& reply, absl::string_view address, size_t field_count,
+    std::optional<RedisRedirect>* redirect);
 
 }  // namespace rankwire::logstore
 

@@ -17,7 +17,7 @@ absl::StatusOr<std::unique_ptr<RedisLogReader>> RedisLogReader::Create(
   return std::make_unique<RedisLogReader>(std::move(options), config.key_prefix);
 }
 
-absl::StatusOr<std::vector<std::optional<std::string>>> RedisLogReader::FetchBefore(
+absl::StatusOr<std::vector<std::optional<std::string>>> RedisLogReader::ReadFields(
     absl::string_view request_id, absl::Span<const std::string> item_ids,
     absl::Time deadline) {
   if (item_ids.empty()) return std::vector<std::optional<std::string>>();
@@ -75,7 +75,7 @@ absl::StatusOr<std::vector<std::optional<std::string>>> RedisLogReader::FetchBef
   }
   std::optional<RedisRedirect> redirect;
   absl::StatusOr<std::vector<std::optional<std::string>>> values = ReadOutcome(
-      *reply, address, request_id, item_ids, &redirect);
+      *reply, address, item_ids.size(), &redirect);
   if (values.ok() && redirect.has_value()) {
     return absl::InternalError(absl::StrCat("redis ", address,
                                             " is a cluster node (redirects to ",

@@ -42,9 +42,9 @@ class RedisLogReader final : public LogReader {
 
   // kUnavailable when Redis cannot be reached, kUnauthenticated when it
   // refuses the password, kInternal when it answers HMGET with an error
-  // (the key is not a hash, say), DataLoss when a stored value is corrupt.
-  absl::StatusOr<std::vector<std::optional<std::string>>> FetchBefore(
-      absl::string_view request_id, absl::Span<const std::string> item_ids,
+  // (the key is not a hash, say).
+  absl::StatusOr<std::vector<std::optional<std::string>>> ReadFields(
+      absl::string_view request_id, absl::Span<const std::string> fields,
       absl::Time deadline) override;
 
  private:

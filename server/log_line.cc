@@ -1,176 +1,268 @@
 #include "server/log_line.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 
 namespace rankwire::server {
 
-LogLineFormat::LogLineFormat(const LinearModel& model, const LogValues& values)
-    : model_(model), v_(values) {
-  prefix_ = absl::StrCat("req=", values.request_id, " ts=", values.request_time_ms,
-                         " scene=", values.scene, " user=", values.user_id,
-                         " bucket=", values.bucket, " model=", values.model_version, " item=");
-  for (const auto& [key, value] : values.context) {
-    absl::StrAppend(&context_, " ", key, "=\"", value, "\"");
-  }
-  feature_labels_.reserve(values.feature_names.size());
-  for (const std::string& name : values.feature_names) {
-    feature_labels_.push_back(absl::StrCat(" ", name, "="));
-  }
+std::shared_ptr<const LogLabels> LogLabels::Of(const LinearModel& model) {
+  auto labels = std::make_shared<LogLabels>();
   for (const LinearModel::Head& h : model.heads()) {
-    std::vector<std::string>& labels = term_labels_.emplace_back();
-    for (const LinearModel::Term& t : h.terms) labels.push_back(absl::StrCat(" ", t.input, ":"));
+    labels->heads.push_back(h.name);
+    std::vector<std::string>& terms = labels->terms.emplace_back();
+    for (const LinearModel::Term& t : h.terms) terms.push_back(t.input);
+  }
+  return labels;
+}
+
+void LogLineFormat::Add(std::string literal, Field::Source source, uint32_t index) {
+  pieces_.back().append(literal);
+  fields_.push_back(Field{source, index});
+  pieces_.emplace_back();
+}
+
+LogLineFormat::LogLineFormat(const LogValues& v) : v_(v) {
+  pieces_.emplace_back();
+  Add(absl::StrCat("req=", v.request_id, " ts=", v.request_time_ms, " scene=", v.scene,
+                   " user=", v.user_id, " bucket=", v.bucket, " model=", v.model_version,
+                   " item="),
+      Field::kItemId);
+  Add(" pos=", Field::kPosition);
+  Add(" pre=", Field::kPreRank);
+  Add(" src=", Field::kSource);
+  Add("#", Field::kRecallRank);
+  std::string context;
+  for (const auto& [key, value] : v.context) absl::StrAppend(&context, " ", key, "=\"", value, "\"");
+  pieces_.back().append(context);
+  pieces_.back().append(" | feats");
+  for (size_t f = 0; f < v.feature_names.size(); ++f) {
+    Add(absl::StrCat(" ", v.feature_names[f], "="), Field::kFeature, static_cast<uint32_t>(f));
+  }
+  uint32_t t = 0;
+  const LogLabels& labels = *v.labels;
+  for (size_t h = 0; h < labels.heads.size(); ++h) {
+    Add(absl::StrCat(" | ", labels.heads[h], " p="), Field::kHeadP, static_cast<uint32_t>(h));
+    Add(" logit=", Field::kHeadLogit, static_cast<uint32_t>(h));
+    for (const std::string& input : labels.terms[h]) {
+      Add(absl::StrCat(" ", input, ":"), Field::kTerm, t++);
+    }
+  }
+  Add(" | boost=", Field::kBoost);
+  Add(" final=", Field::kScore);
+}
+
+float LogLineFormat::Number(const Field& f, size_t c) const {
+  const size_t n = v_.n;
+  switch (f.source) {
+    case Field::kFeature:
+      return v_.features[f.index * n + c];
+    case Field::kHeadP:
+      return static_cast<float>(v_.p[f.index * n + c]);
+    case Field::kHeadLogit:
+      return static_cast<float>(v_.logit[f.index * n + c]);
+    case Field::kTerm:
+      return static_cast<float>(v_.contribution[f.index * n + c]);
+    case Field::kBoost:
+      return static_cast<float>(v_.boost[c]);
+    case Field::kScore:
+      return static_cast<float>(v_.score[c]);
+    default:
+      return 0;
   }
 }
 
-LogLineFormat::Bound LogLineFormat::TextBound() const {
-  // Six significant digits with an exponent: "-1.23457e-308".
-  constexpr size_t kMaxDouble = 13;
-  constexpr size_t kMaxInt = 20;
-  Bound b;
-  size_t shared = prefix_.size() + context_.size();
-  size_t fields = 4;  // item id, position, pre-rank, recall source + rank.
-  shared += std::strlen(" pos=") + std::strlen(" pre=") + std::strlen(" src=") + 1 +
-            std::strlen(" | feats");
-  size_t numbers = 3 * kMaxInt;
-  for (const std::string& label : feature_labels_) {
-    shared += label.size();
-    numbers += kMaxDouble;
-    ++fields;
-  }
-  for (size_t h = 0; h < model_.heads().size(); ++h) {
-    shared += 3 + model_.heads()[h].name.size() + 3 + 7;  // " | ", name, " p=", " logit="
-    numbers += 2 * kMaxDouble;
-    fields += 2;
-    for (const std::string& label : term_labels_[h]) {
-      shared += label.size();
-      numbers += kMaxDouble;
-      ++fields;
+void LogLineFormat::AppendText(size_t rank, std::string* out) const {
+  const size_t c = v_.order[rank];
+  for (size_t i = 0; i < fields_.size(); ++i) {
+    out->append(pieces_[i]);
+    const Field& f = fields_[i];
+    switch (f.source) {
+      case Field::kItemId:
+        out->append(v_.id(c).data(), v_.id(c).size());
+        break;
+      case Field::kPosition:
+        absl::StrAppend(out, rank + 1);
+        break;
+      case Field::kPreRank:
+        absl::StrAppend(out, c + 1);
+        break;
+      case Field::kSource:
+        out->append(v_.sources[v_.source_code[c]]);
+        break;
+      case Field::kRecallRank:
+        absl::StrAppend(out, v_.recall_rank[c]);
+        break;
+      default:
+        logstore::AppendLogNumberText(Number(f, c), out);
+        break;
     }
   }
-  shared += std::strlen(" | boost=") + std::strlen(" final=");
-  numbers += 2 * kMaxDouble;
-  fields += 2;
-  b.shared_bytes = shared;
-  b.fixed_bytes = shared + numbers;
-  b.fields = fields;
-  return b;
+  out->append(pieces_.back());
 }
 
 std::string LogLineFormat::Text(size_t rank) const {
   std::string out;
-  TextLine text(&out, 1536);
-  Emit(text, rank);
-  text.Finish();
+  out.reserve(1536);
+  AppendText(rank, &out);
   return out;
 }
 
-void LogLineFormat::EmitItemId(TextLine& out, absl::string_view id) { out.ItemId(id); }
-// The record form leaves the item id out: it is the hash field's name.
-void LogLineFormat::EmitItemId(logstore::LogRecordBuilder& out, absl::string_view) {
-  out.ItemId();
+logstore::BlockLayout LogLineFormat::Layout(uint32_t block_items) const {
+  using logstore::LogSlot;
+  logstore::BlockLayout layout;
+  layout.pieces = pieces_;
+  for (const Field& f : fields_) {
+    switch (f.source) {
+      case Field::kItemId:
+        layout.kinds.push_back(LogSlot::kItemId);
+        break;
+      case Field::kPosition:
+        layout.kinds.push_back(LogSlot::kPosition);
+        break;
+      case Field::kPreRank:
+      case Field::kRecallRank:
+        layout.kinds.push_back(LogSlot::kInt);
+        break;
+      case Field::kSource:
+        layout.kinds.push_back(LogSlot::kString);
+        break;
+      default:
+        layout.kinds.push_back(LogSlot::kNumber);
+        break;
+    }
+  }
+  layout.strings = v_.sources;
+  layout.items = static_cast<uint32_t>(v_.n);
+  layout.top_items = std::max<uint32_t>(1, std::min<uint32_t>(v_.top_n, layout.items));
+  layout.block_items = std::max<uint32_t>(1, block_items);
+  return layout;
 }
 
-TextLine::TextLine(std::string* out, size_t reserve) : out_(out) {
-  out_->resize(reserve);
-  p_ = out_->data();
-}
-
-void TextLine::Append(absl::string_view s) {
-  Ensure(s.size());
-  std::memcpy(p_, s.data(), s.size());
-  p_ += s.size();
-}
-
-void TextLine::Int(int64_t v) {
-  Ensure(24);
-  p_ = std::to_chars(p_, p_ + 24, v).ptr;
-}
-
-void TextLine::Number(double v) { Append(absl::AlphaNum(absl::SixDigits(v)).Piece()); }
-
-void TextLine::LabeledNumbers(const std::string* labels, const double* values, size_t count) {
-  for (size_t i = 0; i < count; ++i) {
-    Append(labels[i]);
-    Number(values[i]);
+void LogLineFormat::WriteBlock(const logstore::BlockLayout& layout, size_t b,
+                               logstore::BlockWriter* writer) const {
+  const uint32_t begin = layout.BlockBegin(b);
+  const uint32_t count = layout.BlockSize(b);
+  const uint32_t* order = v_.order.data() + begin;
+  writer->Begin(count);
+  // Gathered into per-column scratch: a block is at most block_items (or
+  // top_n) items, so these stay small.
+  thread_local std::vector<absl::string_view> ids;
+  thread_local std::vector<int64_t> ints;
+  thread_local std::vector<uint32_t> codes;
+  thread_local std::vector<float> numbers;
+  for (const Field& f : fields_) {
+    switch (f.source) {
+      case Field::kItemId:
+        ids.resize(count);
+        for (uint32_t j = 0; j < count; ++j) ids[j] = v_.id(order[j]);
+        writer->ItemIds(ids.data());
+        break;
+      case Field::kPosition:
+        break;
+      case Field::kPreRank:
+        ints.resize(count);
+        for (uint32_t j = 0; j < count; ++j) ints[j] = static_cast<int64_t>(order[j]) + 1;
+        writer->Ints(ints.data());
+        break;
+      case Field::kRecallRank:
+        ints.resize(count);
+        for (uint32_t j = 0; j < count; ++j) ints[j] = v_.recall_rank[order[j]];
+        writer->Ints(ints.data());
+        break;
+      case Field::kSource:
+        codes.resize(count);
+        for (uint32_t j = 0; j < count; ++j) codes[j] = v_.source_code[order[j]];
+        writer->Strings(codes.data());
+        break;
+      default:
+        numbers.resize(count);
+        for (uint32_t j = 0; j < count; ++j) numbers[j] = Number(f, order[j]);
+        writer->Numbers(numbers.data());
+        break;
+    }
   }
 }
 
-void TextLine::Finish() { out_->resize(static_cast<size_t>(p_ - out_->data())); }
-
-void TextLine::Ensure(size_t n) {
-  const size_t used = static_cast<size_t>(p_ - out_->data());
-  if (used + n > out_->size()) {
-    out_->resize(std::max(out_->size() * 2, used + n));
-    p_ = out_->data() + used;
+LogLineFormat::Bound LogLineFormat::TextBound() const {
+  // Six significant digits with an exponent: "-1.23457e-308"; 64-bit ints.
+  constexpr size_t kMaxNumber = 13;
+  constexpr size_t kMaxInt = 20;
+  Bound b;
+  for (const std::string& piece : pieces_) b.shared_bytes += piece.size();
+  size_t varying = 0;
+  for (const Field& f : fields_) {
+    switch (f.source) {
+      case Field::kItemId:
+      case Field::kSource:
+        break;  // Counted per item by the caller.
+      case Field::kPosition:
+      case Field::kPreRank:
+      case Field::kRecallRank:
+        varying += kMaxInt;
+        break;
+      default:
+        varying += kMaxNumber;
+        break;
+    }
   }
+  b.fields = fields_.size();
+  b.fixed_bytes = b.shared_bytes + varying;
+  return b;
 }
 
 namespace {
 
-// The deferred form of a request's log lines: the values, formatted when
-// the log writer asks.
+// The deferred form of a request's log lines: the values, written when the
+// log writer asks.
 class RankLogRenderer final : public logstore::LogRenderer {
  public:
-  RankLogRenderer(const LinearModel* model, std::unique_ptr<LogValues> values)
-      : model_(model), values_(std::move(values)), estimated_bytes_(EstimateText()) {}
+  explicit RankLogRenderer(std::unique_ptr<LogValues> values)
+      : values_(std::move(values)), held_bytes_(HeldBytes(*values_)) {}
 
   size_t ItemCount() const override { return values_->n; }
-  // The bound of the lines' text: the queue's and the writers' byte bounds
-  // hold for requests whose lines are long, not only the shipped model's.
-  size_t EstimatedBytes() const override { return estimated_bytes_; }
+  // What the queued values hold (the queue's byte bound is on memory): the
+  // arrays, counted in O(1) on the ranking thread.
+  size_t EstimatedBytes() const override { return held_bytes_; }
 
   void Render(std::vector<logstore::ItemLog>* items) override {
-    LogLineFormat format(*model_, *values_);
+    LogLineFormat format(*values_);
     items->reserve(items->size() + values_->n);
     for (size_t r = 0; r < values_->n; ++r) {
-      items->push_back(logstore::ItemLog{std::string(values_->id(values_->order[r])),
-                                         format.Text(r)});
+      items->push_back(
+          logstore::ItemLog{std::string(values_->id(values_->order[r])), format.Text(r)});
     }
   }
 
-  bool RenderRecords(std::string* layout, logstore::PackedFields* fields) override {
-    LogLineFormat format(*model_, *values_);
-    logstore::LogRecordBuilder builder;
-    const logstore::PackedFields::Mark start = fields->mark();
-    // ~170-byte records and their ids: one growth of the buffer at most.
-    fields->Reserve(values_->n * 256);
-    for (size_t r = 0; r < values_->n; ++r) {
-      format.Emit(builder, r);
-      builder.FinishRecordInto(values_->id(values_->order[r]), fields);
+  bool RenderBlocks(uint32_t block_items, logstore::PackedFields* fields) override {
+    LogLineFormat format(*values_);
+    const logstore::BlockLayout layout = format.Layout(block_items);
+    fields->Add(logstore::kLayoutField, layout.Serialize());
+    logstore::BlockWriter writer;
+    for (size_t b = 0; b < layout.BlockCount(); ++b) {
+      format.WriteBlock(layout, b, &writer);
+      fields->Add(logstore::LogBlockField(b), writer.value());
     }
-    // Every line has the same shape by construction; if not, text it is.
-    if (!builder.consistent()) {
-      fields->RollBack(start);
-      return false;
-    }
-    *layout = builder.Layout();
     return true;
   }
 
  private:
-  size_t EstimateText() const {
-    const LogLineFormat::Bound bound = LogLineFormat(*model_, *values_).TextBound();
-    size_t bytes = values_->n * bound.fixed_bytes + values_->ids.size();
-    for (size_t c = 0; c < values_->n; ++c) {
-      bytes += values_->sources[values_->source_code[c]].size();
-    }
-    return bytes;
+  static size_t HeldBytes(const LogValues& v) {
+    const auto bytes = [](const auto& vec) { return vec.size() * sizeof(vec[0]); };
+    return sizeof(v) + v.ids.size() + bytes(v.order) + bytes(v.id_ends) + bytes(v.source_code) +
+           bytes(v.recall_rank) + bytes(v.features) + bytes(v.p) + bytes(v.logit) +
+           bytes(v.contribution) + bytes(v.boost) + bytes(v.score);
   }
 
-  const LinearModel* model_;
   std::unique_ptr<LogValues> values_;
-  size_t estimated_bytes_;
+  size_t held_bytes_;
 };
 
 }  // namespace
 
-std::unique_ptr<logstore::LogRenderer> MakeLogRenderer(const LinearModel* model,
-                                                       std::unique_ptr<LogValues> values) {
-  return std::make_unique<RankLogRenderer>(model, std::move(values));
+std::unique_ptr<logstore::LogRenderer> MakeLogRenderer(std::unique_ptr<LogValues> values) {
+  return std::make_unique<RankLogRenderer>(std::move(values));
 }
 
 }  // namespace rankwire::server

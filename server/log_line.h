@@ -1,20 +1,23 @@
 // The per-item log line: its one description, used by every path that
-// makes it. A line is literal text (the request's header, feature and term
-// labels) with the item's values in between:
+// makes or reads it. A line is literal text (the request's header, feature
+// and term labels) with the item's values in between:
 //
 //   req=<id> ts=<ms> scene=<s> user=<u> bucket=<b> model=<name@version>
-//   item=<ID> pos=<INT> pre=<INT> src=<STRING>#<INT> query="..." ...
+//   item=<ID> pos=<POSITION> pre=<INT> src=<STRING>#<INT> query="..." ...
 //   | feats <name>=<NUMBER> ... | <head> p=<NUMBER> logit=<NUMBER>
 //   <input>:<NUMBER> ... | boost=<NUMBER> final=<NUMBER>
 //
-// (one line). LogLineFormat::Emit() describes it to an output: a text line
-// (TextLine, the inline path) or a structured record (the log store's
-// records, rendered back to the same text on read; logstore/log_record.h).
+// (one line). LogLineFormat holds it as literal pieces and value fields;
+// from that one description it writes the text (the inline path), the log
+// store's layout and blocks (logstore/log_blocks.h: the values as they are,
+// rendered back to the same text when read), and bounds the text's size.
+// A NUMBER is the value as binary32, printed with six significant digits
+// (absl::SixDigits, printf's %g), on every path.
 //
 // LogValues are the values a request's lines are made of, as the ranker
 // computed them, in candidate order with the rank order beside them: the
 // ranker hands them over (moved, not copied) when logs go to the store, and
-// a log writer thread formats them, off the ranking path.
+// a log writer thread writes them, off the ranking path.
 //
 // Thread safety: plain values; a LogLineFormat is used by one thread.
 #ifndef RANKWIRE_SERVER_LOG_LINE_H_
@@ -28,12 +31,21 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
-#include "logstore/log_record.h"
+#include "logstore/log_blocks.h"
 #include "logstore/log_store.h"
-#include "rank/v1/rank.pb.h"
 #include "server/linear_model.h"
 
 namespace rankwire::server {
+
+// The labels of a model's heads and terms in the line: made once per model
+// and shared by every request's values (a queued request's lines do not
+// need the model, which may be replaced meanwhile).
+struct LogLabels {
+  std::vector<std::string> heads;
+  std::vector<std::vector<std::string>> terms;  // Per head, the inputs as written.
+
+  static std::shared_ptr<const LogLabels> Of(const LinearModel& model);
+};
 
 // A request's values for its log lines. Arrays are in candidate order
 // (candidate c's value at [c], or [k * n + c] for the k-th feature, head or
@@ -49,10 +61,13 @@ struct LogValues {
   // The context values the line shows, as (key, value) in line order.
   std::vector<std::pair<std::string, std::string>> context;
   std::vector<std::string> feature_names;
+  std::shared_ptr<const LogLabels> labels;
+  // The caller's top_n: the store's first block holds these items.
+  uint32_t top_n = 0;
 
   size_t n = 0;
   std::vector<uint32_t> order;
-  // Ids and recall sources: bytes end to end, and where each ends.
+  // Ids: bytes end to end, and where each ends.
   std::string ids;
   std::vector<uint32_t> id_ends;
   std::vector<std::string> sources;     // Distinct recall sources.
@@ -69,14 +84,25 @@ struct LogValues {
   }
 };
 
-// The literal parts of a request's lines, formatted once per request.
 class LogLineFormat {
  public:
-  LogLineFormat(const LinearModel& model, const LogValues& values);
+  // `values` must outlive the format.
+  explicit LogLineFormat(const LogValues& values);
 
-  // An upper bound on the text of one line, given the item's id and
-  // recall source sizes: fixed_bytes + |id| + |source|; shared_bytes of it
-  // are the same text in every line, in `fields` runs of varying text.
+  // The text of the line ranked at `rank` (0-based), appended to `out`.
+  void AppendText(size_t rank, std::string* out) const;
+  std::string Text(size_t rank) const;
+
+  // The store's layout for these lines: the first block holds the
+  // request's top_n items (at least one), later ones `block_items`.
+  logstore::BlockLayout Layout(uint32_t block_items) const;
+  // Block b of `layout`, written into `writer` column by column.
+  void WriteBlock(const logstore::BlockLayout& layout, size_t b,
+                  logstore::BlockWriter* writer) const;
+
+  // An upper bound on the text of one line: fixed_bytes + |id| + |source|;
+  // shared_bytes of it are the same text in every line, in `fields` runs
+  // of varying text.
   struct Bound {
     size_t fixed_bytes = 0;
     size_t shared_bytes = 0;
@@ -84,99 +110,28 @@ class LogLineFormat {
   };
   Bound TextBound() const;
 
-  // The line of the item ranked at `rank` (0-based), to `out`: a TextLine
-  // or a logstore::LogRecordBuilder.
-  template <typename Out>
-  void Emit(Out& out, size_t rank) const;
-
-  // The text of the line ranked at `rank`.
-  std::string Text(size_t rank) const;
-
  private:
-  static void EmitItemId(class TextLine& out, absl::string_view id);
-  static void EmitItemId(logstore::LogRecordBuilder& out, absl::string_view id);
+  // Where a value field's values come from.
+  struct Field {
+    enum Source : uint8_t {
+      kItemId, kPosition, kPreRank, kSource, kRecallRank, kFeature, kHeadP, kHeadLogit, kTerm,
+      kBoost, kScore,
+    };
+    Source source;
+    uint32_t index = 0;  // Feature, head or term.
+  };
+  void Add(std::string literal, Field::Source source, uint32_t index = 0);
+  // Field f's value for candidate c, as the line's number (binary32).
+  float Number(const Field& f, size_t c) const;
 
-  const LinearModel& model_;
   const LogValues& v_;
-  std::string prefix_;
-  std::string context_;
-  std::vector<std::string> feature_labels_;
-  std::vector<std::vector<std::string>> term_labels_;
-};
-
-// Text output for LogLineFormat::Emit: appends each part to a string
-// through a raw pointer, growing it only when needed.
-class TextLine {
- public:
-  TextLine(std::string* out, size_t reserve);
-  void Literal(absl::string_view s) { Append(s); }
-  void ItemId(absl::string_view id) { Append(id); }
-  void Int(int64_t v);
-  void String(absl::string_view s) { Append(s); }
-  // Six significant digits, like printf's %g (absl::SixDigits).
-  void Number(double v);
-  void LabeledNumbers(const std::string* labels, const double* values, size_t count);
-  // Trims the string to what was written.
-  void Finish();
-
- private:
-  void Append(absl::string_view s);
-  void Ensure(size_t n);
-  std::string* out_;
-  char* p_;
+  std::vector<std::string> pieces_;  // fields_.size() + 1: before each field, then the tail.
+  std::vector<Field> fields_;
 };
 
 // The deferred form of a request's lines for the log store: the values,
-// formatted when a log writer asks (as records, or as text).
-std::unique_ptr<logstore::LogRenderer> MakeLogRenderer(const LinearModel* model,
-                                                       std::unique_ptr<LogValues> values);
-
-template <typename Out>
-void LogLineFormat::Emit(Out& out, size_t rank) const {
-  const size_t n = v_.n;
-  const size_t c = v_.order[rank];
-  out.Literal(prefix_);
-  EmitItemId(out, v_.id(c));
-  out.Literal(" pos=");
-  out.Int(static_cast<int64_t>(rank + 1));
-  out.Literal(" pre=");
-  out.Int(static_cast<int64_t>(c + 1));
-  out.Literal(" src=");
-  out.String(v_.sources[v_.source_code[c]]);
-  out.Literal("#");
-  out.Int(static_cast<int64_t>(v_.recall_rank[c]));
-  out.Literal(context_);
-  out.Literal(" | feats");
-  double features[64];
-  for (size_t f0 = 0; f0 < feature_labels_.size(); f0 += 64) {
-    const size_t count = std::min<size_t>(64, feature_labels_.size() - f0);
-    for (size_t j = 0; j < count; ++j) {
-      features[j] = static_cast<double>(v_.features[(f0 + j) * n + c]);
-    }
-    out.LabeledNumbers(feature_labels_.data() + f0, features, count);
-  }
-  size_t t = 0;
-  double terms[64];
-  for (size_t h = 0; h < model_.heads().size(); ++h) {
-    out.Literal(" | ");
-    out.Literal(model_.heads()[h].name);
-    out.Literal(" p=");
-    out.Number(v_.p[h * n + c]);
-    out.Literal(" logit=");
-    out.Number(v_.logit[h * n + c]);
-    const std::vector<std::string>& labels = term_labels_[h];
-    for (size_t j0 = 0; j0 < labels.size(); j0 += 64) {
-      const size_t count = std::min<size_t>(64, labels.size() - j0);
-      for (size_t j = 0; j < count; ++j) terms[j] = v_.contribution[(t + j0 + j) * n + c];
-      out.LabeledNumbers(labels.data() + j0, terms, count);
-    }
-    t += labels.size();
-  }
-  out.Literal(" | boost=");
-  out.Number(v_.boost[c]);
-  out.Literal(" final=");
-  out.Number(v_.score[c]);
-}
+// written as blocks (or as text) when a log writer asks.
+std::unique_ptr<logstore::LogRenderer> MakeLogRenderer(std::unique_ptr<LogValues> values);
 
 }  // namespace rankwire::server
 

@@ -332,7 +332,9 @@ const RankWorkspace::Schema& SchemaFor(const Model& model, const RequestView& re
 }
 
 // The request-level values of the log lines.
-void FillLogHeader(const Model& model, const RequestView& request, LogValues* v) {
+void FillLogHeader(const Model& model, std::shared_ptr<const LogLabels> labels,
+                   const RequestView& request, LogValues* v) {
+  v->labels = std::move(labels);
   v->request_id = std::string(request.request_id);
   v->request_time_ms = request.request_time_ms;
   v->scene = std::string(SceneName(static_cast<rank::v1::Scene>(request.scene)));
@@ -347,6 +349,7 @@ void FillLogHeader(const Model& model, const RequestView& request, LogValues* v)
   }
   v->feature_names.clear();
   for (absl::string_view name : request.item_feature_names) v->feature_names.emplace_back(name);
+  v->top_n = request.top_n;
 }
 
 // The result's columns, in rank order.
@@ -413,14 +416,12 @@ void Ranker::Build(const RequestView& request, LogDetail detail, RankWorkspace* 
   }
   EmitColumns(*model_, request, k, *ws, result);
   if (detail == LogDetail::kInline) {
-    FillLogHeader(*model_, request, &ws->v);
-    const LogLineFormat format(*model_, ws->v);
+    FillLogHeader(*model_, labels_, request, &ws->v);
+    const LogLineFormat format(ws->v);
     std::string line;
     for (size_t r = 0; r < v.n; ++r) {
       line.clear();
-      TextLine text(&line, 1536);
-      format.Emit(text, r);
-      text.Finish();
+      format.AppendText(r, &line);
       result->SetLog(r, line);
     }
   }
@@ -430,12 +431,12 @@ std::unique_ptr<LogValues> Ranker::TakeLogValues(const RequestView& request,
                                                  RankWorkspace* ws) const {
   auto values = std::make_unique<LogValues>(std::move(ws->v));
   ws->v = LogValues();
-  FillLogHeader(*model_, request, values.get());
+  FillLogHeader(*model_, labels_, request, values.get());
   return values;
 }
 
 std::unique_ptr<logstore::LogRenderer> Ranker::Renderer(std::unique_ptr<LogValues> values) const {
-  return MakeLogRenderer(model_, std::move(values));
+  return MakeLogRenderer(std::move(values));
 }
 
 RankOutput Ranker::Rank(const rank::v1::RankRequest& proto, LogDetail detail) const {
@@ -473,8 +474,8 @@ OutputShape Ranker::Shape(const RequestView& request) const {
   shape.keys[k.bucket].string_bytes = bucket.size();
   shape.keys[k.version].string_bytes = model.full_version().size();
   LogValues header;
-  FillLogHeader(model, request, &header);
-  const LogLineFormat::Bound bound = LogLineFormat(model, header).TextBound();
+  FillLogHeader(model, labels_, request, &header);
+  const LogLineFormat::Bound bound = LogLineFormat(header).TextBound();
   shape.line_fixed_bytes = bound.fixed_bytes;
   shape.line_shared_bytes = bound.shared_bytes;
   shape.line_fields = bound.fields;

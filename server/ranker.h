@@ -124,7 +124,7 @@ class Ranker {
  public:
   // `model` is not owned and must outlive the Ranker (and the renderers it
   // returns).
-  explicit Ranker(const LinearModel* model) : model_(model) {}
+  explicit Ranker(const LinearModel* model) : model_(model), labels_(LogLabels::Of(*model)) {}
 
   // Scores every candidate and orders them (ties keep request order), in
   // `ws`. REQUIRES: ValidateRequest(request, ...) returned OK.
@@ -152,6 +152,7 @@ class Ranker {
 
  private:
   const LinearModel* model_;
+  std::shared_ptr<const LogLabels> labels_;
 };
 
 }  // namespace rankwire::server

@@ -68,9 +68,13 @@ ABSL_FLAG(std::string, logstore, "memory",
 ABSL_FLAG(std::string, redis_addr, "127.0.0.1:6379",
           "Redis host:port for --logstore=redis; for redis-cluster a comma-separated list "
           "of seed nodes.");
-ABSL_FLAG(std::string, log_format, "record",
-          "How stored logs are kept: record (structured, rendered to the same text on "
-          "read) or text ('T' values, 'Z' with --log_compress).");
+ABSL_FLAG(std::string, log_format, "blocks",
+          "How stored logs are kept: blocks (the values, typed, in blocks of items by "
+          "position; rendered to the same text on read; \"record\" is accepted as its older "
+          "name) or text ('T' values per item, 'Z' with --log_compress).");
+ABSL_FLAG(uint32_t, log_block_items, 16,
+          "Items per stored log block after the first, which holds the request's top_n "
+          "items (fetching those reads one block).");
 ABSL_FLAG(uint32_t, log_writers, 0,
           "Log writer threads, each with its own store connection (0: one per two usable "
           "CPUs, 1..8).");
@@ -314,15 +318,17 @@ absl::StatusOr<logstore::LogStoreConfig> LogStoreConfigFromFlags() {
         absl::StrCat("--logstore=", backend, ": expected memory, redis or redis-cluster"));
   }
   const std::string format = absl::GetFlag(FLAGS_log_format);
-  if (format == "record") {
-    config.format = logstore::LogStoreConfig::Format::kRecord;
+  if (format == "blocks" || format == "record") {
+    config.format = logstore::LogStoreConfig::Format::kBlocks;
   } else if (format == "text") {
     config.format = logstore::LogStoreConfig::Format::kText;
   } else {
     return absl::InvalidArgumentError(
-        absl::StrCat("--log_format=", format, ": expected record or text"));
+        absl::StrCat("--log_format=", format, ": expected blocks or text"));
   }
   config.writers = absl::GetFlag(FLAGS_log_writers);
+  config.block_items = absl::GetFlag(FLAGS_log_block_items);
+  if (config.block_items == 0) return absl::InvalidArgumentError("--log_block_items must be >= 1");
   if (absl::GetFlag(FLAGS_log_ttl_ms) <= 0) {
     return absl::InvalidArgumentError("--log_ttl_ms must be positive");
   }
