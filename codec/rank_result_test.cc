@@ -629,7 +629,9 @@ TEST(ColumnarTest, SparseColumnsAndPresentWords) {
   for (size_t i = 0; i < 130; ++i) {
     const bool has = i == 0 || i == 63 || i == 64 || i == 129;
     EXPECT_EQ(c.present(i), has) << i;
-    if (has) EXPECT_EQ(c.doubles()[i], 1.0 + static_cast<double>(i)) << i;
+    if (has) {
+      EXPECT_EQ(c.doubles()[i], 1.0 + static_cast<double>(i)) << i;
+    }
     EXPECT_EQ(r.Item(i).metrics.size(), has ? 1u : 0u) << i;
   }
   // A key no item has: no words at all, or only zeros.
