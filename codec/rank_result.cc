@@ -268,18 +268,23 @@ void Column::Resize(size_t items) {
   // would otherwise resize on every item.
   const size_t slots = std::max(items, 2 * slots_);
   present_.resize((slots + 63) / 64, 0);
+  // A cleared column keeps its array (and the last result's values in the
+  // slots, which no present bit names): only new room is initialized.
+  const auto grow = [slots](auto& v) {
+    if (v.size() < slots) v.resize(slots);
+  };
   switch (type_) {
     case MetricType::kInt:
-      ints_.resize(slots, 0);
+      grow(ints_);
       break;
     case MetricType::kFloat:
-      floats_.resize(slots, 0.0f);
+      grow(floats_);
       break;
     case MetricType::kDouble:
-      doubles_.resize(slots, 0.0);
+      grow(doubles_);
       break;
     case MetricType::kString:
-      codes_.resize(slots, 0);
+      grow(codes_);
       break;
   }
   slots_ = slots;
@@ -292,13 +297,11 @@ void Column::MarkAllPresent(size_t items) {
 }
 
 void Column::Clear() {
+  // The value arrays keep their size: Resize() reuses them, and no present
+  // bit names their old values.
   slots_ = 0;
   present_.clear();
   present_count_ = 0;
-  ints_.clear();
-  floats_.clear();
-  doubles_.clear();
-  codes_.clear();
   entry_bytes_.clear();
   entry_ends_.clear();
 }
@@ -413,29 +416,62 @@ std::optional<MetricRef> RankResult::FindMetric(size_t item, absl::string_view n
   return Get(item, *key);
 }
 
-int64_t* RankResult::MutableInts(uint32_t key) {
+namespace {
+
+// Zeroes the slots of `values` (the first `items`) whose bit in `present`
+// is not set: all of them for a column with no value yet.
+template <typename T>
+void ZeroAbsent(const std::vector<uint64_t>& present, size_t present_count, size_t items,
+                T* values) {
+  if (present_count == 0) {
+    std::fill(values, values + items, T{});
+    return;
+  }
+  for (size_t i = 0; i < items; ++i) {
+    if (((present[i >> 6] >> (i & 63)) & 1) == 0) values[i] = T{};
+  }
+}
+
+}  // namespace
+
+Column& RankResult::WholeColumn(uint32_t key, bool zero) {
   Column& c = columns_[key];
   c.Resize(size());
+  if (zero && c.present_count_ < size()) {
+    switch (c.type_) {
+      case MetricType::kInt:
+        ZeroAbsent(c.present_, c.present_count_, size(), c.ints_.data());
+        break;
+      case MetricType::kFloat:
+        ZeroAbsent(c.present_, c.present_count_, size(), c.floats_.data());
+        break;
+      case MetricType::kDouble:
+        ZeroAbsent(c.present_, c.present_count_, size(), c.doubles_.data());
+        break;
+      case MetricType::kString:
+        ZeroAbsent(c.present_, c.present_count_, size(), c.codes_.data());
+        break;
+    }
+  }
   c.MarkAllPresent(size());
-  return c.ints_.data();
+  return c;
 }
-float* RankResult::MutableFloats(uint32_t key) {
-  Column& c = columns_[key];
-  c.Resize(size());
-  c.MarkAllPresent(size());
-  return c.floats_.data();
-}
+
+int64_t* RankResult::MutableInts(uint32_t key) { return WholeColumn(key, true).ints_.data(); }
+float* RankResult::MutableFloats(uint32_t key) { return WholeColumn(key, true).floats_.data(); }
 double* RankResult::MutableDoubles(uint32_t key) {
-  Column& c = columns_[key];
-  c.Resize(size());
-  c.MarkAllPresent(size());
-  return c.doubles_.data();
+  return WholeColumn(key, true).doubles_.data();
 }
-uint32_t* RankResult::MutableCodes(uint32_t key) {
-  Column& c = columns_[key];
-  c.Resize(size());
-  c.MarkAllPresent(size());
-  return c.codes_.data();
+uint32_t* RankResult::MutableCodes(uint32_t key) { return WholeColumn(key, true).codes_.data(); }
+int64_t* RankResult::OverwriteInts(uint32_t key) { return WholeColumn(key, false).ints_.data(); }
+float* RankResult::OverwriteFloats(uint32_t key) {
+  return WholeColumn(key, false).floats_.data();
+}
+double* RankResult::OverwriteDoubles(uint32_t key) {
+  return WholeColumn(key, false).doubles_.data();
+}
+uint32_t* RankResult::OverwriteCodes(uint32_t key) {
+  return WholeColumn(key, false).codes_.data();
 }
 
 namespace {

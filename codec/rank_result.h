@@ -274,8 +274,9 @@ class MetricRef {
 // One metric key's values over a result's items, typed: an int64, float or
 // double per item, or for strings a 32-bit code per item into a table of
 // entries (a dictionary when values repeat: a recall source, a bucket; one
-// entry per item when they do not). Which items have a value is a bitmap.
-// Slots of items without a value hold zeros.
+// entry per item when they do not). Which items have a value is a bitmap;
+// the slots of items without one hold unspecified values (a cleared result
+// reuses its arrays without zeroing them).
 //
 // Columns belong to a RankResult and change only through it.
 class Column {
@@ -443,6 +444,13 @@ class RankResult {
   float* MutableFloats(uint32_t key);
   double* MutableDoubles(uint32_t key);
   uint32_t* MutableCodes(uint32_t key);
+  // The same for a caller that writes every item's value: the array's
+  // contents are unspecified until it does (no zeroing first; a reused
+  // result's arrays hold the last result's values).
+  int64_t* OverwriteInts(uint32_t key);
+  float* OverwriteFloats(uint32_t key);
+  double* OverwriteDoubles(uint32_t key);
+  uint32_t* OverwriteCodes(uint32_t key);
 
   // Row form, for tests and tools: appends `item` (its metric keys index
   // keys(); InvalidArgument for a key out of range, a value of another
@@ -458,6 +466,9 @@ class RankResult {
 
  private:
   Column& Cell(size_t item, uint32_t key);
+  // The key's column sized for every item and all marked present; with
+  // `zero`, the slots not present before are zeroed.
+  Column& WholeColumn(uint32_t key, bool zero);
   void ClearItems();
   struct LogSpan {
     uint64_t offset = 0;

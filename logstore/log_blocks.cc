@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -120,80 +121,144 @@ absl::StatusOr<BlockLayout> BlockLayout::Parse(absl::string_view value) {
   return layout;
 }
 
-void BlockWriter::PutVarint(uint64_t v) { AppendVarint(v, &out_); }
-
-void BlockWriter::Begin(uint32_t count) {
-  count_ = count;
-  out_.clear();
-  out_.push_back(kBlockTag);
-  PutVarint(count);
-}
-
-void BlockWriter::ItemIds(const absl::string_view* ids) {
-  // The prefix every id of the block shares ("sku-", a tenant), once.
-  size_t prefix = count_ == 0 ? 0 : ids[0].size();
-  for (uint32_t j = 1; j < count_ && prefix > 0; ++j) {
-    const absl::string_view id = ids[j];
-    size_t k = 0;
-    const size_t limit = std::min(prefix, id.size());
-    while (k < limit && id[k] == ids[0][k]) ++k;
-    prefix = k;
+BlocksWriter::BlocksWriter(const BlockLayout& layout, const absl::string_view* ids) {
+  const size_t blocks = layout.BlockCount();
+  begin_.resize(blocks + 1);
+  for (size_t b = 0; b < blocks; ++b) begin_[b] = layout.BlockBegin(b);
+  begin_.back() = layout.items;
+  // Room per block: the tag and count, each value at its largest (a 10-byte
+  // varint; a number column's form byte and its top byte's spare), and the
+  // ids (a 5-byte length each, the block's prefix once more).
+  start_.resize(blocks + 1);
+  end_.resize(blocks);
+  const size_t per_item = 10 * layout.kinds.size() + 5;
+  size_t total = 0;
+  for (size_t b = 0; b < blocks; ++b) {
+    start_[b] = total;
+    size_t block_ids = 0;
+    for (uint32_t j = begin_[b]; j < begin_[b + 1]; ++j) block_ids += ids[j].size();
+    total += 16 + 4 * layout.kinds.size() + per_item * (begin_[b + 1] - begin_[b]) + block_ids;
   }
-  AppendLength(count_ == 0 ? absl::string_view() : ids[0].substr(0, prefix), &out_);
-  for (uint32_t j = 0; j < count_; ++j) AppendLength(ids[j].substr(prefix), &out_);
+  start_.back() = total;
+  buffer_.reset(new char[total]);  // Not zero-filled: every byte used is written.
+  for (size_t b = 0; b < blocks; ++b) {
+    char* p = buffer_.get() + start_[b];
+    *p++ = kBlockTag;
+    p = coding::EncodeVarint64(p, begin_[b + 1] - begin_[b]);
+    end_[b] = static_cast<size_t>(p - buffer_.get());
+  }
 }
 
-void BlockWriter::Ints(const int64_t* values) {
-  for (uint32_t j = 0; j < count_; ++j) PutVarint(coding::ZigZagEncode64(values[j]));
+void BlocksWriter::ItemIds(const absl::string_view* ids) {
+  for (size_t b = 0; b < end_.size(); ++b) {
+    const absl::string_view* block_ids = ids + begin_[b];
+    const uint32_t count = begin_[b + 1] - begin_[b];
+    // The prefix every id of the block shares ("sku-", a tenant), once.
+    size_t prefix = block_ids[0].size();
+    for (uint32_t j = 1; j < count && prefix > 0; ++j) {
+      const absl::string_view id = block_ids[j];
+      size_t k = 0;
+      const size_t limit = std::min(prefix, id.size());
+      while (k < limit && id[k] == block_ids[0][k]) ++k;
+      prefix = k;
+    }
+    char* p = buffer_.get() + end_[b];
+    p = coding::EncodeVarint64(p, prefix);
+    std::memcpy(p, block_ids[0].data(), prefix);
+    p += prefix;
+    for (uint32_t j = 0; j < count; ++j) {
+      const absl::string_view suffix = block_ids[j].substr(prefix);
+      p = coding::EncodeVarint64(p, suffix.size());
+      std::memcpy(p, suffix.data(), suffix.size());
+      p += suffix.size();
+    }
+    end_[b] = static_cast<size_t>(p - buffer_.get());
+  }
 }
 
-void BlockWriter::Strings(const uint32_t* indexes) {
-  for (uint32_t j = 0; j < count_; ++j) PutVarint(indexes[j]);
+void BlocksWriter::Ints(const int64_t* values) {
+  for (size_t b = 0; b < end_.size(); ++b) {
+    char* p = buffer_.get() + end_[b];
+    for (uint32_t j = begin_[b]; j < begin_[b + 1]; ++j) {
+      p = coding::EncodeVarint64(p, coding::ZigZagEncode64(values[j]));
+    }
+    end_[b] = static_cast<size_t>(p - buffer_.get());
+  }
 }
 
-void BlockWriter::Numbers(const float* values) {
-  // The column's cheapest form: one pass over its values decides.
-  const uint32_t first = count_ == 0 ? 0 : FloatBits(values[0]);
-  bool constant = true, same_top = true, whole = true;
-  size_t whole_bytes = 0;
-  for (uint32_t j = 0; j < count_; ++j) {
-    const uint32_t bits = FloatBits(values[j]);
-    constant = constant && bits == first;
-    same_top = same_top && (bits >> 24) == (first >> 24);
+void BlocksWriter::Strings(const uint32_t* indexes) {
+  for (size_t b = 0; b < end_.size(); ++b) {
+    char* p = buffer_.get() + end_[b];
+    for (uint32_t j = begin_[b]; j < begin_[b + 1]; ++j) p = coding::EncodeVarint64(p, indexes[j]);
+    end_[b] = static_cast<size_t>(p - buffer_.get());
+  }
+}
+
+namespace {
+
+// Whether every value is a whole number below 2^24 in magnitude (not -0),
+// and their varints' bytes. Stops at the first that is not.
+bool AllWhole(const float* values, uint32_t count, size_t* bytes) {
+  size_t total = 0;
+  for (uint32_t j = 0; j < count; ++j) {
     const float v = values[j];
-    // Whole and below 2^24 (so the int is exact), and not -0.
-    const bool is_whole = v > -16777216.0f && v < 16777216.0f &&
-                          static_cast<float>(static_cast<int32_t>(v)) == v &&
-                          !(v == 0.0f && (bits >> 31) != 0);
-    whole = whole && is_whole;
-    if (is_whole) {
-      whole_bytes += coding::VarintLength(coding::ZigZagEncode64(static_cast<int32_t>(v)));
-    }
+    if (!(v > -16777216.0f && v < 16777216.0f)) return false;
+    const int32_t i = static_cast<int32_t>(v);
+    if (static_cast<float>(i) != v || (i == 0 && (FloatBits(v) >> 31) != 0)) return false;
+    total += coding::VarintLength(coding::ZigZagEncode64(i));
   }
-  const size_t raw_bytes = 4 * size_t{count_};
-  const size_t top_bytes = same_top ? 1 + 3 * size_t{count_} : SIZE_MAX;
-  const size_t whole_total = whole ? whole_bytes : SIZE_MAX;
-  if (constant && count_ > 1) {
-    out_.push_back(static_cast<char>(NumberForm::kConstant));
-    out_.append(reinterpret_cast<const char*>(&first), 4);
-  } else if (whole_total <= std::min(raw_bytes, top_bytes)) {
-    out_.push_back(static_cast<char>(NumberForm::kWhole));
-    for (uint32_t j = 0; j < count_; ++j) {
-      PutVarint(coding::ZigZagEncode64(static_cast<int32_t>(values[j])));
+  *bytes = total;
+  return true;
+}
+
+// One block's slice of a number column, in its cheapest form, written at
+// `p`; returns the end. Constant and shared-top-byte come from one OR of
+// every value's bits against the first (a loop that vectorizes); whole
+// numbers are tried only when the first value is one.
+char* PutNumbers(const float* values, uint32_t n, char* p) {
+  const uint32_t first = n == 0 ? 0 : FloatBits(values[0]);
+  uint32_t differ = 0;
+  for (uint32_t j = 0; j < n; ++j) differ |= FloatBits(values[j]) ^ first;
+  const size_t raw_bytes = 4 * size_t{n};
+  if (differ == 0 && n > 1) {
+    *p++ = static_cast<char>(NumberForm::kConstant);
+    std::memcpy(p, &first, 4);
+    return p + 4;
+  }
+  const size_t top_bytes = (differ >> 24) == 0 ? 1 + 3 * size_t{n} : SIZE_MAX;
+  size_t whole_bytes = SIZE_MAX;
+  if (n > 0 && values[0] == std::trunc(values[0]) && !AllWhole(values, n, &whole_bytes)) {
+    whole_bytes = SIZE_MAX;
+  }
+  if (whole_bytes <= std::min(raw_bytes, top_bytes)) {
+    *p++ = static_cast<char>(NumberForm::kWhole);
+    for (uint32_t j = 0; j < n; ++j) {
+      p = coding::EncodeVarint64(p, coding::ZigZagEncode64(static_cast<int32_t>(values[j])));
     }
-  } else if (top_bytes < raw_bytes) {
-    out_.push_back(static_cast<char>(NumberForm::kTopByte));
-    out_.push_back(static_cast<char>(first >> 24));
-    const size_t at = out_.size();
-    out_.resize(at + 3 * size_t{count_});
-    char* p = out_.data() + at;
-    for (uint32_t j = 0; j < count_; ++j, p += 3) {
+    return p;
+  }
+  if (top_bytes < raw_bytes) {
+    *p++ = static_cast<char>(NumberForm::kTopByte);
+    *p++ = static_cast<char>(first >> 24);
+    // Four bytes at a time, each store's top byte overwritten by the next
+    // (the region's room allows the one spare byte).
+    for (uint32_t j = 0; j < n; ++j, p += 3) {
       const uint32_t bits = FloatBits(values[j]);
-      std::memcpy(p, &bits, 3);  // The low three bytes (little-endian).
+      std::memcpy(p, &bits, 4);
     }
-  } else {
-    out_.push_back(static_cast<char>(NumberForm::kRaw));
-    out_.append(reinterpret_cast<const char*>(values), raw_bytes);
+    return p;
+  }
+  *p++ = static_cast<char>(NumberForm::kRaw);
+  std::memcpy(p, values, raw_bytes);
+  return p + raw_bytes;
+}
+
+}  // namespace
+
+void BlocksWriter::Numbers(const float* values) {
+  for (size_t b = 0; b < end_.size(); ++b) {
+    char* p = PutNumbers(values + begin_[b], begin_[b + 1] - begin_[b], buffer_.get() + end_[b]);
+    end_[b] = static_cast<size_t>(p - buffer_.get());
   }
 }
 

@@ -32,6 +32,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -99,21 +100,30 @@ struct BlockLayout {
   static bool IsBlocks(absl::string_view value);
 };
 
-// Writes one block: Begin, then one call per slot of the layout, in order
-// (kPosition slots take none), then value().
-class BlockWriter {
+// Writes every block of a request, column by column: one call per slot of
+// the layout, in order (kPosition slots take none), each with the slot's
+// values for all the layout's items in position order; then block(b).
+class BlocksWriter {
  public:
-  void Begin(uint32_t count);
+  // `ids`: the items' ids in position order (layout.items of them), which
+  // size each block's region once, from above; ItemIds() writes them.
+  BlocksWriter(const BlockLayout& layout, const absl::string_view* ids);
   void ItemIds(const absl::string_view* ids);
   void Ints(const int64_t* values);
   void Strings(const uint32_t* indexes);
   void Numbers(const float* values);
-  const std::string& value() const { return out_; }
+  size_t blocks() const { return end_.size(); }
+  absl::string_view block(size_t b) const {
+    return absl::string_view(buffer_.get() + start_[b], end_[b] - start_[b]);
+  }
 
  private:
-  void PutVarint(uint64_t v);
-  uint32_t count_ = 0;
-  std::string out_;
+  // All blocks in one buffer, each in a region sized from above: block b
+  // is [start_[b], end_[b]), its room up to start_[b + 1].
+  std::unique_ptr<char[]> buffer_;
+  std::vector<size_t> start_;
+  std::vector<size_t> end_;
+  std::vector<uint32_t> begin_;  // Per block its first item, then the item count.
 };
 
 // One block, parsed against its layout: the items' ids, and each item's

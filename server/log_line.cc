@@ -140,48 +140,75 @@ logstore::BlockLayout LogLineFormat::Layout(uint32_t block_items) const {
   return layout;
 }
 
-void LogLineFormat::WriteBlock(const logstore::BlockLayout& layout, size_t b,
-                               logstore::BlockWriter* writer) const {
-  const uint32_t begin = layout.BlockBegin(b);
-  const uint32_t count = layout.BlockSize(b);
-  const uint32_t* order = v_.order.data() + begin;
-  writer->Begin(count);
-  // Gathered into per-column scratch: a block is at most block_items (or
-  // top_n) items, so these stay small.
+namespace {
+
+// values[j] = column[order[j]] as binary32, for a column of doubles or
+// floats.
+template <typename T>
+void Gather(const T* column, const uint32_t* order, uint32_t count, float* out) {
+  for (uint32_t j = 0; j < count; ++j) out[j] = static_cast<float>(column[order[j]]);
+}
+
+}  // namespace
+
+void LogLineFormat::WriteBlocks(logstore::BlocksWriter* writer) const {
+  const size_t n = v_.n;
+  const uint32_t* order = v_.order.data();
+  // Each column gathered into rank order once, then split into the blocks.
   thread_local std::vector<absl::string_view> ids;
   thread_local std::vector<int64_t> ints;
   thread_local std::vector<uint32_t> codes;
   thread_local std::vector<float> numbers;
+  ids.resize(n);
+  ints.resize(n);
+  codes.resize(n);
+  numbers.resize(n);
+  const uint32_t count = static_cast<uint32_t>(n);
   for (const Field& f : fields_) {
     switch (f.source) {
       case Field::kItemId:
-        ids.resize(count);
         for (uint32_t j = 0; j < count; ++j) ids[j] = v_.id(order[j]);
         writer->ItemIds(ids.data());
         break;
       case Field::kPosition:
         break;
       case Field::kPreRank:
-        ints.resize(count);
         for (uint32_t j = 0; j < count; ++j) ints[j] = static_cast<int64_t>(order[j]) + 1;
         writer->Ints(ints.data());
         break;
       case Field::kRecallRank:
-        ints.resize(count);
         for (uint32_t j = 0; j < count; ++j) ints[j] = v_.recall_rank[order[j]];
         writer->Ints(ints.data());
         break;
       case Field::kSource:
-        codes.resize(count);
         for (uint32_t j = 0; j < count; ++j) codes[j] = v_.source_code[order[j]];
         writer->Strings(codes.data());
         break;
+      case Field::kFeature:
+        Gather(v_.features.data() + f.index * n, order, count, numbers.data());
+        writer->Numbers(numbers.data());
+        break;
       default:
-        numbers.resize(count);
-        for (uint32_t j = 0; j < count; ++j) numbers[j] = Number(f, order[j]);
+        Gather(NumberColumn(f), order, count, numbers.data());
         writer->Numbers(numbers.data());
         break;
     }
+  }
+}
+
+const double* LogLineFormat::NumberColumn(const Field& f) const {
+  const size_t n = v_.n;
+  switch (f.source) {
+    case Field::kHeadP:
+      return v_.p.data() + f.index * n;
+    case Field::kHeadLogit:
+      return v_.logit.data() + f.index * n;
+    case Field::kTerm:
+      return v_.contribution.data() + f.index * n;
+    case Field::kBoost:
+      return v_.boost.data();
+    default:
+      return v_.score.data();
   }
 }
 
@@ -238,11 +265,15 @@ class RankLogRenderer final : public logstore::LogRenderer {
   bool RenderBlocks(uint32_t block_items, logstore::PackedFields* fields) override {
     LogLineFormat format(*values_);
     const logstore::BlockLayout layout = format.Layout(block_items);
+    // About 5 bytes per value slot and a block's header: one allocation.
+    fields->Reserve(values_->n * (5 * layout.kinds.size() + 16) + 8192);
     fields->Add(logstore::kLayoutField, layout.Serialize());
-    logstore::BlockWriter writer;
-    for (size_t b = 0; b < layout.BlockCount(); ++b) {
-      format.WriteBlock(layout, b, &writer);
-      fields->Add(logstore::LogBlockField(b), writer.value());
+    std::vector<absl::string_view> ids(values_->n);
+    for (size_t r = 0; r < values_->n; ++r) ids[r] = values_->id(values_->order[r]);
+    logstore::BlocksWriter writer(layout, ids.data());
+    format.WriteBlocks(&writer);
+    for (size_t b = 0; b < writer.blocks(); ++b) {
+      fields->Add(logstore::LogBlockField(b), writer.block(b));
     }
     return true;
   }

@@ -96,9 +96,8 @@ class LogLineFormat {
   // The store's layout for these lines: the first block holds the
   // request's top_n items (at least one), later ones `block_items`.
   logstore::BlockLayout Layout(uint32_t block_items) const;
-  // Block b of `layout`, written into `writer` column by column.
-  void WriteBlock(const logstore::BlockLayout& layout, size_t b,
-                  logstore::BlockWriter* writer) const;
+  // Every block of `layout`, written into `writer` column by column.
+  void WriteBlocks(logstore::BlocksWriter* writer) const;
 
   // An upper bound on the text of one line: fixed_bytes + |id| + |source|;
   // shared_bytes of it are the same text in every line, in `fields` runs
@@ -123,6 +122,8 @@ class LogLineFormat {
   void Add(std::string literal, Field::Source source, uint32_t index = 0);
   // Field f's value for candidate c, as the line's number (binary32).
   float Number(const Field& f, size_t c) const;
+  // The double column of a number field that is not a feature.
+  const double* NumberColumn(const Field& f) const;
 
   const LogValues& v_;
   std::vector<std::string> pieces_;  // fields_.size() + 1: before each field, then the tail.

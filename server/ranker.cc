@@ -358,35 +358,35 @@ void EmitColumns(const Model& model, const RequestView& request,
   const LogValues& v = ws.v;
   const size_t n = v.n;
   const uint32_t* order = v.order.data();
-  double* final_score = result->MutableDoubles(k.final_score);
+  double* final_score = result->OverwriteDoubles(k.final_score);
   for (size_t r = 0; r < n; ++r) final_score[r] = v.score[order[r]];
   for (size_t h = 0; h < k.head.size(); ++h) {
-    double* out = result->MutableDoubles(k.head[h]);
+    double* out = result->OverwriteDoubles(k.head[h]);
     const double* p = v.p.data() + h * n;
     for (size_t r = 0; r < n; ++r) out[r] = p[order[r]];
   }
   for (size_t t = 0; t < k.contrib.size(); ++t) {
     if (k.contrib[t] == UINT32_MAX) continue;
-    float* out = result->MutableFloats(k.contrib[t]);
+    float* out = result->OverwriteFloats(k.contrib[t]);
     const double* contrib = v.contribution.data() + t * n;
     for (size_t r = 0; r < n; ++r) out[r] = static_cast<float>(contrib[order[r]]);
   }
   for (size_t f = 0; f < k.feature.size(); ++f) {
     const float* in = v.features.data() + f * n;
     if (ws.integral[f]) {
-      int64_t* out = result->MutableInts(k.feature[f]);
+      int64_t* out = result->OverwriteInts(k.feature[f]);
       for (size_t r = 0; r < n; ++r) out[r] = static_cast<int64_t>(in[order[r]]);
     } else {
-      float* out = result->MutableFloats(k.feature[f]);
+      float* out = result->OverwriteFloats(k.feature[f]);
       for (size_t r = 0; r < n; ++r) out[r] = in[order[r]];
     }
   }
   for (const std::string& source : v.sources) result->AddStringEntry(k.source, source);
-  uint32_t* source = result->MutableCodes(k.source);
+  uint32_t* source = result->OverwriteCodes(k.source);
   for (size_t r = 0; r < n; ++r) source[r] = v.source_code[order[r]];
-  int64_t* recall_rank = result->MutableInts(k.recall_rank);
+  int64_t* recall_rank = result->OverwriteInts(k.recall_rank);
   for (size_t r = 0; r < n; ++r) recall_rank[r] = v.recall_rank[order[r]];
-  int64_t* pre_rank = result->MutableInts(k.pre_rank);
+  int64_t* pre_rank = result->OverwriteInts(k.pre_rank);
   for (size_t r = 0; r < n; ++r) pre_rank[r] = static_cast<int64_t>(order[r]) + 1;
   // One entry each, every item's code 0.
   result->AddStringEntry(k.bucket, model.BucketOf(request.user_id));
