@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -48,6 +50,43 @@ FeatureSource SourceOfFeature(absl::string_view name) {
 int32_t XGBoostTree::Next(int32_t node, float feature_value) const {
   if (std::isnan(feature_value)) return default_left[node] ? left[node] : right[node];
   return feature_value < value[node] ? left[node] : right[node];
+}
+
+// XGBoost writes a NaN or infinite float as the bare word NaN, Infinity or
+// -Infinity, which is not JSON. Returns a copy with each such word (outside
+// strings) replaced by null, so the tree reader can say which node holds it;
+// nullopt if there is none.
+std::optional<std::string> NullNonFiniteWords(absl::string_view json) {
+  std::string out;
+  bool replaced = false;
+  bool in_string = false;
+  for (size_t i = 0; i < json.size(); ++i) {
+    const char c = json[i];
+    if (in_string) {
+      if (c == '\\') {
+        out.append(json.data() + i, std::min<size_t>(2, json.size() - i));
+        ++i;
+        continue;
+      }
+      in_string = c != '"';
+    } else if (c == '"') {
+      in_string = true;
+    } else {
+      bool matched = false;
+      for (absl::string_view word : {"NaN", "-Infinity", "Infinity"}) {
+        if (absl::StartsWith(json.substr(i), word)) {
+          out.append("null");
+          i += word.size() - 1;
+          matched = replaced = true;
+          break;
+        }
+      }
+      if (matched) continue;
+    }
+    out.push_back(c);
+  }
+  if (!replaced) return std::nullopt;
+  return out;
 }
 
 // Reads one saved model into an XGBoostModel, section by section; every
@@ -131,7 +170,11 @@ absl::StatusOr<XGBoostModel> ModelReader::Read(simdjson::padded_string_view json
   dom::parser parser;
   dom::element root;
   if (auto error = parser.parse(json).get(root)) {
-    return Error(absl::StrCat("not valid JSON (truncated?): ", simdjson::error_message(error)));
+    std::optional<std::string> nulled =
+        NullNonFiniteWords(absl::string_view(json.data(), json.size()));
+    if (!nulled || parser.parse(*nulled).get(root)) {
+      return Error(absl::StrCat("not valid JSON (truncated?): ", simdjson::error_message(error)));
+    }
   }
   dom::object top;
   dom::object learner;
@@ -302,6 +345,10 @@ absl::Status ModelReader::ReadNumbers(dom::object tree, absl::string_view key,
   for (dom::element number : array) {
     if constexpr (std::is_same_v<T, float>) {
       double value = 0;
+      if (number.is_null()) {
+        return Error(absl::StrCat(where, " node ", out->size(), ": ", key,
+                                  " is NaN or infinite"));
+      }
       if (number.get_double().get(value)) {
         return Error(absl::StrCat(where, " node ", out->size(), ": ", key, " is not a number"));
       }
