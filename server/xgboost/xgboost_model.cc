@@ -244,18 +244,20 @@ absl::Status ModelReader::ReadModelParam(dom::object learner) {
 }
 
 absl::Status ModelReader::ReadFeatureNames(dom::object learner) {
-  dom::array names;
-  dom::element names_element;
-  if (!learner.at_key("feature_names").get(names_element)) {
-    if (names_element.get_array().get(names)) return Error("learner.feature_names is not an array");
-  }
   auto& out = model_.feature_names_;
-  for (dom::element name : names) {
-    std::string_view text;
-    if (name.get_string().get(text) || text.empty()) {
-      return Error(absl::StrCat("feature_names[", out.size(), "] is not a non-empty string"));
+  dom::element names_element;
+  // Absent when trained on a bare array. (A default dom::array has no tape:
+  // iterate only one that was read.)
+  if (!learner.at_key("feature_names").get(names_element)) {
+    dom::array names;
+    if (names_element.get_array().get(names)) return Error("learner.feature_names is not an array");
+    for (dom::element name : names) {
+      std::string_view text;
+      if (name.get_string().get(text) || text.empty()) {
+        return Error(absl::StrCat("feature_names[", out.size(), "] is not a non-empty string"));
+      }
+      out.emplace_back(text);
     }
-    out.emplace_back(text);
   }
   if (out.empty()) {
     if (!options_.allow_unnamed_features) {

@@ -172,6 +172,12 @@ TEST(XGBoostModelTest, FeatureNamesAreRequiredUnlessAllowed) {
   auto model = XGBoostModel::Parse(ModelJson(m), "m.json", options);
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_THAT(model->feature_names(), ::testing::ElementsAre("f0", "f1", "f2"));
+  // Without the key at all (the fuzzer's first find: it crashed).
+  std::string json = ModelJson(m);
+  const std::string key = "\"feature_names\":[],";
+  json.erase(json.find(key), key.size());
+  EXPECT_THAT(XGBoostModel::Parse(json, "m.json").status().message(),
+              HasSubstr("has no feature_names"));
   m.feature_names = {"a", "b", "a"};
   EXPECT_THAT(ParseError(m).message(), HasSubstr("feature_names[2] \"a\" repeats"));
   m.feature_names = {"a", "b"};

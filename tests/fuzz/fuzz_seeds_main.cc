@@ -318,6 +318,11 @@ void AddXGBoostSeeds(std::map<std::string, std::string>& seeds) {
   random.base_score = "2.5E-1";
   seeds["logistic.json"] = xt::ModelJson(random);
   seeds["deep.json"] = xt::ModelJson(xt::RandomModel(9, 2, 11, 4));
+  xt::ModelSpec unnamed = small;
+  unnamed.feature_names.clear();  // libFuzzer's first crash: no feature_names key
+  std::string unnamed_json = xt::ModelJson(unnamed);
+  const std::string key = "\"feature_names\":[],";
+  seeds["no_feature_names.json"] = unnamed_json.erase(unnamed_json.find(key), key.size());
   small.trees[0].value[3] = NAN;
   seeds["nan_leaf.json"] = xt::ModelJson(small);
   seeds["truncated.json"] = seeds["random.json"].substr(0, seeds["random.json"].size() / 2);
