@@ -31,11 +31,28 @@ bool TreeEvaluator::Avx512Available() {
 
 TreeEvaluator::TreeEvaluator(const XGBoostModel& model, Kernel kernel)
     : num_features_(model.num_features()),
-      block_floats_((2 * model.num_features() + 1) * kLanes),
+      compact_feature_(model.num_features(), -1),
       base_margin_(model.base_margin()),
       objective_(model.objective()) {
   if (kernel == Kernel::kAuto) kernel = Avx512Available() ? Kernel::kAvx512 : Kernel::kScalar;
   kernel_ = kernel;
+  for (const XGBoostTree& tree : model.trees()) {
+    std::vector<int32_t> stack = {0};
+    while (!stack.empty()) {
+      const int32_t node = stack.back();
+      stack.pop_back();
+      if (tree.IsLeaf(node)) continue;
+      compact_feature_[tree.split_feature[node]] = 0;
+      stack.push_back(tree.left[node]);
+      stack.push_back(tree.right[node]);
+    }
+  }
+  for (size_t f = 0; f < num_features_; ++f) {
+    if (compact_feature_[f] < 0) continue;
+    compact_feature_[f] = static_cast<int32_t>(used_features_.size());
+    used_features_.push_back(static_cast<int32_t>(f));
+  }
+  block_floats_ = (2 * used_features_.size() + 1) * kLanes;
   trees_.reserve(model.trees().size());
   for (const XGBoostTree& tree : model.trees()) {
     if (tree.depth <= kMaxCompleteDepth) {
@@ -53,9 +70,9 @@ TreeEvaluator::TreeEvaluator(const XGBoostModel& model, Kernel kernel)
 // The block slot a node reads: the feature's copy whose missing values go
 // the node's default way (see FillBlock), times the lane count.
 int32_t TreeEvaluator::SlotOf(const XGBoostTree& tree, int32_t node) const {
-  const int32_t feature = tree.split_feature[node];
-  const int32_t slot = tree.default_left[node] ? static_cast<int32_t>(num_features_) + feature
-                                               : feature;
+  const int32_t feature = compact_feature_[tree.split_feature[node]];
+  const int32_t used = static_cast<int32_t>(used_features_.size());
+  const int32_t slot = tree.default_left[node] ? used + feature : feature;
   return slot * kLanes;
 }
 
@@ -70,7 +87,7 @@ void TreeEvaluator::AddCompleteTree(const XGBoostTree& tree) {
   slot_.resize(nodes + internal + kLanes, 0);
   threshold_.resize(nodes + internal + kLanes, 0.0f);
   leaf_.resize(leaves + (size_t{1} << depth) + kLanes, 0.0f);
-  const int32_t always_left = static_cast<int32_t>(2 * num_features_) * kLanes;
+  const int32_t always_left = static_cast<int32_t>(2 * used_features_.size()) * kLanes;
   // Heap position h at `level` holds XGBoost node `node`; below a leaf that
   // is shallower than the tree, padding nodes go left (the -inf slot).
   struct Position {
@@ -108,7 +125,7 @@ void TreeEvaluator::AddCompactTree(const XGBoostTree& tree) {
     }
   }
   child_.resize(nodes, 0);
-  const int32_t always_left = static_cast<int32_t>(2 * num_features_) * kLanes;
+  const int32_t always_left = static_cast<int32_t>(2 * used_features_.size()) * kLanes;
   int32_t next_child = 1;
   for (size_t id = 0; id < order.size(); ++id) {
     const int32_t node = order[id];
@@ -129,19 +146,19 @@ void TreeEvaluator::AddCompactTree(const XGBoostTree& tree) {
   }
 }
 
-// Transposes n rows (n <= 16) into feature-major order, each feature twice:
-// slot f with missing as +inf (default right), slot F + f with missing as
-// -inf (default left); slot 2F is all -inf (always left). Lanes past n copy
-// lane 0 so that they walk real paths; their results are dropped.
+// Transposes n rows (n <= 16) into feature-major order, each used feature
+// twice: slot u with missing as +inf (default right), slot U + u with
+// missing as -inf (default left); slot 2U is all -inf (always left). Lanes
+// past n copy lane 0 so that they walk real paths; their results are dropped.
 void TreeEvaluator::FillBlock(const float* rows, size_t n, size_t row_stride,
                               float* block) const {
-  const size_t features = num_features_;
+  const size_t features = used_features_.size();
   float* right = block;
   float* left = block + features * kLanes;
   for (int lane = 0; lane < kLanes; ++lane) {
     const float* row = rows + (static_cast<size_t>(lane) < n ? lane : 0) * row_stride;
     for (size_t f = 0; f < features; ++f) {
-      const float x = row[f];
+      const float x = row[used_features_[f]];
       const bool missing = std::isnan(x);
       right[f * kLanes + lane] = missing ? kInf : x;
       left[f * kLanes + lane] = missing ? -kInf : x;
@@ -216,6 +233,7 @@ void TreeEvaluator::Score(const float* rows, size_t n_rows, size_t row_stride, f
 
 size_t TreeEvaluator::MemoryBytes() const {
   return trees_.capacity() * sizeof(Tree) + slot_.capacity() * sizeof(int32_t) +
+         (used_features_.capacity() + compact_feature_.capacity()) * sizeof(int32_t) +
          threshold_.capacity() * sizeof(float) + child_.capacity() * sizeof(int32_t) +
          leaf_.capacity() * sizeof(float);
 }

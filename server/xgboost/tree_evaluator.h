@@ -92,7 +92,11 @@ class TreeEvaluator {
   void ScoreBlocksAvx512(const float* blocks, int n_blocks, float* acc) const;
 
   size_t num_features_ = 0;
-  size_t block_floats_ = 0;  // (2 * num_features_ + 1) * kLanes
+  // The features some split reads, in model order: only they are copied
+  // into a block, so a model with many features costs only those it uses.
+  std::vector<int32_t> used_features_;
+  std::vector<int32_t> compact_feature_;  // model feature -> index in used_features_
+  size_t block_floats_ = 0;  // (2 * used_features_.size() + 1) * kLanes
   float base_margin_ = 0;
   Objective objective_ = Objective::kRegSquaredError;
   Kernel kernel_ = Kernel::kScalar;

@@ -93,6 +93,16 @@ TEST(TreeEvaluatorTest, InfiniteFeatureValuesCompareAsXGBoostDoes) {
   }
 }
 
+TEST(TreeEvaluatorTest, AWideModelCopiesOnlyTheFeaturesItsSplitsRead) {
+  // 100,000 features, of which the trees read at most a few hundred: a
+  // block must not be 100,000 x 2 x 16 floats.
+  testing::ModelSpec spec = testing::RandomModel(21, 20, 5, 100000);
+  const XGBoostModel model = Parse(spec);
+  ExpectSameAsReference(model, 40, model.num_features(), 3);
+  const TreeEvaluator evaluator(model);
+  EXPECT_LT(evaluator.MemoryBytes(), 100000 * 8 + 64 * 1024);
+}
+
 TEST(TreeEvaluatorTest, MemoryIsWithinTwiceXGBoostsNodes) {
   // XGBoost holds a node in 20 bytes (RegTree::Node) plus 16 of statistics.
   const XGBoostModel model = Parse(testing::RandomModel(5, 300, 6, 18));
