@@ -23,6 +23,9 @@ PACKAGES=(
   python3-grpcio python3-protobuf python3-zstandard python3-yaml python3-matplotlib
   clang-14 libclang-rt-14-dev llvm-14
   libflatbuffers-dev flatbuffers-compiler libcapnp-dev capnproto liblz4-dev
+  # XGBoost models (server/xgboost/): simdjson parses the JSON; libxgboost and
+  # its Python package train the test models and are the benchmark's baseline
+  libsimdjson-dev libxgboost-dev python3-xgboost python3-numpy
   # end-to-end benchmarks (perf: profiling the server under load; iproute2:
   # the shaped veth link)
   hyperfine linux-perf iproute2

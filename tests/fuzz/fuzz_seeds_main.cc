@@ -35,6 +35,7 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "rank/v1/rank.pb.h"
+#include "server/xgboost/xgboost_test_util.h"
 #include "tests/support/random_result.h"
 #include "tests/support/row_result.h"
 
@@ -294,8 +295,34 @@ void AddLogRecordSeeds(std::map<std::string, std::string>& seeds) {
   seeds["record.truncated"] = (seed + layout + record).substr(0, 3 + layout.size() + 3);
 }
 
+// Seeds of the xgboost_model target: XGBoost 1.7 JSON models (small, random,
+// logistic, deep, with a NaN leaf) and a truncated one.
+void AddXGBoostSeeds(std::map<std::string, std::string>& seeds) {
+  namespace xt = xgb::testing;
+  xt::ModelSpec small;
+  small.trees.push_back(xt::TreeSpec{{1, -1, 3, -1, -1}, {2, -1, 4, -1, -1}, {0, 0, 1, 0, 0},
+                                     {0.5f, 1.0f, -1.0f, -2.0f, 3.0f}, {1, 0, 0, 0, 0},
+                                     {10, 4, 6, 2, 4}});
+  seeds["small.json"] = xt::ModelJson(small);
+  xt::ModelSpec random = xt::RandomModel(7, 6, 4, 5);
+  seeds["random.json"] = xt::ModelJson(random);
+  random.objective = "binary:logistic";
+  random.base_score = "2.5E-1";
+  seeds["logistic.json"] = xt::ModelJson(random);
+  seeds["deep.json"] = xt::ModelJson(xt::RandomModel(9, 2, 11, 4));
+  xt::ModelSpec unnamed = small;
+  unnamed.feature_names.clear();  // libFuzzer's first crash: no feature_names key
+  std::string unnamed_json = xt::ModelJson(unnamed);
+  const std::string key = "\"feature_names\":[],";
+  seeds["no_feature_names.json"] = unnamed_json.erase(unnamed_json.find(key), key.size());
+  small.trees[0].value[3] = NAN;
+  seeds["nan_leaf.json"] = xt::ModelJson(small);
+  seeds["truncated.json"] = seeds["random.json"].substr(0, seeds["random.json"].size() / 2);
+}
+
 Corpus MakeCorpus() {
   Corpus corpus;
+  AddXGBoostSeeds(corpus["xgboost_model"]);
   AddLogRecordSeeds(corpus["log_record"]);
   AddCodecSeeds(corpus["codec"]);
   const std::string rankbin_payload =
