@@ -1,10 +1,11 @@
 // rankwire_conformance_dump writes the payloads the Python package (python/)
 // is checked against, each with what the C++ reader makes of it, so that
 // tests/interop/test_python_conformance.py can require the two readers to
-// agree value for value. It also writes the benchmarks' request (request 0
-// of the default workload) for python/bench/bench_top10.py.
+// agree value for value. `--request` writes the benchmarks' request instead
+// (request 0 of the default workload), for python/bench/bench_top10.py.
 //
 //   rankwire_conformance_dump OUT_DIR [RANDOM_RESULTS]
+//   rankwire_conformance_dump --request FILE    # the benchmarks' request only
 //
 // Cases: seeded random results (tests/support/random_result.h, as the
 // conformance suite makes them) encoded by every built-in codec and by the
@@ -191,9 +192,15 @@ int Run(const std::string& dir, int random_results) {
   }
   std::ofstream(dir + "/cases.json") << "{\"cases\": [\n" << w.json << "\n]}\n";
 
-  workload::WorkloadGenerator generator(workload::WorkloadOptions{});
-  std::ofstream(dir + "/shipped_request.pb", std::ios::binary) << generator.Make(0).SerializeAsString();
   std::printf("wrote %d payloads and their decodes to %s\n", w.files, dir.c_str());
+  return 0;
+}
+
+// The payload every benchmark measures is request 0 of the default workload
+// (500 candidates, seed 20261129) ranked by the shipped model.
+int WriteRequest(const std::string& file) {
+  workload::WorkloadGenerator generator(workload::WorkloadOptions{});
+  std::ofstream(file, std::ios::binary) << generator.Make(0).SerializeAsString();
   return 0;
 }
 
@@ -201,8 +208,12 @@ int Run(const std::string& dir, int random_results) {
 }  // namespace rankwire
 
 int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "--request") return rankwire::WriteRequest(argv[2]);
   if (argc < 2 || argc > 3) {
-    std::fprintf(stderr, "usage: %s OUT_DIR [RANDOM_RESULTS (default 200)]\n", argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s OUT_DIR [RANDOM_RESULTS (default 200)]\n"
+                 "       %s --request FILE\n",
+                 argv[0], argv[0]);
     return 2;
   }
   return rankwire::Run(argv[1], argc == 3 ? std::atoi(argv[2]) : 200);
