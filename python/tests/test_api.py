@@ -38,6 +38,15 @@ class PublicApiTest(unittest.TestCase):
         self.assertEqual(rankwire.__version__, project)
 
 
+class DocsTest(unittest.TestCase):
+    def test_clients_md_shows_the_example_that_runs(self):
+        # interop.python_client runs python/examples/central_control.py;
+        # docs/CLIENTS.md must show that file, not a copy that drifted.
+        doc = (ROOT / "docs" / "CLIENTS.md").read_text()
+        example = (ROOT / "python" / "examples" / "central_control.py").read_text()
+        self.assertIn("```python\n" + example + "```\n", doc)
+
+
 class ServiceConfigTest(unittest.TestCase):
     def test_default_is_the_cpp_clients(self):
         # client/rank_client.cc ServiceConfigJson() with default ChannelOptions.

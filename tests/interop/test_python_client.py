@@ -179,6 +179,17 @@ class ClientTest(unittest.TestCase):
             self.client.fetch_logs("py-7", ["a", "a"], timeout=10)
         self.assertEqual(caught.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
 
+    def test_the_worked_example_runs(self):
+        # docs/CLIENTS.md shows this file (python.unit checks it does).
+        example = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python",
+                               "examples", "central_control.py")
+        done = subprocess.run([sys.executable, example, f"127.0.0.1:{self.server.port}"],
+                              capture_output=True, text=True, timeout=60)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        lines = done.stdout.splitlines()
+        self.assertEqual([int(line.split()[0]) for line in lines[:10]], list(range(1, 11)))
+        self.assertEqual(len(lines), 20)
+
     def test_unavailable(self):
         with rankwire.Client(f"127.0.0.1:{free_port()}") as nobody:
             with self.assertRaises(rankwire.RpcError) as caught:
