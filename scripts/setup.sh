@@ -21,6 +21,8 @@ PACKAGES=(
   # tests, fuzzing and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev redis-server redis-tools openssl
   python3-grpcio python3-protobuf python3-zstandard python3-yaml python3-matplotlib
+  # `pip install ./python` offline, into a venv (docs/CLIENTS.md, "Python")
+  python3-setuptools python3-wheel python3-pip python3-venv
   clang-14 libclang-rt-14-dev llvm-14
   libflatbuffers-dev flatbuffers-compiler libcapnp-dev capnproto liblz4-dev
   # XGBoost models (server/xgboost/): simdjson parses the JSON; libxgboost and

@@ -1,11 +1,15 @@
 """Interop tests: the real rankwire-server called from Python grpcio.
 
-Run by ctest with Debian's /usr/bin/python3 (python3-grpcio, python3-protobuf,
-python3-zstandard). Environment:
+The calls are made with plain grpcio stubs, as any Python caller could;
+the rankbin payloads are decoded by the rankwire package (python/), whose
+own client is tested in test_python_client.py. Run by ctest with Debian's
+/usr/bin/python3 (python3-grpcio, python3-protobuf, python3-zstandard).
+Environment:
   RANKWIRE_SERVER_BIN   the rankwire-server binary
   RANKWIRE_MODEL_PATH   the model file
-  PYTHONPATH            must include the build's python/ folder (rank_pb2 and
-                        the health/reflection messages, made by protoc)
+  PYTHONPATH            must include python/src (the rankwire package) and
+                        the build's python/ folder (the health/reflection
+                        messages, made by protoc)
 """
 
 import math
@@ -22,10 +26,10 @@ import grpc
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import rankbin_decoder  # noqa: E402
+import rankwire  # noqa: E402
 from interop_protos import health_pb2  # noqa: E402
 from interop_protos import reflection_pb2  # noqa: E402
-from rank.v1 import rank_pb2  # noqa: E402
+from rankwire import rank_pb2  # noqa: E402
 
 FEATURES = ["price", "discount_rate", "sales_30d", "review_count", "rating", "ctr_7d",
             "cvr_7d", "add_cart_rate_7d", "text_match", "semantic_sim", "brand_affinity",
@@ -166,47 +170,32 @@ class InteropTest(unittest.TestCase):
                 self.assertEqual(response.header.format_version, 1)
                 self.assertEqual(response.WhichOneof("body"), "payload")
                 self.assertLess(len(response.payload), baseline.result.ByteSize())
-                decoded = rankbin_decoder.decode(response.payload)
-                self.assertEqual(decoded["keys"], {n: t.replace("METRIC_TYPE_", "").lower()
-                                                   for n, t in types.items()})
-                self.assertEqual(len(decoded["items"]), len(expected))
-                for got, want in zip(decoded["items"], expected):
-                    self.assertEqual(got["id"], want["id"])
-                    self.assertTrue(same_value(got["score"], want["score"]))
-                    self.assertEqual(got["position"], want["position"])
-                    self.assertEqual(got["log"], want["log"])
-                    self.assertEqual(set(got["metrics"]), set(want["metrics"]))
+                decoded = rankwire.open_payload(codec, response.payload).materialize()
+                self.assertEqual({n: "METRIC_TYPE_" + t.name for n, t in decoded.keys.items()},
+                                 types)
+                self.assertEqual(len(decoded.items), len(expected))
+                for got, want in zip(decoded.items, expected):
+                    self.assertEqual(got.id, want["id"])
+                    self.assertTrue(same_value(got.score, want["score"]))
+                    self.assertEqual(got.position, want["position"])
+                    self.assertEqual(got.log, want["log"])
+                    self.assertEqual(set(got.metrics), set(want["metrics"]))
                     for name, value in want["metrics"].items():
-                        self.assertTrue(same_value(got["metrics"][name], value),
-                                        f"{got['id']} {name}: {got['metrics'][name]!r} vs {value!r}")
-
-    def test_lazy_top_n_reads_only_what_it_needs(self):
-        response = self.server.rank(make_request(accept=["rankbin-zstd"]), timeout=10)
-        view = rankbin_decoder.Payload(response.payload)
-
-        def compressed(blocks):
-            return {b for b, block in enumerate(blocks) if isinstance(block, tuple)}
-
-        before = (compressed(view.values), compressed(view.logs))
-        self.assertTrue(before[1], "inline logs should be stored compressed")
-        top = [view.item(k) for k in range(10)]
-        self.assertEqual([i["position"] for i in top], list(range(1, 11)))
-        # Only block 0 of each column was decompressed.
-        self.assertEqual(compressed(view.values), before[0] - {0})
-        self.assertEqual(compressed(view.logs), before[1] - {0})
+                        self.assertTrue(same_value(got.metrics[name], value),
+                                        f"{got.id} {name}: {got.metrics[name]!r} vs {value!r}")
 
     def test_logs_in_store_leave_the_response(self):
         response = self.server.rank(
             make_request(accept=["rankbin"], log_mode=rank_pb2.LOG_MODE_STORE), timeout=10)
         self.assertEqual(response.header.log_mode, rank_pb2.LOG_MODE_STORE)
         self.assertEqual(response.header.log_key, "rank:log:py-7")
-        decoded = rankbin_decoder.decode(response.payload)
-        self.assertTrue(all(item["log"] == "" for item in decoded["items"]))
+        decoded = rankwire.open_payload("rankbin", response.payload).materialize()
+        self.assertTrue(all(item.log == "" for item in decoded.items))
         fetch = self.server.channel.unary_unary(
             "/rank.v1.LogService/FetchLogs",
             request_serializer=rank_pb2.FetchLogsRequest.SerializeToString,
             response_deserializer=rank_pb2.FetchLogsResponse.FromString)
-        ids = [item["id"] for item in decoded["items"][:10]]
+        ids = [item.id for item in decoded.items[:10]]
         # Stored after the response is sent (the server's log writer formats
         # them): poll briefly, well inside the 1 s TTL.
         for _ in range(100):
@@ -277,7 +266,7 @@ class InteropTest(unittest.TestCase):
 
 
 class FormatDocumentTest(unittest.TestCase):
-    """The worked example of docs/FORMAT.md, decoded by the reference decoder."""
+    """The worked example of docs/FORMAT.md, decoded by the rankwire package."""
 
     def test_worked_example(self):
         doc = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "FORMAT.md")).read()
@@ -288,20 +277,21 @@ class FormatDocumentTest(unittest.TestCase):
             hexbytes += re.split(r"\s{2,}", line.strip())[0].split()
         payload = bytes(int(h, 16) for h in hexbytes)
         self.assertEqual(len(payload), 164)
-        decoded = rankbin_decoder.decode(payload)
-        self.assertEqual(decoded["keys"], {"score.ctr": "double", "recall.source": "string"})
-        self.assertEqual(decoded["items"], [
-            {"id": "sku-1", "score": 0.5, "position": 1,
-             "metrics": {"score.ctr": 0.25, "recall.source": "vector_ann"}, "log": ""},
-            {"id": "sku-2", "score": 0.25, "position": 2,
-             "metrics": {"score.ctr": 0.125, "recall.source": "vector_ann"}, "log": "hi"},
+        decoded = rankwire.open_payload("rankbin", payload).materialize()
+        self.assertEqual(decoded.keys, {"score.ctr": rankwire.MetricType.DOUBLE,
+                                        "recall.source": rankwire.MetricType.STRING})
+        self.assertEqual(decoded.items, [
+            rankwire.DecodedItem("sku-1", 0.5, 1,
+                                 {"score.ctr": 0.25, "recall.source": "vector_ann"}, ""),
+            rankwire.DecodedItem("sku-2", 0.25, 2,
+                                 {"score.ctr": 0.125, "recall.source": "vector_ann"}, "hi"),
         ])
 
     def test_malformed_payloads_raise_format_errors(self):
         for bad in (b"", b"RKWB", b"XXXX\x01\x00\x00\x00", b"RKWB\x02\x00\x00\x00",
                     b"RKWB\x01\x00\x00\x00\x01\xff\xff\x00\x00"):
-            with self.assertRaises(rankbin_decoder.FormatError):
-                rankbin_decoder.decode(bad)
+            with self.assertRaises(rankwire.FormatError):
+                rankwire.open_payload("rankbin", bad).materialize()
 
 
 if __name__ == "__main__":

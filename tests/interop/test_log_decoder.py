@@ -1,5 +1,6 @@
-"""A client reading Redis directly decodes the stored logs with log_decoder.py
-(written from docs/LOGS.md) to the exact inline text, for every item.
+"""A client reading Redis directly decodes the stored logs with the rankwire
+package's rankwire.logs (written from docs/LOGS.md) to the exact inline
+text, for every item.
 
 Runs the real rankwire-server with --logstore=redis against a real
 redis-server (RANKWIRE_REDIS_SERVER), ranks one request with its logs inline
@@ -19,8 +20,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import log_decoder  # noqa: E402
-from rank.v1 import rank_pb2  # noqa: E402
+import rankwire  # noqa: E402
+from rankwire import logs, rank_pb2  # noqa: E402
 from test_interop import ServerFixture, make_request  # noqa: E402
 
 
@@ -114,7 +115,7 @@ class LogDecoderTest(unittest.TestCase):
     def test_every_item_decodes_to_the_inline_line(self):
         inline = self.server.rank(make_request(seed=11, accept=["protobuf"],
                                                log_mode=rank_pb2.LOG_MODE_INLINE), timeout=10)
-        want = {item.item_id: item.log.encode() for item in inline.result.items}
+        want = {item.item_id: item.log for item in inline.result.items}
         self.assertEqual(len(want), 500)
         stored = self.server.rank(make_request(seed=11, accept=["rankbin"],
                                                log_mode=rank_pb2.LOG_MODE_STORE), timeout=10)
@@ -131,18 +132,21 @@ class LogDecoderTest(unittest.TestCase):
         for item_id, line in want.items():
             value = values[item_id.encode()]
             self.assertEqual(value[:1], b"R")
-            self.assertEqual(log_decoder.decode_value(values[b""], item_id.encode(), value), line,
-                             item_id)
+            self.assertEqual(logs.decode_value(values[b""], item_id, value), line, item_id)
+        # The same through one HMGET-shaped reply.
+        ids = list(want)[:10]
+        self.assertEqual(logs.decode_values(ids, values[b""], [values[i.encode()] for i in ids]),
+                         {i: want[i] for i in ids})
         ttl = self.resp.command("PTTL", key)
         self.assertTrue(0 < ttl <= 1000, ttl)
 
     def test_corrupt_values_raise_format_errors(self):
-        with self.assertRaises(log_decoder.FormatError):
-            log_decoder.decode_value(None, b"x", b"R\x01")
-        with self.assertRaises(log_decoder.FormatError):
-            log_decoder.Layout(b"L\x01\x05")
-        with self.assertRaises(log_decoder.FormatError):
-            log_decoder.decode_value(None, b"x", b"Q")
+        with self.assertRaises(rankwire.FormatError):
+            logs.decode_value(None, b"x", b"R\x01")
+        with self.assertRaises(rankwire.FormatError):
+            logs.Layout(b"L\x01\x05")
+        with self.assertRaises(rankwire.FormatError):
+            logs.decode_value(None, b"x", b"Q")
 
 
 if __name__ == "__main__":

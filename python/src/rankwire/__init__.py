@@ -1,0 +1,40 @@
+"""rankwire: the Python client of the rankwire ranking service.
+
+    import rankwire
+    from rankwire import rank_pb2
+
+    with rankwire.Client("dns:///rankwire.prod.svc.cluster.local:50051") as client:
+        request = rank_pb2.RankRequest(request_id="req-1", ...)
+        result = client.rank(request, timeout=0.2, accept_codecs=["rankbin"])
+        for item in result.top(10):                  # lazy: ten records read
+            print(item.position, item.id, item.score, item.metric("score.ctr"))
+        logs = client.fetch_logs("req-1", [i.id for i in result.top(10)], timeout=0.1)
+
+Reads every codec the server sends (protobuf, rankbin, rankbin-zstd); the
+rankbin reader decodes only what is read. docs/CLIENTS.md is the caller's
+guide (service config, deadlines, TLS, errors, compatibility); FORMAT.md the
+payload specification.
+
+Public names: Client, service_config, DEFAULT_SERVICE_CONFIG; Result, Item,
+DecodedResult, DecodedItem, MetricType, Value, Limits; open_response,
+open_payload, CODECS; the exceptions (rankwire.errors); the modules
+rank_pb2 (the rank.v1 messages), logs (stored log values) and rankbin.
+"""
+
+from . import logs, rank_pb2, rankbin
+from ._model import DecodedItem, DecodedResult, Item, Limits, MetricType, Value
+from .client import DEFAULT_SERVICE_CONFIG, Client, service_config
+from .errors import (ChecksumError, Error, FormatError, LimitError, RpcError, TruncatedError,
+                     UnknownCodecError, UnsupportedVersionError)
+from .result import CODECS, Result, open_payload, open_response
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Client", "service_config", "DEFAULT_SERVICE_CONFIG",
+    "Result", "Item", "DecodedResult", "DecodedItem", "MetricType", "Value", "Limits",
+    "open_response", "open_payload", "CODECS",
+    "Error", "FormatError", "TruncatedError", "ChecksumError", "UnsupportedVersionError",
+    "LimitError", "UnknownCodecError", "RpcError",
+    "rank_pb2", "logs", "rankbin",
+]

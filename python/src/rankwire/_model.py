@@ -1,0 +1,106 @@
+"""What a Result is made of: metric types, items (lazy), decoded items, caps.
+
+Public through `rankwire`; the readers (rankbin.py, protobuf_view.py) make
+the Items.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Dict, List, Optional, Union
+
+if TYPE_CHECKING:
+    from ._view import View
+
+__all__ = ["MetricType", "Value", "Limits", "Item", "DecodedItem", "DecodedResult"]
+
+#: A metric value: int (INT), float (FLOAT and DOUBLE; a FLOAT is the exact
+#: binary32 value), or str (STRING).
+Value = Union[int, float, str]
+
+
+class MetricType(enum.IntEnum):
+    """A metric key's type; the numbers are rank.v1.MetricType's."""
+
+    INT = 1
+    FLOAT = 2
+    DOUBLE = 3
+    STRING = 4
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Caps on what one response may make a reader build (FORMAT.md,
+    "Blocks" and "Validity"); past them a read raises LimitError."""
+
+    #: Most bytes the zstd blocks of one payload may decompress to.
+    max_decoded_bytes: int = 256 << 20
+    #: Most bytes of ids, metrics (16 per key of an item's shape, plus its
+    #: plain strings) and logs a full decode (materialize) may build.
+    max_materialized_bytes: int = 256 << 20
+
+
+class Item:
+    """One item of a Result, read lazily.
+
+    `id`, `score`, `position` and `index` were read when the Item was made
+    (the item's record, nothing else). Metrics and the log are decoded when
+    asked for, each time (keep what you need). Valid as long as you hold it;
+    it keeps its Result's bytes alive.
+    """
+
+    __slots__ = ("_view", "index", "id", "score", "position", "_cursor_a", "_cursor_b")
+
+    def __init__(self, view: "View", index: int, item_id: str, score: float, position: int,
+                 cursor_a: object = None, cursor_b: int = 0) -> None:
+        self._view = view
+        #: 0-based index in the result (rank order).
+        self.index = index
+        #: The item id from the request.
+        self.id = item_id
+        #: The final score.
+        self.score = score
+        #: The 1-based rank the server gave.
+        self.position = position
+        self._cursor_a = cursor_a
+        self._cursor_b = cursor_b
+
+    def metric(self, name: str) -> Optional[Value]:
+        """The item's value of metric `name`, or None if it has none."""
+        return self._view.item_metric(self, name)
+
+    def metrics(self) -> Dict[str, Value]:
+        """Every metric of the item, name -> value (rankbin: in the order the
+        payload lists them; protobuf: in map order)."""
+        return self._view.item_metrics(self)
+
+    @property
+    def log(self) -> str:
+        """The item's log line when logs were sent inline; "" otherwise
+        (fetch stored logs with Client.fetch_logs)."""
+        return self._view.item_log(self)
+
+    def __repr__(self) -> str:
+        return (f"Item(index={self.index}, id={self.id!r}, score={self.score!r}, "
+                f"position={self.position})")
+
+
+@dataclass
+class DecodedItem:
+    """One item of a full decode (Result.materialize())."""
+
+    id: str
+    score: float
+    position: int
+    metrics: Dict[str, Value] = field(default_factory=dict)
+    log: str = ""
+
+
+@dataclass
+class DecodedResult:
+    """A whole result: the metric key table (name -> type, in the payload's
+    order; protobuf: by name) and every item in rank order."""
+
+    keys: Dict[str, MetricType]
+    items: List[DecodedItem]

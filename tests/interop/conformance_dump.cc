@@ -1,0 +1,220 @@
+// rankwire_conformance_dump writes the payloads the Python package (python/)
+// is checked against, each with what the C++ reader makes of it, so that
+// tests/interop/test_python_conformance.py can require the two readers to
+// agree value for value. `--request` writes the benchmarks' request instead
+// (request 0 of the default workload), for python/bench/bench_top10.py.
+//
+//   rankwire_conformance_dump OUT_DIR [RANDOM_RESULTS]
+//   rankwire_conformance_dump --request FILE    # the benchmarks' request only
+//
+// Cases: seeded random results (tests/support/random_result.h, as the
+// conformance suite makes them) encoded by every built-in codec and by the
+// option variants the suite adds (one item per block, eager zstd, a tiny
+// dictionary limit, frames without checksums); and, for a few small rankbin
+// payloads, every truncation and two single-byte corruptions of every byte.
+// OUT_DIR/cases.json is
+//   {"cases": [{"name", "codec", "payload": FILE,
+//               optional "truncate": N or "flip": [OFFSET, XOR],
+//               "outcome": "ok" | an absl status code name ("DATA_LOSS", ...),
+//               with "ok": "result": {"keys": [[NAME, TYPE], ...],
+//                 "items": [[ID, SCORE, POSITION, [[KEY, VALUE], ...], LOG], ...]}}]}
+// where names, ids, logs and strings are hex of their bytes, SCORE the hex
+// of the double's bits, TYPE rank.v1.MetricType's number, KEY an index into
+// "keys", and VALUE "i:<decimal>", "f:<float bits>", "d:<double bits>" or
+// "s:<hex>". The outcome is the C++ codec's Decode (Open + Materialize).
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "codec/builtin_codecs.h"
+#include "codec/rankbin/rankbin_codec.h"
+#include "tests/support/random_result.h"
+#include "workload/workload.h"
+
+namespace rankwire {
+namespace {
+
+std::string Hex(absl::string_view bytes) { return absl::StrCat("\"", absl::BytesToHexString(bytes), "\""); }
+
+template <typename T>
+std::string Bits(T v) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8);
+  std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t> bits;
+  std::memcpy(&bits, &v, sizeof(v));
+  return absl::StrCat(absl::Hex(bits, sizeof(T) == 4 ? absl::kZeroPad8 : absl::kZeroPad16));
+}
+
+std::string ValueJson(const MetricValue& v) {
+  switch (v.type()) {
+    case MetricType::kInt:
+      return absl::StrCat("\"i:", v.int_value(), "\"");
+    case MetricType::kFloat:
+      return absl::StrCat("\"f:", Bits(v.float_value()), "\"");
+    case MetricType::kDouble:
+      return absl::StrCat("\"d:", Bits(v.double_value()), "\"");
+    case MetricType::kString:
+      return absl::StrCat("\"s:", absl::BytesToHexString(v.string_value()), "\"");
+  }
+  return "null";
+}
+
+std::string ResultJson(const RankResult& r) {
+  std::string out = "{\"keys\": [";
+  for (size_t k = 0; k < r.keys.size(); ++k) {
+    absl::StrAppend(&out, k ? ", " : "", "[", Hex(r.keys[k].name), ", ",
+                    static_cast<int>(r.keys[k].type), "]");
+  }
+  out += "], \"items\": [";
+  for (size_t i = 0; i < r.items.size(); ++i) {
+    const RankedItem& item = r.items[i];
+    absl::StrAppend(&out, i ? ", " : "", "[", Hex(item.item_id), ", \"", Bits(item.score), "\", ",
+                    item.position, ", [");
+    for (size_t m = 0; m < item.metrics.size(); ++m) {
+      absl::StrAppend(&out, m ? ", " : "", "[", item.metrics[m].key, ", ",
+                      ValueJson(item.metrics[m].value), "]");
+    }
+    absl::StrAppend(&out, "], ", Hex(item.log), "]");
+  }
+  return out + "]}";
+}
+
+// The C++ full decode of `bytes` as a case's "outcome" (and "result").
+std::string OutcomeJson(const Codec& codec, absl::string_view bytes) {
+  absl::StatusOr<RankResult> decoded = codec.Decode(SharedBytes::FromBuffer(OwnedBuffer::CopyOf(bytes)));
+  if (!decoded.ok()) {
+    return absl::StrCat("\"outcome\": \"", absl::StatusCodeToString(decoded.status().code()), "\"");
+  }
+  return absl::StrCat("\"outcome\": \"ok\", \"result\": ", ResultJson(*decoded));
+}
+
+struct Writer {
+  std::string dir;
+  std::string json;
+  int files = 0;
+
+  std::string WritePayload(absl::string_view bytes) {
+    std::string name = absl::StrCat("payload-", files++, ".bin");
+    std::ofstream(dir + "/" + name, std::ios::binary).write(bytes.data(), bytes.size());
+    return name;
+  }
+  void Case(const std::string& name, const Codec& codec, const std::string& file,
+            const std::string& damage, absl::string_view bytes) {
+    absl::StrAppend(&json, json.empty() ? "" : ",\n", "{\"name\": \"", name, "\", \"codec\": \"",
+                    codec.name(), "\", \"payload\": \"", file, "\"", damage, ", ",
+                    OutcomeJson(codec, bytes), "}");
+  }
+};
+
+// Every truncation and two corruptions (xor 0x01, xor 0x80) of every byte.
+void DamagedCases(Writer& w, const std::string& name, const Codec& codec, const std::string& bytes,
+                  const std::string& file) {
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    w.Case(absl::StrCat(name, "/truncate=", n), codec, file, absl::StrCat(", \"truncate\": ", n),
+           absl::string_view(bytes).substr(0, n));
+  }
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    for (int x : {0x01, 0x80}) {
+      std::string damaged = bytes;
+      damaged[i] = static_cast<char>(damaged[i] ^ x);
+      w.Case(absl::StrCat(name, "/flip=", i, "^", x), codec, file,
+             absl::StrCat(", \"flip\": [", i, ", ", x, "]"), damaged);
+    }
+  }
+}
+
+int Run(const std::string& dir, int random_results) {
+  std::vector<std::unique_ptr<CodecRegistry>> registries;
+  std::vector<std::pair<std::string, const Codec*>> codecs;
+  // The built-in codecs `names` of a registry made with `options`.
+  auto add = [&](const BuiltinCodecOptions& options, const std::string& suffix,
+                 const std::vector<std::string>& names) {
+    absl::StatusOr<CodecRegistry> r = MakeBuiltinCodecs(options);
+    if (!r.ok()) std::abort();
+    registries.push_back(std::make_unique<CodecRegistry>(*std::move(r)));
+    for (const std::string& name : names) codecs.push_back({name + suffix, registries.back()->Find(name)});
+  };
+  add({}, "", {"protobuf", "rankbin", "rankbin-zstd"});
+  BuiltinCodecOptions one_per_block;
+  one_per_block.writer.block_items = 1;
+  add(one_per_block, "/block_items=1", {"rankbin", "rankbin-zstd"});
+  BuiltinCodecOptions eager;
+  eager.writer.block_items = 4;
+  eager.writer.compress_values = eager.writer.compress_logs = true;
+  eager.writer.min_saving = 0;
+  add(eager, "/eager_zstd", {"rankbin-zstd"});
+  BuiltinCodecOptions no_checksum = eager;
+  no_checksum.writer.zstd_checksum = false;  // Minor 1 requires it: readers reject these.
+  add(no_checksum, "/no_checksum", {"rankbin-zstd"});
+  rankbin::WriterOptions tiny;
+  tiny.block_items = 3;
+  tiny.max_dict_entries = 2;
+  tiny.compress_values = true;
+  tiny.zstd_level = -3;
+  tiny.min_saving = 0;
+  RankbinCodec tiny_dict("rankbin-zstd", tiny, rankbin::ReaderOptions{});
+  codecs.push_back({"rankbin-zstd/max_dict_entries=2", &tiny_dict});
+
+  Writer w{dir, "", 0};
+  for (int seed = 0; seed < random_results; ++seed) {
+    std::mt19937_64 rng(seed);
+    test::ResultGenerator gen(rng);
+    const RankResult result = gen.Result({});
+    for (const auto& [label, codec] : codecs) {
+      absl::StatusOr<OwnedBuffer> bytes = codec->Encode(result);
+      if (!bytes.ok()) std::abort();
+      const absl::string_view view(bytes->data(), bytes->size());
+      w.Case(absl::StrCat(label, "/seed=", seed), *codec, w.WritePayload(view), "", view);
+    }
+  }
+  // Damaged payloads: a few small results, every rankbin variant.
+  for (int seed = 1000, done = 0; done < 2; ++seed) {
+    std::mt19937_64 rng(seed);
+    test::ResultGenerator gen(rng);
+    const RankResult result = gen.Result({/*max_items=*/6, /*max_keys=*/4, /*logs=*/0.7});
+    if (result.items.size() < 3) continue;
+    ++done;
+    for (const auto& [label, codec] : codecs) {
+      if (label == "protobuf") continue;
+      absl::StatusOr<OwnedBuffer> bytes = codec->Encode(result);
+      if (!bytes.ok()) std::abort();
+      std::string payload(bytes->data(), bytes->size());
+      DamagedCases(w, absl::StrCat(label, "/seed=", seed), *codec, payload, w.WritePayload(payload));
+    }
+  }
+  std::ofstream(dir + "/cases.json") << "{\"cases\": [\n" << w.json << "\n]}\n";
+
+  std::printf("wrote %d payloads and their decodes to %s\n", w.files, dir.c_str());
+  return 0;
+}
+
+// The payload every benchmark measures is request 0 of the default workload
+// (500 candidates, seed 20261129) ranked by the shipped model.
+int WriteRequest(const std::string& file) {
+  workload::WorkloadGenerator generator(workload::WorkloadOptions{});
+  std::ofstream(file, std::ios::binary) << generator.Make(0).SerializeAsString();
+  return 0;
+}
+
+}  // namespace
+}  // namespace rankwire
+
+int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "--request") return rankwire::WriteRequest(argv[2]);
+  if (argc < 2 || argc > 3) {
+    std::fprintf(stderr,
+                 "usage: %s OUT_DIR [RANDOM_RESULTS (default 200)]\n"
+                 "       %s --request FILE\n",
+                 argv[0], argv[0]);
+    return 2;
+  }
+  return rankwire::Run(argv[1], argc == 3 ? std::atoi(argv[2]) : 200);
+}
