@@ -19,11 +19,7 @@
 #include "gtest/gtest.h"
 #include "logstore/log_store.h"
 #include "logstore/log_value.h"
-#include "server/linear_model.h"
-#include "server/ranker.h"
 #include "tests/support/log_test_util.h"
-#include "tests/support/redis_process.h"
-#include "workload/workload.h"
 
 namespace rankwire::logstore {
 namespace {
@@ -261,117 +257,6 @@ TEST(LogRecordTest, CorruptValuesAreDataLossNeverACrash) {
   absl::Status no_layout = DecodeLogValues("req", std::nullopt, ids, &values);
   EXPECT_EQ(no_layout.code(), absl::StatusCode::kDataLoss);
   EXPECT_NE(no_layout.message().find("sku-1"), std::string::npos);
-}
-
-// The ranker's real output: requests from the workload generator ranked by
-// the shipped model.
-class RankerRecordTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    absl::StatusOr<server::LinearModel> model = server::LinearModel::LoadFile(RANKWIRE_MODEL_PATH);
-    ASSERT_TRUE(model.ok()) << model.status();
-    model_ = std::make_unique<server::LinearModel>(*std::move(model));
-    ranker_ = std::make_unique<server::Ranker>(model_.get());
-  }
-
-  std::shared_ptr<const rank::v1::RankRequest> Request(uint64_t seed, uint32_t candidates) {
-    workload::WorkloadOptions options;
-    options.candidates = candidates;
-    return std::make_shared<const rank::v1::RankRequest>(
-        workload::WorkloadGenerator(options).Make(seed));
-  }
-
-  // Stores `request`'s deferred logs in `store` and checks that every
-  // item's text read back equals its inline line.
-  void ExpectEveryItemIdentical(LogStore& store, uint64_t seed) {
-    auto request = Request(seed, 500);
-    const RankResult inline_result = ranker_->Rank(request, server::LogDetail::kInline).result;
-    server::RankOutput deferred = ranker_->Rank(request, server::LogDetail::kDeferred);
-    ASSERT_NE(deferred.logs, nullptr);
-    RequestLogs logs;
-    logs.request_id = request->request_id();
-    logs.renderer = std::move(deferred.logs);
-    std::future<LogReceipt> f = store.consumer->Consume(std::move(logs));
-    ASSERT_EQ(GetReceipt(f).outcome, LogReceipt::Outcome::kStored);
-    std::vector<std::string> ids;
-    for (const RankedItem& item : inline_result.items) ids.push_back(item.item_id);
-    absl::StatusOr<std::vector<std::optional<std::string>>> read =
-        store.reader->Fetch(request->request_id(), ids);
-    ASSERT_TRUE(read.ok()) << read.status();
-    ASSERT_EQ(read->size(), ids.size());
-    for (size_t i = 0; i < ids.size(); ++i) {
-      ASSERT_TRUE((*read)[i].has_value()) << ids[i];
-      ASSERT_EQ(*(*read)[i], inline_result.items[i].log) << "seed " << seed << " item " << ids[i];
-    }
-  }
-
-  std::unique_ptr<server::LinearModel> model_;
-  std::unique_ptr<server::Ranker> ranker_;
-};
-
-TEST_F(RankerRecordTest, RecordsRenderEveryItemByteIdenticalToTheInlineLine) {
-  for (uint64_t seed = 0; seed < 40; ++seed) {
-    auto request = Request(seed, 500);
-    const RankResult inline_result = ranker_->Rank(request, server::LogDetail::kInline).result;
-    server::RankOutput deferred = ranker_->Rank(request, server::LogDetail::kDeferred);
-    std::string layout;
-    PackedFields records;
-    ASSERT_TRUE(deferred.logs->RenderRecords(&layout, &records));
-    ASSERT_EQ(records.size(), inline_result.items.size());
-    absl::StatusOr<LogLayout> parsed = LogLayout::Parse(layout);
-    ASSERT_TRUE(parsed.ok()) << parsed.status();
-    // Records come in any order (a hash's fields have none): each item's
-    // record, found by its id, renders to that item's inline line.
-    absl::flat_hash_map<std::string, const std::string*> line_of;
-    for (const RankedItem& item : inline_result.items) line_of[item.item_id] = &item.log;
-    size_t record_bytes = 0, text_bytes = 0;
-    records.ForEach([&](absl::string_view item_id, absl::string_view record) {
-      auto it = line_of.find(item_id);
-      ASSERT_NE(it, line_of.end()) << "seed " << seed << ": no such item or twice: " << item_id;
-      absl::StatusOr<std::string> text = parsed->Render(item_id, record);
-      ASSERT_TRUE(text.ok()) << text.status();
-      ASSERT_EQ(*text, *it->second) << "seed " << seed << " item " << item_id;
-      line_of.erase(it);
-      record_bytes += record.size();
-      text_bytes += text->size();
-    });
-    ASSERT_TRUE(line_of.empty()) << line_of.size() << " items without a record";
-    // The point of records: several times smaller than the text.
-    EXPECT_LT(record_bytes * 4, text_bytes) << record_bytes << " vs " << text_bytes;
-  }
-}
-
-TEST_F(RankerRecordTest, EveryItemReadBackFromTheMemoryStoreIsIdentical) {
-  absl::StatusOr<LogStore> store = OpenLogStore(LogStoreConfig{});
-  ASSERT_TRUE(store.ok()) << store.status();
-  for (uint64_t seed = 100; seed < 104; ++seed) ExpectEveryItemIdentical(*store, seed);
-}
-
-TEST_F(RankerRecordTest, EveryItemReadBackFromRedisIsIdentical) {
-  absl::StatusOr<std::unique_ptr<test::RedisProcess>> redis = test::RedisProcess::Start();
-  ASSERT_TRUE(redis.ok()) << redis.status();
-  LogStoreConfig config;
-  config.backend = LogStoreConfig::Backend::kRedis;
-  config.redis_addr = (*redis)->address();
-  config.writers = 2;
-  absl::StatusOr<LogStore> store = OpenLogStore(config);
-  ASSERT_TRUE(store.ok()) << store.status();
-  for (uint64_t seed = 200; seed < 204; ++seed) ExpectEveryItemIdentical(*store, seed);
-  // The layout is field "" of the same hash, written with the records.
-  absl::StatusOr<test::RedisReply> layout =
-      (*redis)->Command({"HGET", "rank:log:" + Request(200, 500)->request_id(), ""});
-  ASSERT_TRUE(layout.ok()) << layout.status();
-  ASSERT_FALSE(layout->str.empty());
-  EXPECT_EQ(layout->str[0], kLayoutTag);
-}
-
-TEST_F(RankerRecordTest, TextFormatStillStoresTheSameText) {
-  LogStoreConfig config;
-  config.format = LogStoreConfig::Format::kText;
-  config.compress = true;
-  absl::StatusOr<LogStore> store = OpenLogStore(config);
-  ASSERT_TRUE(store.ok()) << store.status();
-  ExpectEveryItemIdentical(*store, 300);
 }
 
 }  // namespace

@@ -84,8 +84,8 @@ TEST(LogRendererTest, TheQueueBoundUsesTheRenderersEstimate) {
 
 
 // A renderer with a structured form that writes some fields and then gives
-// up (as a renderer does whose lines turn out not to share a layout): the
-// consumer must store the text only, none of the fields it took back.
+// up: the consumer must store the text only, none of the fields it took
+// back.
 class GivingUpRenderer final : public LogRenderer {
  public:
   size_t ItemCount() const override { return 3; }
@@ -93,17 +93,16 @@ class GivingUpRenderer final : public LogRenderer {
   void Render(std::vector<ItemLog>* items) override {
     for (int i = 0; i < 3; ++i) items->push_back(ItemLog{absl::StrCat("sku-", i), "text line"});
   }
-  bool RenderRecords(std::string* layout, PackedFields* fields) override {
+  bool RenderBlocks(uint32_t /*block_items*/, PackedFields* fields) override {
     const PackedFields::Mark start = fields->mark();
-    fields->Add("sku-0", "Rhalf a record");
-    fields->Add("sku-9", "Rnot an item");
+    fields->Add("", "L\x02half a layout");
+    fields->Add("#0", "Bnot a block");
     fields->RollBack(start);
-    layout->clear();
     return false;
   }
 };
 
-TEST(LogRendererTest, ARendererThatGivesUpOnRecordsIsStoredAsTextOnly) {
+TEST(LogRendererTest, ARendererThatGivesUpOnBlocksIsStoredAsTextOnly) {
   auto table = std::make_shared<MemoryLogTable>();
   absl::StatusOr<LogStore> store = OpenMemoryLogStore(LogStoreConfig{}, table);
   ASSERT_TRUE(store.ok()) << store.status();

@@ -117,9 +117,11 @@ TEST(RequestValidatorTest, UnknownItemFeaturesAreListedInRequestOrder) {
   request.set_item_feature_names(1, "discount");
   absl::flat_hash_set<std::string> known(workload::ItemFeatureNames().begin(),
                                          workload::ItemFeatureNames().end());
-  EXPECT_THAT(UnknownItemFeatures(request, known),
+  EXPECT_THAT(UnknownItemFeatures(OwnedRequestView(request), known),
               ::testing::ElementsAre("discount", "reveiw_count"));
-  EXPECT_TRUE(UnknownItemFeatures(workload::WorkloadGenerator({}).Make(0), known).empty());
+  EXPECT_TRUE(
+      UnknownItemFeatures(OwnedRequestView(workload::WorkloadGenerator({}).Make(0)), known)
+          .empty());
 }
 
 // Every field at its limit, with distinct keys and ids: the largest valid

@@ -523,6 +523,13 @@ absl::Status RequestViewOf(const rank::v1::RankRequest& request, const RequestLi
   return ParseRequestView(*storage, limits, view);
 }
 
+OwnedRequestView::OwnedRequestView(const rank::v1::RankRequest& request)
+    : OwnedRequestView(request, RequestLimits()) {}
+
+OwnedRequestView::OwnedRequestView(const rank::v1::RankRequest& request,
+                                   const RequestLimits& limits)
+    : status_(RequestViewOf(request, limits, &bytes_, &view_)) {}
+
 bool IsValidUtf8(absl::string_view s) {
   const auto* p = reinterpret_cast<const uint8_t*>(s.data());
   const auto* end = p + s.size();

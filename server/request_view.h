@@ -78,6 +78,27 @@ absl::Status ParseRequestView(absl::string_view bytes, const RequestLimits& limi
 absl::Status RequestViewOf(const rank::v1::RankRequest& request, const RequestLimits& limits,
                            std::string* storage, RequestView* view);
 
+// A protobuf request's view together with the bytes it points into: for
+// tests and tools that hold requests as messages. Neither copied nor moved
+// (the view points into its own member).
+class OwnedRequestView {
+ public:
+  explicit OwnedRequestView(const rank::v1::RankRequest& request);
+  OwnedRequestView(const rank::v1::RankRequest& request, const RequestLimits& limits);
+  OwnedRequestView(const OwnedRequestView&) = delete;
+  OwnedRequestView& operator=(const OwnedRequestView&) = delete;
+
+  const RequestView& view() const { return view_; }
+  operator const RequestView&() const { return view_; }  // NOLINT: a view by design.
+  // The parse's outcome (InvalidArgument for a request over the limits).
+  const absl::Status& status() const { return status_; }
+
+ private:
+  std::string bytes_;
+  RequestView view_;
+  absl::Status status_;
+};
+
 // Whether `s` is well-formed UTF-8 (no overlong forms, surrogates or code
 // points past U+10FFFF), as protobuf requires of string fields.
 bool IsValidUtf8(absl::string_view s);

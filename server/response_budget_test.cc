@@ -29,15 +29,16 @@ class ResponseBudgetTest : public ShippedModelTest {
 
   // The bytes of the RankResponse message the server would send.
   size_t ActualBytes(const rank::v1::RankRequest& request) {
-    absl::StatusOr<EncodedResponse> encoded = handler_->Handle(
-        std::make_shared<const rank::v1::RankRequest>(request), RankHandler::Clock::now(), 0);
+    absl::StatusOr<EncodedResponse> encoded =
+        handler_->Handle(request, RankHandler::Clock::now(), 0);
     EXPECT_TRUE(encoded.ok()) << encoded.status();
     if (!encoded.ok()) return 0;
     return ToByteBuffer(*encoded).Length();
   }
 
   size_t Estimate(const rank::v1::RankRequest& request, const std::string& codec) {
-    return EstimateResponseBytes(request, ranker_->Shape(request), *codecs_->Find(codec),
+    const OwnedRequestView view(request);
+    return EstimateResponseBytes(view, ranker_->Shape(view), *codecs_->Find(codec),
                                  request.log_mode(), 16);
   }
 
@@ -100,7 +101,7 @@ TEST_F(ResponseBudgetTest, RefusesWithTheSizeAndWhatToChange) {
   workload::WorkloadOptions options;
   options.candidates = 1000;
   options.log_mode = rank::v1::LOG_MODE_INLINE;
-  const rank::v1::RankRequest request = workload::WorkloadGenerator(options).Make(0);
+  const OwnedRequestView request(workload::WorkloadGenerator(options).Make(0));
   const OutputShape shape = ranker_->Shape(request);
   const Codec& protobuf = *codecs_->Find("protobuf");
   // About 2.4 MB with logs inline, about 1.3 MB without.
@@ -125,8 +126,7 @@ TEST_F(ResponseBudgetTest, HandlerRefusesBeforeRanking) {
   RankHandler handler(ranker_.get(), codecs_.get(), nullptr, &metrics, options);
   const rank::v1::RankRequest request =
       test::MaximalRequest(1000, rank::v1::LOG_MODE_INLINE, "protobuf");
-  absl::StatusOr<EncodedResponse> r = handler.Handle(
-      std::make_shared<const rank::v1::RankRequest>(request), RankHandler::Clock::now(), 0);
+  absl::StatusOr<EncodedResponse> r = handler.Handle(request, RankHandler::Clock::now(), 0);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
   EXPECT_EQ(metrics.rejected.response_budget->value(), 1u);
   // Nothing was ranked: the rank phase was never recorded.

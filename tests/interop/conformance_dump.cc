@@ -53,7 +53,7 @@ std::string Bits(T v) {
   return absl::StrCat(absl::Hex(bits, sizeof(T) == 4 ? absl::kZeroPad8 : absl::kZeroPad16));
 }
 
-std::string ValueJson(const MetricValue& v) {
+std::string ValueJson(const MetricRef& v) {
   switch (v.type()) {
     case MetricType::kInt:
       return absl::StrCat("\"i:", v.int_value(), "\"");
@@ -69,20 +69,23 @@ std::string ValueJson(const MetricValue& v) {
 
 std::string ResultJson(const RankResult& r) {
   std::string out = "{\"keys\": [";
-  for (size_t k = 0; k < r.keys.size(); ++k) {
-    absl::StrAppend(&out, k ? ", " : "", "[", Hex(r.keys[k].name), ", ",
-                    static_cast<int>(r.keys[k].type), "]");
+  for (uint32_t k = 0; k < r.key_count(); ++k) {
+    absl::StrAppend(&out, k ? ", " : "", "[", Hex(r.key(k).name), ", ",
+                    static_cast<int>(r.key(k).type), "]");
   }
   out += "], \"items\": [";
-  for (size_t i = 0; i < r.items.size(); ++i) {
-    const RankedItem& item = r.items[i];
-    absl::StrAppend(&out, i ? ", " : "", "[", Hex(item.item_id), ", \"", Bits(item.score), "\", ",
-                    item.position, ", [");
-    for (size_t m = 0; m < item.metrics.size(); ++m) {
-      absl::StrAppend(&out, m ? ", " : "", "[", item.metrics[m].key, ", ",
-                      ValueJson(item.metrics[m].value), "]");
+  for (size_t i = 0; i < r.size(); ++i) {
+    absl::StrAppend(&out, i ? ", " : "", "[", Hex(r.id(i)), ", \"", Bits(r.score(i)), "\", ",
+                    r.position(i), ", [");
+    // An item's metrics in key-table order (the model keeps no other).
+    bool first = true;
+    for (uint32_t k = 0; k < r.key_count(); ++k) {
+      const Column& c = r.column(k);
+      if (!c.present(i)) continue;
+      absl::StrAppend(&out, first ? "" : ", ", "[", k, ", ", ValueJson(c.at(i)), "]");
+      first = false;
     }
-    absl::StrAppend(&out, "], ", Hex(item.log), "]");
+    absl::StrAppend(&out, "], ", Hex(r.log(i)), "]");
   }
   return out + "]}";
 }
@@ -180,7 +183,7 @@ int Run(const std::string& dir, int random_results) {
     std::mt19937_64 rng(seed);
     test::ResultGenerator gen(rng);
     const RankResult result = gen.Result({/*max_items=*/6, /*max_keys=*/4, /*logs=*/0.7});
-    if (result.items.size() < 3) continue;
+    if (result.size() < 3) continue;
     ++done;
     for (const auto& [label, codec] : codecs) {
       if (label == "protobuf") continue;

@@ -1,0 +1,188 @@
+// Log blocks: layouts and blocks written and read back, each number form,
+// and corrupt values refused with DataLoss, never a crash or a wrong line.
+#include "logstore/log_blocks.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+
+namespace rankwire::logstore {
+namespace {
+
+// A layout of every slot kind: "id=<ID> pos=<POS> n=<INT> s=<STRING> x=<NUMBER>;".
+BlockLayout TestLayout(uint32_t items, uint32_t top, uint32_t block) {
+  BlockLayout layout;
+  layout.pieces = {"id=", " pos=", " n=", " s=", " x=", ";"};
+  layout.kinds = {LogSlot::kItemId, LogSlot::kPosition, LogSlot::kInt, LogSlot::kString,
+                  LogSlot::kNumber};
+  layout.strings = {"alpha", "", "gamma"};
+  layout.items = items;
+  layout.top_items = top;
+  layout.block_items = block;
+  return layout;
+}
+
+struct Written {
+  BlockLayout layout;
+  std::vector<std::string> blocks;
+  std::vector<std::string> expected;  // Each item's line.
+};
+
+// Writes `numbers` (one per item) with ids "sku-<i>", ints i * 7 - 3 and
+// strings i % 3, and the lines they must render to.
+Written Write(const std::vector<float>& numbers, uint32_t top, uint32_t block) {
+  Written w;
+  const uint32_t n = static_cast<uint32_t>(numbers.size());
+  w.layout = TestLayout(n, top, block);
+  std::vector<std::string> id_storage;
+  std::vector<absl::string_view> ids;
+  std::vector<int64_t> ints;
+  std::vector<uint32_t> codes;
+  for (uint32_t i = 0; i < n; ++i) id_storage.push_back(absl::StrCat("sku-", i));
+  for (uint32_t i = 0; i < n; ++i) {
+    ids.push_back(id_storage[i]);
+    ints.push_back(int64_t{i} * 7 - 3);
+    codes.push_back(i % 3);
+    std::string line = absl::StrCat("id=", id_storage[i], " pos=", i + 1, " n=", ints[i],
+                                    " s=", w.layout.strings[i % 3], " x=");
+    AppendLogNumberText(numbers[i], &line);
+    w.expected.push_back(line + ";");
+  }
+  BlocksWriter writer(w.layout, ids.data());
+  writer.ItemIds(ids.data());
+  writer.Ints(ints.data());
+  writer.Strings(codes.data());
+  writer.Numbers(numbers.data());
+  for (size_t b = 0; b < writer.blocks(); ++b) w.blocks.emplace_back(writer.block(b));
+  return w;
+}
+
+// Every item of `w`, read back through a parsed layout, renders its line.
+void ExpectReadBack(const Written& w) {
+  absl::StatusOr<BlockLayout> layout = BlockLayout::Parse(w.layout.Serialize());
+  ASSERT_TRUE(layout.ok()) << layout.status();
+  ASSERT_EQ(layout->BlockCount(), w.blocks.size());
+  size_t item = 0;
+  for (size_t b = 0; b < w.blocks.size(); ++b) {
+    absl::StatusOr<BlockReader> block = BlockReader::Parse(*layout, b, w.blocks[b]);
+    ASSERT_TRUE(block.ok()) << block.status();
+    for (size_t j = 0; j < block->size(); ++j, ++item) {
+      EXPECT_EQ(block->id(j), absl::StrCat("sku-", item));
+      absl::StatusOr<std::string> text = block->Render(j);
+      ASSERT_TRUE(text.ok()) << text.status();
+      EXPECT_EQ(*text, w.expected[item]);
+    }
+  }
+  EXPECT_EQ(item, w.expected.size());
+}
+
+TEST(LogBlocksTest, BlocksSplitTheTopItemsFromTheRest) {
+  BlockLayout layout = TestLayout(45, 10, 16);
+  EXPECT_EQ(layout.BlockCount(), 4u);  // 10, 16, 16, 3
+  EXPECT_EQ(layout.BlockSize(0), 10u);
+  EXPECT_EQ(layout.BlockBegin(1), 10u);
+  EXPECT_EQ(layout.BlockSize(3), 3u);
+  EXPECT_EQ(layout.BlockOf(9), 0u);
+  EXPECT_EQ(layout.BlockOf(10), 1u);
+  EXPECT_EQ(layout.BlockOf(44), 3u);
+  layout.items = 5;  // Fewer items than the top block.
+  EXPECT_EQ(layout.BlockCount(), 1u);
+  EXPECT_EQ(layout.BlockSize(0), 5u);
+  layout.items = 0;
+  EXPECT_EQ(layout.BlockCount(), 0u);
+}
+
+TEST(LogBlocksTest, EveryNumberFormReadsBack) {
+  // Constant, whole numbers, one top byte, raw (mixed signs and sizes).
+  ExpectReadBack(Write(std::vector<float>(20, 0.25f), 4, 8));
+  ExpectReadBack(Write({0, 1, -2, 3, 16777215, -16777215, 7, 8}, 8, 8));
+  ExpectReadBack(Write({0.5f, 0.75f, 0.875f, 0.99f, 0.51f}, 5, 5));
+  ExpectReadBack(Write({1e-30f, -3.5f, 1e30f, 0.1f, 123456.7f}, 2, 2));
+}
+
+TEST(LogBlocksTest, OddNumbersRenderAsSixDigits) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> odd = {0.0f, -0.0f, inf, -inf, nan, -nan, 1e-45f, -1e-40f,
+                                  1.17549435e-38f, 3.4028235e38f, 1.234565f, 0.999999f,
+                                  9999995.0f, 1e-5f, 1e6f, 123456.5f};
+  Written w = Write(odd, 3, 5);
+  ExpectReadBack(w);
+  // The texts themselves, as printf("%.6g") writes them (NaN as "nan").
+  EXPECT_NE(w.expected[1].find("x=-0;"), std::string::npos);
+  EXPECT_NE(w.expected[3].find("x=-inf;"), std::string::npos);
+  EXPECT_NE(w.expected[5].find("x=nan;"), std::string::npos);
+  EXPECT_NE(w.expected[6].find("x=1.4013e-45;"), std::string::npos);
+}
+
+TEST(LogBlocksTest, MinusZeroIsNotStoredAsAWholeNumber) {
+  Written w = Write({-0.0f, 0.0f, 1.0f}, 3, 3);
+  ExpectReadBack(w);
+  EXPECT_NE(w.expected[0].find("x=-0;"), std::string::npos);
+}
+
+TEST(LogBlocksTest, IdsShareTheirPrefixOnce) {
+  Written w = Write(std::vector<float>(16, 1.5f), 16, 16);
+  // "sku-" once, then the suffixes: far less than 16 full ids.
+  EXPECT_EQ(w.blocks.size(), 1u);
+  EXPECT_NE(w.blocks[0].find("sku-"), std::string::npos);
+  EXPECT_EQ(w.blocks[0].find("sku-", w.blocks[0].find("sku-") + 1), std::string::npos);
+}
+
+TEST(LogBlocksTest, CorruptLayoutsAndBlocksAreDataLossNeverACrash) {
+  std::vector<float> numbers;
+  for (int i = 0; i < 40; ++i) numbers.push_back(i % 3 == 0 ? i : 0.37f * i);
+  const Written w = Write(numbers, 10, 16);
+  const std::string layout_value = w.layout.Serialize();
+  // Every truncation of the layout, and of each block, is refused.
+  for (size_t cut = 0; cut < layout_value.size(); ++cut) {
+    EXPECT_FALSE(BlockLayout::Parse(layout_value.substr(0, cut)).ok()) << cut;
+  }
+  EXPECT_FALSE(BlockLayout::Parse(layout_value + "x").ok());
+  absl::StatusOr<BlockLayout> layout = BlockLayout::Parse(layout_value);
+  ASSERT_TRUE(layout.ok());
+  for (size_t b = 0; b < w.blocks.size(); ++b) {
+    for (size_t cut = 0; cut < w.blocks[b].size(); ++cut) {
+      absl::StatusOr<BlockReader> r = BlockReader::Parse(*layout, b, w.blocks[b].substr(0, cut));
+      EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss) << b << " " << cut;
+    }
+    EXPECT_FALSE(BlockReader::Parse(*layout, b, w.blocks[b] + "\x01").ok());
+  }
+  // A block read as another block (another item count) is refused.
+  EXPECT_FALSE(BlockReader::Parse(*layout, 0, w.blocks[1]).ok());
+  // Random damage: refused, or read (and rendered) without a crash.
+  std::mt19937 rng(7);
+  for (int round = 0; round < 20000; ++round) {
+    std::string block = w.blocks[round % w.blocks.size()];
+    for (int e = 0; e < 3; ++e) block[rng() % block.size()] = static_cast<char>(rng());
+    absl::StatusOr<BlockReader> r = BlockReader::Parse(*layout, round % w.blocks.size(), block);
+    if (!r.ok()) {
+      EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss);
+      continue;
+    }
+    for (size_t j = 0; j < r->size(); ++j) (void)r->Render(j);
+  }
+  // Unknown kinds, forms and versions.
+  std::string bad_version = layout_value;
+  bad_version[1] = 3;
+  EXPECT_FALSE(BlockLayout::Parse(bad_version).ok());
+  EXPECT_FALSE(BlockLayout::IsBlocks(bad_version));
+}
+
+TEST(LogBlocksTest, HostileLayoutsCannotAskForUnboundedWork) {
+  BlockLayout layout = TestLayout(kMaxLogItems + 1, 1, 1);
+  EXPECT_FALSE(BlockLayout::Parse(layout.Serialize()).ok());
+  layout = TestLayout(10, 0, 16);  // A first block of no items.
+  EXPECT_FALSE(BlockLayout::Parse(layout.Serialize()).ok());
+  layout = TestLayout(10, 3, 0);
+  EXPECT_FALSE(BlockLayout::Parse(layout.Serialize()).ok());
+}
+
+}  // namespace
+}  // namespace rankwire::logstore
