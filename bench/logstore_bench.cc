@@ -245,14 +245,14 @@ std::string CpuBusy(const CpuTimes& a, const CpuTimes& b) {
 
 // ---------------------------------------------------------------------------
 
-enum class Rep { kText, kZstd, kZstdDict, kRecord };
+enum class Rep { kText, kZstd, kZstdDict, kBlocks };
 
 const char* RepName(Rep rep) {
   switch (rep) {
     case Rep::kText: return "text (T)";
     case Rep::kZstd: return "text zstd (Z)";
     case Rep::kZstdDict: return "text zstd + dictionary";
-    case Rep::kRecord: return "structured record (R)";
+    case Rep::kBlocks: return "blocks (layout 2)";
   }
   return "?";
 }
@@ -297,10 +297,8 @@ SinkEntry Encode(Rep rep, RequestLogs logs, const Dictionary& dict, ZSTD_CCtx* c
   SinkEntry entry;
   entry.key = absl::StrCat("rank:log:", logs.request_id);
   std::vector<ItemLog> items;
-  if (rep == Rep::kRecord) {
-    std::string layout;
-    if (!logs.renderer->RenderRecords(&layout, &entry.fields)) std::exit(3);
-    entry.fields.Add(kLayoutField, layout);
+  if (rep == Rep::kBlocks) {
+    if (!logs.renderer->RenderBlocks(16, &entry.fields)) std::exit(3);
   } else {
     logs.renderer->Render(&items);
   }
@@ -422,7 +420,7 @@ void MeasureRepresentation(const test::RedisProcess& redis, const server::Ranker
 
 struct Variant {
   std::string name;
-  Rep rep = Rep::kRecord;
+  Rep rep = Rep::kBlocks;
   size_t writers = 1;
 };
 
@@ -480,7 +478,7 @@ CeilingSample MeasureCeiling(const test::RedisProcess& redis, const server::Rank
   LogStoreConfig config;
   config.backend = LogStoreConfig::Backend::kRedis;
   config.redis_addr = redis.address();
-  config.format = variant.rep == Rep::kRecord ? LogStoreConfig::Format::kRecord
+  config.format = variant.rep == Rep::kBlocks ? LogStoreConfig::Format::kBlocks
                                               : LogStoreConfig::Format::kText;
   config.compress = variant.rep == Rep::kZstd;
   config.compress_level = absl::GetFlag(FLAGS_compress_level);
@@ -608,7 +606,7 @@ int Main() {
                                absl::GetFlag(FLAGS_ttl_ms));
 
   // 0. Representations, interleaved rounds.
-  const Rep reps[] = {Rep::kText, Rep::kZstd, Rep::kZstdDict, Rep::kRecord};
+  const Rep reps[] = {Rep::kText, Rep::kZstd, Rep::kZstdDict, Rep::kBlocks};
   std::vector<RepResult> rep_results(4);
   for (int round = 0; round < absl::GetFlag(FLAGS_memory_rounds); ++round) {
     for (int k = 0; k < 4; ++k) {
@@ -652,15 +650,15 @@ int Main() {
     Variant v;
     int writers = 1;
     if (parts.size() != 2 || !absl::SimpleAtoi(parts[1], &writers) || writers < 1) {
-      std::cerr << "variant '" << spec << "': expected <text|zstd|record>:<writers>\n";
+      std::cerr << "variant '" << spec << "': expected <text|zstd|blocks>:<writers>\n";
       return 2;
     }
     if (parts[0] == "text") {
       v.rep = Rep::kText;
     } else if (parts[0] == "zstd") {
       v.rep = Rep::kZstd;
-    } else if (parts[0] == "record") {
-      v.rep = Rep::kRecord;
+    } else if (parts[0] == "blocks" || parts[0] == "record") {
+      v.rep = Rep::kBlocks;
     } else {
       std::cerr << "variant '" << spec << "': unknown representation\n";
       return 2;

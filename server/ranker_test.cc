@@ -221,22 +221,26 @@ TEST_F(RankerTest, ShapeNamesTheKeysAndBoundsTheValuesAndLogLines) {
 
 // The deferred lines' byte estimate (what bounds the log queue and the
 // writers' batches) holds their text, whatever the feature names' length.
-TEST_F(RankerTest, DeferredLogsEstimateTheirTextFromAbove) {
-  rank::v1::RankRequest long_names = request_;
-  for (int f = 0; f < long_names.item_feature_names_size(); ++f) {
-    long_names.set_item_feature_names(f, std::string(120, static_cast<char>('a' + f % 26)) +
-                                             std::to_string(f));
-  }
-  for (const rank::v1::RankRequest* request : {&request_, &long_names}) {
-    RankOutput out = ranker_->Rank(*request, LogDetail::kDeferred);
+// Deferred logs are charged to the log queue for the memory they hold while
+// queued (the values' arrays), which is what its byte bound limits: at
+// least every candidate's features and every number of its line, and not
+// much more.
+TEST_F(RankerTest, DeferredLogsChargeTheQueueForTheValuesTheyHold) {
+  size_t terms = 0;
+  for (const LinearModel::Head& h : model_->heads()) terms += h.terms.size();
+  const size_t heads = model_->heads().size();
+  for (uint32_t candidates : {1u, 50u, 500u}) {
+    workload::WorkloadOptions options;
+    options.candidates = candidates;
+    options.top_n = 1;
+    const rank::v1::RankRequest request = workload::WorkloadGenerator(options).Make(3);
+    RankOutput out = ranker_->Rank(request, LogDetail::kDeferred);
     ASSERT_NE(out.logs, nullptr);
+    const size_t features = static_cast<size_t>(request.item_feature_names_size());
+    const size_t values = candidates * (4 * features + 8 * (2 * heads + terms + 2));
     const size_t estimate = out.logs->EstimatedBytes();
-    std::vector<logstore::ItemLog> lines;
-    out.logs->Render(&lines);
-    size_t text = 0;
-    for (const logstore::ItemLog& line : lines) text += line.text.size();
-    EXPECT_GE(estimate, text);
-    EXPECT_LE(estimate, 2 * text);
+    EXPECT_GE(estimate, values) << candidates;
+    EXPECT_LE(estimate, 2 * values + 4096) << candidates;
   }
 }
 

@@ -153,6 +153,13 @@ class Encoder {
   // string values (s_.item_strings) and of each block's long plain ones.
   absl::Status DecideStrings();
   absl::Status DecideString(uint32_t k);
+  // DecideString's steps: each entry's uses (s_.entry_uses) and whether a
+  // sample of the values says a dictionary may pay; the dictionary of the
+  // used entries (false if it has none or outgrew max_dict_entries); the
+  // long plain strings of each block.
+  absl::Status CountUses(uint32_t k, bool* dict_worth_trying);
+  bool BuildDictionary(const Column& c, StringKey& sk, uint64_t* index_bytes);
+  void CountLongStrings(const Column& c);
   void SizeLogs();
 
   void WriteKeys(coding::Writer& w);
@@ -355,14 +362,9 @@ absl::Status Encoder::AssignShapes() {
   return absl::OkStatus();
 }
 
-absl::Status Encoder::DecideString(uint32_t k) {
+absl::Status Encoder::CountUses(uint32_t k, bool* dict_worth_trying) {
   const Column& c = r_.column(k);
-  StringKey& sk = s_.strings[k];
-  sk.use_dict = false;
-  sk.dict.clear();
   const size_t entries = c.entry_count();
-  // Per entry: how many items use it (one pass over the codes), then every
-  // cost from the entries (usually a handful: a recall source, a bucket).
   std::vector<uint32_t>& uses = s_.entry_uses;
   uses.assign(entries, 0);
   const uint32_t* codes = c.codes();
@@ -383,6 +385,49 @@ absl::Status Encoder::DecideString(uint32_t k) {
     if (++seen == 16) distinct16 = s_.sample_strings.size();
     ++uses[code];
   }
+  // The sample's verdicts, as ORC decides (long distinct strings are then
+  // not hashed): no dictionary when its first 16 values are all distinct
+  // (unless the threshold keeps every dictionary), or when more than the
+  // threshold's share of its first 64 are.
+  const size_t present = c.present_count();
+  *dict_worth_trying = !(present > 16 && distinct16 == 16 && o_.dict_distinct_threshold < 1) &&
+                       !(present >= kDictSample &&
+                         s_.sample_strings.size() > kDictSample * o_.dict_distinct_threshold);
+  return absl::OkStatus();
+}
+
+bool Encoder::BuildDictionary(const Column& c, StringKey& sk, uint64_t* index_bytes) {
+  const std::vector<uint32_t>& uses = s_.entry_uses;
+  const size_t entries = c.entry_count();
+  sk.remap.assign(entries, UINT32_MAX);
+  s_.dict_index.clear();
+  const uint32_t max_entries = std::max<uint32_t>(1, o_.max_dict_entries);
+  *index_bytes = 0;
+  for (size_t e = 0; e < entries; ++e) {
+    if (uses[e] == 0) continue;
+    const absl::string_view v = c.entry(static_cast<uint32_t>(e));
+    auto [it, inserted] = s_.dict_index.emplace(v, static_cast<uint32_t>(sk.dict.size()));
+    if (inserted) sk.dict.push_back(v);
+    sk.remap[e] = it->second;
+    *index_bytes += uint64_t{uses[e]} * coding::VarintLength(it->second);
+    if (sk.dict.size() > max_entries) return false;
+  }
+  return !sk.dict.empty();
+}
+
+absl::Status Encoder::DecideString(uint32_t k) {
+  const Column& c = r_.column(k);
+  StringKey& sk = s_.strings[k];
+  sk.use_dict = false;
+  sk.dict.clear();
+  // Per entry: how many items use it (one pass over the codes), then every
+  // cost from the entries (usually a handful: a recall source, a bucket).
+  bool dict_worth_trying = false;
+  RETURN_IF_ERROR(CountUses(k, &dict_worth_trying));
+  const std::vector<uint32_t>& uses = s_.entry_uses;
+  const size_t entries = c.entry_count();
+  const uint32_t* codes = c.codes();
+  const bool dense = c.present_count() == n_;
   // Per entry: its plain size, and the bound an item's value takes either
   // way (plain, or a dictionary index of at most 5 bytes).
   std::vector<uint32_t>& bound = s_.entry_bound;
@@ -397,33 +442,9 @@ absl::Status Encoder::DecideString(uint32_t k) {
     if (dense || c.present(i)) s_.item_strings[i] += bound[codes[i]];
   }
   // A dictionary of the distinct referenced entries (entries are not
-  // deduplicated when added), unless the first values say they are mostly
-  // distinct (as ORC decides: long distinct strings are then not hashed).
-  // The sample's verdicts: its first 16 values all distinct (unless the
-  // threshold keeps every dictionary), or more than the threshold's share
-  // of its first 64.
-  const size_t present = c.present_count();
-  bool dict_alive =
-      !(present > 16 && distinct16 == 16 && o_.dict_distinct_threshold < 1) &&
-      !(present >= kDictSample &&
-        s_.sample_strings.size() > kDictSample * o_.dict_distinct_threshold);
+  // deduplicated when added), when it is smaller than the plain strings.
   uint64_t index_bytes = 0;
-  if (dict_alive) {
-    constexpr uint32_t kUnset = UINT32_MAX;
-    sk.remap.assign(entries, kUnset);
-    s_.dict_index.clear();
-    const uint32_t max_entries = std::max<uint32_t>(1, o_.max_dict_entries);
-    for (size_t e = 0; e < entries && dict_alive; ++e) {
-      if (uses[e] == 0) continue;
-      const absl::string_view v = c.entry(static_cast<uint32_t>(e));
-      auto [it, inserted] = s_.dict_index.emplace(v, static_cast<uint32_t>(sk.dict.size()));
-      if (inserted) sk.dict.push_back(v);
-      sk.remap[e] = it->second;
-      index_bytes += uint64_t{uses[e]} * coding::VarintLength(it->second);
-      dict_alive = sk.dict.size() <= max_entries;
-    }
-  }
-  if (dict_alive && !sk.dict.empty()) {
+  if (dict_worth_trying && BuildDictionary(c, sk, &index_bytes)) {
     uint64_t dict_bytes = coding::VarintLength(sk.dict.size());
     for (absl::string_view e : sk.dict) dict_bytes += coding::LengthPrefixedLength(e.size());
     sk.use_dict = dict_bytes + index_bytes < plain_bytes;
@@ -435,18 +456,21 @@ absl::Status Encoder::DecideString(uint32_t k) {
   }
   sk.dict.clear();
   values_total_ += plain_bytes;
+  if (o_.compress_string_values) CountLongStrings(c);
+  return absl::OkStatus();
+}
+
+void Encoder::CountLongStrings(const Column& c) {
   // Long plain strings make their block worth compressing.
-  if (o_.compress_string_values) {
-    for (size_t b = 0; b < blocks_; ++b) {
-      const size_t end = std::min(n_, (b + 1) * size_t{block_items_});
-      for (size_t i = b * block_items_; i < end; ++i) {
-        if (!dense && !c.present(i)) continue;
-        const size_t size = c.entry(codes[i]).size();
-        if (size >= kLongString) s_.values_long_strings[b] += coding::LengthPrefixedLength(size);
-      }
+  const bool dense = c.present_count() == n_;
+  for (size_t b = 0; b < blocks_; ++b) {
+    const size_t end = std::min(n_, (b + 1) * size_t{block_items_});
+    for (size_t i = b * block_items_; i < end; ++i) {
+      if (!dense && !c.present(i)) continue;
+      const size_t size = c.entry(c.codes()[i]).size();
+      if (size >= kLongString) s_.values_long_strings[b] += coding::LengthPrefixedLength(size);
     }
   }
-  return absl::OkStatus();
 }
 
 absl::Status Encoder::DecideStrings() {

@@ -315,7 +315,8 @@ TEST_F(ServerTest, LogsGoToRedisWithATtl) {
   EXPECT_LE(pttl->integer, 1000);
   absl::StatusOr<test::RedisReply> fields = (*redis)->Command({"HLEN", key});
   ASSERT_TRUE(fields.ok()) << fields.status();
-  EXPECT_EQ(fields->integer, 500 + 1);  // 500 item records and the layout (field "").
+  // The layout (field ""), the block of the top 10 items and 31 blocks of 16.
+  EXPECT_EQ(fields->integer, 1 + 1 + 31);
 }
 
 TEST_F(ServerTest, RankingKeepsWorkingWhenRedisIsDown) {
