@@ -1,16 +1,10 @@
 // rankwire-server: the ranking service. Flags (also from --flagfile) are
 // listed in README.md; `rankwire-server --help` prints them.
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
-#include <grpcpp/grpcpp.h>
-#include <grpcpp/health_check_service_interface.h>
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdlib>
-#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,22 +17,14 @@
 #include "base/flags.h"
 #include "base/status_macros.h"
 #include "base/thread_sched.h"
-#include "codec/builtin_codecs.h"
 #include "logstore/log_number.h"
 #include "logstore/log_store.h"
-#include "server/linear_model.h"
-#include "server/admission.h"
-#include "server/metrics_http.h"
 #include "server/model_path.h"
+#include "server/admission.h"
 #include "server/protobuf_log.h"
-#include "server/rank_handler.h"
-#include "server/rank_service.h"
-#include "server/ranker.h"
-#include "server/server_metrics.h"
 #include "server/tls.h"
-#include "server/worker_pool.h"
+#include "server/server.h"
 #include "spdlog/spdlog.h"
-#include "workload/workload.h"
 #ifdef RANKWIRE_JEMALLOC_CONF
 #include "server/jemalloc_conf.h"
 #endif
@@ -183,14 +169,11 @@ ABSL_FLAG(int, health_port, -1,
 namespace rankwire::server {
 namespace {
 
-// "rank.v1.RankService", the health service name clients watch.
-const char* const kRankServiceName = rank::v1::RankService::service_full_name();
-
 // The server's default log mode: any named mode but "default", which only
 // a request can say (it means "the server's").
 absl::StatusOr<rank::v1::LogMode> ServerLogMode(const std::string& mode) {
-  absl::StatusOr<rank::v1::LogMode> parsed = workload::ParseLogMode(mode);
-  if (!parsed.ok() || *parsed == rank::v1::LOG_MODE_DEFAULT) {
+  absl::StatusOr<rank::v1::LogMode> parsed = ParseServerLogMode(mode);
+  if (!parsed.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--log_mode=", mode, ": expected store, inline or none"));
   }
@@ -204,56 +187,51 @@ absl::StatusOr<UnknownFeaturePolicy> ParseUnknownFeatures(const std::string& pol
       absl::StrCat("--unknown_features=", policy, ": expected count or reject"));
 }
 
-absl::StatusOr<int> RankWorkersFromFlags(const AdmissionOptions& admission, int ranking_cpus) {
-  const int workers = absl::GetFlag(FLAGS_rank_workers);
-  if (workers < 0) return absl::InvalidArgumentError("--rank_workers must be >= 0");
-  if (workers == 0) return DefaultRankWorkers(admission.max_concurrent_rank, ranking_cpus);
-  if (workers > admission.max_concurrent_rank) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--rank_workers=", workers, " exceeds --max_concurrent_rank (",
-        admission.max_concurrent_rank, "): workers past the admitted calls would never run"));
+// --max_message_bytes and --max_request_bytes, checked.
+absl::Status MessageLimitsFromFlags(ServerOptions* o) {
+  const int max_response = absl::GetFlag(FLAGS_max_message_bytes);
+  const int max_request = absl::GetFlag(FLAGS_max_request_bytes);
+  if (max_response < (1 << 20)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_message_bytes=", max_response, " is below 1 MiB (1048576)"));
   }
-  return workers;
+  if (max_request < 0 || (max_request > 0 && max_request < 4096)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max_request_bytes=", max_request, " must be 0 (derived) or at least 4096"));
+  }
+  o->max_response_bytes = static_cast<size_t>(max_response);
+  o->max_request_bytes = static_cast<size_t>(max_request);
+  return absl::OkStatus();
 }
 
-// --max_message_bytes and --max_request_bytes, checked; the request bound
-// resolved from `limits` when 0.
-struct MessageLimits {
-  int max_response_bytes = 0;
-  int max_request_bytes = 0;
-};
-absl::StatusOr<MessageLimits> MessageLimitsFromFlags(const RequestLimits& limits) {
-  MessageLimits m{absl::GetFlag(FLAGS_max_message_bytes), absl::GetFlag(FLAGS_max_request_bytes)};
-  if (m.max_response_bytes < (1 << 20)) {
+// Admission, workers and their placement.
+absl::Status AdmissionFromFlags(ServerOptions* o) {
+  o->max_concurrent_rank = absl::GetFlag(FLAGS_max_concurrent_rank);
+  if (o->max_concurrent_rank < 0) {
+    return absl::InvalidArgumentError("--max_concurrent_rank must be >= 0");
+  }
+  o->rank_workers = absl::GetFlag(FLAGS_rank_workers);
+  if (o->rank_workers < 0) return absl::InvalidArgumentError("--rank_workers must be >= 0");
+  const int admitted = o->max_concurrent_rank == 0 ? DefaultMaxConcurrentRank(o->ranking_cpus)
+                                                   : o->max_concurrent_rank;
+  if (o->rank_workers > admitted) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--max_message_bytes=", m.max_response_bytes, " is below 1 MiB (1048576)"));
+        "--rank_workers=", o->rank_workers, " exceeds --max_concurrent_rank (", admitted,
+        "): workers past the admitted calls would never run"));
   }
-  if (m.max_request_bytes < 0 || (m.max_request_bytes > 0 && m.max_request_bytes < 4096)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--max_request_bytes=", m.max_request_bytes, " must be 0 (derived) or at least 4096"));
-  }
-  if (m.max_request_bytes == 0) {
-    // One receive limit for every method: FetchLogs requests must fit too.
-    const size_t bound = std::max(MaxRequestBytes(limits), MaxFetchLogsRequestBytes(limits));
-    m.max_request_bytes =
-        static_cast<int>(std::min<size_t>(bound, std::numeric_limits<int>::max()));
-  }
-  return m;
-}
-
-absl::StatusOr<AdmissionOptions> AdmissionOptionsFromFlags(int ranking_cpus) {
-  AdmissionOptions options;
-  const int max_concurrent = absl::GetFlag(FLAGS_max_concurrent_rank);
-  if (max_concurrent < 0) return absl::InvalidArgumentError("--max_concurrent_rank must be >= 0");
-  options.max_concurrent_rank =
-      max_concurrent == 0 ? DefaultMaxConcurrentRank(ranking_cpus) : max_concurrent;
-  options.max_unsent_bytes = size_t{absl::GetFlag(FLAGS_max_unsent_response_mb)} << 20;
-  options.max_unsent_bytes_per_peer = size_t{absl::GetFlag(FLAGS_max_unsent_response_mb_per_peer)}
-                                      << 20;
-  if (options.max_unsent_bytes == 0 || options.max_unsent_bytes_per_peer == 0) {
+  o->rank_inline = absl::GetFlag(FLAGS_rank_inline);
+  o->rank_worker_nice = absl::GetFlag(FLAGS_rank_worker_nice);
+  o->max_unsent_bytes = size_t{absl::GetFlag(FLAGS_max_unsent_response_mb)} << 20;
+  o->max_unsent_bytes_per_peer = size_t{absl::GetFlag(FLAGS_max_unsent_response_mb_per_peer)}
+                                 << 20;
+  if (o->max_unsent_bytes == 0 || o->max_unsent_bytes_per_peer == 0) {
     return absl::InvalidArgumentError("--max_unsent_response_mb* must be at least 1");
   }
-  return options;
+  o->max_concurrent_fetch_logs = absl::GetFlag(FLAGS_max_concurrent_fetch_logs);
+  if (o->max_concurrent_fetch_logs < 1) {
+    return absl::InvalidArgumentError("--max_concurrent_fetch_logs must be at least 1");
+  }
+  return absl::OkStatus();
 }
 
 // A CPU-list flag's value (`name` for the error), as ParseCpuList reads it.
@@ -350,106 +328,6 @@ absl::StatusOr<logstore::LogStoreConfig> LogStoreConfigFromFlags() {
   return config;
 }
 
-void ExportLogStats(MetricsRegistry* registry, const logstore::LogConsumer* consumer) {
-  auto stat = [consumer](auto field) {
-    return [consumer, field]() { return static_cast<double>(consumer->stats().*field); };
-  };
-  using S = logstore::LogStats;
-  constexpr absl::string_view kItems = "rankwire_log_items_total";
-  constexpr absl::string_view kItemsHelp = "Per-item log lines by outcome.";
-  registry->AddGauge(kItems, kItemsHelp, stat(&S::items_enqueued), "outcome=\"enqueued\"");
-  registry->AddGauge(kItems, kItemsHelp, stat(&S::items_stored), "outcome=\"stored\"");
-  registry->AddGauge(kItems, kItemsHelp, stat(&S::items_dropped_queue_full),
-                     "outcome=\"dropped_queue_full\"");
-  registry->AddGauge(kItems, kItemsHelp, stat(&S::items_dropped_store_error),
-                     "outcome=\"dropped_store_error\"");
-  registry->AddGauge(kItems, kItemsHelp, stat(&S::items_dropped_shutdown),
-                     "outcome=\"dropped_shutdown\"");
-  registry->AddGauge("rankwire_log_bytes_stored_total", "Log value bytes written to the store.",
-                     stat(&S::bytes_stored));
-  registry->AddGauge("rankwire_log_queue_requests", "Requests waiting in the log queue.",
-                     stat(&S::queue_requests));
-  registry->AddGauge("rankwire_log_queue_bytes", "Log bytes waiting in the log queue.",
-                     stat(&S::queue_bytes));
-  registry->AddGauge("rankwire_log_store_reconnects_total", "Reconnects to the log store.",
-                     stat(&S::reconnects));
-  // The log writers' share of the phase CPU series (ServerMetrics has the
-  // ranking thread's).
-  for (const auto& [phase, field] :
-       {std::pair<const char*, uint64_t S::*>{"log_format", &S::format_cpu_ns},
-        std::pair<const char*, uint64_t S::*>{"log_store", &S::store_cpu_ns}}) {
-    const std::string label = absl::StrCat("phase=\"", phase, "\"");
-    registry->AddGauge("rankwire_phase_cpu_sample_nanoseconds_total",
-                       "Thread CPU time of the sampled calls in each phase.", stat(field), label);
-    registry->AddGauge("rankwire_phase_cpu_samples_total",
-                       "Calls whose CPU time was sampled, per phase.",
-                       stat(&S::cpu_sampled_requests), label);
-  }
-  registry->AddGauge("rankwire_log_store_up",
-                     "1 if the last write to the log store succeeded (on every master, for a "
-                     "Redis Cluster).",
-                     [consumer]() { return consumer->stats().store_up ? 1.0 : 0.0; });
-}
-
-// Takes gRPC reflection off one server builder: the plaintext health
-// port's, which bypasses mutual TLS. (The reflection plugin registers itself
-// for every builder in the process; only the main port should describe the
-// services.)
-class NoReflectionOption final : public grpc::ServerBuilderOption {
- public:
-  void UpdateArguments(grpc::ChannelArguments*) override {}
-  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
-    plugins->erase(std::remove_if(plugins->begin(), plugins->end(),
-                                  [](const std::unique_ptr<grpc::ServerBuilderPlugin>& p) {
-                                    return p->name() == "proto_server_reflection";
-                                  }),
-                   plugins->end());
-  }
-};
-
-// Every method the health port does not serve: UNIMPLEMENTED. (Also what
-// lets that server start without the reflection plugin: gRPC wants one
-// service of its own API registered before the default health service is.)
-class UnimplementedMethods final : public grpc::CallbackGenericService {
- public:
-  grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext*) override {
-    class Refusal final : public grpc::ServerGenericBidiReactor {
-     public:
-      Refusal() {
-        Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                            "this port serves grpc.health.v1.Health only"));
-      }
-      void OnDone() override { delete this; }
-    };
-    return new Refusal();
-  }
-};
-
-// A plaintext gRPC server with only the health service: kubelet's gRPC
-// probes cannot speak TLS, so with TLS on the main port they use this one.
-// It serves no Rank, LogService or reflection methods.
-struct HealthServer {
-  std::unique_ptr<UnimplementedMethods> unimplemented;  // Outlives `server`.
-  std::unique_ptr<grpc::Server> server;                 // Null when disabled.
-  int port = -1;
-};
-
-absl::StatusOr<HealthServer> StartHealthServer(const std::string& address, int port) {
-  HealthServer health;
-  if (port < 0) return health;
-  grpc::ServerBuilder builder;
-  builder.SetOption(std::make_unique<NoReflectionOption>());
-  health.unimplemented = std::make_unique<UnimplementedMethods>();
-  builder.RegisterCallbackGenericService(health.unimplemented.get());
-  const std::string listen = absl::StrCat(address, ":", port);
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &health.port);
-  health.server = builder.BuildAndStart();
-  if (health.server == nullptr || health.port == 0) {
-    return absl::UnavailableError(absl::StrCat("--health_port: cannot listen on ", listen));
-  }
-  return health;
-}
-
 #ifdef RANKWIRE_JEMALLOC_CONF
 // What jemalloc was told (server/jemalloc_conf.cc), and a warning if arena
 // 0 kept its purge of large freed extents or the background threads did
@@ -482,11 +360,55 @@ sigset_t BlockShutdownSignals() {
   return set;
 }
 
-absl::Status Run() {
-  const sigset_t signals = BlockShutdownSignals();
-  InstallProtobufLogHandler();
-  // Before any thread exists: every thread inherits the short slice; the
-  // ranking workers and log writers set theirs back to the default.
+// Codecs, model, logs and the input contract from their flags.
+absl::Status WorkFromFlags(ServerOptions* o) {
+  o->codecs.writer.block_items = absl::GetFlag(FLAGS_rankbin_block_items);
+  o->codecs.writer.zstd_level = absl::GetFlag(FLAGS_zstd_level);
+  o->codecs.writer.compress_values = absl::GetFlag(FLAGS_zstd_values);
+  o->codecs.writer.compress_logs = absl::GetFlag(FLAGS_zstd_logs);
+  o->codecs.writer.compress_string_values = absl::GetFlag(FLAGS_zstd_string_values);
+  if (o->codecs.writer.block_items == 0) {
+    return absl::InvalidArgumentError("--rankbin_block_items must be at least 1");
+  }
+  o->default_codec = absl::GetFlag(FLAGS_codec);
+  ASSIGN_OR_RETURN(o->log_mode, ServerLogMode(absl::GetFlag(FLAGS_log_mode)));
+  if (o->log_mode == rank::v1::LOG_MODE_NONE) {
+    o->log_store.reset();
+  } else {
+    ASSIGN_OR_RETURN(o->log_store, LogStoreConfigFromFlags());
+  }
+  o->limits.max_candidates = absl::GetFlag(FLAGS_max_candidates);
+  if (o->limits.max_candidates == 0) {
+    return absl::InvalidArgumentError("--max_candidates must be at least 1");
+  }
+  ASSIGN_OR_RETURN(o->unknown_features,
+                   ParseUnknownFeatures(absl::GetFlag(FLAGS_unknown_features)));
+  ASSIGN_OR_RETURN(o->model_path, ResolveModelPath(absl::GetFlag(FLAGS_model), ExecutablePath()));
+  return MessageLimitsFromFlags(o);
+}
+
+// Ports, TLS, drain and the rest of the server's edges.
+absl::Status EdgesFromFlags(ServerOptions* o) {
+  o->address = absl::GetFlag(FLAGS_address);
+  o->port = absl::GetFlag(FLAGS_port);
+  o->tls = ServerTlsFiles{absl::GetFlag(FLAGS_tls_cert_file), absl::GetFlag(FLAGS_tls_key_file),
+                          absl::GetFlag(FLAGS_tls_client_ca_file)};
+  o->health_port = absl::GetFlag(FLAGS_health_port);
+  o->metrics_port = absl::GetFlag(FLAGS_metrics_port);
+  o->metrics_address = absl::GetFlag(FLAGS_metrics_address);
+  o->max_connection_age = absl::Milliseconds(absl::GetFlag(FLAGS_max_connection_age_ms));
+  o->phase_cpu_sample_every = absl::GetFlag(FLAGS_phase_cpu_sample_every);
+  o->drain = absl::Milliseconds(absl::GetFlag(FLAGS_drain_ms));
+  o->shutdown_grace = absl::Milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms));
+  o->log_flush = absl::Milliseconds(absl::GetFlag(FLAGS_log_flush_ms));
+  return absl::OkStatus();
+}
+
+// What must happen before any thread exists: every thread inherits the
+// short slice (ranking workers and log writers set theirs back), and the
+// main thread moves off --rank_worker_cpus (the CPUs counted for the
+// ranking defaults are taken before it moves). Fills the options' CPUs.
+absl::Status PlaceProcess(ServerOptions* o) {
   if (const int slice_us = absl::GetFlag(FLAGS_latency_slice_us); slice_us > 0) {
     if (absl::Status s = SetThreadSlice(absl::Microseconds(slice_us)); !s.ok()) {
       spdlog::info("--latency_slice_us not applied (Linux >= 6.12 needed): {}", s.ToString());
@@ -494,185 +416,51 @@ absl::Status Run() {
   } else if (slice_us < 0) {
     return absl::InvalidArgumentError("--latency_slice_us must be >= 0");
   }
-  // Also before any thread exists (SetAsideRankCpus); the CPUs counted for
-  // the ranking defaults are taken before the main thread moves.
   const int usable_cpus = UsableCpus();
-  ASSIGN_OR_RETURN(const std::vector<int> rank_cpus, SetAsideRankCpus());
+  ASSIGN_OR_RETURN(o->rank_worker_cpus, SetAsideRankCpus());
+  o->ranking_cpus =
+      o->rank_worker_cpus.empty() ? usable_cpus : static_cast<int>(o->rank_worker_cpus.size());
+  return absl::OkStatus();
+}
+
+absl::Status Run() {
+  const sigset_t signals = BlockShutdownSignals();
+  InstallProtobufLogHandler();
+  ServerOptions options;
+  RETURN_IF_ERROR(PlaceProcess(&options));
 #ifdef RANKWIRE_JEMALLOC_CONF
   // Now that the slice and CPUs above are set: jemalloc's threads inherit them.
   const int jemalloc_background_error = StartJemallocBackgroundThreads();
 #endif
-  const int ranking_cpus = rank_cpus.empty() ? usable_cpus : static_cast<int>(rank_cpus.size());
   RETURN_IF_ERROR(ApplyLogNumbersFlag());
-
-  BuiltinCodecOptions codec_options;
-  codec_options.writer.block_items = absl::GetFlag(FLAGS_rankbin_block_items);
-  codec_options.writer.zstd_level = absl::GetFlag(FLAGS_zstd_level);
-  codec_options.writer.compress_values = absl::GetFlag(FLAGS_zstd_values);
-  codec_options.writer.compress_logs = absl::GetFlag(FLAGS_zstd_logs);
-  codec_options.writer.compress_string_values = absl::GetFlag(FLAGS_zstd_string_values);
-  if (codec_options.writer.block_items == 0) {
-    return absl::InvalidArgumentError("--rankbin_block_items must be at least 1");
-  }
-  ASSIGN_OR_RETURN(CodecRegistry codecs, MakeBuiltinCodecs(codec_options));
-  absl::StatusOr<const Codec*> default_codec = codecs.Get(absl::GetFlag(FLAGS_codec));
-  if (!default_codec.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--codec: ", default_codec.status().message()));
-  }
-  ASSIGN_OR_RETURN(rank::v1::LogMode log_mode, ServerLogMode(absl::GetFlag(FLAGS_log_mode)));
-  if (absl::GetFlag(FLAGS_max_candidates) == 0) {
-    return absl::InvalidArgumentError("--max_candidates must be at least 1");
-  }
-
-  ASSIGN_OR_RETURN(std::string model_path,
-                   ResolveModelPath(absl::GetFlag(FLAGS_model), ExecutablePath()));
-  ASSIGN_OR_RETURN(LinearModel model, LinearModel::LoadFile(model_path));
-  Ranker ranker(&model);
-
-  MetricsRegistry registry;
-  ServerMetrics metrics(&registry, codecs.Names());
-  metrics.cpu_sample_every = absl::GetFlag(FLAGS_phase_cpu_sample_every);
-  ExportServerInfo(&registry, {{"default_codec", std::string((*default_codec)->name())},
-                               {"log_mode", absl::GetFlag(FLAGS_log_mode)},
-                               {"logstore", absl::GetFlag(FLAGS_logstore)},
-                               {"model_version", model.full_version()}});
-
-  logstore::LogStore store;
-  if (log_mode != rank::v1::LOG_MODE_NONE) {
-    ASSIGN_OR_RETURN(logstore::LogStoreConfig config, LogStoreConfigFromFlags());
-    ASSIGN_OR_RETURN(logstore::LogStore opened, logstore::OpenLogStore(config));
-    store = std::move(opened);
-    ExportLogStats(&registry, store.consumer.get());
-  }
-
-  ASSIGN_OR_RETURN(UnknownFeaturePolicy unknown_features,
-                   ParseUnknownFeatures(absl::GetFlag(FLAGS_unknown_features)));
-  ASSIGN_OR_RETURN(AdmissionOptions admission_options, AdmissionOptionsFromFlags(ranking_cpus));
-  ASSIGN_OR_RETURN(const int rank_workers,
-                   RankWorkersFromFlags(admission_options, ranking_cpus));
-  const ServerTlsFiles tls{absl::GetFlag(FLAGS_tls_cert_file), absl::GetFlag(FLAGS_tls_key_file),
-                           absl::GetFlag(FLAGS_tls_client_ca_file)};
-  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
-                   MakeServerCredentials(tls));
-
-  RankHandlerOptions options;
-  options.limits.max_candidates = absl::GetFlag(FLAGS_max_candidates);
-  ASSIGN_OR_RETURN(const MessageLimits message_limits, MessageLimitsFromFlags(options.limits));
-  options.default_codec = *default_codec;
-  options.default_log_mode = log_mode;
-  options.unknown_features = unknown_features;
-  options.max_response_bytes = static_cast<size_t>(message_limits.max_response_bytes);
-  options.rankbin_block_items = codec_options.writer.block_items;
-  RankHandler handler(&ranker, &codecs, store.consumer.get(), &metrics, options);
-  AdmissionControl admission(admission_options);
-  registry.AddGauge("rankwire_unsent_response_bytes",
-                    "Response bytes handed to gRPC that clients have not read yet.",
-                    [&admission] { return static_cast<double>(admission.unsent_bytes()); });
-  registry.AddGauge("rankwire_rank_admitted",
-                    "Rank calls admitted and not finished: in work on a ranking worker "
-                    "(rankwire_rank_rpcs_in_flight) or queued for one.",
-                    [&admission] { return static_cast<double>(admission.in_use()); });
-  // Inline ranking would run outside --rank_worker_cpus and without
-  // --rank_worker_nice: with either, every call goes to the workers.
-  const int max_inline_rank =
-      absl::GetFlag(FLAGS_rank_inline) && rank_cpus.empty() &&
-              absl::GetFlag(FLAGS_rank_worker_nice) == 0
-          ? DefaultMaxInlineRank(rank_workers, static_cast<int>(sysconf(_SC_NPROCESSORS_CONF)))
-          : 0;
-  WorkerPool workers(rank_workers,
-                     WorkerPool::Placement{"rankwire-rank", absl::GetFlag(FLAGS_rank_worker_nice),
-                                           true, rank_cpus, max_inline_rank});
-  RankServiceImpl rank_service(&handler, &metrics, &admission, &workers);
-  const int max_fetch = absl::GetFlag(FLAGS_max_concurrent_fetch_logs);
-  if (max_fetch < 1) {
-    return absl::InvalidArgumentError("--max_concurrent_fetch_logs must be at least 1");
-  }
-  WorkerPool fetch_workers(max_fetch, WorkerPool::Placement{"rankwire-fetch", 0, false, {}});
-  LogServiceImpl log_service(store.reader.get(), &metrics, &admission, &fetch_workers, max_fetch);
-
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  grpc::ServerBuilder builder;
-  int bound_port = 0;
-  const std::string listen =
-      absl::StrCat(absl::GetFlag(FLAGS_address), ":", absl::GetFlag(FLAGS_port));
-  builder.AddListeningPort(listen, credentials, &bound_port);
-  builder.SetMaxReceiveMessageSize(message_limits.max_request_bytes);
-  builder.SetMaxSendMessageSize(message_limits.max_response_bytes);
-  builder.RegisterService(&rank_service);
-  builder.RegisterService(&log_service);
-  if (int age_ms = absl::GetFlag(FLAGS_max_connection_age_ms); age_ms > 0) {
-    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, age_ms);
-    // Calls still running when the age is reached get this long to finish.
-    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
-                               absl::GetFlag(FLAGS_shutdown_grace_ms));
-  }
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || bound_port == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", listen));
-  }
-  ASSIGN_OR_RETURN(HealthServer health,
-                   StartHealthServer(absl::GetFlag(FLAGS_address), absl::GetFlag(FLAGS_health_port)));
-  // Health per service as well as for the server (""), on the main port and
-  // the plaintext health port: clients' health checking
-  // (client/rank_client.h) watches rank.v1.RankService; kubelet probes ask "".
-  auto set_serving = [&](bool serving) {
-    for (grpc::Server* s : {server.get(), health.server.get()}) {
-      if (s == nullptr) continue;
-      s->GetHealthCheckService()->SetServingStatus(serving);
-      s->GetHealthCheckService()->SetServingStatus(kRankServiceName, serving);
-    }
-    metrics.serving.store(serving);
-  };
-  set_serving(true);
-
-  std::unique_ptr<MetricsHttpServer> http;
-  if (int metrics_port = absl::GetFlag(FLAGS_metrics_port); metrics_port >= 0) {
-    ASSIGN_OR_RETURN(std::unique_ptr<MetricsHttpServer> started,
-        MetricsHttpServer::Start(absl::GetFlag(FLAGS_metrics_address).empty()
-                                     ? absl::GetFlag(FLAGS_address)
-                                     : absl::GetFlag(FLAGS_metrics_address),
-                                 metrics_port, &registry));
-    http = std::move(started);
-  }
+  RETURN_IF_ERROR(WorkFromFlags(&options));
+  RETURN_IF_ERROR(AdmissionFromFlags(&options));
+  RETURN_IF_ERROR(EdgesFromFlags(&options));
+  ASSIGN_OR_RETURN(std::unique_ptr<Server> server, Server::Start(options));
   // Scripts and tests read the ports from this line.
   spdlog::info("rankwire-server listening port={} metrics_port={} codec={} log_mode={} logstore={} "
                "model={} health_port={} tls={} max_concurrent_rank={} rank_workers={} "
                "max_request_bytes={} max_inline_rank={}",
-               bound_port, http ? http->port() : -1, std::string((*default_codec)->name()),
+               server->port(), server->metrics_port(), options.default_codec,
                absl::GetFlag(FLAGS_log_mode), absl::GetFlag(FLAGS_logstore),
-               model.full_version(), health.port,
-               !UsesTls(tls) ? "off" : tls.client_ca_file.empty() ? "tls" : "mutual",
-               admission_options.max_concurrent_rank, rank_workers,
-               message_limits.max_request_bytes, max_inline_rank);
+               server->model_version(), server->health_port(),
+               !UsesTls(options.tls) ? "off" : options.tls.client_ca_file.empty() ? "tls" : "mutual",
+               server->max_concurrent_rank(), server->rank_workers(), server->max_request_bytes(),
+               server->max_inline_rank());
   // The allocator linked in (server/malloc.cmake); benchmarks compare builds by it.
   spdlog::info("allocator={} log_numbers={} rank_worker_cpus={}", RANKWIRE_MALLOC_NAME,
                logstore::LogNumberPathName(logstore::ActiveLogNumberPath()),
-               rank_cpus.empty() ? "any" : absl::StrJoin(rank_cpus, ","));
+               options.rank_worker_cpus.empty() ? "any"
+                                                : absl::StrJoin(options.rank_worker_cpus, ","));
 #ifdef RANKWIRE_JEMALLOC_CONF
   LogJemallocOptions(jemalloc_background_error);
 #endif
-
   int signal_number = 0;
   sigwait(&signals, &signal_number);
   spdlog::info("signal {}: draining (drain {} ms, grace {} ms)", signal_number,
                absl::GetFlag(FLAGS_drain_ms), absl::GetFlag(FLAGS_shutdown_grace_ms));
-  // Both "" and rank.v1.RankService: clients that watch health stop sending
-  // new calls here while the calls already sent finish.
-  set_serving(false);
-  absl::SleepFor(absl::Milliseconds(absl::GetFlag(FLAGS_drain_ms)));
-  server->Shutdown(std::chrono::system_clock::now() +
-                   std::chrono::milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms)));
-  server->Wait();
-  if (health.server) health.server->Shutdown();
-  if (store.consumer) {
-    store.consumer->Shutdown(absl::Milliseconds(absl::GetFlag(FLAGS_log_flush_ms)));
-    logstore::LogStats s = store.consumer->stats();
-    spdlog::info("log store flushed: stored={} dropped(queue_full={} store_error={} shutdown={})",
-                 s.items_stored, s.items_dropped_queue_full, s.items_dropped_store_error,
-                 s.items_dropped_shutdown);
-  }
+  server->Stop();
+  server.reset();
   spdlog::info("rankwire-server stopped");
   return absl::OkStatus();
 }

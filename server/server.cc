@@ -1,0 +1,384 @@
+#include "server/server.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "server/linear_model.h"
+#include "server/metrics_http.h"
+#include "server/rank_service.h"
+#include "server/ranker.h"
+#include "server/server_metrics.h"
+#include "server/worker_pool.h"
+#include "spdlog/spdlog.h"
+
+namespace rankwire::server {
+namespace {
+
+// "rank.v1.RankService", the health service name clients watch.
+const char* const kRankServiceName = rank::v1::RankService::service_full_name();
+
+// Takes gRPC reflection off one server builder: the plaintext health
+// port's, which bypasses mutual TLS. (The reflection plugin registers itself
+// for every builder in the process; only the main port should describe the
+// services.)
+class NoReflectionOption final : public grpc::ServerBuilderOption {
+ public:
+  void UpdateArguments(grpc::ChannelArguments*) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
+    plugins->erase(std::remove_if(plugins->begin(), plugins->end(),
+                                  [](const std::unique_ptr<grpc::ServerBuilderPlugin>& p) {
+                                    return p->name() == "proto_server_reflection";
+                                  }),
+                   plugins->end());
+  }
+};
+
+// Every method the health port does not serve: UNIMPLEMENTED. (Also what
+// lets that server start without the reflection plugin: gRPC wants one
+// service of its own API registered before the default health service is.)
+class UnimplementedMethods final : public grpc::CallbackGenericService {
+ public:
+  grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext*) override {
+    class Refusal final : public grpc::ServerGenericBidiReactor {
+     public:
+      Refusal() {
+        Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                            "this port serves grpc.health.v1.Health only"));
+      }
+      void OnDone() override { delete this; }
+    };
+    return new Refusal();
+  }
+};
+
+void ExportLogStats(MetricsRegistry* registry, const logstore::LogConsumer* consumer) {
+  auto stat = [consumer](auto field) {
+    return [consumer, field]() { return static_cast<double>(consumer->stats().*field); };
+  };
+  using S = logstore::LogStats;
+  constexpr absl::string_view kItems = "rankwire_log_items_total";
+  constexpr absl::string_view kItemsHelp = "Per-item log lines by outcome.";
+  registry->AddGauge(kItems, kItemsHelp, stat(&S::items_enqueued), "outcome=\"enqueued\"");
+  registry->AddGauge(kItems, kItemsHelp, stat(&S::items_stored), "outcome=\"stored\"");
+  registry->AddGauge(kItems, kItemsHelp, stat(&S::items_dropped_queue_full),
+                     "outcome=\"dropped_queue_full\"");
+  registry->AddGauge(kItems, kItemsHelp, stat(&S::items_dropped_store_error),
+                     "outcome=\"dropped_store_error\"");
+  registry->AddGauge(kItems, kItemsHelp, stat(&S::items_dropped_shutdown),
+                     "outcome=\"dropped_shutdown\"");
+  registry->AddGauge("rankwire_log_bytes_stored_total", "Log value bytes written to the store.",
+                     stat(&S::bytes_stored));
+  registry->AddGauge("rankwire_log_queue_requests", "Requests waiting in the log queue.",
+                     stat(&S::queue_requests));
+  registry->AddGauge("rankwire_log_queue_bytes", "Log bytes waiting in the log queue.",
+                     stat(&S::queue_bytes));
+  registry->AddGauge("rankwire_log_store_reconnects_total", "Reconnects to the log store.",
+                     stat(&S::reconnects));
+  // The log writers' share of the phase CPU series (ServerMetrics has the
+  // ranking thread's).
+  for (const auto& [phase, field] :
+       {std::pair<const char*, uint64_t S::*>{"log_format", &S::format_cpu_ns},
+        std::pair<const char*, uint64_t S::*>{"log_store", &S::store_cpu_ns}}) {
+    const std::string label = absl::StrCat("phase=\"", phase, "\"");
+    registry->AddGauge("rankwire_phase_cpu_sample_nanoseconds_total",
+                       "Thread CPU time of the sampled calls in each phase.", stat(field), label);
+    registry->AddGauge("rankwire_phase_cpu_samples_total",
+                       "Calls whose CPU time was sampled, per phase.",
+                       stat(&S::cpu_sampled_requests), label);
+  }
+  registry->AddGauge("rankwire_log_store_up",
+                     "1 if the last write to the log store succeeded (on every master, for a "
+                     "Redis Cluster).",
+                     [consumer]() { return consumer->stats().store_up ? 1.0 : 0.0; });
+}
+
+std::string LogModeName(rank::v1::LogMode mode) {
+  switch (mode) {
+    case rank::v1::LOG_MODE_STORE:
+      return "store";
+    case rank::v1::LOG_MODE_INLINE:
+      return "inline";
+    default:
+      return "none";
+  }
+}
+
+std::string BackendName(logstore::LogStoreConfig::Backend backend) {
+  switch (backend) {
+    case logstore::LogStoreConfig::Backend::kRedis:
+      return "redis";
+    case logstore::LogStoreConfig::Backend::kRedisCluster:
+      return "redis-cluster";
+    default:
+      return "memory";
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<rank::v1::LogMode> ParseServerLogMode(absl::string_view name) {
+  if (name == "store") return rank::v1::LOG_MODE_STORE;
+  if (name == "inline") return rank::v1::LOG_MODE_INLINE;
+  if (name == "none") return rank::v1::LOG_MODE_NONE;
+  return absl::InvalidArgumentError(
+      absl::StrCat("log mode \"", name, "\": expected store, inline or none"));
+}
+
+// Everything a server holds, in the order it is built (and torn down in
+// reverse: the gRPC servers go before what their services use).
+struct Server::State {
+  ServerOptions options;
+  CodecRegistry codecs;
+  const Codec* default_codec = nullptr;
+  std::unique_ptr<LinearModel> model;
+  std::unique_ptr<Ranker> ranker;
+  MetricsRegistry registry;
+  std::unique_ptr<ServerMetrics> metrics;
+  logstore::LogStore store;
+  std::unique_ptr<RankHandler> handler;
+  std::unique_ptr<AdmissionControl> admission;
+  std::unique_ptr<WorkerPool> workers;
+  std::unique_ptr<WorkerPool> fetch_workers;
+  std::unique_ptr<RankServiceImpl> rank_service;
+  std::unique_ptr<LogServiceImpl> log_service;
+  std::unique_ptr<UnimplementedMethods> unimplemented;
+  std::unique_ptr<grpc::Server> grpc_server;
+  std::unique_ptr<grpc::Server> health_server;
+  std::unique_ptr<MetricsHttpServer> http;
+  int port = 0;
+  int health_port = -1;
+  int max_inline_rank = 0;
+  bool stopped = false;
+
+  absl::Status Build();
+  absl::Status BuildAdmission();
+  absl::Status StartGrpc();
+  absl::Status StartHealthPort();
+  void SetServing(bool serving);
+};
+
+absl::Status Server::State::Build() {
+  const ServerOptions& o = options;
+  ASSIGN_OR_RETURN(codecs, MakeBuiltinCodecs(o.codecs));
+  absl::StatusOr<const Codec*> found = codecs.Get(o.default_codec);
+  if (!found.ok()) return absl::InvalidArgumentError(absl::StrCat("codec: ", found.status().message()));
+  default_codec = *found;
+  ASSIGN_OR_RETURN(LinearModel loaded, LinearModel::LoadFile(o.model_path));
+  model = std::make_unique<LinearModel>(std::move(loaded));
+  ranker = std::make_unique<Ranker>(model.get());
+  metrics = std::make_unique<ServerMetrics>(&registry, codecs.Names());
+  metrics->cpu_sample_every = o.phase_cpu_sample_every;
+  if (o.log_mode != rank::v1::LOG_MODE_NONE && o.log_store.has_value()) {
+    ASSIGN_OR_RETURN(store, logstore::OpenLogStore(*o.log_store));
+    ExportLogStats(&registry, store.consumer.get());
+  }
+  RankHandlerOptions handler_options;
+  handler_options.limits = o.limits;
+  handler_options.default_codec = default_codec;
+  handler_options.default_log_mode = o.log_mode;
+  handler_options.unknown_features = o.unknown_features;
+  handler_options.max_response_bytes = o.max_response_bytes;
+  handler_options.rankbin_block_items = o.codecs.writer.block_items;
+  handler = std::make_unique<RankHandler>(ranker.get(), &codecs, store.consumer.get(),
+                                          metrics.get(), handler_options);
+  return BuildAdmission();
+}
+
+absl::Status Server::State::BuildAdmission() {
+  ServerOptions& o = options;
+  if (o.max_concurrent_rank < 0 || o.rank_workers < 0) {
+    return absl::InvalidArgumentError("max_concurrent_rank and rank_workers must be >= 0");
+  }
+  AdmissionOptions admission_options;
+  admission_options.max_concurrent_rank = o.max_concurrent_rank == 0
+                                              ? DefaultMaxConcurrentRank(o.ranking_cpus)
+                                              : o.max_concurrent_rank;
+  admission_options.max_unsent_bytes = o.max_unsent_bytes;
+  admission_options.max_unsent_bytes_per_peer = o.max_unsent_bytes_per_peer;
+  if (o.rank_workers > admission_options.max_concurrent_rank) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "rank_workers=", o.rank_workers, " exceeds max_concurrent_rank (",
+        admission_options.max_concurrent_rank,
+        "): workers past the admitted calls would never run"));
+  }
+  const int workers_count =
+      o.rank_workers == 0
+          ? DefaultRankWorkers(admission_options.max_concurrent_rank, o.ranking_cpus)
+          : o.rank_workers;
+  o.max_concurrent_rank = admission_options.max_concurrent_rank;
+  o.rank_workers = workers_count;
+  if (o.max_concurrent_fetch_logs < 1) {
+    return absl::InvalidArgumentError("max_concurrent_fetch_logs must be at least 1");
+  }
+  admission = std::make_unique<AdmissionControl>(admission_options);
+  registry.AddGauge("rankwire_unsent_response_bytes",
+                    "Response bytes handed to gRPC that clients have not read yet.",
+                    [a = admission.get()] { return static_cast<double>(a->unsent_bytes()); });
+  registry.AddGauge("rankwire_rank_admitted",
+                    "Rank calls admitted and not finished: in work on a ranking worker "
+                    "(rankwire_rank_rpcs_in_flight) or queued for one.",
+                    [a = admission.get()] { return static_cast<double>(a->in_use()); });
+  // Inline ranking would run outside rank_worker_cpus and without
+  // rank_worker_nice: with either, every call goes to the workers.
+  max_inline_rank =
+      o.rank_inline && o.rank_worker_cpus.empty() && o.rank_worker_nice == 0
+          ? DefaultMaxInlineRank(workers_count, static_cast<int>(sysconf(_SC_NPROCESSORS_CONF)))
+          : 0;
+  workers = std::make_unique<WorkerPool>(
+      workers_count, WorkerPool::Placement{"rankwire-rank", o.rank_worker_nice, true,
+                                           o.rank_worker_cpus, max_inline_rank});
+  fetch_workers = std::make_unique<WorkerPool>(
+      o.max_concurrent_fetch_logs, WorkerPool::Placement{"rankwire-fetch", 0, false, {}});
+  rank_service = std::make_unique<RankServiceImpl>(handler.get(), metrics.get(), admission.get(),
+                                                   workers.get());
+  log_service = std::make_unique<LogServiceImpl>(store.reader.get(), metrics.get(),
+                                                 admission.get(), fetch_workers.get(),
+                                                 o.max_concurrent_fetch_logs);
+  return absl::OkStatus();
+}
+
+absl::Status Server::State::StartGrpc() {
+  const ServerOptions& o = options;
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
+                   MakeServerCredentials(o.tls));
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  const std::string listen = absl::StrCat(o.address, ":", o.port);
+  builder.AddListeningPort(listen, credentials, &port);
+  // gRPC lets a second process bind a port in use (SO_REUSEPORT) and share
+  // its calls; off unless asked for, so a port in use fails start-up.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, o.reuse_port ? 1 : 0);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(o.max_request_bytes));
+  builder.SetMaxSendMessageSize(static_cast<int>(o.max_response_bytes));
+  builder.RegisterService(rank_service.get());
+  builder.RegisterService(log_service.get());
+  if (o.max_connection_age > absl::ZeroDuration()) {
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
+                               static_cast<int>(absl::ToInt64Milliseconds(o.max_connection_age)));
+    // Calls still running when the age is reached get this long to finish.
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+                               static_cast<int>(absl::ToInt64Milliseconds(o.shutdown_grace)));
+  }
+  grpc_server = builder.BuildAndStart();
+  if (grpc_server == nullptr || port == 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", listen,
+        o.reuse_port ? "" : " (is another process using port " + std::to_string(o.port) + "?)"));
+  }
+  return StartHealthPort();
+}
+
+// A plaintext gRPC server with only the health service: kubelet's gRPC
+// probes cannot speak TLS, so with TLS on the main port they use this one.
+// It serves no Rank, LogService or reflection methods.
+absl::Status Server::State::StartHealthPort() {
+  const ServerOptions& o = options;
+  if (o.health_port < 0) return absl::OkStatus();
+  grpc::ServerBuilder builder;
+  builder.SetOption(std::make_unique<NoReflectionOption>());
+  unimplemented = std::make_unique<UnimplementedMethods>();
+  builder.RegisterCallbackGenericService(unimplemented.get());
+  const std::string listen = absl::StrCat(o.address, ":", o.health_port);
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &health_port);
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, o.reuse_port ? 1 : 0);
+  health_server = builder.BuildAndStart();
+  if (health_server == nullptr || health_port == 0) {
+    return absl::UnavailableError(absl::StrCat("health port: cannot listen on ", listen));
+  }
+  return absl::OkStatus();
+}
+
+// Health per service as well as for the server (""), on the main port and
+// the plaintext health port: clients' health checking watches
+// rank.v1.RankService; kubelet probes ask "".
+void Server::State::SetServing(bool serving) {
+  for (grpc::Server* s : {grpc_server.get(), health_server.get()}) {
+    if (s == nullptr) continue;
+    s->GetHealthCheckService()->SetServingStatus(serving);
+    s->GetHealthCheckService()->SetServingStatus(kRankServiceName, serving);
+  }
+  if (metrics) metrics->serving.store(serving);
+}
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
+  auto state = std::make_unique<State>();
+  state->options = options;
+  ServerOptions& o = state->options;
+  if (o.max_request_bytes == 0) {
+    // One receive limit for every method: FetchLogs requests must fit too.
+    o.max_request_bytes = std::min<size_t>(
+        std::max(MaxRequestBytes(o.limits), MaxFetchLogsRequestBytes(o.limits)),
+        std::numeric_limits<int>::max());
+  }
+  if (o.max_response_bytes < (size_t{1} << 20) ||
+      o.max_response_bytes > size_t{std::numeric_limits<int>::max()} ||
+      o.max_request_bytes > size_t{std::numeric_limits<int>::max()}) {
+    return absl::InvalidArgumentError("message limits must be 1 MiB .. 2 GiB - 1");
+  }
+  RETURN_IF_ERROR(state->Build());
+  RETURN_IF_ERROR(state->StartGrpc());
+  state->SetServing(true);
+  if (o.metrics_port >= 0) {
+    ASSIGN_OR_RETURN(state->http,
+                     MetricsHttpServer::Start(o.metrics_address.empty() ? o.address
+                                                                        : o.metrics_address,
+                                              o.metrics_port, &state->registry));
+  }
+  ExportServerInfo(&state->registry,
+                   {{"default_codec", std::string(state->default_codec->name())},
+                    {"log_mode", LogModeName(o.log_mode)},
+                    {"logstore", o.log_store.has_value() && o.log_mode != rank::v1::LOG_MODE_NONE
+                                     ? BackendName(o.log_store->backend)
+                                     : "none"},
+                    {"model_version", state->model->full_version()}});
+  return std::unique_ptr<Server>(new Server(std::move(state)));
+}
+
+Server::Server(std::unique_ptr<State> state) : state_(std::move(state)) {}
+
+Server::~Server() { Stop(); }
+
+int Server::port() const { return state_->port; }
+int Server::metrics_port() const { return state_->http ? state_->http->port() : -1; }
+int Server::health_port() const { return state_->health_port; }
+int Server::max_concurrent_rank() const { return state_->options.max_concurrent_rank; }
+int Server::rank_workers() const { return state_->options.rank_workers; }
+int Server::max_inline_rank() const { return state_->max_inline_rank; }
+size_t Server::max_request_bytes() const { return state_->options.max_request_bytes; }
+const std::string& Server::model_version() const { return state_->model->full_version(); }
+
+void Server::Stop() {
+  State& s = *state_;
+  if (s.stopped) return;
+  s.stopped = true;
+  // Clients that watch health stop sending new calls here while the calls
+  // already sent finish.
+  s.SetServing(false);
+  absl::SleepFor(s.options.drain);
+  s.grpc_server->Shutdown(std::chrono::system_clock::now() +
+                          absl::ToChronoMilliseconds(s.options.shutdown_grace));
+  s.grpc_server->Wait();
+  if (s.health_server) {
+    s.health_server->Shutdown(std::chrono::system_clock::now());
+    s.health_server->Wait();
+  }
+  if (s.store.consumer) {
+    s.store.consumer->Shutdown(s.options.log_flush);
+    const logstore::LogStats stats = s.store.consumer->stats();
+    spdlog::info("log store flushed: stored={} dropped(queue_full={} store_error={} shutdown={})",
+                 stats.items_stored, stats.items_dropped_queue_full,
+                 stats.items_dropped_store_error, stats.items_dropped_shutdown);
+  }
+}
+
+}  // namespace rankwire::server
