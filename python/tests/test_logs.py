@@ -1,8 +1,11 @@
-"""rankwire.logs: stored log values per docs/LOGS.md (record layout 1).
-Against a real Redis and server: tests/interop/test_log_decoder.py."""
+"""rankwire.logs against values built here from docs/LOGS.md: layout 2 and
+blocks (every slot kind and number form), text values, layout 1 records;
+the reading logic over a fake HMGET; every truncation and damage raising a
+rankwire error. Against a real Redis and server: tests/interop/test_log_decoder.py."""
 
 import struct
 import unittest
+from typing import Dict, List, Optional, Sequence
 
 import zstandard
 
@@ -11,56 +14,337 @@ from rankwire import logs
 
 from tests.payloads import lp, varint, zigzag
 
-# "item=<id> pos=<int> src=<string> p=<number>|"
-LAYOUT = (b"L\x01" + varint(4) +
-          lp(b"item=") + bytes([logs.SLOT_ITEM_ID]) + lp(b" pos=") + bytes([logs.SLOT_INT]) +
-          lp(b" src=") + bytes([logs.SLOT_STRING]) + lp(b" p=") + bytes([logs.SLOT_NUMBER]) +
-          lp(b"|") + varint(2) + lp(b"bm25") + lp(b"ann"))
+F32 = struct.Struct("<f")
 
 
-def record(pos, src, number):
+def f32(x: float) -> float:
+    return F32.unpack(F32.pack(x))[0]
+
+
+# "id=<id> pos=<position> n=<int> src=<string> x=<number> y=<number>|"
+PIECES = [b"id=", b" pos=", b" n=", b" src=", b" x=", b" y=", b"|"]
+KINDS = [logs.SLOT_ITEM_ID, logs.SLOT_POSITION, logs.SLOT_INT, logs.SLOT_STRING,
+         logs.SLOT_NUMBER, logs.SLOT_NUMBER]
+STRINGS = [b"bm25", "ann \u00e9".encode()]
+
+
+def layout_v2(items: int, top: int, block_items: int, pieces=PIECES, kinds=KINDS,
+              strings=STRINGS) -> bytes:
+    out = b"L\x02" + varint(items) + varint(top) + varint(block_items) + varint(len(kinds))
+    for piece, kind in zip(pieces, kinds):
+        out += lp(piece) + bytes([kind])
+    out += lp(pieces[-1]) + varint(len(strings))
+    return out + b"".join(lp(s) for s in strings)
+
+
+def number_column(values: Sequence[float], form: int) -> bytes:
+    bits = [struct.unpack("<I", F32.pack(v))[0] for v in values]
+    if form == 0:
+        return b"\x00" + b"".join(F32.pack(v) for v in values)
+    if form == 1:
+        top = bits[0] >> 24
+        assert all(b >> 24 == top for b in bits)
+        return b"\x01" + bytes([top]) + b"".join(struct.pack("<I", b)[:3] for b in bits)
+    if form == 2:
+        return b"\x02" + b"".join(varint(zigzag(int(v))) for v in values)
+    assert len(set(bits)) == 1
+    return b"\x03" + F32.pack(values[0])
+
+
+def block(ids: Sequence[bytes], ints: Sequence[int], strings: Sequence[int],
+          xs: Sequence[float], ys: Sequence[float], x_form: int, y_form: int,
+          prefix: bytes = b"") -> bytes:
+    out = b"B" + varint(len(ids)) + lp(prefix)
+    out += b"".join(lp(i[len(prefix):]) for i in ids)
+    out += b"".join(varint(zigzag(i)) for i in ints)
+    out += b"".join(varint(s) for s in strings)
+    return out + number_column(xs, x_form) + number_column(ys, y_form)
+
+
+def line(item_id: bytes, pos: int, n: int, src: int, x: float, y: float) -> str:
+    return (b"id=%s pos=%d n=%d src=%s x=%s y=%s|" % (
+        item_id, pos, n, STRINGS[src], (b"%g" % f32(x)), (b"%g" % f32(y)))).decode()
+
+
+class Store:
+    """A request's logs as the server would store them (5 items: block 0 of
+    2, then blocks of 2), plus a fake HMGET that counts round trips."""
+
+    IDS = [b"sku-1", b"sku-2", b"sku-\n\x00\xc3\xa9", b"sku-4", b"x"]
+    INTS = [7, -3, 0, 2**62, -2**63]
+    SRCS = [0, 1, 1, 0, 1]
+    XS = [0.1, -0.0, 1e-40, 3.4e38, 1.2345650]
+    YS = [1.0, 2.0, -3.0, 16777215.0, 0.0]
+
+    def __init__(self) -> None:
+        self.layout = layout_v2(5, 2, 2)
+        self.fields: Dict[bytes, bytes] = {
+            b"": self.layout,
+            b"#0": block(self.IDS[0:2], self.INTS[0:2], self.SRCS[0:2], self.XS[0:2],
+                         self.YS[0:2], 0, 2, prefix=b"sku-"),
+            b"#1": block(self.IDS[2:4], self.INTS[2:4], self.SRCS[2:4], self.XS[2:4],
+                         self.YS[2:4], 0, 2, prefix=b"sku-"),
+            b"#2": block(self.IDS[4:5], self.INTS[4:5], self.SRCS[4:5], self.XS[4:5],
+                         self.YS[4:5], 1, 3),
+        }
+        self.calls: List[List[bytes]] = []
+
+    def lines(self) -> Dict[str, str]:
+        return {i.decode(): line(i, j + 1, self.INTS[j], self.SRCS[j], self.XS[j], self.YS[j])
+                for j, i in enumerate(self.IDS)}
+
+    def hmget(self, fields: List[bytes]) -> List[Optional[bytes]]:
+        self.calls.append(list(fields))
+        return [self.fields.get(f) for f in fields]
+
+
+class BlocksTest(unittest.TestCase):
+    def test_decode_key_renders_every_item_in_position_order(self):
+        store = Store()
+        got = logs.decode_key(store.fields)
+        self.assertEqual(got, store.lines())
+        self.assertEqual(list(got), [i.decode() for i in store.IDS])
+        self.assertEqual(got["x"], "id=x pos=5 n=-9223372036854775808 src=ann \u00e9 "
+                                   "x=1.23457 y=0|")
+        self.assertIn("x=9.99995e-41", got["sku-\n\x00\u00e9"])
+        self.assertIn("x=-0 ", got["sku-2"])
+        self.assertIn("x=3.4e+38 y=1.67772e+07|", got["sku-4"])
+
+    def test_every_number_form(self):
+        values = {0: [1.5, float("inf"), float("-inf"), float("nan"), -float("nan"), 1e-45],
+                  1: [1.0, 1.5, 1.75, 1.25, 1.0000001, 1.9999999],
+                  2: [0.0, -1.0, 16777215.0, -16777215.0, 42.0, 7.0],
+                  3: [2.5] * 6}
+        ids = [b"a%d" % j for j in range(6)]
+        layout = layout_v2(6, 6, 16)
+        for form, xs in values.items():
+            with self.subTest(form=form):
+                value = block(ids, [0] * 6, [0] * 6, xs, xs, form, 0)
+                got = logs.decode_key({b"": layout, b"#0": value})
+                for j, i in enumerate(ids):
+                    text = b"%g" % f32(xs[j])
+                    self.assertTrue(got[i.decode()].endswith(
+                        " x=%s y=%s|" % (text.decode(), text.decode())), got[i.decode()])
+        nan_line = logs.decode_key({b"": layout, b"#0": block(ids, [0] * 6, [0] * 6,
+                                                               values[0], values[0], 0, 0)})
+        self.assertTrue(nan_line["a4"].endswith(" x=nan y=nan|"))
+
+    def test_fetch_top_items_in_one_round_trip(self):
+        store = Store()
+        got = logs.fetch(store.hmget, ["sku-2", "sku-1"])
+        self.assertEqual(got, {"sku-2": store.lines()["sku-2"], "sku-1": store.lines()["sku-1"]})
+        self.assertEqual(store.calls, [[b"", b"#0", b"sku-2", b"sku-1"]])
+        # An id in no block is looked for in all of them.
+        self.assertEqual(logs.fetch(store.hmget, ["sku-1", "nope"])["nope"], None)
+        self.assertEqual(store.calls[1:], [[b"", b"#0", b"sku-1", b"nope"], [b"", b"#1", b"#2"]])
+
+    def test_fetch_reads_the_other_blocks_once(self):
+        store = Store()
+        got = logs.fetch(store.hmget, [b"x", "sku-1", "sku-\n\x00\u00e9"])
+        self.assertEqual(list(got), ["x", "sku-1", "sku-\n\x00\u00e9"])
+        self.assertEqual(got, {k: store.lines()[k] for k in got})
+        self.assertEqual(store.calls[1], [b"", b"#1", b"#2"])
+        self.assertEqual(len(store.calls), 2)
+
+    def test_a_missing_block_means_no_log(self):
+        store = Store()
+        del store.fields[b"#1"]
+        got = logs.fetch(store.hmget, ["sku-4", "x"])
+        self.assertEqual(got, {"sku-4": None, "x": store.lines()["x"]})
+        self.assertNotIn("sku-4", logs.decode_key(store.fields))
+
+    def test_a_key_rewritten_between_the_reads_is_read_again(self):
+        store = Store()
+        first = store.fields
+        rewritten = dict(first)
+        rewritten[b""] = layout_v2(5, 2, 2, strings=[b"other", b"one"])
+
+        def hmget(fields):
+            # The second read of the first attempt sees the new layout.
+            store.fields = rewritten if len(store.calls) == 1 else store.fields
+            return store.hmget(fields)
+
+        got = logs.fetch(hmget, ["x"])
+        self.assertEqual(len(store.calls), 4)
+        self.assertIn("src=one", got["x"])
+        store.calls.clear()
+        flip = [first, rewritten]
+        always = lambda fields: (setattr(store, "fields", flip[len(store.calls) % 2]),  # noqa: E731
+                                 store.hmget(fields))[1]
+        with self.assertRaises(logs.KeyRewrittenError):
+            logs.fetch(always, ["x"])
+        self.assertTrue(issubclass(logs.KeyRewrittenError, rankwire.Error))
+
+    def test_an_expired_key_reads_as_no_logs(self):
+        store = Store()
+        store.fields = {}
+        self.assertEqual(logs.fetch(store.hmget, ["sku-1"]), {"sku-1": None})
+        self.assertEqual(logs.decode_key({}), {})
+
+    def test_truncation_and_damage_raise(self):
+        store = Store()
+        for name, value in store.fields.items():
+            for cut in range(len(value)):
+                fields = dict(store.fields)
+                fields[name] = value[:cut]
+                with self.subTest(field=name, cut=cut), self.assertRaises(rankwire.FormatError):
+                    logs.decode_key(fields)
+        bad = {
+            "trailing byte in a block": {b"#2": store.fields[b"#2"] + b"\x00"},
+            "trailing byte in the layout": {b"": store.layout + b"\x00"},
+            "layout version 3": {b"": b"L\x03" + store.layout[2:]},
+            "not a layout": {b"": b"T" + store.layout[1:]},
+            "not a block": {b"#0": b"T" + store.fields[b"#0"][1:]},
+            "block of the wrong size": {b"": layout_v2(5, 3, 2)},
+            "a block past the count": {b"#3": store.fields[b"#2"]},
+            "an item field beside blocks": {b"sku-1": b"Tline"},
+            "two item id slots": {b"": layout_v2(5, 2, 2, kinds=[1, 5, 2, 3, 4, 1])},
+            "no item id slot": {b"": layout_v2(5, 2, 2, kinds=[5, 5, 2, 3, 4, 4])},
+            "unknown slot kind": {b"": layout_v2(5, 2, 2, kinds=[1, 6, 2, 3, 4, 4])},
+            "top_items 0": {b"": layout_v2(5, 0, 2)},
+            "block_items 0": {b"": layout_v2(5, 2, 0)},
+            "string index": {b"#2": block([b"x"], [1], [2], [1.0], [1.0], 0, 0)},
+            "unknown number form": {b"#2": block([b"x"], [1], [0], [1.0], [1.0], 0, 0)[:-5] +
+                                    b"\x04" + F32.pack(1.0)},
+            "whole number 2^24": {b"#2": block([b"x"], [1], [0], [1.0], [1.0], 0, 0)[:-5] +
+                                  b"\x02" + varint(zigzag(1 << 24))},
+            "duplicate id": {b"#2": block([b"sku-1"], [1], [0], [1.0], [1.0], 0, 0)},
+        }
+        for what, change in bad.items():
+            fields = dict(store.fields)
+            fields.update(change)
+            with self.subTest(what), self.assertRaises(rankwire.FormatError):
+                logs.decode_key(fields)
+        with self.assertRaises(rankwire.UnsupportedVersionError):
+            logs.Layout(b"L\x03")
+
+    def test_fetch_refuses_damage_it_reads(self):
+        store = Store()
+        store.fields[b"#1"] = store.fields[b"#1"][:-1]
+        self.assertEqual(logs.fetch(store.hmget, ["sku-1"])["sku-1"], store.lines()["sku-1"])
+        with self.assertRaises(rankwire.TruncatedError):
+            logs.fetch(store.hmget, ["sku-4"])
+        store = Store()
+        store.fields[b""] = b"L\x01" + store.layout[5:]
+        with self.assertRaises(rankwire.FormatError):  # A version 1 layout, block-shaped.
+            logs.decode_key(store.fields)
+
+    def test_caps(self):
+        with self.assertRaises(rankwire.LimitError):
+            logs.Layout(layout_v2(logs.MAX_ITEMS + 1, 2, 2))
+        big = [b"x" * (1 << 20)] + PIECES[1:]
+        ids = [b"%d" % j for j in range(300)]
+        value = block(ids, [0] * 300, [0] * 300, [1.0] * 300, [1.0] * 300, 3, 3)
+        with self.assertRaises(rankwire.LimitError):
+            logs.decode_key({b"": layout_v2(300, 300, 16, pieces=big), b"#0": value})
+
+
+V1_LAYOUT = (b"L\x01" + varint(4) +
+             lp(b"item=") + bytes([logs.SLOT_ITEM_ID]) + lp(b" pos=") + bytes([logs.SLOT_INT]) +
+             lp(b" src=") + bytes([logs.SLOT_STRING]) + lp(b" p=") + bytes([logs.SLOT_NUMBER]) +
+             lp(b"|") + varint(2) + lp(b"bm25") + lp(b"ann"))
+
+
+def record(pos: int, src: int, number: bytes) -> bytes:
     return b"R" + varint(zigzag(pos)) + varint(src) + number
 
 
-class LogValuesTest(unittest.TestCase):
-    def test_record_rendered_with_the_layout(self):
-        # LOGS.md's example: 0.123456 is n = 123456, code 18: varint 92 a0 e2 03.
-        value = record(7, 1, bytes.fromhex("92a0e203"))
-        self.assertEqual(logs.decode_value(LAYOUT, "sku-1", value),
+def raw_double(x: float) -> bytes:
+    negative = struct.pack("<d", x)[7] >> 7
+    return varint(31 | negative << 5 | 1 << 6) + struct.pack("<d", x)
+
+
+class TextAndRecordsTest(unittest.TestCase):
+    def test_records_rendered_with_a_version_1_layout(self):
+        layout = logs.Layout(V1_LAYOUT)
+        # 0.123456: m = 123456, code 18 (10^-6): varint 92 a0 e2 03.
+        self.assertEqual(varint(123456 << 6 | 18), bytes.fromhex("92a0e203"))
+        self.assertEqual(logs.decode_record(layout, "sku-1", record(7, 1, varint(123456 << 6 | 18))),
                          "item=sku-1 pos=7 src=ann p=0.123456|")
-        negative_zero = varint(31 | 1 << 5)
-        self.assertEqual(logs.decode_value(LAYOUT, b"x", record(-3, 0, negative_zero)),
-                         "item=x pos=-3 src=bm25 p=-0|")
-        raw_double = varint(31 | 1 << 6) + struct.pack("<d", 1e300)
-        self.assertEqual(logs.decode_value(LAYOUT, "x", record(1, 0, raw_double)),
-                         "item=x pos=1 src=bm25 p=1e+300|")
+        negative = varint(15 << 6 | 1 << 5 | 23)  # -1.5
+        self.assertEqual(logs.decode_record(layout, b"x", record(-3, 0, negative)),
+                         "item=x pos=-3 src=bm25 p=-1.5|")
+        self.assertEqual(logs.decode_record(layout, b"x", record(1, 0, varint(31 | 1 << 5))),
+                         "item=x pos=1 src=bm25 p=-0|")
+        for x, text in ((-1.2345650000001, "-1.23457"), (-float("inf"), "-inf"),
+                        (1e300, "1e+300"), (-float("nan"), "nan"), (-2.5e-30, "-2.5e-30")):
+            self.assertEqual(logs.decode_record(layout, "x", record(1, 0, raw_double(x))),
+                             f"item=x pos=1 src=bm25 p={text}|")
 
     def test_text_and_zstd_values(self):
-        self.assertEqual(logs.decode_value(None, "x", b"Tplain line"), "plain line")
+        self.assertEqual(logs.decode_text(b"Tplain \n\x00 line"), "plain \n\x00 line")
         frame = zstandard.ZstdCompressor(write_content_size=True).compress(b"squeezed line")
-        self.assertEqual(logs.decode_value(None, "x", b"Z" + frame), "squeezed line")
+        self.assertEqual(logs.decode_text(b"Z" + frame), "squeezed line")
+        checked = zstandard.ZstdCompressor(write_checksum=True).compress(b"checked")
+        self.assertEqual(logs.decode_text(b"Z" + checked), "checked")
+        for bad in (b"Z" + frame + b"\x00", b"Z" + frame + frame, b"Z" + frame[:-1],
+                    b"Znot a frame", b"Z", b"", b"Q",
+                    b"Z" + zstandard.ZstdCompressor(write_content_size=False).compress(b"no")):
+            with self.subTest(bad=bad), self.assertRaises(rankwire.FormatError):
+                logs.decode_text(bad)
+        damaged = bytearray(b"Z" + checked)
+        damaged[-1] ^= 1
+        with self.assertRaises(rankwire.ChecksumError):
+            logs.decode_text(bytes(damaged))
+        huge = zstandard.ZstdCompressor().compress(b"x" * (logs.MAX_LOG_BYTES + 1))
+        with self.assertRaises(rankwire.LimitError):
+            logs.decode_text(b"Z" + huge)
 
-    def test_decode_values_of_an_hmget_reply(self):
-        lines = logs.decode_values(["a", "b", "c"], LAYOUT,
-                                   [record(1, 0, varint(31)), None, b"Ttext"])
-        self.assertEqual(lines, {"a": "item=a pos=1 src=bm25 p=0|", "b": None, "c": "text"})
+    def test_per_item_hashes(self):
+        frame = zstandard.ZstdCompressor().compress(b"squeezed")
+        text_hash = {b"a": b"Tone", b"#0": b"Z" + frame}
+        self.assertEqual(logs.decode_key(text_hash), {"a": "one", "#0": "squeezed"})
+        calls = []
 
-    def test_corrupt_values_raise_format_errors(self):
+        def hmget(fields):
+            calls.append(fields)
+            return [text_hash.get(f) for f in fields]
+
+        self.assertEqual(logs.fetch(hmget, ["#0", "a", "b"]),
+                         {"#0": "squeezed", "a": "one", "b": None})
+        self.assertEqual(len(calls), 1)
+        v1_hash = {b"": V1_LAYOUT, b"a": record(1, 1, varint(31)), b"b": b"Tb's line"}
+        self.assertEqual(logs.decode_key(v1_hash),
+                         {"a": "item=a pos=1 src=ann p=0|", "b": "b's line"})
+        self.assertEqual(logs.fetch(lambda f: [v1_hash.get(x) for x in f], ["b", "a", "c"]),
+                         {"b": "b's line", "a": "item=a pos=1 src=ann p=0|", "c": None})
+
+    def test_corrupt_records_raise(self):
+        layout = logs.Layout(V1_LAYOUT)
         bad = [
-            (None, b"R\x01"),                       # a record without its layout
-            (LAYOUT, b"R" + varint(2)),              # cut short
-            (LAYOUT, record(1, 5, varint(31))),      # string index out of range
-            (LAYOUT, record(1, 0, varint(31)) + b"\x00"),  # bytes after the last slot
-            (LAYOUT, record(1, 0, varint(24))),      # digits 0
-            (LAYOUT, record(1, 0, varint(31 | 2 << 6))),  # unknown special number
-            (b"L\x01\x05", record(1, 0, varint(31))),    # layout cut short
-            (b"L\x02" + LAYOUT[2:], record(1, 0, varint(31))),  # layout version 2
-            (None, b"Q"),                           # unknown tag
-            (None, b"Znot a frame"),
+            record(1, 0, varint(31)) + b"\x00",                # bytes after the last slot
+            record(1, 5, varint(31)),                          # string index out of range
+            record(1, 0, varint(24)),                          # digits 0
+            record(1, 0, varint(1000000 << 6 | 24)),           # digits past 999999
+            record(1, 0, varint(10 << 6 | 24)),                # a trailing zero digit
+            record(1, 0, varint(31 | 2 << 6)),                 # unknown special number
+            record(1, 0, varint(31 | 1 << 6) + struct.pack("<d", -1.0)),  # sign flag 0
+            record(1, 0, varint(31 | 1 << 5 | 1 << 6) + struct.pack("<d", 1.0)),  # flag 1
+            b"T" + record(1, 0, varint(31))[1:],                # not a record
         ]
-        for layout, value in bad:
+        whole = record(1, 0, raw_double(-1.0))
+        bad += [whole[:cut] for cut in range(len(whole))]
+        for value in bad:
             with self.subTest(value=value), self.assertRaises(rankwire.FormatError):
-                logs.decode_value(layout, "x", value)
+                logs.decode_record(layout, "x", value)
+        with self.assertRaises(rankwire.FormatError):  # A record without a layout.
+            logs.decode_key({b"a": record(1, 0, varint(31))})
+        with self.assertRaises(rankwire.FormatError):  # Position slots are version 2 only.
+            logs.Layout(b"L\x01" + varint(1) + lp(b"p=") + b"\x05" + lp(b"") + varint(0))
+        for cut in range(len(V1_LAYOUT)):
+            with self.subTest(cut=cut), self.assertRaises(rankwire.FormatError):
+                logs.Layout(V1_LAYOUT[:cut])
+
+
+class NumbersTest(unittest.TestCase):
+    def test_format_number_is_printf_g(self):
+        cases = [(0.0, b"0"), (-0.0, b"-0"), (f32(1e-40), b"9.99995e-41"),
+                 (f32(1.5e-5), b"1.5e-05"), (1e6, b"1e+06"), (float("inf"), b"inf"),
+                 (float("-inf"), b"-inf"), (float("nan"), b"nan"), (-float("nan"), b"nan"),
+                 # Exact ties round to even, as glibc's printf does.
+                 (1234565.0, b"1.23456e+06"), (1234575.0, b"1.23458e+06")]
+        for x, text in cases:
+            self.assertEqual(logs.format_number(x), text, x)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ Private to the package.
 from __future__ import annotations
 
 import threading
-from typing import Union
+from typing import Optional, Tuple, Union
 
 import zstandard
 
@@ -39,51 +39,75 @@ def _decompressor() -> zstandard.ZstdDecompressor:
     return d
 
 
-def check_block_frame(frame: Frame, raw_size: int, require_checksum: bool) -> None:
-    """Raises FormatError unless `frame` is exactly one zstd frame (no
-    skippable frame, nothing after it) naming no dictionary, declaring a
-    content size of `raw_size`, with the unused and reserved descriptor
-    bits 0, a window exponent of at most 21 and, if `require_checksum`
-    (payloads of minor version >= 1), the content checksum flag."""
+def _frame(frame: Frame) -> Tuple[int, int, Optional[int], int]:
+    """(descriptor, window byte or -1, declared content size or None, end of
+    the frame) of the one zstd frame `frame` must start with (RFC 8878,
+    3.1.1); raises FormatError on a skippable or cut frame."""
     n = len(frame)
     if n < 5:
         raise FormatError(f"zstd: frame of {n} bytes is too short")
     if bytes(frame[:4]) != _MAGIC:
         raise FormatError("zstd: not a zstd frame (skippable frames are not allowed)")
     descriptor = frame[4]
-    if descriptor & _UNUSED_FLAGS:
-        raise FormatError("zstd: frame header sets an unused or reserved bit")
-    if descriptor & _DICTIONARY_ID_FLAGS:
-        raise FormatError("zstd: frame names a dictionary")
     single_segment = descriptor & _SINGLE_SEGMENT_FLAG
     size_flag = descriptor >> 6
-    if size_flag == 0 and not single_segment:
-        raise FormatError("zstd: frame does not declare its content size")
-    if require_checksum and not descriptor & _CHECKSUM_FLAG:
-        raise FormatError("zstd: frame has no content checksum")
     pos = 5
+    window = -1
     if not single_segment:
         if pos >= n:
             raise FormatError("zstd: corrupt frame header")
-        if frame[pos] >> 3 > _MAX_WINDOW_EXPONENT:
-            raise FormatError("zstd: corrupt frame header (window too large)")
+        window = frame[pos]
         pos += 1
+    pos += (0, 1, 2, 4)[descriptor & _DICTIONARY_ID_FLAGS]
     size_bytes = (1 if single_segment else 0, 2, 4, 8)[size_flag]
     if pos + size_bytes > n:
         raise FormatError("zstd: corrupt frame header")
-    declared = int.from_bytes(frame[pos:pos + size_bytes], "little")
-    if size_bytes == 2:
-        declared += 256
-    if declared != raw_size:
-        raise FormatError(f"zstd: frame declares {declared} bytes, the block {raw_size}")
-    pos += size_bytes
-    pos = _skip_blocks(frame, pos, n)
+    declared: Optional[int] = None
+    if size_bytes:
+        declared = int.from_bytes(frame[pos:pos + size_bytes], "little")
+        if size_bytes == 2:
+            declared += 256
+    pos = _skip_blocks(frame, pos + size_bytes, n)
     if descriptor & _CHECKSUM_FLAG:
         pos += 4
     if pos > n:
         raise FormatError("zstd: corrupt frame: cut short")
-    if pos != n:
-        raise FormatError(f"zstd: {n - pos} bytes after the frame")
+    return descriptor, window, declared, pos
+
+
+def check_block_frame(frame: Frame, raw_size: int, require_checksum: bool) -> None:
+    """Raises FormatError unless `frame` is exactly one zstd frame (no
+    skippable frame, nothing after it) naming no dictionary, declaring a
+    content size of `raw_size`, with the unused and reserved descriptor
+    bits 0, a window exponent of at most 21 and, if `require_checksum`
+    (payloads of minor version >= 1), the content checksum flag."""
+    descriptor, window, declared, end = _frame(frame)
+    if descriptor & _UNUSED_FLAGS:
+        raise FormatError("zstd: frame header sets an unused or reserved bit")
+    if descriptor & _DICTIONARY_ID_FLAGS:
+        raise FormatError("zstd: frame names a dictionary")
+    if declared is None:
+        raise FormatError("zstd: frame does not declare its content size")
+    if require_checksum and not descriptor & _CHECKSUM_FLAG:
+        raise FormatError("zstd: frame has no content checksum")
+    if window >> 3 > _MAX_WINDOW_EXPONENT:
+        raise FormatError("zstd: corrupt frame header (window too large)")
+    if declared != raw_size:
+        raise FormatError(f"zstd: frame declares {declared} bytes, the block {raw_size}")
+    if end != len(frame):
+        raise FormatError(f"zstd: {len(frame) - end} bytes after the frame")
+
+
+def single_frame_size(frame: Frame) -> int:
+    """The content size `frame` declares; raises FormatError unless it is
+    exactly one zstd frame (no skippable frame, nothing after it) that
+    declares its content size. (Stored 'Z' log values, docs/LOGS.md.)"""
+    _, _, declared, end = _frame(frame)
+    if declared is None:
+        raise FormatError("zstd: frame does not declare its content size")
+    if end != len(frame):
+        raise FormatError(f"zstd: {len(frame) - end} bytes after the frame")
+    return declared
 
 
 def _skip_blocks(frame: Frame, pos: int, n: int) -> int:

@@ -12,7 +12,8 @@ docs/FORMAT.md raises a `FormatError` from the read that meets the damage
     │   └── UnsupportedVersionError         another major format version (C++: UNIMPLEMENTED)
     ├── LimitError                        over a reader cap    C++: RESOURCE_EXHAUSTED
     ├── UnknownCodecError                 a codec this package cannot read (C++: FAILED_PRECONDITION)
-    └── RpcError                          the call failed; .code is the grpc.StatusCode
+    ├── RpcError                          the call failed; .code is the grpc.StatusCode
+    └── logs.KeyRewrittenError            stored logs rewritten during every read (C++: UNAVAILABLE)
 """
 
 from __future__ import annotations

@@ -1,175 +1,557 @@
 """Stored per-item logs read straight from Redis (docs/LOGS.md).
 
-Most callers do not need this: Client.fetch_logs asks the server, which
+Most callers do not need this: `Client.fetch_logs` asks the server, which
 reads whichever store it uses and returns text. This module is for callers
-that read the log store's Redis themselves:
+that read the log store's Redis themselves. It is written from docs/LOGS.md
+alone and reads every form that page specifies:
 
-    values = redis.hmget(result.header.log_key, "", *item_ids)   # layout first
-    lines = rankwire.logs.decode_values(item_ids, values[0], values[1:])
+- layout version 2 (field ``""``) and blocks of typed values (fields
+  ``"#0"``, ``"#1"``, ...), what servers write with ``--log_format=blocks``;
+- text values (tag ``T``, or ``Z``: a zstd frame of the text), one field per
+  item id, with ``--log_format=text``;
+- layout version 1 and per-item records (tag ``R``), from older servers.
 
-A request's logs are one hash, key "rank:log:<request_id>", one field per
-item id plus field "" (the request's layout when items are stored as
-records). Each value starts with a tag: 'T' text, 'Z' a zstd frame of the
-text, 'R' a record rendered with the layout ('L').
+Two entry points::
 
-NOTE: this follows docs/LOGS.md as of the record layout version 1. The
-stored layout is being redesigned (issue #35); this module is the one place
-in the package that knows it and must follow the new LOGS.md.
+    # The items you show, in one round trip (two when some are past block 0),
+    # given any function that runs HMGET on the request's key:
+    lines = rankwire.logs.fetch(
+        lambda fields: redis.hmget(rankwire.logs.key(request_id), fields), item_ids)
+    # -> {item_id: line or None}
+
+    # Everything a key holds (the reply of HGETALL as a dict):
+    lines = rankwire.logs.decode_key(redis.hgetall(rankwire.logs.key(request_id)))
+    # -> {item_id: line}
+
+Lines and ids are `str`. Servers write UTF-8, but nothing here validates it:
+bytes that are not UTF-8 come back as lone surrogates, and
+``s.encode("utf-8", "surrogateescape")`` gives the stored bytes back.
+
+Bad bytes never come back as a line: an unknown tag, another layout version,
+bytes after a value's last field, a block of the wrong size, an index out
+of range, a duplicate item id, or any other inconsistency LOGS.md names
+raises a `rankwire.FormatError` (a `TruncatedError` when a value is cut
+short). A value that would decode to more than a reader cap raises a
+`rankwire.LimitError`. Functions are pure and thread-safe.
 """
 
 from __future__ import annotations
 
 import struct
-from typing import Dict, List, Optional, Sequence, Union
+from typing import (Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple,
+                    Union)
 
-from ._coding import length_prefixed, varint
-from ._zstd import decompress_exact
-from .errors import FormatError
+from ._coding import count, length_prefixed, truncated, varint
+from ._zstd import decompress_exact, single_frame_size
+from .errors import Error, FormatError, LimitError, UnsupportedVersionError
 
-__all__ = ["Layout", "render_record", "decode_value", "decode_values", "MAX_LOG_BYTES"]
+__all__ = [
+    "KEY_PREFIX", "LAYOUT_FIELD", "MAX_LOG_BYTES", "MAX_ITEMS", "MAX_DECODED_BYTES",
+    "SLOT_ITEM_ID", "SLOT_INT", "SLOT_STRING", "SLOT_NUMBER", "SLOT_POSITION",
+    "Layout", "Block", "KeyRewrittenError",
+    "key", "block_field", "decode_block", "decode_text", "decode_record", "decode_value",
+    "decode_key", "fetch", "format_number",
+]
 
-SLOT_ITEM_ID, SLOT_INT, SLOT_STRING, SLOT_NUMBER = 1, 2, 3, 4
+#: Every request's hash is `KEY_PREFIX + request_id`.
+KEY_PREFIX = b"rank:log:"
+#: The field holding the request's layout (the empty string).
+LAYOUT_FIELD = b""
+
+#: Slot kinds (a layout's `kinds`); SLOT_POSITION is layout version 2 only.
+SLOT_ITEM_ID, SLOT_INT, SLOT_STRING, SLOT_NUMBER, SLOT_POSITION = 1, 2, 3, 4, 5
+_V1_KINDS = (SLOT_ITEM_ID, SLOT_INT, SLOT_STRING, SLOT_NUMBER)
+_V2_KINDS = _V1_KINDS + (SLOT_POSITION,)
+
+# Number forms of a block's number column.
+_FORM_RAW, _FORM_TOP_BYTE, _FORM_WHOLE, _FORM_CONSTANT = 0, 1, 2, 3
+_WHOLE_LIMIT = 1 << 24
+
+# Layout version 1 record numbers.
 _SCALE_BIAS = 24
 _SPECIAL = 31
-_F64 = struct.Struct("<d")
-#: Largest line a 'Z' value may decompress to.
+
+#: Largest line a 'Z' value may decompress to (the server's cap).
 MAX_LOG_BYTES = 4 << 20
+#: Most items a layout may announce (a damaged count must not make the
+#: reader ask Redis for billions of blocks).
+MAX_ITEMS = 1 << 20
+#: Most bytes of lines one block or one call may render (rendering repeats
+#: the layout's text for every item, so a small damaged value could
+#: otherwise ask for gigabytes).
+MAX_DECODED_BYTES = 256 << 20
+
+_F32 = struct.Struct("<f")
+_F64 = struct.Struct("<d")
 
 Bytes = Union[bytes, bytearray, memoryview]
+ItemId = Union[str, Bytes]
+#: Runs `HMGET <the request's key> <fields...>` and returns the values in
+#: order, None for a missing field.
+Hmget = Callable[[List[bytes]], Sequence[Optional[Bytes]]]
 
 
-def _bytes(value: Union[str, Bytes]) -> bytes:
-    return value.encode("utf-8", "surrogateescape") if isinstance(value, str) else bytes(value)
+class KeyRewrittenError(Error):
+    """The key's layout changed between the two reads of `fetch` on every
+    attempt: the request id is being written again and again."""
+
+
+def key(request_id: ItemId) -> bytes:
+    """The Redis key of a request's logs: ``rank:log:<request_id>``."""
+    return KEY_PREFIX + _as_bytes(request_id)
+
+
+def block_field(index: int) -> bytes:
+    """The field name of block `index`: ``#0``, ``#1``, ..."""
+    return b"#%d" % index
+
+
+def format_number(x: float) -> bytes:
+    """A number as the line prints it: C's ``printf("%.6g")`` of the double,
+    with every NaN as ``nan``. Python's ``%g`` is exactly that."""
+    return b"%g" % x
+
+
+def _as_bytes(value: ItemId) -> bytes:
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogateescape")
+    return bytes(value)
+
+
+def _as_text(value: Bytes) -> str:
+    return str(value, "utf-8", "surrogateescape")
+
+
+def _corrupt(what: str) -> FormatError:
+    return FormatError(f"logs: {what}")
 
 
 class Layout:
-    """A request's layout (the 'L' value of field ""): the literal pieces
-    between slots, each slot's kind, and the string table."""
+    """A request's layout (the ``L`` value of field ``""``): the literal
+    pieces around the slots, each slot's kind, the string table, and (for
+    version 2) how its items are cut into blocks.
+
+    `pieces` has one more entry than `kinds`: the text after the last slot.
+    """
+
+    __slots__ = ("raw", "version", "pieces", "kinds", "strings", "items", "top_items",
+                 "block_items", "_literal")
 
     def __init__(self, value: Bytes) -> None:
         data = bytes(value)
         end = len(data)
-        if end < 2 or data[0] != ord("L"):
-            raise FormatError("logs: not a layout value")
-        if data[1] != 1:
-            raise FormatError(f"logs: unknown layout version {data[1]}")
-        slots, p = varint(data, 2, end, "layout slot count")
+        self.raw = data
+        if end < 2:
+            raise truncated("logs", "layout header", 0)
+        if data[0] != ord("L"):
+            raise _corrupt(f"field \"\" holds tag {data[:1]!r}, not a layout ('L')")
+        self.version = data[1]
+        p = 2
+        self.items = self.top_items = self.block_items = 0
+        if self.version == 2:
+            self.items, p = varint(data, p, end, "layout item count")
+            self.top_items, p = varint(data, p, end, "layout top items")
+            self.block_items, p = varint(data, p, end, "layout block items")
+            if self.items > MAX_ITEMS:
+                raise LimitError(f"logs: the layout announces {self.items} items "
+                                 f"(this reader's cap is {MAX_ITEMS})")
+            if self.items > 0 and self.top_items == 0:
+                raise _corrupt("layout has items but block 0 holds none (top_items 0)")
+            if self.block_items == 0:
+                raise _corrupt("layout has block_items 0")
+            kinds = _V2_KINDS
+        elif self.version == 1:
+            kinds = _V1_KINDS
+        else:
+            raise UnsupportedVersionError(f"logs: unknown layout version {self.version}")
+        slots, p = count(data, p, end, 2, "layout slot count")
         self.pieces: List[bytes] = []
         self.kinds: List[int] = []
         for _ in range(slots):
             a, p = length_prefixed(data, p, end, "layout piece")
             self.pieces.append(data[a:p])
             if p >= end:
-                raise FormatError("logs: layout cut short before a slot kind")
+                raise truncated("logs", "layout slot kind", p)
             kind = data[p]
-            p += 1
-            if kind not in (SLOT_ITEM_ID, SLOT_INT, SLOT_STRING, SLOT_NUMBER):
-                raise FormatError(f"logs: unknown slot kind {kind}")
+            if kind not in kinds:
+                raise _corrupt(f"unknown slot kind {kind} in a version {self.version} layout")
             self.kinds.append(kind)
+            p += 1
         a, p = length_prefixed(data, p, end, "layout last piece")
         self.pieces.append(data[a:p])
-        strings, p = varint(data, p, end, "layout string count")
+        n, p = count(data, p, end, 1, "layout string count")
         self.strings: List[bytes] = []
-        for _ in range(strings):
+        for _ in range(n):
             a, p = length_prefixed(data, p, end, "layout string")
             self.strings.append(data[a:p])
         if p != end:
-            raise FormatError("logs: bytes after the layout")
+            raise _corrupt(f"{end - p} bytes after the layout")
+        if self.version == 2 and self.kinds.count(SLOT_ITEM_ID) != 1:
+            raise _corrupt(f"a version 2 layout with {self.kinds.count(SLOT_ITEM_ID)} item id "
+                           "slots (it has exactly one)")
+        self._literal = sum(len(piece) for piece in self.pieces)
+
+    def block_count(self) -> int:
+        """How many blocks hold the items (version 2): 0 without items."""
+        if self.items == 0:
+            return 0
+        rest = max(self.items - self.top_items, 0)
+        return 1 + -(-rest // self.block_items)
+
+    def block_range(self, index: int) -> Tuple[int, int]:
+        """[begin, end) of the 0-based positions block `index` holds."""
+        if index == 0:
+            return 0, min(self.top_items, self.items)
+        begin = self.top_items + (index - 1) * self.block_items
+        return begin, min(begin + self.block_items, self.items)
+
+    def block_fields(self) -> List[bytes]:
+        """The fields of every block: ``#0`` ... ``#<block_count - 1>``."""
+        return [block_field(b) for b in range(self.block_count())]
 
 
-def _six_digits(x: float) -> bytes:
-    """Six significant digits, as C's printf("%g") and absl::SixDigits."""
-    return ("%g" % x).encode()
+class Block:
+    """One decoded block: its items' ids in position order, and their lines
+    rendered on demand (`line`, `lines`)."""
+
+    __slots__ = ("layout", "index", "begin", "ids", "_columns")
+
+    def __init__(self, layout: Layout, index: int, ids: List[bytes],
+                 columns: List[List[bytes]]) -> None:
+        self.layout = layout
+        self.index = index
+        self.begin = layout.block_range(index)[0]
+        self.ids = ids
+        self._columns = columns
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def values(self, j: int) -> List[bytes]:
+        """The text of each slot's value for the block's item `j`, in slot
+        order (the line is the layout's pieces with these in between)."""
+        return [column[j] for column in self._columns]
+
+    def line_bytes(self, j: int) -> bytes:
+        """The line of the block's item `j` (0-based), as bytes."""
+        pieces = self.layout.pieces
+        out = [pieces[0]]
+        for slot, column in enumerate(self._columns):
+            out.append(column[j])
+            out.append(pieces[slot + 1])
+        return b"".join(out)
+
+    def line(self, j: int) -> str:
+        """The line of the block's item `j` (0-based)."""
+        return _as_text(self.line_bytes(j))
+
+    def lines(self) -> Iterator[Tuple[str, str]]:
+        """(item id, line) of every item, in position order."""
+        for j, item_id in enumerate(self.ids):
+            yield _as_text(item_id), self.line(j)
+
+    def rendered_bytes(self) -> int:
+        """How many bytes `lines` renders."""
+        return (len(self.ids) * self.layout._literal +
+                sum(len(v) for column in self._columns for v in column))
 
 
-def _number(data: bytes, p: int, end: int) -> "tuple[float, int]":
-    u, p = varint(data, p, end, "record number")
-    code, negative, n = u & 31, (u >> 5) & 1, u >> 6
-    if code != _SPECIAL:
-        if not 1 <= n <= 999999:
-            raise FormatError("logs: number digits out of range")
-        x = float(f"{n}e{code - _SCALE_BIAS}")
-    elif n == 0:
-        x = 0.0
-    elif n == 1:
-        if end - p < 8:
-            raise FormatError("logs: record cut short in a raw double")
-        x = abs(_F64.unpack_from(data, p)[0])
-        p += 8
-    else:
-        raise FormatError("logs: unknown special number")
-    return (-x if negative else x), p
-
-
-def render_record(layout: Layout, item_id: Union[str, Bytes], value: Bytes) -> str:
-    """The log line an 'R' value holds, rendered with the request's layout."""
+def decode_block(layout: Layout, index: int, value: Bytes) -> Block:
+    """Block `index` of a version 2 layout (the value of field ``#<index>``)."""
+    if layout.version != 2:
+        raise _corrupt(f"a block read with a version {layout.version} layout")
+    if not 0 <= index < layout.block_count():
+        raise _corrupt(f"block {index} of a layout with {layout.block_count()} blocks")
     data = bytes(value)
     end = len(data)
-    if end < 1 or data[0] != ord("R"):
-        raise FormatError("logs: not a record value")
-    p = 1
-    out = bytearray()
-    for piece, kind in zip(layout.pieces, layout.kinds):
-        out += piece
+    if end < 1:
+        raise truncated("logs", "block tag", 0)
+    if data[0] != ord("B"):
+        raise _corrupt(f"block {index} holds tag {data[:1]!r}, not a block ('B')")
+    begin, stop = layout.block_range(index)
+    expected = stop - begin
+    # The item id column holds at least one byte per item.
+    n, p = count(data, 1, end, 1, "block item count")
+    if n != expected:
+        raise _corrupt(f"block {index} holds {n} items; its layout says {expected}")
+    columns: List[List[bytes]] = []
+    ids: Optional[List[bytes]] = None
+    strings = layout.strings
+    for kind in layout.kinds:
+        column: List[bytes]
         if kind == SLOT_ITEM_ID:
-            out += _bytes(item_id)
+            a, p = length_prefixed(data, p, end, "item id prefix")
+            prefix = data[a:p]
+            column = []
+            for _ in range(n):
+                a, p = length_prefixed(data, p, end, "item id suffix")
+                column.append(prefix + data[a:p])
+            ids = column
+        elif kind == SLOT_INT:
+            column = []
+            for _ in range(n):
+                z, p = varint(data, p, end, "int")
+                column.append(b"%d" % ((z >> 1) ^ -(z & 1)))
+        elif kind == SLOT_STRING:
+            column = []
+            for _ in range(n):
+                i, p = varint(data, p, end, "string index")
+                if i >= len(strings):
+                    raise _corrupt(f"string index {i} of a table of {len(strings)}")
+                column.append(strings[i])
+        elif kind == SLOT_NUMBER:
+            column, p = _number_column(data, p, end, n)
+        else:  # SLOT_POSITION
+            column = [b"%d" % (begin + j + 1) for j in range(n)]
+        columns.append(column)
+    if p != end:
+        raise _corrupt(f"{end - p} bytes after block {index}'s last column")
+    assert ids is not None  # Layout requires exactly one item id slot.
+    block = Block(layout, index, ids, columns)
+    if block.rendered_bytes() > MAX_DECODED_BYTES:
+        raise LimitError(f"logs: block {index} would render {block.rendered_bytes()} bytes "
+                         f"(this reader's cap is {MAX_DECODED_BYTES})")
+    return block
+
+
+def _number_column(data: bytes, p: int, end: int, n: int) -> Tuple[List[bytes], int]:
+    if p >= end:
+        raise truncated("logs", "number form", p)
+    form = data[p]
+    p += 1
+    if form == _FORM_RAW:
+        stop = p + 4 * n
+        if stop > end:
+            raise truncated("logs", f"{n} raw numbers", p)
+        column = [format_number(x) for (x,) in _F32.iter_unpack(data[p:stop])]
+        return column, stop
+    if form == _FORM_TOP_BYTE:
+        if p >= end:
+            raise truncated("logs", "number top byte", p)
+        top = data[p:p + 1]
+        p += 1
+        stop = p + 3 * n
+        if stop > end:
+            raise truncated("logs", f"{n} top-byte numbers", p)
+        # Each value is its 3 low bytes, little-endian, then the shared top byte.
+        raw = b"".join(data[q:q + 3] + top for q in range(p, stop, 3))
+        return [format_number(x) for (x,) in _F32.iter_unpack(raw)], stop
+    if form == _FORM_WHOLE:
+        column = []
+        for _ in range(n):
+            z, p = varint(data, p, end, "whole number")
+            v = (z >> 1) ^ -(z & 1)
+            if not -_WHOLE_LIMIT < v < _WHOLE_LIMIT:
+                raise _corrupt(f"whole number {v} is not below 2^24 in magnitude")
+            column.append(format_number(float(v)))
+        return column, p
+    if form == _FORM_CONSTANT:
+        if end - p < 4:
+            raise truncated("logs", "constant number", p)
+        text = format_number(_F32.unpack_from(data, p)[0])
+        return [text] * n, p + 4
+    raise _corrupt(f"unknown number form {form}")
+
+
+def decode_text(value: Bytes) -> str:
+    """The line of a ``T`` or ``Z`` value."""
+    data = bytes(value)
+    tag = data[:1]
+    if tag == b"T":
+        return _as_text(data[1:])
+    if tag == b"Z":
+        frame = data[1:]
+        size = single_frame_size(frame)
+        if size > MAX_LOG_BYTES:
+            raise LimitError(f"logs: a 'Z' value declares {size} bytes "
+                             f"(this reader's cap is {MAX_LOG_BYTES})")
+        return _as_text(decompress_exact(frame, size))
+    raise _corrupt(f"unknown value tag {tag!r} (a text value is 'T' or 'Z')")
+
+
+def _record_number(data: bytes, p: int, end: int) -> Tuple[float, int]:
+    u, p = varint(data, p, end, "record number")
+    code, negative, m = u & 31, (u >> 5) & 1, u >> 6
+    if code != _SPECIAL:
+        if not 1 <= m <= 999999:
+            raise _corrupt(f"record number digits {m} are not 1..999999")
+        if m % 10 == 0:
+            raise _corrupt(f"record number digits {m} end in a zero")
+        x = float(f"{m}e{code - _SCALE_BIAS}")
+        return (-x if negative else x), p
+    if m == 0:
+        return (-0.0 if negative else 0.0), p
+    if m == 1:
+        if end - p < 8:
+            raise truncated("logs", "raw double", p)
+        x = _F64.unpack_from(data, p)[0]
+        # The double carries its sign; the flag repeats its sign bit.
+        if (data[p + 7] >> 7) != negative:
+            raise _corrupt("a raw double record number whose sign flag is not its sign bit")
+        return x, p + 8
+    raise _corrupt(f"unknown special record number {m}")
+
+
+def decode_record(layout: Layout, item_id: ItemId, value: Bytes) -> str:
+    """The line of an ``R`` value (layout version 1), rendered with its
+    request's layout; `item_id` is the field's name."""
+    if layout.version != 1:
+        raise _corrupt(f"a record ('R') value with a version {layout.version} layout")
+    data = bytes(value)
+    end = len(data)
+    if data[:1] != b"R":
+        raise _corrupt(f"value tag {data[:1]!r} is not a record ('R')")
+    p = 1
+    out = [layout.pieces[0]]
+    for slot, kind in enumerate(layout.kinds):
+        if kind == SLOT_ITEM_ID:
+            out.append(_as_bytes(item_id))
         elif kind == SLOT_INT:
             z, p = varint(data, p, end, "record int")
-            out += str((z >> 1) ^ -(z & 1)).encode()
+            out.append(b"%d" % ((z >> 1) ^ -(z & 1)))
         elif kind == SLOT_STRING:
-            index, p = varint(data, p, end, "record string index")
-            if index >= len(layout.strings):
-                raise FormatError("logs: string index out of range")
-            out += layout.strings[index]
-        else:
-            x, p = _number(data, p, end)
-            out += _six_digits(x)
+            i, p = varint(data, p, end, "record string index")
+            if i >= len(layout.strings):
+                raise _corrupt(f"string index {i} of a table of {len(layout.strings)}")
+            out.append(layout.strings[i])
+        else:  # SLOT_NUMBER
+            x, p = _record_number(data, p, end)
+            out.append(format_number(x))
+        out.append(layout.pieces[slot + 1])
     if p != end:
-        raise FormatError("logs: bytes after the record's last slot")
-    out += layout.pieces[-1]
-    return str(out, "utf-8", "surrogateescape")
+        raise _corrupt(f"{end - p} bytes after the record's last slot")
+    return _as_text(b"".join(out))
 
 
-def decode_value(layout_value: Optional[Bytes], item_id: Union[str, Bytes],
-                 value: Bytes) -> str:
-    """The log line of `item_id` from its stored value; `layout_value` is
-    field "" of the same hash (needed for 'R' values only)."""
-    tag = bytes(value[:1])
-    if tag == b"T":
-        return str(bytes(value[1:]), "utf-8", "surrogateescape")
-    if tag == b"Z":
-        frame = bytes(value[1:])
-        import zstandard
-        try:
-            size = zstandard.frame_content_size(frame)
-        except zstandard.ZstdError as e:
-            raise FormatError(f"logs: not a zstd frame ({e})") from e
-        if size < 0 or size > MAX_LOG_BYTES:
-            raise FormatError(f"logs: zstd value declares {size} bytes "
-                              f"(at most {MAX_LOG_BYTES})")
-        return str(decompress_exact(frame, size), "utf-8", "surrogateescape")
-    if tag == b"R":
-        if layout_value is None:
-            raise FormatError("logs: a record value without a layout")
-        return render_record(Layout(layout_value), item_id, value)
-    raise FormatError(f"logs: unknown value tag {tag!r}")
+def decode_value(layout: Optional[Layout], item_id: ItemId, value: Bytes) -> str:
+    """The line of one item's value in a hash of per-item fields: text
+    (``T``, ``Z``) or, with the request's version 1 `layout`, a record
+    (``R``). `layout` is None when the hash has no field ``""``."""
+    if bytes(value[:1]) == b"R":
+        if layout is None:
+            raise _corrupt("a record ('R') value in a hash without a layout")
+        return decode_record(layout, item_id, value)
+    return decode_text(value)
 
 
-def decode_values(item_ids: Sequence[Union[str, Bytes]], layout_value: Optional[Bytes],
-                  values: Sequence[Optional[Bytes]]) -> Dict[str, Optional[str]]:
-    """The reply of `HMGET key "" id...` decoded: item id -> line, None for
-    a nil value (no log: never written, dropped, or expired)."""
+def _check_total(total: int) -> None:
+    if total > MAX_DECODED_BYTES:
+        raise LimitError(f"logs: the lines would take more than {MAX_DECODED_BYTES} bytes "
+                         "(this reader's cap)")
+
+
+def decode_key(fields: Mapping[bytes, Bytes]) -> Dict[str, str]:
+    """Every item's line a stored request holds: `fields` is the whole hash
+    (the reply of ``HGETALL rank:log:<request_id>`` as a mapping of field
+    name to value). Items come in position order for blocks, in `fields`'
+    order otherwise; items without a log (a block missing) are absent."""
+    layout_value = fields.get(LAYOUT_FIELD)
     layout = Layout(layout_value) if layout_value is not None else None
-    out: Dict[str, Optional[str]] = {}
-    for item_id, value in zip(item_ids, values):
-        key = item_id if isinstance(item_id, str) else str(bytes(item_id), "utf-8",
-                                                               "surrogateescape")
+    out: Dict[str, str] = {}
+    if layout is None or layout.version == 1:
+        total = 0
+        for name, value in fields.items():
+            if name == LAYOUT_FIELD:
+                continue
+            line = decode_value(layout, name, value)
+            total += len(line)
+            _check_total(total)
+            out[_as_text(name)] = line
+        return out
+    names = layout.block_fields()
+    known = set(names)
+    known.add(LAYOUT_FIELD)
+    for name in fields:
+        if name not in known:
+            raise _corrupt(f"field {bytes(name)!r} of a blocks hash is neither the layout "
+                           f"nor one of its {len(names)} blocks")
+    total = 0
+    for b, name in enumerate(names):
+        value = fields.get(name)
         if value is None:
-            out[key] = None
-        elif bytes(value[:1]) == b"R":
-            if layout is None:
-                raise FormatError("logs: a record value without a layout")
-            out[key] = render_record(layout, item_id, value)
-        else:
-            out[key] = decode_value(None, item_id, value)
+            continue
+        block = decode_block(layout, b, value)
+        total += block.rendered_bytes()
+        _check_total(total)
+        for item_id, line in block.lines():
+            if item_id in out:
+                raise _corrupt(f"item id {item_id!r} appears twice")
+            out[item_id] = line
     return out
+
+
+def fetch(hmget: Hmget, item_ids: Sequence[ItemId], *, attempts: int = 3
+          ) -> Dict[str, Optional[str]]:
+    """The lines of `item_ids` of one stored request, read as LOGS.md's
+    "Reading" says: ``HMGET key "" "#0" <ids...>`` first and, only when
+    some ids are not in block 0, ``HMGET key "" "#1" ... "#k"``.
+
+    `hmget(fields)` runs HMGET on the request's key (`key(request_id)`)
+    and returns the values in order (None for a missing field). Returns
+    {item id: line, or None when the store has no log of it}, in the order
+    asked. If the request id is rewritten between the two reads, reads
+    again, at most `attempts` times in all; then `KeyRewrittenError`.
+    """
+    wanted = [_as_bytes(i) for i in item_ids]
+    for _ in range(attempts):
+        lines = _fetch_once(hmget, wanted)
+        if lines is not None:
+            return {_as_text(i): lines.get(i) for i in wanted}
+    raise KeyRewrittenError(f"logs: the key was rewritten during each of {attempts} reads")
+
+
+def _fetch_once(hmget: Hmget, wanted: List[bytes]) -> Optional[Dict[bytes, str]]:
+    """{id: line} of the ids found; None when the layout changed between
+    the two round trips."""
+    fields = [LAYOUT_FIELD, block_field(0)] + wanted
+    values = _call(hmget, fields)
+    layout = Layout(values[0]) if values[0] is not None else None
+    found: Dict[bytes, str] = {}
+    if layout is None or layout.version == 1:
+        # Text values, records, or nothing stored: one value per id.
+        total = 0
+        for item_id, value in zip(wanted, values[2:]):
+            if value is not None and item_id != LAYOUT_FIELD:
+                found[item_id] = decode_value(layout, item_id, value)
+                total += len(found[item_id])
+                _check_total(total)
+        return found
+    todo = set(wanted)
+    total = 0
+    if values[1] is not None:
+        if layout.block_count() == 0:
+            raise _corrupt("a block \"#0\" beside a layout without items")
+        total += _take(decode_block(layout, 0, values[1]), todo, found)
+    if not todo or layout.block_count() <= 1:
+        return found
+    more = [LAYOUT_FIELD] + layout.block_fields()[1:]
+    again = _call(hmget, more)
+    if again[0] is None or bytes(again[0]) != layout.raw:
+        return None
+    for b, value in enumerate(again[1:], start=1):
+        if value is not None:
+            total += _take(decode_block(layout, b, value), todo, found)
+            _check_total(total)
+    return found
+
+
+def _take(block: Block, todo: Set[bytes], found: Dict[bytes, str]) -> int:
+    """Moves the ids of `todo` that `block` holds to `found`; returns the
+    bytes rendered. Every id of the block is checked against the others
+    (an id twice in a block is damage), not only the wanted ones."""
+    if len(set(block.ids)) != len(block.ids):
+        raise _corrupt(f"an item id appears twice in block {block.index}")
+    rendered = 0
+    for j, item_id in enumerate(block.ids):
+        if item_id in todo:
+            found[item_id] = block.line(j)
+            rendered += len(found[item_id])
+            todo.discard(item_id)
+    return rendered
+
+
+def _call(hmget: Hmget, fields: List[bytes]) -> List[Optional[bytes]]:
+    values = list(hmget(fields))
+    if len(values) != len(fields):
+        raise ValueError(f"hmget returned {len(values)} values for {len(fields)} fields")
+    return [None if v is None else bytes(v) for v in values]
