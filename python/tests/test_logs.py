@@ -3,6 +3,9 @@ blocks (every slot kind and number form), text values, layout 1 records;
 the reading logic over a fake HMGET; every truncation and damage raising a
 rankwire error. Against a real Redis and server: tests/interop/test_log_decoder.py."""
 
+import ctypes
+import ctypes.util
+import random
 import struct
 import unittest
 from typing import Dict, List, Optional, Sequence
@@ -345,6 +348,29 @@ class NumbersTest(unittest.TestCase):
                  (1234565.0, b"1.23456e+06"), (1234575.0, b"1.23458e+06")]
         for x, text in cases:
             self.assertEqual(logs.format_number(x), text, x)
+
+    def test_format_number_equals_the_c_library_printf(self):
+        # LOGS.md: a number prints as C's printf("%.6g") of the binary32
+        # widened to a double (NaN as "nan"). Checked against this
+        # machine's libc over random binary32 bit patterns and exact ties.
+        try:
+            libc = ctypes.CDLL(ctypes.util.find_library("c"))
+        except OSError:
+            self.skipTest("no C library to compare with")
+        buf = ctypes.create_string_buffer(64)
+
+        def printf_g(x):
+            libc.snprintf(buf, 64, b"%.6g", ctypes.c_double(x))
+            return b"nan" if b"nan" in buf.value else buf.value
+
+        rng = random.Random(35)
+        bits = [rng.getrandbits(32) for _ in range(100000)]
+        values = [x for (x,) in F32.iter_unpack(struct.pack("<%dI" % len(bits), *bits))]
+        values += [float(v) for v in range(1000005, 16777216, 1000)]  # x.xxxxx5e+06 ties
+        values += [f32(x) for x in (0.5, 0.25, 1.5, 2.5e-5, 1234565.0)]
+        mismatches = [(x, printf_g(x), logs.format_number(x)) for x in values
+                      if printf_g(x) != logs.format_number(x)]
+        self.assertEqual(mismatches[:5], [])
 
 
 if __name__ == "__main__":
