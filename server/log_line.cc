@@ -7,16 +7,6 @@
 
 namespace rankwire::server {
 
-std::shared_ptr<const LogLabels> LogLabels::Of(const LinearModel& model) {
-  auto labels = std::make_shared<LogLabels>();
-  for (const LinearModel::Head& h : model.heads()) {
-    labels->heads.push_back(h.name);
-    std::vector<std::string>& terms = labels->terms.emplace_back();
-    for (const LinearModel::Term& t : h.terms) terms.push_back(t.input);
-  }
-  return labels;
-}
-
 void LogLineFormat::Add(std::string literal, Field::Source source, uint32_t index) {
   pieces_.back().append(literal);
   fields_.push_back(Field{source, index});
@@ -40,17 +30,24 @@ LogLineFormat::LogLineFormat(const LogValues& v) : v_(v) {
   for (size_t f = 0; f < v.feature_names.size(); ++f) {
     Add(absl::StrCat(" ", v.feature_names[f], "="), Field::kFeature, static_cast<uint32_t>(f));
   }
-  uint32_t t = 0;
-  const LogLabels& labels = *v.labels;
-  for (size_t h = 0; h < labels.heads.size(); ++h) {
-    Add(absl::StrCat(" | ", labels.heads[h], " p="), Field::kHeadP, static_cast<uint32_t>(h));
-    Add(" logit=", Field::kHeadLogit, static_cast<uint32_t>(h));
-    for (const std::string& input : labels.terms[h]) {
-      Add(absl::StrCat(" ", input, ":"), Field::kTerm, t++);
+  for (const ModelOutputs::LogField& field : v.outputs->log) {
+    Add(field.label, Field::kModel, field.column);
+  }
+  if (v.outputs->explains) {
+    Add(" | explain=", Field::kExplanation);
+    explanation_strings_.emplace_back();
+    explanation_index_.assign(v.n, 0);
+    for (size_t c = 0; c < v.explanations.size() && c < v.n; ++c) {
+      if (v.explanations[c].empty()) continue;
+      explanation_index_[c] = static_cast<uint32_t>(explanation_strings_.size());
+      explanation_strings_.push_back(v.explanations[c]);
     }
   }
-  Add(" | boost=", Field::kBoost);
   Add(" final=", Field::kScore);
+}
+
+uint32_t LogLineFormat::ExplanationIndex(size_t c) const {
+  return static_cast<uint32_t>(v_.sources.size()) + explanation_index_[c];
 }
 
 float LogLineFormat::Number(const Field& f, size_t c) const {
@@ -58,14 +55,8 @@ float LogLineFormat::Number(const Field& f, size_t c) const {
   switch (f.source) {
     case Field::kFeature:
       return v_.features[f.index * n + c];
-    case Field::kHeadP:
-      return static_cast<float>(v_.p[f.index * n + c]);
-    case Field::kHeadLogit:
-      return static_cast<float>(v_.logit[f.index * n + c]);
-    case Field::kTerm:
-      return static_cast<float>(v_.contribution[f.index * n + c]);
-    case Field::kBoost:
-      return static_cast<float>(v_.boost[c]);
+    case Field::kModel:
+      return static_cast<float>(v_.model_values[f.index * n + c]);
     case Field::kScore:
       return static_cast<float>(v_.score[c]);
     default:
@@ -93,6 +84,9 @@ void LogLineFormat::AppendText(size_t rank, std::string* out) const {
         break;
       case Field::kRecallRank:
         absl::StrAppend(out, v_.recall_rank[c]);
+        break;
+      case Field::kExplanation:
+        out->append(explanation_strings_[explanation_index_[c]]);
         break;
       default:
         logstore::AppendLogNumberText(Number(f, c), out);
@@ -126,6 +120,7 @@ logstore::BlockLayout LogLineFormat::Layout(uint32_t block_items) const {
         layout.kinds.push_back(LogSlot::kInt);
         break;
       case Field::kSource:
+      case Field::kExplanation:
         layout.kinds.push_back(LogSlot::kString);
         break;
       default:
@@ -134,6 +129,8 @@ logstore::BlockLayout LogLineFormat::Layout(uint32_t block_items) const {
     }
   }
   layout.strings = v_.sources;
+  layout.strings.insert(layout.strings.end(), explanation_strings_.begin(),
+                        explanation_strings_.end());
   layout.items = static_cast<uint32_t>(v_.n);
   layout.top_items = std::max<uint32_t>(1, std::min<uint32_t>(v_.top_n, layout.items));
   layout.block_items = std::max<uint32_t>(1, block_items);
@@ -184,6 +181,10 @@ void LogLineFormat::WriteBlocks(logstore::BlocksWriter* writer) const {
         for (uint32_t j = 0; j < count; ++j) codes[j] = v_.source_code[order[j]];
         writer->Strings(codes.data());
         break;
+      case Field::kExplanation:
+        for (uint32_t j = 0; j < count; ++j) codes[j] = ExplanationIndex(order[j]);
+        writer->Strings(codes.data());
+        break;
       case Field::kFeature:
         Gather(v_.features.data() + f.index * n, order, count, numbers.data());
         writer->Numbers(numbers.data());
@@ -197,19 +198,8 @@ void LogLineFormat::WriteBlocks(logstore::BlocksWriter* writer) const {
 }
 
 const double* LogLineFormat::NumberColumn(const Field& f) const {
-  const size_t n = v_.n;
-  switch (f.source) {
-    case Field::kHeadP:
-      return v_.p.data() + f.index * n;
-    case Field::kHeadLogit:
-      return v_.logit.data() + f.index * n;
-    case Field::kTerm:
-      return v_.contribution.data() + f.index * n;
-    case Field::kBoost:
-      return v_.boost.data();
-    default:
-      return v_.score.data();
-  }
+  if (f.source == Field::kModel) return v_.model_values.data() + f.index * v_.n;
+  return v_.score.data();
 }
 
 LogLineFormat::Bound LogLineFormat::TextBound() const {
@@ -223,6 +213,7 @@ LogLineFormat::Bound LogLineFormat::TextBound() const {
     switch (f.source) {
       case Field::kItemId:
       case Field::kSource:
+      case Field::kExplanation:
         break;  // Counted per item by the caller.
       case Field::kPosition:
       case Field::kPreRank:
@@ -234,6 +225,7 @@ LogLineFormat::Bound LogLineFormat::TextBound() const {
         break;
     }
   }
+  if (v_.outputs->explains) varying += v_.outputs->explain_text_bound;
   b.fields = fields_.size();
   b.fixed_bytes = b.shared_bytes + varying;
   return b;
@@ -281,9 +273,11 @@ class RankLogRenderer final : public logstore::LogRenderer {
  private:
   static size_t HeldBytes(const LogValues& v) {
     const auto bytes = [](const auto& vec) { return vec.size() * sizeof(vec[0]); };
+    size_t explained = 0;
+    for (const std::string& e : v.explanations) explained += e.size();
     return sizeof(v) + v.ids.size() + bytes(v.order) + bytes(v.id_ends) + bytes(v.source_code) +
-           bytes(v.recall_rank) + bytes(v.features) + bytes(v.p) + bytes(v.logit) +
-           bytes(v.contribution) + bytes(v.boost) + bytes(v.score);
+           bytes(v.recall_rank) + bytes(v.features) + bytes(v.model_values) + bytes(v.score) +
+           bytes(v.explanations) + explained;
   }
 
   std::unique_ptr<LogValues> values_;

@@ -33,19 +33,9 @@
 #include "absl/strings/string_view.h"
 #include "logstore/log_blocks.h"
 #include "logstore/log_store.h"
-#include "server/linear_model.h"
+#include "server/model.h"
 
 namespace rankwire::server {
-
-// The labels of a model's heads and terms in the line: made once per model
-// and shared by every request's values (a queued request's lines do not
-// need the model, which may be replaced meanwhile).
-struct LogLabels {
-  std::vector<std::string> heads;
-  std::vector<std::vector<std::string>> terms;  // Per head, the inputs as written.
-
-  static std::shared_ptr<const LogLabels> Of(const LinearModel& model);
-};
 
 // A request's values for its log lines. Arrays are in candidate order
 // (candidate c's value at [c], or [k * n + c] for the k-th feature, head or
@@ -61,7 +51,8 @@ struct LogValues {
   // The context values the line shows, as (key, value) in line order.
   std::vector<std::pair<std::string, std::string>> context;
   std::vector<std::string> feature_names;
-  std::shared_ptr<const LogLabels> labels;
+  // What the model shows in the line (its labels and value columns).
+  std::shared_ptr<const ModelOutputs> outputs;
   // The caller's top_n: the store's first block holds these items.
   uint32_t top_n = 0;
 
@@ -74,9 +65,11 @@ struct LogValues {
   std::vector<uint32_t> source_code;    // Per candidate, into `sources`.
   std::vector<uint32_t> recall_rank;    // Per candidate.
   std::vector<float> features;          // Feature-major: [f * n + c].
-  std::vector<double> p, logit;         // Head-major: [h * n + c].
-  std::vector<double> contribution;     // Term-major (all heads' terms).
-  std::vector<double> boost, score;     // Per candidate.
+  std::vector<double> model_values;     // The model's value columns: [j * n + c].
+  std::vector<double> score;            // Per candidate.
+  // With a model that explains: per candidate, its explanation text
+  // ("name:value ..."), empty for the candidates not shown.
+  std::vector<std::string> explanations;
 
   absl::string_view id(size_t c) const {
     const uint32_t begin = c == 0 ? 0 : id_ends[c - 1];
@@ -113,19 +106,27 @@ class LogLineFormat {
   // Where a value field's values come from.
   struct Field {
     enum Source : uint8_t {
-      kItemId, kPosition, kPreRank, kSource, kRecallRank, kFeature, kHeadP, kHeadLogit, kTerm,
-      kBoost, kScore,
+      kItemId, kPosition, kPreRank, kSource, kRecallRank, kFeature, kModel, kExplanation,
+      kScore,
     };
     Source source;
-    uint32_t index = 0;  // Feature, head or term.
+    uint32_t index = 0;  // Feature or model value column.
   };
   void Add(std::string literal, Field::Source source, uint32_t index = 0);
   // Field f's value for candidate c, as the line's number (binary32).
   float Number(const Field& f, size_t c) const;
   // The double column of a number field that is not a feature.
   const double* NumberColumn(const Field& f) const;
+  // The string table of a request's lines: the recall sources, then (for a
+  // model that explains) each explanation, at explanation_base_ + c... see
+  // Layout().
+  uint32_t ExplanationIndex(size_t c) const;
 
   const LogValues& v_;
+  // Explanation strings: the distinct ones after the sources in the string
+  // table (most are empty: the items not shown).
+  std::vector<std::string> explanation_strings_;
+  std::vector<uint32_t> explanation_index_;  // Per candidate.
   std::vector<std::string> pieces_;  // fields_.size() + 1: before each field, then the tail.
   std::vector<Field> fields_;
 };

@@ -83,12 +83,13 @@ RankHandler::RankHandler(const Ranker* ranker, const CodecRegistry* codecs,
     std::fputs("RankHandler: RankHandlerOptions::default_codec is null\n", stderr);
     std::abort();
   }
-  for (const LinearModel::Atom& atom : ranker_->model().atoms()) {
-    if (atom.source == LinearModel::Source::kItem) known_item_features_.insert(atom.name);
+  for (const std::string& name : ranker_->model().item_features()) {
+    known_item_features_.insert(name);
   }
 }
 
-absl::Status RankHandler::Admit(const RequestView& request, const Codec& codec,
+absl::Status RankHandler::Admit(const RequestView& request, const std::string& bucket,
+                                const Codec& codec,
                                 rank::v1::LogMode log_mode,
                                 rank::v1::ResponseHeader* header) const {
   std::vector<std::string> unknown = UnknownItemFeatures(request, known_item_features_);
@@ -104,7 +105,7 @@ absl::Status RankHandler::Admit(const RequestView& request, const Codec& codec,
       header->add_unknown_item_features(std::move(name));
     }
   }
-  absl::Status budget = budget_.Check(request, ranker_->Shape(request), codec, log_mode,
+  absl::Status budget = budget_.Check(request, ranker_->Shape(request, bucket), codec, log_mode,
                                       *codecs_);
   if (!budget.ok() && metrics_) metrics_->rejected.response_budget->Increment();
   return budget;
@@ -153,7 +154,8 @@ absl::StatusOr<EncodedResponse> RankHandler::Handle(const RequestView& request,
   const Codec& codec = admitted.ok() ? codecs_->Negotiate(request.accept_codecs,
                                                           *options_.default_codec)
                                      : *options_.default_codec;
-  if (admitted.ok()) admitted = Admit(request, codec, log_mode, &header);
+  const std::string& bucket = ranker_->BucketOf(request.user_id);
+  if (admitted.ok()) admitted = Admit(request, bucket, codec, log_mode, &header);
   phases.End(&T::set_validate_us, &ServerMetrics::validate);
   phases.Cpu(Phase::kValidate);
   RETURN_IF_ERROR(admitted);
@@ -167,7 +169,7 @@ absl::StatusOr<EncodedResponse> RankHandler::Handle(const RequestView& request,
   RankResult& result = state.result;
   ranker_->Score(request, &state.workspace);
   phases.Cpu(Phase::kScore);
-  ranker_->Build(request, DetailFor(log_mode), &state.workspace, &result);
+  ranker_->Build(request, bucket, DetailFor(log_mode), &state.workspace, &result);
   phases.Cpu(Phase::kBuild);
   phases.End(&T::set_rank_us, &ServerMetrics::rank);
 
@@ -177,7 +179,8 @@ absl::StatusOr<EncodedResponse> RankHandler::Handle(const RequestView& request,
   if (log_mode == rank::v1::LOG_MODE_STORE) {
     logstore::RequestLogs logs;
     logs.request_id = std::string(request.request_id);
-    logs.renderer = ranker_->Renderer(ranker_->TakeLogValues(request, &state.workspace));
+    logs.renderer =
+        ranker_->Renderer(ranker_->TakeLogValues(request, bucket, &state.workspace));
     header.set_log_key(logs_->KeyFor(request.request_id));
     logs_->Consume(std::move(logs));
   }

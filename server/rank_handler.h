@@ -97,7 +97,7 @@ class RankHandler {
   ServerMetrics* metrics_;
   // Checks before ranking: the input contract, unknown features, the
   // response budget. Fills the header's unknown_item_features.
-  absl::Status Admit(const RequestView& request, const Codec& codec,
+  absl::Status Admit(const RequestView& request, const std::string& bucket, const Codec& codec,
                      rank::v1::LogMode log_mode, rank::v1::ResponseHeader* header) const;
 
   RankHandlerOptions options_;

@@ -11,13 +11,12 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "server/linear_scorer.h"
 #include "server/request_validator.h"
-#include "server/vector_math.h"
 
 namespace rankwire::server {
 namespace {
 
-using Model = LinearModel;
 
 absl::string_view SceneName(rank::v1::Scene scene) {
   switch (scene) {
@@ -86,9 +85,6 @@ void Gather(const RequestView& request, RankWorkspace* ws) {
   }
 }
 
-// A constant input (user, context, or an item feature the request lacks).
-void Fill(double* out, size_t n, double value) { std::fill(out, out + n, value); }
-
 // Whether `names` are the request's item feature names.
 bool SameNames(const std::vector<std::string>& names,
                const std::vector<absl::string_view>& request_names) {
@@ -99,133 +95,26 @@ bool SameNames(const std::vector<std::string>& names,
   return true;
 }
 
-// Per model input, the request's feature column it reads (-1: none), kept
-// while the model and the request's feature names repeat.
-const std::vector<int>& AtomColumns(const Model& model, const RequestView& request,
-                                    RankWorkspace* ws) {
+// Per model item feature, the request column it reads (-1: the request
+// does not carry it), kept while the model and the feature names repeat.
+const std::vector<int>& FeatureColumns(const Model& model, const RequestView& request,
+                                       RankWorkspace* ws) {
   if (ws->bound_model == &model && SameNames(ws->bound_features, request.item_feature_names)) {
-    return ws->atom_column;
+    return ws->feature_column;
   }
   absl::flat_hash_map<absl::string_view, int> column;
   for (size_t c = 0; c < request.item_feature_names.size(); ++c) {
     column.emplace(request.item_feature_names[c], static_cast<int>(c));
   }
-  ws->atom_column.assign(model.atoms().size(), -1);
-  for (size_t a = 0; a < model.atoms().size(); ++a) {
-    const Model::Atom& atom = model.atoms()[a];
-    if (atom.source != Model::Source::kItem) continue;
-    if (auto it = column.find(atom.name); it != column.end()) ws->atom_column[a] = it->second;
+  ws->feature_column.clear();
+  for (const std::string& name : model.item_features()) {
+    auto it = column.find(name);
+    ws->feature_column.push_back(it == column.end() ? -1 : it->second);
   }
   ws->bound_model = &model;
   ws->bound_features.clear();
   for (absl::string_view name : request.item_feature_names) ws->bound_features.emplace_back(name);
-  return ws->atom_column;
-}
-
-// Each model input over the candidates, transformed: atoms[a * n + c].
-void BindAtoms(const Model& model, const RequestView& request, RankWorkspace* ws) {
-  const size_t n = ws->v.n;
-  const std::vector<int>& column = AtomColumns(model, request, ws);
-  ws->atoms.resize(model.atoms().size() * n);
-  for (size_t a = 0; a < model.atoms().size(); ++a) {
-    const Model::Atom& atom = model.atoms()[a];
-    double* out = ws->atoms.data() + a * n;
-    if (atom.source != Model::Source::kItem) {
-      double raw = 0;
-      if (atom.source == Model::Source::kUser) {
-        const double* value = request.FindUserFeature(atom.name);
-        raw = value == nullptr ? 0.0 : *value;
-      } else {
-        const absl::string_view* value = request.FindContext(atom.name);
-        if (value == nullptr || !absl::SimpleAtod(*value, &raw) || !std::isfinite(raw)) raw = 0;
-      }
-      Fill(out, n, Model::ApplyTransform(atom, raw));
-      continue;
-    }
-    if (column[a] < 0) {
-      Fill(out, n, 0.0);  // A feature the request does not carry is 0.
-      continue;
-    }
-    const float* in = ws->v.features.data() + static_cast<size_t>(column[a]) * n;
-    switch (atom.transform) {
-      case Model::TransformKind::kIdentity:
-        for (size_t c = 0; c < n; ++c) out[c] = in[c];
-        break;
-      case Model::TransformKind::kLog1p:
-        for (size_t c = 0; c < n; ++c) out[c] = std::max(static_cast<double>(in[c]), 0.0);
-        Log1pNonNegativeArray(out, out, n);
-        break;
-      case Model::TransformKind::kClip:
-        for (size_t c = 0; c < n; ++c) {
-          out[c] = std::clamp(static_cast<double>(in[c]), atom.a, atom.b);
-        }
-        break;
-      case Model::TransformKind::kScale:
-        for (size_t c = 0; c < n; ++c) out[c] = in[c] / atom.a;
-        break;
-    }
-  }
-}
-
-// Terms, logits, probabilities and scores, a column at a time.
-void ScoreHeads(const Model& model, RankWorkspace* ws) {
-  LogValues& v = ws->v;
-  const size_t n = v.n;
-  const size_t heads = model.heads().size();
-  size_t terms = 0;
-  for (const Model::Head& h : model.heads()) terms += h.terms.size();
-  v.contribution.resize(terms * n);
-  v.logit.resize(heads * n);
-  v.p.resize(heads * n);
-  v.score.resize(n);
-  ws->scratch.assign(n, 0.0);  // sum_h e_h log p_h
-  const double* atoms = ws->atoms.data();
-  size_t t = 0;
-  for (size_t hi = 0; hi < heads; ++hi) {
-    const Model::Head& h = model.heads()[hi];
-    double* logit = v.logit.data() + hi * n;
-    Fill(logit, n, h.bias);
-    for (const Model::Term& term : h.terms) {
-      double* contrib = v.contribution.data() + t * n;
-      const double* lhs = atoms + static_cast<size_t>(term.lhs) * n;
-      const double* rhs = atoms + static_cast<size_t>(term.rhs) * n;
-      const double w = term.weight;
-      switch (term.op) {
-        case Model::Op::kAtom:
-          for (size_t c = 0; c < n; ++c) contrib[c] = w * lhs[c];
-          break;
-        case Model::Op::kProduct:
-          for (size_t c = 0; c < n; ++c) contrib[c] = w * (lhs[c] * rhs[c]);
-          break;
-        case Model::Op::kAbsDiff:
-          for (size_t c = 0; c < n; ++c) contrib[c] = w * std::fabs(lhs[c] - rhs[c]);
-          break;
-      }
-      for (size_t c = 0; c < n; ++c) logit[c] += contrib[c];
-      ++t;
-    }
-    // p = 1 / (1 + exp(-logit)); log p = -log1p(exp(-logit)).
-    double* p = v.p.data() + hi * n;
-    for (size_t c = 0; c < n; ++c) p[c] = -logit[c];
-    ExpArray(p, p, n);  // exp(-logit), for now.
-    double* log_score = ws->scratch.data();
-    if (h.exponent != 0) {
-      double* z = v.score.data();  // Scratch until the scores are made.
-      Log1pNonNegativeArray(p, z, n);
-      for (size_t c = 0; c < n; ++c) log_score[c] -= h.exponent * z[c];
-    }
-    for (size_t c = 0; c < n; ++c) p[c] = 1.0 / (1.0 + p[c]);
-  }
-  // score = boost * prod_h p_h^e_h = boost * exp(sum_h e_h log p_h).
-  ExpArray(ws->scratch.data(), v.score.data(), n);
-  // Boosts per distinct source (a hash lookup each), then per candidate.
-  ws->source_boost.resize(v.sources.size());
-  for (size_t s = 0; s < v.sources.size(); ++s) ws->source_boost[s] = model.Boost(v.sources[s]);
-  v.boost.resize(n);
-  for (size_t c = 0; c < n; ++c) {
-    v.boost[c] = ws->source_boost[v.source_code[c]];
-    v.score[c] *= v.boost[c];
-  }
+  return ws->feature_column;
 }
 
 // A score's bits as an unsigned key that sorts best first: descending
@@ -284,26 +173,17 @@ void Order(RankWorkspace* ws) {
 void BuildSchema(const Model& model, const RequestView& request,
                  const std::vector<uint8_t>& integral, RankWorkspace::Schema* k) {
   k->keys.clear();
-  k->head.clear();
-  k->contrib.clear();
+  k->model.clear();
   k->feature.clear();
+  k->explain_feature.clear();
+  k->explain_value.clear();
   auto add = [k](std::string name, MetricType type) {
     k->keys.push_back(MetricKey{std::move(name), type});
     return static_cast<uint32_t>(k->keys.size() - 1);
   };
   k->final_score = add("score.final", MetricType::kDouble);
-  for (const Model::Head& h : model.heads()) {
-    k->head.push_back(add(absl::StrCat("score.", h.name), MetricType::kDouble));
-  }
-  // Per-input contributions of the heads the model file marks "explain";
-  // every head's contributions are in the log line.
-  for (const Model::Head& h : model.heads()) {
-    for (const Model::Term& t : h.terms) {
-      k->contrib.push_back(!h.explain ? UINT32_MAX
-                                      : add(absl::StrCat("contrib.", h.name, ".", t.input),
-                                            MetricType::kFloat));
-    }
-  }
+  const ModelOutputs& outputs = *model.outputs();
+  for (const ModelOutputs::Metric& m : outputs.metrics) k->model.push_back(add(m.name, m.type));
   for (size_t j = 0; j < request.item_feature_names.size(); ++j) {
     k->feature.push_back(add(absl::StrCat("feat.", request.item_feature_names[j]),
                              integral[j] ? MetricType::kInt : MetricType::kFloat));
@@ -313,6 +193,14 @@ void BuildSchema(const Model& model, const RequestView& request,
   k->pre_rank = add("rank.pre", MetricType::kInt);
   k->bucket = add("exp.bucket", MetricType::kString);
   k->version = add("model.version", MetricType::kString);
+  if (outputs.explains) {
+    for (size_t e = 1; e <= outputs.explain_top_k; ++e) {
+      k->explain_feature.push_back(add(absl::StrCat("explain.", e, ".feature"),
+                                       MetricType::kString));
+      k->explain_value.push_back(add(absl::StrCat("explain.", e, ".contribution"),
+                                     MetricType::kFloat));
+    }
+  }
 }
 
 // The schema of this request, from the workspace's cache when the model,
@@ -332,14 +220,14 @@ const RankWorkspace::Schema& SchemaFor(const Model& model, const RequestView& re
 }
 
 // The request-level values of the log lines.
-void FillLogHeader(const Model& model, std::shared_ptr<const LogLabels> labels,
-                   const RequestView& request, LogValues* v) {
-  v->labels = std::move(labels);
+void FillLogHeader(const Model& model, const std::string& bucket, const RequestView& request,
+                   LogValues* v) {
+  v->outputs = model.outputs();
   v->request_id = std::string(request.request_id);
   v->request_time_ms = request.request_time_ms;
   v->scene = std::string(SceneName(static_cast<rank::v1::Scene>(request.scene)));
   v->user_id = std::string(request.user_id);
-  v->bucket = model.BucketOf(request.user_id);
+  v->bucket = bucket;
   v->model_version = model.full_version();
   v->context.clear();
   for (const char* key : kLogContextKeys) {
@@ -352,24 +240,24 @@ void FillLogHeader(const Model& model, std::shared_ptr<const LogLabels> labels,
   v->top_n = request.top_n;
 }
 
-// The result's columns, in rank order.
-void EmitColumns(const Model& model, const RequestView& request,
-                 const RankWorkspace::Schema& k, const RankWorkspace& ws, RankResult* result) {
+// The model's metrics and the features, in rank order.
+void EmitScoreColumns(const Model& model, const RankWorkspace::Schema& k, const RankWorkspace& ws,
+                      RankResult* result) {
   const LogValues& v = ws.v;
   const size_t n = v.n;
   const uint32_t* order = v.order.data();
   double* final_score = result->OverwriteDoubles(k.final_score);
   for (size_t r = 0; r < n; ++r) final_score[r] = v.score[order[r]];
-  for (size_t h = 0; h < k.head.size(); ++h) {
-    double* out = result->OverwriteDoubles(k.head[h]);
-    const double* p = v.p.data() + h * n;
-    for (size_t r = 0; r < n; ++r) out[r] = p[order[r]];
-  }
-  for (size_t t = 0; t < k.contrib.size(); ++t) {
-    if (k.contrib[t] == UINT32_MAX) continue;
-    float* out = result->OverwriteFloats(k.contrib[t]);
-    const double* contrib = v.contribution.data() + t * n;
-    for (size_t r = 0; r < n; ++r) out[r] = static_cast<float>(contrib[order[r]]);
+  const ModelOutputs& outputs = *model.outputs();
+  for (size_t m = 0; m < outputs.metrics.size(); ++m) {
+    const double* column = v.model_values.data() + size_t{outputs.metrics[m].column} * n;
+    if (outputs.metrics[m].type == MetricType::kFloat) {
+      float* out = result->OverwriteFloats(k.model[m]);
+      for (size_t r = 0; r < n; ++r) out[r] = static_cast<float>(column[order[r]]);
+    } else {
+      double* out = result->OverwriteDoubles(k.model[m]);
+      for (size_t r = 0; r < n; ++r) out[r] = column[order[r]];
+    }
   }
   for (size_t f = 0; f < k.feature.size(); ++f) {
     const float* in = v.features.data() + f * n;
@@ -381,6 +269,15 @@ void EmitColumns(const Model& model, const RequestView& request,
       for (size_t r = 0; r < n; ++r) out[r] = in[order[r]];
     }
   }
+}
+
+// Sources, ranks, bucket and version, in rank order.
+void EmitItemColumns(const Model& model, const std::string& bucket,
+                     const RankWorkspace::Schema& k, const RankWorkspace& ws,
+                     RankResult* result) {
+  const LogValues& v = ws.v;
+  const size_t n = v.n;
+  const uint32_t* order = v.order.data();
   for (const std::string& source : v.sources) result->AddStringEntry(k.source, source);
   uint32_t* source = result->OverwriteCodes(k.source);
   for (size_t r = 0; r < n; ++r) source[r] = v.source_code[order[r]];
@@ -389,24 +286,59 @@ void EmitColumns(const Model& model, const RequestView& request,
   int64_t* pre_rank = result->OverwriteInts(k.pre_rank);
   for (size_t r = 0; r < n; ++r) pre_rank[r] = static_cast<int64_t>(order[r]) + 1;
   // One entry each, every item's code 0.
-  result->AddStringEntry(k.bucket, model.BucketOf(request.user_id));
+  result->AddStringEntry(k.bucket, bucket);
   result->MutableCodes(k.bucket);
   result->AddStringEntry(k.version, model.full_version());
   result->MutableCodes(k.version);
 }
 
+// The shown items' explanations: metrics of those items only (the other
+// items have none), and the text of each for the log line.
+void Explain(const Model& model, const RequestView& request, const RankWorkspace::Schema& k,
+             RankWorkspace* ws, RankResult* result) {
+  const ModelOutputs& outputs = *model.outputs();
+  LogValues& v = ws->v;
+  v.explanations.clear();
+  if (!outputs.explains) return;
+  const size_t shown = std::min<size_t>(request.top_n, v.n);
+  std::vector<uint32_t> candidates(v.order.begin(), v.order.begin() + shown);
+  std::vector<Explanation> explanations;
+  model.Explain(request, v.features.data(), ws->feature_column, v.n, candidates,
+                outputs.explain_top_k, &explanations);
+  v.explanations.assign(v.n, std::string());
+  for (size_t r = 0; r < explanations.size() && r < shown; ++r) {
+    std::string& text = v.explanations[candidates[r]];
+    const auto& contributions = explanations[r].contributions;
+    for (size_t e = 0; e < contributions.size() && e < k.explain_feature.size(); ++e) {
+      result->SetString(r, k.explain_feature[e], contributions[e].first);
+      result->SetFloat(r, k.explain_value[e], contributions[e].second);
+      if (!text.empty()) text.push_back(' ');
+      absl::StrAppend(&text, contributions[e].first, ":");
+      logstore::AppendLogNumberText(contributions[e].second, &text);
+    }
+  }
+}
+
 }  // namespace
 
+Ranker::Ranker(const LinearModel* model)
+    : model_(std::make_shared<LinearScorer>(LinearModel(*model))) {}
+
 void Ranker::Score(const RequestView& request, RankWorkspace* ws) const {
+  const Model& model = *model_;
   Gather(request, ws);
-  BindAtoms(*model_, request, ws);
-  ScoreHeads(*model_, ws);
+  const std::vector<int>& column = FeatureColumns(model, request, ws);
+  LogValues& v = ws->v;
+  v.score.resize(v.n);
+  v.model_values.resize(model.outputs()->value_columns * v.n);
+  model.Score(request, v.features.data(), column, v.n, v.score.data(), v.model_values.data());
   Order(ws);
 }
 
-void Ranker::Build(const RequestView& request, LogDetail detail, RankWorkspace* ws,
-                   RankResult* result) const {
-  const RankWorkspace::Schema& k = SchemaFor(*model_, request, ws);
+void Ranker::Build(const RequestView& request, const std::string& bucket, LogDetail detail,
+                   RankWorkspace* ws, RankResult* result) const {
+  const Model& model = *model_;
+  const RankWorkspace::Schema& k = SchemaFor(model, request, ws);
   result->ResetKeys(k.keys);
   const LogValues& v = ws->v;
   result->Reserve(v.n, v.ids.size());
@@ -414,9 +346,11 @@ void Ranker::Build(const RequestView& request, LogDetail detail, RankWorkspace* 
     const uint32_t c = v.order[r];
     result->AddItem(v.id(c), v.score[c], static_cast<uint32_t>(r + 1));
   }
-  EmitColumns(*model_, request, k, *ws, result);
+  EmitScoreColumns(model, k, *ws, result);
+  EmitItemColumns(model, bucket, k, *ws, result);
+  Explain(model, request, k, ws, result);
   if (detail == LogDetail::kInline) {
-    FillLogHeader(*model_, labels_, request, &ws->v);
+    FillLogHeader(model, bucket, request, &ws->v);
     const LogLineFormat format(ws->v);
     std::string line;
     for (size_t r = 0; r < v.n; ++r) {
@@ -428,10 +362,11 @@ void Ranker::Build(const RequestView& request, LogDetail detail, RankWorkspace* 
 }
 
 std::unique_ptr<LogValues> Ranker::TakeLogValues(const RequestView& request,
+                                                 const std::string& bucket,
                                                  RankWorkspace* ws) const {
   auto values = std::make_unique<LogValues>(std::move(ws->v));
   ws->v = LogValues();
-  FillLogHeader(*model_, labels_, request, values.get());
+  FillLogHeader(*model_, bucket, request, values.get());
   return values;
 }
 
@@ -440,41 +375,40 @@ std::unique_ptr<logstore::LogRenderer> Ranker::Renderer(std::unique_ptr<LogValue
 }
 
 RankOutput Ranker::Rank(const rank::v1::RankRequest& proto, LogDetail detail) const {
-  std::string storage;
-  RequestView request;
   // REQUIRES: the request is valid, so it parses within any limits.
   RequestLimits unlimited;
   unlimited.max_candidates = unlimited.max_item_features = unlimited.max_user_features =
       unlimited.max_context_entries = unlimited.max_accept_codecs = UINT32_MAX >> 5;
-  (void)RequestViewOf(proto, unlimited, &storage, &request);
+  const OwnedRequestView request(proto, unlimited);
+  const std::string& bucket = BucketOf(request.view().user_id);
   RankWorkspace ws;
   RankOutput out;
   Score(request, &ws);
-  Build(request, detail, &ws, &out.result);
-  if (detail == LogDetail::kDeferred) out.logs = Renderer(TakeLogValues(request, &ws));
+  Build(request, bucket, detail, &ws, &out.result);
+  if (detail == LogDetail::kDeferred) out.logs = Renderer(TakeLogValues(request, bucket, &ws));
   return out;
 }
 
-OutputShape Ranker::Shape(const RequestView& request) const {
+OutputShape Ranker::Shape(const RequestView& request, const std::string& bucket) const {
   const Model& model = *model_;
   // Features as ints bound them as floats too (see OutputShape::Key).
   RankWorkspace::Schema k;
   const std::vector<uint8_t> integral(request.item_feature_names.size(), 1);
   BuildSchema(model, request, integral, &k);
-  const std::string& bucket = model.BucketOf(request.user_id);
   OutputShape shape;
   for (const MetricKey& key : k.keys) {
     shape.keys.push_back(OutputShape::Key{key.name, key.type, 0, 0, false});
   }
-  // What EmitColumns puts in each item, at its largest.
+  // What the result puts in each item, at its largest.
   for (uint32_t f : k.feature) shape.keys[f].max_int = 9'000'000'000'000'000;  // 9.0e15f
   shape.keys[k.recall_rank].max_int = UINT32_MAX;
   shape.keys[k.pre_rank].max_int = static_cast<uint64_t>(request.n);
   shape.keys[k.source].is_recall_source = true;
   shape.keys[k.bucket].string_bytes = bucket.size();
   shape.keys[k.version].string_bytes = model.full_version().size();
+  for (uint32_t e : k.explain_feature) shape.keys[e].string_bytes = model.outputs()->explain_text_bound;
   LogValues header;
-  FillLogHeader(model, labels_, request, &header);
+  FillLogHeader(model, bucket, request, &header);
   const LogLineFormat::Bound bound = LogLineFormat(header).TextBound();
   shape.line_fixed_bytes = bound.fixed_bytes;
   shape.line_shared_bytes = bound.shared_bytes;

@@ -1,31 +1,27 @@
-// Ranker scores a validated RankRequest with a LinearModel and returns the
-// RankResult a production ranker emits: items sorted by score, each with the
-// model's sub-scores, per-input contributions, the item's feature values,
-// recall source and rank, experiment bucket, model version and, if asked,
-// a per-item log line (a feature dump of about 1 KB).
+// Ranker scores a validated request with a Model (server/model.h) and
+// returns the RankResult a production ranker emits: items sorted by score,
+// each with its final score, the model's metrics (a linear model's
+// sub-scores and contributions; an XGBoost model's margin and, for the
+// items shown, their largest contributions), the item's feature values,
+// recall source and rank, experiment bucket, model version and, if asked, a
+// per-item log line (server/log_line.h).
 //
-// Everything in the result is computed from the request; the same request
-// gives the same result, byte for byte.
+// Everything in the result is computed from the request and the model; the
+// same request gives the same result, byte for byte.
 //
 // It works column by column, in a RankWorkspace the caller keeps from call
-// to call (one per thread): the candidates' features are gathered once into
-// feature-major arrays, each model input is one array over the candidates,
-// transforms and the heads' sigmoids run as vector loops with no libm call
-// per element (server/vector_math.h), and the result's columns are written
-// in rank order. A warm workspace and a reused RankResult make a request
-// allocate nothing per item or per metric.
+// to call (one per thread): the candidates' features are gathered once
+// (feature-major), the model scores them in vector loops, candidates are
+// ordered by a radix sort, and the result's columns are written in rank
+// order. A warm workspace and a reused RankResult make a request allocate
+// nothing per item or per metric.
 //
-// Scores: p_h = sigmoid(logit_h), score = boost * exp(sum_h e_h * log p_h)
-// (the product of p_h^e_h, with one exp per candidate instead of a pow per
-// head), within 1e-13 relative of the same formula through libm.
+// Log lines cost more to format than the scores cost to compute, so when
+// they go to the log store the ranker does not format them:
+// TakeLogValues() moves the values out of the workspace, and a log writer
+// thread writes them.
 //
-// Log lines (server/log_line.h) cost more to format than the scores cost to
-// compute, so when they go to the log store the ranker does not format
-// them: TakeLogValues() moves the values out of the workspace, and a log
-// writer thread formats them.
-//
-// Thread safety: const and stateless per call; share one Ranker. A
-// workspace is for one thread.
+// Thread safety: const; share one Ranker. A workspace is for one thread.
 #ifndef RANKWIRE_SERVER_RANKER_H_
 #define RANKWIRE_SERVER_RANKER_H_
 
@@ -39,6 +35,7 @@
 #include "rank/v1/rank.pb.h"
 #include "server/linear_model.h"
 #include "server/log_line.h"
+#include "server/model.h"
 #include "server/request_view.h"
 
 namespace rankwire::server {
@@ -87,15 +84,12 @@ struct RankWorkspace {
   // rank order.
   LogValues v;
   std::vector<uint8_t> integral;    // Per item feature: every value whole.
-  std::vector<double> atoms;        // [a * n + c], transformed inputs.
-  std::vector<double> scratch;      // [c]
-  std::vector<double> source_boost;  // Per distinct source.
   std::vector<uint64_t> sort_keys, sort_keys_tmp;
   std::vector<uint32_t> sort_order_tmp;
-  // Per model input, the feature column it reads (-1: none), kept while
-  // the model and the feature names repeat.
-  std::vector<int> atom_column;
-  const LinearModel* bound_model = nullptr;
+  // Per model item feature, the request column it reads (-1: none), kept
+  // while the model and the request's feature names repeat.
+  std::vector<int> feature_column;
+  const Model* bound_model = nullptr;
   std::vector<std::string> bound_features;
   // The key table of the last request, kept while its model, feature
   // names and integral features repeat (a ranker's schema, call after
@@ -103,12 +97,13 @@ struct RankWorkspace {
   struct Schema {
     std::vector<MetricKey> keys;
     uint32_t final_score = 0;
-    std::vector<uint32_t> head;     // Per head.
-    std::vector<uint32_t> contrib;  // Per term, UINT32_MAX when not emitted.
+    std::vector<uint32_t> model;    // Per ModelOutputs::metrics entry.
     std::vector<uint32_t> feature;  // Per item feature.
     uint32_t source = 0, recall_rank = 0, pre_rank = 0, bucket = 0, version = 0;
+    // Per k: "explain.<k>.feature" and "explain.<k>.contribution".
+    std::vector<uint32_t> explain_feature, explain_value;
   } schema;
-  const LinearModel* schema_model = nullptr;
+  const Model* schema_model = nullptr;
   std::vector<std::string> schema_features;
   std::vector<uint8_t> schema_integral;
 };
@@ -122,37 +117,51 @@ struct RankOutput {
 
 class Ranker {
  public:
-  // `model` is not owned and must outlive the Ranker (and the renderers it
-  // returns).
-  explicit Ranker(const LinearModel* model) : model_(model), labels_(LogLabels::Of(*model)) {}
+  // `model` is shared with the renderers and log values the ranker hands
+  // out (a reload may replace it while they are queued).
+  explicit Ranker(std::shared_ptr<const Model> model) : model_(std::move(model)) {}
+  // A linear model, copied into a LinearScorer: for tests and tools.
+  explicit Ranker(const LinearModel* model);
+
+  // The bucket a user falls into when no bucket manifest decides: the
+  // model's.
+  const std::string& BucketOf(absl::string_view user_id) const {
+    return model_->BucketOf(user_id);
+  }
 
   // Scores every candidate and orders them (ties keep request order), in
   // `ws`. REQUIRES: ValidateRequest(request, ...) returned OK.
   void Score(const RequestView& request, RankWorkspace* ws) const;
   // Writes the result of the last Score() into `result` (cleared first,
   // its memory reused): keys, items in rank order, their metrics, and
-  // with LogDetail::kInline their log lines.
-  void Build(const RequestView& request, LogDetail detail, RankWorkspace* ws,
-             RankResult* result) const;
+  // with LogDetail::kInline their log lines. `bucket` is the request's
+  // experiment bucket (in every item and line).
+  void Build(const RequestView& request, const std::string& bucket, LogDetail detail,
+             RankWorkspace* ws, RankResult* result) const;
   // The values of the last Score()'s log lines, moved out of `ws` (which
   // then reallocates them on its next call), for a log writer to format.
-  std::unique_ptr<LogValues> TakeLogValues(const RequestView& request, RankWorkspace* ws) const;
+  std::unique_ptr<LogValues> TakeLogValues(const RequestView& request, const std::string& bucket,
+                                           RankWorkspace* ws) const;
   // A renderer of `values`' lines for the log store.
   std::unique_ptr<logstore::LogRenderer> Renderer(std::unique_ptr<LogValues> values) const;
 
   // Score + Build (+ the renderer with kDeferred), with a workspace of its
-  // own, for a protobuf request: for tests and tools.
+  // own and the model's bucket, for a protobuf request: for tests and tools.
   // REQUIRES: ValidateRequest(request, ...) returned OK.
   RankOutput Rank(const rank::v1::RankRequest& request, LogDetail detail) const;
 
   // REQUIRES: ValidateRequest(request, ...) returned OK.
-  OutputShape Shape(const RequestView& request) const;
+  OutputShape Shape(const RequestView& request, const std::string& bucket) const;
+  // With the model's bucket for the request's user.
+  OutputShape Shape(const RequestView& request) const {
+    return Shape(request, BucketOf(request.user_id));
+  }
 
-  const LinearModel& model() const { return *model_; }
+  const Model& model() const { return *model_; }
+  const std::shared_ptr<const Model>& shared_model() const { return model_; }
 
  private:
-  const LinearModel* model_;
-  std::shared_ptr<const LogLabels> labels_;
+  std::shared_ptr<const Model> model_;
 };
 
 }  // namespace rankwire::server

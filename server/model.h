@@ -1,0 +1,110 @@
+// Model: what the ranker scores with, whatever its kind. Two kinds exist:
+// the linear format (LinearModel, server/linear_scorer.h) and XGBoost
+// (server/xgboost_scorer.h). The request validator, the response budget,
+// the result's common keys, the log line's common part and the metrics do
+// not depend on which one is loaded; a model says what it adds.
+//
+// A model scores every candidate of a request into
+//   - the final score of each candidate (what the items are ranked by), and
+//   - `value columns` of its own: numbers per candidate (a linear model's
+//     head probabilities, logits and per-input contributions and its boost;
+//     an XGBoost model's margin),
+// and declares, once, which of its columns become result metrics (name and
+// type) and which appear in the log line (after the features, before
+// " final="), with the literal label before each.
+//
+// A model may also explain the items shown (the top N after ranking): per
+// item, its largest per-feature contributions, as metrics of those items
+// only and as a string in their log lines. The other items pay nothing.
+//
+// Thread safety: immutable once loaded; Score and Explain are const and
+// safe from many threads (scratch lives in the caller's workspace).
+#ifndef RANKWIRE_SERVER_MODEL_H_
+#define RANKWIRE_SERVER_MODEL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "codec/rank_result.h"
+#include "server/request_view.h"
+
+namespace rankwire::server {
+
+// What a model adds to the result and the log line.
+struct ModelOutputs {
+  // Numbers per candidate the model's Score() writes: column j of
+  // candidate c at values[j * n + c].
+  size_t value_columns = 0;
+  struct Metric {
+    std::string name;  // The result key ("score.ctr").
+    MetricType type = MetricType::kDouble;  // kDouble, or kFloat (rounded).
+    uint32_t column = 0;
+  };
+  std::vector<Metric> metrics;
+  struct LogField {
+    std::string label;  // The literal text before the value (" | ctr p=").
+    uint32_t column = 0;
+  };
+  std::vector<LogField> log;
+  // Whether Explain() does anything: the shown items then carry metrics
+  // "explain.<k>.feature" (string) and "explain.<k>.contribution" (float)
+  // for k = 1..explain_top_k, and their log lines the same after
+  // " | explain=" ("name:value name:value ..."; empty for other items).
+  bool explains = false;
+  size_t explain_top_k = 0;
+  // The longest explanation text an item's line can carry.
+  size_t explain_text_bound = 0;
+};
+
+// One shown item's explanation: its largest contributions, largest first.
+struct Explanation {
+  std::vector<std::pair<std::string, float>> contributions;
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+
+  // "linear" or "xgboost".
+  virtual absl::string_view kind() const = 0;
+  // "name@version": in every response header, item and log line.
+  virtual const std::string& full_version() const = 0;
+  // The item features the model reads, by name (a request's feature
+  // columns bind to them; names it lacks score as the model says).
+  virtual const std::vector<std::string>& item_features() const = 0;
+  // What Score() writes and the result and log line show; shared, so a
+  // request's queued log values keep it after the model is replaced.
+  virtual const std::shared_ptr<const ModelOutputs>& outputs() const = 0;
+
+  // Scores the n candidates: writes score[c] (n values) and values
+  // (outputs().value_columns * n). `features` is the request's, feature-
+  // major ([f * n + c]); `column[i]` is the request column of
+  // item_features()[i], or -1 when the request does not carry it.
+  // REQUIRES: the request is valid.
+  virtual void Score(const RequestView& request, const float* features,
+                     const std::vector<int>& column, size_t n, double* score,
+                     double* values) const = 0;
+
+  // The explanations of the candidates `shown` (candidate indexes), when
+  // outputs().explains: at most `top_k` contributions each.
+  virtual void Explain(const RequestView& request, const float* features,
+                       const std::vector<int>& column, size_t n,
+                       const std::vector<uint32_t>& shown, size_t top_k,
+                       std::vector<Explanation>* out) const {
+    (void)request, (void)features, (void)column, (void)n, (void)shown, (void)top_k;
+    out->clear();
+  }
+
+  // The experiment bucket a user falls into when no bucket manifest says
+  // otherwise (the linear format can name buckets; otherwise "default").
+  virtual const std::string& BucketOf(absl::string_view user_id) const = 0;
+};
+
+}  // namespace rankwire::server
+
+#endif  // RANKWIRE_SERVER_MODEL_H_
