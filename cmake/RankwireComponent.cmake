@@ -7,6 +7,10 @@
 # includes tests/support/... without linking the support library fails to
 # compile instead of silently reaching into the tree (which a repo-root
 # include directory allowed).
+#
+# That directory is a build-tree path, so it is a $<BUILD_INTERFACE:...>:
+# the installed targets (cmake/RankwireInstall.cmake) use include/rankwire,
+# where the public headers keep the same "<folder>/x.h" paths.
 function(rankwire_component_headers target folder)
   string(REPLACE "/" "_" _flat "${folder}")
   set(_root "${PROJECT_BINARY_DIR}/include/${_flat}")
@@ -17,8 +21,8 @@ function(rankwire_component_headers target folder)
   endif()
   get_target_property(_type ${target} TYPE)
   if(_type STREQUAL "INTERFACE_LIBRARY")
-    target_include_directories(${target} INTERFACE "${_root}")
+    target_include_directories(${target} INTERFACE "$<BUILD_INTERFACE:${_root}>")
   else()
-    target_include_directories(${target} PUBLIC "${_root}")
+    target_include_directories(${target} PUBLIC "$<BUILD_INTERFACE:${_root}>")
   endif()
 endfunction()
