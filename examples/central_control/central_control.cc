@@ -88,8 +88,7 @@ std::string Show(const ItemRef& item, const char* name) {
 // what was not found is asked for again once, a little later; never in a
 // loop.
 absl::StatusOr<std::vector<rankwire::client::ItemLogResult>> FetchLogsOfShown(
-    const RankClient& client, const std::string& request_id,
-    const std::vector<std::string>& ids) {
+    const RankClient& client, const std::string& request_id, const std::vector<std::string>& ids) {
   CallOptions options;
   options.deadline = absl::Milliseconds(100);  // Shorter than Rank's.
   auto logs = client.FetchLogs(request_id, ids, options);
@@ -102,7 +101,7 @@ absl::StatusOr<std::vector<rankwire::client::ItemLogResult>> FetchLogsOfShown(
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   auto again = client.FetchLogs(request_id, missing, options);
   if (!again.ok()) return logs;  // What the first call found.
-  size_t next = 0;  // FetchLogs answers in request order.
+  size_t next = 0;               // FetchLogs answers in request order.
   for (auto& entry : *logs) {
     if (!entry.log && next < again->size()) entry.log = (*again)[next++].log;
   }
@@ -149,8 +148,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> ids;
   for (const ItemRef& item : *top) {
     std::printf("%2u %-8s %.4f ctr=%s src=%s\n", item.position(), std::string(item.id()).c_str(),
-                item.score(), Show(item, "score.ctr").c_str(),
-                Show(item, "recall.source").c_str());
+                item.score(), Show(item, "score.ctr").c_str(), Show(item, "recall.source").c_str());
     ids.emplace_back(item.id());
   }
 
