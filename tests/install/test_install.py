@@ -77,6 +77,8 @@ class InstallTest(unittest.TestCase):
     def setUpClass(cls):
         cls.build = os.path.realpath(os.environ["RANKWIRE_BUILD_DIR"])
         cls.dir = tempfile.mkdtemp(prefix="rankwire-install-")
+        # Runs even when the rest of setUpClass fails (tearDownClass would not).
+        cls.addClassCleanup(shutil.rmtree, cls.dir, ignore_errors=True)
         cls.prefix = os.path.join(cls.dir, "prefix")
         cls.launcher = os.environ.get("RANKWIRE_CXX_LAUNCHER", "")
         cls.cxx = os.environ.get("RANKWIRE_CXX", "c++")
@@ -90,10 +92,6 @@ class InstallTest(unittest.TestCase):
         cls.run_checked(os.environ.get("RANKWIRE_CMAKE", "cmake"), "--install", cls.build,
                         "--prefix", cls.prefix)
         cls.install_seconds = time.monotonic() - t0
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.dir, ignore_errors=True)
 
     @classmethod
     def run_checked(cls, *args, timeout=300, **kw):
