@@ -2,28 +2,19 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <sstream>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "base/read_file.h"
+#include "base/stable_hash.h"
 #include "base/status_macros.h"
+#include "base/status_reason.h"
 
 namespace rankwire::server {
 namespace {
-
-// FNV-1a, 64-bit: a stable hash so bucket assignment does not change between
-// builds or platforms.
-uint64_t StableHash(absl::string_view s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 // One line of a model file, split into tokens, with its position for
 // errors.
@@ -36,8 +27,12 @@ class Line {
   absl::string_view operator[](size_t i) const { return t_[i]; }
   size_t size() const { return t_.size(); }
 
-  absl::Status Error(absl::string_view problem) const {
-    return absl::InvalidArgumentError(absl::StrCat(source_, ":", number_, ": ", problem));
+  // `reason` (base/status_reason.h) says what kind of problem, for the
+  // reload failure counts; most have none beyond the code.
+  absl::Status Error(absl::string_view problem, absl::string_view reason = {}) const {
+    absl::Status status =
+        absl::InvalidArgumentError(absl::StrCat(source_, ":", number_, ": ", problem));
+    return reason.empty() ? status : WithReason(std::move(status), reason);
   }
   // InvalidArgument unless the directive has exactly `n - 1` arguments.
   absl::Status Want(size_t n) const {
@@ -48,7 +43,7 @@ class Line {
   absl::StatusOr<double> Number(size_t i) const {
     double v;
     if (!absl::SimpleAtod(t_[i], &v) || !std::isfinite(v)) {
-      return Error(absl::StrCat("\"", t_[i], "\" is not a finite number"));
+      return Error(absl::StrCat("\"", t_[i], "\" is not a finite number"), "invalid_number");
     }
     return v;
   }
@@ -85,14 +80,10 @@ double LinearModel::ApplyTransform(const Atom& atom, double raw) {
   return raw;
 }
 
-absl::StatusOr<LinearModel> LinearModel::LoadFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return absl::NotFoundError(absl::StrCat("cannot open model file ", path));
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  return Parse(text.str(), path);
+absl::StatusOr<LinearModel> LinearModel::LoadFile(const std::string& path,
+                                                  uint64_t max_file_bytes) {
+  ASSIGN_OR_RETURN(CheckedFile file, ReadFileChecked(path, max_file_bytes));
+  return Parse(file.bytes, path);
 }
 
 // Builds a LinearModel from a model file, one method per directive. Each
@@ -105,6 +96,11 @@ class ModelParser {
   absl::Status ParseLine(const Line& line) {
     const absl::string_view d = line.directive();
     if (!saw_header_) return Header(line);
+    if (saw_end_) return line.Error("a directive after \"end\"");
+    if (d == "end") {
+      saw_end_ = true;
+      return line.Want(1);
+    }
     if (d == "name" || d == "version") return NameOrVersion(line);
     if (d == "transform") return Transform(line);
     if (d == "head") return Head(line);
@@ -118,7 +114,12 @@ class ModelParser {
   // The whole-file checks, after the last line (`last_line` for errors).
   absl::StatusOr<LinearModel> Finish(int last_line) && {
     Line end(source_, last_line, {""});
-    if (!saw_header_) return end.Error("empty model file");
+    if (!saw_header_) return end.Error("empty model file", "empty");
+    if (!saw_end_) {
+      return end.Error(
+          "no \"end\" line: the file is truncated (or was read while being written)",
+          "truncated");
+    }
     if (model_.name_.empty() || model_.version_.empty()) {
       return end.Error("model needs a name and a version");
     }
@@ -172,7 +173,7 @@ class ModelParser {
       ASSIGN_OR_RETURN(atom.a, line.Number(3));
       if (atom.a == 0) return line.Error("scale divisor must not be 0");
     } else {
-      return line.Error(absl::StrCat("unknown transform \"", kind, "\""));
+      return line.Error(absl::StrCat("unknown transform \"", kind, "\""), "unknown_transform");
     }
     if (!transforms_.emplace(std::string(line[1]), atom).second) {
       return line.Error(absl::StrCat("second transform for \"", line[1], "\""));
@@ -284,6 +285,7 @@ class ModelParser {
   absl::string_view source_;
   LinearModel model_;
   bool saw_header_ = false;
+  bool saw_end_ = false;
   // Transforms by full input name, applied when atoms are made.
   absl::flat_hash_map<std::string, Atom> transforms_;
   absl::flat_hash_map<std::string, int> atom_index_;
@@ -308,7 +310,7 @@ double LinearModel::Boost(absl::string_view recall_source) const {
 }
 
 const std::string& LinearModel::BucketOf(absl::string_view user_id) const {
-  int slot = static_cast<int>(StableHash(user_id) % 100);
+  int slot = UserSlot(user_id);
   for (const Bucket& b : buckets_) {
     if (slot < b.percent) return b.name;
     slot -= b.percent;

@@ -13,6 +13,7 @@
 #ifndef RANKWIRE_SERVER_LINEAR_MODEL_H_
 #define RANKWIRE_SERVER_LINEAR_MODEL_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -58,7 +59,12 @@ class LinearModel {
   // InvalidArgument with "<source_name>:<line>: <problem>" on a bad file.
   static absl::StatusOr<LinearModel> Parse(absl::string_view text,
                                            absl::string_view source_name);
-  static absl::StatusOr<LinearModel> LoadFile(const std::string& path);
+  // The file read with ReadFileChecked (base/read_file.h: a file over
+  // max_file_bytes is refused unread), then Parse. Errors carry a reason
+  // (base/status_reason.h) where one applies: the file's, "empty",
+  // "truncated" (no "end" line), "invalid_number", "unknown_transform".
+  static absl::StatusOr<LinearModel> LoadFile(const std::string& path,
+                                              uint64_t max_file_bytes = uint64_t{64} << 20);
 
   const std::string& name() const { return name_; }
   const std::string& version() const { return version_; }

@@ -5,6 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "base/status_reason.h"
 
 namespace rankwire::server {
 namespace {
@@ -27,6 +28,7 @@ explain ctr
 boost hot 1.5
 experiment a 30
 experiment b 70
+end
 )";
 
 TEST(LinearModelTest, ShippedModelLoads) {
@@ -99,21 +101,21 @@ TEST(LinearModelTest, ErrorsNameTheFileAndLine) {
   const Case cases[] = {
       {"", "empty model file"},
       {"rankwire-model 2\n", "x.model:1: expected the header"},
-      {"rankwire-model 1\nname n\nversion v\nhead h 0 1\nfrobnicate\n",
+      {"rankwire-model 1\nname n\nversion v\nhead h 0 1\nfrobnicate\nend\n",
        "x.model:5: unknown directive \"frobnicate\""},
-      {"rankwire-model 1\nname n\nversion v\nhead h zero 1\n", "x.model:4: \"zero\" is not a finite number"},
-      {"rankwire-model 1\nname n\nversion v\nhead h 0 1\nweight g x 1\n",
+      {"rankwire-model 1\nname n\nversion v\nhead h zero 1\nend\n", "x.model:4: \"zero\" is not a finite number"},
+      {"rankwire-model 1\nname n\nversion v\nhead h 0 1\nweight g x 1\nend\n",
        "x.model:5: weight for undeclared head \"g\""},
-      {"rankwire-model 1\nname n\nversion v\nhead h 0 1\nexperiment a 60\nexperiment b 30\n",
+      {"rankwire-model 1\nname n\nversion v\nhead h 0 1\nexperiment a 60\nexperiment b 30\nend\n",
        "experiment percents sum to 90"},
-      {"rankwire-model 1\nname n\nhead h 0 1\n", "model needs a name and a version"},
-      {"rankwire-model 1\nname n\nversion v\n", "model has no heads"},
-      {"rankwire-model 1\nname n\nversion v\nhead h 0 1\ntransform x log1p\n",
+      {"rankwire-model 1\nname n\nhead h 0 1\nend\n", "model needs a name and a version"},
+      {"rankwire-model 1\nname n\nversion v\nend\n", "model has no heads"},
+      {"rankwire-model 1\nname n\nversion v\nhead h 0 1\ntransform x log1p\nend\n",
        "x.model:5: transforms must come before heads"},
-      {"rankwire-model 1\nname n\nversion v\ntransform x clip 2 1\n", "clip bounds are reversed"},
-      {"rankwire-model 1\nname n\nversion v\nhead h 0 1\nweight h x 1\nweight h x 2\n",
+      {"rankwire-model 1\nname n\nversion v\ntransform x clip 2 1\nend\n", "clip bounds are reversed"},
+      {"rankwire-model 1\nname n\nversion v\nhead h 0 1\nweight h x 1\nweight h x 2\nend\n",
        "input \"x\" weighted twice"},
-      {"rankwire-model 1\nname n\nversion v\nhead h 0 1\nweight h x nan\n",
+      {"rankwire-model 1\nname n\nversion v\nhead h 0 1\nweight h x nan\nend\n",
        "\"nan\" is not a finite number"},
   };
   for (const Case& c : cases) {
@@ -123,6 +125,33 @@ TEST(LinearModelTest, ErrorsNameTheFileAndLine) {
     EXPECT_THAT(std::string(model.status().message()), HasSubstr(c.message)) << c.text;
   }
   EXPECT_EQ(LinearModel::LoadFile("/no/such/model").status().code(), absl::StatusCode::kNotFound);
+}
+
+// What a reload counts a refused model as (base/status_reason.h).
+TEST(LinearModelTest, ErrorsCarryTheReasonAReloadCounts) {
+  struct Case {
+    std::string text;
+    std::string reason;
+  };
+  const Case cases[] = {
+      {"", "empty"},
+      {"# only a comment\n", "empty"},
+      // Cut at a line boundary: every line parses, but the end is missing.
+      {"rankwire-model 1\nname n\nversion v\nhead h 0 1\nweight h x 1\n", "truncated"},
+      {"rankwire-model 1\nname n\nversion v\nhead h 0 1\nweight h x inf\nend\n",
+       "invalid_number"},
+      {"rankwire-model 1\nname n\nversion v\ntransform x sqrt\nhead h 0 1\nend\n",
+       "unknown_transform"},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<LinearModel> model = LinearModel::Parse(c.text, "x.model");
+    ASSERT_FALSE(model.ok()) << c.text;
+    EXPECT_EQ(ReasonOf(model.status()).value_or("none"), c.reason) << model.status();
+  }
+  absl::StatusOr<LinearModel> after =
+      LinearModel::Parse("rankwire-model 1\nname n\nversion v\nhead h 0 1\nend\nhead g 0 1\n",
+                         "x.model");
+  EXPECT_THAT(std::string(after.status().message()), HasSubstr("x.model:6: a directive after"));
 }
 
 }  // namespace

@@ -50,14 +50,25 @@ std::shared_ptr<const ModelOutputs> OutputsOf(const Linear& model) {
 }  // namespace
 
 LinearScorer::LinearScorer(LinearModel model) : model_(std::move(model)) {
+  // Each name once, in first-use order.
+  auto index_in = [](std::vector<std::string>& names, const std::string& name) {
+    auto it = std::find(names.begin(), names.end(), name);
+    if (it == names.end()) it = names.insert(names.end(), name);
+    return static_cast<int>(it - names.begin());
+  };
   for (const Linear::Atom& atom : model_.atoms()) {
-    if (atom.source != Linear::Source::kItem) {
-      atom_feature_.push_back(-1);
-      continue;
+    switch (atom.source) {
+      case Linear::Source::kItem:
+        atom_feature_.push_back(index_in(inputs_.item, atom.name));
+        continue;
+      case Linear::Source::kUser:
+        index_in(inputs_.user, atom.name);
+        break;
+      case Linear::Source::kContext:
+        index_in(inputs_.context, atom.name);
+        break;
     }
-    auto it = std::find(item_features_.begin(), item_features_.end(), atom.name);
-    if (it == item_features_.end()) it = item_features_.insert(item_features_.end(), atom.name);
-    atom_feature_.push_back(static_cast<int>(it - item_features_.begin()));
+    atom_feature_.push_back(-1);
   }
   for (const Linear::Head& h : model_.heads()) terms_ += h.terms.size();
   outputs_ = OutputsOf(model_);

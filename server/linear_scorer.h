@@ -32,7 +32,8 @@ class LinearScorer final : public Model {
 
   absl::string_view kind() const override { return "linear"; }
   const std::string& full_version() const override { return model_.full_version(); }
-  const std::vector<std::string>& item_features() const override { return item_features_; }
+  const std::string& name() const override { return model_.name(); }
+  const ModelInputs& inputs() const override { return inputs_; }
   const std::shared_ptr<const ModelOutputs>& outputs() const override { return outputs_; }
   void Score(const RequestView& request, const float* features, const std::vector<int>& column,
              size_t n, double* score, double* values) const override;
@@ -48,8 +49,8 @@ class LinearScorer final : public Model {
                  const std::vector<int>& column, size_t n, double* atoms) const;
 
   LinearModel model_;
-  std::vector<std::string> item_features_;
-  std::vector<int> atom_feature_;  // Per atom: its index in item_features_, or -1.
+  ModelInputs inputs_;
+  std::vector<int> atom_feature_;  // Per atom: its index in inputs_.item, or -1.
   size_t terms_ = 0;
   std::shared_ptr<const ModelOutputs> outputs_;
 };

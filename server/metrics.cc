@@ -126,7 +126,7 @@ Counter* MetricsRegistry::AddCounter(absl::string_view name,
                                      absl::string_view labels) {
   Family& f = FamilyFor(name, help, "counter");
   f.series.push_back(
-      Series{std::string(labels), std::make_unique<Counter>(), nullptr, nullptr, nullptr});
+      Series{std::string(labels), std::make_unique<Counter>(), nullptr, nullptr, nullptr, nullptr});
   return f.series.back().counter.get();
 }
 
@@ -136,7 +136,8 @@ Histogram* MetricsRegistry::AddHistogram(absl::string_view name,
                                          absl::string_view labels) {
   Family& f = FamilyFor(name, help, "histogram");
   f.series.push_back(Series{std::string(labels), nullptr,
-                            std::make_unique<Histogram>(std::move(bounds)), nullptr, nullptr});
+                            std::make_unique<Histogram>(std::move(bounds)), nullptr, nullptr,
+                            nullptr});
   return f.series.back().histogram.get();
 }
 
@@ -144,7 +145,8 @@ void MetricsRegistry::AddGauge(absl::string_view name, absl::string_view help,
                                std::function<double()> read,
                                absl::string_view labels) {
   Family& f = FamilyFor(name, help, "gauge");
-  f.series.push_back(Series{std::string(labels), nullptr, nullptr, std::move(read), nullptr});
+  f.series.push_back(
+      Series{std::string(labels), nullptr, nullptr, std::move(read), nullptr, nullptr});
 }
 
 LabeledCounters* MetricsRegistry::AddLabeledCounters(absl::string_view name,
@@ -153,8 +155,14 @@ LabeledCounters* MetricsRegistry::AddLabeledCounters(absl::string_view name,
                                                      size_t max_values) {
   Family& f = FamilyFor(name, help, "counter");
   f.series.push_back(Series{std::string(label), nullptr, nullptr, nullptr,
-                            std::make_unique<LabeledCounters>(max_values)});
+                            std::make_unique<LabeledCounters>(max_values), nullptr});
   return f.series.back().labeled.get();
+}
+
+void MetricsRegistry::AddCollector(absl::string_view name, absl::string_view help,
+                                   absl::string_view type, std::function<Collected()> collect) {
+  Family& f = FamilyFor(name, help, type);
+  f.series.push_back(Series{"", nullptr, nullptr, nullptr, nullptr, std::move(collect)});
 }
 
 std::string MetricsRegistry::Label(absl::string_view name, absl::string_view value) {
@@ -167,7 +175,11 @@ std::string MetricsRegistry::RenderPrometheus() const {
     absl::StrAppend(&out, "# HELP ", f->name, " ", f->help, "\n# TYPE ",
                     f->name, " ", f->type, "\n");
     for (const Series& s : f->series) {
-      if (s.labeled) {
+      if (s.collect) {
+        for (const auto& [labels, value] : s.collect()) {
+          absl::StrAppend(&out, SeriesName(f->name, labels), " ", value, "\n");
+        }
+      } else if (s.labeled) {
         for (const auto& [value, count] : s.labeled->Snapshot()) {
           absl::StrAppend(&out, f->name, "{", s.labels, "=\"", EscapeLabelValue(value), "\"} ",
                           count, "\n");

@@ -91,6 +91,13 @@ class MetricsRegistry {
   LabeledCounters* AddLabeledCounters(absl::string_view name, absl::string_view help,
                                       absl::string_view label, size_t max_values);
 
+  // A family whose series are known only when rendered (what models are
+  // loaded now): `collect` returns (label set without braces, value) pairs,
+  // label values already escaped (Label()). `type` is "gauge" or "counter".
+  using Collected = std::vector<std::pair<std::string, double>>;
+  void AddCollector(absl::string_view name, absl::string_view help, absl::string_view type,
+                    std::function<Collected()> collect);
+
   std::string RenderPrometheus() const;
 
   // `name="value"` with the value escaped as the exposition format wants
@@ -107,6 +114,7 @@ class MetricsRegistry {
     std::unique_ptr<Histogram> histogram;
     std::function<double()> gauge;
     std::unique_ptr<LabeledCounters> labeled;  // `labels` is then the label name.
+    std::function<Collected()> collect;
   };
   struct Family {
     std::string name, help, type;

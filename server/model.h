@@ -22,6 +22,7 @@
 #ifndef RANKWIRE_SERVER_MODEL_H_
 #define RANKWIRE_SERVER_MODEL_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -57,8 +58,22 @@ struct ModelOutputs {
   // " | explain=" ("name:value name:value ..."; empty for other items).
   bool explains = false;
   size_t explain_top_k = 0;
+  // At most this many items per request are explained (the first
+  // min(top_n, explain_items) in rank order): explanations cost far more per
+  // item than scoring, and a caller must not be able to make them unbounded.
+  size_t explain_items = 0;
   // The longest explanation text an item's line can carry.
   size_t explain_text_bound = 0;
+};
+
+// What a model reads from a request, by name: item features (a request's
+// item_feature_names), user features ("user.<name>" in the model: the
+// request's user features) and context values ("ctx.<name>": the
+// request's context, parsed as numbers).
+struct ModelInputs {
+  std::vector<std::string> item;
+  std::vector<std::string> user;
+  std::vector<std::string> context;
 };
 
 // One shown item's explanation: its largest contributions, largest first.
@@ -68,15 +83,39 @@ struct Explanation {
 
 class Model {
  public:
-  virtual ~Model() = default;
+  Model() : serial_(next_serial_.fetch_add(1, std::memory_order_relaxed) + 1) {
+    live_.fetch_add(1, std::memory_order_relaxed);
+  }
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+  virtual ~Model() { live_.fetch_sub(1, std::memory_order_relaxed); }
+
+  // Models alive in this process (loaded, and not yet freed by the last
+  // request or queued log line using them): a reload that leaks shows here
+  // (rankwire_models_live).
+  static int64_t Live() { return live_.load(std::memory_order_relaxed); }
+  // Unique per model object in this process, never reused (unlike its
+  // address, which a model loaded after another is freed may get): what
+  // per-thread caches of a model's bindings are keyed by.
+  uint64_t serial() const { return serial_; }
 
   // "linear" or "xgboost".
   virtual absl::string_view kind() const = 0;
   // "name@version": in every response header, item and log line.
   virtual const std::string& full_version() const = 0;
+  // "name", as in rankwire_model_info{name=...}.
+  virtual const std::string& name() const = 0;
+  // The version alone: full_version() after "name@".
+  std::string version() const { return full_version().substr(name().size() + 1); }
+  // What the model reads from a request.
+  virtual const ModelInputs& inputs() const = 0;
   // The item features the model reads, by name (a request's feature
   // columns bind to them; names it lacks score as the model says).
-  virtual const std::vector<std::string>& item_features() const = 0;
+  const std::vector<std::string>& item_features() const { return inputs().item; }
+  // Whether a NaN item feature value means "missing" to this model (an
+  // XGBoost model follows each split's default direction). Otherwise a
+  // request with a NaN feature is refused, as with any non-finite value.
+  virtual bool nan_is_missing() const { return false; }
   // What Score() writes and the result and log line show; shared, so a
   // request's queued log values keep it after the model is replaced.
   virtual const std::shared_ptr<const ModelOutputs>& outputs() const = 0;
@@ -103,6 +142,11 @@ class Model {
   // The experiment bucket a user falls into when no bucket manifest says
   // otherwise (the linear format can name buckets; otherwise "default").
   virtual const std::string& BucketOf(absl::string_view user_id) const = 0;
+
+ private:
+  static inline std::atomic<int64_t> live_{0};
+  static inline std::atomic<uint64_t> next_serial_{0};
+  const uint64_t serial_;
 };
 
 }  // namespace rankwire::server

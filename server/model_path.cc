@@ -24,7 +24,7 @@ absl::StatusOr<std::string> ResolveModelPath(const std::string& flag,
     // /proc/self/exe has no symlinks left, so ".." may be resolved lexically.
     const fs::path path = candidate.lexically_normal();
     std::error_code error;
-    if (fs::is_regular_file(path, error)) return path.string();
+    if (fs::is_regular_file(path, error) || fs::is_directory(path, error)) return path.string();
     tried.push_back(path.string());
   }
   return absl::NotFoundError(absl::StrCat("--model=", flag, ": no model file at ",

@@ -1,4 +1,4 @@
-// ResolveModelPath finds the model file --model names, so the server starts
+// ResolveModelPath finds the model file or directory --model names, so the server starts
 // from any working directory. An absolute path is used as is. A relative
 // path is tried, in order:
 //

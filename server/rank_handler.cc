@@ -68,10 +68,10 @@ LogDetail DetailFor(rank::v1::LogMode mode) {
 
 }  // namespace
 
-RankHandler::RankHandler(const Ranker* ranker, const CodecRegistry* codecs,
+RankHandler::RankHandler(const ServingModels* models, const CodecRegistry* codecs,
                          logstore::LogConsumer* logs, ServerMetrics* metrics,
                          RankHandlerOptions options)
-    : ranker_(ranker),
+    : models_(models),
       codecs_(codecs),
       logs_(logs),
       metrics_(metrics),
@@ -83,20 +83,17 @@ RankHandler::RankHandler(const Ranker* ranker, const CodecRegistry* codecs,
     std::fputs("RankHandler: RankHandlerOptions::default_codec is null\n", stderr);
     std::abort();
   }
-  for (const std::string& name : ranker_->model().item_features()) {
-    known_item_features_.insert(name);
-  }
 }
 
-absl::Status RankHandler::Admit(const RequestView& request, const std::string& bucket,
-                                const Codec& codec,
-                                rank::v1::LogMode log_mode,
+absl::Status RankHandler::Admit(const RequestView& request, const ModelSet::Route& route,
+                                const Codec& codec, rank::v1::LogMode log_mode,
                                 rank::v1::ResponseHeader* header) const {
-  std::vector<std::string> unknown = UnknownItemFeatures(request, known_item_features_);
+  std::vector<std::string> unknown =
+      UnknownItemFeatures(request, route.served.known_item_features);
   if (!unknown.empty()) {
     if (options_.unknown_features == UnknownFeaturePolicy::kReject) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "item_feature_names the model ", ranker_->model().full_version(),
+          "item_feature_names the model ", route.served.model->full_version(),
           " does not know: ", absl::StrJoin(unknown, ", "),
           " (the server runs with --unknown_features=reject)"));
     }
@@ -105,8 +102,8 @@ absl::Status RankHandler::Admit(const RequestView& request, const std::string& b
       header->add_unknown_item_features(std::move(name));
     }
   }
-  absl::Status budget = budget_.Check(request, ranker_->Shape(request, bucket), codec, log_mode,
-                                      *codecs_);
+  absl::Status budget = budget_.Check(request, route.served.ranker.Shape(request, route.bucket),
+                                      codec, log_mode, *codecs_);
   if (!budget.ok() && metrics_) metrics_->rejected.response_budget->Increment();
   return budget;
 }
@@ -149,13 +146,17 @@ absl::StatusOr<EncodedResponse> RankHandler::Handle(const RequestView& request,
   // Validation, unknown features and the response budget count as
   // "validate": everything decided before any ranking work.
   const rank::v1::LogMode log_mode = EffectiveLogMode(request);
-  absl::Status admitted = ValidateRequest(request, options_.limits);
+  // Held to the end: a reload meanwhile does not change this request's model.
+  const std::shared_ptr<const ModelSet> models = models_->Current();
+  const ModelSet::Route route = models->RouteOf(request.user_id);
+  const Ranker& ranker = route.served.ranker;
+  absl::Status admitted = ValidateRequest(request, options_.limits, route.served.feature_values);
   // Negotiated only once accept_codecs is known to be short.
   const Codec& codec = admitted.ok() ? codecs_->Negotiate(request.accept_codecs,
                                                           *options_.default_codec)
                                      : *options_.default_codec;
-  const std::string& bucket = ranker_->BucketOf(request.user_id);
-  if (admitted.ok()) admitted = Admit(request, bucket, codec, log_mode, &header);
+  const std::string& bucket = route.bucket;
+  if (admitted.ok()) admitted = Admit(request, route, codec, log_mode, &header);
   phases.End(&T::set_validate_us, &ServerMetrics::validate);
   phases.Cpu(Phase::kValidate);
   RETURN_IF_ERROR(admitted);
@@ -167,9 +168,9 @@ absl::StatusOr<EncodedResponse> RankHandler::Handle(const RequestView& request,
 
   ThreadState& state = ThisThread();
   RankResult& result = state.result;
-  ranker_->Score(request, &state.workspace);
+  ranker.Score(request, &state.workspace);
   phases.Cpu(Phase::kScore);
-  ranker_->Build(request, bucket, DetailFor(log_mode), &state.workspace, &result);
+  ranker.Build(request, bucket, DetailFor(log_mode), &state.workspace, &result);
   phases.Cpu(Phase::kBuild);
   phases.End(&T::set_rank_us, &ServerMetrics::rank);
 
@@ -179,8 +180,7 @@ absl::StatusOr<EncodedResponse> RankHandler::Handle(const RequestView& request,
   if (log_mode == rank::v1::LOG_MODE_STORE) {
     logstore::RequestLogs logs;
     logs.request_id = std::string(request.request_id);
-    logs.renderer =
-        ranker_->Renderer(ranker_->TakeLogValues(request, bucket, &state.workspace));
+    logs.renderer = ranker.Renderer(ranker.TakeLogValues(request, bucket, &state.workspace));
     header.set_log_key(logs_->KeyFor(request.request_id));
     logs_->Consume(std::move(logs));
   }
@@ -201,7 +201,9 @@ absl::StatusOr<EncodedResponse> RankHandler::Handle(const RequestView& request,
   header.set_format_version(codec.format_version());
   header.set_item_count(static_cast<uint32_t>(result.size()));
   header.set_log_mode(log_mode);
-  header.set_model_version(ranker_->model().full_version());
+  header.set_model_version(route.served.model->full_version());
+  header.set_experiment_bucket(bucket);
+  if (route.served.requests != nullptr) route.served.requests->Increment();
   response.body_kind = codec.body_kind();
   if (metrics_) {
     if (const auto* c = metrics_->ForCodec(codec.name())) {

@@ -3,8 +3,10 @@
 // encode with the negotiated codec, fill the header. It knows nothing about
 // gRPC; the reactor in rank_service.cc parses, calls Handle() and finishes.
 //
-// Ranking (Ranker), encoding (Codec) and logging (LogConsumer) are separate
-// objects passed in; the handler only sequences them and times each phase.
+// Ranking (the Ranker of the request's bucket, from the ModelSet current
+// when the request starts: server/model_set.h), encoding (Codec) and
+// logging (LogConsumer) are separate objects passed in; the handler only
+// sequences them and times each phase.
 //
 // Thread safety: Handle() is safe from many threads; everything passed in
 // must be thread-safe and outlive the handler.
@@ -22,6 +24,7 @@
 #include "logstore/log_store.h"
 #include "rank/v1/rank.pb.h"
 #include "server/encoded_response.h"
+#include "server/model_set.h"
 #include "server/ranker.h"
 #include "server/request_validator.h"
 #include "server/request_view.h"
@@ -59,7 +62,7 @@ class RankHandler {
 
   // `logs` may be null: LOG_MODE_STORE then behaves as LOG_MODE_NONE and the
   // header says so. `metrics` may be null.
-  RankHandler(const Ranker* ranker, const CodecRegistry* codecs,
+  RankHandler(const ServingModels* models, const CodecRegistry* codecs,
               logstore::LogConsumer* logs, ServerMetrics* metrics,
               RankHandlerOptions options);
 
@@ -91,17 +94,17 @@ class RankHandler {
   rank::v1::LogMode EffectiveLogMode(const RequestView& request) const;
 
  private:
-  const Ranker* ranker_;
+  const ServingModels* models_;
   const CodecRegistry* codecs_;
   logstore::LogConsumer* logs_;
   ServerMetrics* metrics_;
   // Checks before ranking: the input contract, unknown features, the
   // response budget. Fills the header's unknown_item_features.
-  absl::Status Admit(const RequestView& request, const std::string& bucket, const Codec& codec,
-                     rank::v1::LogMode log_mode, rank::v1::ResponseHeader* header) const;
+  absl::Status Admit(const RequestView& request, const ModelSet::Route& route,
+                     const Codec& codec, rank::v1::LogMode log_mode,
+                     rank::v1::ResponseHeader* header) const;
 
   RankHandlerOptions options_;
-  absl::flat_hash_set<std::string> known_item_features_;
   ResponseBudget budget_;
 };
 

@@ -25,7 +25,7 @@ class RankHandlerTest : public ShippedModelTest {
     metrics_ = std::make_unique<ServerMetrics>(&registry_, codecs_->Names());
     RankHandlerOptions options;
     options.default_codec = codecs_->Find("rankbin");
-    handler_ = std::make_unique<RankHandler>(ranker_.get(), codecs_.get(), store_.consumer.get(),
+    handler_ = std::make_unique<RankHandler>(models_.get(), codecs_.get(), store_.consumer.get(),
                                              metrics_.get(), options);
   }
 
@@ -105,7 +105,7 @@ TEST_F(RankHandlerTest, InlineLogsTravelStoredLogsDoNot) {
 TEST_F(RankHandlerTest, WithoutALogStoreStoreModeMeansNoLogs) {
   RankHandlerOptions options;
   options.default_codec = codecs_->Find("protobuf");
-  RankHandler handler(ranker_.get(), codecs_.get(), nullptr, nullptr, options);
+  RankHandler handler(models_.get(), codecs_.get(), nullptr, nullptr, options);
   absl::StatusOr<EncodedResponse> r =
       handler.Handle(Request({}, rank::v1::LOG_MODE_STORE), RankHandler::Clock::now(), 0);
   ASSERT_TRUE(r.ok());
@@ -139,7 +139,7 @@ TEST_F(RankHandlerTest, UnknownFeaturesAreRefusedWhenTheServerSaysSo) {
   RankHandlerOptions options;
   options.default_codec = codecs_->Find("rankbin");
   options.unknown_features = UnknownFeaturePolicy::kReject;
-  RankHandler strict(ranker_.get(), codecs_.get(), nullptr, metrics_.get(), options);
+  RankHandler strict(models_.get(), codecs_.get(), nullptr, metrics_.get(), options);
   rank::v1::RankRequest request = Request({}, rank::v1::LOG_MODE_NONE);
   request.set_item_feature_names(3, "reveiw_count");
   absl::StatusOr<EncodedResponse> r = strict.Handle(request, RankHandler::Clock::now(), 0);
@@ -181,7 +181,7 @@ TEST_F(RankHandlerTest, EncodeFailuresKeepTheCodecsCode) {
   ASSERT_TRUE(codecs.Register(std::make_unique<CappedCodec>()).ok());
   RankHandlerOptions options;
   options.default_codec = codecs.Find("capped");
-  RankHandler handler(ranker_.get(), &codecs, nullptr, nullptr, options);
+  RankHandler handler(models_.get(), &codecs, nullptr, nullptr, options);
   absl::StatusOr<EncodedResponse> r =
       handler.Handle(Request({}, rank::v1::LOG_MODE_NONE), RankHandler::Clock::now(), 0);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);

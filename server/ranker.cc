@@ -99,7 +99,7 @@ bool SameNames(const std::vector<std::string>& names,
 // does not carry it), kept while the model and the feature names repeat.
 const std::vector<int>& FeatureColumns(const Model& model, const RequestView& request,
                                        RankWorkspace* ws) {
-  if (ws->bound_model == &model && SameNames(ws->bound_features, request.item_feature_names)) {
+  if (ws->bound_model == model.serial() && SameNames(ws->bound_features, request.item_feature_names)) {
     return ws->feature_column;
   }
   absl::flat_hash_map<absl::string_view, int> column;
@@ -111,7 +111,7 @@ const std::vector<int>& FeatureColumns(const Model& model, const RequestView& re
     auto it = column.find(name);
     ws->feature_column.push_back(it == column.end() ? -1 : it->second);
   }
-  ws->bound_model = &model;
+  ws->bound_model = model.serial();
   ws->bound_features.clear();
   for (absl::string_view name : request.item_feature_names) ws->bound_features.emplace_back(name);
   return ws->feature_column;
@@ -208,10 +208,10 @@ void BuildSchema(const Model& model, const RequestView& request,
 const RankWorkspace::Schema& SchemaFor(const Model& model, const RequestView& request,
                                        RankWorkspace* ws) {
   const auto& names = request.item_feature_names;
-  if (ws->schema_model != &model || ws->schema_integral != ws->integral ||
+  if (ws->schema_model != model.serial() || ws->schema_integral != ws->integral ||
       !SameNames(ws->schema_features, names)) {
     BuildSchema(model, request, ws->integral, &ws->schema);
-    ws->schema_model = &model;
+    ws->schema_model = model.serial();
     ws->schema_integral = ws->integral;
     ws->schema_features.clear();
     for (absl::string_view name : names) ws->schema_features.emplace_back(name);
@@ -300,7 +300,7 @@ void Explain(const Model& model, const RequestView& request, const RankWorkspace
   LogValues& v = ws->v;
   v.explanations.clear();
   if (!outputs.explains) return;
-  const size_t shown = std::min<size_t>(request.top_n, v.n);
+  const size_t shown = std::min<size_t>({request.top_n, v.n, outputs.explain_items});
   std::vector<uint32_t> candidates(v.order.begin(), v.order.begin() + shown);
   std::vector<Explanation> explanations;
   model.Explain(request, v.features.data(), ws->feature_column, v.n, candidates,

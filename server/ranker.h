@@ -89,7 +89,7 @@ struct RankWorkspace {
   // Per model item feature, the request column it reads (-1: none), kept
   // while the model and the request's feature names repeat.
   std::vector<int> feature_column;
-  const Model* bound_model = nullptr;
+  uint64_t bound_model = 0;  // Model::serial(), not the address (reused).
   std::vector<std::string> bound_features;
   // The key table of the last request, kept while its model, feature
   // names and integral features repeat (a ranker's schema, call after
@@ -103,7 +103,7 @@ struct RankWorkspace {
     // Per k: "explain.<k>.feature" and "explain.<k>.contribution".
     std::vector<uint32_t> explain_feature, explain_value;
   } schema;
-  const Model* schema_model = nullptr;
+  uint64_t schema_model = 0;
   std::vector<std::string> schema_features;
   std::vector<uint8_t> schema_integral;
 };

@@ -160,26 +160,30 @@ absl::Status ValidateCandidate(const RequestView& request, size_t c,
   return absl::OkStatus();
 }
 
-// The first candidate with a feature value that is not finite (SIZE_MAX:
-// none), found column by column (a loop the compiler vectorizes), and its
-// message.
-size_t FirstNonFiniteFeature(const RequestView& request, absl::Status* status) {
+// The first candidate with a feature value `values` does not allow
+// (SIZE_MAX: none), found column by column (a loop the compiler
+// vectorizes), and its message.
+size_t FirstBadFeature(const RequestView& request, FeatureValues values, absl::Status* status) {
   const size_t n = request.n;
+  const bool nan_ok = values == FeatureValues::kFiniteOrNan;
+  // Whether v is refused: an infinity, or a NaN unless NaN means missing.
+  auto bad_value = [nan_ok](float v) { return nan_ok ? std::isinf(v) : !std::isfinite(v); };
   bool bad = false;
   for (size_t f = 0; f < request.feature_names(); ++f) {
     const float* column = request.features.data() + f * n;
-    uint32_t not_finite = 0;
-    for (size_t c = 0; c < n; ++c) not_finite |= !std::isfinite(column[c]);
-    bad = bad || not_finite != 0;
+    uint32_t refused = 0;
+    for (size_t c = 0; c < n; ++c) refused |= bad_value(column[c]);
+    bad = bad || refused != 0;
   }
   if (!bad) return SIZE_MAX;
   for (size_t c = 0; c < n; ++c) {
     for (size_t f = 0; f < request.feature_names(); ++f) {
       const float v = request.feature(f, c);
-      if (!std::isfinite(v)) {
-        *status = Invalid(absl::StrCat("candidates[", c, "].features[", f, "] (",
-                                       request.item_feature_names[f], ") is ", v,
-                                       "; feature values must be finite"));
+      if (bad_value(v)) {
+        *status = Invalid(absl::StrCat(
+            "candidates[", c, "].features[", f, "] (", request.item_feature_names[f], ") is ", v,
+            nan_ok ? "; feature values must be finite, or NaN for a missing value"
+                   : "; feature values must be finite"));
         return c;
       }
     }
@@ -217,7 +221,8 @@ size_t FirstDuplicateId(const RequestView& request, absl::Status* status) {
 // The candidates' rules, reported as a walk in candidate order would find
 // them first: per candidate its id, source, rank and feature count, then
 // its feature values, then whether its id is a repeat.
-absl::Status ValidateCandidates(const RequestView& request, const RequestLimits& limits) {
+absl::Status ValidateCandidates(const RequestView& request, const RequestLimits& limits,
+                                FeatureValues values) {
   absl::Status basic;
   size_t first_basic = SIZE_MAX;
   for (size_t c = 0; c < request.n; ++c) {
@@ -228,7 +233,7 @@ absl::Status ValidateCandidates(const RequestView& request, const RequestLimits&
     }
   }
   absl::Status value, duplicate;
-  const size_t first_value = FirstNonFiniteFeature(request, &value);
+  const size_t first_value = FirstBadFeature(request, values, &value);
   const size_t first_duplicate = FirstDuplicateId(request, &duplicate);
   if (first_basic != SIZE_MAX && first_basic <= first_value && first_basic <= first_duplicate) {
     return basic;
@@ -239,7 +244,8 @@ absl::Status ValidateCandidates(const RequestView& request, const RequestLimits&
 
 }  // namespace
 
-absl::Status ValidateRequest(const RequestView& request, const RequestLimits& limits) {
+absl::Status ValidateRequest(const RequestView& request, const RequestLimits& limits,
+                             FeatureValues values) {
   if (auto s = ValidateHeaderFields(request, limits); !s.ok()) return s;
   const size_t n = request.n;
   if (n == 0) return Invalid("no candidates: the request must carry at least one");
@@ -253,7 +259,7 @@ absl::Status ValidateRequest(const RequestView& request, const RequestLimits& li
   }
   if (auto s = ValidateFeatureNames(request, limits); !s.ok()) return s;
   if (auto s = ValidateUserAndContext(request, limits); !s.ok()) return s;
-  return ValidateCandidates(request, limits);
+  return ValidateCandidates(request, limits, values);
 }
 
 absl::Status ValidateRequest(const rank::v1::RankRequest& request, const RequestLimits& limits) {

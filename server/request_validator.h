@@ -43,10 +43,16 @@ struct RequestLimits {
   uint32_t max_codec_name_bytes = 64;    // accept_codecs[]
 };
 
+// Which item feature values a request may carry: finite ones, or (for a
+// model that reads NaN as a missing value, Model::nan_is_missing) NaN too.
+// Infinities are refused either way.
+enum class FeatureValues { kFinite, kFiniteOrNan };
+
 // The input contract on a parsed request: INVALID_ARGUMENT naming the first
-// rule broken (ids and sources, counts, top_n, names, finite features, no
+// rule broken (ids and sources, counts, top_n, names, feature values, no
 // id twice).
-absl::Status ValidateRequest(const RequestView& request, const RequestLimits& limits);
+absl::Status ValidateRequest(const RequestView& request, const RequestLimits& limits,
+                             FeatureValues values = FeatureValues::kFinite);
 // The same for a protobuf request (tests, tools): parsed into a view first,
 // with PrescanRequest's limits.
 absl::Status ValidateRequest(const rank::v1::RankRequest& request,

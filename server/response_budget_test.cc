@@ -23,7 +23,7 @@ class ResponseBudgetTest : public ShippedModelTest {
     RankHandlerOptions options;
     options.default_codec = codecs_->Find("protobuf");
     options.max_response_bytes = size_t{1} << 40;  // Measure, do not refuse.
-    handler_ = std::make_unique<RankHandler>(ranker_.get(), codecs_.get(), nullptr, nullptr,
+    handler_ = std::make_unique<RankHandler>(models_.get(), codecs_.get(), nullptr, nullptr,
                                              options);
   }
 
@@ -123,7 +123,7 @@ TEST_F(ResponseBudgetTest, HandlerRefusesBeforeRanking) {
   options.max_response_bytes = 1'000'000;
   MetricsRegistry registry;
   ServerMetrics metrics(&registry, codecs_->Names());
-  RankHandler handler(ranker_.get(), codecs_.get(), nullptr, &metrics, options);
+  RankHandler handler(models_.get(), codecs_.get(), nullptr, &metrics, options);
   const rank::v1::RankRequest request =
       test::MaximalRequest(1000, rank::v1::LOG_MODE_INLINE, "protobuf");
   absl::StatusOr<EncodedResponse> r = handler.Handle(request, RankHandler::Clock::now(), 0);

@@ -12,9 +12,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "server/linear_model.h"
 #include "server/metrics_http.h"
 #include "server/rank_service.h"
+#include "server/model_service.h"
 #include "server/ranker.h"
 #include "server/server_metrics.h"
 #include "server/worker_pool.h"
@@ -139,9 +139,8 @@ struct Server::State {
   ServerOptions options;
   CodecRegistry codecs;
   const Codec* default_codec = nullptr;
-  std::unique_ptr<LinearModel> model;
-  std::unique_ptr<Ranker> ranker;
   MetricsRegistry registry;
+  std::unique_ptr<ModelReloader> models;
   std::unique_ptr<ServerMetrics> metrics;
   logstore::LogStore store;
   std::unique_ptr<RankHandler> handler;
@@ -150,6 +149,8 @@ struct Server::State {
   std::unique_ptr<WorkerPool> fetch_workers;
   std::unique_ptr<RankServiceImpl> rank_service;
   std::unique_ptr<LogServiceImpl> log_service;
+  std::unique_ptr<ModelServiceImpl> model_service;        // Main port: no reload.
+  std::unique_ptr<ModelServiceImpl> model_admin_service;  // Health port.
   std::unique_ptr<UnimplementedMethods> unimplemented;
   std::unique_ptr<grpc::Server> grpc_server;
   std::unique_ptr<grpc::Server> health_server;
@@ -172,9 +173,12 @@ absl::Status Server::State::Build() {
   absl::StatusOr<const Codec*> found = codecs.Get(o.default_codec);
   if (!found.ok()) return absl::InvalidArgumentError(absl::StrCat("codec: ", found.status().message()));
   default_codec = *found;
-  ASSIGN_OR_RETURN(LinearModel loaded, LinearModel::LoadFile(o.model_path));
-  model = std::make_unique<LinearModel>(std::move(loaded));
-  ranker = std::make_unique<Ranker>(model.get());
+  ModelReloadOptions reload;
+  reload.source = o.model_path;
+  reload.load = o.model_load;
+  reload.limits = o.limits;
+  reload.poll_interval = o.model_poll_interval;
+  ASSIGN_OR_RETURN(models, ModelReloader::Start(std::move(reload), &registry));
   metrics = std::make_unique<ServerMetrics>(&registry, codecs.Names());
   metrics->cpu_sample_every = o.phase_cpu_sample_every;
   if (o.log_mode != rank::v1::LOG_MODE_NONE && o.log_store.has_value()) {
@@ -188,7 +192,7 @@ absl::Status Server::State::Build() {
   handler_options.unknown_features = o.unknown_features;
   handler_options.max_response_bytes = o.max_response_bytes;
   handler_options.rankbin_block_items = o.codecs.writer.block_items;
-  handler = std::make_unique<RankHandler>(ranker.get(), &codecs, store.consumer.get(),
+  handler = std::make_unique<RankHandler>(models->serving(), &codecs, store.consumer.get(),
                                           metrics.get(), handler_options);
   return BuildAdmission();
 }
@@ -262,6 +266,11 @@ absl::Status Server::State::StartGrpc() {
   builder.SetMaxSendMessageSize(static_cast<int>(o.max_response_bytes));
   builder.RegisterService(rank_service.get());
   builder.RegisterService(log_service.get());
+  model_service = std::make_unique<ModelServiceImpl>(
+      models.get(), false,
+      "ReloadModels is served on the health port only (--health_port, with "
+      "--model_admin_rpc); SIGHUP or a changed model file reloads too");
+  builder.RegisterService(model_service.get());
   if (o.max_connection_age > absl::ZeroDuration()) {
     builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
                                static_cast<int>(absl::ToInt64Milliseconds(o.max_connection_age)));
@@ -280,7 +289,8 @@ absl::Status Server::State::StartGrpc() {
 
 // A plaintext gRPC server with only the health service: kubelet's gRPC
 // probes cannot speak TLS, so with TLS on the main port they use this one.
-// It serves no Rank, LogService or reflection methods.
+// It serves no Rank, LogService or reflection methods; ModelService (its
+// ReloadModels only with --model_admin_rpc).
 absl::Status Server::State::StartHealthPort() {
   const ServerOptions& o = options;
   if (o.health_port < 0) return absl::OkStatus();
@@ -288,6 +298,10 @@ absl::Status Server::State::StartHealthPort() {
   builder.SetOption(std::make_unique<NoReflectionOption>());
   unimplemented = std::make_unique<UnimplementedMethods>();
   builder.RegisterCallbackGenericService(unimplemented.get());
+  model_admin_service = std::make_unique<ModelServiceImpl>(
+      models.get(), o.model_admin_rpc,
+      "this server runs without --model_admin_rpc; SIGHUP or a changed model file reloads");
+  builder.RegisterService(model_admin_service.get());
   const std::string listen = absl::StrCat(o.address, ":", o.health_port);
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &health_port);
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, o.reuse_port ? 1 : 0);
@@ -339,8 +353,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
                     {"log_mode", LogModeName(o.log_mode)},
                     {"logstore", o.log_store.has_value() && o.log_mode != rank::v1::LOG_MODE_NONE
                                      ? BackendName(o.log_store->backend)
-                                     : "none"},
-                    {"model_version", state->model->full_version()}});
+                                     : "none"}});
   return std::unique_ptr<Server>(new Server(std::move(state)));
 }
 
@@ -355,7 +368,11 @@ int Server::max_concurrent_rank() const { return state_->options.max_concurrent_
 int Server::rank_workers() const { return state_->options.rank_workers; }
 int Server::max_inline_rank() const { return state_->max_inline_rank; }
 size_t Server::max_request_bytes() const { return state_->options.max_request_bytes; }
-const std::string& Server::model_version() const { return state_->model->full_version(); }
+std::string Server::model_version() const { return state_->models->Current()->Summary(); }
+void Server::RequestModelReload(absl::string_view trigger) {
+  state_->models->RequestReload(trigger);
+}
+ModelReloader& Server::models() { return *state_->models; }
 
 void Server::Stop() {
   State& s = *state_;

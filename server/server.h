@@ -1,8 +1,9 @@
 // Server: a running rankwire server, started from plain options, so that
 // rankwire-server's main and tests start the same thing. It owns the
-// codecs, the model and ranker, the log store, admission control, the
-// ranking workers, the gRPC services (Rank, FetchLogs, health, reflection),
-// the optional plaintext health port and the Prometheus endpoint.
+// codecs, the models (and their reloader), the log store, admission control, the
+// ranking workers, the gRPC services (Rank, FetchLogs, health, reflection,
+// ModelService), the optional plaintext health port and the Prometheus
+// endpoint.
 //
 // Example:
 //   ServerOptions options;
@@ -35,6 +36,7 @@
 #include "logstore/log_store.h"
 #include "rank/v1/rank.pb.h"
 #include "server/admission.h"
+#include "server/model_reloader.h"
 #include "server/rank_handler.h"
 #include "server/request_validator.h"
 #include "server/tls.h"
@@ -53,8 +55,14 @@ struct ServerOptions {
   BuiltinCodecOptions codecs;
   std::string default_codec = "protobuf";
 
-  // The model file.
+  // The models: a file, a directory of versions, or a directory with a
+  // bucket manifest (server/model_loader.h), and how they reload
+  // (server/model_reloader.h).
   std::string model_path;
+  ModelLoadOptions model_load;
+  absl::Duration model_poll_interval = absl::Seconds(2);  // Zero: no polling.
+  // ModelService.ReloadModels on the health port.
+  bool model_admin_rpc = false;
 
   // The input contract and message sizes (max_request_bytes 0: derived from
   // the limits).
@@ -117,7 +125,13 @@ class Server {
   int rank_workers() const;
   int max_inline_rank() const;
   size_t max_request_bytes() const;
-  const std::string& model_version() const;
+  // What serves now: "name@version", or per bucket (ModelSet::Summary()).
+  std::string model_version() const;
+  // Reloads the models on the reloader's thread soon (SIGHUP); returns at
+  // once. Success or refusal is logged and counted.
+  void RequestModelReload(absl::string_view trigger);
+  // The reloader (tests, tools).
+  ModelReloader& models();
 
   // The drain: health NOT_SERVING on every port, `drain` of serving, then
   // no new calls and `shutdown_grace` for those running, then the log

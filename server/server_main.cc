@@ -35,9 +35,31 @@ ABSL_FLAG(std::string, codec, "protobuf",
           absl::StrCat("Default response codec, one of: ", rankwire::BuiltinCodecNames(),
                        ". A request may ask for another it accepts."));
 ABSL_FLAG(std::string, model, "server/models/ecom_search_lr.model",
-          "Ranking model file. A relative path is tried in the working directory, then "
-          "by file name in models/ next to the binary, then in ../share/rankwire/models/ "
-          "(an installed server).");
+          "Ranking model: a file (the linear format or XGBoost JSON), a directory of versions "
+          "(<version>.model or <version>.json: the newest serves), or a directory with a "
+          "bucket manifest (rankwire.manifest: a model per experiment bucket). A relative "
+          "path is tried in the working directory, then by name in models/ next to the "
+          "binary, then in ../share/rankwire/models/ (an installed server). Reloaded on "
+          "SIGHUP and when it changes (--model_poll_interval).");
+ABSL_FLAG(absl::Duration, model_poll_interval, absl::Seconds(2),
+          "How often to look for a changed model file, directory or manifest (0: never; "
+          "SIGHUP still reloads).");
+ABSL_FLAG(bool, model_admin_rpc, false,
+          "Serve ModelService.ReloadModels on the health port (--health_port).");
+ABSL_FLAG(uint64_t, model_max_bytes, uint64_t{256} << 20,
+          "Largest model file read; a larger one is refused without being read.");
+ABSL_FLAG(int, xgboost_max_depth, 16, "Deepest XGBoost tree accepted at load.");
+ABSL_FLAG(bool, xgboost_allow_unnamed_features, false,
+          "Accept an XGBoost model saved without feature names (its features are then "
+          "f0..f{n-1}, bound to item features of those names).");
+ABSL_FLAG(uint32_t, explain_top_k, 3,
+          "Contributions per explained item, for models that explain (XGBoost: TreeSHAP); "
+          "0: none.");
+ABSL_FLAG(uint32_t, explain_items, 10,
+          "Items explained per request, at most (the first min(top_n, this) in rank order).");
+ABSL_FLAG(bool, allow_unsupplied_features, false,
+          "Load a model that reads features a bucket manifest's feature lists say callers do "
+          "not send (they then score as missing).");
 ABSL_FLAG(uint32_t, max_candidates, 1000, "Most candidates a request may carry.");
 ABSL_FLAG(int, max_message_bytes, 64 << 20,
           "Largest response message, in bytes (1 MiB .. 2 GiB - 1); a request whose response "
@@ -349,13 +371,15 @@ void LogJemallocOptions(int background_error) {
 }
 #endif
 
-// Blocks SIGTERM/SIGINT in every thread (call before any thread starts), so
-// the main thread can wait for them with sigwait().
-sigset_t BlockShutdownSignals() {
+// Blocks SIGTERM/SIGINT (shutdown) and SIGHUP (reload the models) in every
+// thread (call before any thread starts), so the main thread can wait for
+// them with sigwait().
+sigset_t BlockServerSignals() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   return set;
 }
@@ -384,6 +408,23 @@ absl::Status WorkFromFlags(ServerOptions* o) {
   ASSIGN_OR_RETURN(o->unknown_features,
                    ParseUnknownFeatures(absl::GetFlag(FLAGS_unknown_features)));
   ASSIGN_OR_RETURN(o->model_path, ResolveModelPath(absl::GetFlag(FLAGS_model), ExecutablePath()));
+  o->model_poll_interval = absl::GetFlag(FLAGS_model_poll_interval);
+  if (o->model_poll_interval < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--model_poll_interval must be >= 0");
+  }
+  o->model_admin_rpc = absl::GetFlag(FLAGS_model_admin_rpc);
+  o->model_load.max_file_bytes = absl::GetFlag(FLAGS_model_max_bytes);
+  o->model_load.xgboost.max_depth = absl::GetFlag(FLAGS_xgboost_max_depth);
+  if (o->model_load.xgboost.max_depth < 1 || o->model_load.xgboost.max_depth > 64) {
+    return absl::InvalidArgumentError("--xgboost_max_depth must be 1..64");
+  }
+  o->model_load.xgboost.allow_unnamed_features = absl::GetFlag(FLAGS_xgboost_allow_unnamed_features);
+  o->model_load.explain.explain_top_k = absl::GetFlag(FLAGS_explain_top_k);
+  o->model_load.explain.explain_items = absl::GetFlag(FLAGS_explain_items);
+  if (o->model_load.explain.explain_top_k > 64 || o->model_load.explain.explain_items > 1000) {
+    return absl::InvalidArgumentError("--explain_top_k must be <= 64 and --explain_items <= 1000");
+  }
+  o->model_load.allow_unsupplied_features = absl::GetFlag(FLAGS_allow_unsupplied_features);
   return MessageLimitsFromFlags(o);
 }
 
@@ -424,7 +465,7 @@ absl::Status PlaceProcess(ServerOptions* o) {
 }
 
 absl::Status Run() {
-  const sigset_t signals = BlockShutdownSignals();
+  const sigset_t signals = BlockServerSignals();
   InstallProtobufLogHandler();
   ServerOptions options;
   RETURN_IF_ERROR(PlaceProcess(&options));
@@ -456,7 +497,10 @@ absl::Status Run() {
   LogJemallocOptions(jemalloc_background_error);
 #endif
   int signal_number = 0;
-  sigwait(&signals, &signal_number);
+  while (sigwait(&signals, &signal_number) == 0 && signal_number == SIGHUP) {
+    spdlog::info("SIGHUP: reloading the models from {}", options.model_path);
+    server->RequestModelReload("SIGHUP");
+  }
   spdlog::info("signal {}: draining (drain {} ms, grace {} ms)", signal_number,
                absl::GetFlag(FLAGS_drain_ms), absl::GetFlag(FLAGS_shutdown_grace_ms));
   server->Stop();

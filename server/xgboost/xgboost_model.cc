@@ -1,7 +1,5 @@
 #include "server/xgboost/xgboost_model.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -18,7 +16,9 @@
 #include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/read_file.h"
 #include "base/status_macros.h"
+#include "base/status_reason.h"
 #include "simdjson.h"
 
 namespace rankwire::xgb {
@@ -116,6 +116,7 @@ class ModelReader {
   absl::Status ReadModelParam(dom::object learner);
   absl::Status ReadFeatureNames(dom::object learner);
   absl::Status ReadTrees(dom::object learner);
+  absl::Status ReadAttributes(dom::object learner);
   absl::StatusOr<XGBoostTree> ReadTree(dom::element element, size_t index) const;
   absl::Status CheckTree(XGBoostTree& tree, size_t index);
 
@@ -161,7 +162,7 @@ absl::StatusOr<int64_t> ModelReader::IntStringField(dom::object object, absl::st
 }
 
 absl::StatusOr<XGBoostModel> ModelReader::Read(simdjson::padded_string_view json) {
-  if (json.size() == 0) return Error("empty file");
+  if (json.size() == 0) return WithReason(Error("empty file"), "empty");
   if (json.size() > 1 && json.data()[0] == '{' && json.data()[1] != '"' &&
       !std::isspace(static_cast<unsigned char>(json.data()[1])) && json.data()[1] != '}') {
     return Unsupported(
@@ -173,7 +174,9 @@ absl::StatusOr<XGBoostModel> ModelReader::Read(simdjson::padded_string_view json
     std::optional<std::string> nulled =
         NullNonFiniteWords(absl::string_view(json.data(), json.size()));
     if (!nulled || parser.parse(*nulled).get(root)) {
-      return Error(absl::StrCat("not valid JSON (truncated?): ", simdjson::error_message(error)));
+      return WithReason(Error(absl::StrCat("not valid JSON (truncated?): ",
+                                           simdjson::error_message(error))),
+                        "truncated");
     }
   }
   dom::object top;
@@ -185,7 +188,26 @@ absl::StatusOr<XGBoostModel> ModelReader::Read(simdjson::padded_string_view json
   RETURN_IF_ERROR(ReadObjective(learner));
   RETURN_IF_ERROR(ReadFeatureNames(learner));
   RETURN_IF_ERROR(ReadTrees(learner));
+  RETURN_IF_ERROR(ReadAttributes(learner));
   return std::move(model_);
+}
+
+// learner.attributes: string pairs set with Booster.set_attr(); rankwire
+// reads "rankwire_name" and "rankwire_version" from them.
+absl::Status ModelReader::ReadAttributes(dom::object learner) {
+  dom::element element;
+  if (learner.at_key("attributes").get(element)) return absl::OkStatus();  // Optional.
+  dom::object attributes;
+  if (element.get_object().get(attributes)) return Error("learner.attributes is not an object");
+  for (auto [key, value] : attributes) {
+    std::string_view text;
+    if (value.get_string().get(text)) {
+      return Error(absl::StrCat("learner.attributes.", std::string(key), " is not a string"));
+    }
+    if (key == "rankwire_name") model_.name_ = std::string(text);
+    if (key == "rankwire_version") model_.version_ = std::string(text);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ModelReader::ReadObjective(dom::object learner) {
@@ -237,7 +259,9 @@ absl::Status ModelReader::ReadModelParam(dom::object learner) {
   if (absl::ConsumePrefix(&text, "[")) absl::ConsumeSuffix(&text, "]");
   float base_score = 0;
   if (!absl::SimpleAtof(text, &base_score) || !std::isfinite(base_score)) {
-    return Error(absl::StrCat(kWhere, ".base_score \"", base_text, "\" is not a finite number"));
+    return WithReason(
+        Error(absl::StrCat(kWhere, ".base_score \"", base_text, "\" is not a finite number")),
+        "invalid_number");
   }
   model_.base_score_ = base_score;
   return absl::OkStatus();
@@ -418,8 +442,10 @@ absl::Status ModelReader::CheckTree(XGBoostTree& tree, size_t index) {
     stack.pop_back();
     ++model_.num_nodes_;
     if (!std::isfinite(tree.value[node])) {
-      return Error(absl::StrCat(where(node), tree.IsLeaf(node) ? "leaf value " : "split value ",
-                                tree.value[node], " is not finite"));
+      return WithReason(Error(absl::StrCat(where(node),
+                                           tree.IsLeaf(node) ? "leaf value " : "split value ",
+                                           tree.value[node], " is not finite")),
+                        "invalid_number");
     }
     if (!(tree.cover[node] >= 0) || !std::isfinite(tree.cover[node])) {
       return Error(absl::StrCat(where(node), "sum_hessian ", tree.cover[node], " is not >= 0"));
@@ -463,26 +489,8 @@ absl::StatusOr<XGBoostModel> XGBoostModel::Parse(absl::string_view json,
 
 absl::StatusOr<XGBoostModel> XGBoostModel::LoadFile(const std::string& path,
                                                     const XGBoostLoadOptions& options) {
-  FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) {
-    return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(errno)));
-  }
-  struct stat st;
-  if (fstat(fileno(file), &st) != 0 || !S_ISREG(st.st_mode)) {
-    std::fclose(file);
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
-  }
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
-  if (size > options.max_file_bytes) {
-    std::fclose(file);
-    return absl::ResourceExhaustedError(absl::StrCat(
-        path, ": ", size, " bytes; the limit is ", options.max_file_bytes, " (max_file_bytes)"));
-  }
-  simdjson::padded_string buffer(size);
-  const size_t got = size == 0 ? 0 : std::fread(buffer.data(), 1, size, file);
-  std::fclose(file);
-  if (got != size) return absl::DataLossError(absl::StrCat(path, ": short read"));
-  return ModelReader(path, options).Read(buffer);
+  ASSIGN_OR_RETURN(CheckedFile file, ReadFileChecked(path, options.max_file_bytes));
+  return Parse(file.bytes, path, options);
 }
 
 float TransformMargin(Objective objective, float margin) {
@@ -521,8 +529,9 @@ absl::StatusOr<std::vector<int>> XGBoostModel::BindFeatures(absl::Span<const std
     }
   }
   if (!unbound.empty() && !allow_unbound) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "no input supplies the model features ", absl::StrJoin(unbound, ", ")));
+    return WithReason(absl::FailedPreconditionError(absl::StrCat(
+                          "no input supplies the model features ", absl::StrJoin(unbound, ", "))),
+                      "unknown_feature");
   }
   return bound;
 }

@@ -94,12 +94,21 @@ class XGBoostModel {
   static absl::StatusOr<XGBoostModel> Parse(absl::string_view json,
                                             absl::string_view source_name,
                                             const XGBoostLoadOptions& options = {});
-  // Parse of the file's bytes. A file larger than options.max_file_bytes is
-  // refused (kResourceExhausted) before it is read; kNotFound if missing.
+  // Parse of the file's bytes, read with ReadFileChecked (base/read_file.h):
+  // a file larger than options.max_file_bytes is refused
+  // (kResourceExhausted) before it is read; kNotFound if missing. Errors
+  // carry a reason (base/status_reason.h): the file's, or "empty",
+  // "truncated", "invalid_number", and for the rest of Parse's checks none
+  // (the code says: kInvalidArgument, kUnimplemented).
   static absl::StatusOr<XGBoostModel> LoadFile(const std::string& path,
                                                const XGBoostLoadOptions& options = {});
 
   Objective objective() const { return objective_; }
+  // The model's name and version as training set them
+  // (booster.set_attr(rankwire_name=..., rankwire_version=...)); empty when
+  // not set.
+  const std::string& name() const { return name_; }
+  const std::string& version() const { return version_; }
   // base_score as saved (the objective's output space) and in margin space,
   // where XGBoost adds it to the trees' leaves.
   float base_score() const { return base_score_; }
@@ -128,6 +137,8 @@ class XGBoostModel {
   XGBoostModel() = default;
 
   Objective objective_ = Objective::kRegSquaredError;
+  std::string name_;
+  std::string version_;
   float base_score_ = 0.5f;
   float base_margin_ = 0.5f;
   std::vector<std::string> feature_names_;

@@ -245,7 +245,7 @@ TEST(XGBoostModelTest, OneGigabyteFileIsRefusedWithoutReadingIt) {
   ASSERT_EQ(ftruncate(file.fd(), off_t{1} << 30), 0);  // sparse: no disk used
   const absl::Status status = XGBoostModel::LoadFile(file.path()).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_THAT(status.message(), HasSubstr("1073741824 bytes; the limit is 268435456"));
+  EXPECT_THAT(status.message(), HasSubstr("1073741824 bytes, over the limit of 268435456"));
 }
 
 TEST(XGBoostModelTest, BindsFeaturesByNameAndKnowsTheirSource) {

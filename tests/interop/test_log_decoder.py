@@ -78,6 +78,7 @@ weight inf x~neg 1e-300
 boost hot_sale 1e39
 boost vector_ann 1e-40
 boost i2i_cf 1e-300
+end
 """
 
 SOURCES = ["text_bm25", "vector_ann", "i2i_cf", "hot_sale", "", "s\u00fcd \n\"#|=\x00",

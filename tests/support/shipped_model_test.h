@@ -13,6 +13,7 @@
 #include "codec/registry.h"
 #include "gtest/gtest.h"
 #include "server/linear_model.h"
+#include "server/model_set.h"
 #include "server/ranker.h"
 
 namespace rankwire::server {
@@ -24,6 +25,8 @@ class ShippedModelTest : public ::testing::Test {
     ASSERT_TRUE(model.ok()) << model.status();
     model_ = std::make_unique<LinearModel>(*std::move(model));
     ranker_ = std::make_unique<Ranker>(model_.get());
+    // The same model, as the set a handler ranks with.
+    models_ = std::make_unique<ServingModels>(ModelSet::Of(ranker_->shared_model()));
     absl::StatusOr<CodecRegistry> codecs = MakeBuiltinCodecs({});
     ASSERT_TRUE(codecs.ok()) << codecs.status();
     codecs_ = std::make_unique<CodecRegistry>(*std::move(codecs));
@@ -31,6 +34,7 @@ class ShippedModelTest : public ::testing::Test {
 
   std::unique_ptr<LinearModel> model_;
   std::unique_ptr<Ranker> ranker_;
+  std::unique_ptr<ServingModels> models_;
   std::unique_ptr<CodecRegistry> codecs_;
 };
 

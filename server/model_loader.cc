@@ -1,0 +1,385 @@
+#include "server/model_loader.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "base/stable_hash.h"
+#include "base/status_macros.h"
+#include "base/status_reason.h"
+#include "rank/v1/rank.pb.h"
+#include "server/linear_model.h"
+#include "server/linear_scorer.h"
+#include "server/ranker.h"
+#include "server/request_view.h"
+
+namespace rankwire::server {
+namespace {
+
+constexpr uint64_t kMaxManifestBytes = 1 << 20;
+
+absl::Status ManifestError(const std::string& path, int line, absl::string_view problem) {
+  return WithReason(absl::InvalidArgumentError(absl::StrCat(path, ":", line, ": ", problem)),
+                    "manifest");
+}
+
+// "7", "2026.12.06.1": numbers separated by dots, as numbers (nullopt
+// otherwise).
+std::optional<std::vector<uint64_t>> ParseVersion(absl::string_view text) {
+  if (text.empty()) return std::nullopt;
+  std::vector<uint64_t> parts;
+  for (absl::string_view part : absl::StrSplit(text, '.')) {
+    uint64_t v = 0;
+    if (part.empty() || part.size() > 18 || !absl::ascii_isdigit(part[0]) ||
+        !absl::SimpleAtoi(part, &v)) {
+      return std::nullopt;
+    }
+    parts.push_back(v);
+  }
+  return parts;
+}
+
+std::string Join(const std::string& dir, absl::string_view name) {
+  if (!dir.empty() && dir.back() == '/') return absl::StrCat(dir, name);
+  return absl::StrCat(dir, "/", name);
+}
+
+std::string BaseName(absl::string_view path) {
+  while (absl::ConsumeSuffix(&path, "/")) {
+  }
+  const size_t slash = path.rfind('/');
+  return std::string(slash == absl::string_view::npos ? path : path.substr(slash + 1));
+}
+
+std::string Stem(absl::string_view file) {
+  std::string name = BaseName(file);
+  const size_t dot = name.find('.');
+  return dot == std::string::npos ? name : name.substr(0, dot);
+}
+
+bool IsDirectory(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// The newest "<version>.model" / "<version>.json" in `dir`, as an entry.
+absl::StatusOr<ModelPlan::Entry> NewestVersion(const std::string& dir, ModelPlan* plan) {
+  ASSIGN_OR_RETURN(FileStamp dir_stamp, StampOf(dir));
+  plan->watched.emplace_back(dir, dir_stamp);
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return StampOf(Join(dir, ".")).status();  // The errno, with a reason.
+  std::vector<uint64_t> best;
+  std::string best_name;
+  while (const dirent* e = readdir(d)) {
+    const absl::string_view name = e->d_name;
+    if (name.empty() || name[0] == '.') continue;
+    absl::string_view version = name;
+    if (!absl::ConsumeSuffix(&version, ".model") && !absl::ConsumeSuffix(&version, ".json")) {
+      continue;
+    }
+    std::optional<std::vector<uint64_t>> parsed = ParseVersion(version);
+    if (!parsed) continue;
+    if (best_name.empty() || *parsed > best || (*parsed == best && name > best_name)) {
+      best = *std::move(parsed);
+      best_name = std::string(name);
+    }
+  }
+  closedir(d);
+  if (best_name.empty()) {
+    return WithReason(absl::NotFoundError(absl::StrCat(
+                          dir, ": no model file named <version>.model or <version>.json "
+                               "(and no " , kManifestName, ")")),
+                      "not_found");
+  }
+  ModelPlan::Entry entry;
+  entry.path = Join(dir, best_name);
+  entry.name_hint = BaseName(dir);
+  entry.version_hint = best_name.substr(0, best_name.rfind('.'));
+  return entry;
+}
+
+// A file or a version directory, as an entry.
+absl::StatusOr<ModelPlan::Entry> EntryFor(const std::string& path, ModelPlan* plan) {
+  if (IsDirectory(path)) return NewestVersion(path, plan);
+  ModelPlan::Entry entry;
+  entry.path = path;
+  entry.name_hint = Stem(path);
+  absl::string_view version = BaseName(path);
+  if ((absl::ConsumeSuffix(&version, ".model") || absl::ConsumeSuffix(&version, ".json")) &&
+      ParseVersion(version)) {
+    // A versioned file named directly: its directory names it.
+    const size_t slash = path.rfind('/');
+    entry.name_hint = slash == std::string::npos ? entry.name_hint
+                                                 : BaseName(path.substr(0, slash));
+    entry.version_hint = std::string(version);
+  }
+  return entry;
+}
+
+absl::Status ParseManifest(const std::string& path, const std::string& text, ModelPlan* plan) {
+  const std::string dir = path.substr(0, path.rfind('/'));
+  int number = 0;
+  bool header = false, end = false;
+  absl::flat_hash_set<std::string> buckets;
+  for (absl::string_view raw : absl::StrSplit(text, '\n')) {
+    ++number;
+    absl::string_view line = raw;
+    if (size_t hash = line.find('#'); hash != absl::string_view::npos) line = line.substr(0, hash);
+    std::vector<absl::string_view> t =
+        absl::StrSplit(line, absl::ByAnyChar(" \t\r"), absl::SkipEmpty());
+    if (t.empty()) continue;
+    if (end) return ManifestError(path, number, "a directive after \"end\"");
+    if (!header) {
+      if (t.size() != 2 || t[0] != "rankwire-manifest" || t[1] != "1") {
+        return ManifestError(path, number, "expected the header \"rankwire-manifest 1\"");
+      }
+      header = true;
+      continue;
+    }
+    if (t[0] == "end" && t.size() == 1) {
+      end = true;
+    } else if (t[0] == "bucket") {
+      int percent = 0;
+      if (t.size() != 4 || !absl::SimpleAtoi(t[2], &percent) || percent < 1 || percent > 100) {
+        return ManifestError(path, number, "expected \"bucket <name> <percent 1..100> <model>\"");
+      }
+      if (!buckets.insert(std::string(t[1])).second) {
+        return ManifestError(path, number, absl::StrCat("bucket \"", t[1], "\" named twice"));
+      }
+      const std::string model_path =
+          absl::StartsWith(t[3], "/") ? std::string(t[3]) : Join(dir, t[3]);
+      absl::StatusOr<ModelPlan::Entry> entry = EntryFor(model_path, plan);
+      if (!entry.ok()) {
+        return WithReason(absl::Status(entry.status().code(),
+                                       absl::StrCat(path, ":", number, ": bucket ", t[1], ": ",
+                                                    entry.status().message())),
+                          ReasonOf(entry.status()).value_or("manifest"));
+      }
+      entry->bucket = std::string(t[1]);
+      entry->percent = percent;
+      plan->entries.push_back(*std::move(entry));
+    } else if (t[0] == "item_features" || t[0] == "user_features" ||
+               t[0] == "context_features") {
+      if (!plan->supplied) plan->supplied.emplace();
+      std::vector<std::string>& list = t[0] == "item_features"   ? plan->supplied->item
+                                       : t[0] == "user_features" ? plan->supplied->user
+                                                                 : plan->supplied->context;
+      for (size_t i = 1; i < t.size(); ++i) list.emplace_back(t[i]);
+    } else {
+      return ManifestError(path, number, absl::StrCat("unknown directive \"", t[0], "\""));
+    }
+  }
+  if (!header) return ManifestError(path, number, "empty manifest");
+  if (!end) {
+    return WithReason(ManifestError(path, number,
+                                    "no \"end\" line: the manifest is truncated (or was read "
+                                    "while being written)"),
+                      "truncated");
+  }
+  int total = 0;
+  for (const ModelPlan::Entry& e : plan->entries) total += e.percent;
+  if (plan->entries.empty() || total != 100) {
+    return ManifestError(path, number,
+                         absl::StrCat("bucket percents sum to ", total, ", not 100"));
+  }
+  plan->bucketed = true;
+  return absl::OkStatus();
+}
+
+// 12 hex digits of the file's bytes: a version for a model that names none.
+std::string ContentVersion(absl::string_view bytes) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(StableHash(bytes)));
+  return absl::StrCat("sha-", absl::string_view(hex, 12));
+}
+
+// The names in `reads` that `supplied` lacks, with `prefix`, into missing.
+void Unsupplied(const std::vector<std::string>& reads, const std::vector<std::string>& supplied,
+                absl::string_view prefix, std::vector<std::string>* missing) {
+  for (const std::string& name : reads) {
+    if (std::find(supplied.begin(), supplied.end(), name) == supplied.end()) {
+      missing->push_back(absl::StrCat(prefix, name));
+    }
+  }
+}
+
+absl::Status CheckFailed(const Model& model, absl::string_view problem) {
+  return WithReason(absl::FailedPreconditionError(absl::StrCat(
+                        model.full_version(), " fails the load check: ", problem)),
+                    "check_failed");
+}
+
+// The built-in check request: `candidates` candidates carrying every
+// feature the model reads, values in [0, 1] (and NaN in the last, for a
+// model with missing values); user and context values 0.5.
+rank::v1::RankRequest CheckRequest(const Model& model, int candidates) {
+  const ModelInputs& reads = model.inputs();
+  rank::v1::RankRequest request;
+  request.set_request_id("rankwire-model-check");
+  request.set_scene(rank::v1::SCENE_SEARCH);
+  request.set_user_id("rankwire-model-check");
+  for (const std::string& name : reads.user) (*request.mutable_user_features())[name] = 0.5;
+  for (const std::string& name : reads.context) (*request.mutable_context())[name] = "0.5";
+  for (const std::string& name : reads.item) request.add_item_feature_names(name);
+  static constexpr float kValues[] = {0.0f, 1.0f, 0.5f, 0.25f, 0.75f, 0.1f, 0.9f, 0.0f};
+  static constexpr const char* kSources[] = {"text_bm25", "vector_ann", "i2i_cf", "hot_sale",
+                                             "personalized", "", "other", "text_bm25"};
+  for (int c = 0; c < candidates; ++c) {
+    rank::v1::Candidate* candidate = request.add_candidates();
+    candidate->set_item_id(absl::StrCat("check-", c));
+    candidate->set_recall_source(kSources[c % 8]);
+    candidate->set_recall_rank(static_cast<uint32_t>(c + 1));
+    for (size_t f = 0; f < reads.item.size(); ++f) {
+      const bool missing = model.nan_is_missing() && c == candidates - 1;
+      candidate->add_features(missing ? std::nanf("") : kValues[(c + f) % 8]);
+    }
+  }
+  request.set_top_n(static_cast<uint32_t>(candidates));
+  return request;
+}
+
+// The result's keys and types are those the output shape (what the
+// response budget sizes) says; an item feature's key may be a float where
+// the shape bounds it as an int.
+absl::Status CheckShape(const Model& model, const RankResult& result, const OutputShape& shape) {
+  if (shape.keys.size() != result.key_count()) {
+    return CheckFailed(model, absl::StrCat("the result has ", result.key_count(),
+                                           " keys; its output shape says ", shape.keys.size()));
+  }
+  for (uint32_t k = 0; k < result.key_count(); ++k) {
+    const MetricKey& key = result.key(k);
+    const OutputShape::Key& want = shape.keys[k];
+    const bool as_shaped = key.type == want.type ||
+                           (want.type == MetricType::kInt && key.type == MetricType::kFloat);
+    if (key.name != want.name || !as_shaped) {
+      return CheckFailed(model, absl::StrCat("result key ", k, " is \"", key.name,
+                                             "\"; its output shape says \"", want.name, "\""));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ModelPlan> PlanModels(const std::string& source) {
+  ModelPlan plan;
+  plan.source = source;
+  if (!IsDirectory(source)) {
+    ASSIGN_OR_RETURN(FileStamp stamp, StampOf(source));
+    (void)stamp;  // The file's stamp is the loaded model's (LoadModel).
+    ASSIGN_OR_RETURN(ModelPlan::Entry entry, EntryFor(source, &plan));
+    plan.entries.push_back(std::move(entry));
+    return plan;
+  }
+  const std::string manifest = Join(source, kManifestName);
+  absl::StatusOr<FileStamp> manifest_stamp = StampOf(manifest);
+  if (!manifest_stamp.ok()) {
+    // No manifest: the directory's newest version (the directory's stamp
+    // changes when one is added or a manifest appears).
+    ASSIGN_OR_RETURN(ModelPlan::Entry entry, NewestVersion(source, &plan));
+    plan.entries.push_back(std::move(entry));
+    return plan;
+  }
+  absl::StatusOr<CheckedFile> file = ReadFileChecked(manifest, kMaxManifestBytes);
+  if (!file.ok()) return file.status();
+  ASSIGN_OR_RETURN(FileStamp dir_stamp, StampOf(source));
+  plan.watched.emplace_back(source, dir_stamp);
+  plan.watched.emplace_back(manifest, file->stamp);
+  RETURN_IF_ERROR(ParseManifest(manifest, file->bytes, &plan));
+  return plan;
+}
+
+absl::StatusOr<LoadedModel> LoadModel(const ModelPlan::Entry& entry,
+                                      const ModelLoadOptions& options) {
+  ASSIGN_OR_RETURN(CheckedFile file, ReadFileChecked(entry.path, options.max_file_bytes));
+  LoadedModel loaded;
+  loaded.stamp = file.stamp;
+  const absl::string_view text = absl::StripLeadingAsciiWhitespace(file.bytes);
+  if (!text.empty() && text[0] == '{') {
+    xgb::XGBoostLoadOptions xgboost = options.xgboost;
+    xgboost.max_file_bytes = options.max_file_bytes;
+    ASSIGN_OR_RETURN(xgb::XGBoostModel model, xgb::XGBoostModel::Parse(file.bytes, entry.path,
+                                                                      xgboost));
+    std::string name = !model.name().empty() ? model.name() : entry.name_hint;
+    std::string version = !model.version().empty()        ? model.version()
+                          : !entry.version_hint.empty() ? entry.version_hint
+                                                          : ContentVersion(file.bytes);
+    loaded.model = std::make_shared<const XGBoostScorer>(model, std::move(name),
+                                                         std::move(version), options.explain);
+    return loaded;
+  }
+  ASSIGN_OR_RETURN(LinearModel model, LinearModel::Parse(file.bytes, entry.path));
+  loaded.model = std::make_shared<const LinearScorer>(std::move(model));
+  return loaded;
+}
+
+absl::Status CheckModel(const Model& model, const std::optional<ModelInputs>& supplied,
+                        bool allow_unsupplied_features, const RequestLimits& limits) {
+  const ModelInputs& reads = model.inputs();
+  if (supplied.has_value() && !allow_unsupplied_features) {
+    std::vector<std::string> missing;
+    Unsupplied(reads.item, supplied->item, "", &missing);
+    Unsupplied(reads.user, supplied->user, "user.", &missing);
+    Unsupplied(reads.context, supplied->context, "ctx.", &missing);
+    if (!missing.empty()) {
+      return WithReason(absl::FailedPreconditionError(absl::StrCat(
+                            model.full_version(), " reads features the manifest says callers "
+                                                  "do not send: ",
+                            absl::StrJoin(missing, ", "))),
+                        "unknown_feature");
+    }
+  }
+  if (reads.item.size() > limits.max_item_features) {
+    return CheckFailed(model, absl::StrCat("it reads ", reads.item.size(),
+                                           " item features; a request carries at most ",
+                                           limits.max_item_features));
+  }
+  constexpr int kCandidates = 8;
+  const rank::v1::RankRequest request = CheckRequest(model, kCandidates);
+  std::string storage;
+  RequestView view;
+  if (absl::Status s = RequestViewOf(request, limits, &storage, &view); !s.ok()) {
+    return CheckFailed(model, s.message());
+  }
+  if (absl::Status s = ValidateRequest(view, limits,
+                                       model.nan_is_missing() ? FeatureValues::kFiniteOrNan
+                                                              : FeatureValues::kFinite);
+      !s.ok()) {
+    return CheckFailed(model, s.message());
+  }
+  // Ranked as a request is, with inline log lines.
+  std::shared_ptr<const Model> unowned(std::shared_ptr<const Model>(), &model);
+  Ranker ranker(unowned);
+  RankWorkspace ws;
+  RankResult result;
+  const std::string& bucket = model.BucketOf(view.user_id);
+  ranker.Score(view, &ws);
+  ranker.Build(view, bucket, LogDetail::kInline, &ws, &result);
+  if (result.size() != kCandidates) {
+    return CheckFailed(model, absl::StrCat(result.size(), " items ranked of ", kCandidates));
+  }
+  for (size_t i = 0; i < result.size(); ++i) {
+    if (!std::isfinite(result.score(i))) {
+      return CheckFailed(model, absl::StrCat("the score of check item ", result.id(i), " is ",
+                                             result.score(i), ", not finite"));
+    }
+    if (result.log(i).empty()) {
+      return CheckFailed(model, absl::StrCat("check item ", result.id(i), " has no log line"));
+    }
+  }
+  return CheckShape(model, result, ranker.Shape(view, bucket));
+}
+
+}  // namespace rankwire::server

@@ -1,0 +1,114 @@
+// Loading models: what --model names (a file, a directory of versions, or a
+// directory with a bucket manifest), each file in either format, and the
+// check a model passes before it may serve.
+//
+// --model=FILE         that file.
+// --model=DIR          DIR/rankwire.manifest if present (below); otherwise
+//                      the newest version among DIR's files named
+//                      "<version>.model" or "<version>.json", a version
+//                      being numbers separated by dots ("7", "2026.12.06.1"),
+//                      compared number by number. Hidden files (".x",
+//                      Kubernetes' "..data") and other names are ignored.
+//
+// The manifest maps experiment buckets to models, with traffic shares:
+//
+//   rankwire-manifest 1
+//   # bucket <name> <percent> <model file or version directory>
+//   bucket control   50 ecom_search_lr.model
+//   bucket xgb_ndcg  50 xgb_ndcg/            # its newest version
+//   # Optional: the features callers send. A model reading any other is
+//   # refused at load (a misspelt name would otherwise score as missing).
+//   item_features price sales_30d rating
+//   user_features price_pref
+//   context_features city_tier
+//   end
+//
+// Paths are relative to the manifest's directory. Percents sum to 100.
+//
+// A file's format is its content's: XGBoost JSON (Booster.save_model)
+// starts with '{'; anything else is the linear format. Its name@version:
+// the linear file's own "name" and "version" lines; for XGBoost, the
+// booster attributes rankwire_name / rankwire_version if set, else the
+// file's stem (the directory's name for a versioned file) and the file
+// name's version, else "sha-" and 12 hex digits of the bytes.
+//
+// Every error carries a reason (base/status_reason.h), as counted in
+// rankwire_model_reload_failures_total{reason}.
+//
+// Thread safety: pure functions of their arguments and the file system.
+#ifndef RANKWIRE_SERVER_MODEL_LOADER_H_
+#define RANKWIRE_SERVER_MODEL_LOADER_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "base/read_file.h"
+#include "server/model.h"
+#include "server/request_validator.h"
+#include "server/xgboost/xgboost_model.h"
+#include "server/xgboost_scorer.h"
+
+namespace rankwire::server {
+
+inline constexpr char kManifestName[] = "rankwire.manifest";
+
+struct ModelLoadOptions {
+  // Largest model file read (a larger one is refused unread).
+  uint64_t max_file_bytes = uint64_t{256} << 20;
+  // XGBoost's limits (its max_file_bytes is this struct's).
+  xgb::XGBoostLoadOptions xgboost;
+  XGBoostScorerOptions explain;
+  // With a manifest's feature lists: allow a model to read features callers
+  // do not send (they are then always missing, or 0 for a linear model).
+  bool allow_unsupplied_features = false;
+};
+
+// What --model resolves to now.
+struct ModelPlan {
+  struct Entry {
+    std::string bucket;  // Empty without a manifest.
+    int percent = 100;
+    std::string path;
+    std::string name_hint;     // For XGBoost files without rankwire_name.
+    std::string version_hint;  // From a versioned file name, or empty.
+  };
+  std::string source;  // --model.
+  std::vector<Entry> entries;
+  bool bucketed = false;  // From a manifest.
+  // The manifest's feature lists, if it has any.
+  std::optional<ModelInputs> supplied;
+  // Every file and directory the plan was made from, with its stamp: a
+  // change in any means the plan must be made again (what a poll compares).
+  std::vector<std::pair<std::string, FileStamp>> watched;
+};
+
+absl::StatusOr<ModelPlan> PlanModels(const std::string& source);
+
+// A loaded model and the file it came from.
+struct LoadedModel {
+  std::shared_ptr<const Model> model;
+  FileStamp stamp;
+};
+
+// Reads and parses one entry's file.
+absl::StatusOr<LoadedModel> LoadModel(const ModelPlan::Entry& entry,
+                                      const ModelLoadOptions& options);
+
+// What a model must pass before it serves: it reads only features callers
+// supply (when `supplied` says which), and the built-in check request
+// (eight candidates carrying every feature the model reads, values in
+// [0, 1] and, for a model with missing values, NaN; user and context
+// values 0.5) validates, ranks with every score finite, and gives the keys
+// and types the model's output shape says, and a log line per item.
+// FailedPrecondition with reason "unknown_feature" or "check_failed".
+absl::Status CheckModel(const Model& model, const std::optional<ModelInputs>& supplied,
+                        bool allow_unsupplied_features, const RequestLimits& limits);
+
+}  // namespace rankwire::server
+
+#endif  // RANKWIRE_SERVER_MODEL_LOADER_H_

@@ -1,0 +1,320 @@
+#include "server/model_reloader.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "base/status_reason.h"
+#include "base/thread_sched.h"
+#include "spdlog/spdlog.h"
+
+namespace rankwire::server {
+namespace {
+
+// Every reason a reload can fail for (base/status_reason.h), so each
+// series exists from the start; an error without one counts as
+// "invalid_model" (a model that breaks a rule of its format) or
+// "unsupported" (valid, but not something rankwire serves).
+constexpr const char* kReasons[] = {
+    "not_found",     "permission_denied", "not_a_file",        "too_large",
+    "file_changed",  "io",                "empty",             "truncated",
+    "invalid_number", "unknown_transform", "unknown_feature",  "check_failed",
+    "manifest",      "invalid_model",     "unsupported",
+};
+
+std::string ReasonFor(const absl::Status& status) {
+  if (std::optional<std::string> reason = ReasonOf(status)) {
+    for (const char* known : kReasons) {
+      if (*reason == known) return *reason;
+    }
+  }
+  return status.code() == absl::StatusCode::kUnimplemented ? "unsupported" : "invalid_model";
+}
+
+int64_t NowUnixMs() { return absl::ToUnixMillis(absl::Now()); }
+
+}  // namespace
+
+struct ModelReloader::Metrics {
+  Counter* reloads = nullptr;
+  absl::flat_hash_map<std::string, Counter*> failures;
+  std::atomic<double> load_seconds{0};
+};
+
+bool ModelReloader::Fingerprint::operator==(const Fingerprint& o) const {
+  return files == o.files;
+}
+
+ModelReloader::ModelReloader(ModelReloadOptions options, MetricsRegistry* registry)
+    : options_(std::move(options)), serving_(nullptr), metrics_(std::make_unique<Metrics>()) {
+  if (registry == nullptr) return;
+  metrics_->reloads = registry->AddCounter(
+      "rankwire_model_reloads_total", "Model sets swapped in since start-up (not the first load).");
+  for (const char* reason : kReasons) {
+    metrics_->failures[reason] = registry->AddCounter(
+        "rankwire_model_reload_failures_total",
+        "Reloads refused (the old models kept serving), by reason.",
+        MetricsRegistry::Label("reason", reason));
+  }
+  registry->AddGauge("rankwire_model_load_seconds",
+                     "How long the last successful load took (read, parse, check).",
+                     [m = metrics_.get()] { return m->load_seconds.load(); });
+  registry->AddGauge("rankwire_model_generation", "Model sets swapped in, counting the first.",
+                     [this] { return static_cast<double>(serving_.Current()->generation()); });
+  registry->AddGauge("rankwire_models_live",
+                     "Model objects alive: the loaded ones, plus replaced ones that a running "
+                     "request or queued log line still holds.",
+                     [] { return static_cast<double>(Model::Live()); });
+  registry->AddCollector(
+      "rankwire_model_info", "The models serving now (always 1), per experiment bucket.", "gauge",
+      [this] {
+        MetricsRegistry::Collected out;
+        for (const auto& m : serving_.Current()->models()) {
+          out.emplace_back(absl::StrCat(MetricsRegistry::Label("bucket", m->bucket), ",",
+                                        MetricsRegistry::Label("name", m->model->name()), ",",
+                                        MetricsRegistry::Label("version", m->model->version()),
+                                        ",", MetricsRegistry::Label("kind", m->model->kind())),
+                           1.0);
+        }
+        return out;
+      });
+  registry->AddCollector(
+      "rankwire_model_requests_total",
+      "Requests ranked, per experiment bucket and model (name@version).", "counter", [this] {
+        MetricsRegistry::Collected out;
+        absl::MutexLock lock(&state_mu_);
+        for (const auto& [key, counter] : requests_) {
+          const size_t split = key.find('\0');
+          out.emplace_back(
+              absl::StrCat(MetricsRegistry::Label("bucket", key.substr(0, split)), ",",
+                           MetricsRegistry::Label("model", key.substr(split + 1))),
+              static_cast<double>(counter->value()));
+        }
+        std::sort(out.begin(), out.end());
+        return out;
+      });
+}
+
+absl::StatusOr<std::unique_ptr<ModelReloader>> ModelReloader::Start(ModelReloadOptions options,
+                                                                    MetricsRegistry* registry) {
+  std::unique_ptr<ModelReloader> reloader(new ModelReloader(std::move(options), registry));
+  {
+    absl::MutexLock lock(&reloader->reload_mu_);
+    // A file still being written when the server starts is read again a
+    // few times before start-up fails.
+    absl::StatusOr<bool> loaded;
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      loaded = reloader->ReloadLocked("start-up", false);
+      if (loaded.ok() || ReasonOf(loaded.status()) != "file_changed") break;
+      absl::SleepFor(absl::Milliseconds(200));
+    }
+    if (!loaded.ok()) return loaded.status();
+  }
+  reloader->poller_ = std::thread([r = reloader.get()] { r->PollLoop(); });
+  return reloader;
+}
+
+ModelReloader::~ModelReloader() {
+  {
+    absl::MutexLock lock(&poll_mu_);
+    stop_ = true;
+  }
+  if (poller_.joinable()) poller_.join();
+}
+
+std::shared_ptr<Counter> ModelReloader::RequestCounter(const std::string& bucket,
+                                                       const std::string& version) {
+  absl::MutexLock lock(&state_mu_);
+  const std::string key = absl::StrCat(bucket, absl::string_view("\0", 1), version);
+  std::shared_ptr<Counter>& counter = requests_[key];
+  if (counter == nullptr) counter = std::make_shared<Counter>();
+  // Series of models no set holds any more go once there are many (each
+  // reload of a new version adds one).
+  if (requests_.size() > 64) {
+    for (auto it = requests_.begin(); it != requests_.end();) {
+      auto next = std::next(it);
+      if (it->second.use_count() == 1 && it->first != key) requests_.erase(it);
+      it = next;
+    }
+  }
+  return counter;
+}
+
+absl::StatusOr<std::shared_ptr<const ModelSet>> ModelReloader::Build(const ModelPlan& plan,
+                                                                     const ModelSet* current,
+                                                                     uint64_t generation) {
+  std::vector<std::shared_ptr<const ServedModel>> models;
+  for (const ModelPlan::Entry& entry : plan.entries) {
+    // A model whose file did not change is kept (with its load time).
+    std::shared_ptr<const Model> reused;
+    std::shared_ptr<const ServedModel> same;
+    absl::StatusOr<FileStamp> stamp = StampOf(entry.path);
+    if (current != nullptr && stamp.ok()) {
+      for (const auto& m : current->models()) {
+        if (m->path != entry.path || m->stamp != *stamp) continue;
+        reused = m->model;
+        if (m->bucket == entry.bucket && m->percent == entry.percent) same = m;
+      }
+    }
+    if (same != nullptr) {
+      models.push_back(same);
+      continue;
+    }
+    const auto started = std::chrono::steady_clock::now();
+    FileStamp loaded_stamp = stamp.ok() ? *stamp : FileStamp{};
+    if (reused == nullptr) {
+      ASSIGN_OR_RETURN(LoadedModel loaded, LoadModel(entry, options_.load));
+      RETURN_IF_ERROR(CheckModel(*loaded.model, plan.supplied,
+                                 options_.load.allow_unsupplied_features, options_.limits));
+      reused = std::move(loaded.model);
+      loaded_stamp = loaded.stamp;
+    }
+    auto served = std::make_shared<ServedModel>(entry.bucket, entry.percent, entry.path,
+                                                loaded_stamp, reused);
+    served->loaded_unix_ms = NowUnixMs();
+    served->load_ms = static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                std::chrono::steady_clock::now() - started)
+                                                .count());
+    served->requests = RequestCounter(entry.bucket, reused->full_version());
+    models.push_back(std::move(served));
+  }
+  if (!plan.bucketed) return ModelSet::Single(std::move(models.front()), generation);
+  absl::StatusOr<std::shared_ptr<const ModelSet>> set =
+      ModelSet::Buckets(std::move(models), generation);
+  if (!set.ok()) return WithReason(set.status(), "manifest");
+  return set;
+}
+
+void ModelReloader::CountFailure(const absl::Status& status) {
+  const std::string reason = ReasonFor(status);
+  if (auto it = metrics_->failures.find(reason); it != metrics_->failures.end()) {
+    it->second->Increment();
+  }
+  absl::MutexLock lock(&state_mu_);
+  last_failure_reason_ = reason;
+  last_failure_ = std::string(status.message());
+  last_failure_unix_ms_ = NowUnixMs();
+}
+
+absl::StatusOr<bool> ModelReloader::ReloadLocked(absl::string_view trigger, bool poll) {
+  const auto started = std::chrono::steady_clock::now();
+  const std::shared_ptr<const ModelSet> current = serving_.Current();
+  absl::StatusOr<ModelPlan> plan = PlanModels(options_.source);
+  Fingerprint fingerprint;
+  if (plan.ok()) {
+    fingerprint.files = plan->watched;
+    for (const ModelPlan::Entry& entry : plan->entries) {
+      fingerprint.files.emplace_back(entry.path, StampOf(entry.path).value_or(FileStamp{}));
+    }
+  } else {
+    fingerprint.files.emplace_back(absl::StrCat("error: ", plan.status().message()), FileStamp{});
+  }
+  if (current != nullptr && fingerprint == loaded_) return false;
+  // A poll does not retry what failed until something changes.
+  if (poll && has_failed_ && fingerprint == failed_) return false;
+
+  const uint64_t generation = current == nullptr ? 1 : current->generation() + 1;
+  absl::StatusOr<std::shared_ptr<const ModelSet>> next =
+      plan.ok() ? Build(*plan, current.get(), generation)
+                : absl::StatusOr<std::shared_ptr<const ModelSet>>(plan.status());
+  if (!next.ok()) {
+    has_failed_ = true;
+    failed_ = std::move(fingerprint);
+    if (current == nullptr) return next.status();  // Start-up: the caller reports it.
+    CountFailure(next.status());
+    spdlog::error("model reload ({}) refused, reason {}: {}; still serving {}",
+                  std::string(trigger), ReasonFor(next.status()),
+                  std::string(next.status().message()), current->Summary());
+    return next.status();
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  serving_.Swap(*next);
+  loaded_ = std::move(fingerprint);
+  has_failed_ = false;
+  metrics_->load_seconds.store(seconds);
+  if (current != nullptr && metrics_->reloads != nullptr) metrics_->reloads->Increment();
+  {
+    absl::MutexLock lock(&state_mu_);
+    last_failure_reason_.clear();
+    last_failure_.clear();
+    last_failure_unix_ms_ = 0;
+  }
+  spdlog::info("models ({}): generation {} serving {} from {}, loaded in {:.1f} ms{}",
+               std::string(trigger),
+               generation, (*next)->Summary(), options_.source, seconds * 1e3,
+               current == nullptr ? "" : absl::StrCat(" (was ", current->Summary(), ")"));
+  return true;
+}
+
+absl::StatusOr<bool> ModelReloader::Reload(absl::string_view trigger) {
+  absl::MutexLock lock(&reload_mu_);
+  return ReloadLocked(trigger, false);
+}
+
+void ModelReloader::RequestReload(absl::string_view trigger) {
+  absl::MutexLock lock(&poll_mu_);
+  requested_ = std::string(trigger);
+}
+
+void ModelReloader::PollLoop() {
+  SetThreadName("rankwire-models");
+  // Loading competes with ranking for the CPU: it yields to it.
+  SetThreadNice(10).IgnoreError();
+  const absl::Duration interval = options_.poll_interval;
+  while (true) {
+    std::string trigger;
+    {
+      absl::MutexLock lock(&poll_mu_);
+      auto wake = [this]() ABSL_SHARED_LOCKS_REQUIRED(poll_mu_) {
+        return stop_ || !requested_.empty();
+      };
+      // Mutex conditions are evaluated again whenever poll_mu_ is released,
+      // so RequestReload and the destructor wake this at once.
+      poll_mu_.AwaitWithTimeout(absl::Condition(&wake), interval > absl::ZeroDuration()
+                                                            ? interval
+                                                            : absl::InfiniteDuration());
+      if (stop_) return;
+      trigger = requested_;
+      requested_.clear();
+    }
+    absl::MutexLock lock(&reload_mu_);
+    if (trigger.empty()) {
+      ReloadLocked("poll", true).IgnoreError();
+    } else {
+      ReloadLocked(trigger, false).IgnoreError();
+    }
+  }
+}
+
+rank::v1::GetModelsResponse ModelReloader::Describe() const {
+  rank::v1::GetModelsResponse out;
+  const std::shared_ptr<const ModelSet> set = serving_.Current();
+  out.set_source(options_.source);
+  out.set_generation(set->generation());
+  for (const auto& m : set->models()) {
+    rank::v1::ServedModel* s = out.add_models();
+    s->set_bucket(m->bucket);
+    s->set_percent(static_cast<uint32_t>(m->percent));
+    s->set_name(m->model->name());
+    s->set_version(m->model->version());
+    s->set_kind(std::string(m->model->kind()));
+    s->set_path(m->path);
+    s->set_loaded_unix_ms(m->loaded_unix_ms);
+    s->set_load_ms(m->load_ms);
+    const ModelInputs& in = m->model->inputs();
+    for (const std::string& f : in.item) s->add_item_features(f);
+    for (const std::string& f : in.user) s->add_user_features(f);
+    for (const std::string& f : in.context) s->add_context_features(f);
+  }
+  absl::MutexLock lock(&state_mu_);
+  out.set_last_failure_reason(last_failure_reason_);
+  out.set_last_failure(last_failure_);
+  out.set_last_failure_unix_ms(last_failure_unix_ms_);
+  return out;
+}
+
+}  // namespace rankwire::server

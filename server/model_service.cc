@@ -1,0 +1,35 @@
+#include "server/model_service.h"
+
+#include "rpc/status.h"
+
+namespace rankwire::server {
+
+grpc::ServerUnaryReactor* ModelServiceImpl::GetModels(grpc::CallbackServerContext* context,
+                                                      const rank::v1::GetModelsRequest*,
+                                                      rank::v1::GetModelsResponse* response) {
+  *response = reloader_->Describe();
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ModelServiceImpl::ReloadModels(grpc::CallbackServerContext* context,
+                                                         const rank::v1::ReloadModelsRequest*,
+                                                         rank::v1::GetModelsResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (!allow_reload_) {
+    reactor->Finish(ToGrpcStatus(absl::PermissionDeniedError(refusal_)));
+    return reactor;
+  }
+  absl::StatusOr<bool> reloaded = reloader_->Reload("rpc");
+  if (!reloaded.ok()) {
+    // The new models were refused; the old ones serve on.
+    reactor->Finish(ToGrpcStatus(absl::FailedPreconditionError(reloaded.status().message())));
+    return reactor;
+  }
+  *response = reloader_->Describe();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+}  // namespace rankwire::server

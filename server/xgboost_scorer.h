@@ -1,0 +1,84 @@
+// XGBoostScorer: an XGBoost model (server/xgboost/) as a Model. Features
+// bind by name: a model feature "user.<x>" reads the request's user feature
+// x, "ctx.<y>" its context value y (parsed as a number), any other name the
+// item feature of that name. A feature the request does not carry, or a NaN
+// item feature value, is missing and follows each split's default
+// direction, as in XGBoost.
+//
+// Scores are TreeEvaluator's (bit-exact XGBoost predictions: the
+// objective's output). The model adds no value columns or metrics of its
+// own; it explains: the first min(top_n, explain_items) items in rank order
+// carry their explain_top_k largest TreeSHAP contributions (by magnitude,
+// in margin space, as XGBoost's pred_contribs) as metrics
+// "explain.<k>.feature" / "explain.<k>.contribution" and in their log line.
+//
+// Thread safety: immutable; Score and Explain keep scratch per thread.
+#ifndef RANKWIRE_SERVER_XGBOOST_SCORER_H_
+#define RANKWIRE_SERVER_XGBOOST_SCORER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/model.h"
+#include "server/xgboost/tree_evaluator.h"
+#include "server/xgboost/tree_shap.h"
+#include "server/xgboost/xgboost_model.h"
+
+namespace rankwire::server {
+
+struct XGBoostScorerOptions {
+  // Contributions per explained item (0: no explanations).
+  size_t explain_top_k = 3;
+  // Items explained per request, at most.
+  size_t explain_items = 10;
+};
+
+class XGBoostScorer final : public Model {
+ public:
+  // `name` and `version` make full_version() "name@version".
+  XGBoostScorer(const xgb::XGBoostModel& model, std::string name, std::string version,
+                const XGBoostScorerOptions& options);
+
+  absl::string_view kind() const override { return "xgboost"; }
+  const std::string& full_version() const override { return full_version_; }
+  const std::string& name() const override { return name_; }
+  const ModelInputs& inputs() const override { return inputs_; }
+  const std::shared_ptr<const ModelOutputs>& outputs() const override { return outputs_; }
+  bool nan_is_missing() const override { return true; }
+  void Score(const RequestView& request, const float* features, const std::vector<int>& column,
+             size_t n, double* score, double* values) const override;
+  void Explain(const RequestView& request, const float* features, const std::vector<int>& column,
+               size_t n, const std::vector<uint32_t>& shown, size_t top_k,
+               std::vector<Explanation>* out) const override;
+  const std::string& BucketOf(absl::string_view user_id) const override;
+
+  const xgb::TreeEvaluator& evaluator() const { return evaluator_; }
+  size_t num_features() const { return feature_names_.size(); }
+
+ private:
+  // Where model feature f's value comes from.
+  struct Binding {
+    xgb::FeatureSource source;
+    uint32_t index;  // In inputs_.item / .user / .context.
+  };
+  // Rows of the candidates `which` (all n when null) in model feature order
+  // into rows (count x num_features()), missing as NaN.
+  void GatherRows(const RequestView& request, const float* features,
+                  const std::vector<int>& column, size_t n, const uint32_t* which, size_t count,
+                  float* rows) const;
+
+  std::string name_;
+  std::string version_;
+  std::string full_version_;
+  std::vector<std::string> feature_names_;
+  std::vector<Binding> bindings_;
+  ModelInputs inputs_;
+  xgb::TreeEvaluator evaluator_;
+  xgb::TreeShap shap_;
+  std::shared_ptr<const ModelOutputs> outputs_;
+};
+
+}  // namespace rankwire::server
+
+#endif  // RANKWIRE_SERVER_XGBOOST_SCORER_H_
