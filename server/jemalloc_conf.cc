@@ -100,4 +100,15 @@ bool JemallocBackgroundThreadsOn() {
   return mallctl("background_thread", &on, &size, nullptr, 0) == 0 && on;
 }
 
+// "stats.*" are refreshed by writing "epoch"; both reads are of that
+// refresh.
+bool JemallocStats(size_t* allocated, size_t* resident) {
+  uint64_t epoch = 1;
+  size_t size = sizeof epoch;
+  if (mallctl("epoch", &epoch, &size, &epoch, size) != 0) return false;
+  size = sizeof(size_t);
+  return mallctl("stats.allocated", allocated, &size, nullptr, 0) == 0 &&
+         mallctl("stats.resident", resident, &size, nullptr, 0) == 0;
+}
+
 }  // namespace rankwire

@@ -26,6 +26,9 @@ int JemallocArenaZeroStatus();
 int StartJemallocBackgroundThreads();
 // Whether they run.
 bool JemallocBackgroundThreadsOn();
+// Bytes the program holds in allocations, and bytes of physical memory
+// jemalloc holds for them (with its caches); false if unavailable.
+bool JemallocStats(size_t* allocated, size_t* resident);
 
 }  // namespace rankwire
 

@@ -325,8 +325,8 @@ absl::StatusOr<LoadedModel> LoadModel(const ModelPlan::Entry& entry,
   return loaded;
 }
 
-absl::Status CheckModel(const Model& model, const std::optional<ModelInputs>& supplied,
-                        bool allow_unsupplied_features, const RequestLimits& limits) {
+absl::Status CheckSupplied(const Model& model, const std::optional<ModelInputs>& supplied,
+                           bool allow_unsupplied_features) {
   const ModelInputs& reads = model.inputs();
   if (supplied.has_value() && !allow_unsupplied_features) {
     std::vector<std::string> missing;
@@ -341,6 +341,13 @@ absl::Status CheckModel(const Model& model, const std::optional<ModelInputs>& su
                         "unknown_feature");
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status CheckModel(const Model& model, const std::optional<ModelInputs>& supplied,
+                        bool allow_unsupplied_features, const RequestLimits& limits) {
+  RETURN_IF_ERROR(CheckSupplied(model, supplied, allow_unsupplied_features));
+  const ModelInputs& reads = model.inputs();
   if (reads.item.size() > limits.max_item_features) {
     return CheckFailed(model, absl::StrCat("it reads ", reads.item.size(),
                                            " item features; a request carries at most ",

@@ -99,8 +99,14 @@ struct LoadedModel {
 absl::StatusOr<LoadedModel> LoadModel(const ModelPlan::Entry& entry,
                                       const ModelLoadOptions& options);
 
-// What a model must pass before it serves: it reads only features callers
-// supply (when `supplied` says which), and the built-in check request
+// Whether the model reads only features callers supply (when `supplied`
+// says which): FailedPrecondition with reason "unknown_feature" otherwise.
+// Cheap; run again for a kept model when a manifest's lists change.
+absl::Status CheckSupplied(const Model& model, const std::optional<ModelInputs>& supplied,
+                           bool allow_unsupplied_features);
+
+// What a model must pass before it serves: CheckSupplied, and the built-in
+// check request
 // (eight candidates carrying every feature the model reads, values in
 // [0, 1] and, for a model with missing values, NaN; user and context
 // values 0.5) validates, ranks with every score finite, and gives the keys

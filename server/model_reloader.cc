@@ -159,6 +159,11 @@ absl::StatusOr<std::shared_ptr<const ModelSet>> ModelReloader::Build(const Model
         if (m->bucket == entry.bucket && m->percent == entry.percent) same = m;
       }
     }
+    if (reused != nullptr) {
+      // The manifest's feature lists may have changed.
+      RETURN_IF_ERROR(CheckSupplied(*reused, plan.supplied,
+                                    options_.load.allow_unsupplied_features));
+    }
     if (same != nullptr) {
       models.push_back(same);
       continue;
@@ -229,6 +234,14 @@ absl::StatusOr<bool> ModelReloader::ReloadLocked(absl::string_view trigger, bool
                   std::string(trigger), ReasonFor(next.status()),
                   std::string(next.status().message()), current->Summary());
     return next.status();
+  }
+  if (current != nullptr && current->bucketed() == (*next)->bucketed() &&
+      current->models() == (*next)->models()) {
+    // Something was touched, but every model and share is as it was (a
+    // refused file removed, a manifest comment edited): nothing to swap.
+    loaded_ = std::move(fingerprint);
+    has_failed_ = false;
+    return false;
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

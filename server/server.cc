@@ -181,6 +181,7 @@ absl::Status Server::State::Build() {
   ASSIGN_OR_RETURN(models, ModelReloader::Start(std::move(reload), &registry));
   metrics = std::make_unique<ServerMetrics>(&registry, codecs.Names());
   metrics->cpu_sample_every = o.phase_cpu_sample_every;
+  if (o.register_metrics) o.register_metrics(&registry);
   if (o.log_mode != rank::v1::LOG_MODE_NONE && o.log_store.has_value()) {
     ASSIGN_OR_RETURN(store, logstore::OpenLogStore(*o.log_store));
     ExportLogStats(&registry, store.consumer.get());

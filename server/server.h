@@ -24,6 +24,7 @@
 #define RANKWIRE_SERVER_SERVER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,6 +37,7 @@
 #include "logstore/log_store.h"
 #include "rank/v1/rank.pb.h"
 #include "server/admission.h"
+#include "server/metrics.h"
 #include "server/model_reloader.h"
 #include "server/rank_handler.h"
 #include "server/request_validator.h"
@@ -100,6 +102,10 @@ struct ServerOptions {
   absl::Duration drain = absl::ZeroDuration();
   absl::Duration shutdown_grace = absl::Seconds(5);
   absl::Duration log_flush = absl::Seconds(2);
+
+  // Metrics the caller adds (the allocator's, which only the binary knows),
+  // registered before serving starts.
+  std::function<void(MetricsRegistry*)> register_metrics;
 };
 
 // "store", "inline" or "none" as the server's default log mode;

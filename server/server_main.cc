@@ -477,6 +477,20 @@ absl::Status Run() {
   RETURN_IF_ERROR(WorkFromFlags(&options));
   RETURN_IF_ERROR(AdmissionFromFlags(&options));
   RETURN_IF_ERROR(EdgesFromFlags(&options));
+#ifdef RANKWIRE_JEMALLOC_CONF
+  options.register_metrics = [](MetricsRegistry* registry) {
+    registry->AddGauge("rankwire_malloc_allocated_bytes",
+                       "Bytes the server holds in allocations (jemalloc stats.allocated).", [] {
+                         size_t allocated = 0, resident = 0;
+                         return JemallocStats(&allocated, &resident) ? double(allocated) : -1.0;
+                       });
+    registry->AddGauge("rankwire_malloc_resident_bytes",
+                       "Physical memory jemalloc holds, caches included (stats.resident).", [] {
+                         size_t allocated = 0, resident = 0;
+                         return JemallocStats(&allocated, &resident) ? double(resident) : -1.0;
+                       });
+  };
+#endif
   ASSIGN_OR_RETURN(std::unique_ptr<Server> server, Server::Start(options));
   // Scripts and tests read the ports from this line.
   spdlog::info("rankwire-server listening port={} metrics_port={} codec={} log_mode={} logstore={} "

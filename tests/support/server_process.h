@@ -1,7 +1,9 @@
 // ServerProcess runs the real rankwire-server binary for a test: on a free
 // port (--port=0, --metrics_port=0), with the shipped model, its output in a
 // temporary log file, and stops it when destroyed. The ports are read from
-// the server's "listening port=... metrics_port=..." start-up line.
+// the server's "listening port=... metrics_port=..." start-up line. The
+// server runs without the capabilities that let root ignore file
+// permissions, as a server in production does.
 //
 // Example:
 //   auto server = ServerProcess::Start({"--codec=rankbin"});
