@@ -13,7 +13,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/cpu_budget.h"
 #include "base/flags.h"
 #include "base/status_macros.h"
 #include "base/thread_sched.h"
@@ -416,7 +418,10 @@ absl::Status PlaceProcess(ServerOptions* o) {
   } else if (slice_us < 0) {
     return absl::InvalidArgumentError("--latency_slice_us must be >= 0");
   }
-  const int usable_cpus = UsableCpus();
+  // Defaults count these (base/cpu_budget.h); the line says which limit set them.
+  const CpuBudget cpus = ReadCpuBudget();
+  spdlog::info("usable cpus={}", cpus.Describe());
+  const int usable_cpus = cpus.cpus;
   ASSIGN_OR_RETURN(o->rank_worker_cpus, SetAsideRankCpus());
   o->ranking_cpus =
       o->rank_worker_cpus.empty() ? usable_cpus : static_cast<int>(o->rank_worker_cpus.size());
