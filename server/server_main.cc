@@ -464,9 +464,16 @@ absl::Status Run() {
   sigwait(&signals, &signal_number);
   spdlog::info("signal {}: draining (drain {} ms, grace {} ms)", signal_number,
                absl::GetFlag(FLAGS_drain_ms), absl::GetFlag(FLAGS_shutdown_grace_ms));
+  // How long each part took, so a slow exit says where it waited.
+  const absl::Time signalled = absl::Now();
   server->Stop();
+  const absl::Time drained = absl::Now();
   server.reset();
-  spdlog::info("rankwire-server stopped");
+  spdlog::info("rankwire-server stopped {} ms after the signal (drain, calls and log flush {} ms, "
+               "teardown {} ms)",
+               absl::ToInt64Milliseconds(absl::Now() - signalled),
+               absl::ToInt64Milliseconds(drained - signalled),
+               absl::ToInt64Milliseconds(absl::Now() - drained));
   return absl::OkStatus();
 }
 
