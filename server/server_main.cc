@@ -33,6 +33,9 @@
 
 ABSL_FLAG(std::string, address, "0.0.0.0", "Address to listen on.");
 ABSL_FLAG(int, port, 50051, "gRPC port (0 picks a free port and logs it).");
+ABSL_FLAG(bool, reuse_port, false,
+          "Let other processes listen on the same ports (SO_REUSEPORT) and share their calls. "
+          "Off: a port already in use is a start-up error naming it.");
 ABSL_FLAG(std::string, codec, "protobuf",
           absl::StrCat("Default response codec, one of: ", rankwire::BuiltinCodecNames(),
                        ". A request may ask for another it accepts."));
@@ -393,6 +396,7 @@ absl::Status WorkFromFlags(ServerOptions* o) {
 absl::Status EdgesFromFlags(ServerOptions* o) {
   o->address = absl::GetFlag(FLAGS_address);
   o->port = absl::GetFlag(FLAGS_port);
+  o->reuse_port = absl::GetFlag(FLAGS_reuse_port);
   o->tls = ServerTlsFiles{absl::GetFlag(FLAGS_tls_cert_file), absl::GetFlag(FLAGS_tls_key_file),
                           absl::GetFlag(FLAGS_tls_client_ca_file)};
   o->health_port = absl::GetFlag(FLAGS_health_port);
