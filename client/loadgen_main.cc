@@ -164,6 +164,16 @@ absl::StatusOr<std::vector<grpc::ByteBuffer>> MakeRequests() {
     return absl::InvalidArgumentError(absl::StrCat("--log_mode: ", log_mode.status().message()));
   }
   options.log_mode = *log_mode;
+  // What the flags become, said rather than done silently.
+  if (options.top_n > options.candidates) {
+    absl::FPrintF(stderr,
+                  "rankwire-loadgen: --top_n=%d clamped to %d: a request shows at most its "
+                  "candidates (--candidates=%d)\n",
+                  options.top_n, options.candidates, options.candidates);
+  }
+  if (absl::GetFlag(FLAGS_distinct_requests) == 0) {
+    absl::FPrintF(stderr, "rankwire-loadgen: --distinct_requests=0 clamped to 1\n");
+  }
   const workload::WorkloadGenerator generator(options);
   std::vector<grpc::ByteBuffer> requests;
   for (uint32_t i = 0; i < std::max(1u, absl::GetFlag(FLAGS_distinct_requests)); ++i) {
@@ -199,6 +209,10 @@ Plan PlanFromFlags(const std::vector<grpc::ByteBuffer>* requests,
                    const CodecRegistry* codecs) {
   Plan plan;
   plan.concurrency = std::max(1, absl::GetFlag(FLAGS_concurrency));
+  if (plan.concurrency != absl::GetFlag(FLAGS_concurrency)) {
+    absl::FPrintF(stderr, "rankwire-loadgen: --concurrency=%d clamped to 1\n",
+                  absl::GetFlag(FLAGS_concurrency));
+  }
   plan.qps = absl::GetFlag(FLAGS_qps);
   plan.start = Clock::now();
   plan.measure_from = plan.start + Seconds(absl::GetFlag(FLAGS_warmup_s));
