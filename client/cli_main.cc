@@ -9,6 +9,7 @@
 //   --fetch_logs_for the stored logs of a past request's --items
 //   --health         health of every replica behind --target, one line each
 //   --model_features the features a model file reads
+//   --models         the models a server ranks with now
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -32,8 +33,9 @@
 #include "client/request_file.h"
 #include "codec/builtin_codecs.h"
 #include "codec/protobuf_codec.h"
-#include "server/linear_model.h"
-#include "server/linear_scorer.h"
+#include "rank/v1/rank.grpc.pb.h"
+#include "rpc/status.h"
+#include "server/model_loader.h"
 #include "server/model_path.h"
 #include "workload/workload.h"
 
@@ -77,10 +79,14 @@ ABSL_FLAG(std::string, fetch_logs_for, "",
           "server's --log_ttl_ms) for the --items given, and print one line per item.");
 ABSL_FLAG(std::string, items, "", "Item ids for --fetch_logs_for, comma-separated.");
 ABSL_FLAG(std::string, model_features, "",
-          "Only load this model file, as rankwire-server --model would (a relative path is "
-          "also looked up in the shipped models), and print its version and what it reads: "
-          "the item features callers send in RankRequest.item_feature_names, and its user.* "
-          "and ctx.* inputs.");
+          "Only load this model (a file, a directory of versions or a bucket manifest's "
+          "directory), as rankwire-server --model would, with its load checks (a relative "
+          "path is also looked up in the shipped models), and print each model's version "
+          "and what it reads: the item features callers send in "
+          "RankRequest.item_feature_names, and its user.* and ctx.* inputs.");
+ABSL_FLAG(bool, models, false,
+          "Only ask the server at --target which models it ranks with now (per experiment "
+          "bucket: name@version, kind, file, load time) and the last refused reload.");
 
 namespace rankwire::client {
 namespace {
@@ -423,30 +429,58 @@ absl::Status Health(ChannelOptions options) {
   return absl::OkStatus();
 }
 
-// --model_features: what a model file reads, loaded as the server loads it.
+// One model's inputs, as --model_features and --models print them.
+void PrintInputs(const std::vector<std::string>& item, const std::vector<std::string>& user,
+                 const std::vector<std::string>& context, absl::string_view indent) {
+  for (const auto& [names, title] :
+       {std::pair{&item, "item features (RankRequest.item_feature_names, any order)"},
+        std::pair{&user, "user features (RankRequest.user_features)"},
+        std::pair{&context, "numeric context values (RankRequest.context)"}}) {
+    absl::PrintF("%s%s (%d):\n", indent, title, names->size());
+    for (const std::string& name : *names) absl::PrintF("%s  %s\n", indent, name);
+  }
+}
+
+// --model_features: what a model (file, version directory or bucket
+// manifest) reads, loaded and checked as the server loads it.
 absl::Status ModelFeatures(const std::string& flag) {
-  ASSIGN_OR_RETURN(std::string path,
-                   server::ResolveModelPath(flag, server::ExecutablePath()));
-  ASSIGN_OR_RETURN(server::LinearModel loaded, server::LinearModel::LoadFile(path));
-  const server::LinearScorer scorer(std::move(loaded));
-  const server::Model& model = scorer;  // What the ranker binds requests to.
-  absl::PrintF("model %s (%s) from %s\n", model.full_version(), model.kind(), path);
-  absl::PrintF("item features (%d; RankRequest.item_feature_names, any order):\n",
-               model.item_features().size());
-  for (const std::string& name : model.item_features()) absl::PrintF("  %s\n", name);
-  for (const auto& [source, title] :
-       {std::pair{server::LinearModel::Source::kUser, "user features (RankRequest.user_features)"},
-        std::pair{server::LinearModel::Source::kContext,
-                  "numeric context values (RankRequest.context)"}}) {
-    std::vector<std::string> names;
-    for (const server::LinearModel::Atom& atom : scorer.model().atoms()) {
-      if (atom.source == source &&
-          std::find(names.begin(), names.end(), atom.name) == names.end()) {
-        names.push_back(atom.name);
-      }
-    }
-    absl::PrintF("%s (%d):\n", title, names.size());
-    for (const std::string& name : names) absl::PrintF("  %s\n", name);
+  ASSIGN_OR_RETURN(std::string path, server::ResolveModelPath(flag, server::ExecutablePath()));
+  ASSIGN_OR_RETURN(server::ModelPlan plan, server::PlanModels(path));
+  for (const server::ModelPlan::Entry& entry : plan.entries) {
+    ASSIGN_OR_RETURN(server::LoadedModel loaded, server::LoadModel(entry, {}));
+    const server::Model& model = *loaded.model;
+    RETURN_IF_ERROR(server::CheckModel(model, plan.supplied, false, {}));
+    absl::PrintF("model %s (%s) from %s%s\n", model.full_version(), model.kind(), entry.path,
+                 entry.bucket.empty()
+                     ? ""
+                     : absl::StrFormat(", bucket %s (%d%%)", entry.bucket, entry.percent));
+    const server::ModelInputs& in = model.inputs();
+    PrintInputs(in.item, in.user, in.context, "");
+  }
+  return absl::OkStatus();
+}
+
+// --models: what the server at --target ranks with now (ModelService).
+absl::Status Models(const ChannelOptions& options) {
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
+                   MakeChannel(absl::GetFlag(FLAGS_target), options));
+  auto stub = rank::v1::ModelService::NewStub(channel);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::milliseconds(absl::GetFlag(FLAGS_deadline_ms)));
+  rank::v1::GetModelsResponse response;
+  RETURN_IF_ERROR(FromGrpcStatus(stub->GetModels(&context, {}, &response)));
+  absl::PrintF("%s: generation %d from %s\n", absl::GetFlag(FLAGS_target), response.generation(),
+               response.source());
+  for (const rank::v1::ServedModel& m : response.models()) {
+    absl::PrintF("  %s%s@%s (%s) from %s, loaded in %d ms\n",
+                 m.bucket().empty() ? ""
+                                    : absl::StrFormat("bucket %s (%d%%): ", m.bucket(), m.percent()),
+                 m.name(), m.version(), m.kind(), m.path(), m.load_ms());
+  }
+  if (!response.last_failure().empty()) {
+    absl::PrintF("  last refused reload (%s): %s\n", response.last_failure_reason(),
+                 response.last_failure());
   }
   return absl::OkStatus();
 }
@@ -471,6 +505,7 @@ absl::Status Run() {
   }
   ASSIGN_OR_RETURN(ChannelOptions channel_options, ChannelOptionsFromFlags());
   if (absl::GetFlag(FLAGS_health)) return Health(channel_options);
+  if (absl::GetFlag(FLAGS_models)) return Models(channel_options);
   ASSIGN_OR_RETURN(CodecRegistry codecs, MakeBuiltinCodecs(BuiltinCodecOptions{}));
   ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
                    MakeChannel(absl::GetFlag(FLAGS_target), channel_options));
@@ -497,6 +532,7 @@ int main(int argc, char** argv) {
                        "  rankwire-cli --fetch_logs_for=REQUEST_ID --items=sku-1,sku-2\n"
                        "  rankwire-cli --target=dns:///rankwire.default.svc.cluster.local:50051 --health\n"
                        "  rankwire-cli --model_features=server/models/ecom_search_lr.model\n"
+                       "  rankwire-cli --target=localhost:50051 --models\n"
                        "  rankwire-cli --compare");
   absl::Status s = rankwire::client::Run();
   if (!s.ok()) {

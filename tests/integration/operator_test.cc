@@ -398,6 +398,13 @@ TEST(CliHealthTest, OneLinePerReplicaWithItsAddress) {
   EXPECT_THAT(mixed.err, HasSubstr("2 of 3 replicas not serving"));
 }
 
+TEST_F(CliTest, ModelsPrintsWhatTheServerRanksWith) {
+  CommandResult r = Cli({target_, "--models"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr(": generation 1 from "));
+  EXPECT_THAT(r.out, HasSubstr("  ecom_search_lr@2026.11.3 (linear) from "));
+}
+
 TEST(CliModelTest, ModelFeaturesListsWhatTheModelReads) {
   CommandResult r = Cli({absl::StrCat("--model_features=", RANKWIRE_MODEL_PATH)});
   ASSERT_EQ(r.exit_code, 0) << r.err;
