@@ -432,11 +432,16 @@ absl::Status Health(ChannelOptions options) {
 // One model's inputs, as --model_features and --models print them.
 void PrintInputs(const std::vector<std::string>& item, const std::vector<std::string>& user,
                  const std::vector<std::string>& context, absl::string_view indent) {
-  for (const auto& [names, title] :
-       {std::pair{&item, "item features (RankRequest.item_feature_names, any order)"},
-        std::pair{&user, "user features (RankRequest.user_features)"},
-        std::pair{&context, "numeric context values (RankRequest.context)"}}) {
-    absl::PrintF("%s%s (%d):\n", indent, title, names->size());
+  struct Group {
+    const std::vector<std::string>* names;
+    const char* title;
+    const char* field;
+  };
+  for (const Group& g : {Group{&item, "item features", "RankRequest.item_feature_names, any order"},
+                         Group{&user, "user features", "RankRequest.user_features"},
+                         Group{&context, "numeric context values", "RankRequest.context"}}) {
+    const std::vector<std::string>* names = g.names;
+    absl::PrintF("%s%s (%d; %s):\n", indent, g.title, names->size(), g.field);
     for (const std::string& name : *names) absl::PrintF("%s  %s\n", indent, name);
   }
 }
