@@ -414,7 +414,7 @@ TEST(CliModelTest, ModelFeaturesListsWhatTheModelReads) {
   for (const std::string& name : workload::ItemFeatureNames()) {
     EXPECT_THAT(r.out, HasSubstr("\n  " + name + "\n"));
   }
-  EXPECT_THAT(r.out, HasSubstr("user features (RankRequest.user_features)"));
+  EXPECT_THAT(r.out, HasSubstr("user features (3; RankRequest.user_features)"));
   CommandResult missing = Cli({"--model_features=/nonexistent/m.model"});
   EXPECT_NE(missing.exit_code, 0);
   EXPECT_THAT(missing.err, HasSubstr("/nonexistent/m.model"));
