@@ -180,7 +180,9 @@ class DeployTest(unittest.TestCase):
                          for p in c.get("ports", [])}
                 for port in service["spec"]["ports"]:
                     self.assertIn(port["targetPort"], ports)
-            configmaps = {c["metadata"]["name"] for c in by_kind["ConfigMap"]}
+            # rankwire-models is made apart, from model files (like the
+            # Secrets, a routine apply must not replace what serves).
+            configmaps = {c["metadata"]["name"] for c in by_kind["ConfigMap"]} | {"rankwire-models"}
             for d in deployments:
                 spec = d["spec"]["template"]["spec"]
                 for v in spec.get("volumes", []):
@@ -415,6 +417,43 @@ class DeployTest(unittest.TestCase):
             owner = owners.get(lib)
             if owner and owner not in BASE_IMAGE_PACKAGES:
                 self.assertIn(owner, installed, f"{binaries[0]} needs {lib} from {owner}")
+
+    def test_models_come_from_a_volume_and_load(self):
+        # --model names a directory that the Deployment mounts from the
+        # rankwire-models ConfigMap, and the image carries a default there.
+        with open(os.path.join(ROOT, "deploy", "flags", "production.flags")) as f:
+            model = flag_values(f.read())["model"]
+        by_kind = k8s_objects()
+        (deployment,) = [d for d in by_kind["Deployment"] if d["metadata"]["name"] == "rankwire"]
+        pod = deployment["spec"]["template"]["spec"]
+        (container,) = pod["containers"]
+        mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+        self.assertIn(model, mounts, "the Deployment mounts no volume at --model")
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        self.assertEqual(volumes[mounts[model]].get("configMap", {}).get("name"),
+                         "rankwire-models")
+        with open(os.path.join(ROOT, "deploy", "Dockerfile")) as f:
+            self.assertIn(f"COPY deploy/models/rankwire.manifest {model}/rankwire.manifest",
+                          f.read())
+        # Both manifests load with the server's loader and checks: the
+        # ConfigMap's (its files side by side, as the mount holds them) and
+        # the image's (its absolute path mapped to the repository's models).
+        shipped = os.path.join(ROOT, "server", "models")
+        with tempfile.TemporaryDirectory() as configmap, tempfile.TemporaryDirectory() as image:
+            shutil.copy(os.path.join(ROOT, "deploy", "k8s", "models", "rankwire.manifest"),
+                        configmap)
+            for name in os.listdir(shipped):
+                shutil.copy(os.path.join(shipped, name), configmap)
+            with open(os.path.join(ROOT, "deploy", "models", "rankwire.manifest")) as f:
+                text = f.read()
+            self.assertIn("/usr/share/rankwire/models/", text)
+            with open(os.path.join(image, "rankwire.manifest"), "w") as f:
+                f.write(text.replace("/usr/share/rankwire/models/", shipped + "/"))
+            for directory in (configmap, image):
+                result = subprocess.run([CLIENTS[0], "--model_features=" + directory],
+                                        capture_output=True, text=True)
+                self.assertEqual(result.returncode, 0, result.stderr)
+                self.assertIn("model ecom_search_lr@", result.stdout)
 
     def test_server_accepts_the_local_flagfile(self):
         # --helpfull after the flagfile: parses every flag, prints, exits.
