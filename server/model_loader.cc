@@ -116,7 +116,8 @@ absl::StatusOr<ModelPlan::Entry> EntryFor(const std::string& path, ModelPlan* pl
   ModelPlan::Entry entry;
   entry.path = path;
   entry.name_hint = Stem(path);
-  absl::string_view version = BaseName(path);
+  const std::string base = BaseName(path);
+  absl::string_view version = base;
   if ((absl::ConsumeSuffix(&version, ".model") || absl::ConsumeSuffix(&version, ".json")) &&
       ParseVersion(version)) {
     // A versioned file named directly: its directory names it.
