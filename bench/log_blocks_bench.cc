@@ -11,8 +11,8 @@
 // --toggle-collect='*RenderMeasured*' and divide by --iterations.
 //
 //   taskset -c 1 build/bench/log_blocks_bench --rounds=7 --iterations=2000
-//   valgrind --tool=callgrind --toggle-collect='*RenderMeasured*' \
-//       build/bench/log_blocks_bench --rounds=1 --iterations=20
+//   valgrind --tool=callgrind --toggle-collect='*RenderMeasured*'
+//     build/bench/log_blocks_bench --rounds=1 --iterations=20
 #include <time.h>
 
 #include <algorithm>

@@ -106,6 +106,51 @@ TEST(LogBlocksTest, EveryNumberFormReadsBack) {
   ExpectReadBack(Write({1e-30f, -3.5f, 1e30f, 0.1f, 123456.7f}, 2, 2));
 }
 
+// The number column's form byte of a Write() of one block: after the tag,
+// the count, the ids (prefix "sku-"), the ints and the string codes.
+uint8_t FormOf(const Written& w) {
+  const std::string& block = w.blocks[0];
+  size_t p = 2 + 1 + 4;  // 'B', count (< 128), prefix length and "sku-".
+  for (uint32_t j = 0; j < w.layout.BlockSize(0); ++j) p += 1 + static_cast<uint8_t>(block[p]);
+  for (uint32_t j = 0; j < 2 * w.layout.BlockSize(0); ++j) {
+    while (static_cast<uint8_t>(block[p]) >= 0x80) ++p;
+    ++p;
+  }
+  return static_cast<uint8_t>(block[p]);
+}
+
+TEST(LogBlocksTest, TwoTopBytesAndShortDecimalsAreStoredSmaller) {
+  // Both sides of a power of two: two top bytes, 27 bytes instead of 32.
+  // (Seven digits and more: no short decimals.)
+  const std::vector<float> halves = {0.3123457f, 0.6123457f, 0.2612346f, 0.9912346f,
+                                     0.5012346f, 0.4912346f, 0.7012346f, 0.3112346f};
+  Written w = Write(halves, 8, 8);
+  ExpectReadBack(w);
+  EXPECT_EQ(FormOf(w), static_cast<uint8_t>(NumberForm::kTwoTops));
+  const std::vector<float> signs = {1.5123457f, -1.5123457f, 1.2512346f, -1.7512346f,
+                                    1.0123457f, -1.0123457f, 1.1123457f, -1.9123457f};
+  w = Write(signs, 8, 8);
+  ExpectReadBack(w);
+  EXPECT_EQ(FormOf(w), static_cast<uint8_t>(NumberForm::kTwoTops));
+  // Prices with two decimals (what requests carry): varints of the cents.
+  const std::vector<float> prices = {78.7f, 54.65f, 40.93f, 21.73f, 445.18f, 71.31f, 9.99f, 0.5f};
+  w = Write(prices, 8, 8);
+  ExpectReadBack(w);
+  EXPECT_EQ(FormOf(w), static_cast<uint8_t>(NumberForm::kDecimal));
+  const std::vector<float> rates = {-0.11f, -0.33f, -0.22f, 0.0f, -0.11f, -0.44f, -0.33f, -0.11f};
+  w = Write(rates, 8, 8);
+  ExpectReadBack(w);
+  EXPECT_EQ(FormOf(w), static_cast<uint8_t>(NumberForm::kDecimal));
+  // A decimal scale guessed from the first values, then a block that is
+  // not decimal at it: stored another way, still exact.
+  std::vector<float> mixed = prices;
+  for (int i = 0; i < 8; ++i) mixed.push_back(0.1234567f * (i + 1));
+  ExpectReadBack(Write(mixed, 8, 8));
+  // -0, NaN, infinities and values past 2^31 / 10^k are never decimals.
+  const float inf = std::numeric_limits<float>::infinity();
+  ExpectReadBack(Write({0.25f, -0.0f, 0.5f, inf, 0.75f, std::nanf(""), 3e9f, -inf}, 8, 8));
+}
+
 TEST(LogBlocksTest, OddNumbersRenderAsSixDigits) {
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();
