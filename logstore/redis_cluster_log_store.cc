@@ -46,8 +46,8 @@ struct RoundOutcome {
   std::vector<std::pair<uint16_t, std::string>> moved_to;
 };
 
-// Connects to `address` and sends `node`'s transactions, each flushed as
-// soon as it is queued; sets node.error on failure.
+// Connects to `address` and sends `node`'s transactions, each as soon as
+// it is formatted; sets node.error on failure.
 void SendToNode(RedisClusterRouter& router, RedisCommandWriter& commands,
                 const std::string& address, absl::Span<SinkEntry> batch,
                 const std::string& ttl_ms, NodeBatch& node) {
@@ -59,13 +59,9 @@ void SendToNode(RedisClusterRouter& router, RedisCommandWriter& commands,
   }
   node.connection = *connection;
   node.budget = IoBudget(router.io_timeout());
-  redisContext* context = node.connection->get();
   for (const Route& route : node.routes) {
-    if (!commands.AppendWrite(context, batch[route.entry], ttl_ms, route.asking)) {
-      node.error = node.connection->IoError("queue commands");
-      return;
-    }
-    if (!node.connection->FlushWithin(&node.budget)) {
+    if (!commands.SendWrite(*node.connection, batch[route.entry], ttl_ms, &node.budget,
+                            route.asking)) {
       node.error = node.connection->IoError("write logs");
       return;
     }

@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "logstore/log_store.h"
 
 struct redisContext;
@@ -190,6 +191,11 @@ class RedisConnection {
   // and reads the next reply into `*reply` (a redisReply to free). False on
   // an I/O error, or when the budget runs out (then TimedOut()).
   bool FlushWithin(IoBudget* budget);
+  // Sends `pieces` in order, after whatever hiredis has queued, straight
+  // from their memory (a request's packed fields are not copied into
+  // hiredis's output buffer first). Same budget and errors as FlushWithin;
+  // never raises SIGPIPE.
+  bool WriteWithin(absl::Span<const absl::string_view> pieces, IoBudget* budget);
   bool GetReplyWithin(IoBudget* budget, void** reply);
   // One exchange with a budget of its own.
   bool GetReplyWithin(absl::Duration limit, void** reply) {
