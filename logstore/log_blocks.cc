@@ -126,6 +126,13 @@ absl::StatusOr<BlockLayout> BlockLayout::Parse(absl::string_view value) {
   }
   if (!r.ok()) return r.status();
   if (!r.empty()) return Corrupt("bytes after the layout");
+  // The id column is how a reader finds items: exactly one.
+  const size_t id_slots = static_cast<size_t>(
+      std::count(layout.kinds.begin(), layout.kinds.end(), LogSlot::kItemId));
+  if (id_slots != 1) {
+    return Corrupt(absl::StrCat("a version-2 layout with ", id_slots,
+                                " item id slots (it has exactly one)"));
+  }
   return layout;
 }
 
@@ -528,6 +535,9 @@ absl::Status ReadDecimals(coding::Reader& r, uint32_t n, float* out) {
 
 absl::StatusOr<BlockReader> BlockReader::Parse(const BlockLayout& layout, size_t b,
                                                absl::string_view value) {
+  if (b >= layout.BlockCount()) {
+    return Corrupt(absl::StrCat("block ", b, " of a layout of ", layout.BlockCount(), " blocks"));
+  }
   if (value.empty() || value[0] != kBlockTag) return Corrupt("not a block");
   coding::Reader r(value.substr(1), kContext, 1);
   BlockReader block;

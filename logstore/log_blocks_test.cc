@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -218,6 +219,53 @@ TEST(LogBlocksTest, CorruptLayoutsAndBlocksAreDataLossNeverACrash) {
   bad_version[1] = 3;
   EXPECT_FALSE(BlockLayout::Parse(bad_version).ok());
   EXPECT_FALSE(BlockLayout::IsBlocks(bad_version));
+}
+
+// A one-item block of TestLayout holding `number` as its number column.
+std::string OneItemBlock(const std::string& number) {
+  // 'B', count 1, ids: prefix "" and "a"; int 0; string 0.
+  return std::string("B\x01\x00\x01" "a" "\x00\x00", 7) + number;
+}
+
+TEST(LogBlocksTest, WhatTheWriterNeverWritesIsRefused) {
+  // A version-2 layout has exactly one item id slot.
+  BlockLayout layout = TestLayout(1, 1, 16);
+  layout.kinds[0] = LogSlot::kPosition;
+  EXPECT_EQ(BlockLayout::Parse(layout.Serialize()).status().code(), absl::StatusCode::kDataLoss);
+  layout.kinds[1] = LogSlot::kItemId;
+  layout.kinds[0] = LogSlot::kItemId;
+  EXPECT_EQ(BlockLayout::Parse(layout.Serialize()).status().code(), absl::StatusCode::kDataLoss);
+  // Blocks, against a well-formed one-item layout.
+  absl::StatusOr<BlockLayout> one = BlockLayout::Parse(TestLayout(1, 1, 16).Serialize());
+  ASSERT_TRUE(one.ok()) << one.status();
+  const std::string raw("\x00\x00\x00\xc0\x3f", 5);  // 1.5
+  ASSERT_TRUE(BlockReader::Parse(*one, 0, OneItemBlock(raw)).ok());
+  // A block the layout does not have.
+  EXPECT_EQ(BlockReader::Parse(*one, 1, OneItemBlock(raw)).status().code(),
+            absl::StatusCode::kDataLoss);
+  absl::StatusOr<BlockLayout> none = BlockLayout::Parse(TestLayout(0, 1, 16).Serialize());
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(BlockReader::Parse(*none, 0, std::string("B\x00\x00", 3)).ok());
+  const std::map<std::string, std::string> bad = {
+      {"unknown form", std::string("\x06\x00\x00\xc0\x3f", 5)},
+      {"two tops out of order", std::string("\x04\x3f\x3e\x01\x00\x00\xc0", 7)},
+      {"two tops equal", std::string("\x04\x3f\x3f\x01\x00\x00\xc0", 7)},
+      {"two tops, one used", std::string("\x04\x3e\x3f\x01\x00\x00\xc0", 7)},
+      {"two tops, a bit past the item", std::string("\x04\x3e\x3f\x02\x00\x00\xc0", 7)},
+      {"decimal scale 0", std::string("\x05\x00\x02", 3)},
+      {"decimal scale 7", std::string("\x05\x07\x02", 3)},
+      {"decimal digits 2^31", std::string("\x05\x01\x80\x80\x80\x80\x10", 7)},
+      {"whole number 2^24", std::string("\x02\x80\x80\x80\x10", 5)},
+  };
+  for (const auto& [what, number] : bad) {
+    absl::StatusOr<BlockReader> r = BlockReader::Parse(*one, 0, OneItemBlock(number));
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss) << what;
+  }
+  // Decimal digits just inside the limit read back as their product.
+  absl::StatusOr<BlockReader> r =
+      BlockReader::Parse(*one, 0, OneItemBlock(std::string("\x05\x02\xa6\x0c", 4)));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*r->Render(0), "id=a pos=1 n=0 s=alpha x=7.87;");  // 787 * 1e-2
 }
 
 TEST(LogBlocksTest, HostileLayoutsCannotAskForUnboundedWork) {

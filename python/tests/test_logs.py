@@ -265,6 +265,19 @@ class BlocksTest(unittest.TestCase):
         with self.assertRaises(rankwire.UnsupportedVersionError):
             logs.Layout(b"L\x03")
 
+    def test_fetch_refuses_an_item_field_beside_blocks(self):
+        store = Store()
+        store.fields[b"sku-1"] = b"Tline"
+        with self.assertRaises(rankwire.FormatError):
+            logs.fetch(store.hmget, ["sku-1"])
+        # An item called like a block is read from the blocks.
+        store = Store()
+        self.assertEqual(logs.fetch(store.hmget, ["#1"]), {"#1": None})
+        # An id of block 0 again in a later block.
+        store.fields[b"#2"] = block([b"sku-1"], [1], [0], [1.0], [1.0], 0, 0)
+        with self.assertRaises(rankwire.FormatError):
+            logs.fetch(store.hmget, ["sku-1", "x"])
+
     def test_fetch_refuses_damage_it_reads(self):
         store = Store()
         store.fields[b"#1"] = store.fields[b"#1"][:-1]

@@ -561,6 +561,12 @@ def _fetch_once(hmget: Hmget, wanted: List[bytes]) -> Optional[Dict[bytes, str]]
                 total += len(found[item_id])
                 _check_total(total)
         return found
+    # A hash holds blocks or items, never both (an item may be called "#1":
+    # its value is then block 1's).
+    blocks = set(layout.block_fields())
+    for item_id, value in zip(wanted, values[2:]):
+        if value is not None and item_id not in blocks:
+            raise _corrupt(f"item {item_id!r} has a field of its own beside the blocks")
     todo = set(wanted)
     total = 0
     if values[1] is not None:
@@ -583,11 +589,14 @@ def _fetch_once(hmget: Hmget, wanted: List[bytes]) -> Optional[Dict[bytes, str]]
 def _take(block: Block, todo: Set[bytes], found: Dict[bytes, str]) -> int:
     """Moves the ids of `todo` that `block` holds to `found`; returns the
     bytes rendered. Every id of the block is checked against the others
-    (an id twice in a block is damage), not only the wanted ones."""
+    (an id twice in a block is damage), not only the wanted ones, and
+    against the ids found in earlier blocks."""
     if len(set(block.ids)) != len(block.ids):
         raise _corrupt(f"an item id appears twice in block {block.index}")
     rendered = 0
     for j, item_id in enumerate(block.ids):
+        if item_id in found:
+            raise _corrupt(f"item id {item_id!r} of block {block.index} is in an earlier block")
         if item_id in todo:
             found[item_id] = block.line(j)
             rendered += len(found[item_id])
