@@ -169,7 +169,7 @@ bool RedisClusterSink::MaybeRefresh(bool force) {
 
 void RedisClusterSink::Poll() {
   if (stale_ || !router_.has_map()) {
-    up_.store(MaybeRefresh(false) && !stale_, std::memory_order_relaxed);
+    RecordAttempt(MaybeRefresh(false) && !stale_);
   }
 }
 
@@ -194,7 +194,7 @@ std::vector<absl::Status> RedisClusterSink::Write(absl::Span<SinkEntry> batch,
   std::vector<absl::Status> results(batch.size(),
                                     absl::UnavailableError("redis cluster: no slot map"));
   if (!MaybeRefresh(false)) {
-    up_.store(false, std::memory_order_relaxed);
+    RecordAttempt(false);
     LogError(results.front(), batch.size());
     return results;
   }
@@ -239,7 +239,7 @@ std::vector<absl::Status> RedisClusterSink::Write(absl::Span<SinkEntry> batch,
       for (const auto& [slot, address] : outcome.moved_to) router_.SetSlot(slot, address);
     }
   }
-  up_.store(!node_failed, std::memory_order_relaxed);
+  RecordAttempt(!node_failed);
   size_t failed = 0;
   const absl::Status* first = nullptr;
   for (const absl::Status& status : results) {

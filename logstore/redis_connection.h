@@ -100,7 +100,7 @@ inline constexpr absl::Duration kStalledNodeBackoff = absl::Seconds(1);
 // it back to `min`. Used from its owner's thread or under its owner's lock.
 class ReconnectBackoff {
  public:
-  // LogStoreConfig's defaults: 50 ms, doubling up to 2 s.
+  // LogStoreConfig's defaults: 50 ms, doubling up to 250 ms.
   ReconnectBackoff() = default;
   ReconnectBackoff(absl::Duration min, absl::Duration max) : min_(min), max_(max), delay_(min) {}
 
@@ -130,7 +130,7 @@ class ReconnectBackoff {
 
  private:
   absl::Duration min_ = absl::Milliseconds(50);
-  absl::Duration max_ = absl::Seconds(2);
+  absl::Duration max_ = absl::Milliseconds(250);
   absl::Duration delay_ = min_;
   absl::Time next_attempt_ = absl::InfinitePast();
 };

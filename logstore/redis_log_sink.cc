@@ -37,7 +37,7 @@ bool RedisLogSink::EnsureConnected() {
   if (!connection.ok()) {
     last_error_ = connection.status();
     had_failure_ = true;
-    up_.store(false, std::memory_order_relaxed);
+    RecordAttempt(false);
     const absl::Duration wait = backoff_.Failed(absl::Now());
     LogError(absl::Status(last_error_.code(),
                           absl::StrCat(last_error_.message(), "; next attempt in ",
@@ -55,7 +55,7 @@ bool RedisLogSink::EnsureConnected() {
                  had_failure_ ? " (reconnected)" : "");
   }
   had_failure_ = false;
-  up_.store(true, std::memory_order_relaxed);
+  RecordAttempt(true);
   return true;
 }
 
@@ -63,7 +63,7 @@ void RedisLogSink::Disconnect(const absl::Status& why) {
   connection_.reset();
   last_error_ = why;
   had_failure_ = true;
-  up_.store(false, std::memory_order_relaxed);
+  RecordAttempt(false);
   // The server may be back already (a restart); try once right away, then
   // back off if that fails.
   backoff_.RetryNow();
@@ -139,7 +139,7 @@ std::vector<absl::Status> RedisLogSink::Write(absl::Span<SinkEntry> batch,
     }
     retried = true;
   }
-  up_.store(true, std::memory_order_relaxed);
+  RecordAttempt(true);
   // Refusals (OOM, WRONGTYPE): the connection is fine, the entries are not.
   size_t refused = 0;
   const absl::Status* first_refusal = nullptr;
