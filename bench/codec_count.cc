@@ -1,7 +1,7 @@
 // codec_count: runs one rankbin operation on one sweep shape a fixed number
 // of times and nothing else, so that `valgrind --tool=callgrind` counts the
 // instructions of that operation alone (repeatable where wall time on this
-// machine is not; BENCHMARKS.md quotes both).
+// machine is not; the notes in docs/bench-notes/ quote both).
 //
 //   valgrind --tool=callgrind --toggle-collect='rankwire::bench::*Measured*'
 //       build/bench/codec_count --shape=fewkeys --op=encode --iterations=20

@@ -14,7 +14,8 @@
 // Timing: CPU time of the calling thread. Every configuration is measured
 // once per round, rounds run the configurations in rotated orders, and the
 // tables show the median over rounds (the machine's speed drifts). Output is
-// Markdown for BENCHMARKS.md.
+// Markdown for a note in docs/bench-notes/ (the last study:
+// docs/bench-notes/2026-11-29-compression-study.md).
 //
 // Usage: compression_study [--rounds=N] [--min-ms=MS]
 #include <benchmark/benchmark.h>

@@ -5,7 +5,7 @@
 // and float features widened to double. One row per path; a ratio against
 // the scalar row is only meaningful within one run (run with
 // --benchmark_enable_random_interleaving=true and repetitions, as
-// BENCHMARKS.md section 4 does).
+// docs/bench-notes/2026-12-03-log-number-avx2.md does).
 #include <benchmark/benchmark.h>
 
 #include <cmath>

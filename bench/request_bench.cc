@@ -7,7 +7,7 @@
 // itself with logs deferred to the store (Ranker::Rank, the shipped model).
 // The questions it answers: what share of the request's decode cost the
 // prescan adds, and what the phases before the codec cost next to ranking
-// (BENCHMARKS.md section 6).
+// (docs/bench-notes/2026-12-01-prescan-cost.md).
 //
 // Requests: the workload generator's (the shipped payload shape) at 10, 500
 // and 1000 candidates, and the same requests received as 8 KiB slices (what

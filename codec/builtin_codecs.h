@@ -16,7 +16,8 @@ namespace rankwire {
 
 struct BuiltinCodecOptions {
   // How "rankbin-zstd" writes: block size (the unit of lazy decompression;
-  // 16 keeps a top-10 read inside one block, BENCHMARKS.md), zstd level and
+  // 16 keeps a top-10 read inside one block: the compression study,
+  // docs/bench-notes/2026-11-29-compression-study.md), zstd level and
   // which columns are compressed. Numeric metric values never compress
   // below 97.7 % of raw (floats), so every VALUES block is tried only with
   // compress_values; blocks made mostly of long plain strings (debug traces

@@ -10,7 +10,8 @@
 #      bench/results/;
 #   3. prints, via bench/bench_report.py, a Markdown table (median CPU time,
 #      min-max spread over rounds, ratios against protobuf taken within each
-#      round) and the target checks, ready to paste into BENCHMARKS.md;
+#      round) and the target checks, ready to paste into BENCHMARKS.md
+#      or a dated note in docs/bench-notes/;
 #   4. with --study, runs the compression study too and prints its tables;
 #   5. with --shapes PNG, also prints the payload-shape sweep and the scaling
 #      table (bench/shape_report.py) and draws the scaling plot into PNG;
@@ -26,8 +27,8 @@
 # take (a 5000-item decode builds ~6 MB), and with ~40 timed iterations
 # those faults were most of what the 5000-item rows added per item:
 # decode per item at 5000 over 500 items was 1.71x with no warm-up, 1.06-
-# 1.08x after 0.05 s of warm-up (and 1.09x with 2 s timed; BENCHMARKS.md
-# section 1b, 2026-12-03 13:50).
+# 1.08x after 0.05 s of warm-up (and 1.09x with 2 s timed;
+# docs/bench-notes/2026-12-03-probe-shapes-warmup.md).
 #
 # Usage: scripts/bench.sh [--rounds N] [--min-time SECONDS] [--warmup SECONDS] [--cpu N]
 #                         [--filter REGEX] [--study] [--study-only]

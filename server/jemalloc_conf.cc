@@ -5,9 +5,9 @@
 // every call: encoding 5000 string-heavy items (an 8.6 MB result) faulted
 // in all ~2030 pages of its buffer every time, and decoding 5000 items of
 // 100 sparse keys faulted ~2900 pages. Per item, each took 3-25x what it
-// took at 500 items (BENCHMARKS.md, "Allocator: large results"). Three
-// settings keep freed memory for reuse instead, and a fourth gives it back
-// to the kernel once it has gone unused for dirty_decay_ms (10 s), busy
+// took at 500 items (docs/bench-notes/2026-12-04-allocator-large-results.md).
+// Three settings keep freed memory for reuse instead, and a fourth gives it
+// back to the kernel once it has gone unused for dirty_decay_ms (10 s), busy
 // or idle.
 //
 //   oversize_threshold:0   requests of 8 MiB or more get no arena of their

@@ -5,11 +5,12 @@
 # response's megabyte-sized buffers and the per-item log strings to the
 # kernel and faults fresh pages back in on the next request (sysmalloc,
 # madvise and page faults were ~40 % of the server's profile, the encoder
-# < 3 %); jemalloc keeps those extents. BENCHMARKS.md section 3 ("Allocator")
-# has the measurement that chose it. jemalloc_conf.cc sets four of its
+# < 3 %); jemalloc keeps those extents. The measurement that chose it:
+# docs/bench-notes/2026-11-30-allocator.md. jemalloc_conf.cc sets four of its
 # options so that a large result's freed memory is reused, and still given
-# back once unused (section 3, "Allocator: large results"). glibc is the
-# fallback and is forced in sanitizer builds (ASan brings its own allocator).
+# back once unused (docs/bench-notes/2026-12-04-allocator-large-results.md).
+# glibc is the fallback and is forced in sanitizer builds (ASan brings its
+# own allocator).
 set(RANKWIRE_MALLOC "jemalloc" CACHE STRING
     "Allocator linked into rankwire-server and the benchmarks: jemalloc, tcmalloc or glibc")
 set_property(CACHE RANKWIRE_MALLOC PROPERTY STRINGS jemalloc tcmalloc glibc)

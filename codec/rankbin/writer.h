@@ -27,7 +27,7 @@ struct WriterOptions {
   // Items per VALUES/LOGS block; the unit of lazy decompression.
   uint32_t block_items = 16;
   // Try to compress every VALUES block (numbers rarely pay: see
-  // BENCHMARKS.md section 2).
+  // docs/bench-notes/2026-11-29-compression-study.md).
   bool compress_values = false;
   // Try to compress the VALUES blocks made mostly of long plain strings
   // (keys without a dictionary), which do pay; kept per block only where
