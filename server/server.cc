@@ -192,7 +192,6 @@ absl::Status Server::State::Build() {
   handler_options.default_log_mode = o.log_mode;
   handler_options.unknown_features = o.unknown_features;
   handler_options.max_response_bytes = o.max_response_bytes;
-  handler_options.rankbin_block_items = o.codecs.writer.block_items;
   handler = std::make_unique<RankHandler>(models->serving(), &codecs, store.consumer.get(),
                                           metrics.get(), handler_options);
   return BuildAdmission();
