@@ -169,7 +169,10 @@ struct Server::State {
 
 absl::Status Server::State::Build() {
   const ServerOptions& o = options;
-  ASSIGN_OR_RETURN(codecs, MakeBuiltinCodecs(o.codecs));
+  if (!o.make_codecs) {
+    return absl::InvalidArgumentError("codecs: ServerOptions::make_codecs is empty");
+  }
+  ASSIGN_OR_RETURN(codecs, o.make_codecs(o.codecs));
   absl::StatusOr<const Codec*> found = codecs.Get(o.default_codec);
   if (!found.ok()) return absl::InvalidArgumentError(absl::StrCat("codec: ", found.status().message()));
   default_codec = *found;
