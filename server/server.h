@@ -60,7 +60,7 @@ struct ServerOptions {
   BuiltinCodecOptions codecs;
   std::function<absl::StatusOr<CodecRegistry>(const BuiltinCodecOptions&)> make_codecs =
       MakeBuiltinCodecs;
-  std::string default_codec = "protobuf";
+  std::string default_codec = std::string(kDefaultCodecName);
 
   // The models: a file, a directory of versions, or a directory with a
   // bucket manifest (server/model_loader.h), and how they reload
