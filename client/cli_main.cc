@@ -32,7 +32,6 @@
 #include "client/replicas.h"
 #include "client/request_file.h"
 #include "codec/builtin_codecs.h"
-#include "codec/protobuf_codec.h"
 #include "rank/v1/rank.grpc.pb.h"
 #include "rpc/status.h"
 #include "server/model_loader.h"
@@ -371,7 +370,7 @@ absl::Status Compare(const RankClient& client, const CodecRegistry& codecs) {
       }
     }
   }
-  const Row& base = rows.front();  // protobuf, logs inline: the source system.
+  const Row& base = rows.front();  // The baseline codec, logs inline: the source system.
   absl::PrintF("codec comparison: %d candidates, top_n=%d, %d calls per row (medians), "
                "same request every call\n",
                absl::GetFlag(FLAGS_candidates), absl::GetFlag(FLAGS_top_n), calls);

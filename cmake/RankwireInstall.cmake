@@ -44,6 +44,7 @@ set(RANKWIRE_PUBLIC_HEADERS
   codec/rankbin/reader.h
   codec/rankbin/writer.h
   codec/registry.h
+  codec/result_bound.h
   rpc/status.h
 )
 

@@ -8,6 +8,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "codec/protobuf_codec.h"
 #include "codec/rankbin/reader.h"
 #include "codec/rankbin/writer.h"
 #include "codec/registry.h"
@@ -35,6 +37,11 @@ struct BuiltinCodecOptions {
     return w;
   }
 };
+
+// The codec a server answers with when a request accepts none it has, and
+// rankwire-server's --codec default: the baseline, which every client of
+// the source system decodes.
+inline constexpr absl::string_view kDefaultCodecName = kProtobufCodecName;
 
 // "protobuf" (the baseline), "rankbin" and "rankbin-zstd", in that order.
 absl::StatusOr<CodecRegistry> MakeBuiltinCodecs(const BuiltinCodecOptions& options);

@@ -27,24 +27,31 @@
 // same way):
 //
 //   1. Write it: codec/<name>/<name>_codec.{h,cc}, a Codec subclass with
-//      name(), format_version(), body_kind() (codec/envelope.h), Encode and
-//      Open, and a ResultView that decodes what is read. Read and write bytes
-//      with codec/coding.h and compress with codec/compression.h: no private
-//      varints, bounds checks or zstd calls.
+//      name(), format_version(), body_kind() (codec/envelope.h), Encode,
+//      Open and EstimateEncodedBytes (an upper bound on what Encode writes,
+//      from a ResultBound: the server refuses, before ranking, a request
+//      whose response would not fit), and a ResultView that decodes what is
+//      read. Read and write bytes with codec/coding.h and compress with
+//      codec/compression.h: no private varints, bounds checks or zstd calls.
 //   2. Register it: one line in MakeBuiltinCodecs (codec/builtin_codecs.cc),
 //        RETURN_IF_ERROR(registry.Register(std::make_unique<MyCodec>()));
 //   3. Build it: one line in rankwire_codec's source list in
 //      codec/CMakeLists.txt,
 //        <name>/<name>_codec.cc
 //
-// Nothing else names codecs. The server negotiates the new codec and lists
-// it in --codec's help, the client decodes it, and the conformance suite
-// (codec/codec_conformance_test.cc) and the codec fuzzer
-// (tests/fuzz/codec_fuzzer.cc) run it. Its fuzz seeds are generated:
-// `rankwire_fuzz_seeds tests/fuzz/corpus` writes them (the ctest
-// fuzz.seeds_current fails until it has). tests/codecs/identity_codec.* is
-// a worked example, registered as a test fixture in
-// tests/codecs/codecs_under_test.cc instead of step 2.
+// Nothing outside codec/ names a codec or knows its layout: the server
+// negotiates the new codec, sizes its responses with its own estimate and
+// lists it in --codec's help; the client decodes it. The conformance suite
+// (codec/codec_conformance_test.cc), the codec fuzzer
+// (tests/fuzz/codec_fuzzer.cc), the response budget test
+// (server/response_budget_test.cc, the estimate against real sizes) and
+// the in-process server test (tests/integration/codec_server_test.cc) run
+// every codec of tests/codecs/codecs_under_test.h, which has the built-ins.
+// Its fuzz seeds are generated: `rankwire_fuzz_seeds tests/fuzz/corpus`
+// writes them (the ctest fuzz.seeds_current fails until it has).
+// tests/codecs/identity_codec.* is a worked example that lives only in
+// tests/: registered in tests/codecs/codecs_under_test.cc instead of step
+// 2, built by tests/codecs/CMakeLists.txt instead of step 3.
 #ifndef RANKWIRE_CODEC_CODEC_H_
 #define RANKWIRE_CODEC_CODEC_H_
 
@@ -62,6 +69,7 @@
 #include "codec/buffer.h"
 #include "codec/envelope.h"
 #include "codec/rank_result.h"
+#include "codec/result_bound.h"
 
 namespace rankwire {
 
@@ -161,6 +169,16 @@ class Codec {
   virtual absl::StatusOr<OwnedBuffer> Encode(const RankResult& result) const = 0;
   virtual absl::StatusOr<std::unique_ptr<ResultView>> Open(
       SharedBytes bytes) const = 0;
+
+  // An upper bound on the bytes Encode writes for any result within
+  // `bound`, close enough to be a refusal threshold (server/
+  // response_budget_test.cc holds every codec to at most 2x the real size,
+  // 3.5x with compressed logs). O(bound.items) arithmetic; allocates
+  // nothing.
+  virtual size_t EstimateEncodedBytes(const ResultBound& bound) const = 0;
+  // Whether Encode compresses inline log lines: when logs inline make a
+  // response too big, the server suggests such codecs.
+  virtual bool compresses_logs() const { return false; }
 
   // Open + Materialize.
   absl::StatusOr<RankResult> Decode(SharedBytes bytes) const;

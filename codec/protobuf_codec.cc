@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "codec/coding.h"
 
 namespace rankwire {
 namespace {
@@ -253,6 +254,67 @@ absl::StatusOr<std::unique_ptr<ResultView>> ProtobufCodec::Open(
   ASSIGN_OR_RETURN(std::unique_ptr<ProtobufResultView> view,
       ProtobufResultView::Make(std::move(message)));
   return std::unique_ptr<ResultView>(std::move(view));
+}
+
+namespace {
+
+// A length-delimited field (tag < 16) holding `len` bytes.
+size_t PbField(size_t len) { return 1 + coding::VarintLength(len) + len; }
+
+size_t Digits(uint64_t v) {
+  size_t n = 1;
+  while (v >= 10) {
+    v /= 10;
+    ++n;
+  }
+  return n;
+}
+
+// Widest text of a value (shortest round-trip decimal:
+// "-2.2250738585072014e-308", "-1.17549435e-38"; ints with a sign).
+size_t ValueTextBound(const KeyBound& key, size_t item_string_bytes) {
+  switch (key.type) {
+    case MetricType::kDouble:
+      return 24;
+    case MetricType::kFloat:
+      return 15;
+    case MetricType::kInt:
+      return 1 + Digits(key.max_int);
+    case MetricType::kString:
+      return key.per_item_string ? item_string_bytes : key.string_bytes;
+  }
+  return 24;
+}
+
+}  // namespace
+
+// Per item: id, score (fixed64), position, the metrics map and the log
+// line; before them the key -> type table.
+size_t ProtobufCodec::EstimateEncodedBytes(const ResultBound& bound) const {
+  // Everything but the per-item string is the same size for every item.
+  size_t metrics_fixed = 0;
+  size_t types = 0;
+  const KeyBound* item_key = nullptr;
+  for (const KeyBound& key : bound.keys) {
+    const size_t name = PbField(key.name.size());
+    types += PbField(name + 2);
+    if (key.per_item_string) {
+      item_key = &key;
+      continue;
+    }
+    metrics_fixed += PbField(name + PbField(ValueTextBound(key, 0)));
+  }
+  const size_t position = 1 + coding::VarintLength(bound.items);
+  size_t total = types;
+  for (size_t i = 0; i < bound.items; ++i) {
+    size_t item = PbField(bound.ids[i].size()) + 9 + position + metrics_fixed;
+    if (item_key != nullptr) {
+      item += PbField(PbField(item_key->name.size()) + PbField(bound.ItemStringBytes(i)));
+    }
+    if (bound.logs) item += PbField(bound.LogLineBytes(i));
+    total += PbField(item);
+  }
+  return total;
 }
 
 }  // namespace rankwire

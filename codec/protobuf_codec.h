@@ -32,6 +32,8 @@ class ProtobufCodec final : public Codec {
   absl::StatusOr<OwnedBuffer> Encode(const RankResult& result) const override;
   absl::StatusOr<std::unique_ptr<ResultView>> Open(
       SharedBytes bytes) const override;
+  // Numbers at their widest text, every key in every item.
+  size_t EstimateEncodedBytes(const ResultBound& bound) const override;
 };
 
 // The model <-> message conversions the codec uses, for benchmarks and tests.

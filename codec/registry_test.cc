@@ -32,6 +32,7 @@ class NamedCodec final : public Codec {
   absl::StatusOr<std::unique_ptr<ResultView>> Open(SharedBytes) const override {
     return absl::UnimplementedError("test codec");
   }
+  size_t EstimateEncodedBytes(const ResultBound&) const override { return 0; }
 
  private:
   std::string name_;

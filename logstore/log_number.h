@@ -10,7 +10,10 @@
 // (checked once, at run time), and otherwise one at a time; every path
 // gives the same bytes.
 //
-// Thread safety: pure functions.
+// Thread safety: the coding and reading functions are safe from any thread.
+// The path EncodeLogNumbers takes is process-wide state: the CPU's, read
+// once, capped by LimitLogNumberPath (an atomic; calls already running on
+// other threads may finish on the old path, which gives the same bytes).
 #ifndef RANKWIRE_LOGSTORE_LOG_NUMBER_H_
 #define RANKWIRE_LOGSTORE_LOG_NUMBER_H_
 

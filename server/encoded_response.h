@@ -23,8 +23,9 @@ namespace rankwire::server {
 struct EncodedResponse {
   rank::v1::ResponseHeader header;
   BodyKind body_kind = BodyKind::kOpaquePayload;
-  // Shared so that the byte buffer can hold a reference without copying and
-  // without a const_cast; gRPC drops its reference after the send.
+  // Shared so that the byte buffer can hold a reference without copying;
+  // gRPC drops its reference after the send. (grpc::Slice takes a char*,
+  // so ToByteBuffer casts the const away; gRPC only reads the bytes.)
   std::shared_ptr<const OwnedBuffer> body;
 };
 

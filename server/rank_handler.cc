@@ -76,7 +76,7 @@ RankHandler::RankHandler(const ServingModels* models, const CodecRegistry* codec
       logs_(logs),
       metrics_(metrics),
       options_(std::move(options)),
-      budget_(options_.max_response_bytes, options_.rankbin_block_items) {
+      budget_(options_.max_response_bytes) {
   // A programmer error, not input: fail at start-up rather than on the
   // first request that negotiates no codec.
   if (options_.default_codec == nullptr) {

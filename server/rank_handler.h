@@ -46,8 +46,6 @@ struct RankHandlerOptions {
   // Largest response the server may send (--max_message_bytes); a request
   // whose estimated response is larger is refused before ranking.
   size_t max_response_bytes = 64 << 20;
-  // The rankbin codecs' block size, for the estimate (--rankbin_block_items).
-  size_t rankbin_block_items = 16;
   // The codec used when the request accepts none this server has (--codec).
   // REQUIRES: not null (the constructor aborts otherwise: a programmer error).
   const Codec* default_codec = nullptr;

@@ -174,6 +174,7 @@ class CappedCodec final : public Codec {
   absl::StatusOr<std::unique_ptr<ResultView>> Open(SharedBytes) const override {
     return absl::UnimplementedError("capped: encode-only");
   }
+  size_t EstimateEncodedBytes(const ResultBound&) const override { return 2; }
 };
 
 TEST_F(RankHandlerTest, EncodeFailuresKeepTheCodecsCode) {

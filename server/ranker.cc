@@ -419,7 +419,7 @@ void Ranker::Shape(const RequestView& request, const std::string& bucket, bool l
     // What the result puts in each item, at its largest.
     for (uint32_t f : k.feature) cache.shape.keys[f].max_int = 9'000'000'000'000'000;  // 9.0e15f
     cache.shape.keys[k.recall_rank].max_int = UINT32_MAX;
-    cache.shape.keys[k.source].is_recall_source = true;
+    cache.shape.keys[k.source].per_item_string = true;
     cache.shape.keys[k.version].string_bytes = model.full_version().size();
     for (uint32_t e : k.explain_feature) {
       cache.shape.keys[e].string_bytes = model.outputs()->explain_text_bound;

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "codec/rank_result.h"
+#include "codec/result_bound.h"
 #include "logstore/log_store.h"
 #include "rank/v1/rank.pb.h"
 #include "server/linear_model.h"
@@ -50,20 +51,12 @@ enum class LogDetail {
 // known before ranking: ResponseBudget turns it into a response size per
 // codec. Building it costs O(features + model terms), never O(response).
 struct OutputShape {
-  struct Key {
-    std::string name;
-    // As Rank() will emit it; for an item feature, which Rank() emits as an
-    // int when every candidate's value is whole and as a float otherwise,
-    // kInt with max_int 9.0e15, whose encodings bound a float's in every
-    // codec (the shape is known without reading every candidate).
-    MetricType type = MetricType::kDouble;
-    // Int values: the largest magnitude.
-    uint64_t max_int = 0;
-    // String values: the value's bytes (the same in every item), or the
-    // item's recall_source.
-    size_t string_bytes = 0;
-    bool is_recall_source = false;
-  };
+  // A key at its largest (codec/result_bound.h). For an item feature, which
+  // Rank() emits as an int when every candidate's value is whole and as a
+  // float otherwise: kInt with max_int 9.0e15. A string key's value is the
+  // same in every item (string_bytes) but for the item's recall_source
+  // (per_item_string).
+  using Key = KeyBound;
   std::vector<Key> keys;  // In the order of RankResult::keys().
   // An inline log line of candidate c has at most
   // line_fixed_bytes + |c.item_id| + |c.recall_source| bytes...

@@ -204,7 +204,7 @@ TEST_F(RankerTest, ShapeNamesTheKeysAndBoundsTheValuesAndLogLines) {
       if (key.type == MetricType::kInt) {
         const int64_t v = column.ints()[i];
         EXPECT_LE(v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v), bound.max_int);
-      } else if (key.type == MetricType::kString && !bound.is_recall_source) {
+      } else if (key.type == MetricType::kString && !bound.per_item_string) {
         EXPECT_LE(column.string_at(i).size(), bound.string_bytes);
       }
     }

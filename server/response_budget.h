@@ -4,16 +4,16 @@
 // into each of 1000 items' log lines) made the server build a 100 MB
 // response and then fail to send it.
 //
-// The estimate is an upper-bound model of each codec's layout, computed
-// from the request and the ranker's OutputShape in O(candidates) arithmetic:
-// no allocation proportional to the response. It errs high (numbers are
-// counted at their widest text or varint form; zstd log blocks are counted
-// as one full line plus each further line's varying bytes), and
-// response_budget_test compares it with real encoded sizes across codecs
-// and log modes.
+// The estimate is an upper bound computed from the request and the
+// ranker's OutputShape in O(candidates) arithmetic: no allocation
+// proportional to the response. The body is the codec's own estimate
+// (Codec::EstimateEncodedBytes over a ResultBound of the request and the
+// shape): the server knows no codec's layout. The envelope and header are
+// the server's. response_budget_test compares the estimate with real
+// encoded sizes across every codec under test and both log modes.
 //
 // Example:
-//   ResponseBudget budget(max_message_bytes, block_items);
+//   ResponseBudget budget(max_message_bytes);
 //   absl::Status s = budget.Check(request, ranker.Shape(request), codec, mode,
 //                                 codecs);  // ResourceExhausted if too big.
 //
@@ -34,23 +34,18 @@ namespace rankwire::server {
 
 // Bytes of the RankResponse message (envelope + body) that `codec` would
 // write for `request` with logs in `log_mode` (INLINE puts them in the body;
-// any other mode leaves them out). Codecs are modelled by name: "protobuf"
-// (and any other codec with a protobuf body) by the protobuf layout,
-// "rankbin-zstd" by rankbin with zstd log blocks, any other opaque codec by
-// the rankbin layout.
-// `block_items` is the rankbin codecs' block size (--rankbin_block_items).
+// any other mode leaves them out), by the codec's estimate of its body.
 size_t EstimateResponseBytes(const RequestView& request, const OutputShape& shape,
-                             const Codec& codec, rank::v1::LogMode log_mode,
-                             size_t block_items);
+                             const Codec& codec, rank::v1::LogMode log_mode);
 
 class ResponseBudget {
  public:
-  ResponseBudget(size_t max_message_bytes, size_t block_items)
-      : max_bytes_(max_message_bytes), block_items_(block_items) {}
+  explicit ResponseBudget(size_t max_message_bytes) : max_bytes_(max_message_bytes) {}
 
   // ResourceExhausted, saying how big the response would be and what would
-  // make it fit (logs in the store, a compressing codec, fewer candidates),
-  // when the estimate exceeds the budget. `codecs` lists the alternatives.
+  // make it fit (logs in the store, a codec that compresses logs
+  // (Codec::compresses_logs), fewer candidates), when the estimate exceeds
+  // the budget. `codecs` lists the alternatives.
   absl::Status Check(const RequestView& request, const OutputShape& shape,
                      const Codec& codec, rank::v1::LogMode log_mode,
                      const CodecRegistry& codecs) const;
@@ -59,7 +54,6 @@ class ResponseBudget {
 
  private:
   size_t max_bytes_;
-  size_t block_items_;
 };
 
 }  // namespace rankwire::server

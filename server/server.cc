@@ -169,7 +169,10 @@ struct Server::State {
 
 absl::Status Server::State::Build() {
   const ServerOptions& o = options;
-  ASSIGN_OR_RETURN(codecs, MakeBuiltinCodecs(o.codecs));
+  if (!o.make_codecs) {
+    return absl::InvalidArgumentError("codecs: ServerOptions::make_codecs is empty");
+  }
+  ASSIGN_OR_RETURN(codecs, o.make_codecs(o.codecs));
   absl::StatusOr<const Codec*> found = codecs.Get(o.default_codec);
   if (!found.ok()) return absl::InvalidArgumentError(absl::StrCat("codec: ", found.status().message()));
   default_codec = *found;
@@ -192,7 +195,6 @@ absl::Status Server::State::Build() {
   handler_options.default_log_mode = o.log_mode;
   handler_options.unknown_features = o.unknown_features;
   handler_options.max_response_bytes = o.max_response_bytes;
-  handler_options.rankbin_block_items = o.codecs.writer.block_items;
   handler = std::make_unique<RankHandler>(models->serving(), &codecs, store.consumer.get(),
                                           metrics.get(), handler_options);
   return BuildAdmission();

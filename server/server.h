@@ -53,9 +53,14 @@ struct ServerOptions {
   // use is a start-up error.
   bool reuse_port = false;
 
-  // Codecs: the built-in ones with these options, the default by name.
+  // Codecs: what make_codecs returns for these options (the built-in ones
+  // by default; a test adds its own codecs by passing a function that
+  // registers them too, as tests/codecs/codecs_under_test.h does), and the
+  // default by name.
   BuiltinCodecOptions codecs;
-  std::string default_codec = "protobuf";
+  std::function<absl::StatusOr<CodecRegistry>(const BuiltinCodecOptions&)> make_codecs =
+      MakeBuiltinCodecs;
+  std::string default_codec = std::string(kDefaultCodecName);
 
   // The models: a file, a directory of versions, or a directory with a
   // bucket manifest (server/model_loader.h), and how they reload

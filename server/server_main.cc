@@ -19,6 +19,8 @@
 #include "base/flags.h"
 #include "base/status_macros.h"
 #include "base/thread_sched.h"
+#include "codec/builtin_codec_flags.h"
+#include "codec/builtin_codecs.h"
 #include "logstore/log_number.h"
 #include "logstore/log_store.h"
 #include "server/model_path.h"
@@ -36,7 +38,7 @@ ABSL_FLAG(int, port, 50051, "gRPC port (0 picks a free port and logs it).");
 ABSL_FLAG(bool, reuse_port, false,
           "Let other processes listen on the same ports (SO_REUSEPORT) and share their calls. "
           "Off: a port already in use is a start-up error naming it.");
-ABSL_FLAG(std::string, codec, "protobuf",
+ABSL_FLAG(std::string, codec, std::string(rankwire::kDefaultCodecName),
           absl::StrCat("Default response codec, one of: ", rankwire::BuiltinCodecNames(),
                        ". A request may ask for another it accepts."));
 ABSL_FLAG(std::string, model, "server/models/ecom_search_lr.model",
@@ -142,15 +144,6 @@ ABSL_FLAG(int, max_connection_age_ms, 0,
           "Close each client connection (with GOAWAY, after its calls finish) this "
           "long after it opened, so clients re-resolve DNS and spread over replicas "
           "added since (0: never).");
-ABSL_FLAG(uint32_t, rankbin_block_items, 16,
-          "rankbin: items per block, the unit of lazy decompression.");
-ABSL_FLAG(int, zstd_level, 1, "rankbin-zstd: zstd level (negative: fast modes).");
-ABSL_FLAG(bool, zstd_values, false,
-          "rankbin-zstd: also try to compress metric value blocks (they rarely shrink).");
-ABSL_FLAG(bool, zstd_string_values, true,
-          "rankbin-zstd: compress metric-value blocks made mostly of long plain strings "
-          "(kept per block only where that saves 10 %).");
-ABSL_FLAG(bool, zstd_logs, true, "rankbin-zstd: compress inline log blocks.");
 // Hostile and overloaded callers (docs/ARCHITECTURE.md, "Input contract"
 // and "Admission control").
 ABSL_FLAG(int, max_concurrent_rank, 0,
@@ -391,14 +384,7 @@ sigset_t BlockServerSignals() {
 
 // Codecs, model, logs and the input contract from their flags.
 absl::Status WorkFromFlags(ServerOptions* o) {
-  o->codecs.writer.block_items = absl::GetFlag(FLAGS_rankbin_block_items);
-  o->codecs.writer.zstd_level = absl::GetFlag(FLAGS_zstd_level);
-  o->codecs.writer.compress_values = absl::GetFlag(FLAGS_zstd_values);
-  o->codecs.writer.compress_logs = absl::GetFlag(FLAGS_zstd_logs);
-  o->codecs.writer.compress_string_values = absl::GetFlag(FLAGS_zstd_string_values);
-  if (o->codecs.writer.block_items == 0) {
-    return absl::InvalidArgumentError("--rankbin_block_items must be at least 1");
-  }
+  ASSIGN_OR_RETURN(o->codecs, BuiltinCodecOptionsFromFlags());
   o->default_codec = absl::GetFlag(FLAGS_codec);
   ASSIGN_OR_RETURN(o->log_mode, ServerLogMode(absl::GetFlag(FLAGS_log_mode)));
   if (o->log_mode == rank::v1::LOG_MODE_NONE) {

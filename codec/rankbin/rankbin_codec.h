@@ -31,6 +31,11 @@ class RankbinCodec final : public Codec {
 
   absl::StatusOr<OwnedBuffer> Encode(const RankResult& result) const override;
   absl::StatusOr<std::unique_ptr<ResultView>> Open(SharedBytes bytes) const override;
+  // Numbers at their widest varint, value blocks uncompressed; log blocks
+  // modelled as compressed when the writer compresses logs (a line in full
+  // per block, then each further line's varying bytes).
+  size_t EstimateEncodedBytes(const ResultBound& bound) const override;
+  bool compresses_logs() const override { return writer_.compress_logs; }
 
   const rankbin::WriterOptions& writer_options() const { return writer_; }
 

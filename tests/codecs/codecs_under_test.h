@@ -1,5 +1,7 @@
-// The codecs the conformance suite, the codec fuzzer and the seed generator
-// run: every built-in codec (MakeBuiltinCodecs) plus the test-only fixture
+// The codecs the conformance suite, the codec fuzzer, the seed generator,
+// the response budget test (server/response_budget_test.cc) and the
+// in-process server test (tests/integration/codec_server_test.cc) run:
+// every built-in codec (MakeBuiltinCodecs) plus the test-only fixture
 // codecs of this folder. A new product codec is registered in
 // codec/builtin_codecs.cc and arrives here by itself; a fixture codec is
 // registered below (one line in codecs_under_test.cc).

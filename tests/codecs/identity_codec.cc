@@ -70,4 +70,8 @@ absl::StatusOr<std::unique_ptr<ResultView>> IdentityCodec::Open(SharedBytes byte
   return std::unique_ptr<ResultView>(std::make_unique<DecodedView>(std::move(result)));
 }
 
+size_t IdentityCodec::EstimateEncodedBytes(const ResultBound& bound) const {
+  return ProtobufCodec().EstimateEncodedBytes(bound);
+}
+
 }  // namespace rankwire::test

@@ -2,9 +2,11 @@
 // contract. Its body is the protobuf baseline's bytes (a rank.v1.RankResult
 // message) carried as an opaque payload, and Open decodes all of it at once
 // into an in-memory view. It exists to prove that adding a codec is the
-// three steps codec/codec.h lists: these two files, one line in
-// codecs_under_test.cc, one line in CMakeLists.txt. The conformance suite
-// and the codec fuzzer then run it like every other codec.
+// three steps codec/codec.h lists, with no product file changed: these two
+// files, one line in codecs_under_test.cc, one line in CMakeLists.txt. The
+// conformance suite, the codec fuzzer, the response budget test and the
+// in-process server test (tests/integration/codec_server_test.cc) then run
+// it like every other codec.
 //
 // Thread safety: immutable; safe to share.
 #ifndef RANKWIRE_TESTS_CODECS_IDENTITY_CODEC_H_
@@ -27,6 +29,8 @@ class IdentityCodec final : public Codec {
   // DataLoss if the bytes are not a RankResult message, InvalidArgument if
   // the message breaks the model's invariants.
   absl::StatusOr<std::unique_ptr<ResultView>> Open(SharedBytes bytes) const override;
+  // Its body is the baseline's message, so the baseline's bound holds.
+  size_t EstimateEncodedBytes(const ResultBound& bound) const override;
 };
 
 }  // namespace rankwire::test
