@@ -1,7 +1,11 @@
 #include "base/flags.h"
 
+#include <cstdlib>
+#include <iostream>
 #include <string>
 
+#include "absl/flags/internal/parse.h"
+#include "absl/flags/internal/usage.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
@@ -33,7 +37,24 @@ std::vector<char*> ParseFlags(int argc, char** argv, absl::string_view usage) {
   // binaries turn it off (tests keep it, and -Wthread-safety checks the
   // lock discipline at compile time).
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  return absl::ParseCommandLine(argc, argv);
+  // absl::ParseCommandLine as it is, but for the exit status of a help
+  // request: Abseil 20220623 (Debian bookworm's) exits 1 after printing
+  // --help, --helpfull and the like, so a script or probe that asks for the
+  // help cannot tell it from a bad flag. Parse without handling the usage
+  // flags, then handle them here: help printed is a success (0); an
+  // unknown or malformed flag still exits 1 inside the parse.
+  std::vector<char*> positional = absl::flags_internal::ParseCommandLineImpl(
+      argc, argv, absl::flags_internal::ArgvListAction::kRemoveParsedArgs,
+      absl::flags_internal::UsageFlagsAction::kIgnoreUsage,
+      absl::flags_internal::OnUndefinedFlag::kAbortIfUndefined);
+  // -1: no usage flag; 0: --version or --only_check_args handled; 1: help
+  // printed.
+  const int handled = absl::flags_internal::HandleUsageFlags(std::cout, usage);
+  if (handled >= 0) {
+    std::cout.flush();
+    std::exit(0);
+  }
+  return positional;
 }
 
 }  // namespace rankwire

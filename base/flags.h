@@ -20,7 +20,9 @@
 namespace rankwire {
 
 // Returns the positional arguments (argv[0] first), as
-// absl::ParseCommandLine does. `--help` and `--helpfull` print and exit.
+// absl::ParseCommandLine does. `--help`, `--helpfull` (and Abseil's other
+// usage flags) print and exit 0; a flag the binary does not define, or a
+// bad value, prints the error and exits 1.
 std::vector<char*> ParseFlags(int argc, char** argv, absl::string_view usage);
 
 // True for the source files whose flags `--help` lists: rankwire's own

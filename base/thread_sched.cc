@@ -39,17 +39,6 @@ struct SchedAttr {
 // sched_flags: keep the thread's policy as it is.
 constexpr uint64_t kKeepPolicy = 0x08;  // SCHED_FLAG_KEEP_POLICY
 
-// The first bytes of a small file (a cgroup setting); empty if unreadable.
-std::string ReadSmallFile(const char* path) {
-  std::string text;
-  if (std::FILE* f = std::fopen(path, "r")) {
-    char buf[64];
-    text.assign(buf, std::fread(buf, 1, sizeof(buf), f));
-    std::fclose(f);
-  }
-  return text;
-}
-
 }  // namespace
 
 absl::Status SetThreadNice(int nice) {
@@ -148,35 +137,6 @@ absl::StatusOr<std::vector<int>> CpusLeftAfter(const std::vector<int>& allowed,
                                                    " leaves none for the process's other threads"));
   }
   return left;
-}
-
-int UsableCpus(int affinity, absl::string_view cpu_max) {
-  int cpus = std::max(1, affinity);
-  std::vector<absl::string_view> fields =
-      absl::StrSplit(absl::StripAsciiWhitespace(cpu_max), ' ', absl::SkipEmpty());
-  int64_t quota = 0, period = 0;
-  if (fields.size() == 2 && absl::SimpleAtoi(fields[0], &quota) &&
-      absl::SimpleAtoi(fields[1], &period) && quota > 0 && period > 0) {
-    cpus = std::min<int64_t>(cpus, (quota + period - 1) / period);
-  }
-  return std::max(1, cpus);
-}
-
-int UsableCpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  const int affinity =
-      sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set)
-                                                   : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-  // cgroup v2, as a container sees its own group (cgroup namespace); else
-  // cgroup v1's two files, in cpu.max's form.
-  std::string cpu_max = ReadSmallFile("/sys/fs/cgroup/cpu.max");
-  if (cpu_max.empty()) {
-    cpu_max = absl::StrCat(absl::StripAsciiWhitespace(
-                               ReadSmallFile("/sys/fs/cgroup/cpu/cpu.cfs_quota_us")),
-                           " ", ReadSmallFile("/sys/fs/cgroup/cpu/cpu.cfs_period_us"));
-  }
-  return UsableCpus(affinity, cpu_max);
 }
 
 absl::Status PlaceThroughputThread(const ThroughputThread& placement) {

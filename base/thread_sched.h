@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "base/cpu_budget.h"  // UsableCpus(), which lived here before.
 
 namespace rankwire {
 
@@ -53,17 +54,6 @@ absl::StatusOr<std::vector<int>> ThreadAffinity();
 // none of it.
 absl::StatusOr<std::vector<int>> CpusLeftAfter(const std::vector<int>& allowed,
                                                const std::vector<int>& reserved);
-
-// The CPUs this process can use: the CPUs in its affinity mask (taskset,
-// a container's cpuset), capped by its cgroup v2 CPU quota if it has one
-// (cpu.max "quota period", rounded up; a Kubernetes CPU limit). At least 1.
-// Thread-count defaults (ranking slots, log writers) start from this, not
-// from the machine's core count.
-int UsableCpus();
-
-// The same from its parts, for tests: `affinity` CPUs in the mask, the text
-// of cpu.max (empty: no such file).
-int UsableCpus(int affinity, absl::string_view cpu_max);
 
 // How a throughput thread (a ranking worker, a log writer) places itself
 // when it starts: its name, the kernel's default slice (even when the

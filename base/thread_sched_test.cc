@@ -133,23 +133,6 @@ TEST(ThreadSchedTest, CpusSetAsideLeaveTheRest) {
   EXPECT_EQ(static_cast<int>(mine->size()), CPU_COUNT(&set));
 }
 
-TEST(ThreadSchedTest, UsableCpusFollowTheMaskAndTheCgroupQuota) {
-  EXPECT_EQ(UsableCpus(8, ""), 8);
-  EXPECT_EQ(UsableCpus(8, "max 100000\n"), 8) << "no quota";
-  EXPECT_EQ(UsableCpus(8, "200000 100000\n"), 2);
-  EXPECT_EQ(UsableCpus(8, "150000 100000"), 2) << "rounded up";
-  EXPECT_EQ(UsableCpus(8, "50000 100000"), 1);
-  EXPECT_EQ(UsableCpus(2, "400000 100000"), 2) << "the mask is the smaller";
-  EXPECT_EQ(UsableCpus(4, "-1 100000"), 4) << "cgroup v1: -1 is no quota";
-  EXPECT_EQ(UsableCpus(4, "garbage"), 4);
-  EXPECT_EQ(UsableCpus(0, ""), 1);
-  // This process: at least one, at most what its mask allows.
-  cpu_set_t set;
-  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
-  EXPECT_GE(UsableCpus(), 1);
-  EXPECT_LE(UsableCpus(), CPU_COUNT(&set));
-}
-
 TEST(ThreadSchedTest, AThroughputThreadIsNamedNicedPinnedAndOnTheDefaultSlice) {
   std::thread([] {
     const std::optional<long long> before = SliceNs();

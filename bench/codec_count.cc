@@ -14,7 +14,7 @@
 #include <string>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
+#include "base/flags.h"
 #include "bench/shape_payloads.h"
 #include "codec/rankbin/reader.h"
 #include "codec/rankbin/writer.h"
@@ -109,6 +109,7 @@ int Main() {
 }  // namespace rankwire::bench
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
+  rankwire::ParseFlags(argc, argv,
+                       "One rankbin operation on one shape, for callgrind's instruction counts.");
   return rankwire::bench::Main();
 }

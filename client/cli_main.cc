@@ -1,15 +1,24 @@
-// rankwire-cli: sends a generated RankRequest (the workload generator's, so
-// it is the benchmarks' payload), prints the top-N items, the codec used,
-// the response size and the server's and client's phase timings, and the
-// logs of the items shown. --compare calls once per codec and log placement
-// and prints a table.
+// rankwire-cli: the operator's tool. By default it sends a generated
+// RankRequest (the workload generator's, so it is the benchmarks' payload),
+// prints the top-N items, the codec used, the response size and the
+// server's and client's phase timings, and the logs of the items shown.
+//   --request_file   send a saved request (JSON or binary) instead: replay
+//   --dump_request   write the request it would send (JSON) and stop
+//   --save_response  write the RankResponse as received
+//   --compare        one call per codec and log placement, as a table
+//   --fetch_logs_for the stored logs of a past request's --items
+//   --health         health of every replica behind --target, one line each
+//   --model_features the features a model file reads
+//   --models         the models a server ranks with now
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -20,8 +29,14 @@
 #include "base/status_macros.h"
 #include "client/channel_flags.h"
 #include "client/rank_client.h"
+#include "client/replicas.h"
+#include "client/request_file.h"
 #include "codec/builtin_codecs.h"
 #include "codec/protobuf_codec.h"
+#include "rank/v1/rank.grpc.pb.h"
+#include "rpc/status.h"
+#include "server/model_loader.h"
+#include "server/model_path.h"
 #include "workload/workload.h"
 
 ABSL_FLAG(std::string, target, "localhost:50051",
@@ -44,8 +59,34 @@ ABSL_FLAG(bool, compare, false,
           "Call once per codec and log placement and print a comparison table.");
 ABSL_FLAG(int, compare_calls, 15, "Calls per row of --compare (medians are shown).");
 ABSL_FLAG(bool, health, false,
-          "Only ask grpc.health.v1.Health/Check for the server (\"\") and "
-          "rank.v1.RankService, print both, and fail unless both are SERVING.");
+          "Only ask grpc.health.v1.Health/Check, for the server (\"\") and "
+          "rank.v1.RankService, of every replica behind --target (each address of an ipv4: "
+          "list or of a dns: name, or each of a comma list): one line per replica with its "
+          "address; fail unless every one is SERVING for both.");
+ABSL_FLAG(std::string, request_file, "",
+          "Send this RankRequest instead of a generated one: protobuf JSON (as --dump_request "
+          "writes it) or binary (a caller's captured bytes), to replay a caller's request. "
+          "--codec and --log_mode, when given, replace its accept_codecs and log_mode; "
+          "--candidates, --seed, --sequence and --top_n shape generated requests only.");
+ABSL_FLAG(std::string, dump_request, "",
+          "Write the request the call would send, as protobuf JSON, to this file (\"-\": "
+          "standard output), and exit without calling.");
+ABSL_FLAG(std::string, save_response, "",
+          "Write the RankResponse as received (a binary rank.v1.RankResponse: header and the "
+          "codec's body) to this file.");
+ABSL_FLAG(std::string, fetch_logs_for, "",
+          "Only read the stored logs of this request id (a past call's, while they live: the "
+          "server's --log_ttl_ms) for the --items given, and print one line per item.");
+ABSL_FLAG(std::string, items, "", "Item ids for --fetch_logs_for, comma-separated.");
+ABSL_FLAG(std::string, model_features, "",
+          "Only load this model (a file, a directory of versions or a bucket manifest's "
+          "directory), as rankwire-server --model would, with its load checks (a relative "
+          "path is also looked up in the shipped models), and print each model's version "
+          "and what it reads: the item features callers send in "
+          "RankRequest.item_feature_names, and its user.* and ctx.* inputs.");
+ABSL_FLAG(bool, models, false,
+          "Only ask the server at --target which models it ranks with now (per experiment "
+          "bucket: name@version, kind, file, load time) and the last refused reload.");
 
 namespace rankwire::client {
 namespace {
@@ -83,6 +124,68 @@ rank::v1::RankRequest MakeRequest(const std::vector<std::string>& accept,
   options.accept_codecs = accept;
   options.log_mode = log_mode;
   return workload::WorkloadGenerator(options).Make(absl::GetFlag(FLAGS_sequence));
+}
+
+// A flag given (on the command line or in a flagfile) with other than its
+// default value.
+bool FlagGiven(absl::string_view name) {
+  const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+  return flag != nullptr && flag->CurrentValue() != flag->DefaultValue();
+}
+
+// A flag's value the CLI did not use as given, said on stderr.
+void NoteClamp(absl::string_view flag, absl::string_view given, absl::string_view used,
+               absl::string_view why) {
+  absl::FPrintF(stderr, "rankwire-cli: --%s=%s clamped to %s: %s\n", flag, given, used, why);
+}
+
+// A generated request (the --candidates, --seed, --sequence, --top_n one).
+rank::v1::RankRequest GeneratedRequest(const std::vector<std::string>& accept,
+                                       rank::v1::LogMode log_mode) {
+  rank::v1::RankRequest request = MakeRequest(accept, log_mode);
+  const uint32_t top_n = absl::GetFlag(FLAGS_top_n);
+  if (request.top_n() != top_n) {
+    NoteClamp("top_n", absl::StrCat(top_n), absl::StrCat(request.top_n()),
+              absl::StrCat("a request shows at most its candidates (--candidates=",
+                           request.candidates_size(), ")"));
+  }
+  return request;
+}
+
+// The request to send: --request_file's, or a generated one.
+absl::StatusOr<rank::v1::RankRequest> RequestToSend() {
+  std::vector<std::string> accept =
+      absl::StrSplit(absl::GetFlag(FLAGS_codec), ',', absl::SkipEmpty());
+  ASSIGN_OR_RETURN(rank::v1::LogMode log_mode,
+                   workload::ParseLogMode(absl::GetFlag(FLAGS_log_mode)));
+  const std::string file = absl::GetFlag(FLAGS_request_file);
+  if (file.empty()) return GeneratedRequest(accept, log_mode);
+  for (const char* shaping : {"candidates", "seed", "sequence", "top_n"}) {
+    if (FlagGiven(shaping)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--", shaping, " shapes generated requests; --request_file sends its request as is"));
+    }
+  }
+  ASSIGN_OR_RETURN(rank::v1::RankRequest request, ReadRequestFile(file));
+  if (FlagGiven("codec")) {
+    request.clear_accept_codecs();
+    for (const std::string& codec : accept) request.add_accept_codecs(codec);
+    absl::FPrintF(stderr, "rankwire-cli: --codec replaces the accept_codecs of %s\n", file);
+  }
+  if (FlagGiven("log_mode")) {
+    request.set_log_mode(log_mode);
+    absl::FPrintF(stderr, "rankwire-cli: --log_mode replaces the log_mode of %s\n", file);
+  }
+  return request;
+}
+
+// The RankResponse as received, to `path`.
+absl::Status SaveResponse(const RankReply& reply, const std::string& path) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reply.response().data(), static_cast<std::streamsize>(reply.response().size()));
+  out.close();
+  if (!out) return absl::InternalError(absl::StrCat("--save_response: cannot write ", path));
+  return absl::OkStatus();
 }
 
 void PrintReply(const RankReply& reply, uint32_t top_n, uint32_t topn_us) {
@@ -138,8 +241,8 @@ absl::StatusOr<std::vector<std::optional<std::string>>> FetchStoredLogs(
 }
 
 void PrintLogs(const std::vector<std::string>& ids,
-               const std::vector<std::optional<std::string>>& logs, absl::string_view source) {
-  absl::PrintF("logs of the top %d (%s):\n", ids.size(), source);
+               const std::vector<std::optional<std::string>>& logs, absl::string_view title) {
+  absl::PrintF("%s:\n", title);
   const int chars = absl::GetFlag(FLAGS_log_chars);
   for (size_t i = 0; i < ids.size(); ++i) {
     if (!logs[i]) {
@@ -154,18 +257,17 @@ void PrintLogs(const std::vector<std::string>& ids,
 }
 
 absl::Status RankOnce(const RankClient& client) {
-  std::vector<std::string> accept =
-      absl::StrSplit(absl::GetFlag(FLAGS_codec), ',', absl::SkipEmpty());
-  ASSIGN_OR_RETURN(rank::v1::LogMode log_mode,
-                   workload::ParseLogMode(absl::GetFlag(FLAGS_log_mode)));
-  rank::v1::RankRequest request = MakeRequest(accept, log_mode);
+  ASSIGN_OR_RETURN(rank::v1::RankRequest request, RequestToSend());
   CallOptions call;
   call.deadline = absl::Milliseconds(absl::GetFlag(FLAGS_deadline_ms));
 
   absl::PrintF("request %s: %d candidates, top_n=%d, accept=[%s], %d bytes\n",
                request.request_id(), request.candidates_size(), request.top_n(),
-               absl::StrJoin(accept, ","), request.ByteSizeLong());
+               absl::StrJoin(request.accept_codecs(), ","), request.ByteSizeLong());
   ASSIGN_OR_RETURN(RankReply reply, client.Rank(request, call));
+  if (const std::string path = absl::GetFlag(FLAGS_save_response); !path.empty()) {
+    RETURN_IF_ERROR(SaveResponse(reply, path));
+  }
   ASSIGN_OR_RETURN(uint32_t topn_us, DecodeTopN(reply.view(), request.top_n()));
   PrintReply(reply, request.top_n(), topn_us);
   ASSIGN_OR_RETURN(std::vector<ItemRef> top, reply.view().TopN(request.top_n()));
@@ -177,18 +279,48 @@ absl::Status RankOnce(const RankClient& client) {
   }
   std::vector<std::string> ids;
   for (const ItemRef& item : top) ids.emplace_back(item.id());
+  const std::string title = absl::StrCat("logs of the top ", ids.size());
   if (h.log_mode() == rank::v1::LOG_MODE_INLINE) {
     std::vector<std::optional<std::string>> logs;
     for (const ItemRef& item : top) {
       ASSIGN_OR_RETURN(absl::string_view log, item.Log());
       logs.emplace_back(std::string(log));
     }
-    PrintLogs(ids, logs, "inline in the response");
+    PrintLogs(ids, logs, absl::StrCat(title, " (inline in the response)"));
     return absl::OkStatus();
   }
   ASSIGN_OR_RETURN(std::vector<std::optional<std::string>> logs,
                    FetchStoredLogs(client, request.request_id(), ids, call));
-  PrintLogs(ids, logs, absl::StrCat("from the log store, key ", h.log_key()));
+  PrintLogs(ids, logs, absl::StrCat(title, " (from the log store, key ", h.log_key(), ")"));
+  return absl::OkStatus();
+}
+
+// --fetch_logs_for: the stored logs of a past request's --items, read once
+// (they may have expired: the server keeps them --log_ttl_ms).
+absl::Status FetchLogsFor(const RankClient& client) {
+  const std::string request_id = absl::GetFlag(FLAGS_fetch_logs_for);
+  std::vector<std::string> ids =
+      absl::StrSplit(absl::GetFlag(FLAGS_items), ',', absl::SkipEmpty());
+  if (ids.empty()) {
+    return absl::InvalidArgumentError(
+        "--fetch_logs_for needs --items: the log store is read by item id (the ids the "
+        "response listed)");
+  }
+  CallOptions call;
+  call.deadline = absl::Milliseconds(absl::GetFlag(FLAGS_deadline_ms));
+  ASSIGN_OR_RETURN(std::vector<ItemLogResult> fetched, client.FetchLogs(request_id, ids, call));
+  std::vector<std::optional<std::string>> logs(ids.size());
+  size_t found = 0;
+  for (size_t i = 0; i < fetched.size() && i < ids.size(); ++i) {
+    logs[i] = fetched[i].log;
+    found += logs[i].has_value();
+  }
+  PrintLogs(ids, logs, absl::StrCat("logs of request ", request_id, " (from the log store)"));
+  if (found == 0) {
+    return absl::NotFoundError(absl::StrCat(
+        "no logs of request ", request_id, " in the store: expired (the server's --log_ttl_ms), "
+        "not stored (the call's log mode), or not this request's items"));
+  }
   return absl::OkStatus();
 }
 
@@ -215,6 +347,10 @@ absl::Status Compare(const RankClient& client, const CodecRegistry& codecs) {
   CallOptions call;
   call.deadline = absl::Milliseconds(absl::GetFlag(FLAGS_deadline_ms));
   const int calls = std::max(1, absl::GetFlag(FLAGS_compare_calls));
+  if (calls != absl::GetFlag(FLAGS_compare_calls)) {
+    NoteClamp("compare_calls", absl::StrCat(absl::GetFlag(FLAGS_compare_calls)), "1",
+              "each row needs a call");
+  }
   for (int round = 0; round < calls; ++round) {
     for (Row& row : rows) {
       rank::v1::RankRequest request = MakeRequest({row.codec}, row.log_mode);
@@ -255,36 +391,137 @@ absl::Status Compare(const RankClient& client, const CodecRegistry& codecs) {
   return absl::OkStatus();
 }
 
-// --health: asks the replica(s) directly, on a channel without client-side
-// health checking (which would hide a NOT_SERVING replica from the call).
+// --health: asks each replica behind --target on a channel of its own
+// without client-side health checking (which would hide a NOT_SERVING
+// replica from the call), and prints one line per replica.
 absl::Status Health(ChannelOptions options) {
   options.health_service.clear();
+  options.lb_policy = "pick_first";
   if (!options.service_config.empty()) {
     return absl::InvalidArgumentError("--health takes no --service_config");
   }
-  ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
-                   MakeChannel(absl::GetFlag(FLAGS_target), options));
+  ASSIGN_OR_RETURN(std::vector<Replica> replicas, ReplicasOf(absl::GetFlag(FLAGS_target)));
   CallOptions call;
   call.deadline = absl::Milliseconds(absl::GetFlag(FLAGS_deadline_ms));
-  bool serving = true;
-  for (const std::string service : {"", "rank.v1.RankService"}) {
-    ASSIGN_OR_RETURN(HealthStatus status, CheckHealth(channel.get(), service, call));
-    absl::PrintF("health %s: %s\n", service.empty() ? "(server)" : service,
-                 HealthStatusName(status));
-    serving &= status == HealthStatus::kServing;
+  size_t serving = 0;
+  for (const Replica& replica : replicas) {
+    ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel, MakeChannel(replica.target, options));
+    std::string line = absl::StrCat("health ", replica.address, ":");
+    bool ok = true;
+    for (const std::string service : {"", "rank.v1.RankService"}) {
+      absl::StatusOr<HealthStatus> status = CheckHealth(channel.get(), service, call);
+      if (!status.ok()) {
+        absl::StrAppend(&line, " error ", status.status().ToString());
+        ok = false;
+        break;
+      }
+      absl::StrAppend(&line, " ", service.empty() ? "server" : service, "=",
+                      HealthStatusName(*status));
+      ok &= *status == HealthStatus::kServing;
+    }
+    absl::PrintF("%s\n", line);
+    serving += ok;
   }
-  if (!serving) return absl::UnavailableError("not serving");
+  if (serving < replicas.size()) {
+    return absl::UnavailableError(absl::StrCat(replicas.size() - serving, " of ", replicas.size(),
+                                               " replicas not serving"));
+  }
+  return absl::OkStatus();
+}
+
+// One model's inputs, as --model_features and --models print them.
+void PrintInputs(const std::vector<std::string>& item, const std::vector<std::string>& user,
+                 const std::vector<std::string>& context, absl::string_view indent) {
+  struct Group {
+    const std::vector<std::string>* names;
+    const char* title;
+    const char* field;
+  };
+  for (const Group& g : {Group{&item, "item features", "RankRequest.item_feature_names, any order"},
+                         Group{&user, "user features", "RankRequest.user_features"},
+                         Group{&context, "numeric context values", "RankRequest.context"}}) {
+    const std::vector<std::string>* names = g.names;
+    absl::PrintF("%s%s (%d; %s):\n", indent, g.title, names->size(), g.field);
+    for (const std::string& name : *names) absl::PrintF("%s  %s\n", indent, name);
+  }
+}
+
+// --model_features: what a model (file, version directory or bucket
+// manifest) reads, loaded and checked as the server loads it.
+absl::Status ModelFeatures(const std::string& flag) {
+  ASSIGN_OR_RETURN(std::string path, server::ResolveModelPath(flag, server::ExecutablePath()));
+  ASSIGN_OR_RETURN(server::ModelPlan plan, server::PlanModels(path));
+  for (const server::ModelPlan::Entry& entry : plan.entries) {
+    ASSIGN_OR_RETURN(server::LoadedModel loaded, server::LoadModel(entry, {}));
+    const server::Model& model = *loaded.model;
+    RETURN_IF_ERROR(server::CheckModel(model, plan.supplied, false, {}));
+    absl::PrintF("model %s (%s) from %s%s\n", model.full_version(), model.kind(), entry.path,
+                 entry.bucket.empty()
+                     ? ""
+                     : absl::StrFormat(", bucket %s (%d%%)", entry.bucket, entry.percent));
+    const server::ModelInputs& in = model.inputs();
+    PrintInputs(in.item, in.user, in.context, "");
+  }
+  return absl::OkStatus();
+}
+
+// --models: what the server at --target ranks with now (ModelService).
+absl::Status Models(const ChannelOptions& options) {
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
+                   MakeChannel(absl::GetFlag(FLAGS_target), options));
+  auto stub = rank::v1::ModelService::NewStub(channel);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::milliseconds(absl::GetFlag(FLAGS_deadline_ms)));
+  rank::v1::GetModelsResponse response;
+  RETURN_IF_ERROR(FromGrpcStatus(stub->GetModels(&context, {}, &response)));
+  absl::PrintF("%s: generation %d from %s\n", absl::GetFlag(FLAGS_target), response.generation(),
+               response.source());
+  for (const rank::v1::ServedModel& m : response.models()) {
+    absl::PrintF("  %s%s@%s (%s) from %s, loaded in %d ms\n",
+                 m.bucket().empty() ? ""
+                                    : absl::StrFormat("bucket %s (%d%%): ", m.bucket(), m.percent()),
+                 m.name(), m.version(), m.kind(), m.path(), m.load_ms());
+  }
+  if (!response.last_failure().empty()) {
+    absl::PrintF("  last refused reload (%s): %s\n", response.last_failure_reason(),
+                 response.last_failure());
+  }
+  return absl::OkStatus();
+}
+
+// --dump_request: the request written, no call made.
+absl::Status DumpRequest(const std::string& path) {
+  ASSIGN_OR_RETURN(rank::v1::RankRequest request, RequestToSend());
+  RETURN_IF_ERROR(WriteRequestJson(request, path));
+  if (path != "-") {
+    absl::FPrintF(stderr, "rankwire-cli: wrote request %s (%d candidates) to %s\n",
+                  request.request_id(), request.candidates_size(), path);
+  }
   return absl::OkStatus();
 }
 
 absl::Status Run() {
+  if (const std::string model = absl::GetFlag(FLAGS_model_features); !model.empty()) {
+    return ModelFeatures(model);
+  }
+  if (const std::string path = absl::GetFlag(FLAGS_dump_request); !path.empty()) {
+    return DumpRequest(path);
+  }
   ASSIGN_OR_RETURN(ChannelOptions channel_options, ChannelOptionsFromFlags());
   if (absl::GetFlag(FLAGS_health)) return Health(channel_options);
+  if (absl::GetFlag(FLAGS_models)) return Models(channel_options);
   ASSIGN_OR_RETURN(CodecRegistry codecs, MakeBuiltinCodecs(BuiltinCodecOptions{}));
   ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
                    MakeChannel(absl::GetFlag(FLAGS_target), channel_options));
   RankClient client(std::move(channel), &codecs);
-  if (absl::GetFlag(FLAGS_compare)) return Compare(client, codecs);
+  if (!absl::GetFlag(FLAGS_fetch_logs_for).empty()) return FetchLogsFor(client);
+  if (absl::GetFlag(FLAGS_compare)) {
+    if (!absl::GetFlag(FLAGS_request_file).empty()) {
+      return absl::InvalidArgumentError("--compare sends generated requests, not --request_file");
+    }
+    return Compare(client, codecs);
+  }
   return RankOnce(client);
 }
 
@@ -293,10 +530,15 @@ absl::Status Run() {
 
 int main(int argc, char** argv) {
   rankwire::ParseFlags(argc, argv,
-                       "Sends a generated 500-candidate RankRequest and prints the top-N.\n"
+                       "Sends a generated 500-candidate RankRequest (or a saved one) and prints "
+                       "the top-N; the operator's tool for a rankwire fleet.\n"
                        "  rankwire-cli --target=localhost:50051 --codec=rankbin\n"
-                       "  rankwire-cli --compare\n"
-                       "  rankwire-cli --target=ipv4:127.0.0.1:50051,127.0.0.1:50052 --health");
+                       "  rankwire-cli --dump_request=req.json && rankwire-cli --request_file=req.json\n"
+                       "  rankwire-cli --fetch_logs_for=REQUEST_ID --items=sku-1,sku-2\n"
+                       "  rankwire-cli --target=dns:///rankwire.default.svc.cluster.local:50051 --health\n"
+                       "  rankwire-cli --model_features=server/models/ecom_search_lr.model\n"
+                       "  rankwire-cli --target=localhost:50051 --models\n"
+                       "  rankwire-cli --compare");
   absl::Status s = rankwire::client::Run();
   if (!s.ok()) {
     absl::FPrintF(stderr, "rankwire-cli: %s\n", s.ToString());

@@ -15,8 +15,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <string>
 #include <thread>
@@ -28,6 +30,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "base/flags.h"
 #include "base/status_macros.h"
 #include "base/thread_sched.h"
@@ -63,6 +67,10 @@ ABSL_FLAG(double, warmup_s, 2, "Unmeasured seconds first.");
 ABSL_FLAG(int, deadline_ms, 5000, "Per-call deadline.");
 ABSL_FLAG(std::string, label, "", "A label echoed in the output (for scripts).");
 ABSL_FLAG(bool, json, false, "Print one JSON object instead of text.");
+ABSL_FLAG(std::string, calls_file, "",
+          "Write every measured call to this file, one line each: when it was due (Unix "
+          "microseconds), its latency (us), its status code name, and the model version "
+          "that answered (tab-separated; for latency around events such as a model reload).");
 
 namespace rankwire::client {
 namespace {
@@ -79,8 +87,17 @@ struct Sample {
   size_t response_bytes;
 };
 
+// One measured call, for --calls_file.
+struct CallRecord {
+  int64_t due_unix_us;
+  double latency_us;
+  absl::StatusCode code;
+  std::string model_version;
+};
+
 struct Worker {
   std::vector<Sample> samples;
+  std::vector<CallRecord> calls;  // With --calls_file only.
   // Calls the server refused with RESOURCE_EXHAUSTED (admission control):
   // not errors; their latency is reported apart.
   std::vector<double> rejected_us;
@@ -147,6 +164,16 @@ absl::StatusOr<std::vector<grpc::ByteBuffer>> MakeRequests() {
     return absl::InvalidArgumentError(absl::StrCat("--log_mode: ", log_mode.status().message()));
   }
   options.log_mode = *log_mode;
+  // What the flags become, said rather than done silently.
+  if (options.top_n > options.candidates) {
+    absl::FPrintF(stderr,
+                  "rankwire-loadgen: --top_n=%d clamped to %d: a request shows at most its "
+                  "candidates (--candidates=%d)\n",
+                  options.top_n, options.candidates, options.candidates);
+  }
+  if (absl::GetFlag(FLAGS_distinct_requests) == 0) {
+    absl::FPrintF(stderr, "rankwire-loadgen: --distinct_requests=0 clamped to 1\n");
+  }
   const workload::WorkloadGenerator generator(options);
   std::vector<grpc::ByteBuffer> requests;
   for (uint32_t i = 0; i < std::max(1u, absl::GetFlag(FLAGS_distinct_requests)); ++i) {
@@ -182,6 +209,10 @@ Plan PlanFromFlags(const std::vector<grpc::ByteBuffer>* requests,
                    const CodecRegistry* codecs) {
   Plan plan;
   plan.concurrency = std::max(1, absl::GetFlag(FLAGS_concurrency));
+  if (plan.concurrency != absl::GetFlag(FLAGS_concurrency)) {
+    absl::FPrintF(stderr, "rankwire-loadgen: --concurrency=%d clamped to 1\n",
+                  absl::GetFlag(FLAGS_concurrency));
+  }
   plan.qps = absl::GetFlag(FLAGS_qps);
   plan.start = Clock::now();
   plan.measure_from = plan.start + Seconds(absl::GetFlag(FLAGS_warmup_s));
@@ -211,6 +242,10 @@ void CallLoop(const Plan& plan, int w, Worker* me) {
   // Open loop: this thread's share of the rate, phase-shifted.
   const double interval_s = plan.qps > 0 ? plan.concurrency / plan.qps : 0;
   Clock::time_point next = plan.start + Seconds(interval_s * w / plan.concurrency);
+  const bool record_calls = !absl::GetFlag(FLAGS_calls_file).empty();
+  // Steady-clock times as Unix time, for --calls_file.
+  const absl::Time unix_at_start = absl::Now();
+  const Clock::time_point steady_at_start = Clock::now();
   for (uint64_t n = 0;; ++n) {
     Clock::time_point sent = Clock::now();
     if (plan.qps > 0) {
@@ -227,6 +262,12 @@ void CallLoop(const Plan& plan, int w, Worker* me) {
     if (sent < plan.measure_from) continue;
     me->last_done = std::max(me->last_done, done);
     ++me->by_status[status.ok() ? "OK" : absl::StatusCodeToString(status.code())];
+    if (record_calls) {
+      me->calls.push_back(CallRecord{
+          absl::ToUnixMicros(unix_at_start + absl::FromChrono(sent - steady_at_start)),
+          Micros(done - sent), status.code(),
+          reply.ok() ? reply->header().model_version() : std::string()});
+    }
     if (status.code() == absl::StatusCode::kResourceExhausted) {
       me->rejected_us.push_back(Micros(done - sent));
       continue;
@@ -246,6 +287,29 @@ void CallLoop(const Plan& plan, int w, Worker* me) {
         static_cast<double>(st.rank_us()), static_cast<double>(st.queue_us()),
         reply->response_bytes()});
   }
+}
+
+// --calls_file: every worker's measured calls, in the order they were due.
+absl::Status WriteCalls(const std::string& path, const std::vector<Worker>& workers) {
+  std::vector<const CallRecord*> calls;
+  for (const Worker& w : workers) {
+    for (const CallRecord& c : w.calls) calls.push_back(&c);
+  }
+  std::sort(calls.begin(), calls.end(), [](const CallRecord* a, const CallRecord* b) {
+    return a->due_unix_us < b->due_unix_us;
+  });
+  FILE* out = std::fopen(path.c_str(), "w");
+  if (out == nullptr) {
+    return absl::UnavailableError(absl::StrCat("--calls_file ", path, ": ", std::strerror(errno)));
+  }
+  for (const CallRecord* c : calls) {
+    std::fprintf(out, "%lld\t%.1f\t%s\t%s\n", static_cast<long long>(c->due_unix_us),
+                 c->latency_us, absl::StatusCodeToString(c->code).c_str(),
+                 c->model_version.c_str());
+  }
+  return std::fclose(out) == 0
+             ? absl::OkStatus()
+             : absl::UnavailableError(absl::StrCat("--calls_file ", path, ": write failed"));
 }
 
 // The measured calls of all workers, pooled.
@@ -383,6 +447,12 @@ int Run() {
     threads.emplace_back([&plan, &workers, w] { CallLoop(plan, w, &workers[w]); });
   }
   for (std::thread& t : threads) t.join();
+  if (const std::string path = absl::GetFlag(FLAGS_calls_file); !path.empty()) {
+    if (absl::Status s = WriteCalls(path, workers); !s.ok()) {
+      absl::FPrintF(stderr, "rankwire-loadgen: %s\n", s.ToString());
+      return 1;
+    }
+  }
   const Summary summary = Summarize(workers, plan);
   if (absl::GetFlag(FLAGS_json)) {
     PrintJson(summary, plan);

@@ -238,7 +238,6 @@ absl::StatusOr<RankReply> RankClient::RankSerialized(const grpc::ByteBuffer& req
     return absl::DataLossError(absl::StrCat("codec \"", codec_name,
                                             "\" body arrived in the wrong envelope field"));
   }
-  const size_t body_bytes = envelope.body.size();
   ASSIGN_OR_RETURN(std::unique_ptr<ResultView> view, codec->Open(envelope.body));
   // A protobuf body cut at a field boundary still parses; the header's
   // count is what tells.
@@ -248,8 +247,8 @@ absl::StatusOr<RankReply> RankClient::RankSerialized(const grpc::ByteBuffer& req
                                             " items, the body holds ", view->size()));
   }
   timings.open_us = Micros(t3, Clock::now());
-  return RankReply(std::move(envelope.header), std::move(view), bytes.size(), body_bytes,
-                   timings, CallInfoOf(context));
+  return RankReply(std::move(envelope.header), std::move(view), std::move(bytes),
+                   std::move(envelope.body), timings, CallInfoOf(context));
 }
 
 absl::StatusOr<std::vector<ItemLogResult>> RankClient::FetchLogs(

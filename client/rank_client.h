@@ -27,6 +27,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "codec/buffer.h"
 #include "codec/codec.h"
 #include "codec/registry.h"
 #include "rank/v1/rank.grpc.pb.h"
@@ -56,30 +57,35 @@ struct CallInfo {
 
 class RankReply {
  public:
+  // `response` is the whole RankResponse as received; `body` the codec's
+  // bytes inside it.
   RankReply(rank::v1::ResponseHeader header, std::unique_ptr<ResultView> view,
-            size_t response_bytes, size_t body_bytes, ClientTimings timings,
-            CallInfo call = {})
+            SharedBytes response, SharedBytes body, ClientTimings timings, CallInfo call = {})
       : header_(std::move(header)),
         view_(std::move(view)),
-        response_bytes_(response_bytes),
-        body_bytes_(body_bytes),
+        response_(std::move(response)),
+        body_(std::move(body)),
         timings_(timings),
         call_(std::move(call)) {}
 
   const rank::v1::ResponseHeader& header() const { return header_; }
   const ResultView& view() const { return *view_; }
-  // Size of the RankResponse message (gRPC framing not included).
-  size_t response_bytes() const { return response_bytes_; }
-  // Size of the codec's body inside it.
-  size_t body_bytes() const { return body_bytes_; }
+  // The RankResponse message's bytes (gRPC framing not included), e.g. to
+  // save a response as a serialized rank.v1.RankResponse.
+  absl::string_view response() const { return response_.view(); }
+  size_t response_bytes() const { return response_.size(); }
+  // The codec's body inside it (a RankResult message, or a custom codec's
+  // payload): what two calls with the same request and codec answer alike.
+  absl::string_view body() const { return body_.view(); }
+  size_t body_bytes() const { return body_.size(); }
   const ClientTimings& timings() const { return timings_; }
   const CallInfo& call() const { return call_; }
 
  private:
   rank::v1::ResponseHeader header_;
   std::unique_ptr<ResultView> view_;
-  size_t response_bytes_;
-  size_t body_bytes_;
+  SharedBytes response_;
+  SharedBytes body_;
   ClientTimings timings_;
   CallInfo call_;
 };

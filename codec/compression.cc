@@ -145,6 +145,15 @@ absl::Status CheckBlockFrame(absl::string_view frame, size_t raw_size,
 
 absl::StatusOr<std::string> ZstdDecompress(absl::string_view frame,
                                            size_t max_size) {
+  // One frame and nothing else: zstd itself would skip a skippable frame
+  // and decode a second frame after the first.
+  if (frame.size() < 4 || (static_cast<uint32_t>(static_cast<uint8_t>(frame[0])) |
+                           static_cast<uint32_t>(static_cast<uint8_t>(frame[1])) << 8 |
+                           static_cast<uint32_t>(static_cast<uint8_t>(frame[2])) << 16 |
+                           static_cast<uint32_t>(static_cast<uint8_t>(frame[3])) << 24) !=
+                              kZstdMagic) {
+    return absl::DataLossError("zstd: not a zstd frame (skippable frames are not allowed)");
+  }
   unsigned long long declared = ZSTD_getFrameContentSize(frame.data(), frame.size());
   if (declared == ZSTD_CONTENTSIZE_ERROR) {
     return absl::DataLossError("zstd: not a zstd frame");
@@ -155,6 +164,14 @@ absl::StatusOr<std::string> ZstdDecompress(absl::string_view frame,
   if (declared > max_size) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "zstd: frame declares ", declared, " bytes, the cap is ", max_size));
+  }
+  const size_t end = ZSTD_findFrameCompressedSize(frame.data(), frame.size());
+  if (ZSTD_isError(end)) {
+    return absl::DataLossError(absl::StrCat("zstd: corrupt frame: ", ZSTD_getErrorName(end)));
+  }
+  if (end != frame.size()) {
+    return absl::DataLossError(
+        absl::StrCat("zstd: ", frame.size() - end, " bytes after the frame"));
   }
   std::string out(static_cast<size_t>(declared), '\0');
   if (absl::Status s = ZstdDecompressExact(frame, out.data(), out.size()); !s.ok()) {

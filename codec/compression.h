@@ -47,9 +47,10 @@ absl::Status ZstdDecompressExact(absl::string_view frame, char* dst,
 // block headers to find its end).
 absl::Status CheckBlockFrame(absl::string_view frame, size_t raw_size,
                              bool require_checksum);
-// Decompresses one frame of at most `max_size` bytes. The frame must declare
-// its content size; DataLoss if it does not, ResourceExhausted if it is
-// larger than `max_size`.
+// Decompresses one frame of at most `max_size` bytes. `frame` must be
+// exactly one zstd frame (not a skippable frame, nothing after it) that
+// declares its content size; DataLoss if it is not, ResourceExhausted if
+// it declares more than `max_size`.
 absl::StatusOr<std::string> ZstdDecompress(absl::string_view frame,
                                            size_t max_size);
 

@@ -101,6 +101,7 @@ std::future<LogReceipt> AsyncLogConsumer::Consume(RequestLogs logs) {
   std::promise<LogReceipt> promise;
   std::future<LogReceipt> future = promise.get_future();
   bool shut_down = false;
+  bool store_down = false;
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) {
@@ -113,16 +114,20 @@ std::future<LogReceipt> AsyncLogConsumer::Consume(RequestLogs logs) {
       requests_enqueued_.fetch_add(1, std::memory_order_relaxed);
       items_enqueued_.fetch_add(items, std::memory_order_relaxed);
       return future;
-    } else {
+    } else if (!StoreFailing()) {
       items_dropped_queue_full_.fetch_add(items, std::memory_order_relaxed);
+    } else {
+      store_down = true;
+      items_dropped_store_error_.fetch_add(items, std::memory_order_relaxed);
     }
   }
   // Dropped: complete outside the lock. The warning line for queue-full
   // drops is the writer thread's job, so the ranking thread never logs.
   promise.set_value(LogReceipt{
       LogReceipt::Outcome::kDropped, items,
-      shut_down ? absl::CancelledError("log consumer is shut down")
-                : absl::ResourceExhaustedError("log queue is full")});
+      shut_down    ? absl::CancelledError("log consumer is shut down")
+      : store_down ? absl::UnavailableError("log store is down and the log queue is full")
+                   : absl::ResourceExhaustedError("log queue is full")});
   return future;
 }
 
@@ -267,6 +272,13 @@ void AsyncLogConsumer::Shutdown(absl::Duration timeout) {
     flush_deadline_ = absl::Now() + std::max(timeout, absl::ZeroDuration());
   }
   for (std::thread& writer : writers_) writer.join();
+}
+
+bool AsyncLogConsumer::StoreFailing() const {
+  for (const auto& sink : sinks_) {
+    if (sink->failing()) return true;
+  }
+  return false;
 }
 
 LogStats AsyncLogConsumer::stats() const {

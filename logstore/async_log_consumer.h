@@ -7,7 +7,10 @@
 // into the queue or, when the queue is at its bound (requests or bytes,
 // whichever is hit first) or the consumer is shut down, completes the
 // future at once as dropped. It never waits on the store. A full queue
-// drops the new request; what is queued keeps its place.
+// drops the new request; what is queued keeps its place. The drop is
+// counted as a queue-full one while the store is up, and as a store error
+// while it is down (a sink's last write or connect failed: a writer stuck
+// on a stalled Redis is what filled the queue).
 //
 // A writer thread takes up to batch_requests requests at a time: after a
 // write it lets the next batch gather for up to `linger` (or until it is
@@ -114,6 +117,8 @@ class AsyncLogConsumer final : public LogConsumer {
   bool BatchFullOrStopping() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return queue_.size() >= batch_requests_ || stopping_;
   }
+  // Whether some sink's last write or connect failed (LogSink::failing()).
+  bool StoreFailing() const;
 
   const std::string key_prefix_;
   const absl::Duration ttl_;

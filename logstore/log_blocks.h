@@ -15,16 +15,17 @@
 //                slot order: ids (a common prefix, then each suffix), ints
 //                (zigzag varints), strings (indexes into the table) and
 //                numbers (binary32, each column in the cheapest of a few
-//                forms: raw, a shared top byte, whole numbers as varints, a
-//                constant).
+//                forms: raw, a shared top byte, two top bytes, whole
+//                numbers or short decimals as varints, a constant).
 //
 // Rendering is piece[0] value[0] piece[1] ... value[n-1] piece[n]; a
 // number renders as absl::SixDigits of its binary32 value (printf's %g), a
 // position slot as the item's 1-based position. Nothing is formatted when
 // the block is written: the writer copies values.
 //
-// Writing: a BlockLayout, then per block a BlockWriter fed column by column
-// in slot order. Reading: BlockLayout::Parse, then a BlockReader per block.
+// Writing: a BlockLayout, then a BlocksWriter fed column by column in slot
+// order (every block at once). Reading: BlockLayout::Parse, then a
+// BlockReader per block.
 //
 // Thread safety: plain values; a writer or reader is used by one thread.
 #ifndef RANKWIRE_LOGSTORE_LOG_BLOCKS_H_
@@ -66,7 +67,17 @@ enum class NumberForm : uint8_t {
   kTopByte = 1,   // the shared top byte, then count x the low 3 bytes.
   kWhole = 2,     // count x zigzag varint: whole numbers below 2^24.
   kConstant = 3,  // one binary32 for every item.
+  kTwoTops = 4,   // two top bytes (the smaller first), a bit per item
+                  // choosing one, then count x the low 3 bytes.
+  kDecimal = 5,   // a scale k (1..kMaxDecimalScale), then count x zigzag
+                  // varint d: the binary32 of the binary64 product d * 10^-k
+                  // (10^-k the binary64 nearest to it).
 };
+
+// The largest scale of a kDecimal column, and the magnitude its digits d
+// stay below.
+inline constexpr int kMaxDecimalScale = 6;
+inline constexpr int64_t kDecimalDigitsLimit = int64_t{1} << 31;
 
 // Limits a reader enforces, so a corrupt or hostile value cannot ask for
 // unbounded work or memory.
@@ -103,6 +114,14 @@ struct BlockLayout {
 // Writes every block of a request, column by column: one call per slot of
 // the layout, in order (kPosition slots take none), each with the slot's
 // values for all the layout's items in position order; then block(b).
+// Each block's share of a number column is stored in the cheapest form its
+// values allow (NumberForm). Column by column, the choices for one slot
+// follow each other, and they mostly agree from block to block: taken in
+// block order, mispredicted branches cost the writer twice as much.
+//
+//   BlocksWriter writer(layout, ids);
+//   writer.ItemIds(ids); writer.Numbers(column_1); writer.Numbers(column_2); ...
+//   for (size_t b = 0; b < writer.blocks(); ++b) fields->Add(LogBlockField(b), writer.block(b));
 class BlocksWriter {
  public:
   // `ids`: the items' ids in position order (layout.items of them), which

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -106,6 +107,51 @@ TEST(LogBlocksTest, EveryNumberFormReadsBack) {
   ExpectReadBack(Write({1e-30f, -3.5f, 1e30f, 0.1f, 123456.7f}, 2, 2));
 }
 
+// The number column's form byte of a Write() of one block: after the tag,
+// the count, the ids (prefix "sku-"), the ints and the string codes.
+uint8_t FormOf(const Written& w) {
+  const std::string& block = w.blocks[0];
+  size_t p = 2 + 1 + 4;  // 'B', count (< 128), prefix length and "sku-".
+  for (uint32_t j = 0; j < w.layout.BlockSize(0); ++j) p += 1 + static_cast<uint8_t>(block[p]);
+  for (uint32_t j = 0; j < 2 * w.layout.BlockSize(0); ++j) {
+    while (static_cast<uint8_t>(block[p]) >= 0x80) ++p;
+    ++p;
+  }
+  return static_cast<uint8_t>(block[p]);
+}
+
+TEST(LogBlocksTest, TwoTopBytesAndShortDecimalsAreStoredSmaller) {
+  // Both sides of a power of two: two top bytes, 27 bytes instead of 32.
+  // (Seven digits and more: no short decimals.)
+  const std::vector<float> halves = {0.3123457f, 0.6123457f, 0.2612346f, 0.9912346f,
+                                     0.5012346f, 0.4912346f, 0.7012346f, 0.3112346f};
+  Written w = Write(halves, 8, 8);
+  ExpectReadBack(w);
+  EXPECT_EQ(FormOf(w), static_cast<uint8_t>(NumberForm::kTwoTops));
+  const std::vector<float> signs = {1.5123457f, -1.5123457f, 1.2512346f, -1.7512346f,
+                                    1.0123457f, -1.0123457f, 1.1123457f, -1.9123457f};
+  w = Write(signs, 8, 8);
+  ExpectReadBack(w);
+  EXPECT_EQ(FormOf(w), static_cast<uint8_t>(NumberForm::kTwoTops));
+  // Prices with two decimals (what requests carry): varints of the cents.
+  const std::vector<float> prices = {78.7f, 54.65f, 40.93f, 21.73f, 445.18f, 71.31f, 9.99f, 0.5f};
+  w = Write(prices, 8, 8);
+  ExpectReadBack(w);
+  EXPECT_EQ(FormOf(w), static_cast<uint8_t>(NumberForm::kDecimal));
+  const std::vector<float> rates = {-0.11f, -0.33f, -0.22f, 0.0f, -0.11f, -0.44f, -0.33f, -0.11f};
+  w = Write(rates, 8, 8);
+  ExpectReadBack(w);
+  EXPECT_EQ(FormOf(w), static_cast<uint8_t>(NumberForm::kDecimal));
+  // A decimal scale guessed from the first values, then a block that is
+  // not decimal at it: stored another way, still exact.
+  std::vector<float> mixed = prices;
+  for (int i = 0; i < 8; ++i) mixed.push_back(0.1234567f * (i + 1));
+  ExpectReadBack(Write(mixed, 8, 8));
+  // -0, NaN, infinities and values past 2^31 / 10^k are never decimals.
+  const float inf = std::numeric_limits<float>::infinity();
+  ExpectReadBack(Write({0.25f, -0.0f, 0.5f, inf, 0.75f, std::nanf(""), 3e9f, -inf}, 8, 8));
+}
+
 TEST(LogBlocksTest, OddNumbersRenderAsSixDigits) {
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -173,6 +219,53 @@ TEST(LogBlocksTest, CorruptLayoutsAndBlocksAreDataLossNeverACrash) {
   bad_version[1] = 3;
   EXPECT_FALSE(BlockLayout::Parse(bad_version).ok());
   EXPECT_FALSE(BlockLayout::IsBlocks(bad_version));
+}
+
+// A one-item block of TestLayout holding `number` as its number column.
+std::string OneItemBlock(const std::string& number) {
+  // 'B', count 1, ids: prefix "" and "a"; int 0; string 0.
+  return std::string("B\x01\x00\x01" "a" "\x00\x00", 7) + number;
+}
+
+TEST(LogBlocksTest, WhatTheWriterNeverWritesIsRefused) {
+  // A version-2 layout has exactly one item id slot.
+  BlockLayout layout = TestLayout(1, 1, 16);
+  layout.kinds[0] = LogSlot::kPosition;
+  EXPECT_EQ(BlockLayout::Parse(layout.Serialize()).status().code(), absl::StatusCode::kDataLoss);
+  layout.kinds[1] = LogSlot::kItemId;
+  layout.kinds[0] = LogSlot::kItemId;
+  EXPECT_EQ(BlockLayout::Parse(layout.Serialize()).status().code(), absl::StatusCode::kDataLoss);
+  // Blocks, against a well-formed one-item layout.
+  absl::StatusOr<BlockLayout> one = BlockLayout::Parse(TestLayout(1, 1, 16).Serialize());
+  ASSERT_TRUE(one.ok()) << one.status();
+  const std::string raw("\x00\x00\x00\xc0\x3f", 5);  // 1.5
+  ASSERT_TRUE(BlockReader::Parse(*one, 0, OneItemBlock(raw)).ok());
+  // A block the layout does not have.
+  EXPECT_EQ(BlockReader::Parse(*one, 1, OneItemBlock(raw)).status().code(),
+            absl::StatusCode::kDataLoss);
+  absl::StatusOr<BlockLayout> none = BlockLayout::Parse(TestLayout(0, 1, 16).Serialize());
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(BlockReader::Parse(*none, 0, std::string("B\x00\x00", 3)).ok());
+  const std::map<std::string, std::string> bad = {
+      {"unknown form", std::string("\x06\x00\x00\xc0\x3f", 5)},
+      {"two tops out of order", std::string("\x04\x3f\x3e\x01\x00\x00\xc0", 7)},
+      {"two tops equal", std::string("\x04\x3f\x3f\x01\x00\x00\xc0", 7)},
+      {"two tops, one used", std::string("\x04\x3e\x3f\x01\x00\x00\xc0", 7)},
+      {"two tops, a bit past the item", std::string("\x04\x3e\x3f\x02\x00\x00\xc0", 7)},
+      {"decimal scale 0", std::string("\x05\x00\x02", 3)},
+      {"decimal scale 7", std::string("\x05\x07\x02", 3)},
+      {"decimal digits 2^31", std::string("\x05\x01\x80\x80\x80\x80\x10", 7)},
+      {"whole number 2^24", std::string("\x02\x80\x80\x80\x10", 5)},
+  };
+  for (const auto& [what, number] : bad) {
+    absl::StatusOr<BlockReader> r = BlockReader::Parse(*one, 0, OneItemBlock(number));
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss) << what;
+  }
+  // Decimal digits just inside the limit read back as their product.
+  absl::StatusOr<BlockReader> r =
+      BlockReader::Parse(*one, 0, OneItemBlock(std::string("\x05\x02\xa6\x0c", 4)));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*r->Render(0), "id=a pos=1 n=0 s=alpha x=7.87;");  // 787 * 1e-2
 }
 
 TEST(LogBlocksTest, HostileLayoutsCannotAskForUnboundedWork) {

@@ -584,13 +584,24 @@ absl::StatusOr<double> ReadLogNumber(coding::Reader& in) {
   const uint64_t n = u >> 6;
   double v = 0;
   if (code != kSpecialCode) {
+    // The writer strips trailing zero digits (78.7 is 787e-1, never
+    // 7870e-2): one number, one coding.
     if (n == 0 || n > 999999) {
       return absl::DataLossError("log record: number digits out of range");
     }
+    if (n % 10 == 0) {
+      return absl::DataLossError(absl::StrCat("log record: number digits ", n,
+                                              " end in a zero (the writer strips them)"));
+    }
     v = ScaleBy10(static_cast<double>(n), static_cast<int>(code) - kScaleBias);
   } else if (n == 1) {
-    v = std::fabs(in.Double("raw number"));
+    // A raw binary64 carries its sign; the flag repeats its sign bit.
+    v = in.Double("raw number");
     if (!in.ok()) return absl::DataLossError(in.status().message());
+    if (std::signbit(v) != negative) {
+      return absl::DataLossError("log record: a raw number whose sign flag is not its sign bit");
+    }
+    return v;
   } else if (n != 0) {
     return absl::DataLossError("log record: unknown special number");
   }

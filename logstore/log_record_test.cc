@@ -259,5 +259,51 @@ TEST(LogRecordTest, CorruptValuesAreDataLossNeverACrash) {
   EXPECT_NE(no_layout.message().find("sku-1"), std::string::npos);
 }
 
+// A one-number record of a one-number layout, its number slot `u` (a
+// varint) and then `tail` bytes.
+absl::StatusOr<std::string> RenderNumber(uint64_t u, const std::string& tail = "") {
+  LogRecordBuilder b;
+  b.Literal("x=");
+  b.Number(1.5);
+  (void)b.FinishRecord();
+  std::string record = "R";
+  while (u >= 0x80) {
+    record.push_back(static_cast<char>(u | 0x80));
+    u >>= 7;
+  }
+  record.push_back(static_cast<char>(u));
+  return RenderLogRecord(b.Layout(), "id", record + tail);
+}
+
+TEST(LogRecordTest, NumbersTheWriterNeverWritesAreRefused) {
+  // 78.7 is digits 787 at scale -1 (code 23); 7870 at -2 is the same
+  // number with a trailing zero digit, which the writer strips.
+  const auto number = [](uint64_t digits, int exponent, bool negative) {
+    return digits << 6 | uint64_t{negative} << 5 | static_cast<uint64_t>(exponent + 24);
+  };
+  absl::StatusOr<std::string> good = RenderNumber(number(787, -1, false));
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_EQ(*good, "x=78.7");
+  for (uint64_t u : {number(7870, -2, false), number(10, 0, true), number(0, 0, false),
+                     number(1000000, 0, false)}) {
+    absl::StatusOr<std::string> text = RenderNumber(u);
+    EXPECT_EQ(text.status().code(), absl::StatusCode::kDataLoss) << u << " " << text.value_or("");
+  }
+  // A raw binary64 (code 31, m = 1): its sign flag must be its sign bit.
+  const auto raw = [](double v) {
+    std::string bytes(8, '\0');
+    std::memcpy(bytes.data(), &v, 8);
+    return bytes;
+  };
+  const uint64_t raw_positive = uint64_t{1} << 6 | 31, raw_negative = raw_positive | 1 << 5;
+  EXPECT_EQ(*RenderNumber(raw_positive, raw(1e300)), "x=1e+300");
+  EXPECT_EQ(*RenderNumber(raw_negative, raw(-1e300)), "x=-1e+300");
+  EXPECT_EQ(RenderNumber(raw_negative, raw(1e300)).status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(RenderNumber(raw_positive, raw(-1e300)).status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(RenderNumber(raw_positive, raw(-0.0)).status().code(), absl::StatusCode::kDataLoss);
+  // A special number other than zero (m = 0) and raw (m = 1).
+  EXPECT_EQ(RenderNumber(uint64_t{2} << 6 | 31).status().code(), absl::StatusCode::kDataLoss);
+}
+
 }  // namespace
 }  // namespace rankwire::logstore

@@ -48,6 +48,10 @@ class LogSink {
 
   // Whether the last write or connection attempt succeeded.
   virtual bool up() const = 0;
+  // Whether the last write or connection attempt failed: unlike !up(), false
+  // before the first attempt, so a sink still making its first connection
+  // is not a store that is down.
+  virtual bool failing() const { return false; }
   // Connections made after a failed attempt or a lost connection.
   virtual uint64_t reconnects() const = 0;
 };

@@ -6,11 +6,16 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "base/status_macros.h"
 #include "base/thread_sched.h"
 #include "logstore/async_log_consumer.h"
 #include "logstore/log_blocks.h"
+#include "logstore/log_record.h"
 #include "logstore/log_value.h"
 #include "logstore/memory_log_store.h"
 #include "logstore/redis_cluster_log_store.h"
@@ -80,24 +85,46 @@ namespace {
 
 using Values = std::vector<std::optional<std::string>>;
 
+absl::Status Corrupt(absl::string_view request_id, absl::string_view what) {
+  return absl::DataLossError(absl::StrCat("logs of request ", request_id, ": ", what));
+}
+
 // Renders into `out` the items of block `b` (`value`) that `item_ids` ask
-// for; `wanted` maps an id to its first index in item_ids.
+// for; `wanted` maps an id to its first index in item_ids. An id twice in
+// the block, or met again in a later block, is damage.
 absl::Status TakeBlock(absl::string_view request_id, const BlockLayout& layout, size_t b,
                        absl::string_view value,
                        const absl::flat_hash_map<absl::string_view, size_t>& wanted,
                        Values* out) {
   absl::StatusOr<BlockReader> block = BlockReader::Parse(layout, b, value);
   if (!block.ok()) {
-    return absl::DataLossError(absl::StrCat("logs of request ", request_id, ", block ", b, ": ",
-                                            block.status().message()));
+    return Corrupt(request_id, absl::StrCat("block ", b, ": ", block.status().message()));
   }
+  absl::flat_hash_set<std::string> seen;
+  seen.reserve(block->size());
   for (size_t j = 0; j < block->size(); ++j) {
-    auto it = wanted.find(block->id(j));
+    std::string id = block->id(j);
+    auto it = wanted.find(id);
+    if (!seen.insert(std::move(id)).second) {
+      return Corrupt(request_id, absl::StrCat("block ", b, " holds an item id twice"));
+    }
     if (it == wanted.end()) continue;
+    if ((*out)[it->second].has_value()) {
+      return Corrupt(request_id,
+                     absl::StrCat("an item id of block ", b, " is in an earlier block"));
+    }
     ASSIGN_OR_RETURN(std::string text, block->Render(j));
     (*out)[it->second] = std::move(text);
   }
   return absl::OkStatus();
+}
+
+// Whether `id` names a block of `layout` ("#0" .. "#<count - 1>"): an item
+// may be called that, and its HMGET value is then the block.
+bool IsBlockField(const BlockLayout& layout, absl::string_view id) {
+  size_t b = 0;
+  return absl::ConsumePrefix(&id, "#") && !id.empty() && (id == "0" || id[0] != '0') &&
+         absl::SimpleAtoi(id, &b) && b < layout.BlockCount();
 }
 
 }  // namespace
@@ -117,16 +144,29 @@ absl::StatusOr<std::vector<std::optional<std::string>>> LogReader::FetchBefore(
   for (int attempt = 0; attempt < 2; ++attempt) {
     ASSIGN_OR_RETURN(Values got, ReadFields(request_id, fields, deadline));
     if (got.size() != fields.size()) return absl::InternalError("log store: short read");
+    // Field "" is nil (text values, or nothing stored), a version-1 layout
+    // (per-item records) or a version-2 one (blocks); anything else is
+    // damage, never "no logs".
     if (!got[0].has_value() || !BlockLayout::IsBlocks(*got[0])) {
+      if (got[0].has_value()) {
+        if (absl::Status v1 = LogLayout::Parse(*got[0]).status(); !v1.ok()) {
+          return Corrupt(request_id, absl::StrCat("field \"\" is not a layout of version 1 or 2: ",
+                                                  v1.message()));
+        }
+      }
       Values values(std::make_move_iterator(got.begin() + 2), std::make_move_iterator(got.end()));
       RETURN_IF_ERROR(DecodeLogValues(request_id, got[0], item_ids, &values));
       return values;
     }
     const std::string layout_value = *std::move(got[0]);
     absl::StatusOr<BlockLayout> layout = BlockLayout::Parse(layout_value);
-    if (!layout.ok()) {
-      return absl::DataLossError(
-          absl::StrCat("logs of request ", request_id, ": ", layout.status().message()));
+    if (!layout.ok()) return Corrupt(request_id, layout.status().message());
+    // A hash holds blocks or items, never both.
+    for (size_t i = 0; i < item_ids.size(); ++i) {
+      if (got[2 + i].has_value() && !IsBlockField(*layout, item_ids[i])) {
+        return Corrupt(request_id, absl::StrCat("item '", item_ids[i],
+                                                "' has a field of its own beside the blocks"));
+      }
     }
     absl::flat_hash_map<absl::string_view, size_t> wanted;
     for (size_t i = item_ids.size(); i-- > 0;) wanted[item_ids[i]] = i;

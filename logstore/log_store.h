@@ -198,7 +198,10 @@ struct LogStoreConfig {
   // whole pipelined batch to one node (RedisConnection::GetReplyWithin).
   absl::Duration io_timeout = absl::Milliseconds(500);
   absl::Duration reconnect_backoff_min = absl::Milliseconds(50);
-  absl::Duration reconnect_backoff_max = absl::Seconds(2);
+  // At most this long between connect attempts to a store that is down:
+  // a refused connect costs next to nothing, and writes resume this soon
+  // after the store is back.
+  absl::Duration reconnect_backoff_max = absl::Milliseconds(250);
 };
 
 // A consumer and a reader over one backend. For kMemory both share one

@@ -66,6 +66,25 @@ TEST(LogValueTest, RejectsEveryTruncationOfACompressedValue) {
   }
 }
 
+TEST(LogValueTest, RefusesAnythingButOneFrame) {
+  std::string value = LogLine("req-4", 2);
+  EncodeLogValue(/*compress=*/true, 1, &value);
+  ASSERT_EQ(value.front(), kZstdLogTag);
+  ASSERT_TRUE(DecodeLogValue(value).ok());
+  // A skippable frame (magic 0x184D2A50, 4-byte length, its bytes), which
+  // zstd itself would step over, before or after the frame.
+  const std::string skippable("\x50\x2a\x4d\x18\x03\x00\x00\x00" "abc", 11);
+  const std::string frame = value.substr(1);
+  for (const std::string& bad : {value + skippable, "Z" + skippable + frame,
+                                 value + std::string(1, '\0'), value + frame, "Z" + skippable}) {
+    absl::Status status = DecodeLogValue(bad).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss)
+        << bad.size() << " of a " << value.size() << "-byte value: " << status;
+  }
+  EXPECT_NE(DecodeLogValue(value + "xy").status().message().find("2 bytes after the frame"),
+            absl::string_view::npos);
+}
+
 TEST(LogValueTest, RefusesAFrameDeclaringMoreThanTheCap) {
   std::string value = LogLine("req-3", 1, 4000);
   const size_t text_size = value.size();

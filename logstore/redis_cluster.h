@@ -61,7 +61,7 @@ struct RedisClusterOptions {
   std::vector<RedisAddress> seeds;
   RedisConnectOptions connect;  // Its address is replaced per node.
   absl::Duration backoff_min = absl::Milliseconds(50);
-  absl::Duration backoff_max = absl::Seconds(2);
+  absl::Duration backoff_max = absl::Milliseconds(250);
 };
 
 // The cluster fields of `config`: redis_addr as a comma-separated seed

@@ -46,8 +46,8 @@ struct RoundOutcome {
   std::vector<std::pair<uint16_t, std::string>> moved_to;
 };
 
-// Connects to `address` and sends `node`'s transactions, each flushed as
-// soon as it is queued; sets node.error on failure.
+// Connects to `address` and sends `node`'s transactions, each as soon as
+// it is formatted; sets node.error on failure.
 void SendToNode(RedisClusterRouter& router, RedisCommandWriter& commands,
                 const std::string& address, absl::Span<SinkEntry> batch,
                 const std::string& ttl_ms, NodeBatch& node) {
@@ -59,13 +59,9 @@ void SendToNode(RedisClusterRouter& router, RedisCommandWriter& commands,
   }
   node.connection = *connection;
   node.budget = IoBudget(router.io_timeout());
-  redisContext* context = node.connection->get();
   for (const Route& route : node.routes) {
-    if (!commands.AppendWrite(context, batch[route.entry], ttl_ms, route.asking)) {
-      node.error = node.connection->IoError("queue commands");
-      return;
-    }
-    if (!node.connection->FlushWithin(&node.budget)) {
+    if (!commands.SendWrite(*node.connection, batch[route.entry], ttl_ms, &node.budget,
+                            route.asking)) {
       node.error = node.connection->IoError("write logs");
       return;
     }
@@ -173,7 +169,7 @@ bool RedisClusterSink::MaybeRefresh(bool force) {
 
 void RedisClusterSink::Poll() {
   if (stale_ || !router_.has_map()) {
-    up_.store(MaybeRefresh(false) && !stale_, std::memory_order_relaxed);
+    RecordAttempt(MaybeRefresh(false) && !stale_);
   }
 }
 
@@ -198,7 +194,7 @@ std::vector<absl::Status> RedisClusterSink::Write(absl::Span<SinkEntry> batch,
   std::vector<absl::Status> results(batch.size(),
                                     absl::UnavailableError("redis cluster: no slot map"));
   if (!MaybeRefresh(false)) {
-    up_.store(false, std::memory_order_relaxed);
+    RecordAttempt(false);
     LogError(results.front(), batch.size());
     return results;
   }
@@ -243,7 +239,7 @@ std::vector<absl::Status> RedisClusterSink::Write(absl::Span<SinkEntry> batch,
       for (const auto& [slot, address] : outcome.moved_to) router_.SetSlot(slot, address);
     }
   }
-  up_.store(!node_failed, std::memory_order_relaxed);
+  RecordAttempt(!node_failed);
   size_t failed = 0;
   const absl::Status* first = nullptr;
   for (const absl::Status& status : results) {

@@ -72,6 +72,7 @@ class RedisClusterSink final : public LogSink {
   // Loads the slot map if it is missing or stale.
   void Poll() override;
   bool up() const override { return up_.load(std::memory_order_relaxed); }
+  bool failing() const override { return failing_.load(std::memory_order_relaxed); }
   uint64_t reconnects() const override { return reconnects_.load(std::memory_order_relaxed); }
 
  private:
@@ -83,7 +84,12 @@ class RedisClusterSink final : public LogSink {
   RedisCommandWriter commands_;
   bool stale_ = true;
   absl::Time last_refresh_ = absl::InfinitePast();
+  void RecordAttempt(bool up) {
+    up_.store(up, std::memory_order_relaxed);
+    failing_.store(!up, std::memory_order_relaxed);
+  }
   std::atomic<bool> up_{false};
+  std::atomic<bool> failing_{false};
   std::atomic<uint64_t> reconnects_{0};
   LogThrottle error_throttle_;
 };

@@ -45,36 +45,38 @@ std::optional<RedisRedirect> ParseRedirect(absl::string_view error,
   return RedisRedirect{ask, slot, std::move(address)};
 }
 
-bool RedisCommandWriter::AppendWrite(redisContext* context, const SinkEntry& entry,
-                                     absl::string_view ttl_ms, bool asking) {
-  // HSET's header; its fields follow as they were packed (one copy into
-  // hiredis's output buffer, no per-field formatting). If an append fails
-  // the buffer may hold part of a command: callers then drop the
-  // connection, never send on it.
-  hset_header_.clear();
-  absl::StrAppend(&hset_header_, "*", 2 + 2 * entry.fields.size(), "\r\n$4\r\nHSET\r\n$",
-                  entry.key.size(), "\r\n", entry.key, "\r\n");
-  const absl::string_view fields = entry.fields.wire();
-  const char* asking_argv[] = {"ASKING"};
-  const size_t asking_len[] = {6};
-  const char* multi[] = {"MULTI"};
-  const size_t multi_len[] = {5};
+namespace {
+
+// A RESP array header and bulk strings ("*2\r\n$3\r\nDEL\r\n$5\r\nkey-1\r\n").
+void AppendArray(size_t count, std::string* out) { absl::StrAppend(out, "*", count, "\r\n"); }
+void AppendBulk(absl::string_view bytes, std::string* out) {
+  absl::StrAppend(out, "$", bytes.size(), "\r\n", bytes, "\r\n");
+}
+
+}  // namespace
+
+bool RedisCommandWriter::SendWrite(RedisConnection& connection, const SinkEntry& entry,
+                                   absl::string_view ttl_ms, IoBudget* budget, bool asking) {
+  head_.clear();
+  tail_.clear();
+  if (asking) head_.append("*1\r\n$6\r\nASKING\r\n");
+  head_.append("*1\r\n$5\r\nMULTI\r\n");
   // DEL first: a request id used again within the TTL replaces the earlier
   // request's logs instead of merging with them.
-  const char* del[] = {"DEL", entry.key.data()};
-  const size_t del_len[] = {3, entry.key.size()};
-  const char* pexpire[] = {"PEXPIRE", entry.key.data(), ttl_ms.data()};
-  const size_t pexpire_len[] = {7, entry.key.size(), ttl_ms.size()};
-  const char* exec[] = {"EXEC"};
-  const size_t exec_len[] = {4};
-  return (!asking || redisAppendCommandArgv(context, 1, asking_argv, asking_len) == REDIS_OK) &&
-         redisAppendCommandArgv(context, 1, multi, multi_len) == REDIS_OK &&
-         redisAppendCommandArgv(context, 2, del, del_len) == REDIS_OK &&
-         redisAppendFormattedCommand(context, hset_header_.data(), hset_header_.size()) ==
-             REDIS_OK &&
-         redisAppendFormattedCommand(context, fields.data(), fields.size()) == REDIS_OK &&
-         redisAppendCommandArgv(context, 3, pexpire, pexpire_len) == REDIS_OK &&
-         redisAppendCommandArgv(context, 1, exec, exec_len) == REDIS_OK;
+  AppendArray(2, &head_);
+  AppendBulk("DEL", &head_);
+  AppendBulk(entry.key, &head_);
+  // HSET's header; its fields follow as they were packed.
+  AppendArray(2 + 2 * entry.fields.size(), &head_);
+  AppendBulk("HSET", &head_);
+  AppendBulk(entry.key, &head_);
+  AppendArray(3, &tail_);
+  AppendBulk("PEXPIRE", &tail_);
+  AppendBulk(entry.key, &tail_);
+  AppendBulk(ttl_ms, &tail_);
+  tail_.append("*1\r\n$4\r\nEXEC\r\n");
+  const absl::string_view pieces[] = {head_, entry.fields.wire(), tail_};
+  return connection.WriteWithin(pieces, budget);
 }
 
 bool RedisCommandWriter::AppendRead(redisContext* context, absl::string_view key,

@@ -5,8 +5,8 @@
 //          (HSET's fields as the entry packed them, packed_fields.h)
 //   read:  HMGET key "" item ...   (field "" is the request's layout)
 //
-// The functions queue commands on a hiredis context (redisAppendCommandArgv)
-// and parse replies; sending and reading is the caller's (it pipelines).
+// A write is sent at once (SendWrite), a read is queued on a hiredis
+// context (AppendRead); reading the replies is the caller's (it pipelines).
 // A reply may be a cluster redirection (-MOVED / -ASK slot host:port); the
 // parsers return it as a RedisRedirect instead of an error so the cluster
 // code can follow it.
@@ -24,6 +24,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "logstore/log_sink.h"
+#include "logstore/redis_connection.h"
 
 struct redisContext;
 struct redisReply;
@@ -49,16 +50,20 @@ std::optional<RedisRedirect> ParseRedirect(absl::string_view error,
 
 class RedisCommandWriter {
  public:
-  // Queues `entry`'s transaction on `context`; with `asking`, an ASKING
-  // first (the reply count grows by one). False on a hiredis error.
-  bool AppendWrite(redisContext* context, const SinkEntry& entry, absl::string_view ttl_ms,
-                   bool asking = false);
+  // Sends `entry`'s transaction on `connection` within `budget`; with
+  // `asking`, an ASKING first (the reply count grows by one). The commands
+  // around HSET's fields are formatted here and the fields are sent from
+  // the entry's own memory (RedisConnection::WriteWithin). False on an I/O
+  // error (the connection's IoError says which).
+  bool SendWrite(RedisConnection& connection, const SinkEntry& entry, absl::string_view ttl_ms,
+                 IoBudget* budget, bool asking = false);
   // Queues HMGET key fields... (optionally after ASKING).
   bool AppendRead(redisContext* context, absl::string_view key,
                   absl::Span<const std::string> fields, bool asking = false);
 
  private:
-  std::string hset_header_;
+  std::string head_;  // [ASKING] MULTI, DEL key, HSET's header
+  std::string tail_;  // PEXPIRE key ttl, EXEC
   std::vector<const char*> argv_;
   std::vector<size_t> argv_len_;
 };

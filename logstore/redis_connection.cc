@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/time.h>
 #include <time.h>
 
@@ -192,6 +194,51 @@ bool RedisConnection::FlushWithin(IoBudget* budget) {
     if (written) return true;
     if (!WaitFor(POLLOUT, budget, sdslen(context_->obuf) < before)) return false;
   }
+}
+
+bool RedisConnection::WriteWithin(absl::Span<const absl::string_view> pieces,
+                                  IoBudget* budget) {
+  if (sdslen(context_->obuf) > 0 && !FlushWithin(budget)) return false;
+  budget->woke = std::chrono::steady_clock::now();
+  constexpr size_t kMaxPieces = 64;
+  size_t next = 0;     // The first piece not sent in whole.
+  size_t offset = 0;   // Bytes of it already sent.
+  bool moved = true;
+  while (next < pieces.size()) {
+    iovec iov[kMaxPieces];
+    size_t count = 0;
+    for (size_t k = next; k < pieces.size() && count < kMaxPieces; ++k) {
+      const size_t skip = k == next ? offset : 0;
+      iov[count].iov_base = const_cast<char*>(pieces[k].data() + skip);
+      iov[count].iov_len = pieces[k].size() - skip;
+      ++count;
+    }
+    msghdr message{};
+    message.msg_iov = iov;
+    message.msg_iovlen = count;
+    // MSG_NOSIGNAL: a peer that reset the connection gives EPIPE, not SIGPIPE.
+    const ssize_t sent = sendmsg(context_->fd, &message, MSG_NOSIGNAL);
+    if (sent < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        if (!WaitFor(POLLOUT, budget, moved)) return false;
+        moved = false;
+        continue;
+      }
+      context_->err = REDIS_ERR_IO;
+      std::snprintf(context_->errstr, sizeof(context_->errstr), "%s", std::strerror(errno));
+      return false;
+    }
+    moved = sent > 0;
+    size_t left = static_cast<size_t>(sent);
+    while (next < pieces.size() && left >= pieces[next].size() - offset) {
+      left -= pieces[next].size() - offset;
+      offset = 0;
+      ++next;
+    }
+    offset += left;
+  }
+  return true;
 }
 
 bool RedisConnection::GetReplyWithin(IoBudget* budget, void** reply) {

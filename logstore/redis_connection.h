@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "logstore/log_store.h"
 
 struct redisContext;
@@ -99,7 +100,7 @@ inline constexpr absl::Duration kStalledNodeBackoff = absl::Seconds(1);
 // it back to `min`. Used from its owner's thread or under its owner's lock.
 class ReconnectBackoff {
  public:
-  // LogStoreConfig's defaults: 50 ms, doubling up to 2 s.
+  // LogStoreConfig's defaults: 50 ms, doubling up to 250 ms.
   ReconnectBackoff() = default;
   ReconnectBackoff(absl::Duration min, absl::Duration max) : min_(min), max_(max), delay_(min) {}
 
@@ -129,7 +130,7 @@ class ReconnectBackoff {
 
  private:
   absl::Duration min_ = absl::Milliseconds(50);
-  absl::Duration max_ = absl::Seconds(2);
+  absl::Duration max_ = absl::Milliseconds(250);
   absl::Duration delay_ = min_;
   absl::Time next_attempt_ = absl::InfinitePast();
 };
@@ -190,6 +191,11 @@ class RedisConnection {
   // and reads the next reply into `*reply` (a redisReply to free). False on
   // an I/O error, or when the budget runs out (then TimedOut()).
   bool FlushWithin(IoBudget* budget);
+  // Sends `pieces` in order, after whatever hiredis has queued, straight
+  // from their memory (a request's packed fields are not copied into
+  // hiredis's output buffer first). Same budget and errors as FlushWithin;
+  // never raises SIGPIPE.
+  bool WriteWithin(absl::Span<const absl::string_view> pieces, IoBudget* budget);
   bool GetReplyWithin(IoBudget* budget, void** reply);
   // One exchange with a budget of its own.
   bool GetReplyWithin(absl::Duration limit, void** reply) {

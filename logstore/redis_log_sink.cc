@@ -37,7 +37,7 @@ bool RedisLogSink::EnsureConnected() {
   if (!connection.ok()) {
     last_error_ = connection.status();
     had_failure_ = true;
-    up_.store(false, std::memory_order_relaxed);
+    RecordAttempt(false);
     const absl::Duration wait = backoff_.Failed(absl::Now());
     LogError(absl::Status(last_error_.code(),
                           absl::StrCat(last_error_.message(), "; next attempt in ",
@@ -55,7 +55,7 @@ bool RedisLogSink::EnsureConnected() {
                  had_failure_ ? " (reconnected)" : "");
   }
   had_failure_ = false;
-  up_.store(true, std::memory_order_relaxed);
+  RecordAttempt(true);
   return true;
 }
 
@@ -63,7 +63,7 @@ void RedisLogSink::Disconnect(const absl::Status& why) {
   connection_.reset();
   last_error_ = why;
   had_failure_ = true;
-  up_.store(false, std::memory_order_relaxed);
+  RecordAttempt(false);
   // The server may be back already (a restart); try once right away, then
   // back off if that fails.
   backoff_.RetryNow();
@@ -139,7 +139,7 @@ std::vector<absl::Status> RedisLogSink::Write(absl::Span<SinkEntry> batch,
     }
     retried = true;
   }
-  up_.store(true, std::memory_order_relaxed);
+  RecordAttempt(true);
   // Refusals (OOM, WRONGTYPE): the connection is fine, the entries are not.
   size_t refused = 0;
   const absl::Status* first_refusal = nullptr;
@@ -154,21 +154,19 @@ std::vector<absl::Status> RedisLogSink::Write(absl::Span<SinkEntry> batch,
 absl::Status RedisLogSink::WritePipeline(absl::Span<const SinkEntry> entries,
                                          const std::string& ttl_ms,
                                          absl::Span<absl::Status> results, size_t* done) {
-  redisContext* context = connection_->get();
   // What the batch may take on Redis's socket in all, sending and reading
   // (not the formatting between sends): a server that takes the bytes or
   // gives the replies a trickle at a time cannot hold the writer longer
   // (IoBudget).
   IoBudget budget(options_.connect.io_timeout);
-  // Each request's transaction goes to the socket as soon as it is
-  // formatted, so Redis executes request i while request i+1 is being
-  // formatted, and hiredis's output buffer never holds more than one
-  // request. Replies (a few bytes each) are read after the last one.
+  // Each request's transaction goes to the socket from the entry's own
+  // memory (one sendmsg of the commands around its packed fields), so
+  // Redis executes request i while request i+1 is being sent; replies (a
+  // few bytes each) are read after the last one.
   for (const SinkEntry& entry : entries) {
-    if (!commands_.AppendWrite(context, entry, ttl_ms)) {
-      return connection_->IoError("queue commands");
+    if (!commands_.SendWrite(*connection_, entry, ttl_ms, &budget)) {
+      return connection_->IoError("write logs");
     }
-    if (!connection_->FlushWithin(&budget)) return connection_->IoError("write logs");
   }
   for (size_t i = 0; i < entries.size(); ++i) {
     RedisReplyPtr replies[kRepliesPerWrite];

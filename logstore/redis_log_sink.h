@@ -44,7 +44,7 @@ namespace rankwire::logstore {
 struct RedisSinkOptions {
   RedisConnectOptions connect;
   absl::Duration backoff_min = absl::Milliseconds(50);
-  absl::Duration backoff_max = absl::Seconds(2);
+  absl::Duration backoff_max = absl::Milliseconds(250);
 };
 
 class RedisLogSink final : public LogSink {
@@ -65,6 +65,7 @@ class RedisLogSink final : public LogSink {
   // Reconnects if down and due; PINGs if idle for kIdlePingInterval.
   void Poll() override;
   bool up() const override { return up_.load(std::memory_order_relaxed); }
+  bool failing() const override { return failing_.load(std::memory_order_relaxed); }
   uint64_t reconnects() const override {
     return reconnects_.load(std::memory_order_relaxed);
   }
@@ -92,7 +93,12 @@ class RedisLogSink final : public LogSink {
   absl::Status last_error_;
   RedisCommandWriter commands_;
 
+  void RecordAttempt(bool up) {
+    up_.store(up, std::memory_order_relaxed);
+    failing_.store(!up, std::memory_order_relaxed);
+  }
   std::atomic<bool> up_{false};
+  std::atomic<bool> failing_{false};
   std::atomic<uint64_t> reconnects_{0};
   LogThrottle error_throttle_;
   LogThrottle connect_throttle_;

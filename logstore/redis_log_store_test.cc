@@ -302,6 +302,44 @@ TEST(RedisLogStoreTest, StalledRedisNeverBlocksConsumeAndTheQueueBoundHolds) {
   EXPECT_EQ(stats.items_dropped_store_error, 0u);
 }
 
+TEST(RedisLogStoreTest, QueueFullWhileRedisIsDownCountsAsStoreErrors) {
+  std::unique_ptr<RedisProcess> redis = StartRedis();
+  ASSERT_NE(redis, nullptr);
+  LogStoreConfig config = RedisConfig(*redis);
+  config.queue_capacity_requests = 4;
+  config.batch_requests = 2;
+  config.linger = absl::ZeroDuration();
+  config.io_timeout = absl::Milliseconds(200);
+  LogStore store = OpenOrDie(config);
+  ASSERT_TRUE(WaitFor([&] { return store.consumer->stats().store_up; }, absl::Seconds(10)));
+  ASSERT_TRUE(redis->Pause().ok());
+  // The writer waits on the stalled server until its I/O timeout; the
+  // requests that find the queue full meanwhile are the queue's drops.
+  int sent = 0;
+  ASSERT_TRUE(WaitFor([&] {
+    store.consumer->Consume(MakeRequest(absl::StrCat("req-down-", sent++), 5));
+    return !store.consumer->stats().store_up;
+  }, absl::Seconds(10)));
+  // Now the store is down: a full queue is the store's doing.
+  const LogStats before = store.consumer->stats();
+  std::vector<std::future<LogReceipt>> futures;
+  for (int r = 0; r < 200; ++r) {
+    futures.push_back(store.consumer->Consume(MakeRequest(absl::StrCat("req-down-b", r), 5)));
+  }
+  const LogStats after = store.consumer->stats();
+  ASSERT_TRUE(redis->Resume().ok());
+  if (!after.store_up) {  // Still down when the burst ended (a reconnect takes a PING).
+    EXPECT_EQ(after.items_dropped_queue_full, before.items_dropped_queue_full);
+    EXPECT_GT(after.items_dropped_store_error, before.items_dropped_store_error);
+  }
+  for (std::future<LogReceipt>& f : futures) {
+    const LogReceipt receipt = GetReceipt(f);
+    if (receipt.outcome == LogReceipt::Outcome::kDropped && !after.store_up) {
+      EXPECT_EQ(receipt.status.code(), absl::StatusCode::kUnavailable) << receipt.status;
+    }
+  }
+}
+
 TEST(RedisLogStoreTest, ByteBoundHoldsWhileRedisIsStalled) {
   std::unique_ptr<RedisProcess> redis = StartRedis();
   ASSERT_NE(redis, nullptr);

@@ -1,34 +1,53 @@
 #!/usr/bin/env bash
-# Builds and runs the log store benchmark (bench/logstore_bench.cc) on the
-# real ranker output: per stored representation (text, zstd, zstd with a
-# trained dictionary, structured records) the Redis memory per request, the
-# writer's encode CPU and the top-10 read latency; then the writers' ceiling
-# into a real redis-server per representation and writer count. The
-# benchmark (producer + writer threads) is pinned to CPU 0 and the
-# redis-server it starts to CPU 1.
+# The log path's targets (issue 35), every one in one run
+# (bench/logstore_targets.py): server CPU for logs and Redis CPU per
+# request, Redis memory of the shipped request, the top-10 fetch's round
+# trips and bytes, lines dropped at 80 / 100 / 120 % of the logging-off
+# peak, Redis frozen and Redis restarted under load. Real server, load
+# generator and redis-server; the server on CPU 1, the load generator and
+# Redis on CPU 0. Markdown to stdout (and --out), progress to stderr.
 #
-# The end-to-end side (drops at fractions of the logging-off peak, per
-# representation and writer count, p99 ratio) is
-# `ONLY=logstore scripts/bench_e2e.sh`.
+#   scripts/bench_logstore.sh                     # full run, ~10 minutes
+#   scripts/bench_logstore.sh --quick --check     # smoke run, ~1 minute (ctest bench.logstore_quick)
+#   scripts/bench_logstore.sh --out docs/bench-notes/logstore-run.md --json /tmp/run.json
+#   scripts/bench_logstore.sh --only cpu --pairs 5 --variant 'b64=--log_block_items=64'
+#   BUILD_DIR=build-bench scripts/bench_logstore.sh --no-build
 #
-# Markdown results go to stdout, one line per round to stderr.
+# The older standalone benchmark of stored representations (text, zstd,
+# blocks) and the writers' ceiling into Redis (bench/logstore_bench.cc):
 #
-#   scripts/bench_logstore.sh                      # 5 rounds x 2 s per variant
-#   scripts/bench_logstore.sh --variants=text:1,record:1,record:2,record:4
-#   scripts/bench_logstore.sh --rounds=9 --seconds=3
-#   BUILD_DIR=build-bench scripts/bench_logstore.sh
+#   scripts/bench_logstore.sh --representations [--variants=text:1,blocks:1 ...]
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${BUILD_DIR:-$repo/build}"
 case "$build" in /*) ;; *) build="$repo/$build" ;; esac
 
-cmake -S "$repo" -B "$build" -DRANKWIRE_BUILD_BENCHMARKS=ON -DRANKWIRE_BUILD_TESTS=ON >/dev/null
-cmake --build "$build" --target logstore_bench -j 2
+build_first=1
+representations=0
+args=()
+for a in "$@"; do
+  case "$a" in
+    --no-build) build_first=0 ;;
+    --representations) representations=1 ;;
+    *) args+=("$a") ;;
+  esac
+done
 
-bench="$build/bench/logstore_bench"
-if command -v taskset >/dev/null 2>&1 && [ "$(nproc)" -ge 2 ]; then
-  exec taskset -c 0 "$bench" --redis_cpu=1 "$@"
+if ((representations)); then
+  if ((build_first)); then
+    cmake -S "$repo" -B "$build" -DRANKWIRE_BUILD_BENCHMARKS=ON -DRANKWIRE_BUILD_TESTS=ON >/dev/null
+    cmake --build "$build" --target logstore_bench -j 2
+  fi
+  bench="$build/bench/logstore_bench"
+  if command -v taskset >/dev/null 2>&1 && [ "$(nproc)" -ge 2 ]; then
+    exec taskset -c 0 "$bench" --redis_cpu=1 "${args[@]}"
+  fi
+  echo "bench_logstore.sh: fewer than 2 CPUs or no taskset; running unpinned" >&2
+  exec "$bench" "${args[@]}"
 fi
-echo "bench_logstore.sh: fewer than 2 CPUs or no taskset; running unpinned" >&2
-exec "$bench" "$@"
+
+if ((build_first)); then
+  BUILD_DIR="$build" "$repo/scripts/setup.sh" rankwire-server rankwire-loadgen rankwire-cli
+fi
+exec /usr/bin/python3 "$repo/bench/logstore_targets.py" --build "$build" "${args[@]}"

@@ -202,8 +202,10 @@ if [[ -z "$started" ]]; then
 fi
 
 "$CLI" --target="127.0.0.1:$port" --health | tee "$WORK/health.txt"
-grep -q "^health (server): SERVING" "$WORK/health.txt" || die "server health is not SERVING"
-grep -q "^health rank.v1.RankService: SERVING" "$WORK/health.txt" || die "service health is not SERVING"
+grep -q "^health 127.0.0.1:$port: server=SERVING " "$WORK/health.txt" \
+  || die "server health is not SERVING"
+grep -q "^health 127.0.0.1:$port: .* rank.v1.RankService=SERVING$" "$WORK/health.txt" \
+  || die "service health is not SERVING"
 "$CLI" --target="127.0.0.1:$port" --codec=rankbin --candidates=500 --top_n=10 >"$WORK/rank.txt" \
   || { cat "$WORK/rank.txt"; die "Rank call failed"; }
 grep "^response:" "$WORK/rank.txt"

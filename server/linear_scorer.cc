@@ -117,12 +117,11 @@ void LinearScorer::BindAtoms(const RequestView& request, const float* features,
   }
 }
 
-void LinearScorer::Score(const RequestView& request, const float* features,
-                         const std::vector<int>& column, size_t n, double* score,
-                         double* values) const {
-  thread_local std::vector<double> atoms, log_score;
+void LinearScorer::Score(const ScoreInput& in, double* score, double* values) const {
+  const size_t n = in.n;
+  thread_local std::vector<double> atoms, log_score, source_boost;
   atoms.resize(model_.atoms().size() * n);
-  BindAtoms(request, features, column, n, atoms.data());
+  BindAtoms(in.request, in.features, in.column, n, atoms.data());
   const size_t heads = model_.heads().size();
   log_score.assign(n, 0.0);  // sum_h e_h log p_h
   size_t t = 0;
@@ -163,14 +162,10 @@ void LinearScorer::Score(const RequestView& request, const float* features,
   // boost per distinct recall source (a handful), then per candidate.
   ExpArray(log_score.data(), score, n);
   double* boost = values + (2 * heads + terms_) * n;
-  thread_local std::vector<std::pair<absl::string_view, double>> boosts;
-  boosts.clear();
+  source_boost.resize(in.sources.size());
+  for (size_t k = 0; k < in.sources.size(); ++k) source_boost[k] = model_.Boost(in.sources[k]);
   for (size_t c = 0; c < n; ++c) {
-    const absl::string_view source = request.recall_source[c];
-    size_t k = 0;
-    while (k < boosts.size() && boosts[k].first != source) ++k;
-    if (k == boosts.size()) boosts.emplace_back(source, model_.Boost(source));
-    boost[c] = boosts[k].second;
+    boost[c] = source_boost[in.source_code[c]];
     score[c] *= boost[c];
   }
 }

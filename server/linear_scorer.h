@@ -35,8 +35,7 @@ class LinearScorer final : public Model {
   const std::string& name() const override { return model_.name(); }
   const ModelInputs& inputs() const override { return inputs_; }
   const std::shared_ptr<const ModelOutputs>& outputs() const override { return outputs_; }
-  void Score(const RequestView& request, const float* features, const std::vector<int>& column,
-             size_t n, double* score, double* values) const override;
+  void Score(const ScoreInput& in, double* score, double* values) const override;
   const std::string& BucketOf(absl::string_view user_id) const override {
     return model_.BucketOf(user_id);
   }

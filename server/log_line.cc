@@ -1,6 +1,7 @@
 #include "server/log_line.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -139,19 +140,22 @@ logstore::BlockLayout LogLineFormat::Layout(uint32_t block_items) const {
 
 namespace {
 
-// values[j] = column[order[j]] as binary32, for a column of doubles or
-// floats.
+// out[j] = column[order[j]] as binary32, for a column of doubles or floats.
 template <typename T>
 void Gather(const T* column, const uint32_t* order, uint32_t count, float* out) {
+#pragma GCC unroll 8
   for (uint32_t j = 0; j < count; ++j) out[j] = static_cast<float>(column[order[j]]);
 }
 
 }  // namespace
 
-void LogLineFormat::WriteBlocks(logstore::BlocksWriter* writer) const {
+void LogLineFormat::WriteBlocks(const logstore::BlockLayout& layout,
+                                logstore::PackedFields* fields) const {
   const size_t n = v_.n;
+  const uint32_t count = static_cast<uint32_t>(n);
   const uint32_t* order = v_.order.data();
-  // Each column gathered into rank order once, then split into the blocks.
+  // Each column gathered into rank order once (its values, a few KB, stay
+  // in cache while the ranks pick them), then split into the blocks.
   thread_local std::vector<absl::string_view> ids;
   thread_local std::vector<int64_t> ints;
   thread_local std::vector<uint32_t> codes;
@@ -160,40 +164,46 @@ void LogLineFormat::WriteBlocks(logstore::BlocksWriter* writer) const {
   ints.resize(n);
   codes.resize(n);
   numbers.resize(n);
-  const uint32_t count = static_cast<uint32_t>(n);
+  for (uint32_t j = 0; j < count; ++j) ids[j] = v_.id(order[j]);
+  logstore::BlocksWriter writer(layout, ids.data());
   for (const Field& f : fields_) {
     switch (f.source) {
       case Field::kItemId:
-        for (uint32_t j = 0; j < count; ++j) ids[j] = v_.id(order[j]);
-        writer->ItemIds(ids.data());
+        writer.ItemIds(ids.data());
         break;
       case Field::kPosition:
         break;
       case Field::kPreRank:
         for (uint32_t j = 0; j < count; ++j) ints[j] = static_cast<int64_t>(order[j]) + 1;
-        writer->Ints(ints.data());
+        writer.Ints(ints.data());
         break;
       case Field::kRecallRank:
         for (uint32_t j = 0; j < count; ++j) ints[j] = v_.recall_rank[order[j]];
-        writer->Ints(ints.data());
+        writer.Ints(ints.data());
         break;
       case Field::kSource:
         for (uint32_t j = 0; j < count; ++j) codes[j] = v_.source_code[order[j]];
-        writer->Strings(codes.data());
+        writer.Strings(codes.data());
         break;
       case Field::kExplanation:
         for (uint32_t j = 0; j < count; ++j) codes[j] = ExplanationIndex(order[j]);
-        writer->Strings(codes.data());
+        writer.Strings(codes.data());
         break;
       case Field::kFeature:
         Gather(v_.features.data() + f.index * n, order, count, numbers.data());
-        writer->Numbers(numbers.data());
+        writer.Numbers(numbers.data());
         break;
       default:
         Gather(NumberColumn(f), order, count, numbers.data());
-        writer->Numbers(numbers.data());
+        writer.Numbers(numbers.data());
         break;
     }
+  }
+  char name[24];
+  for (size_t b = 0; b < writer.blocks(); ++b) {
+    name[0] = '#';
+    const char* end = std::to_chars(name + 1, name + sizeof name, b).ptr;
+    fields->Add(absl::string_view(name, static_cast<size_t>(end - name)), writer.block(b));
   }
 }
 
@@ -260,13 +270,7 @@ class RankLogRenderer final : public logstore::LogRenderer {
     // About 5 bytes per value slot and a block's header: one allocation.
     fields->Reserve(values_->n * (5 * layout.kinds.size() + 16) + 8192);
     fields->Add(logstore::kLayoutField, layout.Serialize());
-    std::vector<absl::string_view> ids(values_->n);
-    for (size_t r = 0; r < values_->n; ++r) ids[r] = values_->id(values_->order[r]);
-    logstore::BlocksWriter writer(layout, ids.data());
-    format.WriteBlocks(&writer);
-    for (size_t b = 0; b < writer.blocks(); ++b) {
-      fields->Add(logstore::LogBlockField(b), writer.block(b));
-    }
+    format.WriteBlocks(layout, fields);
     return true;
   }
 

@@ -89,8 +89,9 @@ class LogLineFormat {
   // The store's layout for these lines: the first block holds the
   // request's top_n items (at least one), later ones `block_items`.
   logstore::BlockLayout Layout(uint32_t block_items) const;
-  // Every block of `layout`, written into `writer` column by column.
-  void WriteBlocks(logstore::BlocksWriter* writer) const;
+  // Every block of `layout` (this format's Layout()), appended to `fields`
+  // as "#0", "#1", ...
+  void WriteBlocks(const logstore::BlockLayout& layout, logstore::PackedFields* fields) const;
 
   // An upper bound on the text of one line: fixed_bytes + |id| + |source|;
   // shared_bytes of it are the same text in every line, in `fields` runs

@@ -1,6 +1,9 @@
 // MetricsHttpServer serves a MetricsRegistry at GET /metrics in the
 // Prometheus text format (civetweb, two worker threads).
 //
+// The destructor stops it within milliseconds (metrics_http.cc says how:
+// civetweb alone waits up to 2 s).
+//
 // Thread safety: Start/destructor from one thread; serving is internal.
 #ifndef RANKWIRE_SERVER_METRICS_HTTP_H_
 #define RANKWIRE_SERVER_METRICS_HTTP_H_
@@ -29,6 +32,7 @@ class MetricsHttpServer {
   MetricsHttpServer() = default;
   mg_context* ctx_ = nullptr;
   const MetricsRegistry* registry_ = nullptr;
+  std::string address_;
   int port_ = 0;
 };
 

@@ -76,6 +76,21 @@ struct ModelInputs {
   std::vector<std::string> context;
 };
 
+// What Score() reads: the request, and what the ranker has gathered from it.
+struct ScoreInput {
+  const RequestView& request;
+  // The request's item features, feature-major ([f * n + c]).
+  const float* features;
+  // column[i]: the request column of item_features()[i], or -1 when the
+  // request does not carry it.
+  const std::vector<int>& column;
+  size_t n;
+  // Per candidate, its recall source as an index into `sources` (the
+  // request's distinct sources, in first-seen order).
+  const uint32_t* source_code;
+  const std::vector<std::string>& sources;
+};
+
 // One shown item's explanation: its largest contributions, largest first.
 struct Explanation {
   std::vector<std::pair<std::string, float>> contributions;
@@ -121,13 +136,8 @@ class Model {
   virtual const std::shared_ptr<const ModelOutputs>& outputs() const = 0;
 
   // Scores the n candidates: writes score[c] (n values) and values
-  // (outputs().value_columns * n). `features` is the request's, feature-
-  // major ([f * n + c]); `column[i]` is the request column of
-  // item_features()[i], or -1 when the request does not carry it.
-  // REQUIRES: the request is valid.
-  virtual void Score(const RequestView& request, const float* features,
-                     const std::vector<int>& column, size_t n, double* score,
-                     double* values) const = 0;
+  // (outputs().value_columns * n). REQUIRES: the request is valid.
+  virtual void Score(const ScoreInput& in, double* score, double* values) const = 0;
 
   // The explanations of the candidates `shown` (candidate indexes), when
   // outputs().explains: at most `top_k` contributions each.

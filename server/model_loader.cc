@@ -116,7 +116,8 @@ absl::StatusOr<ModelPlan::Entry> EntryFor(const std::string& path, ModelPlan* pl
   ModelPlan::Entry entry;
   entry.path = path;
   entry.name_hint = Stem(path);
-  absl::string_view version = BaseName(path);
+  const std::string base = BaseName(path);
+  absl::string_view version = base;
   if ((absl::ConsumeSuffix(&version, ".model") || absl::ConsumeSuffix(&version, ".json")) &&
       ParseVersion(version)) {
     // A versioned file named directly: its directory names it.
@@ -128,10 +129,27 @@ absl::StatusOr<ModelPlan::Entry> EntryFor(const std::string& path, ModelPlan* pl
   return entry;
 }
 
+// The entry of a model a manifest line names (relative to the manifest's
+// directory), its errors naming the manifest's line.
+absl::StatusOr<ModelPlan::Entry> ManifestEntry(const std::string& manifest, int line,
+                                               absl::string_view prefix, absl::string_view model,
+                                               ModelPlan* plan) {
+  const std::string dir = manifest.substr(0, manifest.rfind('/'));
+  const std::string path = absl::StartsWith(model, "/") ? std::string(model) : Join(dir, model);
+  absl::StatusOr<ModelPlan::Entry> entry = EntryFor(path, plan);
+  if (!entry.ok()) {
+    return WithReason(absl::Status(entry.status().code(),
+                                   absl::StrCat(manifest, ":", line, ": ", prefix,
+                                                entry.status().message())),
+                      ReasonOf(entry.status()).value_or("manifest"));
+  }
+  return entry;
+}
+
 absl::Status ParseManifest(const std::string& path, const std::string& text, ModelPlan* plan) {
-  const std::string dir = path.substr(0, path.rfind('/'));
   int number = 0;
   bool header = false, end = false;
+  bool single = false;  // A "model" line: one model for every user.
   absl::flat_hash_set<std::string> buckets;
   for (absl::string_view raw : absl::StrSplit(text, '\n')) {
     ++number;
@@ -150,7 +168,18 @@ absl::Status ParseManifest(const std::string& path, const std::string& text, Mod
     }
     if (t[0] == "end" && t.size() == 1) {
       end = true;
+    } else if (t[0] == "model") {
+      if (t.size() != 2 || !plan->entries.empty()) {
+        return ManifestError(path, number,
+                             "expected one \"model <model>\" line, and no bucket lines with it");
+      }
+      ASSIGN_OR_RETURN(ModelPlan::Entry entry, ManifestEntry(path, number, "", t[1], plan));
+      plan->entries.push_back(std::move(entry));
+      single = true;
     } else if (t[0] == "bucket") {
+      if (single) {
+        return ManifestError(path, number, "a bucket line after a \"model\" line");
+      }
       int percent = 0;
       if (t.size() != 4 || !absl::SimpleAtoi(t[2], &percent) || percent < 1 || percent > 100) {
         return ManifestError(path, number, "expected \"bucket <name> <percent 1..100> <model>\"");
@@ -158,18 +187,11 @@ absl::Status ParseManifest(const std::string& path, const std::string& text, Mod
       if (!buckets.insert(std::string(t[1])).second) {
         return ManifestError(path, number, absl::StrCat("bucket \"", t[1], "\" named twice"));
       }
-      const std::string model_path =
-          absl::StartsWith(t[3], "/") ? std::string(t[3]) : Join(dir, t[3]);
-      absl::StatusOr<ModelPlan::Entry> entry = EntryFor(model_path, plan);
-      if (!entry.ok()) {
-        return WithReason(absl::Status(entry.status().code(),
-                                       absl::StrCat(path, ":", number, ": bucket ", t[1], ": ",
-                                                    entry.status().message())),
-                          ReasonOf(entry.status()).value_or("manifest"));
-      }
-      entry->bucket = std::string(t[1]);
-      entry->percent = percent;
-      plan->entries.push_back(*std::move(entry));
+      ASSIGN_OR_RETURN(ModelPlan::Entry entry,
+                       ManifestEntry(path, number, absl::StrCat("bucket ", t[1], ": "), t[3], plan));
+      entry.bucket = std::string(t[1]);
+      entry.percent = percent;
+      plan->entries.push_back(std::move(entry));
     } else if (t[0] == "item_features" || t[0] == "user_features" ||
                t[0] == "context_features") {
       if (!plan->supplied) plan->supplied.emplace();
@@ -188,6 +210,7 @@ absl::Status ParseManifest(const std::string& path, const std::string& text, Mod
                                     "while being written)"),
                       "truncated");
   }
+  if (single) return absl::OkStatus();
   int total = 0;
   for (const ModelPlan::Entry& e : plan->entries) total += e.percent;
   if (plan->entries.empty() || total != 100) {

@@ -24,6 +24,10 @@
 //   end
 //
 // Paths are relative to the manifest's directory. Percents sum to 100.
+// Instead of bucket lines, one line "model <model file or version
+// directory>" serves one model to every user (its own experiment buckets,
+// if it names any, label them): a directory whose manifest names the model
+// to serve, such as a Kubernetes ConfigMap of models.
 //
 // A file's format is its content's: XGBoost JSON (Booster.save_model)
 // starts with '{'; anything else is the linear format. Its name@version:

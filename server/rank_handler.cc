@@ -102,8 +102,9 @@ absl::Status RankHandler::Admit(const RequestView& request, const ModelSet::Rout
       header->add_unknown_item_features(std::move(name));
     }
   }
-  absl::Status budget = budget_.Check(request, route.served.ranker.Shape(request, route.bucket),
-                                      codec, log_mode, *codecs_);
+  thread_local OutputShape shape;  // Its memory reused call after call.
+  route.served.ranker.Shape(request, route.bucket, log_mode == rank::v1::LOG_MODE_INLINE, &shape);
+  absl::Status budget = budget_.Check(request, shape, codec, log_mode, *codecs_);
   if (!budget.ok() && metrics_) metrics_->rejected.response_budget->Increment();
   return budget;
 }

@@ -68,10 +68,14 @@ void Gather(const RequestView& request, RankWorkspace* ws) {
   for (size_t c = 0; c < n; ++c) {
     v.ids.append(request.item_id[c].data(), request.item_id[c].size());
     v.id_ends[c] = static_cast<uint32_t>(v.ids.size());
-    // Sources repeat (a handful of recall channels): a short list.
+    // Sources repeat (a handful of recall channels, often in runs): the
+    // last one first, then a short list.
     const absl::string_view source = request.recall_source[c];
-    uint32_t code = 0;
-    while (code < v.sources.size() && v.sources[code] != source) ++code;
+    uint32_t code = c > 0 ? v.source_code[c - 1] : 0;
+    if (code >= v.sources.size() || v.sources[code] != source) {
+      code = 0;
+      while (code < v.sources.size() && v.sources[code] != source) ++code;
+    }
     if (code == v.sources.size()) v.sources.emplace_back(source);
     v.source_code[c] = code;
   }
@@ -331,7 +335,8 @@ void Ranker::Score(const RequestView& request, RankWorkspace* ws) const {
   LogValues& v = ws->v;
   v.score.resize(v.n);
   v.model_values.resize(model.outputs()->value_columns * v.n);
-  model.Score(request, v.features.data(), column, v.n, v.score.data(), v.model_values.data());
+  model.Score(ScoreInput{request, v.features.data(), column, v.n, v.source_code.data(), v.sources},
+              v.score.data(), v.model_values.data());
   Order(ws);
 }
 
@@ -389,30 +394,57 @@ RankOutput Ranker::Rank(const rank::v1::RankRequest& proto, LogDetail detail) co
   return out;
 }
 
-OutputShape Ranker::Shape(const RequestView& request, const std::string& bucket) const {
+void Ranker::Shape(const RequestView& request, const std::string& bucket, bool line_bound,
+                   OutputShape* shape) const {
   const Model& model = *model_;
-  // Features as ints bound them as floats too (see OutputShape::Key).
-  RankWorkspace::Schema k;
-  const std::vector<uint8_t> integral(request.item_feature_names.size(), 1);
-  BuildSchema(model, request, integral, &k);
-  OutputShape shape;
-  for (const MetricKey& key : k.keys) {
-    shape.keys.push_back(OutputShape::Key{key.name, key.type, 0, 0, false});
+  // The keys depend on the model and the request's feature names alone:
+  // built once per thread while those repeat (what a server sees call after
+  // call), then copied into *shape (whose strings keep their capacity).
+  struct Cache {
+    uint64_t model = 0;
+    std::vector<std::string> features;
+    RankWorkspace::Schema schema;
+    OutputShape shape;
+  };
+  thread_local Cache cache;
+  if (cache.model != model.serial() || !SameNames(cache.features, request.item_feature_names)) {
+    // Features as ints bound them as floats too (see OutputShape::Key).
+    const std::vector<uint8_t> integral(request.item_feature_names.size(), 1);
+    BuildSchema(model, request, integral, &cache.schema);
+    const RankWorkspace::Schema& k = cache.schema;
+    cache.shape = OutputShape();
+    for (const MetricKey& key : k.keys) {
+      cache.shape.keys.push_back(OutputShape::Key{key.name, key.type, 0, 0, false});
+    }
+    // What the result puts in each item, at its largest.
+    for (uint32_t f : k.feature) cache.shape.keys[f].max_int = 9'000'000'000'000'000;  // 9.0e15f
+    cache.shape.keys[k.recall_rank].max_int = UINT32_MAX;
+    cache.shape.keys[k.source].is_recall_source = true;
+    cache.shape.keys[k.version].string_bytes = model.full_version().size();
+    for (uint32_t e : k.explain_feature) {
+      cache.shape.keys[e].string_bytes = model.outputs()->explain_text_bound;
+    }
+    cache.model = model.serial();
+    cache.features.clear();
+    for (absl::string_view name : request.item_feature_names) cache.features.emplace_back(name);
   }
-  // What the result puts in each item, at its largest.
-  for (uint32_t f : k.feature) shape.keys[f].max_int = 9'000'000'000'000'000;  // 9.0e15f
-  shape.keys[k.recall_rank].max_int = UINT32_MAX;
-  shape.keys[k.pre_rank].max_int = static_cast<uint64_t>(request.n);
-  shape.keys[k.source].is_recall_source = true;
-  shape.keys[k.bucket].string_bytes = bucket.size();
-  shape.keys[k.version].string_bytes = model.full_version().size();
-  for (uint32_t e : k.explain_feature) shape.keys[e].string_bytes = model.outputs()->explain_text_bound;
-  LogValues header;
-  FillLogHeader(model, bucket, request, &header);
-  const LogLineFormat::Bound bound = LogLineFormat(header).TextBound();
-  shape.line_fixed_bytes = bound.fixed_bytes;
-  shape.line_shared_bytes = bound.shared_bytes;
-  shape.line_fields = bound.fields;
+  *shape = cache.shape;
+  const RankWorkspace::Schema& k = cache.schema;
+  shape->keys[k.pre_rank].max_int = static_cast<uint64_t>(request.n);
+  shape->keys[k.bucket].string_bytes = bucket.size();
+  if (line_bound) {
+    LogValues header;
+    FillLogHeader(model, bucket, request, &header);
+    const LogLineFormat::Bound bound = LogLineFormat(header).TextBound();
+    shape->line_fixed_bytes = bound.fixed_bytes;
+    shape->line_shared_bytes = bound.shared_bytes;
+    shape->line_fields = bound.fields;
+  }
+}
+
+OutputShape Ranker::Shape(const RequestView& request, const std::string& bucket) const {
+  OutputShape shape;
+  Shape(request, bucket, true, &shape);
   return shape;
 }
 

@@ -152,6 +152,11 @@ class Ranker {
 
   // REQUIRES: ValidateRequest(request, ...) returned OK.
   OutputShape Shape(const RequestView& request, const std::string& bucket) const;
+  // The same into *shape, its memory reused; the log line's bound
+  // (line_*) only with `line_bound` (left as they were otherwise: the
+  // response holds no line unless logs are inline).
+  void Shape(const RequestView& request, const std::string& bucket, bool line_bound,
+             OutputShape* shape) const;
   // With the model's bucket for the request's user.
   OutputShape Shape(const RequestView& request) const {
     return Shape(request, BucketOf(request.user_id));

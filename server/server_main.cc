@@ -13,7 +13,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/cpu_budget.h"
 #include "base/flags.h"
 #include "base/status_macros.h"
 #include "base/thread_sched.h"
@@ -31,6 +33,9 @@
 
 ABSL_FLAG(std::string, address, "0.0.0.0", "Address to listen on.");
 ABSL_FLAG(int, port, 50051, "gRPC port (0 picks a free port and logs it).");
+ABSL_FLAG(bool, reuse_port, false,
+          "Let other processes listen on the same ports (SO_REUSEPORT) and share their calls. "
+          "Off: a port already in use is a start-up error naming it.");
 ABSL_FLAG(std::string, codec, "protobuf",
           absl::StrCat("Default response codec, one of: ", rankwire::BuiltinCodecNames(),
                        ". A request may ask for another it accepts."));
@@ -432,6 +437,7 @@ absl::Status WorkFromFlags(ServerOptions* o) {
 absl::Status EdgesFromFlags(ServerOptions* o) {
   o->address = absl::GetFlag(FLAGS_address);
   o->port = absl::GetFlag(FLAGS_port);
+  o->reuse_port = absl::GetFlag(FLAGS_reuse_port);
   o->tls = ServerTlsFiles{absl::GetFlag(FLAGS_tls_cert_file), absl::GetFlag(FLAGS_tls_key_file),
                           absl::GetFlag(FLAGS_tls_client_ca_file)};
   o->health_port = absl::GetFlag(FLAGS_health_port);
@@ -457,7 +463,10 @@ absl::Status PlaceProcess(ServerOptions* o) {
   } else if (slice_us < 0) {
     return absl::InvalidArgumentError("--latency_slice_us must be >= 0");
   }
-  const int usable_cpus = UsableCpus();
+  // Defaults count these (base/cpu_budget.h); the line says which limit set them.
+  const CpuBudget cpus = ReadCpuBudget();
+  spdlog::info("usable cpus={}", cpus.Describe());
+  const int usable_cpus = cpus.cpus;
   ASSIGN_OR_RETURN(o->rank_worker_cpus, SetAsideRankCpus());
   o->ranking_cpus =
       o->rank_worker_cpus.empty() ? usable_cpus : static_cast<int>(o->rank_worker_cpus.size());
@@ -517,9 +526,16 @@ absl::Status Run() {
   }
   spdlog::info("signal {}: draining (drain {} ms, grace {} ms)", signal_number,
                absl::GetFlag(FLAGS_drain_ms), absl::GetFlag(FLAGS_shutdown_grace_ms));
+  // How long each part took, so a slow exit says where it waited.
+  const absl::Time signalled = absl::Now();
   server->Stop();
+  const absl::Time drained = absl::Now();
   server.reset();
-  spdlog::info("rankwire-server stopped");
+  spdlog::info("rankwire-server stopped {} ms after the signal (drain, calls and log flush {} ms, "
+               "teardown {} ms)",
+               absl::ToInt64Milliseconds(absl::Now() - signalled),
+               absl::ToInt64Milliseconds(drained - signalled),
+               absl::ToInt64Milliseconds(absl::Now() - drained));
   return absl::OkStatus();
 }
 

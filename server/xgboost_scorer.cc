@@ -94,15 +94,14 @@ void XGBoostScorer::GatherRows(const RequestView& request, const float* features
   }
 }
 
-void XGBoostScorer::Score(const RequestView& request, const float* features,
-                          const std::vector<int>& column, size_t n, double* score,
-                          double* values) const {
+void XGBoostScorer::Score(const ScoreInput& in, double* score, double* values) const {
   (void)values;  // No value columns.
   thread_local std::vector<float> rows, out;
+  const size_t n = in.n;
   const size_t stride = feature_names_.size();
   rows.resize(n * stride);
   out.resize(n);
-  GatherRows(request, features, column, n, nullptr, n, rows.data());
+  GatherRows(in.request, in.features, in.column, n, nullptr, n, rows.data());
   evaluator_.Score(rows.data(), n, stride, out.data());
   for (size_t c = 0; c < n; ++c) score[c] = out[c];
 }

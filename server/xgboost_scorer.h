@@ -46,8 +46,7 @@ class XGBoostScorer final : public Model {
   const ModelInputs& inputs() const override { return inputs_; }
   const std::shared_ptr<const ModelOutputs>& outputs() const override { return outputs_; }
   bool nan_is_missing() const override { return true; }
-  void Score(const RequestView& request, const float* features, const std::vector<int>& column,
-             size_t n, double* score, double* values) const override;
+  void Score(const ScoreInput& in, double* score, double* values) const override;
   void Explain(const RequestView& request, const float* features, const std::vector<int>& column,
                size_t n, const std::vector<uint32_t>& shown, size_t top_k,
                std::vector<Explanation>* out) const override;

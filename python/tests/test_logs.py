@@ -40,7 +40,9 @@ def layout_v2(items: int, top: int, block_items: int, pieces=PIECES, kinds=KINDS
     return out + b"".join(lp(s) for s in strings)
 
 
-def number_column(values: Sequence[float], form: int) -> bytes:
+def number_column(values: Sequence, form: int) -> bytes:
+    if form == 5:
+        return b"\x05" + bytes([values[0][0]]) + b"".join(varint(zigzag(d)) for _, d in values)
     bits = [struct.unpack("<I", F32.pack(v))[0] for v in values]
     if form == 0:
         return b"\x00" + b"".join(F32.pack(v) for v in values)
@@ -50,6 +52,13 @@ def number_column(values: Sequence[float], form: int) -> bytes:
         return b"\x01" + bytes([top]) + b"".join(struct.pack("<I", b)[:3] for b in bits)
     if form == 2:
         return b"\x02" + b"".join(varint(zigzag(int(v))) for v in values)
+    if form == 4:
+        low, high = sorted({b >> 24 for b in bits})
+        flags = [int(b >> 24 == high) for b in bits]
+        chosen = bytes(sum(flags[j + i] << i for i in range(min(8, len(flags) - j)))
+                       for j in range(0, len(flags), 8))
+        return (b"\x04" + bytes([low, high]) + chosen +
+                b"".join(struct.pack("<I", b)[:3] for b in bits))
     assert len(set(bits)) == 1
     return b"\x03" + F32.pack(values[0])
 
@@ -131,6 +140,28 @@ class BlocksTest(unittest.TestCase):
         nan_line = logs.decode_key({b"": layout, b"#0": block(ids, [0] * 6, [0] * 6,
                                                                values[0], values[0], 0, 0)})
         self.assertTrue(nan_line["a4"].endswith(" x=nan y=nan|"))
+        # Two top bytes: values on both sides of a power of two, and signs.
+        for xs in ([0.3, 0.6, 0.26, 0.99, 0.5, 0.49], [1.5, -1.5, 1.25, -1.75, 1.0, -1.0]):
+            with self.subTest(form=4, xs=xs):
+                value = block(ids, [0] * 6, [0] * 6, xs, xs, 4, 4)
+                got = logs.decode_key({b"": layout, b"#0": value})
+                for j, i in enumerate(ids):
+                    self.assertTrue(got[i.decode()].endswith(" x=%g y=%g|" % (f32(xs[j]),
+                                                                                f32(xs[j]))))
+        # Decimals: d * 10^-k as binary64, then binary32 (78.7, -0.11, 0.1785, ...).
+        digits = [(1, 787), (2, -11), (4, 1785), (6, 1), (1, 0), (3, 2147483647)]
+        for scale, _ in digits:
+            pairs = [(scale, d) for _, d in digits]
+            with self.subTest(form=5, scale=scale):
+                value = block(ids, [0] * 6, [0] * 6, [1.0] * 6, [1.0] * 6, 3, 3)[:-10]
+                value += number_column(pairs, 5) + number_column([1.0] * 6, 3)
+                got = logs.decode_key({b"": layout, b"#0": value})
+                tenth = [1.0, 1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6][scale]
+                for j, i in enumerate(ids):
+                    self.assertIn(" x=%g y=" % f32(pairs[j][1] * tenth), got[i.decode()])
+        self.assertIn(" x=78.7 ", logs.decode_key({b"": layout_v2(1, 1, 16), b"#0": (
+            block([b"a"], [0], [0], [1.0], [1.0], 3, 3)[:-10] + number_column([(1, 787)], 5) +
+            number_column([1.0], 0))})["a"])
 
     def test_fetch_top_items_in_one_round_trip(self):
         store = Store()
@@ -208,7 +239,20 @@ class BlocksTest(unittest.TestCase):
             "block_items 0": {b"": layout_v2(5, 2, 0)},
             "string index": {b"#2": block([b"x"], [1], [2], [1.0], [1.0], 0, 0)},
             "unknown number form": {b"#2": block([b"x"], [1], [0], [1.0], [1.0], 0, 0)[:-5] +
-                                    b"\x04" + F32.pack(1.0)},
+                                    b"\x06" + F32.pack(1.0)},
+            "two top bytes out of order": {b"#2": block([b"x"], [1], [0], [1.0], [1.0], 0, 0)[:-5] +
+                                           b"\x04\x3f\x3e\x01" + b"\x00" * 3},
+            "two top bytes, one used": {b"#2": block([b"x"], [1], [0], [1.0], [1.0], 0, 0)[:-5] +
+                                        b"\x04\x3e\x3f\x01" + b"\x00" * 3},
+            "two top bytes, bits past the items": {
+                b"#2": block([b"x"], [1], [0], [1.0], [1.0], 0, 0)[:-5] +
+                b"\x04\x3e\x3f\x03" + b"\x00" * 3},
+            "decimal scale 0": {b"#2": block([b"x"], [1], [0], [1.0], [1.0], 0, 0)[:-5] +
+                                b"\x05\x00" + varint(zigzag(5))},
+            "decimal scale 7": {b"#2": block([b"x"], [1], [0], [1.0], [1.0], 0, 0)[:-5] +
+                                b"\x05\x07" + varint(zigzag(5))},
+            "decimal digits 2^31": {b"#2": block([b"x"], [1], [0], [1.0], [1.0], 0, 0)[:-5] +
+                                    b"\x05\x01" + varint(zigzag(1 << 31))},
             "whole number 2^24": {b"#2": block([b"x"], [1], [0], [1.0], [1.0], 0, 0)[:-5] +
                                   b"\x02" + varint(zigzag(1 << 24))},
             "duplicate id": {b"#2": block([b"sku-1"], [1], [0], [1.0], [1.0], 0, 0)},
@@ -220,6 +264,19 @@ class BlocksTest(unittest.TestCase):
                 logs.decode_key(fields)
         with self.assertRaises(rankwire.UnsupportedVersionError):
             logs.Layout(b"L\x03")
+
+    def test_fetch_refuses_an_item_field_beside_blocks(self):
+        store = Store()
+        store.fields[b"sku-1"] = b"Tline"
+        with self.assertRaises(rankwire.FormatError):
+            logs.fetch(store.hmget, ["sku-1"])
+        # An item called like a block is read from the blocks.
+        store = Store()
+        self.assertEqual(logs.fetch(store.hmget, ["#1"]), {"#1": None})
+        # An id of block 0 again in a later block.
+        store.fields[b"#2"] = block([b"sku-1"], [1], [0], [1.0], [1.0], 0, 0)
+        with self.assertRaises(rankwire.FormatError):
+            logs.fetch(store.hmget, ["sku-1", "x"])
 
     def test_fetch_refuses_damage_it_reads(self):
         store = Store()

@@ -247,8 +247,10 @@ absl::string_view TreeEvaluator::kernel_name() const {
 // GCC 12's own AVX-512 intrinsics (permutexvar, i32gather) start from
 // _mm512_undefined_*(), which its -Wmaybe-uninitialized flags in every
 // caller (a known false positive, GCC bug 105593).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace {
 
@@ -348,7 +350,9 @@ void TreeEvaluator::ScoreBlocksAvx512(const float* blocks, int n_blocks, float* 
   }
 }
 
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 
 #else
 

@@ -13,19 +13,35 @@
   image);
 - the fleet objects fit the Deployment: the gRPC Service is headless, the
   HorizontalPodAutoscaler scales it on CPU (and the Deployment leaves the
-  replica count to it and requests CPU), the PodDisruptionBudget and the
-  topology spread constraints select its pods, the config checksum
-  annotation matches the ConfigMap, the readiness probe watches the health
-  service the clients watch, and the termination grace period covers the
-  server's drain + grace + log flush.
+  replica count to it and requests CPU, with a limit equal to the request,
+  as OPERATING.md says), the PodDisruptionBudget and the topology spread
+  constraints select its pods, the config checksum annotation matches the
+  ConfigMap, the readiness probe watches the health service the clients
+  watch, and the termination grace period covers the server's drain +
+  grace + log flush;
+- the routine apply paths (deploy/k8s, and deploy/tls with TLS on) are
+  rendered as `kubectl apply -k` would apply them (`kubectl kustomize`) and
+  hold no Secret; every Secret they refer to is made by
+  deploy/k8s/secrets/, from files that are not in the repository;
+- the server's flags do not drift: production.flags (the image), the
+  ConfigMap and compose.yaml give every flag the same value (the Redis
+  address aside), drain, grace and flush above all;
+- what the docs quote the server saying about an empty TLS certificate is
+  what it says.
+
+Kubernetes manifests are rendered with kubectl's built-in kustomize
+(`kubectl kustomize`), or a standalone `kustomize build`; the check fails if
+neither is on PATH (the project's machine image has kubectl).
 
 Usage: check_deploy.py <repo root> <rankwire-server> <rankwire-cli> <rankwire-loadgen>
 """
 
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import unittest
 
 import yaml
@@ -52,14 +68,72 @@ def yaml_docs(path):
         return [d for d in yaml.safe_load_all(f) if d is not None]
 
 
-def k8s_objects():
+def kustomize(directory):
+    """The objects `kubectl apply -k <directory>` applies, as YAML text."""
+    if shutil.which("kubectl"):
+        command = ["kubectl", "kustomize", directory]
+    elif shutil.which("kustomize"):
+        command = ["kustomize", "build", directory]
+    else:
+        raise AssertionError("neither kubectl nor kustomize is on PATH: the deploy checks render "
+                             "deploy/k8s as `kubectl apply -k` would")
+    r = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        raise AssertionError(f"{' '.join(command)} failed:\n{r.stderr}")
+    return r.stdout
+
+
+def rendered(directory):
+    return [d for d in yaml.safe_load_all(kustomize(directory)) if d is not None]
+
+
+def k8s_objects(directory=None):
+    """The routine apply's objects (deploy/k8s rendered), by kind."""
     by_kind = {}
-    k8s = os.path.join(ROOT, "deploy", "k8s")
-    for name in sorted(os.listdir(k8s)):
-        if name.endswith(".yaml"):
-            for doc in yaml_docs(os.path.join(k8s, name)):
-                by_kind.setdefault(doc["kind"], []).append(doc)
+    for doc in rendered(directory or os.path.join(ROOT, "deploy", "k8s")):
+        by_kind.setdefault(doc["kind"], []).append(doc)
     return by_kind
+
+
+def secrets_made_by_the_secrets_folder():
+    """Renders deploy/k8s/secrets with stand-in files (as an operator would
+    with real ones) in a copy of the folder; the Secrets by name."""
+    source = os.path.join(ROOT, "deploy", "k8s", "secrets")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = os.path.join(tmp, "secrets")
+        shutil.copytree(source, folder)
+        for name in ("redis-password", "tls.crt", "tls.key", "ca.crt"):
+            with open(os.path.join(folder, name), "w") as f:
+                f.write(f"stand-in {name}\n")
+        return {d["metadata"]["name"]: d for d in rendered(folder)}
+
+
+def referenced_secrets(pod_spec):
+    """Names of the Secrets a pod template uses (env and volumes)."""
+    names = set()
+    for c in pod_spec["containers"]:
+        for e in c.get("env", []):
+            ref = e.get("valueFrom", {}).get("secretKeyRef")
+            if ref:
+                names.add(ref["name"])
+    for v in pod_spec.get("volumes", []):
+        if "secret" in v:
+            names.add(v["secret"]["secretName"])
+    return names
+
+
+def server_defaults():
+    """Every server flag's default, as --helpfull prints it."""
+    out = subprocess.run([SERVER, "--helpfull"], capture_output=True, text=True).stdout
+    defaults = {}
+    for entry in re.split(r"\n    --", out):
+        name = re.match(r"([a-z_0-9]+) \(", entry)
+        # "; default: <value>;", the last in the entry (help text may hold
+        # semicolons), possibly on a line of its own.
+        values = re.findall(r";\s+default: (.*?);", entry, re.S)
+        if name and values:
+            defaults[name.group(1)] = values[-1].strip('"')
+    return defaults
 
 
 def labels_match(selector, labels):
@@ -85,42 +159,87 @@ class DeployTest(unittest.TestCase):
                 self.assertIn(flag, known, f"configmap: unknown flag --{flag}")
 
     def test_kubernetes_objects_fit_together(self):
-        objects = []
+        made = secrets_made_by_the_secrets_folder()
+        for path in ("deploy/k8s", "deploy/tls"):
+            objects = rendered(os.path.join(ROOT, path))
+            for doc in objects:
+                for field in ("apiVersion", "kind", "metadata"):
+                    self.assertIn(field, doc, f"{path}: missing {field}")
+                self.assertTrue(doc["metadata"].get("name"), f"{path}: unnamed object")
+            by_kind = {}
+            for o in objects:
+                by_kind.setdefault(o["kind"], []).append(o)
+            deployments = by_kind["Deployment"]
+            for service in by_kind["Service"]:
+                selector = service["spec"]["selector"]
+                matches = [d for d in deployments
+                           if all(d["spec"]["template"]["metadata"]["labels"].get(k) == v
+                                  for k, v in selector.items())]
+                self.assertEqual(len(matches), 1, f"service {service['metadata']['name']}")
+                ports = {p["name"] for c in matches[0]["spec"]["template"]["spec"]["containers"]
+                         for p in c.get("ports", [])}
+                for port in service["spec"]["ports"]:
+                    self.assertIn(port["targetPort"], ports)
+            # rankwire-models is made apart, from model files (like the
+            # Secrets, a routine apply must not replace what serves).
+            configmaps = {c["metadata"]["name"] for c in by_kind["ConfigMap"]} | {"rankwire-models"}
+            for d in deployments:
+                spec = d["spec"]["template"]["spec"]
+                for v in spec.get("volumes", []):
+                    if "configMap" in v:
+                        self.assertIn(v["configMap"]["name"], configmaps)
+                # Every Secret used is one deploy/k8s/secrets makes, with the key used.
+                for name in referenced_secrets(spec):
+                    self.assertIn(name, made, f"{path}: {d['metadata']['name']} uses Secret "
+                                              f"{name}, which deploy/k8s/secrets does not make")
+                for c in spec["containers"]:
+                    for e in c.get("env", []):
+                        ref = e.get("valueFrom", {}).get("secretKeyRef")
+                        if ref:
+                            self.assertIn(ref["key"], made[ref["name"]]["data"])
+
+    def test_routine_apply_holds_no_secret(self):
+        # What `kubectl apply -k` applies on the routine paths (a flag or
+        # image change, the codec switch): nothing that can overwrite a
+        # Secret, and no placeholder password anywhere in it.
+        for path in ("deploy/k8s", "deploy/tls"):
+            text = kustomize(os.path.join(ROOT, path))
+            kinds = [d["kind"] for d in yaml.safe_load_all(text) if d]
+            self.assertIn("Deployment", kinds, f"{path} rendered nothing useful")
+            self.assertNotIn("Secret", kinds, f"{path}: the routine apply holds a Secret")
+            self.assertNotIn("change-me", text)
+        # Nor do the files an old habit (`kubectl apply -f deploy/k8s/`) applies.
         k8s = os.path.join(ROOT, "deploy", "k8s")
         for name in sorted(os.listdir(k8s)):
-            if not name.endswith(".yaml"):
-                continue
-            for doc in yaml_docs(os.path.join(k8s, name)):
-                for field in ("apiVersion", "kind", "metadata"):
-                    self.assertIn(field, doc, f"{name}: missing {field}")
-                self.assertTrue(doc["metadata"].get("name"), f"{name}: unnamed object")
-                objects.append(doc)
-        by_kind = {}
-        for o in objects:
-            by_kind.setdefault(o["kind"], []).append(o)
-        deployments = by_kind["Deployment"]
-        for service in by_kind["Service"]:
-            selector = service["spec"]["selector"]
-            matches = [d for d in deployments
-                       if all(d["spec"]["template"]["metadata"]["labels"].get(k) == v
-                              for k, v in selector.items())]
-            self.assertEqual(len(matches), 1, f"service {service['metadata']['name']}")
-            ports = {p["name"] for c in matches[0]["spec"]["template"]["spec"]["containers"]
-                     for p in c.get("ports", [])}
-            for port in service["spec"]["ports"]:
-                self.assertIn(port["targetPort"], ports)
-        configmaps = {c["metadata"]["name"] for c in by_kind["ConfigMap"]}
-        secrets = {s["metadata"]["name"] for s in by_kind["Secret"]}
-        for d in deployments:
-            spec = d["spec"]["template"]["spec"]
-            for v in spec.get("volumes", []):
-                if "configMap" in v:
-                    self.assertIn(v["configMap"]["name"], configmaps)
-            for c in spec["containers"]:
-                for e in c.get("env", []):
-                    ref = e.get("valueFrom", {}).get("secretKeyRef")
-                    if ref:
-                        self.assertIn(ref["name"], secrets)
+            if name.endswith(".yaml") and name != "kustomization.yaml":
+                kinds = [d.get("kind") for d in yaml_docs(os.path.join(k8s, name))]
+                self.assertNotIn("Secret", kinds, f"deploy/k8s/{name} holds a Secret")
+
+    def test_secrets_come_from_files_outside_the_repository(self):
+        made = secrets_made_by_the_secrets_folder()
+        self.assertEqual(set(made), {"rankwire-redis", "rankwire-tls"})
+        self.assertEqual(set(made["rankwire-redis"]["data"]), {"password"})
+        self.assertEqual(set(made["rankwire-tls"]["data"]), {"tls.crt", "tls.key", "ca.crt"})
+        folder = os.path.join(ROOT, "deploy", "k8s", "secrets")
+        with open(os.path.join(folder, "kustomization.yaml")) as f:
+            generators = yaml.safe_load(f)["secretGenerator"]
+        sources = [entry.split("=")[-1] for g in generators for entry in g["files"]]
+        # None of the source files is committed; the folder's .gitignore
+        # keeps them out (git check-ignore says so for each).
+        tracked = subprocess.run(["git", "-C", ROOT, "ls-files", "deploy/k8s/secrets"],
+                                 capture_output=True, text=True).stdout.split()
+        self.assertEqual(sorted(tracked), ["deploy/k8s/secrets/.gitignore",
+                                           "deploy/k8s/secrets/kustomization.yaml"])
+        ignored = subprocess.run(["git", "-C", ROOT, "check-ignore", "--no-index",
+                                  *[f"deploy/k8s/secrets/{s}" for s in sources]],
+                                 capture_output=True, text=True).stdout.split()
+        self.assertEqual(len(ignored), len(sources), f"not ignored: {set(sources) - set(ignored)}")
+        # Without the files (a fresh clone), rendering fails instead of
+        # making empty Secrets.
+        with tempfile.TemporaryDirectory() as tmp:
+            shutil.copy(os.path.join(folder, "kustomization.yaml"), tmp)
+            with self.assertRaises(AssertionError):
+                kustomize(tmp)
 
     def test_fleet_objects_fit_the_deployment(self):
         by_kind = k8s_objects()
@@ -151,6 +270,17 @@ class DeployTest(unittest.TestCase):
         self.assertNotIn("replicas", deployment["spec"], "the HPA owns the replica count")
         self.assertIn("cpu", container["resources"]["requests"],
                       "CPU utilization needs a CPU request")
+        # A CPU limit equal to the request, in whole CPUs: the server sizes
+        # its threads from the cgroup's quota (base/cpu_budget.h), and
+        # OPERATING.md states the same number.
+        cpu_request = str(container["resources"]["requests"]["cpu"])
+        self.assertEqual(str(container["resources"].get("limits", {}).get("cpu")), cpu_request,
+                         "the CPU limit must equal the request")
+        self.assertRegex(cpu_request, r"^[1-9][0-9]*$", "whole CPUs")
+        with open(os.path.join(ROOT, "docs", "OPERATING.md")) as f:
+            operating = f.read()
+        self.assertIn(f"{cpu_request}-CPU request", operating)
+        self.assertIn(f"CPU limit of {cpu_request}", operating)
         self.assertLessEqual(hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"])
 
         (pdb,) = by_kind["PodDisruptionBudget"]
@@ -193,6 +323,60 @@ class DeployTest(unittest.TestCase):
         self.assertGreater(int(flags["drain_ms"]), 0, "pods must drain before stopping")
         self.assertGreater(pod["terminationGracePeriodSeconds"] * 1000, stop_ms)
 
+    def test_server_flags_do_not_drift(self):
+        # The image starts the server with production.flags; the pods add
+        # the ConfigMap's flagfile and the Deployment's args after it, compose
+        # its command: each of those must say what production.flags (or the
+        # server's default) says. Only the Redis Service's name is the
+        # site's own.
+        site_specific = {"redis_addr", "redis_password", "flagfile"}
+        defaults = server_defaults()
+        self.assertIn("drain_ms", defaults)
+        with open(os.path.join(ROOT, "deploy", "flags", "production.flags")) as f:
+            image = dict(defaults, **flag_values(f.read()))
+        by_kind = k8s_objects()
+        (configmap,) = [c for c in by_kind["ConfigMap"] if c["metadata"]["name"] == "rankwire-flags"]
+        (deployment,) = [d for d in by_kind["Deployment"] if d["metadata"]["name"] == "rankwire"]
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        (compose,) = yaml_docs(os.path.join(ROOT, "deploy", "compose.yaml"))
+        layers = {
+            "the ConfigMap": flag_values(configmap["data"]["rankwire.flags"]),
+            "the Deployment's args": flag_values("\n".join(container.get("args", []))),
+            "compose.yaml": flag_values("\n".join(compose["services"]["rankwire"]["command"])),
+        }
+        for where, flags in layers.items():
+            for name, value in flags.items():
+                if name in site_specific:
+                    continue
+                self.assertIn(name, defaults, f"{where}: unknown flag --{name}")
+                self.assertEqual(value, image[name],
+                                 f"--{name}={value} in {where}, but {image[name]} in "
+                                 f"deploy/flags/production.flags (the image's)")
+        # The shutdown timings, one value everywhere (production.flags says
+        # why 5 s), and every stop waits long enough for them.
+        stop_ms = sum(int(image[f]) for f in ("drain_ms", "shutdown_grace_ms", "log_flush_ms"))
+        self.assertEqual(int(image["drain_ms"]), 5000)
+        grace = compose["services"]["rankwire"]["stop_grace_period"]
+        self.assertTrue(grace.endswith("s"), grace)
+        self.assertGreater(int(grace[:-1]) * 1000, stop_ms, "compose's stop_grace_period")
+
+    def test_documented_tls_error_is_what_the_server_prints(self):
+        # OPERATING.md quotes the start-up error of an empty certificate (a
+        # Secret made from an empty file); the server must print exactly that.
+        with open(os.path.join(ROOT, "docs", "OPERATING.md")) as f:
+            quoted = re.search(r"`(rankwire-server: INVALID_ARGUMENT: --tls_cert_file=(\S+) "
+                               r"holds no PEM block)`", f.read())
+        self.assertIsNotNone(quoted, "OPERATING.md quotes no empty-certificate error")
+        with tempfile.TemporaryDirectory() as tmp:
+            cert = os.path.join(tmp, "tls.crt")
+            open(cert, "w").close()
+            r = subprocess.run([SERVER, "--port=0", "--metrics_port=-1", "--address=127.0.0.1",
+                                "--log_mode=none", f"--tls_cert_file={cert}",
+                                f"--tls_key_file={cert}"],
+                               capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn(quoted.group(1).replace(quoted.group(2), cert), r.stdout + r.stderr)
+
     def test_compose_file_parses(self):
         (compose,) = yaml_docs(os.path.join(ROOT, "deploy", "compose.yaml"))
         self.assertEqual(set(compose["services"]), {"redis", "rankwire"})
@@ -233,6 +417,43 @@ class DeployTest(unittest.TestCase):
             owner = owners.get(lib)
             if owner and owner not in BASE_IMAGE_PACKAGES:
                 self.assertIn(owner, installed, f"{binaries[0]} needs {lib} from {owner}")
+
+    def test_models_come_from_a_volume_and_load(self):
+        # --model names a directory that the Deployment mounts from the
+        # rankwire-models ConfigMap, and the image carries a default there.
+        with open(os.path.join(ROOT, "deploy", "flags", "production.flags")) as f:
+            model = flag_values(f.read())["model"]
+        by_kind = k8s_objects()
+        (deployment,) = [d for d in by_kind["Deployment"] if d["metadata"]["name"] == "rankwire"]
+        pod = deployment["spec"]["template"]["spec"]
+        (container,) = pod["containers"]
+        mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+        self.assertIn(model, mounts, "the Deployment mounts no volume at --model")
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        self.assertEqual(volumes[mounts[model]].get("configMap", {}).get("name"),
+                         "rankwire-models")
+        with open(os.path.join(ROOT, "deploy", "Dockerfile")) as f:
+            self.assertIn(f"COPY deploy/models/rankwire.manifest {model}/rankwire.manifest",
+                          f.read())
+        # Both manifests load with the server's loader and checks: the
+        # ConfigMap's (its files side by side, as the mount holds them) and
+        # the image's (its absolute path mapped to the repository's models).
+        shipped = os.path.join(ROOT, "server", "models")
+        with tempfile.TemporaryDirectory() as configmap, tempfile.TemporaryDirectory() as image:
+            shutil.copy(os.path.join(ROOT, "deploy", "k8s", "models", "rankwire.manifest"),
+                        configmap)
+            for name in os.listdir(shipped):
+                shutil.copy(os.path.join(shipped, name), configmap)
+            with open(os.path.join(ROOT, "deploy", "models", "rankwire.manifest")) as f:
+                text = f.read()
+            self.assertIn("/usr/share/rankwire/models/", text)
+            with open(os.path.join(image, "rankwire.manifest"), "w") as f:
+                f.write(text.replace("/usr/share/rankwire/models/", shipped + "/"))
+            for directory in (configmap, image):
+                result = subprocess.run([CLIENTS[0], "--model_features=" + directory],
+                                        capture_output=True, text=True)
+                self.assertEqual(result.returncode, 0, result.stderr)
+                self.assertIn("model ecom_search_lr@", result.stdout)
 
     def test_server_accepts_the_local_flagfile(self):
         # --helpfull after the flagfile: parses every flag, prints, exits.

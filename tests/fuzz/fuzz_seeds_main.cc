@@ -30,7 +30,9 @@
 #include "codec/protobuf_codec.h"
 #include "codec/rank_result.h"
 #include "codec/rankbin/rankbin_codec.h"
+#include "logstore/log_blocks.h"
 #include "logstore/log_record.h"
+#include "logstore/log_value.h"
 #include "tests/codecs/codecs_under_test.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -254,8 +256,69 @@ void AddCodecSeeds(std::map<std::string, std::string>& seeds) {
   seeds["rankbin.format_example_future"] = future;
 }
 
+// A log_record seed of mode 3: each value after its 2-byte length.
+std::string HashSeed(const std::vector<std::string>& values) {
+  std::string seed(1, '\3');
+  for (const std::string& v : values) {
+    seed.push_back(static_cast<char>(v.size() & 0xff));
+    seed.push_back(static_cast<char>(v.size() >> 8));
+    seed += v;
+  }
+  return seed;
+}
+
+// Seeds of mode 3: a request stored in blocks whose number columns take
+// every form (raw, one and two top bytes, whole, constant, decimal), the
+// same with a version-1 layout in field "" (a per-item hash), and text
+// values ('T', 'Z').
+void AddLogHashSeeds(std::map<std::string, std::string>& seeds) {
+  logstore::BlockLayout layout;
+  layout.pieces = {"req=r1 item=", " pos=", " pre=", " src=", " raw=", " top=", " two=",
+                   " whole=", " same=", " price=", ""};
+  layout.kinds = {logstore::LogSlot::kItemId, logstore::LogSlot::kPosition,
+                  logstore::LogSlot::kInt,    logstore::LogSlot::kString,
+                  logstore::LogSlot::kNumber, logstore::LogSlot::kNumber,
+                  logstore::LogSlot::kNumber, logstore::LogSlot::kNumber,
+                  logstore::LogSlot::kNumber, logstore::LogSlot::kNumber};
+  layout.strings = {"vector_ann", "text_bm25"};
+  layout.items = 20;
+  layout.top_items = 4;
+  layout.block_items = 8;
+  std::vector<std::string> ids;
+  std::vector<absl::string_view> views;
+  std::vector<int64_t> pre;
+  std::vector<uint32_t> src;
+  std::vector<std::vector<float>> numbers(6);
+  for (int j = 0; j < 20; ++j) ids.push_back(absl::StrCat("sku-", 1000 + j * 7));
+  for (int j = 0; j < 20; ++j) {
+    views.push_back(ids[j]);
+    pre.push_back(20 - j);
+    src.push_back(j % 2);
+    numbers[0].push_back(0.1234567f * j - 1);
+    numbers[1].push_back(1.0f + 0.0123457f * j);
+    numbers[2].push_back(j % 2 ? 0.3123457f : 0.6123457f);
+    numbers[3].push_back(static_cast<float>(j * 3));
+    numbers[4].push_back(0.25f);
+    numbers[5].push_back(0.01f * (1000 + 37 * j));
+  }
+  std::vector<std::string> values = {layout.Serialize()};
+  logstore::BlocksWriter writer(layout, views.data());
+  writer.ItemIds(views.data());
+  writer.Ints(pre.data());
+  writer.Strings(src.data());
+  for (const std::vector<float>& column : numbers) writer.Numbers(column.data());
+  for (size_t b = 0; b < writer.blocks(); ++b) values.emplace_back(writer.block(b));
+  seeds["hash.blocks"] = HashSeed(values);
+  std::string text = "Treq=r1 item=sku-1 pos=1 | feats price=78.7";
+  std::string compressed = text.substr(1) + text.substr(1) + text.substr(1);
+  logstore::EncodeLogValue(/*compress=*/true, 1, &compressed);
+  const std::string v1_layout("L\x01\x01\x05" "item=" "\x01\x00\x00", 12);
+  seeds["hash.v1_text"] = HashSeed({v1_layout, text, compressed});
+}
+
 // Seeds of the log_record target: mode byte 0 + doubles, mode byte 1 +
-// a 2-byte layout length + a layout + a record.
+// a 2-byte layout length + a layout + a record, mode byte 3 + a hash
+// (AddLogHashSeeds).
 void AddLogRecordSeeds(std::map<std::string, std::string>& seeds) {
   const auto doubles = [](std::vector<double> values) {
     std::string seed(1, '\0');
@@ -293,6 +356,7 @@ void AddLogRecordSeeds(std::map<std::string, std::string>& seeds) {
   seed.push_back(static_cast<char>(layout.size() >> 8));
   seeds["record.line"] = seed + layout + record;
   seeds["record.truncated"] = (seed + layout + record).substr(0, 3 + layout.size() + 3);
+  AddLogHashSeeds(seeds);
 }
 
 // Seeds of the xgboost_model target: XGBoost 1.7 JSON models (small, random,

@@ -1,7 +1,8 @@
-// libFuzzer target: the stored-log record coding (logstore/log_record.h,
-// logstore/log_number.h) over any bytes. The first byte picks what the rest
-// is:
-//   0  doubles (8 bytes each, any bit pattern): EncodeLogNumbers (AVX-512
+// libFuzzer target: the stored-log coding and its readers (docs/LOGS.md;
+// logstore/log_record.h, log_number.h, log_blocks.h, log_value.h, and
+// LogReader::FetchBefore in log_store.h) over any bytes. The first byte
+// picks what the rest is (its value mod 4):
+//   0, 2  doubles (8 bytes each, any bit pattern): EncodeLogNumbers (AVX-512
 //      where the CPU has it) must write exactly the bytes EncodeLogNumber
 //      writes for each, in an output buffer of exactly the size it
 //      requires, and every slot must read back (ReadLogNumber) to a value
@@ -9,19 +10,31 @@
 //   1  a layout value and a record value (a 2-byte little-endian length
 //      splits them), as a reader finds them in Redis: LogLayout::Parse and
 //      Render must return a value or DataLoss/ResourceExhausted, never
-//      crash or read past the bytes.
+//      crash or read past the bytes;
+//   3  a request's hash: values each after a 2-byte little-endian length,
+//      field "" first, then "#0", "#1", ...: BlockLayout::Parse and
+//      BlockReader::Parse of each block with every item rendered, each
+//      value as a text value (DecodeLogValue), and LogReader::FetchBefore
+//      of block 0's ids and a few others over that hash must each return
+//      a value or DataLoss/ResourceExhausted, never crash.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "codec/coding.h"
+#include "logstore/log_blocks.h"
 #include "logstore/log_number.h"
 #include "logstore/log_record.h"
+#include "logstore/log_store.h"
+#include "logstore/log_value.h"
 #include "tests/fuzz/view_checks.h"
 
 namespace {
@@ -79,14 +92,88 @@ void Record(const uint8_t* data, size_t size) {
                       "rendered text past the limit");
 }
 
+bool Refused(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kDataLoss ||
+         status.code() == absl::StatusCode::kResourceExhausted;
+}
+
+// A request's hash in memory.
+class HashReader : public rankwire::logstore::LogReader {
+ public:
+  explicit HashReader(std::map<std::string, std::string> fields) : fields_(std::move(fields)) {}
+  absl::StatusOr<std::vector<std::optional<std::string>>> ReadFields(
+      absl::string_view, absl::Span<const std::string> names, absl::Time) override {
+    std::vector<std::optional<std::string>> out;
+    for (const std::string& name : names) {
+      auto it = fields_.find(name);
+      if (it == fields_.end()) {
+        out.emplace_back();
+      } else {
+        out.emplace_back(it->second);
+      }
+    }
+    return out;
+  }
+
+ private:
+  std::map<std::string, std::string> fields_;
+};
+
+void Hash(const uint8_t* data, size_t size) {
+  namespace ls = rankwire::logstore;
+  std::vector<std::string> values;
+  while (size >= 2 && values.size() < 64) {
+    const size_t n = std::min<size_t>(size - 2, data[0] | size_t{data[1]} << 8);
+    values.emplace_back(reinterpret_cast<const char*>(data + 2), n);
+    data += 2 + n;
+    size -= 2 + n;
+  }
+  if (values.empty()) return;
+  std::map<std::string, std::string> fields;
+  fields[""] = values[0];
+  for (size_t i = 1; i < values.size(); ++i) fields[ls::LogBlockField(i - 1)] = values[i];
+  std::vector<std::string> ids = {"nope", "#1"};
+  absl::StatusOr<ls::BlockLayout> layout = ls::BlockLayout::Parse(values[0]);
+  if (!layout.ok()) RANKWIRE_FUZZ_CHECK(Refused(layout.status()), layout.status().ToString());
+  for (size_t i = 1; layout.ok() && i < values.size(); ++i) {
+    absl::StatusOr<ls::BlockReader> block = ls::BlockReader::Parse(*layout, i - 1, values[i]);
+    if (!block.ok()) {
+      RANKWIRE_FUZZ_CHECK(Refused(block.status()), block.status().ToString());
+      continue;
+    }
+    for (size_t j = 0; j < block->size(); ++j) {
+      if (i == 1 && j < 4) ids.push_back(block->id(j));
+      absl::StatusOr<std::string> text = block->Render(j);
+      if (!text.ok()) RANKWIRE_FUZZ_CHECK(Refused(text.status()), text.status().ToString());
+    }
+  }
+  for (const std::string& value : values) {
+    absl::StatusOr<std::string> text = ls::DecodeLogValue(value, size_t{1} << 16);
+    if (!text.ok()) RANKWIRE_FUZZ_CHECK(Refused(text.status()), text.status().ToString());
+  }
+  HashReader reader(std::move(fields));
+  absl::StatusOr<std::vector<std::optional<std::string>>> got = reader.Fetch("r", ids);
+  if (got.ok()) {
+    RANKWIRE_FUZZ_CHECK(got->size() == ids.size(), "FetchBefore answered another count");
+  } else {
+    RANKWIRE_FUZZ_CHECK(Refused(got.status()), got.status().ToString());
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  if (data[0] % 2 == 0) {
-    Numbers(data + 1, size - 1);
-  } else {
-    Record(data + 1, size - 1);
+  switch (data[0] % 4) {
+    case 1:
+      Record(data + 1, size - 1);
+      break;
+    case 3:
+      Hash(data + 1, size - 1);
+      break;
+    default:
+      Numbers(data + 1, size - 1);
+      break;
   }
   return 0;
 }

@@ -35,7 +35,8 @@ int ExitStatus(int status) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
-    const std::vector<std::string>& flags, absl::Duration timeout) {
+    const std::vector<std::string>& flags, absl::Duration timeout,
+    const std::vector<std::string>& env) {
   auto server = std::unique_ptr<ServerProcess>(new ServerProcess());
   char path[] = "/tmp/rankwire-server-XXXXXX";
   int fd = mkstemp(path);
@@ -61,6 +62,7 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
     prctl(PR_CAPBSET_DROP, CAP_DAC_READ_SEARCH, 0, 0, 0);
     dup2(fd, STDOUT_FILENO);
     dup2(fd, STDERR_FILENO);
+    for (const std::string& e : env) putenv(const_cast<char*>(e.c_str()));
     execv(argv[0], argv.data());
     _exit(127);
   }

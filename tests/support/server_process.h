@@ -31,10 +31,11 @@ class ServerProcess {
  public:
   // Starts RANKWIRE_SERVER_BIN with --model=RANKWIRE_MODEL_PATH, --port=0,
   // --metrics_port=0 and `flags` (later flags win), and waits for its
-  // start-up line.
+  // start-up line. `env` ("NAME=value") is added to the server's
+  // environment.
   static absl::StatusOr<std::unique_ptr<ServerProcess>> Start(
       const std::vector<std::string>& flags = {},
-      absl::Duration timeout = absl::Seconds(15));
+      absl::Duration timeout = absl::Seconds(15), const std::vector<std::string>& env = {});
   ~ServerProcess();
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;

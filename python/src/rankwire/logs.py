@@ -64,8 +64,12 @@ _V1_KINDS = (SLOT_ITEM_ID, SLOT_INT, SLOT_STRING, SLOT_NUMBER)
 _V2_KINDS = _V1_KINDS + (SLOT_POSITION,)
 
 # Number forms of a block's number column.
-_FORM_RAW, _FORM_TOP_BYTE, _FORM_WHOLE, _FORM_CONSTANT = 0, 1, 2, 3
+_FORM_RAW, _FORM_TOP_BYTE, _FORM_WHOLE, _FORM_CONSTANT, _FORM_TWO_TOPS, _FORM_DECIMAL = range(6)
 _WHOLE_LIMIT = 1 << 24
+_MAX_DECIMAL_SCALE = 6
+_DECIMAL_LIMIT = 1 << 31
+# 10^-k, each the binary64 nearest to it (Python reads "1e-2" as C does).
+_TENTHS = (1.0, 1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6)
 
 # Layout version 1 record numbers.
 _SCALE_BIAS = 24
@@ -350,7 +354,48 @@ def _number_column(data: bytes, p: int, end: int, n: int) -> Tuple[List[bytes], 
             raise truncated("logs", "constant number", p)
         text = format_number(_F32.unpack_from(data, p)[0])
         return [text] * n, p + 4
+    if form == _FORM_TWO_TOPS:
+        return _two_tops_column(data, p, end, n)
+    if form == _FORM_DECIMAL:
+        if p >= end:
+            raise truncated("logs", "decimal scale", p)
+        scale = data[p]
+        p += 1
+        if not 1 <= scale <= _MAX_DECIMAL_SCALE:
+            raise _corrupt(f"decimal scale {scale} (1..{_MAX_DECIMAL_SCALE})")
+        column = []
+        for _ in range(n):
+            z, p = varint(data, p, end, "decimal digits")
+            d = (z >> 1) ^ -(z & 1)
+            if not -_DECIMAL_LIMIT < d < _DECIMAL_LIMIT:
+                raise _corrupt(f"decimal digits {d} are not below 2^31 in magnitude")
+            # The binary32 of the binary64 product d * 10^-k.
+            column.append(format_number(_F32.unpack(_F32.pack(d * _TENTHS[scale]))[0]))
+        return column, p
     raise _corrupt(f"unknown number form {form}")
+
+
+def _two_tops_column(data: bytes, p: int, end: int, n: int) -> Tuple[List[bytes], int]:
+    if end - p < 2:
+        raise truncated("logs", "two top bytes", p)
+    tops = (data[p:p + 1], data[p + 1:p + 2])
+    p += 2
+    bits_end = p + (n + 7) // 8
+    stop = bits_end + 3 * n
+    if stop > end:
+        raise truncated("logs", f"{n} two-top-byte numbers", p)
+    bits = data[p:bits_end]
+    if tops[0] >= tops[1]:
+        raise _corrupt("two top bytes not in increasing order")
+    if n % 8 and bits[-1] >> (n % 8):
+        raise _corrupt("top byte bits set past the last item")
+    chosen = [(bits[j // 8] >> (j % 8)) & 1 for j in range(n)]
+    if sum(chosen) in (0, n):
+        raise _corrupt("a two-top-byte column that uses one of them")
+    # Each value is its 3 low bytes, little-endian, then the top byte its bit chose.
+    raw = b"".join(data[q:q + 3] + tops[chosen[j]]
+                   for j, q in enumerate(range(bits_end, stop, 3)))
+    return [format_number(x) for (x,) in _F32.iter_unpack(raw)], stop
 
 
 def decode_text(value: Bytes) -> str:
@@ -516,6 +561,12 @@ def _fetch_once(hmget: Hmget, wanted: List[bytes]) -> Optional[Dict[bytes, str]]
                 total += len(found[item_id])
                 _check_total(total)
         return found
+    # A hash holds blocks or items, never both (an item may be called "#1":
+    # its value is then block 1's).
+    blocks = set(layout.block_fields())
+    for item_id, value in zip(wanted, values[2:]):
+        if value is not None and item_id not in blocks:
+            raise _corrupt(f"item {item_id!r} has a field of its own beside the blocks")
     todo = set(wanted)
     total = 0
     if values[1] is not None:
@@ -538,11 +589,14 @@ def _fetch_once(hmget: Hmget, wanted: List[bytes]) -> Optional[Dict[bytes, str]]
 def _take(block: Block, todo: Set[bytes], found: Dict[bytes, str]) -> int:
     """Moves the ids of `todo` that `block` holds to `found`; returns the
     bytes rendered. Every id of the block is checked against the others
-    (an id twice in a block is damage), not only the wanted ones."""
+    (an id twice in a block is damage), not only the wanted ones, and
+    against the ids found in earlier blocks."""
     if len(set(block.ids)) != len(block.ids):
         raise _corrupt(f"an item id appears twice in block {block.index}")
     rendered = 0
     for j, item_id in enumerate(block.ids):
+        if item_id in found:
+            raise _corrupt(f"item id {item_id!r} of block {block.index} is in an earlier block")
         if item_id in todo:
             found[item_id] = block.line(j)
             rendered += len(found[item_id])

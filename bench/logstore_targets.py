@@ -1,0 +1,803 @@
+"""Issue 35's targets for the log path, every one measured in one run.
+
+The real server, the real load generator, a real redis-server; the server
+pinned to CPU 1, the load generator and Redis to CPU 0 (as bench/cpu_budget.py
+does). Two servers run side by side, idle but for the one under load:
+logs off (`--log_mode=none`) and logs in Redis (`--log_mode=store
+--logstore=redis`), both `--codec=rankbin`; their defaults otherwise
+(`--log_format=blocks`, one log writer per two usable CPUs). The load is the
+shipped workload (rankwire-loadgen: 500 candidates, top_n 10). Targets:
+
+  cpu      server CPU for logs per request: (logs in Redis) - (logs off),
+           closed loop at each server's peak, in alternating windows (the
+           order rotated each pair), the difference taken within a pair;
+           Redis CPU per request in the logs-in-Redis windows. CPU is every
+           thread's /proc/<pid>/task/*/schedstat over the requests answered.
+           The logs-off closed-loop rate is "the peak" of what follows.
+  memory   Redis memory of the shipped request (workload request 0) as
+           `MEMORY USAGE <key> SAMPLES 0` (exact: every field counted).
+  fetch    FetchLogs of that request's top 10 through the server (warm
+           connection): Redis commands it caused (INFO commandstats: one
+           HMGET is one round trip), and the value bytes of the fields that
+           HMGET names (HSTRLEN) over the value bytes of the whole key.
+  drops    open loop, logs in Redis: at 80 % of the peak (--runs runs), at
+           100 %, and at 120 % against logs off at the same load (ranking
+           p99 = the server's own ServerTimings.total_us p99, which excludes
+           the wait for a ranking worker; the call p99 beside it). Lines
+           dropped and stored come from the server's /metrics
+           (rankwire_log_items_total), taken around each window after the
+           log queue has drained; every line handed over must end stored or
+           counted as dropped.
+  freeze   Redis stopped (SIGSTOP) for --freeze_seconds in the middle of an
+           open-loop run at 50 % of the peak, then resumed (SIGCONT): failed
+           calls, drops by outcome, every line counted.
+  restart  Redis killed (SIGKILL) in the middle of a run, started again on
+           the same port --down_seconds later: the time from when it answers
+           PING again to the server's first stored line (and to
+           rankwire_log_store_up = 1), from /metrics polled every 5 ms.
+
+Every number that can drift is taken against a baseline of the same run:
+CPU differences within a pair of adjacent windows, p99s against logs off at
+the same load in the same round. Medians over pairs/runs with [min-max].
+
+  bench/logstore_targets.py --build build            # full: ~10 minutes
+  bench/logstore_targets.py --build build --quick    # smoke: ~1 minute
+  ... --check                                        # exit 1 if a checked target misses
+
+--quick shortens every window to seconds; with --check it fails only on
+targets a short run decides (memory, the fetch's round trips and bytes, no
+failed call, every line counted, reconnect within 1 s); CPU and drop shares
+need the full run's windows and are reported, not checked.
+"""
+
+import argparse
+import json
+import os
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+sys.path.insert(0, os.path.join(ROOT, "python", "src"))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+from e2e_bench import MODEL, free_port  # noqa: E402
+
+SERVER_CPU = "1"
+LOAD_CPU = "0"
+SEED = 20261129
+
+TARGETS = {
+    "log_cpu_us": 25.0,
+    "redis_cpu_us": 20.0,
+    "memory_kb": 90.0,
+    "fetch_fraction": 0.10,
+    "drop_share_80": 0.0,
+    "drop_share_100": 0.05,
+    "p99_ratio_120": 1.2,
+    "reconnect_s": 1.0,
+}
+
+
+# ---------------------------------------------------------------------------
+# Processes.
+
+class Redis:
+    """redis-server on CPU 0 (no persistence), which can be frozen, killed
+    and started again on the same port."""
+
+    def __init__(self, workdir):
+        self.workdir = workdir
+        self.port = free_port()
+        self.start()
+
+    def start(self):
+        self.proc = subprocess.Popen(
+            ["taskset", "-c", LOAD_CPU, "redis-server", "--port", str(self.port),
+             "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", self.workdir],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            if self.ping():
+                return time.time()
+            time.sleep(0.002)
+        raise RuntimeError("redis-server did not start")
+
+    def ping(self):
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as s:
+                s.sendall(b"*1\r\n$4\r\nPING\r\n")
+                return s.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    def resp(self):
+        from log_decoder import Resp  # tools/log_decoder.py's RESP client
+        return Resp("127.0.0.1", self.port)
+
+    def cpu_ns(self):
+        return proc_cpu(self.proc.pid)[0]
+
+    def kill(self):
+        self.proc.kill()
+        self.proc.wait()
+
+    def close(self):
+        if self.proc.poll() is None:
+            try:
+                os.kill(self.proc.pid, signal.SIGCONT)
+            except OSError:
+                pass
+            self.proc.terminate()
+            self.proc.wait()
+
+
+class Server:
+    """rankwire-server on CPU 1 with a metrics port."""
+
+    def __init__(self, build, flags):
+        self.log = tempfile.NamedTemporaryFile(mode="w+", suffix=".log", delete=False)
+        self.proc = subprocess.Popen(
+            ["taskset", "-c", SERVER_CPU, os.path.join(build, "server", "rankwire-server"),
+             "--port=0", "--metrics_port=0", "--address=127.0.0.1", f"--model={MODEL}", *flags],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            with open(self.log.name) as f:
+                m = re.search(r"listening port=(\d+) metrics_port=(\d+)", f.read())
+            if m:
+                self.port, self.metrics_port = int(m.group(1)), int(m.group(2))
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise RuntimeError("server did not start: " + open(self.log.name).read())
+
+    def metrics(self):
+        text = urllib.request.urlopen(
+            f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5).read().decode()
+        out = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                name, value = line.rsplit(" ", 1)
+                out[name] = float(value)
+        return out
+
+    def logs(self):
+        """The log counters: items by outcome, queue depth, store up."""
+        m = self.metrics()
+        out = {k: m.get(f'rankwire_log_items_total{{outcome="{k}"}}', 0.0)
+               for k in ("enqueued", "stored", "dropped_queue_full", "dropped_store_error",
+                         "dropped_shutdown")}
+        out["queue"] = m.get("rankwire_log_queue_requests", 0.0)
+        out["up"] = m.get("rankwire_log_store_up", 0.0)
+        for phase in ("log_handoff", "log_format", "log_store"):
+            out[f"{phase}_ns"] = m.get(
+                f'rankwire_phase_cpu_sample_nanoseconds_total{{phase="{phase}"}}', 0.0)
+            out[f"{phase}_n"] = m.get(f'rankwire_phase_cpu_samples_total{{phase="{phase}"}}', 0.0)
+        return out
+
+    def drained(self, timeout=15.0):
+        """The log counters once every queued line is stored or dropped."""
+        deadline = time.time() + timeout
+        while True:
+            c = self.logs()
+            resolved = c["stored"] + c["dropped_store_error"] + c["dropped_shutdown"]
+            if (c["queue"] == 0 and resolved >= c["enqueued"]) or time.time() > deadline:
+                return c
+            time.sleep(0.02)
+
+    def log_text(self):
+        with open(self.log.name) as f:
+            return f.read()
+
+    def close(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        os.unlink(self.log.name)
+
+
+def proc_cpu(pid):
+    """(CPU ns of every thread of `pid`, {thread name: CPU ns})."""
+    total, by_name = 0, {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0, {}
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                ns = int(f.read().split()[0])
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                name = f.read().strip()
+        except OSError:
+            continue  # A thread that ended between listing and reading.
+        total += ns
+        group = name if name.startswith("rankwire-") else "other"
+        by_name[group] = by_name.get(group, 0) + ns
+    return total, by_name
+
+
+def loadgen(args, port, seconds, qps=0.0, concurrency=None, background=False):
+    cmd = ["taskset", "-c", LOAD_CPU, os.path.join(args.build, "client", "rankwire-loadgen"),
+           f"--target=127.0.0.1:{port}", f"--concurrency={concurrency or args.concurrency}",
+           f"--duration_s={seconds}", "--warmup_s=0", f"--qps={qps}", "--json",
+           f"--deadline_ms={args.deadline_ms}"]
+    if background:
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return parse_loadgen(subprocess.run(cmd, capture_output=True, text=True))
+
+
+def parse_loadgen(done):
+    out = done.stdout if isinstance(done, subprocess.CompletedProcess) else done
+    try:
+        return json.loads(out.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise RuntimeError(f"rankwire-loadgen gave no JSON: {out!r}")
+
+
+def failed_calls(result):
+    """Calls that did not return OK (RESOURCE_EXHAUSTED refusals included)."""
+    return sum(v for k, v in result.get("by_status", {}).items() if k != "OK")
+
+
+# ---------------------------------------------------------------------------
+# Formatting.
+
+def med(values, fmt="{:.1f}"):
+    values = [v for v in values if v is not None]
+    if not values:
+        return "–"
+    m = statistics.median(values)
+    if len(values) == 1:
+        return fmt.format(m)
+    return f"{fmt.format(m)} [{fmt.format(min(values))}–{fmt.format(max(values))}]"
+
+
+def pct(x):
+    return f"{100 * x:.2f} %"
+
+
+# ---------------------------------------------------------------------------
+# cpu: alternating closed-loop windows.
+
+def cpu_window(args, server, redis, seconds):
+    loadgen(args, server.port, args.warmup)
+    c0 = server.logs()
+    cpu0, names0 = proc_cpu(server.proc.pid)
+    r0 = redis.cpu_ns()
+    result = loadgen(args, server.port, seconds)
+    cpu1, names1 = proc_cpu(server.proc.pid)
+    r1 = redis.cpu_ns()
+    c1 = server.logs()
+    n = max(result["requests"], 1)
+    phases = {}
+    for phase in ("log_handoff", "log_format", "log_store"):
+        calls = c1[f"{phase}_n"] - c0[f"{phase}_n"]
+        if calls > 0:
+            phases[phase] = (c1[f"{phase}_ns"] - c0[f"{phase}_ns"]) / calls / 1e3
+    return {
+        "qps": result["qps"], "requests": result["requests"], "failed": failed_calls(result),
+        "cpu_us": (cpu1 - cpu0) / 1e3 / n,
+        "threads_us": {k: (names1.get(k, 0) - names0.get(k, 0)) / 1e3 / n for k in names1},
+        "redis_us": (r1 - r0) / 1e3 / n,
+        "phases_us": phases,
+        "dropped": (c1["dropped_queue_full"] - c0["dropped_queue_full"]
+                    + c1["dropped_store_error"] - c0["dropped_store_error"]),
+        "handed": (c1["enqueued"] - c0["enqueued"]
+                   + c1["dropped_queue_full"] - c0["dropped_queue_full"]),
+    }
+
+
+def run_cpu(args, servers, redis):
+    """Rounds of one closed-loop window per row (logs off, logs in Redis, each
+    --variant), the order rotated each round; "log_us" of a logs row is its
+    CPU per request minus logs off's in the same round."""
+    rows = ["off", "redis", *[v["name"] for v in args.variants]]
+    rounds = []
+    for p in range(args.pairs):
+        order = rows[p % len(rows):] + rows[:p % len(rows)]
+        got = {}
+        for row in order:
+            got[row] = cpu_window(args, servers[row], redis, args.cpu_seconds)
+        for row in rows[1:]:
+            got[row]["log_us"] = got[row]["cpu_us"] - got["off"]["cpu_us"]
+        got["log_us"] = got["redis"]["log_us"]
+        rounds.append(got)
+        print(f"cpu round {p + 1}: off {got['off']['qps']:.0f} qps {got['off']['cpu_us']:.0f} us; "
+              + "; ".join(f"{row} {got[row]['qps']:.0f} qps logs {got[row]['log_us']:+.1f} us, "
+                          f"Redis {got[row]['redis_us']:.1f} us" for row in rows[1:]),
+              file=sys.stderr)
+    return rounds
+
+
+def report_cpu(pairs, variants=()):
+    lines = ["### Server CPU for logs, Redis CPU (closed loop, each server at its peak)", "",
+             "Per round of adjacent windows (logs off, logs in Redis; order rotated): "
+             "µs of CPU per request, median [min–max] over rounds.", "",
+             "| | logs off | logs in Redis | difference (the logs) | logs ÷ logs off |",
+             "|---|---:|---:|---:|---:|"]
+
+    def row(label, get):
+        off = [get(p["off"]) for p in pairs]
+        on = [get(p["redis"]) for p in pairs]
+        diff = [b - a for a, b in zip(off, on)]
+        ratio = [d / a for d, a in zip(diff, off) if a]
+        lines.append(f"| {label} | {med(off)} | {med(on)} | {med(diff, '{:+.1f}')} | "
+                     f"{med(ratio, '{:+.3f}')} |")
+
+    row("server, every thread", lambda w: w["cpu_us"])
+    names = sorted({k for p in pairs for w in (p["off"], p["redis"]) for k in w["threads_us"]})
+    for name in names:
+        if any(w["threads_us"].get(name) for p in pairs for w in (p["off"], p["redis"])):
+            row(f"threads {name}", lambda w, name=name: w["threads_us"].get(name, 0.0))
+    lines += ["", "| | logs off | logs in Redis |", "|---|---:|---:|",
+              f"| requests / s | {med([p['off']['qps'] for p in pairs], '{:.0f}')} | "
+              f"{med([p['redis']['qps'] for p in pairs], '{:.0f}')} |",
+              f"| Redis CPU µs / request | – | {med([p['redis']['redis_us'] for p in pairs])} |",
+              f"| failed calls | {sum(p['off']['failed'] for p in pairs)} | "
+              f"{sum(p['redis']['failed'] for p in pairs)} |",
+              f"| lines dropped | – | {sum(p['redis']['dropped'] for p in pairs):.0f} of "
+              f"{sum(p['redis']['handed'] for p in pairs):.0f} |"]
+    for phase in ("log_handoff", "log_format", "log_store"):
+        lines.append(f"| server's sampled {phase} µs / request | – | "
+                     f"{med([p['redis']['phases_us'].get(phase) for p in pairs])} |")
+    if variants:
+        lines += ["", "Variants (logs in Redis), same rounds: server CPU for logs (vs logs off), "
+                  "Redis CPU, and each as a ratio to the logs-in-Redis row of the round.", "",
+                  "| row | server flags | logs µs / request | ÷ logs in Redis | log writer µs | "
+                  "Redis µs / request | ÷ logs in Redis | requests / s |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|"]
+        for v in [{"name": "redis", "flags": [], "build": None}, *variants]:
+            name = v["name"]
+            lines.append(
+                f"| {name}{' (' + v['build'] + ')' if v['build'] else ''} | "
+                f"{' '.join(v['flags']) or '–'} | {med([p[name]['log_us'] for p in pairs], '{:+.1f}')} | "
+                f"{med([p[name]['log_us'] / p['redis']['log_us'] for p in pairs if p['redis']['log_us']], '{:.2f}')} | "
+                f"{med([p[name]['threads_us'].get('rankwire-logw', 0.0) for p in pairs])} | "
+                f"{med([p[name]['redis_us'] for p in pairs])} | "
+                f"{med([p[name]['redis_us'] / p['redis']['redis_us'] for p in pairs], '{:.2f}')} | "
+                f"{med([p[name]['qps'] for p in pairs], '{:.0f}')} |")
+    return lines
+
+
+# ---------------------------------------------------------------------------
+# memory and fetch: the shipped request, stored with a long TTL.
+
+def run_memory_fetch(args, redis, common):
+    import grpc  # noqa: F401  (python3-grpcio; rankwire.Client needs it)
+    import rankwire
+    from rankwire import logs as rwlogs
+    server = Server(args.build, [*common, "--log_mode=store", "--logstore=redis",
+                                 f"--redis_addr=127.0.0.1:{redis.port}", "--log_ttl_ms=600000"])
+    try:
+        cli = subprocess.run(
+            ["taskset", "-c", LOAD_CPU, os.path.join(args.build, "client", "rankwire-cli"),
+             f"--target=127.0.0.1:{server.port}", "--codec=rankbin", "--log_mode=store",
+             "--fetch_logs=false", f"--seed={SEED}", "--sequence=0"],
+            capture_output=True, text=True, check=True).stdout
+        request_id = re.search(r"^request (\S+):", cli, re.M).group(1)
+        top_n = int(re.search(r"top_n=(\d+)", cli).group(1))
+        cli_top = re.findall(r"^\s+\d+\s+(\S+)\s", cli.split("score", 1)[1], re.M)[:top_n]
+        key = rwlogs.key(request_id)
+        r = redis.resp()
+        deadline = time.time() + 10
+        while not r.command("EXISTS", key) and time.time() < deadline:
+            time.sleep(0.005)
+        memory = r.command("MEMORY", "USAGE", key, "SAMPLES", "0")
+        fields = r.command("HKEYS", key)
+        sizes = {f: r.command("HSTRLEN", key, f) for f in fields}
+        layout = rwlogs.Layout(r.command("HGET", key, b""))
+        block0 = rwlogs.decode_block(layout, 0, r.command("HGET", key, b"#0"))
+        ids = [i.decode("utf-8", "surrogateescape") for i in block0.ids]
+        expected = {rwlogs._as_text(i): block0.line(j) for j, i in enumerate(block0.ids)}
+
+        def commandstats():
+            text = r.command("INFO", "commandstats").decode()
+            return {m.group(1): int(m.group(2))
+                    for m in re.finditer(r"cmdstat_(\w+):calls=(\d+)", text)}
+
+        with rankwire.Client(f"127.0.0.1:{server.port}") as client:
+            client.fetch_logs(request_id, ids, timeout=5)  # Warm: the server's connection.
+            before = commandstats()
+            got = client.fetch_logs(request_id, ids, timeout=5)
+            after = commandstats()
+        caused = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+        caused["info"] -= 1  # The second INFO itself.
+        caused = {k: v for k, v in caused.items() if v}
+        asked = [b"", b"#0"] + [i.encode("utf-8", "surrogateescape") for i in ids]
+        read_bytes = sum(sizes.get(f, 0) for f in asked)
+        stored_bytes = sum(sizes.values())
+        r.close()
+        return {
+            "request_id": request_id, "key": key.decode(), "memory_bytes": memory,
+            "fields": len(fields), "stored_bytes": stored_bytes, "read_bytes": read_bytes,
+            "layout_bytes": sizes.get(b"", 0), "block0_bytes": sizes.get(b"#0", 0),
+            "top_n": top_n, "ids_match_cli": ids == cli_top,
+            "lines_match": all(got.get(i) == expected[i] for i in ids),
+            "commands": caused,
+            "hmget_calls": caused.get("hmget", 0),
+            "round_trips": sum(v for k, v in caused.items() if k != "ping"),
+        }
+    finally:
+        server.close()
+
+
+def report_memory_fetch(m):
+    return [
+        "### Redis memory and the top-10 fetch (the shipped request: workload request 0, "
+        "500 items, top_n 10)", "",
+        f"- `MEMORY USAGE {m['key']} SAMPLES 0`: **{m['memory_bytes']:,} bytes "
+        f"({m['memory_bytes'] / 1000:.1f} KB)**; {m['fields']} fields, "
+        f"{m['stored_bytes']:,} value bytes (layout {m['layout_bytes']:,}, block 0 "
+        f"{m['block0_bytes']:,}).",
+        f"- FetchLogs of the top {m['top_n']} through the server (warm connection): Redis "
+        f"commands it caused {m['commands']} = **{m['round_trips']} round trip(s)**; the "
+        f"fields it names hold **{m['read_bytes']:,} bytes = {pct(m['read_bytes'] / m['stored_bytes'])}** "
+        f"of the key's {m['stored_bytes']:,}; lines equal the stored ones decoded by "
+        f"rankwire.logs: {m['lines_match']}; block 0 holds the CLI's top {m['top_n']}: "
+        f"{m['ids_match_cli']}.",
+    ]
+
+
+# ---------------------------------------------------------------------------
+# drops: open loop at fractions of the peak.
+
+def open_window(args, server, qps, seconds):
+    loadgen(args, server.port, args.warmup, qps=qps, concurrency=args.open_concurrency)
+    c0 = server.drained()
+    result = loadgen(args, server.port, seconds, qps=qps, concurrency=args.open_concurrency)
+    c1 = server.drained()
+    return window_result(result, c0, c1)
+
+
+def window_result(result, c0, c1):
+    d = {k: c1[k] - c0[k] for k in ("enqueued", "stored", "dropped_queue_full",
+                                    "dropped_store_error", "dropped_shutdown")}
+    handed = d["enqueued"] + d["dropped_queue_full"]
+    dropped = d["dropped_queue_full"] + d["dropped_store_error"] + d["dropped_shutdown"]
+    return {
+        "target_qps": result["target_qps"], "qps": result["qps"], "requests": result["requests"],
+        "failed": failed_calls(result), "p99_us": result["p99_us"],
+        "server_p99_us": result["server_total_p99_us"],
+        "server_p50_us": result["server_total_p50_us"],
+        "handed": handed, "dropped": dropped, "counts": d,
+        "drop_share": dropped / handed if handed else 0.0,
+        # Every line handed over is stored or counted as dropped, and the
+        # server was handed every line of every OK call.
+        "accounted": d["stored"] + dropped == handed,
+        "lines_per_call": handed / result["requests"] if result["requests"] else 0.0,
+    }
+
+
+def run_drops(args, servers, peak):
+    out = {"80": [], "100": [], "120": []}
+    for r in range(args.runs):
+        w = open_window(args, servers["redis"], 0.8 * peak, args.open_seconds)
+        out["80"].append(w)
+        print(f"80 % run {r + 1}: {w['qps']:.0f} of {w['target_qps']:.0f} qps, dropped "
+              f"{w['dropped']:.0f} of {w['handed']:.0f}", file=sys.stderr)
+    w = open_window(args, servers["redis"], peak, args.open_seconds)
+    out["100"].append(w)
+    print(f"100 %: {w['qps']:.0f} qps, dropped {pct(w['drop_share'])}", file=sys.stderr)
+    for r in range(args.overload_rounds):
+        order = ["off", "redis"] if r % 2 == 0 else ["redis", "off"]
+        got = {}
+        for row in order:
+            got[row] = open_window(args, servers[row], 1.2 * peak, args.overload_seconds)
+        out["120"].append(got)
+        print(f"120 % round {r + 1}: server p99 off {got['off']['server_p99_us']:.0f} us, "
+              f"redis {got['redis']['server_p99_us']:.0f} us, dropped "
+              f"{pct(got['redis']['drop_share'])}", file=sys.stderr)
+    return out
+
+
+def report_drops(drops, peak, args):
+    lines = [f"### Open loop with logs in Redis ({args.open_concurrency} callers, "
+             f"{args.open_seconds:.0f} s windows; peak = {peak:.0f} qps, the logs-off closed-loop "
+             "median above)", "",
+             "| load | run | achieved qps | lines handed | dropped (queue full / store error) "
+             "| dropped share | every line counted | failed calls | server p99 µs | call p99 µs |",
+             "|---|---|---:|---:|---:|---:|---|---:|---:|---:|"]
+
+    def add(label, run, w):
+        c = w["counts"]
+        lines.append(
+            f"| {label} | {run} | {w['qps']:.0f} of {w['target_qps']:.0f} | {w['handed']:.0f} | "
+            f"{c['dropped_queue_full']:.0f} / {c['dropped_store_error']:.0f} | "
+            f"{pct(w['drop_share'])} | {'yes' if w['accounted'] else '**no**'} | {w['failed']} | "
+            f"{w['server_p99_us']:.0f} | {w['p99_us']:.0f} |")
+
+    for i, w in enumerate(drops["80"]):
+        add("80 %", i + 1, w)
+    for i, w in enumerate(drops["100"]):
+        add("100 %", i + 1, w)
+    for i, got in enumerate(drops["120"]):
+        add("120 %", f"{i + 1}", got["redis"])
+        add("120 %, logs off", f"{i + 1}", got["off"])
+    ratios = [g["redis"]["server_p99_us"] / g["off"]["server_p99_us"]
+              for g in drops["120"] if g["off"]["server_p99_us"]]
+    call = [g["redis"]["p99_us"] / g["off"]["p99_us"] for g in drops["120"] if g["off"]["p99_us"]]
+    lines += ["", f"At 120 %: server p99 logs in Redis ÷ logs off, per round: {med(ratios, '{:.2f}')}"
+              f"; call p99 ratio {med(call, '{:.2f}')}; achieved qps ratio "
+              f"{med([g['redis']['qps'] / g['off']['qps'] for g in drops['120']], '{:.3f}')}."]
+    return lines
+
+
+# ---------------------------------------------------------------------------
+# freeze and restart: Redis stopped, Redis killed.
+
+def run_freeze(args, server, redis, peak):
+    seconds = args.freeze_seconds + 2 * args.fault_margin
+    loadgen(args, server.port, args.warmup, qps=0.5 * peak, concurrency=args.open_concurrency)
+    c0 = server.drained()
+    p = loadgen(args, server.port, seconds, qps=0.5 * peak, concurrency=args.open_concurrency,
+                background=True)
+    time.sleep(args.fault_margin)
+    os.kill(redis.proc.pid, signal.SIGSTOP)
+    time.sleep(args.freeze_seconds)
+    os.kill(redis.proc.pid, signal.SIGCONT)
+    out, _ = p.communicate()
+    c1 = server.drained()
+    return window_result(parse_loadgen(out), c0, c1)
+
+
+def run_restart(args, server, redis, peak):
+    seconds = args.down_seconds + 2 * args.fault_margin + 1
+    loadgen(args, server.port, args.warmup, qps=0.5 * peak, concurrency=args.open_concurrency)
+    c0 = server.drained()
+    p = loadgen(args, server.port, seconds, qps=0.5 * peak, concurrency=args.open_concurrency,
+                background=True)
+    time.sleep(args.fault_margin)
+    redis.kill()
+    time.sleep(args.down_seconds)
+    stored_before = server.logs()["stored"]
+    spawned = time.time()
+    ready = redis.start()
+    first_write = first_up = None
+    deadline = ready + 10
+    while (first_write is None or first_up is None) and time.time() < deadline:
+        c = server.logs()
+        now = time.time()
+        if first_write is None and c["stored"] > stored_before:
+            first_write = now
+        if first_up is None and c["up"] == 1:
+            first_up = now
+        time.sleep(0.005)
+    out, _ = p.communicate()
+    c1 = server.drained()
+    w = window_result(parse_loadgen(out), c0, c1)
+    w["start_s"] = ready - spawned
+    w["reconnect_s"] = None if first_write is None else first_write - ready
+    w["up_s"] = None if first_up is None else first_up - ready
+    return w
+
+
+def report_faults(freeze, restart, args):
+    lines = ["### Redis frozen and Redis restarted (open loop at 50 % of the peak, logs in Redis)",
+             "",
+             "| fault | failed calls | lines handed | stored | dropped queue full | "
+             "dropped store error | every line counted | server p99 µs | call p99 µs |",
+             "|---|---:|---:|---:|---:|---:|---|---:|---:|"]
+    for label, w in ((f"SIGSTOP {args.freeze_seconds:g} s", freeze),
+                     (f"SIGKILL, restarted after {args.down_seconds:g} s", restart)):
+        c = w["counts"]
+        lines.append(f"| {label} | {w['failed']} | {w['handed']:.0f} | {c['stored']:.0f} | "
+                     f"{c['dropped_queue_full']:.0f} | {c['dropped_store_error']:.0f} | "
+                     f"{'yes' if w['accounted'] else '**no**'} | {w['server_p99_us']:.0f} | "
+                     f"{w['p99_us']:.0f} |")
+    fmt = lambda v: "never (10 s)" if v is None else f"{1000 * v:.0f} ms"  # noqa: E731
+    lines += ["", f"After the restart (Redis answered PING {1000 * restart['start_s']:.0f} ms after "
+              f"it was started): first stored line {fmt(restart['reconnect_s'])} later, "
+              f"rankwire_log_store_up = 1 {fmt(restart['up_s'])} later."]
+    return lines
+
+
+# ---------------------------------------------------------------------------
+# The targets at a glance.
+
+def verdict(ok):
+    return "PASS" if ok else "**MISS**"
+
+
+def summary(got, peak):
+    """The targets of the parts that ran: (markdown lines, rows)."""
+    rows = []  # (name, goal, measured, ok, decided by a quick run)
+    cpu, mem, drops = got.get("cpu"), got.get("memory"), got.get("drops")
+    freeze, restart = got.get("freeze"), got.get("restart")
+    if cpu:
+        log_us = [p["log_us"] for p in cpu]
+        log_ratio = [p["log_us"] / p["off"]["cpu_us"] for p in cpu]
+        redis_us = [p["redis"]["redis_us"] for p in cpu]
+        rows += [
+            ("server CPU for logs per request (logs in Redis − logs off)", "≤ 25 µs",
+             f"{med(log_us, '{:+.1f}')} µs ({med(log_ratio, '{:.3f}')} of logs off)",
+             statistics.median(log_us) <= TARGETS["log_cpu_us"], False),
+            ("Redis CPU per request", "≤ 20 µs", f"{med(redis_us)} µs",
+             statistics.median(redis_us) <= TARGETS["redis_cpu_us"], False)]
+    if mem:
+        fraction = mem["read_bytes"] / mem["stored_bytes"]
+        rows += [
+            ("Redis memory per 500-item request (MEMORY USAGE)", "≤ 90 KB",
+             f"{mem['memory_bytes'] / 1000:.1f} KB",
+             mem["memory_bytes"] / 1000 <= TARGETS["memory_kb"], True),
+            ("FetchLogs of the top 10: round trips", "1",
+             f"{mem['round_trips']} ({mem['commands']})",
+             mem["round_trips"] == 1 and mem["lines_match"], True),
+            ("FetchLogs of the top 10: bytes read ÷ request's stored bytes", "≤ 10 %",
+             f"{pct(fraction)} ({mem['read_bytes']:,} of {mem['stored_bytes']:,} B)",
+             fraction <= TARGETS["fetch_fraction"], True)]
+    if drops:
+        share100 = [w["drop_share"] for w in drops["100"]]
+        ratios120 = [g["redis"]["server_p99_us"] / g["off"]["server_p99_us"]
+                     for g in drops["120"]]
+        failed120 = sum(g["redis"]["failed"] + g["off"]["failed"] for g in drops["120"])
+        counted120 = all(g["redis"]["accounted"] for g in drops["120"])
+        dropped120 = ", ".join(pct(g["redis"]["drop_share"]) for g in drops["120"])
+        rows += [
+            (f"lines dropped at 80 % of peak ({0.8 * peak:.0f} qps), {len(drops['80'])} runs",
+             "0", ", ".join(f"{w['dropped']:.0f} of {w['handed']:.0f}" for w in drops["80"]),
+             all(w["dropped"] == 0 for w in drops["80"]), False),
+            (f"lines dropped at peak ({peak:.0f} qps)", "≤ 5 %",
+             ", ".join(pct(s) for s in share100),
+             all(s <= TARGETS["drop_share_100"] for s in share100), False),
+            ("at 120 % of peak: failed calls, every line counted", "0, yes",
+             f"{failed120}, {'yes' if counted120 else 'no'} (dropped {dropped120})",
+             failed120 == 0 and counted120, True),
+            ("at 120 % of peak: ranking (server) p99 logs in Redis ÷ logs off", "≤ 1.2×",
+             f"{med(ratios120, '{:.2f}')}×",
+             statistics.median(ratios120) <= TARGETS["p99_ratio_120"], False)]
+    if freeze:
+        rows.append(
+            ("Redis frozen: failed calls, drops counted", "0, yes",
+             f"{freeze['failed']}, {'yes' if freeze['accounted'] else 'no'} (queue full "
+             f"{freeze['counts']['dropped_queue_full']:.0f}, store error "
+             f"{freeze['counts']['dropped_store_error']:.0f})",
+             freeze["failed"] == 0 and freeze["accounted"], True))
+    if restart:
+        seconds = restart["reconnect_s"]
+        rows.append(
+            ("Redis restarted: first write after it is back", "≤ 1 s",
+             "never" if seconds is None else f"{1000 * seconds:.0f} ms",
+             seconds is not None and seconds <= TARGETS["reconnect_s"]
+             and restart["failed"] == 0 and restart["accounted"], True))
+    lines = ["### Targets", "", "| target | goal | measured | |", "|---|---|---|---|"]
+    for name, goal, measured, ok, _ in rows:
+        lines.append(f"| {name} | {goal} | {measured} | {verdict(ok)} |")
+    return lines, rows
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--build", default=os.path.join(ROOT, "build"))
+    p.add_argument("--quick", action="store_true", help="seconds-long windows (a smoke run)")
+    p.add_argument("--check", action="store_true",
+                   help="exit 1 if a target misses (with --quick: only those a short run decides)")
+    p.add_argument("--pairs", type=int, default=6, help="alternating CPU window pairs")
+    p.add_argument("--cpu_seconds", type=float, default=6)
+    p.add_argument("--warmup", type=float, default=1.0)
+    p.add_argument("--concurrency", type=int, default=4, help="closed-loop callers")
+    p.add_argument("--open_concurrency", type=int, default=8, help="open-loop callers")
+    p.add_argument("--max_concurrent", type=int, default=16,
+                   help="the servers' --max_concurrent_rank (above every caller count: "
+                        "nothing is refused)")
+    p.add_argument("--runs", type=int, default=3, help="runs at 80 %% of the peak")
+    p.add_argument("--open_seconds", type=float, default=60)
+    p.add_argument("--overload_rounds", type=int, default=2)
+    p.add_argument("--overload_seconds", type=float, default=30)
+    p.add_argument("--freeze_seconds", type=float, default=4)
+    p.add_argument("--down_seconds", type=float, default=2)
+    p.add_argument("--fault_margin", type=float, default=3)
+    p.add_argument("--deadline_ms", type=int, default=5000)
+    p.add_argument("--server_flag", action="append", default=[],
+                   help="an extra flag for every rankwire-server")
+    p.add_argument("--only", default="",
+                   help="comma-separated parts to run (cpu,memory,drops,faults; default all); "
+                        "without cpu the peak is --peak")
+    p.add_argument("--peak", type=float, default=0,
+                   help="the peak (qps) for drops and faults when cpu is not run")
+    p.add_argument("--variant", action="append", default=[],
+                   help="NAME[@BUILD_DIR]=FLAGS: another logs-in-Redis server in the cpu rounds "
+                        "(space-separated extra flags; another build's binary for an A/B of code)")
+    p.add_argument("--out", help="also write the markdown report here")
+    p.add_argument("--json", help="write every measurement here")
+    args = p.parse_args()
+    args.variants = []
+    for text in args.variant:
+        name, _, flags = text.partition("=")
+        name, _, build = name.partition("@")
+        args.variants.append({"name": name, "build": build or None, "flags": flags.split()})
+    if args.quick:
+        args.pairs, args.cpu_seconds, args.warmup = 2, 1.5, 0.5
+        args.runs, args.open_seconds = 1, 2
+        args.overload_rounds, args.overload_seconds = 1, 2
+        args.freeze_seconds, args.down_seconds, args.fault_margin = 1.5, 1, 1
+    return args
+
+
+def main():
+    args = parse_args()
+    parts = set(args.only.split(",")) if args.only else {"cpu", "memory", "drops", "faults"}
+    workdir = tempfile.mkdtemp(prefix="logstore_targets_")
+    redis = Redis(workdir)
+    common = ["--codec=rankbin", f"--max_concurrent_rank={args.max_concurrent}",
+              *args.server_flag]
+    servers, got = {}, {}
+    peak = args.peak
+    started = time.time()
+    try:
+        servers["off"] = Server(args.build, [*common, "--log_mode=none"])
+        servers["redis"] = Server(args.build, [*common, "--log_mode=store", "--logstore=redis",
+                                               f"--redis_addr=127.0.0.1:{redis.port}"])
+        for v in args.variants:
+            servers[v["name"]] = Server(v["build"] or args.build, [
+                *common, "--log_mode=store", "--logstore=redis",
+                f"--redis_addr=127.0.0.1:{redis.port}", *v["flags"]])
+        startup = " ".join(re.findall(r"\] (rankwire-server listening.*|allocator=.*)$",
+                                      servers["redis"].log_text(), re.M))
+        if "cpu" in parts:
+            got["cpu"] = run_cpu(args, servers, redis)
+            peak = statistics.median(p["off"]["qps"] for p in got["cpu"])
+        if "memory" in parts:
+            got["memory"] = run_memory_fetch(args, redis, common)
+        if parts & {"drops", "faults"} and peak <= 0:
+            raise SystemExit("drops and faults need the peak: run cpu, or give --peak")
+        if "drops" in parts:
+            got["drops"] = run_drops(args, servers, peak)
+        if "faults" in parts:
+            got["freeze"] = run_freeze(args, servers["redis"], redis, peak)
+            got["restart"] = run_restart(args, servers["redis"], redis, peak)
+    finally:
+        for s in servers.values():
+            s.close()
+        redis.close()
+    model = re.search(r"Model name:\s*(.*)", subprocess.run(
+        ["lscpu"], capture_output=True, text=True).stdout)
+    rev = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"],
+                         capture_output=True, text=True).stdout.strip()
+    table, rows = summary(got, peak)
+    lines = [f"## Log path targets (issue 35), {time.strftime('%Y-%m-%d %H:%M')}, revision {rev}",
+             "",
+             f"{model.group(1).strip() if model else '?'}, {os.cpu_count()} CPUs; server on CPU "
+             f"{SERVER_CPU}, load generator and Redis on CPU {LOAD_CPU}; "
+             f"{'quick' if args.quick else 'full'} mode, {time.time() - started:.0f} s. Command: "
+             f"`{' '.join(['bench/logstore_targets.py', *sys.argv[1:]])}`. "
+             f"Server (logs in Redis) start-up: `{startup}`", ""]
+    lines += table
+    if "cpu" in got:
+        lines += [""] + report_cpu(got["cpu"], args.variants)
+    if "memory" in got:
+        lines += [""] + report_memory_fetch(got["memory"])
+    if "drops" in got:
+        lines += [""] + report_drops(got["drops"], peak, args)
+    if "freeze" in got:
+        lines += [""] + report_faults(got["freeze"], got["restart"], args)
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text + "\n")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"peak": peak, **got}, f, indent=1, default=str)
+    if args.check:
+        missed = [name for name, _, _, ok, quick in rows if not ok and (quick or not args.quick)]
+        if missed:
+            print("missed: " + "; ".join(missed), file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

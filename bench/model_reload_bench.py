@@ -1,0 +1,266 @@
+#!/usr/bin/python3
+"""What a model reload costs the callers, under open-loop load.
+
+    /usr/bin/python3 bench/model_reload_bench.py --build build [--runs 3] [--quick]
+
+One run, on this machine (server pinned to CPU 0, load generator to CPU 1):
+
+  1. the closed-loop peak of the server with the shipped model (4 callers);
+  2. open loop at 80 % of that peak for --load_s seconds, with a reload
+     (a new version written to the model directory, then SIGHUP) every
+     --every_s seconds; every call recorded (rankwire-loadgen --calls_file);
+  3. for each swap (its time from the server's "models (SIGHUP)" line): the
+     p99 of the calls due in the 2 s around it, against the p99 of the calls
+     due in the steady stretches between swaps (more than 2 s from any);
+  4. then 200 reloads in a row through ModelService.ReloadModels (health
+     port, --model_admin_rpc), under the same load: RSS and jemalloc's
+     allocated bytes, median over 3 s of load before and after.
+
+Targets (issue 36): 0 failed calls, no response with two versions (a call's
+header names one; the per-item check is tests/integration/model_reload_test),
+p99 around a swap <= 1.3x steady, RSS back within 5 % after 200 reloads, and
+the shipped model loading in < 50 ms (the server logs each load's time).
+
+Prints a table per run and a summary; --json writes the numbers.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+import grpc
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHIPPED = os.path.join(ROOT, "server", "models", "ecom_search_lr.model")
+
+
+def model_text(version):
+    text = open(SHIPPED).read()
+    return text.replace("\nversion 2026.11.3\n", "\nversion %s\n" % version)
+
+
+def metric(port, name):
+    page = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5).read().decode()
+    for line in page.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return None
+
+
+def rss_bytes(pid):
+    for line in open("/proc/%d/status" % pid):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def percentile(values, p):
+    if not values:
+        return float("nan")
+    values = sorted(values)
+    return values[min(len(values) - 1, int(p * (len(values) - 1) + 0.5))]
+
+
+class Server:
+    def __init__(self, build, model_dir, log_path):
+        self.log_path = log_path
+        args = ["taskset", "-c", "0", os.path.join(build, "server", "rankwire-server"),
+                "--address=127.0.0.1", "--port=0", "--metrics_port=0", "--health_port=0",
+                "--model=" + model_dir, "--model_poll_interval=0", "--model_admin_rpc",
+                "--codec=rankbin", "--log_mode=store"]
+        self.proc = subprocess.Popen(args, stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            m = re.search(r"listening port=(\d+) metrics_port=(\d+).*?health_port=(\d+)",
+                          open(log_path).read())
+            if m:
+                self.port, self.metrics_port, self.health_port = map(int, m.groups())
+                return
+            time.sleep(0.05)
+        raise RuntimeError("server did not start:\n" + open(log_path).read())
+
+    def swaps(self):
+        """(unix seconds, trigger, load ms) of every swap after start-up."""
+        out = []
+        for line in open(self.log_path):
+            m = re.match(r"\[(\d+-\d+-\d+ \d+:\d+:\d+\.\d+)\] \[info\] models \((\w+)\): "
+                         r"generation (\d+).* loaded in ([\d.]+) ms", line)
+            if m and int(m.group(3)) > 1:
+                stamp = time.mktime(time.strptime(m.group(1)[:19], "%Y-%m-%d %H:%M:%S"))
+                out.append((stamp + float("0" + m.group(1)[19:]), m.group(2), float(m.group(4))))
+        return out
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=30)
+
+
+def loadgen(build, server, seconds, qps=0, calls_file=None, concurrency=4):
+    args = ["taskset", "-c", "1", os.path.join(build, "client", "rankwire-loadgen"),
+            "--target=127.0.0.1:%d" % server.port, "--concurrency=%d" % concurrency,
+            "--duration_s=%g" % seconds, "--warmup_s=1", "--json", "--log_mode=store",
+            "--codec=rankbin", "--qps=%g" % qps]
+    if calls_file:
+        args.append("--calls_file=" + calls_file)
+    return subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+
+
+def reload_rpc(server):
+    channel = grpc.insecure_channel("127.0.0.1:%d" % server.health_port)
+    call = channel.unary_unary("/rank.v1.ModelService/ReloadModels",
+                               request_serializer=lambda _: b"",
+                               response_deserializer=lambda b: b)
+    return channel, call
+
+
+def one_run(args, run):
+    tmp = tempfile.mkdtemp(prefix="rankwire-reload-bench-")
+    models = os.path.join(tmp, "models")
+    os.mkdir(models)
+    version = 1
+    open(os.path.join(models, "1.model"), "w").write(model_text("b1"))
+    server = Server(args.build, models, os.path.join(tmp, "server.log"))
+    try:
+        peak = json.loads(loadgen(args.build, server, args.peak_s).communicate()[0])["qps"]
+        qps = 0.8 * peak
+        calls_file = os.path.join(tmp, "calls.tsv")
+        load = loadgen(args.build, server, args.load_s, qps=qps, calls_file=calls_file)
+        time.sleep(1 + args.every_s)
+        while load.poll() is None:
+            version += 1
+            open(os.path.join(models, "%d.model" % version), "w").write(model_text("b%d" % version))
+            server.proc.send_signal(signal.SIGHUP)
+            time.sleep(args.every_s)
+            if version - 1 >= args.swaps:
+                break
+        summary = json.loads(load.communicate()[0])
+        calls = []
+        for line in open(calls_file):
+            due, latency, code, model = line.rstrip("\n").split("\t")
+            calls.append((int(due) / 1e6, float(latency), code, model))
+        swaps = [s for s in server.swaps() if s[1] == "SIGHUP"]
+        around, steady = [], []
+        per_swap = []
+        for when, _, _ in swaps:
+            window = [c[1] for c in calls if abs(c[0] - when) <= 1.0]
+            around.extend(window)
+            per_swap.append(percentile(window, 0.99))
+        for c in calls:
+            if all(abs(c[0] - when) > 2.0 for when, _, _ in swaps):
+                steady.append(c[1])
+        failed = sum(1 for c in calls if c[2] != "OK")
+        failed_codes = sorted({c[2] for c in calls if c[2] != "OK"})
+        versions = sorted({c[3] for c in calls})
+
+        # 200 reloads in a row under load: RSS and allocated bytes, steady
+        # (median of 3 s of samples) before and after.
+        load = loadgen(args.build, server, 3 + args.reloads_s + 3 + 2, qps=qps)
+        time.sleep(1.5)
+
+        def sample(seconds):
+            rss, allocated = [], []
+            end = time.time() + seconds
+            while time.time() < end:
+                rss.append(rss_bytes(server.proc.pid))
+                allocated.append(metric(server.metrics_port, "rankwire_malloc_allocated_bytes"))
+                time.sleep(0.1)
+            return statistics.median(rss), statistics.median(allocated)
+
+        rss_before, alloc_before = sample(3)
+        channel, call = reload_rpc(server)
+        started = time.time()
+        reload_errors = 0
+        for r in range(args.reloads):
+            version += 1
+            open(os.path.join(models, "%d.model" % version), "w").write(model_text("b%d" % version))
+            os.remove(os.path.join(models, "%d.model" % (version - 1)))
+            try:
+                call(b"", timeout=10)
+            except grpc.RpcError:
+                reload_errors += 1
+        reload_seconds = time.time() - started
+        rss_after, alloc_after = sample(3)
+        channel.close()
+        load_summary = json.loads(load.communicate()[0])
+        live = metric(server.metrics_port, "rankwire_models_live")
+        loads_ms = [s[2] for s in server.swaps()]
+        return {
+            "run": run,
+            "peak_qps": peak,
+            "open_loop_qps": summary["qps"],
+            "calls": len(calls),
+            "failed_calls": failed + load_summary["errors"],
+            "failed_codes": failed_codes,
+            "versions_seen": len(versions),
+            "swaps": len(swaps),
+            "p99_steady_us": percentile(steady, 0.99),
+            "p99_around_swap_us": percentile(around, 0.99),
+            "p99_ratio": percentile(around, 0.99) / percentile(steady, 0.99),
+            "p99_ratio_per_swap": [p / percentile(steady, 0.99) for p in per_swap],
+            "reloads": args.reloads,
+            "reload_errors": reload_errors,
+            "reloads_per_s": args.reloads / reload_seconds,
+            "load_ms_median": statistics.median(loads_ms) if loads_ms else None,
+            "load_ms_max": max(loads_ms) if loads_ms else None,
+            "rss_before": rss_before,
+            "rss_after": rss_after,
+            "rss_ratio": rss_after / rss_before,
+            "allocated_ratio": alloc_after / alloc_before,
+            "models_live": live,
+        }
+    finally:
+        server.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--peak_s", type=float, default=6)
+    parser.add_argument("--load_s", type=float, default=30)
+    parser.add_argument("--every_s", type=float, default=6)
+    parser.add_argument("--swaps", type=int, default=4)
+    parser.add_argument("--reloads", type=int, default=200)
+    parser.add_argument("--reloads_s", type=float, default=4, help="load time kept for them")
+    parser.add_argument("--quick", action="store_true", help="one short run (a smoke test)")
+    parser.add_argument("--json", help="write the runs here")
+    args = parser.parse_args()
+    if args.quick:
+        args.runs, args.peak_s, args.load_s, args.every_s, args.swaps = 1, 2, 8, 2.5, 2
+        args.reloads = 20
+    runs = [one_run(args, r) for r in range(args.runs)]
+    keys = ["peak_qps", "open_loop_qps", "calls", "failed_calls", "swaps", "p99_steady_us",
+            "p99_around_swap_us", "p99_ratio", "reloads_per_s", "load_ms_median", "load_ms_max",
+            "rss_ratio", "allocated_ratio", "models_live"]
+    print("| run | " + " | ".join(keys) + " |")
+    print("|" + "---|" * (len(keys) + 1))
+    for r in runs:
+        print("| %d | " % r["run"] + " | ".join(
+            "%.3g" % r[k] if isinstance(r[k], float) else str(r[k]) for k in keys) + " |")
+    ratios = [r["p99_ratio"] for r in runs]
+    print("p99 around a swap / steady: median %.2f (min %.2f, max %.2f) over %d runs" % (
+        statistics.median(ratios), min(ratios), max(ratios), len(runs)))
+    print("RSS after %d reloads / before: median %.3f (min %.3f, max %.3f)" % (
+        args.reloads, statistics.median(r["rss_ratio"] for r in runs),
+        min(r["rss_ratio"] for r in runs), max(r["rss_ratio"] for r in runs)))
+    print("failed calls: %d %s; models live at the end: %s" % (
+        sum(r["failed_calls"] for r in runs), sorted({c for r in runs for c in r["failed_codes"]}),
+        [r["models_live"] for r in runs]))
+    if args.json:
+        json.dump(runs, open(args.json, "w"), indent=1)
+    ok = all(r["failed_calls"] == 0 and r["reload_errors"] == 0 and r["models_live"] == 1
+             for r in runs)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

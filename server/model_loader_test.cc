@@ -1,0 +1,138 @@
+#include "server/model_loader.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/str_replace.h"
+#include "base/status_reason.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace rankwire::server {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+class ModelLoaderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/rankwire-loader-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+    std::ifstream in(RANKWIRE_MODEL_PATH);
+    std::stringstream text;
+    text << in.rdbuf();
+    shipped_ = text.str();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  void Write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name) << text;
+  }
+  std::string Model(const std::string& version) {
+    return absl::StrReplaceAll(shipped_, {{"\nversion 2026.11.3\n", "\nversion " + version + "\n"}});
+  }
+
+  fs::path dir_;
+  std::string shipped_;
+};
+
+TEST_F(ModelLoaderTest, ADirectoryServesItsNewestVersionNumberByNumber) {
+  Write("2.model", Model("a"));
+  Write("10.model", Model("b"));
+  Write("9.9.model", Model("c"));
+  Write(".11.model", Model("hidden"));
+  Write("11.model.tmp", Model("partial"));
+  Write("README", "not a model");
+  absl::StatusOr<ModelPlan> plan = PlanModels(dir_.string());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->entries.size(), 1u);
+  EXPECT_EQ(plan->entries[0].path, (dir_ / "10.model").string());
+  EXPECT_EQ(plan->entries[0].version_hint, "10");
+  EXPECT_FALSE(plan->bucketed);
+  Write("2026.11.10.json", "{}");
+  Write("2026.11.3.model", Model("d"));
+  plan = PlanModels(dir_.string());
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->entries[0].path, (dir_ / "2026.11.10.json").string());
+}
+
+TEST_F(ModelLoaderTest, AManifestNamesBucketsOrOneModel) {
+  fs::create_directory(dir_ / "trees");
+  Write("trees/1.model", Model("t1"));
+  Write("lin.model", Model("lin"));
+  Write(kManifestName,
+        "rankwire-manifest 1\nbucket a 30 lin.model\nbucket b 70 trees/\n"
+        "item_features price\nend\n");
+  absl::StatusOr<ModelPlan> plan = PlanModels(dir_.string());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(plan->bucketed);
+  ASSERT_EQ(plan->entries.size(), 2u);
+  EXPECT_EQ(plan->entries[1].bucket, "b");
+  EXPECT_EQ(plan->entries[1].percent, 70);
+  EXPECT_EQ(plan->entries[1].path, (dir_ / "trees/1.model").string());
+  ASSERT_TRUE(plan->supplied.has_value());
+  EXPECT_EQ(plan->supplied->item, std::vector<std::string>{"price"});
+
+  Write(kManifestName, "rankwire-manifest 1\nmodel lin.model\nend\n");
+  plan = PlanModels(dir_.string());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_FALSE(plan->bucketed);
+  absl::StatusOr<LoadedModel> loaded = LoadModel(plan->entries[0], {});
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->model->full_version(), "ecom_search_lr@lin");
+}
+
+TEST_F(ModelLoaderTest, ABadManifestIsRefusedWithItsLineAndReason) {
+  Write("lin.model", Model("lin"));
+  struct Case {
+    std::string text;
+    std::string message;
+    std::string reason;
+  };
+  const Case cases[] = {
+      {"rankwire-manifest 1\nbucket a 50 lin.model\nend\n", "percents sum to 50", "manifest"},
+      {"rankwire-manifest 1\nbucket a 50 lin.model\nbucket a 50 lin.model\nend\n",
+       ":3: bucket \"a\" named twice", "manifest"},
+      {"rankwire-manifest 1\nmodel lin.model\nbucket a 100 lin.model\nend\n",
+       ":3: a bucket line after", "manifest"},
+      {"rankwire-manifest 1\nbucket a 100 lin.model\n", "no \"end\" line", "truncated"},
+      {"rankwire-manifest 1\nfrobnicate\nend\n", ":2: unknown directive", "manifest"},
+      {"", "empty manifest", "manifest"},
+  };
+  for (const Case& c : cases) {
+    Write(kManifestName, c.text);
+    absl::StatusOr<ModelPlan> plan = PlanModels(dir_.string());
+    ASSERT_FALSE(plan.ok()) << c.text;
+    EXPECT_THAT(std::string(plan.status().message()), HasSubstr(c.message)) << c.text;
+    EXPECT_EQ(ReasonOf(plan.status()).value_or("none"), c.reason) << c.text;
+  }
+  // A missing file is the load's error (the plan names it).
+  Write(kManifestName, "rankwire-manifest 1\nbucket a 100 gone.model\nend\n");
+  absl::StatusOr<ModelPlan> plan = PlanModels(dir_.string());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  absl::StatusOr<LoadedModel> loaded = LoadModel(plan->entries[0], {});
+  EXPECT_EQ(ReasonOf(loaded.status()).value_or("none"), "not_found");
+  EXPECT_THAT(std::string(loaded.status().message()), HasSubstr("gone.model"));
+}
+
+TEST_F(ModelLoaderTest, TheCheckRefusesAModelWhoseScoresAreNotFinite) {
+  // p = sigmoid(-800) and exponent -1: every number finite in the file, an
+  // infinite score.
+  Write("big.model", absl::StrReplaceAll(shipped_, {{"head ctr -3.20 1.00", "head ctr -800 -1"}}));
+  ModelPlan::Entry entry;
+  entry.path = (dir_ / "big.model").string();
+  absl::StatusOr<LoadedModel> loaded = LoadModel(entry, {});
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  absl::Status check = CheckModel(*loaded->model, std::nullopt, false, RequestLimits{});
+  EXPECT_EQ(ReasonOf(check).value_or("none"), "check_failed");
+  EXPECT_THAT(std::string(check.message()), HasSubstr("not finite"));
+}
+
+}  // namespace
+}  // namespace rankwire::server
