@@ -1,192 +1,274 @@
 // xgboost_bench: rankwire's TreeEvaluator against libxgboost's own predictor
 // (XGBoosterPredictFromDense, one thread) on the same model file and the
-// same rows, over 100 to 1,000 trees, depth 4 to 8 and 10 to 2,000 items.
+// same rows, over 100 to 1,000 trees, depth 4 to 8 and 10 to 2,000 items;
+// the shipped request through the ranker; model load time and memory.
 //
-//   build/bench/xgboost_bench                        # the sweep, 5 repetitions
-//   build/bench/xgboost_bench --benchmark_filter=t0300/d6/n0500
+//   taskset -c 1 build/bench/xgboost_bench                  # all of it, 5 repetitions
+//   taskset -c 1 build/bench/xgboost_bench --benchmark_filter=t0300/d6/n0500
+//   build/bench/xgboost_bench --ratio_csv=sweep.csv         # also the sweep table as CSV
+//   build/bench/xgboost_bench --write_workload_model=m.json # the w0300/d6 model; exits
 //
-// Models are generated here (seeded), written as XGBoost 1.7 JSON and loaded
-// by both engines: 18 features, split thresholds drawn from the features'
-// distribution, 15% of nodes below depth 2 pruned to leaves, covers that
-// halve unevenly, as trained trees look. Rows: N(0,1) features, 10% missing.
+// Families (engine/cell; a cell is tTREES/dDEPTH/nITEMS):
+//   xgboost/ rankwire/ scalar/ tT/dD/nN   the sweep: T in {100, 300, 500, 1000},
+//        D in {4..8}, N in {10, 100, 500, 2000}. Models generated here (seeded),
+//        written as XGBoost 1.7 JSON and loaded by both engines: 18 features,
+//        15% of nodes below depth 2 pruned to leaves; rows N(0,1), 10% missing.
+//        "rankwire" is the CPU's best kernel (AVX-512 where it has it),
+//        "scalar" the portable one.
+//   xgboost/ rankwire/ scalar/ w0300/d6/n0500   the same engines on the shipped
+//        request (workload request 0: 500 candidates) with a 300-tree depth-6
+//        model over its 18 item, 6 user ("user.x") and 3 context ("ctx.x")
+//        features, split thresholds drawn from the workload's own values
+//        (--write_workload_model writes it: bench/cpu_budget.py serves it).
+//   ranker_xgboost/ ranker_linear/ w0300/d6/n0500   Ranker::Score on that
+//        request: binding, gathering the rows, scoring and ordering, with the
+//        XGBoost model and with the shipped linear model: the server's
+//        "score" phase.
+//   treeshap/w0300/d6/n0010   TreeSHAP of 10 of its rows: what explaining a
+//        response's 10 shown items costs (--explain_items).
+//   load/ load_server/ xgboost_load/ tT/dD   parsing a model and building what
+//        the server holds (XGBoostScorer); the server's whole load (read the
+//        file, parse, build, the built-in check request: LoadModel +
+//        CheckModel); XGBoosterLoadModel of the same file. With the bytes the
+//        scorer holds per node.
 //
-// Repetitions run in random interleaved order (this host is shared and its
-// speed drifts); at the end a table gives each cell's median time per engine
-// and XGBoost/rankwire ratios: the median over repetitions (paired by
-// repetition index) and their range, for the CPU's best kernel ("rankwire":
-// AVX-512 here) and for the portable one ("scalar"). A "load" family times parsing a model
-// plus building its evaluator, and reports the evaluator's bytes per node.
+// Times are CPU time of the whole process (every thread, so a predictor
+// that used more than one would pay for it), which a busy host's other
+// processes do not inflate as they do wall time. Repetitions run in random
+// interleaved order; the tables at the end give each cell's median and
+// XGBoost/rankwire ratios: the median over repetitions (paired by
+// repetition index) and their range.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "benchmark/benchmark.h"
+#include "server/linear_model.h"
+#include "server/linear_scorer.h"
+#include "server/model_loader.h"
+#include "server/ranker.h"
+#include "server/request_view.h"
 #include "server/xgboost/tree_evaluator.h"
+#include "server/xgboost/tree_shap.h"
 #include "server/xgboost/xgboost_model.h"
+#include "server/xgboost/xgboost_test_util.h"
+#include "server/xgboost_scorer.h"
+#include "workload/workload.h"
 #include "xgboost/c_api.h"
 
 namespace {
 
 using rankwire::xgb::TreeEvaluator;
 using rankwire::xgb::XGBoostModel;
+namespace xgbtest = rankwire::xgb::testing;
 
-constexpr int kFeatures = 18;
+constexpr int kSweepFeatures = 18;
+constexpr int kWorkloadTrees = 300;
+constexpr int kWorkloadDepth = 6;
 
-// One tree in XGBoost's JSON form, grown breadth first.
-std::string RandomTree(std::mt19937& rng, int depth, int id) {
-  std::normal_distribution<float> normal;
-  std::uniform_real_distribution<float> uniform(0, 1);
-  std::vector<int> left, right, parent, feature, default_left, level;
-  std::vector<float> value, cover;
-  auto add = [&](int p, int l, float c) {
-    left.push_back(-1), right.push_back(-1), parent.push_back(p), feature.push_back(0);
-    default_left.push_back(0), value.push_back(0), cover.push_back(c), level.push_back(l);
-  };
-  add(2147483647, 0, 1000);
-  for (size_t n = 0; n < left.size(); ++n) {
-    const bool leaf = level[n] == depth || (level[n] >= 2 && uniform(rng) < 0.15f);
-    if (leaf) {
-      value[n] = 0.1f * normal(rng);
-      continue;
-    }
-    feature[n] = static_cast<int>(rng() % kFeatures);
-    value[n] = normal(rng);
-    default_left[n] = static_cast<int>(rng() % 2);
-    const float share = 0.2f + 0.6f * uniform(rng);
-    left[n] = static_cast<int>(left.size());
-    add(static_cast<int>(n), level[n] + 1, cover[n] * share);
-    right[n] = static_cast<int>(left.size());
-    add(static_cast<int>(n), level[n] + 1, cover[n] * (1 - share));
-  }
-  auto list = [](const auto& v) {
-    std::string out = "[";
-    for (size_t i = 0; i < v.size(); ++i) {
-      // XGBoost reads a float array's "1000" as an integer and refuses it.
-      if constexpr (std::is_same_v<std::decay_t<decltype(v[i])>, float>) {
-        absl::StrAppend(&out, i ? "," : "", absl::StrFormat("%.9e", v[i]));
-      } else {
-        absl::StrAppend(&out, i ? "," : "", v[i]);
-      }
-    }
-    return out + "]";
-  };
-  const std::vector<int> zeros(left.size(), 0);
-  return absl::StrCat(
-      "{\"base_weights\":", list(value), ",\"categories\":[],\"categories_nodes\":[],",
-      "\"categories_segments\":[],\"categories_sizes\":[],\"default_left\":", list(default_left),
-      ",\"id\":", id, ",\"left_children\":", list(left), ",\"loss_changes\":", list(cover),
-      ",\"parents\":", list(parent), ",\"right_children\":", list(right),
-      ",\"split_conditions\":", list(value), ",\"split_indices\":", list(feature),
-      ",\"split_type\":", list(zeros), ",\"sum_hessian\":", list(cover),
-      ",\"tree_param\":{\"num_deleted\":\"0\",\"num_feature\":\"", kFeatures,
-      "\",\"num_nodes\":\"", left.size(), "\",\"size_leaf_vector\":\"0\"}}");
-}
-
-std::string RandomModel(int trees, int depth) {
-  std::mt19937 rng(trees * 100 + depth);
-  std::string names, types, tree_json, info;
-  for (int f = 0; f < kFeatures; ++f) {
-    absl::StrAppend(&names, f ? "," : "", "\"f", f, "\"");
-    absl::StrAppend(&types, f ? "," : "", "\"float\"");
-  }
-  for (int t = 0; t < trees; ++t) {
-    absl::StrAppend(&tree_json, t ? "," : "", RandomTree(rng, depth, t));
-    absl::StrAppend(&info, t ? "," : "", "0");
-  }
-  return absl::StrCat(
-      "{\"learner\":{\"attributes\":{},\"feature_names\":[", names, "],\"feature_types\":[", types,
-      "],\"gradient_booster\":{\"model\":{\"gbtree_model_param\":{\"num_parallel_tree\":\"1\",",
-      "\"num_trees\":\"", trees, "\",\"size_leaf_vector\":\"0\"},\"tree_info\":[", info,
-      "],\"trees\":[", tree_json, "]},\"name\":\"gbtree\"},\"learner_model_param\":{",
-      "\"base_score\":\"5E-1\",\"boost_from_average\":\"1\",\"num_class\":\"0\",",
-      "\"num_feature\":\"", kFeatures, "\",\"num_target\":\"1\"},\"objective\":{",
-      "\"lambda_rank_param\":{\"fix_list_weight\":\"0\",\"num_pairsample\":\"1\"},",
-      "\"name\":\"rank:ndcg\"}},\"version\":[1,7,4]}");
+void Die(const std::string& message) {
+  std::fprintf(stderr, "xgboost_bench: %s\n", message.c_str());
+  std::abort();
 }
 
 void CheckXgb(int rc) {
-  if (rc != 0) {
-    std::fprintf(stderr, "xgboost: %s\n", XGBGetLastError());
-    std::abort();
-  }
+  if (rc != 0) Die(absl::StrCat("xgboost: ", XGBGetLastError()));
 }
 
-// A model as both engines hold it.
+// The shipped request: workload request 0, as loadgen's first.
+const rank::v1::RankRequest& WorkloadRequest() {
+  static const auto* request =
+      new rank::v1::RankRequest(rankwire::workload::WorkloadGenerator({}).Make(0));
+  return *request;
+}
+
+// The workload's features as an XGBoost model names them: every item
+// feature, the numeric user features as "user.x", the numeric context
+// values as "ctx.x".
+std::vector<std::string> WorkloadFeatureNames() {
+  std::vector<std::string> names = rankwire::workload::ItemFeatureNames();
+  for (const char* user : {"user_price_pref", "user_activity", "user_purchase_power",
+                           "user_ctr_30d", "user_age_bucket", "is_new_user"}) {
+    names.push_back(absl::StrCat("user.", user));
+  }
+  for (const char* ctx : {"hour_of_day", "city_tier", "is_mobile"}) {
+    names.push_back(absl::StrCat("ctx.", ctx));
+  }
+  return names;
+}
+
+// A request's candidates as rows of model features (`names`; missing: NaN),
+// as XGBoostScorer gathers them.
+std::vector<float> RowsOf(const rank::v1::RankRequest& request,
+                          const std::vector<std::string>& names) {
+  const size_t n = request.candidates_size();
+  std::vector<float> rows(n * names.size(), NAN);
+  for (size_t f = 0; f < names.size(); ++f) {
+    absl::string_view name = names[f];
+    float constant = NAN;
+    if (absl::ConsumePrefix(&name, "user.")) {
+      auto it = request.user_features().find(std::string(name));
+      if (it != request.user_features().end()) constant = static_cast<float>(it->second);
+    } else if (absl::ConsumePrefix(&name, "ctx.")) {
+      auto it = request.context().find(std::string(name));
+      if (it != request.context().end() && !absl::SimpleAtof(it->second, &constant)) {
+        constant = NAN;
+      }
+    } else {
+      const auto& columns = request.item_feature_names();
+      const int col = static_cast<int>(std::find(columns.begin(), columns.end(), name) -
+                                       columns.begin());
+      if (col < columns.size()) {
+        for (size_t c = 0; c < n; ++c) rows[c * names.size() + f] = request.candidates(c).features(col);
+        continue;
+      }
+    }
+    for (size_t c = 0; c < n; ++c) rows[c * names.size() + f] = constant;
+  }
+  return rows;
+}
+
+// The sweep's model: 18 features, 15% of nodes below depth 2 pruned.
+std::string SweepModel(int trees, int depth) {
+  std::mt19937 rng(trees * 100 + depth);
+  xgbtest::ModelSpec spec;
+  spec.objective_params = xgbtest::kLambdaRankParams;
+  spec.num_feature = kSweepFeatures;
+  spec.feature_names.clear();
+  for (int f = 0; f < kSweepFeatures; ++f) spec.feature_names.push_back(absl::StrCat("f", f));
+  for (int t = 0; t < trees; ++t) {
+    spec.trees.push_back(xgbtest::RandomTree(rng, depth, kSweepFeatures, 0.15f));
+  }
+  return xgbtest::ModelJson(spec);
+}
+
+// The workload's model: thresholds are values the workload's features take
+// (in 8 of its requests), so splits divide its rows as a trained model's do.
+std::string WorkloadModel() {
+  const std::vector<std::string> names = WorkloadFeatureNames();
+  std::vector<float> pool;
+  const rankwire::workload::WorkloadGenerator generator({});
+  for (uint64_t r = 0; r < 8; ++r) {
+    const std::vector<float> rows = RowsOf(generator.Make(r), names);
+    pool.insert(pool.end(), rows.begin(), rows.end());
+  }
+  const size_t pool_rows = pool.size() / names.size();
+  std::mt19937 rng(39);
+  xgbtest::ModelSpec spec;
+  spec.objective_params = xgbtest::kLambdaRankParams;
+  spec.feature_names = names;
+  spec.num_feature = static_cast<int>(names.size());
+  auto threshold = [&](int feature) {
+    for (;;) {  // a value the feature takes (not NaN: no request lacks it here)
+      const float v = pool[(rng() % pool_rows) * names.size() + feature];
+      if (!std::isnan(v)) return v;
+    }
+  };
+  for (int t = 0; t < kWorkloadTrees; ++t) {
+    spec.trees.push_back(
+        xgbtest::RandomTree(rng, kWorkloadDepth, spec.num_feature, 0.15f, threshold));
+  }
+  return xgbtest::ModelJson(spec);
+}
+
+// A model as both engines hold it, and the rows it is scored on.
 struct Engines {
   std::string json;
+  std::string path;  // the JSON written to a file, for the loaders
   std::unique_ptr<XGBoostModel> model;
   std::unique_ptr<TreeEvaluator> evaluator;         // the CPU's best kernel
   std::unique_ptr<TreeEvaluator> scalar_evaluator;  // the portable one
   BoosterHandle booster = nullptr;
+  std::function<std::vector<float>(int)> rows;  // n rows, model feature order
 };
 
-Engines& EnginesFor(int trees, int depth) {
-  static auto* cache = new std::map<std::pair<int, int>, Engines>();
-  Engines& e = (*cache)[{trees, depth}];
+std::map<std::string, Engines>& EngineCache() {
+  static auto* cache = new std::map<std::string, Engines>();
+  return *cache;
+}
+
+// "t0300/d6" or "w0300/d6".
+Engines& EnginesFor(const std::string& key) {
+  Engines& e = EngineCache()[key];
   if (e.booster != nullptr) return e;
-  e.json = RandomModel(trees, depth);
-  auto model = XGBoostModel::Parse(e.json, "generated");
-  if (!model.ok()) {
-    std::fprintf(stderr, "%s\n", model.status().ToString().c_str());
-    std::abort();
+  int trees = 0, depth = 0;
+  if (std::sscanf(key.c_str() + 1, "%d/d%d", &trees, &depth) != 2) Die("bad key " + key);
+  if (key[0] == 'w') {
+    e.json = WorkloadModel();
+    e.rows = [](int n) {
+      std::vector<float> rows = RowsOf(WorkloadRequest(), WorkloadFeatureNames());
+      rows.resize(static_cast<size_t>(n) * WorkloadFeatureNames().size());
+      return rows;
+    };
+  } else {
+    e.json = SweepModel(trees, depth);
+    e.rows = [](int n) {
+      std::mt19937 rng(n);
+      std::normal_distribution<float> normal;
+      std::uniform_real_distribution<float> uniform(0, 1);
+      std::vector<float> rows(static_cast<size_t>(n) * kSweepFeatures);
+      for (float& x : rows) x = uniform(rng) < 0.1f ? NAN : normal(rng);
+      return rows;
+    };
   }
+  auto model = XGBoostModel::Parse(e.json, key);
+  if (!model.ok()) Die(model.status().ToString());
   e.model = std::make_unique<XGBoostModel>(*std::move(model));
   e.evaluator = std::make_unique<TreeEvaluator>(*e.model);
   e.scalar_evaluator = std::make_unique<TreeEvaluator>(*e.model, TreeEvaluator::Kernel::kScalar);
-  const std::string path = absl::StrCat("/tmp/xgboost_bench_t", trees, "_d", depth, ".json");
-  std::FILE* f = std::fopen(path.c_str(), "w");
+  e.path = absl::StrCat("/tmp/xgboost_bench_", getpid(), "_", key.substr(0, 1), trees, "_d",
+                        depth, ".json");
+  std::FILE* f = std::fopen(e.path.c_str(), "w");
   std::fwrite(e.json.data(), 1, e.json.size(), f);
   std::fclose(f);
   CheckXgb(XGBoosterCreate(nullptr, 0, &e.booster));
-  CheckXgb(XGBoosterLoadModel(e.booster, path.c_str()));
+  CheckXgb(XGBoosterLoadModel(e.booster, e.path.c_str()));
   CheckXgb(XGBoosterSetParam(e.booster, "nthread", "1"));
-  std::remove(path.c_str());
   return e;
 }
 
-std::vector<float> Rows(int n) {
-  std::mt19937 rng(n);
-  std::normal_distribution<float> normal;
-  std::uniform_real_distribution<float> uniform(0, 1);
-  std::vector<float> rows(static_cast<size_t>(n) * kFeatures);
-  for (float& x : rows) x = uniform(rng) < 0.1f ? NAN : normal(rng);
-  return rows;
-}
+int Features(const Engines& e) { return static_cast<int>(e.model->num_features()); }
 
-void BM_Rankwire(benchmark::State& state, int trees, int depth, int items, bool scalar) {
-  Engines& e = EnginesFor(trees, depth);
+void BM_Rankwire(benchmark::State& state, std::string key, int items, bool scalar) {
+  Engines& e = EnginesFor(key);
   const TreeEvaluator& evaluator = scalar ? *e.scalar_evaluator : *e.evaluator;
-  const std::vector<float> rows = Rows(items);
+  const std::vector<float> rows = e.rows(items);
   std::vector<float> out(items);
   for (auto _ : state) {
-    evaluator.Score(rows.data(), items, kFeatures, out.data());
+    evaluator.Score(rows.data(), items, Features(e), out.data());
     benchmark::DoNotOptimize(out.data());
   }
   state.SetItemsProcessed(state.iterations() * items);
   state.SetLabel(std::string(evaluator.kernel_name()));
 }
 
-void BM_XGBoost(benchmark::State& state, int trees, int depth, int items) {
-  Engines& e = EnginesFor(trees, depth);
-  const std::vector<float> rows = Rows(items);
+void BM_XGBoost(benchmark::State& state, std::string key, int items) {
+  Engines& e = EnginesFor(key);
+  const std::vector<float> rows = e.rows(items);
   const std::string array = absl::StrFormat(
       "{\"data\":[%d,true],\"shape\":[%d,%d],\"typestr\":\"<f4\",\"version\":3}",
-      reinterpret_cast<uintptr_t>(rows.data()), items, kFeatures);
+      reinterpret_cast<uintptr_t>(rows.data()), items, Features(e));
   const char* config =
       "{\"type\":0,\"training\":false,\"iteration_begin\":0,\"iteration_end\":0,"
       "\"strict_shape\":false,\"missing\":NaN,\"cache_id\":0}";
   // Same scores, or the comparison is void.
   std::vector<float> ours(items);
-  e.evaluator->Score(rows.data(), items, kFeatures, ours.data());
+  e.evaluator->Score(rows.data(), items, Features(e), ours.data());
   for (auto _ : state) {
     const bst_ulong* shape;
     bst_ulong dim;
@@ -201,41 +283,107 @@ void BM_XGBoost(benchmark::State& state, int trees, int depth, int items) {
   state.SetItemsProcessed(state.iterations() * items);
 }
 
-void BM_Load(benchmark::State& state, int trees, int depth) {
-  Engines& e = EnginesFor(trees, depth);
-  size_t bytes = 0;
+// XGBoost's TreeSHAP (pred_contribs), which in-place prediction does not
+// offer: from a DMatrix made once.
+void BM_XGBoostContributions(benchmark::State& state, std::string key, int items) {
+  Engines& e = EnginesFor(key);
+  const std::vector<float> rows = e.rows(items);
+  DMatrixHandle matrix;
+  CheckXgb(XGDMatrixCreateFromMat(rows.data(), items, Features(e), NAN, &matrix));
+  const char* config =
+      "{\"type\":2,\"training\":false,\"iteration_begin\":0,\"iteration_end\":0,"
+      "\"strict_shape\":false}";
   for (auto _ : state) {
-    auto model = XGBoostModel::Parse(e.json, "generated");
-    TreeEvaluator evaluator(*model);
-    bytes = evaluator.MemoryBytes();
-    benchmark::DoNotOptimize(bytes);
+    const bst_ulong* shape;
+    bst_ulong dim;
+    const float* result;
+    CheckXgb(XGBoosterPredictFromDMatrix(e.booster, matrix, config, &shape, &dim, &result));
+    benchmark::DoNotOptimize(result);
   }
-  state.counters["nodes"] = static_cast<double>(e.model->num_nodes());
-  state.counters["eval_bytes_per_node"] = static_cast<double>(bytes) / e.model->num_nodes();
-  state.counters["json_MB"] = e.json.size() / 1e6;
+  CheckXgb(XGDMatrixFree(matrix));
+  state.SetItemsProcessed(state.iterations() * items);
 }
 
-// Console output as usual, plus the ratio table at the end.
-class RatioReporter : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const Run& run : runs) {
-      if (run.run_type != Run::RT_Iteration || run.error_occurred) continue;
-      const std::string name = run.benchmark_name();
-      std::vector<std::string> parts = absl::StrSplit(name, absl::MaxSplits('/', 1));
-      if (parts.size() != 2) continue;
-      std::string cell = parts[1];
-      const size_t suffix = cell.find("/repeats:");
-      if (suffix != std::string::npos) cell.resize(suffix);
-      times_[cell][parts[0]].push_back(run.GetAdjustedRealTime());  // microseconds
-    }
+// Ranker::Score on the shipped request: the server's score phase.
+void BM_RankerScore(benchmark::State& state, bool xgboost) {
+  std::shared_ptr<const rankwire::server::Model> model;
+  if (xgboost) {
+    model = std::make_shared<rankwire::server::XGBoostScorer>(
+        *EnginesFor("w0300/d6").model, "bench", "1", rankwire::server::XGBoostScorerOptions{});
+  } else {
+    auto linear = rankwire::server::LinearModel::LoadFile(RANKWIRE_MODEL_PATH);
+    if (!linear.ok()) Die(linear.status().ToString());
+    model = std::make_shared<rankwire::server::LinearScorer>(*std::move(linear));
   }
-  void Finalize() override;
+  std::string storage;
+  rankwire::server::RequestView view;
+  if (!rankwire::server::RequestViewOf(WorkloadRequest(), {}, &storage, &view).ok()) {
+    Die("the workload request has no view");
+  }
+  const rankwire::server::Ranker ranker(model);
+  rankwire::server::RankWorkspace ws;
+  for (auto _ : state) {
+    ranker.Score(view, &ws);
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * WorkloadRequest().candidates_size());
+}
 
- private:
-  std::map<std::string, std::map<std::string, std::vector<double>>> times_;
-};
+void BM_TreeShap(benchmark::State& state, int items) {
+  Engines& e = EnginesFor("w0300/d6");
+  const rankwire::xgb::TreeShap shap(*e.model);
+  const std::vector<float> rows = e.rows(items);
+  std::vector<double> out(Features(e) + 1);
+  for (auto _ : state) {
+    for (int r = 0; r < items; ++r) {
+      shap.Contributions(rows.data() + static_cast<size_t>(r) * Features(e), out.data());
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(state.iterations() * items);
+}
+
+// Parse + XGBoostScorer: what the server builds from a file's bytes.
+void BM_Load(benchmark::State& state, std::string key) {
+  Engines& e = EnginesFor(key);
+  for (auto _ : state) {
+    auto model = XGBoostModel::Parse(e.json, "generated");
+    rankwire::server::XGBoostScorer scorer(*model, "bench", "1", {});
+    benchmark::DoNotOptimize(scorer.MemoryBytes());
+  }
+  const rankwire::server::XGBoostScorer scorer(*e.model, "bench", "1", {});
+  const double nodes = static_cast<double>(e.model->num_nodes());
+  state.counters["nodes"] = nodes;
+  state.counters["json_MB"] = e.json.size() / 1e6;
+  state.counters["B_per_node"] = scorer.MemoryBytes() / nodes;
+  state.counters["eval_B_per_node"] = scorer.evaluator().MemoryBytes() / nodes;
+}
+
+// The server's whole load of the file: read, parse, build, check request.
+void BM_LoadServer(benchmark::State& state, std::string key) {
+  Engines& e = EnginesFor(key);
+  rankwire::server::ModelPlan::Entry entry;
+  entry.path = e.path;
+  entry.name_hint = "bench";
+  const rankwire::server::ModelLoadOptions options;
+  for (auto _ : state) {
+    auto loaded = rankwire::server::LoadModel(entry, options);
+    if (!loaded.ok()) Die(loaded.status().ToString());
+    const absl::Status checked =
+        rankwire::server::CheckModel(*loaded->model, std::nullopt, false, {});
+    if (!checked.ok()) Die(checked.ToString());
+  }
+}
+
+void BM_XGBoostLoad(benchmark::State& state, std::string key) {
+  Engines& e = EnginesFor(key);
+  for (auto _ : state) {
+    BoosterHandle booster;
+    CheckXgb(XGBoosterCreate(nullptr, 0, &booster));
+    CheckXgb(XGBoosterLoadModel(booster, e.path.c_str()));
+    CheckXgb(XGBoosterFree(booster));
+  }
+}
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -243,64 +391,213 @@ double Median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-// XGBoost's time over rankwire's, per repetition (paired by index).
+// x's times over r's, per repetition (paired by index).
 std::vector<double> Ratios(const std::vector<double>& x, const std::vector<double>& r) {
   std::vector<double> ratios;
   for (size_t i = 0; i < std::min(x.size(), r.size()); ++i) ratios.push_back(x[i] / r[i]);
   return ratios;
 }
 
-void RatioReporter::Finalize() {
-  std::printf("\n%-16s %11s %11s %7s %13s %11s %7s %13s\n", "cell", "xgboost us", "rankwire us",
-              "ratio", "range", "scalar us", "ratio", "range");
-  int cells = 0;
-  int below_one = 0;
+struct RatioStats {
+  double median, min, max;
+};
+RatioStats StatsOf(const std::vector<double>& ratios) {
+  return {Median(ratios), *std::min_element(ratios.begin(), ratios.end()),
+          *std::max_element(ratios.begin(), ratios.end())};
+}
+
+// Console output as usual, then the tables.
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  explicit RatioReporter(std::string csv_path) : csv_path_(std::move(csv_path)) {}
+
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& run : runs) {
+      if (run.run_type != Run::RT_Iteration || run.error_occurred) continue;
+      // "engine/cell/process_time/repeats:5": the engine and the cell.
+      std::vector<std::string> parts;
+      for (absl::string_view p : absl::StrSplit(run.benchmark_name(), '/')) {
+        if (!absl::StrContains(p, ':') && p != "process_time") parts.emplace_back(p);
+      }
+      if (parts.size() < 2) continue;
+      const std::string cell = absl::StrJoin(parts.begin() + 1, parts.end(), "/");
+      times_[cell][parts[0]].push_back(run.GetAdjustedCPUTime());  // microseconds
+      for (const auto& [name, counter] : run.counters) counters_[cell][name] = counter.value;
+    }
+  }
+  void Finalize() override {
+    SweepTable();
+    WorkloadTable();
+    LoadTable();
+  }
+
+ private:
+  void SweepTable();
+  void WorkloadTable();
+  void LoadTable();
+
+  std::string csv_path_;
+  std::map<std::string, std::map<std::string, std::vector<double>>> times_;
+  std::map<std::string, std::map<std::string, double>> counters_;
+};
+
+void RatioReporter::SweepTable() {
+  std::FILE* csv = csv_path_.empty() ? nullptr : std::fopen(csv_path_.c_str(), "w");
+  if (csv != nullptr) {
+    std::fprintf(csv, "trees,depth,items,xgboost_us,rankwire_us,ratio,ratio_min,ratio_max,"
+                      "scalar_us,scalar_ratio,scalar_min,scalar_max\n");
+  }
+  std::printf("\nSweep (CPU time; ratio = XGBoost / rankwire, median of paired repetitions "
+              "and their range)\n%-16s %11s %11s %7s %13s %11s %7s %13s\n",
+              "cell", "xgboost us", "rankwire us", "ratio", "range", "scalar us", "ratio", "range");
+  int cells = 0, below_one = 0, any_below_one = 0;
   for (auto& [cell, engines] : times_) {
     const auto& x = engines["xgboost"];
     const auto& r = engines["rankwire"];
     const auto& s = engines["scalar"];
     if (x.empty() || r.empty() || s.empty()) continue;
-    const std::vector<double> ratios = Ratios(x, r);
-    const std::vector<double> scalar_ratios = Ratios(x, s);
+    const RatioStats fast = StatsOf(Ratios(x, r));
+    const RatioStats portable = StatsOf(Ratios(x, s));
     ++cells;
-    below_one += Median(ratios) < 1 || Median(scalar_ratios) < 1;
+    below_one += fast.median < 1 || portable.median < 1;
+    any_below_one += fast.min < 1 || portable.min < 1;
     std::printf("%-16s %11.1f %11.1f %6.2fx %6.2f-%5.2fx %11.1f %6.2fx %6.2f-%5.2fx\n",
-                cell.c_str(), Median(x), Median(r), Median(ratios),
-                *std::min_element(ratios.begin(), ratios.end()),
-                *std::max_element(ratios.begin(), ratios.end()), Median(s),
-                Median(scalar_ratios), *std::min_element(scalar_ratios.begin(), scalar_ratios.end()),
-                *std::max_element(scalar_ratios.begin(), scalar_ratios.end()));
+                cell.c_str(), Median(x), Median(r), fast.median, fast.min, fast.max, Median(s),
+                portable.median, portable.min, portable.max);
+    int trees = 0, depth = 0, items = 0;
+    if (csv != nullptr &&
+        std::sscanf(cell.c_str(), "%*c%d/d%d/n%d", &trees, &depth, &items) == 3) {
+      std::fprintf(csv, "%s,%d,%d,%.2f,%.2f,%.4f,%.4f,%.4f,%.2f,%.4f,%.4f,%.4f\n",
+                   cell[0] == 'w' ? "workload" : std::to_string(trees).c_str(), depth, items,
+                   Median(x), Median(r), fast.median, fast.min, fast.max, Median(s),
+                   portable.median, portable.min, portable.max);
+    }
   }
-  std::printf("%d cells, %d where a rankwire kernel is slower than XGBoost (median ratio < 1)\n",
-              cells, below_one);
+  if (csv != nullptr) std::fclose(csv);
+  std::printf("%d cells; %d where a rankwire kernel's median ratio is < 1; %d where any "
+              "repetition's is\n", cells, below_one, any_below_one);
+}
+
+void RatioReporter::WorkloadTable() {
+  auto& w = times_["w0300/d6/n0500"];
+  if (w["rankwire"].empty()) return;
+  std::printf("\nThe shipped request (500 candidates) with a 300-tree depth-6 model over its "
+              "features (CPU us per request, median [range])\n");
+  auto row = [](const char* what, const std::vector<double>& t) {
+    if (t.empty()) return;
+    std::printf("  %-44s %9.1f [%.1f-%.1f]\n", what, Median(t),
+                *std::min_element(t.begin(), t.end()), *std::max_element(t.begin(), t.end()));
+  };
+  row("XGBoost (XGBoosterPredictFromDense)", w["xgboost"]);
+  row("rankwire TreeEvaluator (best kernel)", w["rankwire"]);
+  row("rankwire TreeEvaluator (portable kernel)", w["scalar"]);
+  row("Ranker::Score, XGBoost model (score phase)", w["ranker_xgboost"]);
+  row("Ranker::Score, shipped linear model", w["ranker_linear"]);
+  row("TreeSHAP, 10 items (--explain_items=10)", times_["w0300/d6/n0010"]["treeshap"]);
+  row("XGBoost's TreeSHAP (pred_contribs), 10 items", times_["w0300/d6/n0010"]["xgboost_treeshap"]);
+  if (!w["xgboost"].empty()) {
+    const RatioStats s = StatsOf(Ratios(w["xgboost"], w["rankwire"]));
+    std::printf("  XGBoost / rankwire: %.2fx [%.2f-%.2f]\n", s.median, s.min, s.max);
+  }
+  if (!w["ranker_xgboost"].empty() && !w["ranker_linear"].empty()) {
+    std::vector<double> extra;
+    for (size_t i = 0; i < std::min(w["ranker_xgboost"].size(), w["ranker_linear"].size()); ++i) {
+      extra.push_back(w["ranker_xgboost"][i] - w["ranker_linear"][i]);
+    }
+    std::printf("  score phase, XGBoost minus linear: %.1f us\n", Median(extra));
+  }
+}
+
+void RatioReporter::LoadTable() {
+  bool header = false;
+  for (auto& [cell, engines] : times_) {
+    if (engines["load"].empty()) continue;
+    if (!header) {
+      std::printf("\nLoad (CPU ms, median): parse + build what the server holds; the server's "
+                  "whole load (read, parse, build, check request); XGBoost's load\n%-10s %8s "
+                  "%8s %9s %8s %8s %8s %8s\n", "model", "parse", "server", "xgboost", "nodes",
+                  "JSON MB", "B/node", "eval B");
+      header = true;
+    }
+    auto ms = [&](const char* engine) {
+      const auto& t = engines[engine];
+      return t.empty() ? NAN : Median(t) / 1e3;
+    };
+    auto& c = counters_[cell];
+    std::printf("%-10s %8.2f %8.2f %9.2f %8.0f %8.2f %8.1f %8.1f\n", cell.c_str(), ms("load"),
+                ms("load_server"), ms("xgboost_load"), c["nodes"], c["json_MB"], c["B_per_node"],
+                c["eval_B_per_node"]);
+  }
 }
 
 void RegisterAll() {
-  for (int trees : {100, 300, 1000}) {
-    for (int depth : {4, 6, 8}) {
+  auto us = [](benchmark::internal::Benchmark* b) {
+    b->Unit(benchmark::kMicrosecond)->MeasureProcessCPUTime();
+  };
+  for (int trees : {100, 300, 500, 1000}) {
+    for (int depth : {4, 5, 6, 7, 8}) {
+      const std::string key = absl::StrFormat("t%04d/d%d", trees, depth);
       for (int items : {10, 100, 500, 2000}) {
         // Zero-padded so that the ratio table sorts by trees, depth, items.
-        const std::string cell =
-            absl::StrFormat("t%04d/d%d/n%04d", trees, depth, items);
-        benchmark::RegisterBenchmark(("xgboost/" + cell).c_str(), BM_XGBoost, trees, depth, items)
-            ->Unit(benchmark::kMicrosecond);
-        benchmark::RegisterBenchmark(("rankwire/" + cell).c_str(), BM_Rankwire, trees, depth,
-                                     items, false)
-            ->Unit(benchmark::kMicrosecond);
-        benchmark::RegisterBenchmark(("scalar/" + cell).c_str(), BM_Rankwire, trees, depth, items,
-                                     true)
-            ->Unit(benchmark::kMicrosecond);
+        const std::string cell = absl::StrFormat("%s/n%04d", key, items);
+        us(benchmark::RegisterBenchmark(("xgboost/" + cell).c_str(), BM_XGBoost, key, items));
+        us(benchmark::RegisterBenchmark(("rankwire/" + cell).c_str(), BM_Rankwire, key, items,
+                                        false));
+        us(benchmark::RegisterBenchmark(("scalar/" + cell).c_str(), BM_Rankwire, key, items,
+                                        true));
       }
     }
   }
-  benchmark::RegisterBenchmark("load/t300/d6", BM_Load, 300, 6)->Unit(benchmark::kMillisecond);
+  const std::string w = "w0300/d6";
+  us(benchmark::RegisterBenchmark("xgboost/w0300/d6/n0500", BM_XGBoost, w, 500));
+  us(benchmark::RegisterBenchmark("rankwire/w0300/d6/n0500", BM_Rankwire, w, 500, false));
+  us(benchmark::RegisterBenchmark("scalar/w0300/d6/n0500", BM_Rankwire, w, 500, true));
+  us(benchmark::RegisterBenchmark("ranker_xgboost/w0300/d6/n0500", BM_RankerScore, true));
+  us(benchmark::RegisterBenchmark("ranker_linear/w0300/d6/n0500", BM_RankerScore, false));
+  us(benchmark::RegisterBenchmark("treeshap/w0300/d6/n0010", BM_TreeShap, 10));
+  us(benchmark::RegisterBenchmark("xgboost_treeshap/w0300/d6/n0010", BM_XGBoostContributions, w,
+                                  10));
+  for (int depth : {4, 6, 8}) {
+    const std::string key = absl::StrFormat("t0300/d%d", depth);
+    us(benchmark::RegisterBenchmark(("load/" + key).c_str(), BM_Load, key));
+    us(benchmark::RegisterBenchmark(("load_server/" + key).c_str(), BM_LoadServer, key));
+    us(benchmark::RegisterBenchmark(("xgboost_load/" + key).c_str(), BM_XGBoostLoad, key));
+  }
+}
+
+// Takes "--name=value" out of argv; its value, or "" when absent.
+std::string TakeFlag(std::vector<char*>* args, absl::string_view name) {
+  const std::string prefix = absl::StrCat("--", name, "=");
+  for (auto it = args->begin(); it != args->end(); ++it) {
+    if (absl::StartsWith(*it, prefix)) {
+      std::string value = std::string(*it).substr(prefix.size());
+      args->erase(it);
+      return value;
+    }
+  }
+  return "";
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Defaults for the sweep: repetitions, interleaved; flags still override.
   std::vector<char*> args(argv, argv + argc);
+  const std::string csv = TakeFlag(&args, "ratio_csv");
+  const std::string model_out = TakeFlag(&args, "write_workload_model");
+  if (!model_out.empty()) {
+    const std::string json = WorkloadModel();
+    std::FILE* f = std::fopen(model_out.c_str(), "w");
+    if (f == nullptr || std::fwrite(json.data(), 1, json.size(), f) != json.size() ||
+        std::fclose(f) != 0) {
+      std::fprintf(stderr, "xgboost_bench: cannot write %s\n", model_out.c_str());
+      return 1;
+    }
+    std::printf("wrote %s: %d trees, depth %d, features %s\n", model_out.c_str(), kWorkloadTrees,
+                kWorkloadDepth, absl::StrJoin(WorkloadFeatureNames(), ",").c_str());
+    return 0;
+  }
+  // Defaults for the sweep: repetitions, interleaved; flags still override.
   std::string repetitions = "--benchmark_repetitions=5";
   std::string interleave = "--benchmark_enable_random_interleaving=true";
   std::string min_time = "--benchmark_min_time=0.05";
@@ -310,8 +607,9 @@ int main(int argc, char** argv) {
   int n = static_cast<int>(args.size());
   benchmark::Initialize(&n, args.data());
   RegisterAll();
-  RatioReporter reporter;
+  RatioReporter reporter(csv);
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
+  for (auto& [key, e] : EngineCache()) std::remove(e.path.c_str());
   return 0;
 }

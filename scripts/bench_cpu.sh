@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The CPU budget benchmark (bench/cpu_budget.py): server CPU and context
 # switches per request, by row (a serve floor, rankbin with logs off, in
-# memory and in Redis, the protobuf baseline with logs inline), in
+# memory and in Redis, the protobuf baseline with logs inline, an XGBoost
+# model in place of the linear one beside the evaluator's own time), in
 # interleaved rounds, with the server's per-phase CPU beside the floor's
 # transport cost. Server on CPU 1, load generator and Redis on CPU 0.
 #
@@ -19,6 +20,7 @@ for a in "$@"; do
   if [[ "$a" == --no-build ]]; then build_first=0; else args+=("$a"); fi
 done
 if ((build_first)); then
-  BUILD_DIR="$build" "$repo/scripts/setup.sh" rankwire-server rankwire-loadgen serve_floor
+  BUILD_DIR="$build" "$repo/scripts/setup.sh" rankwire-server rankwire-loadgen serve_floor \
+    xgboost_bench
 fi
 exec /usr/bin/python3 "$repo/bench/cpu_budget.py" --build "$build" "${args[@]}"

@@ -139,6 +139,19 @@ void XGBoostScorer::Explain(const RequestView& request, const float* features,
   }
 }
 
+size_t XGBoostScorer::MemoryBytes() const {
+  size_t bytes = evaluator_.MemoryBytes() + shap_.MemoryBytes() +
+                 bindings_.capacity() * sizeof(Binding);
+  for (const std::vector<std::string>* names :
+       {&feature_names_, &inputs_.item, &inputs_.user, &inputs_.context}) {
+    bytes += names->capacity() * sizeof(std::string);
+    for (const std::string& name : *names) {
+      if (name.capacity() > std::string().capacity()) bytes += name.capacity() + 1;
+    }
+  }
+  return bytes;
+}
+
 const std::string& XGBoostScorer::BucketOf(absl::string_view user_id) const {
   (void)user_id;
   static const std::string* const kDefault = new std::string("default");

@@ -54,6 +54,9 @@ class XGBoostScorer final : public Model {
 
   const xgb::TreeEvaluator& evaluator() const { return evaluator_; }
   size_t num_features() const { return feature_names_.size(); }
+  // Bytes this model holds: the evaluator's node arrays, TreeSHAP's copy of
+  // the trees, the feature names and bindings.
+  size_t MemoryBytes() const;
 
  private:
   // Where model feature f's value comes from.

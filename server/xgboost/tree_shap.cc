@@ -45,6 +45,17 @@ TreeShap::TreeShap(const XGBoostModel& model)
   }
 }
 
+size_t TreeShap::MemoryBytes() const {
+  size_t bytes = trees_.capacity() * sizeof(XGBoostTree) + mean_.capacity() * sizeof(mean_[0]);
+  for (const XGBoostTree& t : trees_) {
+    bytes += (t.left.capacity() + t.right.capacity() + t.split_feature.capacity()) *
+                 sizeof(int32_t) +
+             (t.value.capacity() + t.cover.capacity()) * sizeof(float) + t.default_left.capacity();
+  }
+  for (const std::vector<float>& m : mean_) bytes += m.capacity() * sizeof(float);
+  return bytes;
+}
+
 namespace internal {
 
 // One element of the path of unique features from the root to a node: the

@@ -38,6 +38,8 @@ class TreeShap {
   void Contributions(const float* row, double* out) const;
 
   size_t num_features() const { return num_features_; }
+  // Bytes held by the trees' copies and their nodes' expected values.
+  size_t MemoryBytes() const;
 
  private:
   using PathElement = internal::ShapPathElement;

@@ -5,6 +5,7 @@
 #define RANKWIRE_SERVER_XGBOOST_XGBOOST_TEST_UTIL_H_
 
 #include <cmath>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -37,13 +38,23 @@ inline std::string IntList(const std::vector<int>& v) {
   return absl::StrCat("[", absl::StrJoin(v, ","), "]");
 }
 
-inline std::string TreeJson(const TreeSpec& t, int num_feature) {
+// Tree `id` of a model (XGBoost places each tree by its id), with the
+// parents XGBoost writes (the root's is 2147483647).
+inline std::string TreeJson(const TreeSpec& t, int num_feature, int id = 0) {
   const std::vector<int> zeros(t.left.size(), 0);
+  std::vector<int> parents(t.left.size(), 2147483647);
+  for (size_t n = 0; n < t.left.size(); ++n) {
+    for (int child : {t.left[n], t.right[n]}) {
+      if (child > 0 && static_cast<size_t>(child) < t.left.size()) {
+        parents[child] = static_cast<int>(n);
+      }
+    }
+  }
   return absl::StrCat(
       "{\"base_weights\":", FloatList(t.value), ",\"categories\":[],\"categories_nodes\":[],",
       "\"categories_segments\":[],\"categories_sizes\":[],\"default_left\":",
-      IntList(t.default_left), ",\"id\":0,\"left_children\":", IntList(t.left),
-      ",\"loss_changes\":", FloatList(t.cover), ",\"parents\":", IntList(zeros),
+      IntList(t.default_left), ",\"id\":", id, ",\"left_children\":", IntList(t.left),
+      ",\"loss_changes\":", FloatList(t.cover), ",\"parents\":", IntList(parents),
       ",\"right_children\":", IntList(t.right), ",\"split_conditions\":", FloatList(t.value),
       ",\"split_indices\":", IntList(t.feature), ",\"split_type\":", IntList(zeros),
       ",\"sum_hessian\":", FloatList(t.cover), ",\"tree_param\":{\"num_deleted\":\"0\",",
@@ -59,12 +70,22 @@ struct ModelSpec {
   int num_feature = 3;
   std::string num_class = "0";
   std::string booster = "gbtree";
+  // The objective's parameters, as XGBoost writes them beside its name;
+  // libxgboost needs them to load the file (rankwire ignores them).
+  std::string objective_params;
 };
+
+// What XGBoost 1.7 writes for rank:ndcg's parameters.
+inline constexpr char kLambdaRankParams[] =
+    "\"lambda_rank_param\":{\"fix_list_weight\":\"0\",\"num_pairsample\":\"1\"}";
 
 inline std::string ModelJson(const ModelSpec& m) {
   std::vector<std::string> trees;
   std::vector<int> info;
-  for (const TreeSpec& t : m.trees) trees.push_back(TreeJson(t, m.num_feature)), info.push_back(0);
+  for (const TreeSpec& t : m.trees) {
+    trees.push_back(TreeJson(t, m.num_feature, static_cast<int>(trees.size())));
+    info.push_back(0);
+  }
   std::vector<std::string> names;
   for (const std::string& n : m.feature_names) names.push_back(absl::StrCat("\"", n, "\""));
   return absl::StrCat(
@@ -75,13 +96,16 @@ inline std::string ModelJson(const ModelSpec& m) {
       absl::StrJoin(trees, ","), "]},\"name\":\"", m.booster, "\"},\"learner_model_param\":{",
       "\"base_score\":\"", m.base_score, "\",\"boost_from_average\":\"1\",\"num_class\":\"",
       m.num_class, "\",\"num_feature\":\"", m.num_feature, "\",\"num_target\":\"1\"},",
-      "\"objective\":{\"name\":\"", m.objective, "\"}},\"version\":[1,7,4]}");
+      "\"objective\":{", m.objective_params, m.objective_params.empty() ? "" : ",",
+      "\"name\":\"", m.objective, "\"}},\"version\":[1,7,4]}");
 }
 
 // A random tree of at most `depth` levels; below depth 2 a node becomes a
 // leaf with probability `prune`. Thresholds are N(0,1), some on a grid of
-// halves so that rows can land exactly on them.
-inline TreeSpec RandomTree(std::mt19937& rng, int depth, int num_feature, float prune = 0.2f) {
+// halves so that rows can land exactly on them; or, with `threshold`, what
+// it returns for the split's feature (e.g. a value drawn from real rows).
+inline TreeSpec RandomTree(std::mt19937& rng, int depth, int num_feature, float prune = 0.2f,
+                           const std::function<float(int feature)>& threshold = nullptr) {
   std::normal_distribution<float> normal;
   std::uniform_real_distribution<float> uniform(0, 1);
   TreeSpec t;
@@ -97,7 +121,9 @@ inline TreeSpec RandomTree(std::mt19937& rng, int depth, int num_feature, float 
       continue;
     }
     t.feature[n] = static_cast<int>(rng() % num_feature);
-    t.value[n] = uniform(rng) < 0.3f ? std::round(normal(rng) * 2) / 2 : normal(rng);
+    t.value[n] = threshold                 ? threshold(t.feature[n])
+                 : uniform(rng) < 0.3f ? std::round(normal(rng) * 2) / 2
+                                       : normal(rng);
     t.default_left[n] = static_cast<int>(rng() % 2);
     const float share = 0.1f + 0.8f * uniform(rng);
     t.left[n] = static_cast<int>(t.left.size());
