@@ -16,6 +16,16 @@ BUILD_DIR=${BUILD_DIR:-build}
 
 scripts/clang_thread_safety.sh
 
+# ThreadSanitizer over the worker pool, admission, the log consumer and its
+# writers, and the server's drain (scripts/tsan.sh). TSAN=0 skips it.
+if [[ "${TSAN:-1}" != 0 ]]; then
+  t0=$SECONDS
+  scripts/tsan.sh
+  echo "test.sh: ThreadSanitizer build and tests took $((SECONDS - t0)) s"
+else
+  echo "test.sh: TSAN=0: ThreadSanitizer SKIPPED on request"
+fi
+
 # The container image: built from deploy/Dockerfile with buildah and
 # smoke-tested (scripts/container.sh). A machine that refuses buildah fails
 # here; CONTAINER=0 skips the step only when asked, and says so.
