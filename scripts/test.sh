@@ -3,10 +3,13 @@
 # runs every ctest test (unit, codec conformance, fuzz-corpus replay, log
 # store against a real redis-server, integration against the real server,
 # Python interop, the fleet on loopback), builds the libraries with clang's
-# -Wthread-safety -Werror (scripts/clang_thread_safety.sh), builds and
+# -Wthread-safety -Werror (scripts/clang_thread_safety.sh), runs clang-tidy
+# on the product sources this branch changed (scripts/tidy.sh; TIDY=all
+# checks every one, TIDY=0 none), runs the concurrency tests under
+# ThreadSanitizer (scripts/tsan.sh; TSAN=0 skips it), builds and
 # smoke-tests the container image (scripts/container.sh; CONTAINER=0 skips
 # it), then runs each fuzzer under ASan/UBSan for FUZZ_SECONDS (default 60;
-# 0 skips fuzzing).
+# 0 skips fuzzing). The product build has -Werror (RANKWIRE_WERROR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +20,21 @@ BUILD_DIR=${BUILD_DIR:-build}
 (cd "$BUILD_DIR" && ctest --output-on-failure -j "$(nproc)" --timeout 300)
 
 scripts/clang_thread_safety.sh
+
+# clang-tidy (.clang-tidy) over build-clang's compile_commands.json. Every
+# product source costs ~5 minutes on 2 cores, over CI's budget, so by
+# default only the product sources changed since the merge base with
+# TIDY_BASE (default origin/main) are checked; TIDY=all checks them all.
+case "${TIDY:-changed}" in
+  0) echo "test.sh: TIDY=0: clang-tidy SKIPPED on request" ;;
+  all) scripts/tidy.sh ;;
+  *)
+    if base=$(git merge-base HEAD "${TIDY_BASE:-origin/main}" 2>/dev/null); then
+      TIDY_CHANGED_FROM=$base scripts/tidy.sh
+    else
+      echo "test.sh: no ${TIDY_BASE:-origin/main} to diff against: clang-tidy SKIPPED (TIDY=all runs it on every source)"
+    fi ;;
+esac
 
 # ThreadSanitizer over the worker pool, admission, the log consumer and its
 # writers, and the server's drain (scripts/tsan.sh). TSAN=0 skips it.
