@@ -32,9 +32,13 @@
   RANKWIRE_ASSIGN_OR_RETURN_IMPL_(                                               \
       RANKWIRE_STATUS_CONCAT_(rankwire_statusor_, __LINE__), lhs, expr)
 
+// `statusor` is a name to declare and `lhs` may be a declaration
+// ("auto x"): neither can be parenthesized.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define RANKWIRE_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, expr) \
   auto statusor = (expr);                                     \
   if (!statusor.ok()) return std::move(statusor).status();    \
   lhs = *std::move(statusor)
+// NOLINTEND(bugprone-macro-parentheses)
 
 #endif  // RANKWIRE_BASE_STATUS_MACROS_H_

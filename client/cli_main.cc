@@ -277,6 +277,7 @@ absl::Status RankOnce(const RankClient& client) {
     return absl::OkStatus();
   }
   std::vector<std::string> ids;
+  ids.reserve(top.size());
   for (const ItemRef& item : top) ids.emplace_back(item.id());
   const std::string title = absl::StrCat("logs of the top ", ids.size());
   if (h.log_mode() == rank::v1::LOG_MODE_INLINE) {

@@ -14,8 +14,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -137,7 +138,7 @@ std::string JsonEscape(absl::string_view in) {
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(p * (v.size() - 1) + 0.5);
+  size_t i = static_cast<size_t>(std::lround(p * static_cast<double>(v.size() - 1)));
   return v[std::min(i, v.size() - 1)];
 }
 
@@ -443,6 +444,7 @@ int Run() {
   if (absl::GetFlag(FLAGS_shared_channel)) plan.shared_channel = *channel;
   std::vector<Worker> workers(plan.concurrency);
   std::vector<std::thread> threads;
+  threads.reserve(plan.concurrency);
   for (int w = 0; w < plan.concurrency; ++w) {
     threads.emplace_back([&plan, &workers, w] { CallLoop(plan, w, &workers[w]); });
   }

@@ -73,6 +73,8 @@ void MetricValue::ReleaseHeap(HeapString* block) {
     block->~HeapString();
     if (in_arena) {
       ArenaChunk* chunk;
+      // The pointer's own bytes precede the block: its size is meant.
+      // NOLINTNEXTLINE(bugprone-sizeof-expression)
       std::memcpy(&chunk, memory - sizeof(chunk), sizeof(chunk));
       ReleaseChunk(chunk, 1);
     } else {
@@ -117,6 +119,7 @@ MetricValue StringArena::String(absl::string_view v) {
     next_ = memory + sizeof(ArenaChunk);
     end_ = memory + size;
   }
+  // NOLINTNEXTLINE(bugprone-sizeof-expression): the pointer's bytes, on purpose.
   std::memcpy(next_, &chunk_, sizeof(chunk_));
   HeapString* block =
       MetricValue::PlaceHeapString(next_ + sizeof(ArenaChunk*), v, MetricValue::kInArena);

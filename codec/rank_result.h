@@ -156,6 +156,8 @@ class MetricValue {
   };
   HeapString* Heap() const {
     HeapString* block;
+    // The payload holds the pointer's bytes: its size is meant.
+    // NOLINTNEXTLINE(bugprone-sizeof-expression)
     std::memcpy(&block, rep_ + kPayload, sizeof(block));
     return block;
   }
@@ -169,6 +171,7 @@ class MetricValue {
     rep_[0] = static_cast<uint8_t>(MetricType::kString);
     rep_[1] = kHeap;
     rep_[2] = rep_[3] = 0;
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): the pointer's bytes, on purpose.
     std::memcpy(rep_ + kPayload, &block, sizeof(block));
   }
   void CopyFrom(const MetricValue& other) {

@@ -322,7 +322,7 @@ bool TwoTopBits(const float* values, uint32_t n, uint32_t low, uint32_t high, ui
     ok = _mm_and_si128(ok, _mm_or_si128(is_high, _mm_cmpeq_epi32(top, lo)));
     word |= static_cast<uint64_t>(_mm_movemask_ps(_mm_castsi128_ps(is_high))) << (j % 64);
     if (j % 64 == 60) {
-      std::memcpy(bits + j / 64 * 8, &word, 8);
+      std::memcpy(bits + size_t{j / 64} * 8, &word, 8);
       word = 0;
     }
   }
@@ -333,7 +333,7 @@ bool TwoTopBits(const float* values, uint32_t n, uint32_t low, uint32_t high, ui
     word |= static_cast<uint64_t>(top == high) << (j % 64);
   }
   // The last, partial word (`bits` has room for a whole one).
-  if (n % 64 != 0) std::memcpy(bits + n / 64 * 8, &word, 8);
+  if (n % 64 != 0) std::memcpy(bits + size_t{n / 64} * 8, &word, 8);
   return all;
 }
 
@@ -586,7 +586,7 @@ absl::StatusOr<BlockReader> BlockReader::Parse(const BlockLayout& layout, size_t
           absl::string_view low = r.Bytes(3 * uint64_t{n}, "numbers");
           for (uint32_t j = 0; j < n && r.ok(); ++j) {
             uint32_t bits = 0;
-            std::memcpy(&bits, low.data() + 3 * j, 3);
+            std::memcpy(&bits, low.data() + size_t{3} * j, 3);
             column.numbers[j] = BitsFloat(bits | top << 24);
           }
         } else if (form == static_cast<uint8_t>(NumberForm::kWhole)) {

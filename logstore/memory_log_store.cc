@@ -98,13 +98,13 @@ std::vector<absl::Status> MemoryLogSink::Write(absl::Span<SinkEntry> batch,
 }
 
 absl::StatusOr<std::vector<std::optional<std::string>>> MemoryLogReader::ReadFields(
-    absl::string_view request_id, absl::Span<const std::string> item_ids,
+    absl::string_view request_id, absl::Span<const std::string> fields,
     absl::Time deadline) {
   if (absl::Now() >= deadline) {
     return absl::DeadlineExceededError("the log read's deadline passed before it started");
   }
   return table_->Get(absl::StrCat(key_prefix_, request_id),
-                     std::vector<std::string>(item_ids.begin(), item_ids.end()));
+                     std::vector<std::string>(fields.begin(), fields.end()));
 }
 
 absl::StatusOr<LogStore> OpenMemoryLogStore(const LogStoreConfig& config,

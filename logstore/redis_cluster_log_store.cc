@@ -455,9 +455,9 @@ absl::Status DeadlinePassed(int tries, const absl::Status& last) {
 }  // namespace
 
 absl::StatusOr<std::vector<std::optional<std::string>>> RedisClusterReader::ReadFields(
-    absl::string_view request_id, absl::Span<const std::string> item_ids,
+    absl::string_view request_id, absl::Span<const std::string> fields,
     absl::Time deadline) {
-  if (item_ids.empty()) return std::vector<std::optional<std::string>>();
+  if (fields.empty()) return std::vector<std::optional<std::string>>();
   const std::string key = absl::StrCat(key_prefix_, request_id);
   const uint16_t slot = KeySlot(key);
   ScopedSigpipeBlock no_sigpipe;
@@ -490,7 +490,7 @@ absl::StatusOr<std::vector<std::optional<std::string>>> RedisClusterReader::Read
       return DeadlinePassed(attempt, last);
     }
     absl::StatusOr<RedisReplyPtr> reply =
-        Exchange(*target->connection, key, item_ids, !ask_target.empty(),
+        Exchange(*target->connection, key, fields, !ask_target.empty(),
                  options_.connect.io_timeout);
     if (!reply.ok()) {
       // The connection is dropped with `target`; a closed connection is
@@ -504,7 +504,7 @@ absl::StatusOr<std::vector<std::optional<std::string>>> RedisClusterReader::Read
     }
     std::optional<RedisRedirect> redirect;
     absl::StatusOr<std::vector<std::optional<std::string>>> values =
-        ReadOutcome(**reply, target->address, item_ids.size(), &redirect);
+        ReadOutcome(**reply, target->address, fields.size(), &redirect);
     if (!values.ok() && (*reply)->type == REDIS_REPLY_ERROR) {
       Refused(slot, target->address, values.status());
     }

@@ -18,9 +18,9 @@ absl::StatusOr<std::unique_ptr<RedisLogReader>> RedisLogReader::Create(
 }
 
 absl::StatusOr<std::vector<std::optional<std::string>>> RedisLogReader::ReadFields(
-    absl::string_view request_id, absl::Span<const std::string> item_ids,
+    absl::string_view request_id, absl::Span<const std::string> fields,
     absl::Time deadline) {
-  if (item_ids.empty()) return std::vector<std::optional<std::string>>();
+  if (fields.empty()) return std::vector<std::optional<std::string>>();
   const std::string address = options_.address.ToString();
   auto deadline_passed = [&](absl::string_view when) {
     return absl::DeadlineExceededError(
@@ -62,7 +62,7 @@ absl::StatusOr<std::vector<std::optional<std::string>>> RedisLogReader::ReadFiel
       if (absl::Now() >= deadline) return deadline_passed("while it connected");
     }
     absl::StatusOr<RedisReplyPtr> read =
-        commands.AppendRead(connection->get(), key, item_ids)
+        commands.AppendRead(connection->get(), key, fields)
             ? connection->ReplyWithin(options_.io_timeout, "HMGET")
             : absl::StatusOr<RedisReplyPtr>(connection->IoError("HMGET"));
     if (read.ok()) {
@@ -75,7 +75,7 @@ absl::StatusOr<std::vector<std::optional<std::string>>> RedisLogReader::ReadFiel
   }
   std::optional<RedisRedirect> redirect;
   absl::StatusOr<std::vector<std::optional<std::string>>> values = ReadOutcome(
-      *reply, address, item_ids.size(), &redirect);
+      *reply, address, fields.size(), &redirect);
   if (values.ok() && redirect.has_value()) {
     return absl::InternalError(absl::StrCat("redis ", address,
                                             " is a cluster node (redirects to ",

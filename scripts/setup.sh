@@ -24,6 +24,8 @@ PACKAGES=(
   # `pip install ./python` offline, into a venv (docs/CLIENTS.md, "Python")
   python3-setuptools python3-wheel python3-pip python3-venv
   clang-14 libclang-rt-14-dev llvm-14
+  # the conventions CI checks: scripts/tidy.sh, scripts/format_check.sh
+  clang-tidy-14 clang-format-14
   libflatbuffers-dev flatbuffers-compiler libcapnp-dev capnproto liblz4-dev
   # XGBoost models (server/xgboost/): simdjson parses the JSON; libxgboost and
   # its Python package train the test models and are the benchmark's baseline

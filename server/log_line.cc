@@ -8,8 +8,8 @@
 
 namespace rankwire::server {
 
-void LogLineFormat::Add(std::string literal, Field::Source source, uint32_t index) {
-  pieces_.back().append(literal);
+void LogLineFormat::Add(absl::string_view literal, Field::Source source, uint32_t index) {
+  absl::StrAppend(&pieces_.back(), literal);
   fields_.push_back(Field{source, index});
   pieces_.emplace_back();
 }

@@ -113,7 +113,7 @@ class LogLineFormat {
     Source source;
     uint32_t index = 0;  // Feature or model value column.
   };
-  void Add(std::string literal, Field::Source source, uint32_t index = 0);
+  void Add(absl::string_view literal, Field::Source source, uint32_t index = 0);
   // Field f's value for candidate c, as the line's number (binary32).
   float Number(const Field& f, size_t c) const;
   // The double column of a number field that is not a feature.

@@ -140,8 +140,8 @@ class Ranker {
 
   // Score + Build (+ the renderer with kDeferred), with a workspace of its
   // own and the model's bucket, for a protobuf request: for tests and tools.
-  // REQUIRES: ValidateRequest(request, ...) returned OK.
-  RankOutput Rank(const rank::v1::RankRequest& request, LogDetail detail) const;
+  // REQUIRES: ValidateRequest(proto, ...) returned OK.
+  RankOutput Rank(const rank::v1::RankRequest& proto, LogDetail detail) const;
 
   // REQUIRES: ValidateRequest(request, ...) returned OK.
   OutputShape Shape(const RequestView& request, const std::string& bucket) const;

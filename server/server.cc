@@ -345,18 +345,21 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   RETURN_IF_ERROR(state->Build());
   RETURN_IF_ERROR(state->StartGrpc());
   state->SetServing(true);
-  if (o.metrics_port >= 0) {
-    ASSIGN_OR_RETURN(state->http,
-                     MetricsHttpServer::Start(o.metrics_address.empty() ? o.address
-                                                                        : o.metrics_address,
-                                              o.metrics_port, &state->registry));
-  }
+  // Registration is over before the metrics port serves: a scrape reads the
+  // registry without a lock (metrics.h), so a family added after the port
+  // opened raced with the scrape that rendered it.
   ExportServerInfo(&state->registry,
                    {{"default_codec", std::string(state->default_codec->name())},
                     {"log_mode", LogModeName(o.log_mode)},
                     {"logstore", o.log_store.has_value() && o.log_mode != rank::v1::LOG_MODE_NONE
                                      ? BackendName(o.log_store->backend)
                                      : "none"}});
+  if (o.metrics_port >= 0) {
+    ASSIGN_OR_RETURN(state->http,
+                     MetricsHttpServer::Start(o.metrics_address.empty() ? o.address
+                                                                        : o.metrics_address,
+                                              o.metrics_port, &state->registry));
+  }
   return std::unique_ptr<Server>(new Server(std::move(state)));
 }
 

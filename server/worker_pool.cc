@@ -8,7 +8,7 @@
 
 namespace rankwire::server {
 
-WorkerPool::WorkerPool(int threads, Placement placement)
+WorkerPool::WorkerPool(int threads, const Placement& placement)
     : slots_(std::max(1, threads)), max_inline_(std::max(0, placement.max_inline)) {
   for (int i = 0; i < slots_; ++i) {
     threads_.emplace_back([this, placement] { Loop(placement); });

@@ -57,7 +57,7 @@ class WorkerPool {
   };
   explicit WorkerPool(int threads, int nice = 0)
       : WorkerPool(threads, Placement{"rankwire-rank", nice, true, {}}) {}
-  WorkerPool(int threads, Placement placement);
+  WorkerPool(int threads, const Placement& placement);
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;

@@ -788,11 +788,11 @@ bool RankbinView::DecodeValues(coding::Reader& r, const Shape& shape, Sink& sink
         const uint32_t model_index = keys_[keys[j + k]].model_index;
         if (doubles) {
           double v;
-          std::memcpy(&v, p + 8 * k, 8);
+          std::memcpy(&v, p + size_t{8} * k, 8);
           sink.Double(model_index, v);
         } else {
           float v;
-          std::memcpy(&v, p + 4 * k, 4);
+          std::memcpy(&v, p + size_t{4} * k, 4);
           sink.Float(model_index, v);
         }
       }

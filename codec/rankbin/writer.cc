@@ -168,9 +168,9 @@ class Encoder {
   absl::Status WriteValues(coding::Writer& w);
   absl::Status WriteLogs(coding::Writer& w);
   // The values of items [begin, end), which all have shape `shape`.
-  void WriteRun(coding::Writer& w, size_t begin, size_t end, const Shape& shape);
+  void WriteRun(coding::Writer& out, size_t begin, size_t end, const Shape& shape);
   template <typename Fill>
-  absl::Status WriteBlocks(coding::Writer& w, const std::vector<uint64_t>& raw_sizes,
+  absl::Status WriteBlocks(coding::Writer& w, const std::vector<uint64_t>& raw_bounds,
                            absl::FunctionRef<bool(size_t)> candidate, Fill fill);
   bool ValuesCandidate(size_t b) const {
     const std::vector<uint64_t>& bounds = s_.value_block_bounds;
