@@ -192,8 +192,16 @@ def loadgen(args, port, seconds, qps=0.0, warmup=0.0):
     cmd = ["taskset", "-c", LOAD_CPU, os.path.join(args.build, "client", "rankwire-loadgen"),
            f"--target=127.0.0.1:{port}", f"--concurrency={args.concurrency}",
            f"--duration_s={seconds}", f"--warmup_s={warmup}", f"--qps={qps}", "--json"]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    return json.loads(out)
+    # Exit status 2: the run finished but some calls failed; the JSON says
+    # how many and the first error, which the round's line reports.
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode not in (0, 2):
+        raise subprocess.CalledProcessError(done.returncode, cmd, done.stdout, done.stderr)
+    result = json.loads(done.stdout)
+    if result.get("errors"):
+        print(f"  {result['errors']} failed calls (first: {result.get('first_error')})",
+              file=sys.stderr)
+    return result
 
 
 def measure(args, row, redis, qps=0.0):
