@@ -116,9 +116,9 @@ std::string CpuBudget::source() const {
 }
 
 std::string CpuBudget::Describe() const {
-  const std::string quota =
-      quota_cpus > 0 ? absl::StrFormat("quota %.2f CPUs in %s", quota_cpus, quota_file)
-                     : std::string("no CPU quota");
+  const std::string quota = quota_cpus > 0
+                                ? absl::StrFormat("quota %.2f CPUs in %s", quota_cpus, quota_file)
+                                : std::string("no CPU quota");
   return absl::StrCat(cpus, " (", source(), ": ", quota, "; affinity mask ", affinity_cpus,
                       " CPUs)");
 }

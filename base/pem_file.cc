@@ -29,9 +29,8 @@ absl::StatusOr<std::string> ReadPemFile(const std::string& path) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
   }
   if (static_cast<size_t>(st.st_size) > kMaxPemFileBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": ", st.st_size,
-                                                   " bytes, more than a PEM file's ",
-                                                   kMaxPemFileBytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": ", st.st_size, " bytes, more than a PEM file's ", kMaxPemFileBytes));
   }
   std::string pem;
   char buffer[16384];
@@ -46,8 +45,8 @@ absl::StatusOr<std::string> ReadPemFile(const std::string& path) {
     pem.append(buffer, static_cast<size_t>(n));
   }
   if (pem.size() > kMaxPemFileBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": grew past ", kMaxPemFileBytes,
-                                                   " bytes while read"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": grew past ", kMaxPemFileBytes, " bytes while read"));
   }
   if (!absl::StrContains(pem, "-----BEGIN")) {
     return absl::InvalidArgumentError(absl::StrCat(path, " holds no PEM block"));

@@ -16,8 +16,7 @@ namespace {
 class PemFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("pem_file_test." + std::to_string(getpid()));
+    dir_ = std::filesystem::temp_directory_path() / ("pem_file_test." + std::to_string(getpid()));
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }

@@ -60,8 +60,8 @@ absl::StatusOr<CheckedFile> ReadFileChecked(const std::string& path, uint64_t ma
   }
   const uint64_t size = static_cast<uint64_t>(before.st_size);
   if (size > max_bytes) {
-    return WithReason(absl::ResourceExhaustedError(absl::StrCat(
-                          path, ": ", size, " bytes, over the limit of ", max_bytes)),
+    return WithReason(absl::ResourceExhaustedError(
+                          absl::StrCat(path, ": ", size, " bytes, over the limit of ", max_bytes)),
                       "too_large");
   }
   CheckedFile file;
@@ -81,15 +81,14 @@ absl::StatusOr<CheckedFile> ReadFileChecked(const std::string& path, uint64_t ma
   if (fstat(fd, &after) != 0) return ErrnoError(path, errno);
   // The path may have been renamed over (a new inode) while we read the old.
   struct stat now;
-  const bool replaced = stat(path.c_str(), &now) != 0 || now.st_ino != before.st_ino ||
-                        now.st_dev != before.st_dev;
+  const bool replaced =
+      stat(path.c_str(), &now) != 0 || now.st_ino != before.st_ino || now.st_dev != before.st_dev;
   file.stamp = StampFrom(before);
   if (got != size || grew || StampFrom(after) != file.stamp || replaced) {
-    return WithReason(
-        absl::UnavailableError(absl::StrCat(
-            path, ": changed while it was read (", size, " bytes at the start, ", got,
-            grew ? "+" : "", " read); it is read again once it stops changing")),
-        "file_changed");
+    return WithReason(absl::UnavailableError(absl::StrCat(
+                          path, ": changed while it was read (", size, " bytes at the start, ", got,
+                          grew ? "+" : "", " read); it is read again once it stops changing")),
+                      "file_changed");
   }
   return file;
 }

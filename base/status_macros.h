@@ -17,27 +17,25 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-#define RETURN_IF_ERROR(expr)                                    \
-  do {                                                           \
-    if (::absl::Status rankwire_status_ = (expr);                \
-        !rankwire_status_.ok()) {                                \
-      return rankwire_status_;                                   \
-    }                                                            \
+#define RETURN_IF_ERROR(expr)                                               \
+  do {                                                                      \
+    if (::absl::Status rankwire_status_ = (expr); !rankwire_status_.ok()) { \
+      return rankwire_status_;                                              \
+    }                                                                       \
   } while (0)
 
 #define RANKWIRE_STATUS_CONCAT_INNER_(a, b) a##b
 #define RANKWIRE_STATUS_CONCAT_(a, b) RANKWIRE_STATUS_CONCAT_INNER_(a, b)
 
-#define ASSIGN_OR_RETURN(lhs, expr)                                              \
-  RANKWIRE_ASSIGN_OR_RETURN_IMPL_(                                               \
-      RANKWIRE_STATUS_CONCAT_(rankwire_statusor_, __LINE__), lhs, expr)
+#define ASSIGN_OR_RETURN(lhs, expr) \
+  RANKWIRE_ASSIGN_OR_RETURN_IMPL_(RANKWIRE_STATUS_CONCAT_(rankwire_statusor_, __LINE__), lhs, expr)
 
 // `statusor` is a name to declare and `lhs` may be a declaration
 // ("auto x"): neither can be parenthesized.
 // NOLINTBEGIN(bugprone-macro-parentheses)
 #define RANKWIRE_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, expr) \
-  auto statusor = (expr);                                     \
-  if (!statusor.ok()) return std::move(statusor).status();    \
+  auto statusor = (expr);                                    \
+  if (!statusor.ok()) return std::move(statusor).status();   \
   lhs = *std::move(statusor)
 // NOLINTEND(bugprone-macro-parentheses)
 

@@ -12,11 +12,11 @@
 #include <cstdio>
 #include <cstring>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/ascii.h"
 
 namespace rankwire {
 namespace {
@@ -64,8 +64,8 @@ absl::Status SetThreadSlice(absl::Duration slice) {
   attr.sched_nice = nice;
   attr.sched_runtime = static_cast<uint64_t>(absl::ToInt64Nanoseconds(slice));
   if (syscall(SYS_sched_setattr, 0, &attr, 0) != 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cannot set a ", absl::FormatDuration(slice), " time slice: ", std::strerror(errno)));
+    return absl::FailedPreconditionError(absl::StrCat("cannot set a ", absl::FormatDuration(slice),
+                                                      " time slice: ", std::strerror(errno)));
   }
   return absl::OkStatus();
 }
@@ -79,8 +79,8 @@ absl::StatusOr<std::vector<int>> ParseCpuList(absl::string_view text, int cpu_co
     if (!absl::SimpleAtoi(range[0], &first) ||
         !absl::SimpleAtoi(range.size() == 2 ? range[1] : range[0], &last) || first < 0 ||
         last < first) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "CPU list \"", text, "\": \"", part, "\" is not a CPU or an ascending range a-b"));
+      return absl::InvalidArgumentError(absl::StrCat("CPU list \"", text, "\": \"", part,
+                                                     "\" is not a CPU or an ascending range a-b"));
     }
     if (last >= cpu_count || last >= CPU_SETSIZE) {
       return absl::InvalidArgumentError(absl::StrCat("CPU list \"", text, "\": CPU ", last,
@@ -99,8 +99,8 @@ absl::Status SetThreadAffinity(const std::vector<int>& cpus) {
     if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &set);
   }
   if (const int err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set); err != 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cannot pin to CPUs ", absl::StrJoin(cpus, ","), ": ", std::strerror(err)));
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot pin to CPUs ", absl::StrJoin(cpus, ","), ": ", std::strerror(err)));
   }
   return absl::OkStatus();
 }

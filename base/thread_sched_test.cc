@@ -81,8 +81,8 @@ TEST(ThreadSchedTest, NiceAndName) {
   std::thread([] {
     ASSERT_TRUE(SetThreadNice(3).ok());
     EXPECT_EQ(Nice(), 3);
-    EXPECT_EQ(SetThreadNice(-20).code(), geteuid() == 0 ? absl::StatusCode::kOk
-                                                        : absl::StatusCode::kFailedPrecondition);
+    EXPECT_EQ(SetThreadNice(-20).code(),
+              geteuid() == 0 ? absl::StatusCode::kOk : absl::StatusCode::kFailedPrecondition);
     SetThreadName("a-name-longer-than-fifteen");
     EXPECT_EQ(Name(), "a-name-longer-t");
   }).join();

@@ -299,7 +299,8 @@ void AddModelFloorRows(const Payload& p, std::vector<Entry>* out) {
                     const RankResult& r = p.result;
                     const std::vector<GatherColumn> columns = GatherColumns(r);
                     size_t total = r.id_bytes().size() + 8 * r.size() + r.log_bytes();
-                    for (const GatherColumn& c : columns) total += c.width * c.column->present_count();
+                    for (const GatherColumn& c : columns)
+                      total += c.width * c.column->present_count();
                     std::unique_ptr<char[]> dst(new char[total]);
                     std::memset(dst.get(), 0, total);
                     for (auto _ : state) {

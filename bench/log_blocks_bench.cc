@@ -83,11 +83,11 @@ int Run() {
   }
   std::vector<double> sorted = per_request;
   std::sort(sorted.begin(), sorted.end());
-  std::printf("RenderBlocks, %u candidates, blocks of %u: %.2f us / request [%.2f-%.2f] over %zu "
-              "rounds of %d; %.0f value bytes / request\n",
-              absl::GetFlag(FLAGS_candidates), block_items, sorted[sorted.size() / 2],
-              sorted.front(), sorted.back(), sorted.size(), iterations,
-              double(bytes) / double(iterations * sorted.size()));
+  std::printf(
+      "RenderBlocks, %u candidates, blocks of %u: %.2f us / request [%.2f-%.2f] over %zu "
+      "rounds of %d; %.0f value bytes / request\n",
+      absl::GetFlag(FLAGS_candidates), block_items, sorted[sorted.size() / 2], sorted.front(),
+      sorted.back(), sorted.size(), iterations, double(bytes) / double(iterations * sorted.size()));
   return 0;
 }
 

@@ -72,8 +72,8 @@ void BM_EncodeLogNumbers(benchmark::State& state) {
   state.SetLabel(LogNumberPathName(path));
   state.counters["bytes"] = static_cast<double>(bytes);
   state.counters["ns_per_number"] = benchmark::Counter(
-      static_cast<double>(values.size()), benchmark::Counter::kIsIterationInvariantRate |
-                                              benchmark::Counter::kInvert);
+      static_cast<double>(values.size()),
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
 void EveryPathHere(benchmark::internal::Benchmark* b) {

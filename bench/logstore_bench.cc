@@ -25,11 +25,11 @@
 // `taskset -c 0 logstore_bench --redis_cpu=1` (scripts/bench_logstore.sh does).
 #define ZDICT_STATIC_LINKING_ONLY
 #include <dirent.h>
-#include <zdict.h>
-#include <zstd.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
+#include <zdict.h>
+#include <zstd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -57,9 +57,9 @@
 #include "base/flags.h"
 #include "logstore/log_number.h"
 #include "logstore/log_record.h"
+#include "logstore/log_store.h"
 #include "logstore/log_value.h"
 #include "logstore/redis_log_sink.h"
-#include "logstore/log_store.h"
 #include "server/ranker.h"
 #include "tests/support/redis_process.h"
 #include "workload/workload.h"
@@ -249,10 +249,14 @@ enum class Rep { kText, kZstd, kZstdDict, kBlocks };
 
 const char* RepName(Rep rep) {
   switch (rep) {
-    case Rep::kText: return "text (T)";
-    case Rep::kZstd: return "text zstd (Z)";
-    case Rep::kZstdDict: return "text zstd + dictionary";
-    case Rep::kBlocks: return "blocks (layout 2)";
+    case Rep::kText:
+      return "text (T)";
+    case Rep::kZstd:
+      return "text zstd (Z)";
+    case Rep::kZstdDict:
+      return "text zstd + dictionary";
+    case Rep::kBlocks:
+      return "blocks (layout 2)";
   }
   return "?";
 }
@@ -278,8 +282,8 @@ void TrainDictionary(const std::vector<Template>& templates, Dictionary* dict) {
     }
   }
   std::string buffer(size_t(absl::GetFlag(FLAGS_dict_kb)) << 10, '\0');
-  const size_t n = ZDICT_trainFromBuffer(buffer.data(), buffer.size(), samples.data(),
-                                         sizes.data(), unsigned(sizes.size()));
+  const size_t n = ZDICT_trainFromBuffer(buffer.data(), buffer.size(), samples.data(), sizes.data(),
+                                         unsigned(sizes.size()));
   if (ZDICT_isError(n)) {
     std::cerr << "dictionary training failed: " << ZDICT_getErrorName(n) << "\n";
     std::exit(1);
@@ -333,8 +337,8 @@ double Percentile(std::vector<double> v, double q) {
 }
 
 void MeasureRepresentation(const test::RedisProcess& redis, const server::Ranker& ranker,
-                           const std::vector<Template>& templates, const Dictionary& dict,
-                           Rep rep, RepResult* out) {
+                           const std::vector<Template>& templates, const Dictionary& dict, Rep rep,
+                           RepResult* out) {
   ZSTD_CCtx* cctx = ZSTD_createCCtx();
   ZSTD_DCtx* dctx = ZSTD_createDCtx();
   // Encode CPU: the writer's work per request, on this thread.
@@ -385,8 +389,8 @@ void MeasureRepresentation(const test::RedisProcess& redis, const server::Ranker
   }();
   for (int r = 0; r < absl::GetFlag(FLAGS_read_samples); ++r) {
     // mem-j holds template j % templates.size(); read template 0's.
-    const std::string id = absl::StrCat("mem-", (r % (n / int(templates.size()))) *
-                                                    int(templates.size()));
+    const std::string id =
+        absl::StrCat("mem-", (r % (n / int(templates.size()))) * int(templates.size()));
     const absl::Time t0 = absl::Now();
     absl::StatusOr<std::vector<std::optional<std::string>>> got = (*reader)->Fetch(id, top10);
     Check(got.status(), "read");
@@ -478,8 +482,8 @@ CeilingSample MeasureCeiling(const test::RedisProcess& redis, const server::Rank
   LogStoreConfig config;
   config.backend = LogStoreConfig::Backend::kRedis;
   config.redis_addr = redis.address();
-  config.format = variant.rep == Rep::kBlocks ? LogStoreConfig::Format::kBlocks
-                                              : LogStoreConfig::Format::kText;
+  config.format =
+      variant.rep == Rep::kBlocks ? LogStoreConfig::Format::kBlocks : LogStoreConfig::Format::kText;
   config.compress = variant.rep == Rep::kZstd;
   config.compress_level = absl::GetFlag(FLAGS_compress_level);
   config.writers = variant.writers;
@@ -612,9 +616,10 @@ int Main() {
     for (int k = 0; k < 4; ++k) {
       const int i = round % 2 == 0 ? k : 3 - k;
       MeasureRepresentation(redis, ranker, templates, dict, reps[i], &rep_results[size_t(i)]);
-      std::cerr << absl::StrFormat("representation round %d %-24s encode %.0f us, redis %.0f B/request\n",
-                                   round, RepName(reps[i]), rep_results[size_t(i)].encode_us.back(),
-                                   rep_results[size_t(i)].redis_bytes.back());
+      std::cerr << absl::StrFormat(
+          "representation round %d %-24s encode %.0f us, redis %.0f B/request\n", round,
+          RepName(reps[i]), rep_results[size_t(i)].encode_us.back(),
+          rep_results[size_t(i)].redis_bytes.back());
     }
   }
   const double text_redis = Summarize(rep_results[0].redis_bytes).median;
@@ -628,9 +633,10 @@ int Main() {
       "reader. Every value read back was checked byte-identical to the inline line.\n\n",
       absl::GetFlag(FLAGS_memory_rounds), absl::GetFlag(FLAGS_memory_requests),
       absl::GetFlag(FLAGS_read_samples), dict.bytes);
-  std::cout << "| representation | value bytes / request | Redis memory / request (min..max) | "
-               "vs text | encode CPU us / request (min..max) | vs text | top-10 read p50 / p99 us | "
-               "vs text |\n|---|---|---|---|---|---|---|---|\n";
+  std::cout
+      << "| representation | value bytes / request | Redis memory / request (min..max) | "
+         "vs text | encode CPU us / request (min..max) | vs text | top-10 read p50 / p99 us | "
+         "vs text |\n|---|---|---|---|---|---|---|---|\n";
   for (int i = 0; i < 4; ++i) {
     const RepResult& r = rep_results[size_t(i)];
     const Summary redis_kb = Summarize(r.redis_bytes);
@@ -716,9 +722,8 @@ int Main() {
 
   // 2. What fits in the budget at the TTL.
   const double budget = absl::GetFlag(FLAGS_budget_gb) * 1e9;
-  std::cout << absl::StrFormat(
-      "\n## What fits in the %.1f GB budget at a %d ms TTL\n\n", absl::GetFlag(FLAGS_budget_gb),
-      absl::GetFlag(FLAGS_ttl_ms));
+  std::cout << absl::StrFormat("\n## What fits in the %.1f GB budget at a %d ms TTL\n\n",
+                               absl::GetFlag(FLAGS_budget_gb), absl::GetFlag(FLAGS_ttl_ms));
   std::cout << "| variant | Redis memory / request | effective key residency | QPS that fits the "
                "budget | writer ceiling (requests/s) |\n|---|---|---|---|---|\n";
   for (size_t v = 0; v < variants.size(); ++v) {

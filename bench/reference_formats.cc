@@ -51,9 +51,7 @@ struct Layout {
 
 uint32_t ShapeOf(const RankResult& r, absl::Span<const uint32_t> keys, uint32_t previous,
                  Layout* out) {
-  auto same = [&keys](const Layout::Shape& s) {
-    return absl::MakeConstSpan(s.item_keys) == keys;
-  };
+  auto same = [&keys](const Layout::Shape& s) { return absl::MakeConstSpan(s.item_keys) == keys; };
   if (previous != UINT32_MAX && same(out->shapes[previous])) return previous;
   for (uint32_t s = 0; s < out->shapes.size(); ++s) {
     if (same(out->shapes[s])) return s;
@@ -113,7 +111,8 @@ absl::Status Analyze(const RankResult& r, Layout* out) {
   // met yet).
   std::vector<std::vector<uint32_t>> remap(r.key_count());
   for (uint32_t k = 0; k < r.key_count(); ++k) {
-    if (r.key(k).type == MetricType::kString) remap[k].assign(r.column(k).entry_count(), UINT32_MAX);
+    if (r.key(k).type == MetricType::kString)
+      remap[k].assign(r.column(k).entry_count(), UINT32_MAX);
   }
   out->string_index.reserve(r.size() * 4);
   for (size_t i = 0; i < r.size(); ++i) {
@@ -256,21 +255,20 @@ absl::Status TunedItem(const tuned::Result& m, const tuned::Item& p, ModelSink& 
   if (p.shape() >= static_cast<uint32_t>(m.shapes_size())) return Corrupt(kFormat, "shape");
   const tuned::Shape& s = m.shapes(static_cast<int>(p.shape()));
   bool dict_ok = true;
-  const bool sizes_ok =
-      ReadColumn(p.doubles(), s.double_keys().data(), s.double_keys_size(),
-                 [&](uint32_t k, double v) { sink.Double(k, v); }) &&
-      ReadColumn(p.floats(), s.float_keys().data(), s.float_keys_size(),
-                 [&](uint32_t k, float v) { sink.Float(k, v); }) &&
-      ReadColumn(p.ints(), s.int_keys().data(), s.int_keys_size(),
-                 [&](uint32_t k, int64_t v) { sink.Int(k, v); }) &&
-      ReadColumn(p.strings(), s.string_keys().data(), s.string_keys_size(),
-                 [&](uint32_t k, uint32_t d) {
-                   if (d >= static_cast<uint32_t>(m.string_dict_size())) {
-                     dict_ok = false;
-                     return;
-                   }
-                   sink.String(k, d, m.string_dict(static_cast<int>(d)));
-                 });
+  const bool sizes_ok = ReadColumn(p.doubles(), s.double_keys().data(), s.double_keys_size(),
+                                   [&](uint32_t k, double v) { sink.Double(k, v); }) &&
+                        ReadColumn(p.floats(), s.float_keys().data(), s.float_keys_size(),
+                                   [&](uint32_t k, float v) { sink.Float(k, v); }) &&
+                        ReadColumn(p.ints(), s.int_keys().data(), s.int_keys_size(),
+                                   [&](uint32_t k, int64_t v) { sink.Int(k, v); }) &&
+                        ReadColumn(p.strings(), s.string_keys().data(), s.string_keys_size(),
+                                   [&](uint32_t k, uint32_t d) {
+                                     if (d >= static_cast<uint32_t>(m.string_dict_size())) {
+                                       dict_ok = false;
+                                       return;
+                                     }
+                                     sink.String(k, d, m.string_dict(static_cast<int>(d)));
+                                   });
   if (!sizes_ok) return Corrupt(kFormat, "column size");
   if (!dict_ok) return Corrupt(kFormat, "dictionary index");
   if (!sink.ok) return Corrupt(kFormat, "key index or type");
@@ -376,8 +374,8 @@ absl::string_view FbText(const flatbuffers::String* s) {
 // Item i of `r` (shape `shape`, its string indexes at `str`), written as
 // FlatBuffers builds: its fields back to front.
 flatbuffers::Offset<fb::Item> FbWriteItem(flatbuffers::FlatBufferBuilder& b, const RankResult& r,
-                                          size_t i, const Layout::Shape& shape,
-                                          uint32_t shape_id, const uint32_t* str) {
+                                          size_t i, const Layout::Shape& shape, uint32_t shape_id,
+                                          const uint32_t* str) {
   const absl::string_view text = r.log(i);
   auto log = text.empty() ? flatbuffers::Offset<flatbuffers::String>()
                           : b.CreateString(text.data(), text.size());
@@ -401,8 +399,8 @@ flatbuffers::Offset<fb::Item> FbWriteItem(flatbuffers::FlatBufferBuilder& b, con
   }
   const absl::string_view item_id = r.id(i);
   auto id = b.CreateString(item_id.data(), item_id.size());
-  return fb::CreateItem(b, id, r.score(i), r.position(i), shape_id, doubles, floats, ints,
-                        strings, log);
+  return fb::CreateItem(b, id, r.score(i), r.position(i), shape_id, doubles, floats, ints, strings,
+                        log);
 }
 }  // namespace
 

@@ -38,8 +38,7 @@ namespace {
 grpc::ByteBuffer RequestBuffer(uint32_t candidates, size_t slice_bytes) {
   workload::WorkloadOptions options;
   options.candidates = candidates;
-  const std::string wire =
-      workload::WorkloadGenerator(options).Make(1).SerializeAsString();
+  const std::string wire = workload::WorkloadGenerator(options).Make(1).SerializeAsString();
   std::vector<grpc::Slice> slices;
   const size_t step = slice_bytes == 0 ? wire.size() : slice_bytes;
   for (size_t at = 0; at < wire.size(); at += step) {

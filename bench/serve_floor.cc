@@ -97,8 +97,8 @@ absl::StatusOr<std::string> Record(const std::string& target) {
   std::unique_lock<std::mutex> lock(mu);
   cv.wait(lock, [&] { return done; });
   if (!status.ok()) {
-    return absl::UnavailableError(absl::StrCat("recording from ", target, ": ",
-                                               status.error_message()));
+    return absl::UnavailableError(
+        absl::StrCat("recording from ", target, ": ", status.error_message()));
   }
   std::vector<grpc::Slice> slices;
   if (!response_bytes.Dump(&slices).ok()) return absl::InternalError("cannot read the response");

@@ -1,9 +1,9 @@
 #include "bench/shape_payloads.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <numeric>
 #include <random>
-#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -57,11 +57,11 @@ void AddKeys(RankResult& r, absl::string_view prefix, int count, MetricType type
   for (int k = 0; k < count; ++k) keys->push_back(r.AddKey(absl::StrCat(prefix, k), type));
 }
 
-constexpr const char* kCategories[] = {"electronics", "home", "garden", "toys", "books",
-                                       "fashion", "sports", "beauty", "grocery", "auto"};
+constexpr const char* kCategories[] = {"electronics", "home",   "garden", "toys",    "books",
+                                       "fashion",     "sports", "beauty", "grocery", "auto"};
 constexpr const char* kStages[] = {"recall", "filter", "prerank", "rank", "rerank", "blend"};
-constexpr const char* kRules[] = {"brand_match", "stock_low", "price_drop", "new_arrival",
-                                  "seller_score", "none", "geo_boost", "dedup"};
+constexpr const char* kRules[] = {"brand_match",  "stock_low", "price_drop", "new_arrival",
+                                  "seller_score", "none",      "geo_boost",  "dedup"};
 
 // A debug trace of 150-300 bytes: the vocabulary of debug output (stage
 // names, rule names, feature names) with numbers that make every trace
@@ -138,7 +138,7 @@ RankResult ManyKeysResult(size_t items, uint64_t seed) {
   constexpr size_t kKeys = 200;
   for (size_t k = 0; k < kKeys; ++k) {
     // Mostly doubles, as feature stores are; some floats, ints and strings.
-    MetricType type = k % 10 == 7 ? MetricType::kInt
+    MetricType type = k % 10 == 7   ? MetricType::kInt
                       : k % 10 == 8 ? MetricType::kFloat
                       : k % 20 == 9 ? MetricType::kString
                                     : MetricType::kDouble;
@@ -215,9 +215,12 @@ RankResult DistinctShortResult(size_t items, uint64_t seed) {
     size_t j = 0;
     for (; j < 8; ++j) item.metrics.push_back({keys[j], MetricValue::Double(Uniform(rng))});
     for (; j < 12; ++j) {
-      item.metrics.push_back({keys[j], MetricValue::String(absl::StrFormat("u%0*x", static_cast<int>(4 + j), static_cast<uint64_t>(rng() >> 8)))});
+      item.metrics.push_back(
+          {keys[j], MetricValue::String(absl::StrFormat("u%0*x", static_cast<int>(4 + j),
+                                                        static_cast<uint64_t>(rng() >> 8)))});
     }
-    for (; j < 14; ++j) item.metrics.push_back({keys[j], MetricValue::Int(static_cast<int64_t>(rng() >> 20))});
+    for (; j < 14; ++j)
+      item.metrics.push_back({keys[j], MetricValue::Int(static_cast<int64_t>(rng() >> 20))});
   }
   return WithItems(std::move(r), rows);
 }
@@ -238,7 +241,8 @@ RankResult MediumRepeatResult(size_t items, uint64_t seed) {
     RankedItem& item = AddItem(rows, rng, i);
     size_t j = 0;
     for (; j < 10; ++j) item.metrics.push_back({keys[j], MetricValue::Double(Uniform(rng))});
-    for (; j < 16; ++j) item.metrics.push_back({keys[j], MetricValue::String(pool[Pick(rng, pool.size())])});
+    for (; j < 16; ++j)
+      item.metrics.push_back({keys[j], MetricValue::String(pool[Pick(rng, pool.size())])});
   }
   return WithItems(std::move(r), rows);
 }
@@ -293,7 +297,8 @@ RankResult LongIdResult(size_t items, uint64_t seed) {
   AddKeys(r, "d", 5, MetricType::kDouble, &keys);
   for (size_t i = 0; i < items; ++i) {
     RankedItem& item = AddItem(rows, rng, i);
-    item.item_id = absl::StrCat(item.item_id, "/", std::string(60, 'a' + static_cast<char>(i % 26)));
+    item.item_id =
+        absl::StrCat(item.item_id, "/", std::string(60, 'a' + static_cast<char>(i % 26)));
     for (uint32_t k : keys) item.metrics.push_back({k, MetricValue::Double(Uniform(rng))});
     for (int t = 0; t < 8; ++t) absl::StrAppend(&item.log, Trace(rng, item.item_id, t), ";");
   }

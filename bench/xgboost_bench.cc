@@ -131,10 +131,11 @@ std::vector<float> RowsOf(const rank::v1::RankRequest& request,
       }
     } else {
       const auto& columns = request.item_feature_names();
-      const int col = static_cast<int>(std::find(columns.begin(), columns.end(), name) -
-                                       columns.begin());
+      const int col =
+          static_cast<int>(std::find(columns.begin(), columns.end(), name) - columns.begin());
       if (col < columns.size()) {
-        for (size_t c = 0; c < n; ++c) rows[c * names.size() + f] = request.candidates(c).features(col);
+        for (size_t c = 0; c < n; ++c)
+          rows[c * names.size() + f] = request.candidates(c).features(col);
         continue;
       }
     }
@@ -231,8 +232,8 @@ Engines& EnginesFor(const std::string& key) {
   e.model = std::make_unique<XGBoostModel>(*std::move(model));
   e.evaluator = std::make_unique<TreeEvaluator>(*e.model);
   e.scalar_evaluator = std::make_unique<TreeEvaluator>(*e.model, TreeEvaluator::Kernel::kScalar);
-  e.path = absl::StrCat("/tmp/xgboost_bench_", getpid(), "_", key.substr(0, 1), trees, "_d",
-                        depth, ".json");
+  e.path = absl::StrCat("/tmp/xgboost_bench_", getpid(), "_", key.substr(0, 1), trees, "_d", depth,
+                        ".json");
   std::FILE* f = std::fopen(e.path.c_str(), "w");
   std::fwrite(e.json.data(), 1, e.json.size(), f);
   std::fclose(f);
@@ -260,9 +261,9 @@ void BM_Rankwire(benchmark::State& state, std::string key, int items, bool scala
 void BM_XGBoost(benchmark::State& state, std::string key, int items) {
   Engines& e = EnginesFor(key);
   const std::vector<float> rows = e.rows(items);
-  const std::string array = absl::StrFormat(
-      "{\"data\":[%d,true],\"shape\":[%d,%d],\"typestr\":\"<f4\",\"version\":3}",
-      reinterpret_cast<uintptr_t>(rows.data()), items, Features(e));
+  const std::string array =
+      absl::StrFormat("{\"data\":[%d,true],\"shape\":[%d,%d],\"typestr\":\"<f4\",\"version\":3}",
+                      reinterpret_cast<uintptr_t>(rows.data()), items, Features(e));
   const char* config =
       "{\"type\":0,\"training\":false,\"iteration_begin\":0,\"iteration_end\":0,"
       "\"strict_shape\":false,\"missing\":NaN,\"cache_id\":0}";
@@ -445,12 +446,14 @@ class RatioReporter : public benchmark::ConsoleReporter {
 void RatioReporter::SweepTable() {
   std::FILE* csv = csv_path_.empty() ? nullptr : std::fopen(csv_path_.c_str(), "w");
   if (csv != nullptr) {
-    std::fprintf(csv, "trees,depth,items,xgboost_us,rankwire_us,ratio,ratio_min,ratio_max,"
-                      "scalar_us,scalar_ratio,scalar_min,scalar_max\n");
+    std::fprintf(csv,
+                 "trees,depth,items,xgboost_us,rankwire_us,ratio,ratio_min,ratio_max,"
+                 "scalar_us,scalar_ratio,scalar_min,scalar_max\n");
   }
-  std::printf("\nSweep (CPU time; ratio = XGBoost / rankwire, median of paired repetitions "
-              "and their range)\n%-16s %11s %11s %7s %13s %11s %7s %13s\n",
-              "cell", "xgboost us", "rankwire us", "ratio", "range", "scalar us", "ratio", "range");
+  std::printf(
+      "\nSweep (CPU time; ratio = XGBoost / rankwire, median of paired repetitions "
+      "and their range)\n%-16s %11s %11s %7s %13s %11s %7s %13s\n",
+      "cell", "xgboost us", "rankwire us", "ratio", "range", "scalar us", "ratio", "range");
   int cells = 0, below_one = 0, any_below_one = 0;
   for (auto& [cell, engines] : times_) {
     const auto& x = engines["xgboost"];
@@ -466,8 +469,7 @@ void RatioReporter::SweepTable() {
                 cell.c_str(), Median(x), Median(r), fast.median, fast.min, fast.max, Median(s),
                 portable.median, portable.min, portable.max);
     int trees = 0, depth = 0, items = 0;
-    if (csv != nullptr &&
-        std::sscanf(cell.c_str(), "%*c%d/d%d/n%d", &trees, &depth, &items) == 3) {
+    if (csv != nullptr && std::sscanf(cell.c_str(), "%*c%d/d%d/n%d", &trees, &depth, &items) == 3) {
       std::fprintf(csv, "%s,%d,%d,%.2f,%.2f,%.4f,%.4f,%.4f,%.2f,%.4f,%.4f,%.4f\n",
                    cell[0] == 'w' ? "workload" : std::to_string(trees).c_str(), depth, items,
                    Median(x), Median(r), fast.median, fast.min, fast.max, Median(s),
@@ -475,15 +477,18 @@ void RatioReporter::SweepTable() {
     }
   }
   if (csv != nullptr) std::fclose(csv);
-  std::printf("%d cells; %d where a rankwire kernel's median ratio is < 1; %d where any "
-              "repetition's is\n", cells, below_one, any_below_one);
+  std::printf(
+      "%d cells; %d where a rankwire kernel's median ratio is < 1; %d where any "
+      "repetition's is\n",
+      cells, below_one, any_below_one);
 }
 
 void RatioReporter::WorkloadTable() {
   auto& w = times_["w0300/d6/n0500"];
   if (w["rankwire"].empty()) return;
-  std::printf("\nThe shipped request (500 candidates) with a 300-tree depth-6 model over its "
-              "features (CPU us per request, median [range])\n");
+  std::printf(
+      "\nThe shipped request (500 candidates) with a 300-tree depth-6 model over its "
+      "features (CPU us per request, median [range])\n");
   auto row = [](const char* what, const std::vector<double>& t) {
     if (t.empty()) return;
     std::printf("  %-44s %9.1f [%.1f-%.1f]\n", what, Median(t),
@@ -514,10 +519,11 @@ void RatioReporter::LoadTable() {
   for (auto& [cell, engines] : times_) {
     if (engines["load"].empty()) continue;
     if (!header) {
-      std::printf("\nLoad (CPU ms, median): parse + build what the server holds; the server's "
-                  "whole load (read, parse, build, check request); XGBoost's load\n%-10s %8s "
-                  "%8s %9s %8s %8s %8s %8s\n", "model", "parse", "server", "xgboost", "nodes",
-                  "JSON MB", "B/node", "eval B");
+      std::printf(
+          "\nLoad (CPU ms, median): parse + build what the server holds; the server's "
+          "whole load (read, parse, build, check request); XGBoost's load\n%-10s %8s "
+          "%8s %9s %8s %8s %8s %8s\n",
+          "model", "parse", "server", "xgboost", "nodes", "JSON MB", "B/node", "eval B");
       header = true;
     }
     auto ms = [&](const char* engine) {
@@ -544,8 +550,7 @@ void RegisterAll() {
         us(benchmark::RegisterBenchmark(("xgboost/" + cell).c_str(), BM_XGBoost, key, items));
         us(benchmark::RegisterBenchmark(("rankwire/" + cell).c_str(), BM_Rankwire, key, items,
                                         false));
-        us(benchmark::RegisterBenchmark(("scalar/" + cell).c_str(), BM_Rankwire, key, items,
-                                        true));
+        us(benchmark::RegisterBenchmark(("scalar/" + cell).c_str(), BM_Rankwire, key, items, true));
       }
     }
   }
@@ -602,8 +607,8 @@ int main(int argc, char** argv) {
   std::string interleave = "--benchmark_enable_random_interleaving=true";
   std::string min_time = "--benchmark_min_time=0.05";
   std::string aggregates = "--benchmark_report_aggregates_only=false";
-  args.insert(args.begin() + 1, {repetitions.data(), interleave.data(), min_time.data(),
-                                 aggregates.data()});
+  args.insert(args.begin() + 1,
+              {repetitions.data(), interleave.data(), min_time.data(), aggregates.data()});
   int n = static_cast<int>(args.size());
   benchmark::Initialize(&n, args.data());
   RegisterAll();

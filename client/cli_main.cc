@@ -43,7 +43,8 @@ ABSL_FLAG(std::string, target, "localhost:50051",
           "ipv4:a:port,b:port (a list of replicas).");
 ABSL_FLAG(std::string, codec, "",
           absl::StrCat("Codecs to accept, most preferred first, comma-separated (empty: the "
-                       "server's default). Known: ", rankwire::BuiltinCodecNames(), "."));
+                       "server's default). Known: ",
+                       rankwire::BuiltinCodecNames(), "."));
 ABSL_FLAG(uint32_t, candidates, 500, "Candidates in the generated request.");
 ABSL_FLAG(uint64_t, seed, 20261129, "Workload seed.");
 ABSL_FLAG(uint64_t, sequence, 0, "Which request of the seeded workload to send.");
@@ -100,9 +101,9 @@ std::string MetricText(const absl::StatusOr<std::optional<MetricRef>>& m) {
 }
 
 uint32_t MicrosSince(std::chrono::steady_clock::time_point t0) {
-  return static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::microseconds>(
-                                   std::chrono::steady_clock::now() - t0)
-                                   .count());
+  return static_cast<uint32_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+          .count());
 }
 
 // Reads the top n items completely (every metric), as a caller that shows
@@ -189,17 +190,18 @@ absl::Status SaveResponse(const RankReply& reply, const std::string& path) {
 
 void PrintReply(const RankReply& reply, uint32_t top_n, uint32_t topn_us) {
   const rank::v1::ResponseHeader& h = reply.header();
-  absl::PrintF("response: codec=%s format=%d items=%d bytes=%d body_bytes=%d log_mode=%s%s model=%s\n",
-               h.codec(), h.format_version(), h.item_count(), reply.response_bytes(),
-               reply.body_bytes(), rank::v1::LogMode_Name(h.log_mode()),
-               h.log_key().empty() ? "" : absl::StrCat(" log_key=", h.log_key()),
-               h.model_version());
+  absl::PrintF(
+      "response: codec=%s format=%d items=%d bytes=%d body_bytes=%d log_mode=%s%s model=%s\n",
+      h.codec(), h.format_version(), h.item_count(), reply.response_bytes(), reply.body_bytes(),
+      rank::v1::LogMode_Name(h.log_mode()),
+      h.log_key().empty() ? "" : absl::StrCat(" log_key=", h.log_key()), h.model_version());
   absl::PrintF("call: peer=%s\n", reply.call().peer);
   const rank::v1::ServerTimings& st = h.timings();
-  absl::PrintF("server us: request_deserialize=%d validate=%d rank=%d log_enqueue=%d "
-               "response_serialize=%d total=%d queued=%d\n",
-               st.request_deserialize_us(), st.validate_us(), st.rank_us(),
-               st.log_enqueue_us(), st.response_serialize_us(), st.total_us(), st.queue_us());
+  absl::PrintF(
+      "server us: request_deserialize=%d validate=%d rank=%d log_enqueue=%d "
+      "response_serialize=%d total=%d queued=%d\n",
+      st.request_deserialize_us(), st.validate_us(), st.rank_us(), st.log_enqueue_us(),
+      st.response_serialize_us(), st.total_us(), st.queue_us());
   const ClientTimings& ct = reply.timings();
   absl::PrintF("client us: request_serialize=%d call=%d envelope=%d open=%d top%d_decode=%d\n",
                ct.request_serialize_us, ct.call_us, ct.envelope_us, ct.open_us, top_n, topn_us);
@@ -260,8 +262,8 @@ absl::Status RankOnce(const RankClient& client) {
   CallOptions call;
   call.deadline = absl::Milliseconds(absl::GetFlag(FLAGS_deadline_ms));
 
-  absl::PrintF("request %s: %d candidates, top_n=%d, accept=[%s], %d bytes\n",
-               request.request_id(), request.candidates_size(), request.top_n(),
+  absl::PrintF("request %s: %d candidates, top_n=%d, accept=[%s], %d bytes\n", request.request_id(),
+               request.candidates_size(), request.top_n(),
                absl::StrJoin(request.accept_codecs(), ","), request.ByteSizeLong());
   ASSIGN_OR_RETURN(RankReply reply, client.Rank(request, call));
   if (const std::string path = absl::GetFlag(FLAGS_save_response); !path.empty()) {
@@ -299,8 +301,7 @@ absl::Status RankOnce(const RankClient& client) {
 // (they may have expired: the server keeps them --log_ttl_ms).
 absl::Status FetchLogsFor(const RankClient& client) {
   const std::string request_id = absl::GetFlag(FLAGS_fetch_logs_for);
-  std::vector<std::string> ids =
-      absl::StrSplit(absl::GetFlag(FLAGS_items), ',', absl::SkipEmpty());
+  std::vector<std::string> ids = absl::StrSplit(absl::GetFlag(FLAGS_items), ',', absl::SkipEmpty());
   if (ids.empty()) {
     return absl::InvalidArgumentError(
         "--fetch_logs_for needs --items: the log store is read by item id (the ids the "
@@ -317,9 +318,10 @@ absl::Status FetchLogsFor(const RankClient& client) {
   }
   PrintLogs(ids, logs, absl::StrCat("logs of request ", request_id, " (from the log store)"));
   if (found == 0) {
-    return absl::NotFoundError(absl::StrCat(
-        "no logs of request ", request_id, " in the store: expired (the server's --log_ttl_ms), "
-        "not stored (the call's log mode), or not this request's items"));
+    return absl::NotFoundError(
+        absl::StrCat("no logs of request ", request_id,
+                     " in the store: expired (the server's --log_ttl_ms), "
+                     "not stored (the call's log mode), or not this request's items"));
   }
   return absl::OkStatus();
 }
@@ -342,7 +344,8 @@ absl::Status Compare(const RankClient& client, const CodecRegistry& codecs) {
   };
   std::vector<Row> rows;
   for (rank::v1::LogMode mode : {rank::v1::LOG_MODE_INLINE, rank::v1::LOG_MODE_STORE}) {
-    for (const std::string& name : codecs.Names()) rows.push_back(Row{name, mode, {}, {}, {}, {}, 0, {}});
+    for (const std::string& name : codecs.Names())
+      rows.push_back(Row{name, mode, {}, {}, {}, {}, 0, {}});
   }
   CallOptions call;
   call.deadline = absl::Milliseconds(absl::GetFlag(FLAGS_deadline_ms));
@@ -356,8 +359,8 @@ absl::Status Compare(const RankClient& client, const CodecRegistry& codecs) {
       rank::v1::RankRequest request = MakeRequest({row.codec}, row.log_mode);
       ASSIGN_OR_RETURN(RankReply reply, client.Rank(request, call));
       if (reply.header().codec() != row.codec) {
-        return absl::InternalError(absl::StrCat("asked for ", row.codec, ", got ",
-                                                reply.header().codec()));
+        return absl::InternalError(
+            absl::StrCat("asked for ", row.codec, ", got ", reply.header().codec()));
       }
       ASSIGN_OR_RETURN(uint32_t topn, DecodeTopN(reply.view(), request.top_n()));
       row.call_us.push_back(reply.timings().call_us);
@@ -372,12 +375,12 @@ absl::Status Compare(const RankClient& client, const CodecRegistry& codecs) {
     }
   }
   const Row& base = rows.front();  // The baseline codec, logs inline: the source system.
-  absl::PrintF("codec comparison: %d candidates, top_n=%d, %d calls per row (medians), "
-               "same request every call\n",
-               absl::GetFlag(FLAGS_candidates), absl::GetFlag(FLAGS_top_n), calls);
-  absl::PrintF("%-14s %-7s %12s %9s %14s %12s %12s %14s  %s\n", "codec", "logs", "bytes",
-               "of base", "server_enc_us", "call_us", "open_us", "topN_decode_us",
-               "top-N same as base");
+  absl::PrintF(
+      "codec comparison: %d candidates, top_n=%d, %d calls per row (medians), "
+      "same request every call\n",
+      absl::GetFlag(FLAGS_candidates), absl::GetFlag(FLAGS_top_n), calls);
+  absl::PrintF("%-14s %-7s %12s %9s %14s %12s %12s %14s  %s\n", "codec", "logs", "bytes", "of base",
+               "server_enc_us", "call_us", "open_us", "topN_decode_us", "top-N same as base");
   for (const Row& row : rows) {
     absl::PrintF("%-14s %-7s %12d %8.1f%% %14d %12d %12d %14d  %s\n", row.codec,
                  row.log_mode == rank::v1::LOG_MODE_INLINE ? "inline" : "store", row.bytes,
@@ -423,8 +426,8 @@ absl::Status Health(ChannelOptions options) {
     serving += ok;
   }
   if (serving < replicas.size()) {
-    return absl::UnavailableError(absl::StrCat(replicas.size() - serving, " of ", replicas.size(),
-                                               " replicas not serving"));
+    return absl::UnavailableError(
+        absl::StrCat(replicas.size() - serving, " of ", replicas.size(), " replicas not serving"));
   }
   return absl::OkStatus();
 }
@@ -478,10 +481,10 @@ absl::Status Models(const ChannelOptions& options) {
   absl::PrintF("%s: generation %d from %s\n", absl::GetFlag(FLAGS_target), response.generation(),
                response.source());
   for (const rank::v1::ServedModel& m : response.models()) {
-    absl::PrintF("  %s%s@%s (%s) from %s, loaded in %d ms\n",
-                 m.bucket().empty() ? ""
-                                    : absl::StrFormat("bucket %s (%d%%): ", m.bucket(), m.percent()),
-                 m.name(), m.version(), m.kind(), m.path(), m.load_ms());
+    absl::PrintF(
+        "  %s%s@%s (%s) from %s, loaded in %d ms\n",
+        m.bucket().empty() ? "" : absl::StrFormat("bucket %s (%d%%): ", m.bucket(), m.percent()),
+        m.name(), m.version(), m.kind(), m.path(), m.load_ms());
   }
   if (!response.last_failure().empty()) {
     absl::PrintF("  last refused reload (%s): %s\n", response.last_failure_reason(),
@@ -529,16 +532,17 @@ absl::Status Run() {
 }  // namespace rankwire::client
 
 int main(int argc, char** argv) {
-  rankwire::ParseFlags(argc, argv,
-                       "Sends a generated 500-candidate RankRequest (or a saved one) and prints "
-                       "the top-N; the operator's tool for a rankwire fleet.\n"
-                       "  rankwire-cli --target=localhost:50051 --codec=rankbin\n"
-                       "  rankwire-cli --dump_request=req.json && rankwire-cli --request_file=req.json\n"
-                       "  rankwire-cli --fetch_logs_for=REQUEST_ID --items=sku-1,sku-2\n"
-                       "  rankwire-cli --target=dns:///rankwire.default.svc.cluster.local:50051 --health\n"
-                       "  rankwire-cli --model_features=server/models/ecom_search_lr.model\n"
-                       "  rankwire-cli --target=localhost:50051 --models\n"
-                       "  rankwire-cli --compare");
+  rankwire::ParseFlags(
+      argc, argv,
+      "Sends a generated 500-candidate RankRequest (or a saved one) and prints "
+      "the top-N; the operator's tool for a rankwire fleet.\n"
+      "  rankwire-cli --target=localhost:50051 --codec=rankbin\n"
+      "  rankwire-cli --dump_request=req.json && rankwire-cli --request_file=req.json\n"
+      "  rankwire-cli --fetch_logs_for=REQUEST_ID --items=sku-1,sku-2\n"
+      "  rankwire-cli --target=dns:///rankwire.default.svc.cluster.local:50051 --health\n"
+      "  rankwire-cli --model_features=server/models/ecom_search_lr.model\n"
+      "  rankwire-cli --target=localhost:50051 --models\n"
+      "  rankwire-cli --compare");
   absl::Status s = rankwire::client::Run();
   if (!s.ok()) {
     absl::FPrintF(stderr, "rankwire-cli: %s\n", s.ToString());

@@ -142,9 +142,7 @@ double Percentile(std::vector<double> v, double p) {
   return v[std::min(i, v.size() - 1)];
 }
 
-double Micros(Clock::duration d) {
-  return std::chrono::duration<double, std::micro>(d).count();
-}
+double Micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
 
 Clock::duration Seconds(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
@@ -206,8 +204,7 @@ struct Plan {
   std::shared_ptr<grpc::Channel> shared_channel;  // nullptr: a channel per thread.
 };
 
-Plan PlanFromFlags(const std::vector<grpc::ByteBuffer>* requests,
-                   const CodecRegistry* codecs) {
+Plan PlanFromFlags(const std::vector<grpc::ByteBuffer>* requests, const CodecRegistry* codecs) {
   Plan plan;
   plan.concurrency = std::max(1, absl::GetFlag(FLAGS_concurrency));
   if (plan.concurrency != absl::GetFlag(FLAGS_concurrency)) {
@@ -264,10 +261,10 @@ void CallLoop(const Plan& plan, int w, Worker* me) {
     me->last_done = std::max(me->last_done, done);
     ++me->by_status[status.ok() ? "OK" : absl::StatusCodeToString(status.code())];
     if (record_calls) {
-      me->calls.push_back(CallRecord{
-          absl::ToUnixMicros(unix_at_start + absl::FromChrono(sent - steady_at_start)),
-          Micros(done - sent), status.code(),
-          reply.ok() ? reply->header().model_version() : std::string()});
+      me->calls.push_back(
+          CallRecord{absl::ToUnixMicros(unix_at_start + absl::FromChrono(sent - steady_at_start)),
+                     Micros(done - sent), status.code(),
+                     reply.ok() ? reply->header().model_version() : std::string()});
     }
     if (status.code() == absl::StatusCode::kResourceExhausted) {
       me->rejected_us.push_back(Micros(done - sent));
@@ -281,12 +278,12 @@ void CallLoop(const Plan& plan, int w, Worker* me) {
     const ClientTimings& t = reply->timings();
     const rank::v1::ServerTimings& st = reply->header().timings();
     // Client decode: envelope + open (in Rank) + reading the top N.
-    me->samples.push_back(Sample{
-        Micros(done - sent),
-        static_cast<double>(t.envelope_us + t.open_us) + Micros(done - top_start),
-        static_cast<double>(st.total_us()), static_cast<double>(st.response_serialize_us()),
-        static_cast<double>(st.rank_us()), static_cast<double>(st.queue_us()),
-        reply->response_bytes()});
+    me->samples.push_back(
+        Sample{Micros(done - sent),
+               static_cast<double>(t.envelope_us + t.open_us) + Micros(done - top_start),
+               static_cast<double>(st.total_us()), static_cast<double>(st.response_serialize_us()),
+               static_cast<double>(st.rank_us()), static_cast<double>(st.queue_us()),
+               reply->response_bytes()});
   }
 }
 
@@ -304,9 +301,8 @@ absl::Status WriteCalls(const std::string& path, const std::vector<Worker>& work
     return absl::UnavailableError(absl::StrCat("--calls_file ", path, ": ", std::strerror(errno)));
   }
   for (const CallRecord* c : calls) {
-    std::fprintf(out, "%lld\t%.1f\t%s\t%s\n", static_cast<long long>(c->due_unix_us),
-                 c->latency_us, absl::StatusCodeToString(c->code).c_str(),
-                 c->model_version.c_str());
+    std::fprintf(out, "%lld\t%.1f\t%s\t%s\n", static_cast<long long>(c->due_unix_us), c->latency_us,
+                 absl::StatusCodeToString(c->code).c_str(), c->model_version.c_str());
   }
   return std::fclose(out) == 0
              ? absl::OkStatus()
@@ -373,11 +369,11 @@ void PrintJson(const Summary& s, const Plan& plan) {
       Percentile(s.latency, 0.5), Percentile(s.latency, 0.9), Percentile(s.latency, 0.99),
       Percentile(s.latency, 0.999), Percentile(s.latency, 1.0), Percentile(s.decode, 0.5),
       Percentile(s.server_total, 0.5), Percentile(s.server_total, 0.99),
-      Percentile(s.server_ser, 0.5),
-      Percentile(s.server_rank, 0.5), Percentile(s.server_queue, 0.5),
-      Percentile(s.server_queue, 0.99), s.mean_bytes, s.achieved * s.mean_bytes * 8 / 1e6,
-      s.rejected.size(), Percentile(s.rejected, 0.5), Percentile(s.rejected, 0.99),
-      JsonCounts(s.by_status), JsonCounts(s.by_peer), JsonEscape(s.first_error));
+      Percentile(s.server_ser, 0.5), Percentile(s.server_rank, 0.5),
+      Percentile(s.server_queue, 0.5), Percentile(s.server_queue, 0.99), s.mean_bytes,
+      s.achieved * s.mean_bytes * 8 / 1e6, s.rejected.size(), Percentile(s.rejected, 0.5),
+      Percentile(s.rejected, 0.99), JsonCounts(s.by_status), JsonCounts(s.by_peer),
+      JsonEscape(s.first_error));
 }
 
 void PrintText(const Summary& s, const Plan& plan) {
@@ -390,14 +386,14 @@ void PrintText(const Summary& s, const Plan& plan) {
                s.achieved, s.errors,
                s.first_error.empty() ? "" : " (first: " + s.first_error + ")");
   absl::PrintF("  latency us: p50 %.0f  p90 %.0f  p99 %.0f  p99.9 %.0f  max %.0f\n",
-               Percentile(s.latency, 0.5), Percentile(s.latency, 0.9),
-               Percentile(s.latency, 0.99), Percentile(s.latency, 0.999),
-               Percentile(s.latency, 1.0));
-  absl::PrintF("  server us (p50): total %.0f  rank %.0f  response_serialize %.0f  "
-               "queued %.0f (p99 %.0f)\n",
-               Percentile(s.server_total, 0.5), Percentile(s.server_rank, 0.5),
-               Percentile(s.server_ser, 0.5), Percentile(s.server_queue, 0.5),
-               Percentile(s.server_queue, 0.99));
+               Percentile(s.latency, 0.5), Percentile(s.latency, 0.9), Percentile(s.latency, 0.99),
+               Percentile(s.latency, 0.999), Percentile(s.latency, 1.0));
+  absl::PrintF(
+      "  server us (p50): total %.0f  rank %.0f  response_serialize %.0f  "
+      "queued %.0f (p99 %.0f)\n",
+      Percentile(s.server_total, 0.5), Percentile(s.server_rank, 0.5),
+      Percentile(s.server_ser, 0.5), Percentile(s.server_queue, 0.5),
+      Percentile(s.server_queue, 0.99));
   absl::PrintF("  client decode us (p50, envelope + open + top-%d): %.1f\n", plan.top_n,
                Percentile(s.decode, 0.5));
   absl::PrintF("  response bytes: %.0f  (%.1f Mbit/s on the wire)\n", s.mean_bytes,
@@ -417,8 +413,7 @@ int Run() {
   // Before any thread starts, so gRPC's threads and the callers inherit it.
   if (const int slice_us = absl::GetFlag(FLAGS_latency_slice_us); slice_us > 0) {
     if (absl::Status s = SetThreadSlice(absl::Microseconds(slice_us)); !s.ok()) {
-      absl::FPrintF(stderr, "rankwire-loadgen: --latency_slice_us not applied: %s\n",
-                    s.ToString());
+      absl::FPrintF(stderr, "rankwire-loadgen: --latency_slice_us not applied: %s\n", s.ToString());
     }
   }
   absl::StatusOr<CodecRegistry> codecs = MakeBuiltinCodecs({});

@@ -55,8 +55,7 @@ CallInfo CallInfoOf(const grpc::ClientContext& context) {
 
 std::string ServiceConfigJson(const ChannelOptions& options) {
   if (!options.service_config.empty()) return options.service_config;
-  std::string json = absl::StrCat(R"({"loadBalancingConfig":[{")", options.lb_policy,
-                                  R"(":{}}])");
+  std::string json = absl::StrCat(R"({"loadBalancingConfig":[{")", options.lb_policy, R"(":{}}])");
   if (options.max_attempts > 1) {
     // Both methods are idempotent: a Rank retried elsewhere ranks the same
     // candidates again. Only UNAVAILABLE (the replica went away or is
@@ -81,12 +80,12 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& ta
                                                            const ChannelOptions& options) {
   if (options.service_config.empty()) {
     if (options.lb_policy != "round_robin" && options.lb_policy != "pick_first") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "lb policy \"", options.lb_policy, "\": expected round_robin or pick_first"));
+      return absl::InvalidArgumentError(absl::StrCat("lb policy \"", options.lb_policy,
+                                                     "\": expected round_robin or pick_first"));
     }
     if (options.max_attempts < 1 || options.max_attempts > 5) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "max attempts ", options.max_attempts, ": expected 1 to 5 (gRPC's limit)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("max attempts ", options.max_attempts, ": expected 1 to 5 (gRPC's limit)"));
     }
     if (absl::StrContains(options.health_service, '"') ||
         absl::StrContains(options.health_service, '\\')) {
@@ -97,8 +96,7 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& ta
     return absl::InvalidArgumentError("channel options carry no credentials");
   }
   const std::string config = ServiceConfigJson(options);
-  if (std::string error = grpc::experimental::ValidateServiceConfigJSON(config);
-      !error.empty()) {
+  if (std::string error = grpc::experimental::ValidateServiceConfigJSON(config); !error.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("service config: ", error));
   }
   grpc::ChannelArguments args;
@@ -180,8 +178,7 @@ absl::StatusOr<HealthStatus> CheckHealth(grpc::Channel* channel, const std::stri
   return static_cast<HealthStatus>(in[1]);
 }
 
-RankClient::RankClient(std::shared_ptr<grpc::Channel> channel,
-                       const CodecRegistry* codecs)
+RankClient::RankClient(std::shared_ptr<grpc::Channel> channel, const CodecRegistry* codecs)
     : channel_(std::move(channel)),
       codecs_(codecs),
       generic_(std::make_unique<grpc::GenericStub>(channel_)),
@@ -192,8 +189,8 @@ absl::StatusOr<RankReply> RankClient::Rank(const rank::v1::RankRequest& request,
   const Clock::time_point t0 = Clock::now();
   grpc::ByteBuffer request_bytes;
   bool own = false;
-  RETURN_IF_ERROR(FromGrpcStatus(grpc::SerializationTraits<rank::v1::RankRequest>::Serialize(
-      request, &request_bytes, &own)));
+  RETURN_IF_ERROR(FromGrpcStatus(
+      grpc::SerializationTraits<rank::v1::RankRequest>::Serialize(request, &request_bytes, &own)));
   return RankSerialized(request_bytes, options, Micros(t0, Clock::now()));
 }
 
@@ -211,8 +208,8 @@ absl::StatusOr<RankReply> RankClient::RankSerialized(const grpc::ByteBuffer& req
   grpc::ByteBuffer response_bytes;
   grpc::Status call_status;
   absl::Notification done;
-  generic_->UnaryCall(&context, kRankMethod, grpc::StubOptions(), &request_bytes,
-                      &response_bytes, [&](grpc::Status s) {
+  generic_->UnaryCall(&context, kRankMethod, grpc::StubOptions(), &request_bytes, &response_bytes,
+                      [&](grpc::Status s) {
                         call_status = std::move(s);
                         done.Notify();
                       });
@@ -231,20 +228,20 @@ absl::StatusOr<RankReply> RankClient::RankSerialized(const grpc::ByteBuffer& req
   const std::string& codec_name = envelope.header.codec();
   const Codec* codec = codecs_->Find(codec_name);
   if (codec == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "server answered with codec \"", codec_name, "\" which this client does not have"));
+    return absl::FailedPreconditionError(absl::StrCat("server answered with codec \"", codec_name,
+                                                      "\" which this client does not have"));
   }
   if (codec->body_kind() != envelope.body_kind) {
-    return absl::DataLossError(absl::StrCat("codec \"", codec_name,
-                                            "\" body arrived in the wrong envelope field"));
+    return absl::DataLossError(
+        absl::StrCat("codec \"", codec_name, "\" body arrived in the wrong envelope field"));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<ResultView> view, codec->Open(envelope.body));
   // A protobuf body cut at a field boundary still parses; the header's
   // count is what tells.
   if (view->size() != envelope.header.item_count()) {
     return absl::DataLossError(absl::StrCat("the response header announces ",
-                                            envelope.header.item_count(),
-                                            " items, the body holds ", view->size()));
+                                            envelope.header.item_count(), " items, the body holds ",
+                                            view->size()));
   }
   timings.open_us = Micros(t3, Clock::now());
   return RankReply(std::move(envelope.header), std::move(view), std::move(bytes),

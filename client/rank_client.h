@@ -59,8 +59,8 @@ class RankReply {
  public:
   // `response` is the whole RankResponse as received; `body` the codec's
   // bytes inside it.
-  RankReply(rank::v1::ResponseHeader header, std::unique_ptr<ResultView> view,
-            SharedBytes response, SharedBytes body, ClientTimings timings, CallInfo call = {})
+  RankReply(rank::v1::ResponseHeader header, std::unique_ptr<ResultView> view, SharedBytes response,
+            SharedBytes body, ClientTimings timings, CallInfo call = {})
       : header_(std::move(header)),
         view_(std::move(view)),
         response_(std::move(response)),
@@ -173,9 +173,9 @@ class RankClient {
 
   // Logs of `item_ids` of a ranked request, through the server's
   // rank.v1.LogService (works with any server log store).
-  absl::StatusOr<std::vector<ItemLogResult>> FetchLogs(
-      const std::string& request_id, const std::vector<std::string>& item_ids,
-      const CallOptions& options) const;
+  absl::StatusOr<std::vector<ItemLogResult>> FetchLogs(const std::string& request_id,
+                                                       const std::vector<std::string>& item_ids,
+                                                       const CallOptions& options) const;
 
  private:
   std::shared_ptr<grpc::Channel> channel_;

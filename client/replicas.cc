@@ -71,8 +71,8 @@ absl::StatusOr<std::vector<Replica>> ReplicasOf(const std::string& target) {
          absl::StrSplit(absl::string_view(target).substr(scheme.size()), ',', absl::SkipEmpty())) {
       std::string host, port;
       if (!SplitHostPort(a, &host, &port)) {
-        return absl::InvalidArgumentError(absl::StrCat("\"", a, "\" in ", target,
-                                                       ": expected address:port"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("\"", a, "\" in ", target, ": expected address:port"));
       }
       replicas.push_back(Replica{std::string(a), absl::StrCat(scheme, a)});
     }
@@ -94,8 +94,8 @@ absl::StatusOr<std::vector<Replica>> ReplicasOf(const std::string& target) {
     for (absl::string_view a : absl::StrSplit(target, ',', absl::SkipEmpty())) {
       std::string host, port;
       if (!SplitHostPort(a, &host, &port)) {
-        return absl::InvalidArgumentError(absl::StrCat("\"", a, "\" in ", target,
-                                                       ": expected host:port"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("\"", a, "\" in ", target, ": expected host:port"));
       }
       replicas.push_back(Replica{std::string(a), std::string(a)});
     }

@@ -21,9 +21,9 @@ std::vector<std::string> Addresses(const std::string& target) {
 }
 
 TEST(ReplicasTest, AnIpListIsEachAddress) {
-  EXPECT_THAT(Addresses("ipv4:10.0.0.1:50051,10.0.0.2:50052"),
-              ElementsAre("10.0.0.1:50051 ipv4:10.0.0.1:50051",
-                          "10.0.0.2:50052 ipv4:10.0.0.2:50052"));
+  EXPECT_THAT(
+      Addresses("ipv4:10.0.0.1:50051,10.0.0.2:50052"),
+      ElementsAre("10.0.0.1:50051 ipv4:10.0.0.1:50051", "10.0.0.2:50052 ipv4:10.0.0.2:50052"));
   EXPECT_THAT(Addresses("ipv6:[::1]:50051"), ElementsAre("[::1]:50051 ipv6:[::1]:50051"));
 }
 
@@ -39,8 +39,8 @@ TEST(ReplicasTest, OneTargetIsOneReplica) {
 
 TEST(ReplicasTest, ADnsTargetIsEveryAddressTheNameHasNow) {
   // /etc/hosts: localhost is at least 127.0.0.1.
-  for (const std::string target : {"dns:///localhost:7", "dns:localhost:7",
-                                   "dns://8.8.8.8/localhost:7"}) {
+  for (const std::string target :
+       {"dns:///localhost:7", "dns:localhost:7", "dns://8.8.8.8/localhost:7"}) {
     absl::StatusOr<std::vector<Replica>> r = ReplicasOf(target);
     ASSERT_TRUE(r.ok()) << target << ": " << r.status();
     EXPECT_THAT(*r, Contains(Field(&Replica::target, "ipv4:127.0.0.1:7"))) << target;

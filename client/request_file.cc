@@ -36,8 +36,8 @@ std::string KeepNegativeZeros(const std::string& json) {
     if (c == '"') {
       in_string = true;
     } else if (c == '-' && i + 1 < json.size() && json[i + 1] == '0' &&
-               (i + 2 == json.size() || absl::string_view(",]} \n\r\t").find(json[i + 2]) !=
-                                            absl::string_view::npos)) {
+               (i + 2 == json.size() ||
+                absl::string_view(",]} \n\r\t").find(json[i + 2]) != absl::string_view::npos)) {
       out += "0.0";
       ++i;
     }

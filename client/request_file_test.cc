@@ -54,7 +54,7 @@ TEST(RequestFileTest, OddNumbersSurviveJson) {
   rank::v1::Candidate* c = request.add_candidates();
   c->add_features(std::numeric_limits<float>::denorm_min());
   c->add_features(0.1f);
-  c->add_features(-0.0f);  // protobuf's printer writes -0, its parser reads 0.
+  c->add_features(-0.0f);                       // protobuf's printer writes -0, its parser reads 0.
   (*request.mutable_context())["sign"] = "-0";  // A string stays as it is.
   (*request.mutable_context())["quote"] = "a\\\"-0";
   (*request.mutable_user_features())["neg_zero"] = -0.0;
@@ -90,8 +90,7 @@ TEST(RequestFileTest, WhatIsNotARequestSaysWhy) {
   r = ParseRequestBytes("\xff\xff\xff", "f.bin");
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(r.status().message(), HasSubstr("f.bin: neither protobuf JSON"));
-  EXPECT_EQ(ReadRequestFile("/nonexistent/req.json").status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(ReadRequestFile("/nonexistent/req.json").status().code(), absl::StatusCode::kNotFound);
 }
 
 }  // namespace

@@ -72,14 +72,10 @@ class SharedBytes {
   }
   // No ownership: the caller keeps `bytes` alive for as long as this and
   // anything opened over it live.
-  static SharedBytes Unowned(absl::string_view bytes) {
-    return SharedBytes(nullptr, bytes);
-  }
+  static SharedBytes Unowned(absl::string_view bytes) { return SharedBytes(nullptr, bytes); }
 
   // A view of `part`, which must lie inside view(), sharing this owner.
-  SharedBytes Share(absl::string_view part) const {
-    return SharedBytes(owner_, part);
-  }
+  SharedBytes Share(absl::string_view part) const { return SharedBytes(owner_, part); }
 
   absl::string_view view() const { return bytes_; }
   const char* data() const { return bytes_.data(); }

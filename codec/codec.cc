@@ -5,8 +5,7 @@
 
 namespace rankwire {
 
-absl::StatusOr<std::optional<MetricRef>> ItemRef::Metric(
-    absl::string_view name) const {
+absl::StatusOr<std::optional<MetricRef>> ItemRef::Metric(absl::string_view name) const {
   return view_->FindMetricOf(*this, name);
 }
 
@@ -14,13 +13,9 @@ absl::Status ItemRef::ForEachMetric(MetricVisitor visit) const {
   return view_->ForEachMetricOf(*this, visit);
 }
 
-absl::StatusOr<absl::string_view> ItemRef::Log() const {
-  return view_->Log(index_);
-}
+absl::StatusOr<absl::string_view> ItemRef::Log() const { return view_->Log(index_); }
 
-absl::StatusOr<RankedItem> ItemRef::Materialize() const {
-  return view_->MaterializeItem(index_);
-}
+absl::StatusOr<RankedItem> ItemRef::Materialize() const { return view_->MaterializeItem(index_); }
 
 absl::StatusOr<std::vector<ItemRef>> ResultView::TopN(size_t n) const {
   std::vector<ItemRef> out;

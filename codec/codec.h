@@ -94,10 +94,9 @@ class ItemRef {
  public:
   using Cursor = ItemCursor;
 
-  ItemRef(const ResultView* view, size_t index, absl::string_view id,
-          double score, uint32_t position, Cursor cursor = {})
-      : view_(view), index_(index), id_(id), score_(score), position_(position),
-        cursor_(cursor) {}
+  ItemRef(const ResultView* view, size_t index, absl::string_view id, double score,
+          uint32_t position, Cursor cursor = {})
+      : view_(view), index_(index), id_(id), score_(score), position_(position), cursor_(cursor) {}
 
   size_t index() const { return index_; }
   const Cursor& cursor() const { return cursor_; }
@@ -131,14 +130,14 @@ class ResultView {
   // Item i's id, score and position; reads nothing else.
   // OutOfRange if i >= size(); DataLoss if the item's bytes are malformed.
   virtual absl::StatusOr<ItemRef> Item(size_t i) const = 0;
-  virtual absl::StatusOr<std::optional<MetricRef>> FindMetric(
-      size_t i, absl::string_view name) const = 0;
+  virtual absl::StatusOr<std::optional<MetricRef>> FindMetric(size_t i,
+                                                              absl::string_view name) const = 0;
   virtual absl::Status ForEachMetric(size_t i, MetricVisitor visit) const = 0;
   virtual absl::StatusOr<absl::string_view> Log(size_t i) const = 0;
   // The same for an ItemRef this view made; a view may use its cursor to
   // skip re-reading the item. By default, by index.
-  virtual absl::StatusOr<std::optional<MetricRef>> FindMetricOf(
-      const ItemRef& item, absl::string_view name) const {
+  virtual absl::StatusOr<std::optional<MetricRef>> FindMetricOf(const ItemRef& item,
+                                                                absl::string_view name) const {
     return FindMetric(item.index(), name);
   }
   virtual absl::Status ForEachMetricOf(const ItemRef& item, MetricVisitor visit) const {
@@ -167,8 +166,7 @@ class Codec {
   // InvalidArgument if `result` breaks ValidateResult's invariants or the
   // format's limits.
   virtual absl::StatusOr<OwnedBuffer> Encode(const RankResult& result) const = 0;
-  virtual absl::StatusOr<std::unique_ptr<ResultView>> Open(
-      SharedBytes bytes) const = 0;
+  virtual absl::StatusOr<std::unique_ptr<ResultView>> Open(SharedBytes bytes) const = 0;
 
   // An upper bound on the bytes Encode writes for any result within
   // `bound`, close enough to be a refusal threshold (server/

@@ -51,8 +51,8 @@
 namespace rankwire {
 namespace {
 
-using ::testing::HasSubstr;
 using test::RowResult;
+using ::testing::HasSubstr;
 
 // Codecs under test -----------------------------------------------------
 
@@ -86,8 +86,7 @@ std::vector<CodecUnderTest> AllCodecs() {
     auto* out = new CodecsUnderTest;
     // Every registered codec, as the server builds them, and the fixtures.
     const CodecRegistry* builtin =
-        out->registries
-            .emplace_back(std::make_unique<CodecRegistry>(MustMakeCodecs({}, true)))
+        out->registries.emplace_back(std::make_unique<CodecRegistry>(MustMakeCodecs({}, true)))
             .get();
     for (const std::string& name : builtin->Names()) {
       out->cases.push_back({name, builtin->Find(name)});
@@ -95,7 +94,8 @@ std::vector<CodecUnderTest> AllCodecs() {
     // Option variants of the codecs whose output depends on the options.
     auto add_variant = [&](const BuiltinCodecOptions& options, const std::string& suffix) {
       const CodecRegistry* registry =
-          out->registries.emplace_back(std::make_unique<CodecRegistry>(MustMakeCodecs(options, false)))
+          out->registries
+              .emplace_back(std::make_unique<CodecRegistry>(MustMakeCodecs(options, false)))
               .get();
       for (const std::string& name : registry->Names()) {
         if (name == kProtobufCodecName) continue;  // Ignores these options.
@@ -131,7 +131,8 @@ std::vector<CodecUnderTest> AllCodecs() {
 
 std::string ParamName(const ::testing::TestParamInfo<CodecUnderTest>& info) {
   std::string name;
-  for (char c : info.param.label) name.push_back(std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
+  for (char c : info.param.label)
+    name.push_back(std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
   return name;
 }
 
@@ -195,9 +196,9 @@ bool SameScore(double a, double b) {
 // when `errors_allowed`; otherwise they are problems. With
 // `logs_may_be_empty`, a successful Log() may also return "". Returns a
 // description of the first disagreement, or "".
-std::string CheckLazyItem(const ResultView& view, size_t i, absl::Span<const MetricKey> expected_keys,
-                          const RankedItem& expected, bool errors_allowed,
-                          bool logs_may_be_empty = false) {
+std::string CheckLazyItem(const ResultView& view, size_t i,
+                          absl::Span<const MetricKey> expected_keys, const RankedItem& expected,
+                          bool errors_allowed, bool logs_may_be_empty = false) {
   const std::string at = absl::StrCat("item ", i, ": ");
   auto failed = [&](const absl::Status& s, const char* what) -> std::string {
     return errors_allowed ? "" : absl::StrCat(at, what, " failed: ", s.ToString());
@@ -225,7 +226,8 @@ std::string CheckLazyItem(const ResultView& view, size_t i, absl::Span<const Met
     if (!got->has_value()) {
       if (it != want.end()) return absl::StrCat(at, "metric \"", name, "\" missing");
     } else if (it == want.end()) {
-      return absl::StrCat(at, "metric \"", name, "\" unexpected: ", (*got)->ToValue().DebugString());
+      return absl::StrCat(at, "metric \"", name,
+                          "\" unexpected: ", (*got)->ToValue().DebugString());
     } else if ((*got)->ToValue() != it->second) {
       return absl::StrCat(at, "metric \"", name, "\" ", (*got)->ToValue().DebugString(), " vs ",
                           it->second.DebugString());
@@ -349,14 +351,17 @@ RankResult EdgeValues() {
   using DL = std::numeric_limits<double>;
   using FL = std::numeric_limits<float>;
   const int64_t ints[] = {INT64_MIN, INT64_MAX, 0, -1, 1, 63, -64, 64, -65};
-  const float floats[] = {0.0f, -0.0f, FL::infinity(), -FL::infinity(), FL::quiet_NaN(),
-                          FL::denorm_min(), FL::min(), FL::max(), FL::lowest()};
-  const double doubles[] = {0.0, -0.0, DL::infinity(), -DL::infinity(), DL::quiet_NaN(),
-                            DL::denorm_min(), DL::min(), DL::max(), DL::lowest()};
+  const float floats[] = {
+      0.0f,      -0.0f,     FL::infinity(), -FL::infinity(), FL::quiet_NaN(), FL::denorm_min(),
+      FL::min(), FL::max(), FL::lowest()};
+  const double doubles[] = {
+      0.0,       -0.0,      DL::infinity(), -DL::infinity(), DL::quiet_NaN(), DL::denorm_min(),
+      DL::min(), DL::max(), DL::lowest()};
   // Around MetricValue's inline limit (10 bytes) and its former one (14).
-  const std::string strings[] = {"", std::string(10, 'x'), std::string(11, 'y'),
-                                 std::string(10000, 'z'), "😀ключ中", std::string("\0\0", 2),
-                                 std::string(14, 'x'), std::string(15, 'y'), "a"};
+  const std::string strings[] = {
+      "",        std::string(10, 'x'),   std::string(11, 'y'), std::string(10000, 'z'),
+      "😀ключ中", std::string("\0\0", 2), std::string(14, 'x'), std::string(15, 'y'),
+      "a"};
   for (size_t i = 0; i < 9; ++i) {
     RankedItem& item = r.AddItem(absl::StrCat("edge-", i), doubles[i],
                                  i == 0 ? UINT32_MAX : static_cast<uint32_t>(i));
@@ -375,15 +380,16 @@ RankResult EdgeValues() {
 RankResult SeveralShapes() {
   RankResult r;
   for (int k = 0; k < 6; ++k) r.AddKey(absl::StrCat("k", k), static_cast<MetricType>(1 + k % 4));
-  const std::vector<std::vector<uint32_t>> shapes = {{0, 1, 2, 3, 4, 5}, {5, 4, 3}, {}, {3}, {2, 0}};
+  const std::vector<std::vector<uint32_t>> shapes = {
+      {0, 1, 2, 3, 4, 5}, {5, 4, 3}, {}, {3}, {2, 0}};
   for (int i = 0; i < 20; ++i) r.AddItem(absl::StrCat("s", i), 0, static_cast<uint32_t>(i + 1));
   for (int j = 0; j < 20; ++j) {
     const int i = (j * 7) % 20;
     const std::string text(static_cast<size_t>(i % 20), 's');
     for (uint32_t k : shapes[static_cast<size_t>(i) % shapes.size()]) {
       const MetricType t = r.key(k).type;
-      const MetricRef v = t == MetricType::kInt     ? MetricRef::Int(i * 1000003)
-                          : t == MetricType::kFloat ? MetricRef::Float(static_cast<float>(i) / 7)
+      const MetricRef v = t == MetricType::kInt      ? MetricRef::Int(i * 1000003)
+                          : t == MetricType::kFloat  ? MetricRef::Float(static_cast<float>(i) / 7)
                           : t == MetricType::kDouble ? MetricRef::Double(i / 3.0)
                                                      : MetricRef::String(text);
       EXPECT_TRUE(r.Set(static_cast<size_t>(i), k, v).ok());
@@ -475,7 +481,9 @@ std::vector<NamedResult> EdgeResults() {
     for (int i = 0; i < 4200; ++i) {
       RankedItem& item = r.AddItem(absl::StrCat(i), 0, static_cast<uint32_t>(i + 1));
       item.metrics = {{unique, MetricValue::String(absl::StrCat("v", i))},
-                      {few, MetricValue::String(i % 3 == 0 ? "a" : i % 3 == 1 ? "bb" : "")}};
+                      {few, MetricValue::String(i % 3 == 0   ? "a"
+                                                : i % 3 == 1 ? "bb"
+                                                             : "")}};
     }
     out.push_back({"dictionary overflow", r.Build()});
   }
@@ -707,8 +715,8 @@ TEST_P(CodecConformanceTest, TruncatedPayloadsNeverDecodeToSomethingElse) {
     }
     absl::StatusOr<RankResult> all = v.Materialize();
     if (!all.ok()) continue;
-    const bool protobuf_field_boundary = IsProtobufMessageOf(bytes, original) &&
-                                         IsLeadingPart(*all, original);
+    const bool protobuf_field_boundary =
+        IsProtobufMessageOf(bytes, original) && IsLeadingPart(*all, original);
     EXPECT_TRUE(protobuf_field_boundary)
         << "a truncated payload decoded to something else: " << DiffResults(*all, original);
     RecordProperty("tolerated_prefix", absl::StrCat(len, " of ", bytes.size(), " bytes"));
@@ -807,8 +815,8 @@ TEST_P(CodecConformanceTest, InvalidModelsAreInvalidArgument) {
       if (i < 2) r.SetString(item, k, repeated ? "same" : absl::StrCat("value ", i));
     }
     r.SetStringCode(2, k, 2);
-    cases.push_back({absl::StrCat("string code out of range, ", repeated ? "repeated" : "distinct"),
-                     r});
+    cases.push_back(
+        {absl::StrCat("string code out of range, ", repeated ? "repeated" : "distinct"), r});
   }
   for (const NamedResult& c : cases) {
     ASSERT_FALSE(ValidateResult(c.result).ok()) << c.name;

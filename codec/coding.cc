@@ -25,16 +25,15 @@ uint64_t Reader::SlowVarint64(const char* what) {
 
 void Reader::Truncated(const char* what, const char* kind) {
   if (!status_.ok()) return;
-  status_ = absl::DataLossError(absl::StrCat(context_, ": truncated ", kind,
-                                             " (", what, ") at offset ",
-                                             offset()));
+  status_ = absl::DataLossError(
+      absl::StrCat(context_, ": truncated ", kind, " (", what, ") at offset ", offset()));
   p_ = end_;
 }
 
 void Reader::Fail(const char* what, absl::string_view problem) {
   if (!status_.ok()) return;
-  status_ = absl::DataLossError(absl::StrCat(context_, ": ", problem, " (",
-                                             what, ") at offset ", offset()));
+  status_ = absl::DataLossError(
+      absl::StrCat(context_, ": ", problem, " (", what, ") at offset ", offset()));
   p_ = end_;
 }
 

@@ -66,13 +66,10 @@ inline char* EncodeVarint64(char* dst, uint64_t v) {
 }
 
 inline void EncodeFixed32(char* dst, uint32_t v) {
-  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
-                "rankwire assumes a little-endian host");
+  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "rankwire assumes a little-endian host");
   std::memcpy(dst, &v, sizeof(v));
 }
-inline void EncodeFixed64(char* dst, uint64_t v) {
-  std::memcpy(dst, &v, sizeof(v));
-}
+inline void EncodeFixed64(char* dst, uint64_t v) { std::memcpy(dst, &v, sizeof(v)); }
 inline uint32_t DecodeFixed32(const char* p) {
   uint32_t v;
   std::memcpy(&v, p, sizeof(v));
@@ -206,9 +203,7 @@ class Reader {
     }
     return static_cast<uint32_t>(v);
   }
-  int64_t SignedVarint64(const char* what) {
-    return ZigZagDecode64(Varint64(what));
-  }
+  int64_t SignedVarint64(const char* what) { return ZigZagDecode64(Varint64(what)); }
   uint8_t Byte(const char* what) {
     if (ABSL_PREDICT_FALSE(p_ >= end_)) {
       Truncated(what, "byte");
@@ -251,8 +246,7 @@ class Reader {
   // before a caller sizes a container with it.
   uint64_t Count(uint64_t min_bytes_each, const char* what) {
     uint64_t n = Varint64(what);
-    if (ABSL_PREDICT_FALSE(min_bytes_each > 0 &&
-                           n > remaining() / min_bytes_each)) {
+    if (ABSL_PREDICT_FALSE(min_bytes_each > 0 && n > remaining() / min_bytes_each)) {
       Fail(what, "count exceeds the remaining bytes");
       return 0;
     }
@@ -270,13 +264,9 @@ class Reader {
   bool empty() const { return p_ >= end_; }
   size_t remaining() const { return static_cast<size_t>(end_ - p_); }
   // Offset of the next byte in the enclosing payload.
-  size_t offset() const {
-    return base_offset_ + static_cast<size_t>(p_ - begin_);
-  }
+  size_t offset() const { return base_offset_ + static_cast<size_t>(p_ - begin_); }
   const char* position() const { return p_; }
-  absl::string_view rest() const {
-    return absl::string_view(p_, remaining());
-  }
+  absl::string_view rest() const { return absl::string_view(p_, remaining()); }
 
  private:
   uint64_t SlowVarint64(const char* what);

@@ -166,7 +166,13 @@ TEST(ZigZagTest, MapsSmallMagnitudesToSmallCodes) {
 }
 
 TEST(ZigZagTest, RoundTrips) {
-  std::vector<int64_t> values = {0, 1, -1, 63, -64, 64, -65,
+  std::vector<int64_t> values = {0,
+                                 1,
+                                 -1,
+                                 63,
+                                 -64,
+                                 64,
+                                 -65,
                                  std::numeric_limits<int64_t>::max(),
                                  std::numeric_limits<int64_t>::min()};
   std::mt19937_64 rng(11);
@@ -206,8 +212,8 @@ TEST(FixedTest, LittleEndianLayout) {
 TEST(FixedTest, FloatsAndDoublesKeepTheirBits) {
   const uint32_t float_bits[] = {0x00000000, 0x80000000, 0x7f800000, 0xff800000,
                                  0x7fc00001, 0x00000001, 0x7f7fffff};
-  const uint64_t double_bits[] = {0, uint64_t{1} << 63, 0x7ff0000000000000,
-                                  0x7ff8000000000123, 1, 0x7fefffffffffffff};
+  const uint64_t double_bits[] = {0, uint64_t{1} << 63, 0x7ff0000000000000, 0x7ff8000000000123,
+                                  1, 0x7fefffffffffffff};
   for (uint32_t bits : float_bits) {
     char buf[4];
     Writer w(buf, buf + 4);
@@ -256,7 +262,12 @@ TEST(FixedTest, ShortInputIsDataLoss) {
 }
 
 TEST(BytesTest, ViewsPointIntoTheInput) {
-  const std::string data("\x03" "abc" "\x00" "xy", 7);
+  const std::string data(
+      "\x03"
+      "abc"
+      "\x00"
+      "xy",
+      7);
   Reader r(data, "test");
   absl::string_view abc = r.LengthPrefixed("s");
   EXPECT_EQ(abc, "abc");
@@ -270,12 +281,16 @@ TEST(BytesTest, ViewsPointIntoTheInput) {
 
 TEST(BytesTest, LengthPrefixedRejectsLengthsPastTheEnd) {
   // Exactly what remains is fine; one more byte is not.
-  std::string exact = "\x03" "abc";
+  std::string exact =
+      "\x03"
+      "abc";
   Reader ok(exact, "test");
   EXPECT_EQ(ok.LengthPrefixed("s"), "abc");
   EXPECT_TRUE(ok.ok());
 
-  std::string over = "\x04" "abc";
+  std::string over =
+      "\x04"
+      "abc";
   Reader r(over, "test");
   EXPECT_TRUE(r.LengthPrefixed("item id").empty());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss);
@@ -402,15 +417,14 @@ TEST(WriterTest, WritesExactlyWhatTheLengthFunctionsSay) {
 // nothing may land past the writer's end when the last value has one byte
 // of room.
 TEST(WriterTest, PutVarint32sWritesWhatPutVarint64WouldAndNoMore) {
-  const std::vector<uint32_t> boundaries = {0,           1,           127,         128,
-                                            16383,       16384,       (1u << 21) - 1,
-                                            1u << 21,    (1u << 28) - 1, 1u << 28,
-                                            UINT32_MAX};
+  const std::vector<uint32_t> boundaries = {
+      0, 1, 127, 128, 16383, 16384, (1u << 21) - 1, 1u << 21, (1u << 28) - 1, 1u << 28, UINT32_MAX};
   std::mt19937 rng(7);
   for (int round = 0; round < 200; ++round) {
     std::vector<uint32_t> values(round % 17);
     for (uint32_t& v : values) {
-      v = round % 2 == 0 ? boundaries[rng() % boundaries.size()] : static_cast<uint32_t>(rng() >> (rng() % 32));
+      v = round % 2 == 0 ? boundaries[rng() % boundaries.size()]
+                         : static_cast<uint32_t>(rng() >> (rng() % 32));
     }
     size_t size = 0;
     for (uint32_t v : values) size += VarintLength(v);

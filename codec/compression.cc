@@ -61,8 +61,8 @@ ZSTD_DCtx* ThreadDCtx() {
 
 size_t ZstdBound(size_t n) { return ZSTD_compressBound(n); }
 
-absl::StatusOr<size_t> ZstdCompressInto(absl::string_view src, int level,
-                                        char* dst, size_t dst_capacity, bool checksum) {
+absl::StatusOr<size_t> ZstdCompressInto(absl::string_view src, int level, char* dst,
+                                        size_t dst_capacity, bool checksum) {
   ZSTD_CCtx* ctx = ThreadCCtx(level, checksum);
   if (ctx == nullptr) {
     return absl::ResourceExhaustedError(
@@ -83,26 +83,24 @@ absl::StatusOr<std::string> ZstdCompress(absl::string_view src, int level) {
   return out;
 }
 
-absl::Status ZstdDecompressExact(absl::string_view frame, char* dst,
-                                 size_t dst_size) {
+absl::Status ZstdDecompressExact(absl::string_view frame, char* dst, size_t dst_size) {
   ZSTD_DCtx* ctx = ThreadDCtx();
   if (ctx == nullptr) return absl::ResourceExhaustedError("zstd: no decompression context");
   size_t n = ZSTD_decompressDCtx(ctx, dst, dst_size, frame.data(), frame.size());
   if (ZSTD_isError(n)) {
-    return absl::DataLossError(
-        absl::StrCat("zstd: corrupt frame: ", ZSTD_getErrorName(n)));
+    return absl::DataLossError(absl::StrCat("zstd: corrupt frame: ", ZSTD_getErrorName(n)));
   }
   if (n != dst_size) {
-    return absl::DataLossError(absl::StrCat("zstd: frame decompressed to ", n,
-                                            " bytes, expected ", dst_size));
+    return absl::DataLossError(
+        absl::StrCat("zstd: frame decompressed to ", n, " bytes, expected ", dst_size));
   }
   return absl::OkStatus();
 }
 
-absl::Status CheckBlockFrame(absl::string_view frame, size_t raw_size,
-                             bool require_checksum) {
+absl::Status CheckBlockFrame(absl::string_view frame, size_t raw_size, bool require_checksum) {
   if (frame.size() < 5) {
-    return absl::DataLossError(absl::StrCat("zstd: frame of ", frame.size(), " bytes is too short"));
+    return absl::DataLossError(
+        absl::StrCat("zstd: frame of ", frame.size(), " bytes is too short"));
   }
   const auto* p = reinterpret_cast<const unsigned char*>(frame.data());
   const uint32_t magic = p[0] | (p[1] << 8) | (p[2] << 16) | (uint32_t{p[3]} << 24);
@@ -129,29 +127,28 @@ absl::Status CheckBlockFrame(absl::string_view frame, size_t raw_size,
     return absl::DataLossError("zstd: corrupt frame header");
   }
   if (declared != raw_size) {
-    return absl::DataLossError(absl::StrCat("zstd: frame declares ", declared,
-                                            " bytes, the block ", raw_size));
+    return absl::DataLossError(
+        absl::StrCat("zstd: frame declares ", declared, " bytes, the block ", raw_size));
   }
   const size_t end = ZSTD_findFrameCompressedSize(frame.data(), frame.size());
   if (ZSTD_isError(end)) {
     return absl::DataLossError(absl::StrCat("zstd: corrupt frame: ", ZSTD_getErrorName(end)));
   }
   if (end != frame.size()) {
-    return absl::DataLossError(absl::StrCat("zstd: ", frame.size() - end,
-                                            " bytes after the frame"));
+    return absl::DataLossError(
+        absl::StrCat("zstd: ", frame.size() - end, " bytes after the frame"));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> ZstdDecompress(absl::string_view frame,
-                                           size_t max_size) {
+absl::StatusOr<std::string> ZstdDecompress(absl::string_view frame, size_t max_size) {
   // One frame and nothing else: zstd itself would skip a skippable frame
   // and decode a second frame after the first.
-  if (frame.size() < 4 || (static_cast<uint32_t>(static_cast<uint8_t>(frame[0])) |
-                           static_cast<uint32_t>(static_cast<uint8_t>(frame[1])) << 8 |
-                           static_cast<uint32_t>(static_cast<uint8_t>(frame[2])) << 16 |
-                           static_cast<uint32_t>(static_cast<uint8_t>(frame[3])) << 24) !=
-                              kZstdMagic) {
+  if (frame.size() < 4 ||
+      (static_cast<uint32_t>(static_cast<uint8_t>(frame[0])) |
+       static_cast<uint32_t>(static_cast<uint8_t>(frame[1])) << 8 |
+       static_cast<uint32_t>(static_cast<uint8_t>(frame[2])) << 16 |
+       static_cast<uint32_t>(static_cast<uint8_t>(frame[3])) << 24) != kZstdMagic) {
     return absl::DataLossError("zstd: not a zstd frame (skippable frames are not allowed)");
   }
   unsigned long long declared = ZSTD_getFrameContentSize(frame.data(), frame.size());
@@ -162,8 +159,8 @@ absl::StatusOr<std::string> ZstdDecompress(absl::string_view frame,
     return absl::DataLossError("zstd: frame does not declare its size");
   }
   if (declared > max_size) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "zstd: frame declares ", declared, " bytes, the cap is ", max_size));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("zstd: frame declares ", declared, " bytes, the cap is ", max_size));
   }
   const size_t end = ZSTD_findFrameCompressedSize(frame.data(), frame.size());
   if (ZSTD_isError(end)) {

@@ -28,16 +28,14 @@ size_t ZstdBound(size_t n);
 // (XXH64, 4 bytes), which decompression verifies. Returns the compressed
 // size. REQUIRES: dst_capacity >= ZstdBound(src.size()) or the call may fail
 // with ResourceExhausted.
-absl::StatusOr<size_t> ZstdCompressInto(absl::string_view src, int level,
-                                        char* dst, size_t dst_capacity,
-                                        bool checksum = false);
+absl::StatusOr<size_t> ZstdCompressInto(absl::string_view src, int level, char* dst,
+                                        size_t dst_capacity, bool checksum = false);
 absl::StatusOr<std::string> ZstdCompress(absl::string_view src, int level);
 
 // Decompresses one frame into exactly `dst_size` bytes. DataLoss if the
 // frame is malformed, does not decompress to exactly `dst_size` bytes or its
 // checksum does not match.
-absl::Status ZstdDecompressExact(absl::string_view frame, char* dst,
-                                 size_t dst_size);
+absl::Status ZstdDecompressExact(absl::string_view frame, char* dst, size_t dst_size);
 
 // What a rankbin block's frame may be (docs/FORMAT.md, "Blocks"): exactly
 // one zstd frame (not a skippable frame, no trailing bytes), no dictionary
@@ -45,14 +43,12 @@ absl::Status ZstdDecompressExact(absl::string_view frame, char* dst,
 // `require_checksum`, a content checksum. DataLoss naming the first
 // violation otherwise. Reads only the frame header (and walks the frame's
 // block headers to find its end).
-absl::Status CheckBlockFrame(absl::string_view frame, size_t raw_size,
-                             bool require_checksum);
+absl::Status CheckBlockFrame(absl::string_view frame, size_t raw_size, bool require_checksum);
 // Decompresses one frame of at most `max_size` bytes. `frame` must be
 // exactly one zstd frame (not a skippable frame, nothing after it) that
 // declares its content size; DataLoss if it is not, ResourceExhausted if
 // it declares more than `max_size`.
-absl::StatusOr<std::string> ZstdDecompress(absl::string_view frame,
-                                           size_t max_size);
+absl::StatusOr<std::string> ZstdDecompress(absl::string_view frame, size_t max_size);
 
 }  // namespace rankwire::compression
 

@@ -19,8 +19,7 @@ constexpr uint8_t LengthDelimitedTag(int field) {
 }
 
 // Merges a ResponseHeader field's bytes into `header`.
-void ReadHeader(absl::string_view value, rank::v1::ResponseHeader* header,
-                coding::Reader* r) {
+void ReadHeader(absl::string_view value, rank::v1::ResponseHeader* header, coding::Reader* r) {
   google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(value.data()),
                                             static_cast<int>(value.size()));
   if (!header->MergeFromCodedStream(&in) || !in.ConsumedEntireMessage()) {
@@ -48,8 +47,8 @@ void ReadLengthDelimited(uint64_t field, const SharedBytes& response, coding::Re
 std::string EnvelopePrefix(const rank::v1::ResponseHeader& header, BodyKind kind,
                            size_t body_size) {
   const size_t header_size = header.ByteSizeLong();
-  const size_t prefix_size = 1 + coding::VarintLength(header_size) + header_size + 1 +
-                             coding::VarintLength(body_size);
+  const size_t prefix_size =
+      1 + coding::VarintLength(header_size) + header_size + 1 + coding::VarintLength(body_size);
   std::string prefix(prefix_size, '\0');
   coding::Writer w(prefix.data(), prefix.data() + prefix.size());
   w.PutByte(LengthDelimitedTag(kEnvelopeHeaderField));

@@ -51,8 +51,7 @@ constexpr int BodyField(BodyKind kind) {
 
 // Everything before the body: the header field, then the body's tag and
 // length. `prefix + body` is a complete RankResponse.
-std::string EnvelopePrefix(const rank::v1::ResponseHeader& header, BodyKind kind,
-                           size_t body_size);
+std::string EnvelopePrefix(const rank::v1::ResponseHeader& header, BodyKind kind, size_t body_size);
 
 struct Envelope {
   rank::v1::ResponseHeader header;

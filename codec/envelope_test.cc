@@ -153,7 +153,8 @@ TEST(EnvelopeTest, BodyOutlivesTheCallersHandle) {
 TEST(EnvelopeTest, NoBodyAndEmptyResponse) {
   rank::v1::RankResponse header_only;
   *header_only.mutable_header() = SampleHeader();
-  absl::StatusOr<Envelope> e = ParseEnvelope(SharedBytes::FromString(header_only.SerializeAsString()));
+  absl::StatusOr<Envelope> e =
+      ParseEnvelope(SharedBytes::FromString(header_only.SerializeAsString()));
   ASSERT_TRUE(e.ok());
   EXPECT_FALSE(e->has_body);
   EXPECT_EQ(e->header.item_count(), 500u);
@@ -166,17 +167,18 @@ TEST(EnvelopeTest, NoBodyAndEmptyResponse) {
   // An empty payload is a body (the oneof is set), of zero bytes.
   rank::v1::RankResponse empty_payload;
   empty_payload.set_payload("");
-  absl::StatusOr<Envelope> ep = ParseEnvelope(SharedBytes::FromString(empty_payload.SerializeAsString()));
+  absl::StatusOr<Envelope> ep =
+      ParseEnvelope(SharedBytes::FromString(empty_payload.SerializeAsString()));
   ASSERT_TRUE(ep.ok());
   EXPECT_TRUE(ep->has_body);
   EXPECT_EQ(ep->body.size(), 0u);
 }
 
 TEST(EnvelopeTest, UnknownFieldsOfEveryWireTypeAreSkipped) {
-  const std::string unknown = Tag(4, 0) + Varint(300) +                      // varint
-                              Tag(15, 1) + std::string(8, '\x11') +          // fixed64
-                              LengthDelimited(1000, "future message") +      // bytes
-                              Tag(536870911, 5) + std::string(4, '\x22') +   // fixed32, max field
+  const std::string unknown = Tag(4, 0) + Varint(300) +                     // varint
+                              Tag(15, 1) + std::string(8, '\x11') +         // fixed64
+                              LengthDelimited(1000, "future message") +     // bytes
+                              Tag(536870911, 5) + std::string(4, '\x22') +  // fixed32, max field
                               Tag(16, 0) + Varint(UINT64_MAX);
   const std::string header = LengthDelimited(1, HeaderBytes(SampleHeader()));
   const std::string payload = LengthDelimited(3, "payload bytes");

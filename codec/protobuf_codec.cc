@@ -34,11 +34,10 @@ bool ParseNumber(absl::string_view text, T* out) {
   return r.ec == std::errc() && r.ptr == end;
 }
 
-absl::Status BadText(absl::string_view key, size_t item, MetricType type,
-                     absl::string_view text) {
-  return absl::DataLossError(absl::StrCat(
-      "protobuf: item ", item, " metric \"", key, "\": \"",
-      text.substr(0, 40), "\" is not a valid ", MetricTypeName(type)));
+absl::Status BadText(absl::string_view key, size_t item, MetricType type, absl::string_view text) {
+  return absl::DataLossError(absl::StrCat("protobuf: item ", item, " metric \"", key, "\": \"",
+                                          text.substr(0, 40), "\" is not a valid ",
+                                          MetricTypeName(type)));
 }
 
 // The lazy side of the baseline: the parsed message, with metric text turned
@@ -47,8 +46,7 @@ class ProtobufResultView final : public ResultView {
  public:
   static absl::StatusOr<std::unique_ptr<ProtobufResultView>> Make(
       std::unique_ptr<ProtoResult> message) {
-    auto view = std::unique_ptr<ProtobufResultView>(
-        new ProtobufResultView(std::move(message)));
+    auto view = std::unique_ptr<ProtobufResultView>(new ProtobufResultView(std::move(message)));
     RETURN_IF_ERROR(view->BuildKeys());
     return view;
   }
@@ -62,16 +60,15 @@ class ProtobufResultView final : public ResultView {
     return ItemRef(this, i, item.item_id(), item.score(), item.position());
   }
 
-  absl::StatusOr<std::optional<MetricRef>> FindMetric(
-      size_t i, absl::string_view name) const override {
+  absl::StatusOr<std::optional<MetricRef>> FindMetric(size_t i,
+                                                      absl::string_view name) const override {
     if (i >= size()) return OutOfRange(i);
     const auto& metrics = message_->items(static_cast<int>(i)).metrics();
     auto it = metrics.find(std::string(name));
     if (it == metrics.end()) return std::nullopt;
     auto key = index_.find(name);
     if (key == index_.end()) return Undeclared(name, i);
-    absl::StatusOr<MetricRef> v =
-        ParseMetricText(keys_[key->second].type, it->second);
+    absl::StatusOr<MetricRef> v = ParseMetricText(keys_[key->second].type, it->second);
     if (!v.ok()) return BadText(name, i, keys_[key->second].type, it->second);
     return std::optional<MetricRef>(*v);
   }
@@ -103,9 +100,8 @@ class ProtobufResultView final : public ResultView {
     for (const auto& [name, type_number] : message_->metric_types()) {
       std::optional<MetricType> type = MetricTypeFromNumber(type_number);
       if (!type) {
-        return absl::DataLossError(
-            absl::StrCat("protobuf: metric_types[\"", name, "\"] = ",
-                         type_number, " is not a known metric type"));
+        return absl::DataLossError(absl::StrCat("protobuf: metric_types[\"", name, "\"] = ",
+                                                type_number, " is not a known metric type"));
       }
       keys_.push_back(MetricKey{name, *type});
     }
@@ -120,13 +116,11 @@ class ProtobufResultView final : public ResultView {
   }
 
   absl::Status OutOfRange(size_t i) const {
-    return absl::OutOfRangeError(
-        absl::StrCat("item ", i, " out of range (", size(), " items)"));
+    return absl::OutOfRangeError(absl::StrCat("item ", i, " out of range (", size(), " items)"));
   }
   static absl::Status Undeclared(absl::string_view name, size_t i) {
-    return absl::DataLossError(absl::StrCat("protobuf: item ", i, " metric \"",
-                                            name,
-                                            "\" has no entry in metric_types"));
+    return absl::DataLossError(
+        absl::StrCat("protobuf: item ", i, " metric \"", name, "\" has no entry in metric_types"));
   }
 
   std::unique_ptr<ProtoResult> message_;
@@ -155,8 +149,7 @@ void AppendMetricText(const MetricRef& value, std::string* out) {
   }
 }
 
-absl::StatusOr<MetricRef> ParseMetricText(MetricType type,
-                                          absl::string_view text) {
+absl::StatusOr<MetricRef> ParseMetricText(MetricType type, absl::string_view text) {
   switch (type) {
     case MetricType::kInt: {
       int64_t v;
@@ -176,9 +169,8 @@ absl::StatusOr<MetricRef> ParseMetricText(MetricType type,
     case MetricType::kString:
       return MetricRef::String(text);
   }
-  return absl::DataLossError(absl::StrCat("\"", text.substr(0, 40),
-                                          "\" is not a valid ",
-                                          MetricTypeName(type)));
+  return absl::DataLossError(
+      absl::StrCat("\"", text.substr(0, 40), "\" is not a valid ", MetricTypeName(type)));
 }
 
 absl::Status ToProto(const RankResult& result, ProtoResult* out) {
@@ -190,8 +182,7 @@ absl::Status ToProto(const RankResult& result, ProtoResult* out) {
       return absl::InvalidArgumentError(
           absl::StrCat("metric key \"", key.name, "\" has no valid type"));
     }
-    auto [it, inserted] = types->insert(
-        {key.name, static_cast<rank::v1::MetricType>(key.type)});
+    auto [it, inserted] = types->insert({key.name, static_cast<rank::v1::MetricType>(key.type)});
     if (!inserted) {
       return absl::InvalidArgumentError(
           absl::StrCat("metric key \"", key.name, "\" appears twice"));
@@ -221,7 +212,7 @@ absl::Status ToProto(const RankResult& result, ProtoResult* out) {
 absl::StatusOr<RankResult> FromProto(const ProtoResult& message) {
   auto copy = std::make_unique<ProtoResult>(message);
   ASSIGN_OR_RETURN(std::unique_ptr<ProtobufResultView> view,
-      ProtobufResultView::Make(std::move(copy)));
+                   ProtobufResultView::Make(std::move(copy)));
   return view->Materialize();
 }
 
@@ -234,25 +225,23 @@ absl::StatusOr<OwnedBuffer> ProtobufCodec::Encode(const RankResult& result) cons
         absl::StrCat("protobuf: RankResult of ", size, " bytes exceeds 2 GiB"));
   }
   OwnedBuffer out = OwnedBuffer::Allocate(size);
-  message.SerializeWithCachedSizesToArray(
-      reinterpret_cast<uint8_t*>(out.data()));
+  message.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(out.data()));
   out.set_size(size);
   return out;
 }
 
-absl::StatusOr<std::unique_ptr<ResultView>> ProtobufCodec::Open(
-    SharedBytes bytes) const {
+absl::StatusOr<std::unique_ptr<ResultView>> ProtobufCodec::Open(SharedBytes bytes) const {
   if (bytes.size() > INT_MAX) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "protobuf: payload of ", bytes.size(), " bytes exceeds 2 GiB"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("protobuf: payload of ", bytes.size(), " bytes exceeds 2 GiB"));
   }
   auto message = std::make_unique<ProtoResult>();
   if (!message->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return absl::DataLossError(absl::StrCat(
-        "protobuf: ", bytes.size(), " bytes do not parse as rank.v1.RankResult"));
+    return absl::DataLossError(
+        absl::StrCat("protobuf: ", bytes.size(), " bytes do not parse as rank.v1.RankResult"));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<ProtobufResultView> view,
-      ProtobufResultView::Make(std::move(message)));
+                   ProtobufResultView::Make(std::move(message)));
   return std::unique_ptr<ResultView>(std::move(view));
 }
 

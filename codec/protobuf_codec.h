@@ -30,8 +30,7 @@ class ProtobufCodec final : public Codec {
   BodyKind body_kind() const override { return BodyKind::kProtobufResult; }
 
   absl::StatusOr<OwnedBuffer> Encode(const RankResult& result) const override;
-  absl::StatusOr<std::unique_ptr<ResultView>> Open(
-      SharedBytes bytes) const override;
+  absl::StatusOr<std::unique_ptr<ResultView>> Open(SharedBytes bytes) const override;
   // Numbers at their widest text, every key in every item.
   size_t EstimateEncodedBytes(const ResultBound& bound) const override;
 };
@@ -46,8 +45,7 @@ absl::StatusOr<RankResult> FromProto(const rank::v1::RankResult& message);
 // The text form of a metric value in the baseline ("0.1", "-inf", "42").
 void AppendMetricText(const MetricRef& value, std::string* out);
 // Parses text written by AppendMetricText as `type`.
-absl::StatusOr<MetricRef> ParseMetricText(MetricType type,
-                                          absl::string_view text);
+absl::StatusOr<MetricRef> ParseMetricText(MetricType type, absl::string_view text);
 
 }  // namespace rankwire
 

@@ -40,9 +40,23 @@ T BitCast(U u) {
 
 std::vector<float> InterestingFloats() {
   using L = std::numeric_limits<float>;
-  std::vector<float> v = {0.0f, -0.0f, 1.0f, -1.0f, 0.1f, 1.0f / 3, 0.12345679f,
-                          L::infinity(), -L::infinity(), L::denorm_min(), -L::denorm_min(),
-                          L::min(), L::max(), L::lowest(), L::epsilon(), 16777217.0f, 1e-40f};
+  std::vector<float> v = {0.0f,
+                          -0.0f,
+                          1.0f,
+                          -1.0f,
+                          0.1f,
+                          1.0f / 3,
+                          0.12345679f,
+                          L::infinity(),
+                          -L::infinity(),
+                          L::denorm_min(),
+                          -L::denorm_min(),
+                          L::min(),
+                          L::max(),
+                          L::lowest(),
+                          L::epsilon(),
+                          16777217.0f,
+                          1e-40f};
   std::mt19937 rng(3);
   for (int i = 0; i < 20000; ++i) {
     float f = BitCast<float>(static_cast<uint32_t>(rng()));
@@ -53,8 +67,19 @@ std::vector<float> InterestingFloats() {
 
 std::vector<double> InterestingDoubles() {
   using L = std::numeric_limits<double>;
-  std::vector<double> v = {0.0, -0.0, 1.0, 0.1, 1.0 / 3, 5e-324, -5e-324, L::min(), L::max(),
-                           L::lowest(), L::infinity(), -L::infinity(), 9007199254740993.0,
+  std::vector<double> v = {0.0,
+                           -0.0,
+                           1.0,
+                           0.1,
+                           1.0 / 3,
+                           5e-324,
+                           -5e-324,
+                           L::min(),
+                           L::max(),
+                           L::lowest(),
+                           L::infinity(),
+                           -L::infinity(),
+                           9007199254740993.0,
                            2.2250738585072009e-308 /* largest denormal */};
   std::mt19937_64 rng(5);
   for (int i = 0; i < 20000; ++i) {
@@ -85,13 +110,16 @@ TEST(MetricTextTest, DoublesRoundTripBitForBit) {
 }
 
 TEST(MetricTextTest, NanRoundTripsAsNan) {
-  for (float f : {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN()}) {
+  for (float f :
+       {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN()}) {
     absl::StatusOr<MetricRef> back = ParseMetricText(MetricType::kFloat, Text(MetricRef::Float(f)));
     ASSERT_TRUE(back.ok()) << back.status();
     EXPECT_TRUE(std::isnan(back->float_value()));
   }
-  for (double d : {std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::quiet_NaN()}) {
-    absl::StatusOr<MetricRef> back = ParseMetricText(MetricType::kDouble, Text(MetricRef::Double(d)));
+  for (double d :
+       {std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::quiet_NaN()}) {
+    absl::StatusOr<MetricRef> back =
+        ParseMetricText(MetricType::kDouble, Text(MetricRef::Double(d)));
     ASSERT_TRUE(back.ok()) << back.status();
     EXPECT_TRUE(std::isnan(back->double_value()));
   }
@@ -132,20 +160,13 @@ TEST(MetricTextTest, UnparsableTextIsDataLoss) {
     std::string text;
   };
   const Case cases[] = {
-      {MetricType::kInt, ""},
-      {MetricType::kInt, "1.5"},
-      {MetricType::kInt, " 1"},
-      {MetricType::kInt, "1 "},
-      {MetricType::kInt, "0x10"},
-      {MetricType::kInt, "9223372036854775808"},  // INT64_MAX + 1
-      {MetricType::kInt, "nan"},
-      {MetricType::kFloat, ""},
-      {MetricType::kFloat, "abc"},
-      {MetricType::kFloat, "1e39"},  // Out of binary32's range.
-      {MetricType::kFloat, "0.5f"},
-      {MetricType::kDouble, "1e309"},
-      {MetricType::kDouble, "1,5"},
-      {MetricType::kDouble, std::string("1\0", 2)},
+      {MetricType::kInt, ""},       {MetricType::kInt, "1.5"},
+      {MetricType::kInt, " 1"},     {MetricType::kInt, "1 "},
+      {MetricType::kInt, "0x10"},   {MetricType::kInt, "9223372036854775808"},  // INT64_MAX + 1
+      {MetricType::kInt, "nan"},    {MetricType::kFloat, ""},
+      {MetricType::kFloat, "abc"},  {MetricType::kFloat, "1e39"},  // Out of binary32's range.
+      {MetricType::kFloat, "0.5f"}, {MetricType::kDouble, "1e309"},
+      {MetricType::kDouble, "1,5"}, {MetricType::kDouble, std::string("1\0", 2)},
   };
   for (const Case& c : cases) {
     absl::StatusOr<MetricRef> v = ParseMetricText(c.type, c.text);
@@ -211,7 +232,9 @@ TEST(ProtobufCodecTest, UnknownMetricTypeNumberIsDataLossAtOpen) {
 
 TEST(ProtobufCodecTest, NotAMessageIsDataLoss) {
   google::protobuf::LogSilencer quiet;
-  for (std::string bytes : {std::string("\xff\xff\xff"), std::string("\x0a\x05" "ab", 4)}) {
+  for (std::string bytes : {std::string("\xff\xff\xff"), std::string("\x0a\x05"
+                                                                     "ab",
+                                                                     4)}) {
     EXPECT_EQ(ProtobufCodec().Open(SharedBytes::FromString(bytes)).status().code(),
               absl::StatusCode::kDataLoss);
   }

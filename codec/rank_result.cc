@@ -361,9 +361,7 @@ Column& RankResult::Cell(size_t item, uint32_t key) {
 }
 
 void RankResult::SetInt(size_t item, uint32_t key, int64_t v) { Cell(item, key).ints_[item] = v; }
-void RankResult::SetFloat(size_t item, uint32_t key, float v) {
-  Cell(item, key).floats_[item] = v;
-}
+void RankResult::SetFloat(size_t item, uint32_t key, float v) { Cell(item, key).floats_[item] = v; }
 void RankResult::SetDouble(size_t item, uint32_t key, double v) {
   Cell(item, key).doubles_[item] = v;
 }
@@ -385,9 +383,9 @@ absl::Status RankResult::Set(size_t item, uint32_t key, const MetricRef& v) {
                                                    keys_.size(), " keys)"));
   }
   if (v.type() != keys_[key].type) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "item ", item, " (", id(item), "): metric \"", keys_[key].name, "\" is ",
-        MetricTypeName(v.type()), ", its key says ", MetricTypeName(keys_[key].type)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("item ", item, " (", id(item), "): metric \"", keys_[key].name, "\" is ",
+                     MetricTypeName(v.type()), ", its key says ", MetricTypeName(keys_[key].type)));
   }
   switch (v.type()) {
     case MetricType::kInt:
@@ -462,20 +460,14 @@ Column& RankResult::WholeColumn(uint32_t key, bool zero) {
 
 int64_t* RankResult::MutableInts(uint32_t key) { return WholeColumn(key, true).ints_.data(); }
 float* RankResult::MutableFloats(uint32_t key) { return WholeColumn(key, true).floats_.data(); }
-double* RankResult::MutableDoubles(uint32_t key) {
-  return WholeColumn(key, true).doubles_.data();
-}
+double* RankResult::MutableDoubles(uint32_t key) { return WholeColumn(key, true).doubles_.data(); }
 uint32_t* RankResult::MutableCodes(uint32_t key) { return WholeColumn(key, true).codes_.data(); }
 int64_t* RankResult::OverwriteInts(uint32_t key) { return WholeColumn(key, false).ints_.data(); }
-float* RankResult::OverwriteFloats(uint32_t key) {
-  return WholeColumn(key, false).floats_.data();
-}
+float* RankResult::OverwriteFloats(uint32_t key) { return WholeColumn(key, false).floats_.data(); }
 double* RankResult::OverwriteDoubles(uint32_t key) {
   return WholeColumn(key, false).doubles_.data();
 }
-uint32_t* RankResult::OverwriteCodes(uint32_t key) {
-  return WholeColumn(key, false).codes_.data();
-}
+uint32_t* RankResult::OverwriteCodes(uint32_t key) { return WholeColumn(key, false).codes_.data(); }
 
 namespace {
 
@@ -589,9 +581,9 @@ absl::Status ValidateResult(const RankResult& result) {
     if (key.type != MetricType::kString) continue;
     for (size_t i = 0; i < result.size(); ++i) {
       if (c.present(i) && c.codes()[i] >= c.entry_count()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "item ", i, " (", result.id(i), "): metric \"", key.name, "\" has string code ",
-            c.codes()[i], " of ", c.entry_count(), " entries"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("item ", i, " (", result.id(i), "): metric \"", key.name,
+                         "\" has string code ", c.codes()[i], " of ", c.entry_count(), " entries"));
       }
     }
   }
@@ -608,8 +600,7 @@ NamedMetrics Named(const RankResult& r, size_t i) {
   for (uint32_t k = 0; k < r.key_count(); ++k) {
     if (r.column(k).present(i)) out.emplace_back(r.key(k).name, r.column(k).at(i));
   }
-  std::sort(out.begin(), out.end(),
-            [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
   return out;
 }
 

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/types/span.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace rankwire {
 
@@ -105,9 +105,7 @@ class MetricValue {
   // Same type and same value; NaN equals NaN (bit patterns are not
   // compared, since the protobuf baseline prints every NaN as "nan").
   friend bool operator==(const MetricValue& a, const MetricValue& b);
-  friend bool operator!=(const MetricValue& a, const MetricValue& b) {
-    return !(a == b);
-  }
+  friend bool operator!=(const MetricValue& a, const MetricValue& b) { return !(a == b); }
   std::string DebugString() const;
 
  private:
@@ -245,9 +243,7 @@ class MetricRef {
   static MetricRef Int(int64_t v) { return MetricRef(MetricType::kInt, v, 0, {}); }
   static MetricRef Float(float v) { return MetricRef(MetricType::kFloat, 0, v, {}); }
   static MetricRef Double(double v) { return MetricRef(MetricType::kDouble, 0, v, {}); }
-  static MetricRef String(absl::string_view v) {
-    return MetricRef(MetricType::kString, 0, 0, v);
-  }
+  static MetricRef String(absl::string_view v) { return MetricRef(MetricType::kString, 0, 0, v); }
   // A view of a model value; a string refers to `v`'s bytes.
   static MetricRef Of(const MetricValue& v);
 

@@ -12,8 +12,8 @@
 #include <memory>
 #include <new>
 #include <string>
-#include <utility>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -154,7 +154,8 @@ TEST(MetricValueTest, AHeapStringWhoseAllocationFailsLeavesNothingBehind) {
 
 TEST(StringArenaTest, ValuesReadBackAndPackIntoOneChunk) {
   std::vector<std::string> texts;
-  for (int i = 0; i < 50; ++i) texts.push_back(std::string(11 + i, static_cast<char>('a' + i % 26)));
+  for (int i = 0; i < 50; ++i)
+    texts.push_back(std::string(11 + i, static_cast<char>('a' + i % 26)));
   std::vector<MetricValue> values;
   {
     StringArena arena;
@@ -193,7 +194,7 @@ TEST(StringArenaTest, ChunksLiveAsLongAsAnyOfTheirValues) {
     for (int i = 0; i < 10000; ++i) {
       MetricValue v = arena.String(std::string(100, static_cast<char>('a' + i % 26)));
       if (i % 1000 == 0) kept.push_back(v);  // A copy outlives the original.
-    }  // Most die before their chunk is sealed.
+    }                                        // Most die before their chunk is sealed.
     EXPECT_EQ(arena.String(std::string(40, 'd')).string_value(), std::string(40, 'd'));
   }
   std::vector<std::thread> threads;
@@ -350,8 +351,8 @@ test::RowResult SampleRows() {
   const uint32_t src = r.AddKey("recall.source", MetricType::kString);
   r.AddKey("unused", MetricType::kInt);
   for (int i = 0; i < 3; ++i) {
-    RankedItem& item = r.AddItem("sku-" + std::to_string(i), 1.0 / (i + 1),
-                                 static_cast<uint32_t>(i + 1));
+    RankedItem& item =
+        r.AddItem("sku-" + std::to_string(i), 1.0 / (i + 1), static_cast<uint32_t>(i + 1));
     item.metrics.push_back({ctr, MetricValue::Double(0.1 * i)});
     if (i != 1) item.metrics.push_back({src, MetricValue::String("vector_ann")});
     item.log = i == 2 ? "log line" : "";
@@ -532,10 +533,9 @@ TEST(DiffResultsTest, ReportsEachKindOfDifference) {
                 b.items[1].metrics[0] = {2, MetricValue::Int(0)};  // Another key.
               }),
               HasSubstr("metric \""));
-  EXPECT_THAT(diff([](Rows& b) {
-                b.items[2].metrics[1].value = MetricValue::String("vector_ann2");
-              }),
-              HasSubstr("recall.source"));
+  EXPECT_THAT(
+      diff([](Rows& b) { b.items[2].metrics[1].value = MetricValue::String("vector_ann2"); }),
+      HasSubstr("recall.source"));
 }
 
 TEST(DiffResultsTest, ScoresCompareLikeMetricValues) {

@@ -26,9 +26,8 @@ const Codec* CodecRegistry::Find(absl::string_view name) const {
 
 absl::StatusOr<const Codec*> CodecRegistry::Get(absl::string_view name) const {
   if (const Codec* c = Find(name)) return c;
-  return absl::NotFoundError(absl::StrCat("unknown codec \"", name,
-                                          "\"; known: ",
-                                          absl::StrJoin(Names(), ", ")));
+  return absl::NotFoundError(
+      absl::StrCat("unknown codec \"", name, "\"; known: ", absl::StrJoin(Names(), ", ")));
 }
 
 std::vector<std::string> CodecRegistry::Names() const {

@@ -70,7 +70,8 @@ TEST(CodecRegistryTest, DuplicateNamesAreAlreadyExists) {
 TEST(CodecRegistryTest, NullOrUnnamedCodecsAreInvalidArgument) {
   CodecRegistry r;
   EXPECT_EQ(r.Register(nullptr).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(r.Register(std::make_unique<NamedCodec>("")).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.Register(std::make_unique<NamedCodec>("")).code(),
+            absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(r.Names().empty());
 }
 
@@ -92,7 +93,8 @@ TEST(CodecRegistryTest, NamesInRegistrationOrder) {
 TEST(CodecRegistryTest, NegotiatePicksTheFirstKnownAcceptedName) {
   CodecRegistry r = ThreeCodecs();
   NamedCodec fallback("fallback");
-  EXPECT_EQ(r.Negotiate(std::vector<std::string>{"zeta", "gamma", "alpha"}, fallback).name(), "gamma");
+  EXPECT_EQ(r.Negotiate(std::vector<std::string>{"zeta", "gamma", "alpha"}, fallback).name(),
+            "gamma");
   EXPECT_EQ(r.Negotiate(std::vector<std::string>{"beta"}, fallback).name(), "beta");
   // Any range of strings: string_views, C strings, a repeated proto field.
   EXPECT_EQ(r.Negotiate(std::vector<absl::string_view>{"alpha", "beta"}, fallback).name(), "alpha");

@@ -67,8 +67,7 @@ struct ResultBound {
   // The lines quote the item's id and its per-item string; everything else
   // in them is bounded by log_fixed_bytes.
   size_t LogLineBytes(size_t i) const {
-    return log_fixed_bytes + ids[i].size() +
-           (i < item_strings.size() ? item_strings[i].size() : 0);
+    return log_fixed_bytes + ids[i].size() + (i < item_strings.size() ? item_strings[i].size() : 0);
   }
   size_t ItemStringBytes(size_t i) const {
     return i < item_strings.size() ? item_strings[i].size() : 0;

@@ -15,8 +15,7 @@
 namespace rankwire::logstore {
 namespace {
 
-std::future<LogReceipt> Completed(LogReceipt::Outcome outcome, size_t items,
-                                  absl::Status status) {
+std::future<LogReceipt> Completed(LogReceipt::Outcome outcome, size_t items, absl::Status status) {
   std::promise<LogReceipt> promise;
   promise.set_value(LogReceipt{outcome, items, std::move(status)});
   return promise.get_future();
@@ -54,13 +53,13 @@ absl::StatusOr<std::unique_ptr<AsyncLogConsumer>> AsyncLogConsumer::Create(
     return absl::InvalidArgumentError("log batch size must be positive");
   }
   if (config.ttl < absl::Milliseconds(1) || config.ttl > kMaxTtl) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "log TTL must be in [1ms, ", absl::FormatDuration(kMaxTtl), "], got ",
-        absl::FormatDuration(config.ttl)));
+    return absl::InvalidArgumentError(absl::StrCat("log TTL must be in [1ms, ",
+                                                   absl::FormatDuration(kMaxTtl), "], got ",
+                                                   absl::FormatDuration(config.ttl)));
   }
   if (config.compress && config.compress_level > 22) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "zstd level must be at most 22, got ", config.compress_level));
+    return absl::InvalidArgumentError(
+        absl::StrCat("zstd level must be at most 22, got ", config.compress_level));
   }
   return std::unique_ptr<AsyncLogConsumer>(new AsyncLogConsumer(config, std::move(sinks)));
 }
@@ -107,8 +106,7 @@ std::future<LogReceipt> AsyncLogConsumer::Consume(RequestLogs logs) {
     if (stopping_) {
       shut_down = true;
       items_dropped_shutdown_.fetch_add(items, std::memory_order_relaxed);
-    } else if (queue_.size() < capacity_requests_ &&
-               queue_bytes_ + bytes <= capacity_bytes_) {
+    } else if (queue_.size() < capacity_requests_ && queue_bytes_ + bytes <= capacity_bytes_) {
       queue_.push_back(Pending{std::move(logs), bytes, std::move(promise)});
       queue_bytes_ += bytes;
       requests_enqueued_.fetch_add(1, std::memory_order_relaxed);

@@ -127,11 +127,11 @@ absl::StatusOr<BlockLayout> BlockLayout::Parse(absl::string_view value) {
   if (!r.ok()) return r.status();
   if (!r.empty()) return Corrupt("bytes after the layout");
   // The id column is how a reader finds items: exactly one.
-  const size_t id_slots = static_cast<size_t>(
-      std::count(layout.kinds.begin(), layout.kinds.end(), LogSlot::kItemId));
+  const size_t id_slots =
+      static_cast<size_t>(std::count(layout.kinds.begin(), layout.kinds.end(), LogSlot::kItemId));
   if (id_slots != 1) {
-    return Corrupt(absl::StrCat("a version-2 layout with ", id_slots,
-                                " item id slots (it has exactly one)"));
+    return Corrupt(
+        absl::StrCat("a version-2 layout with ", id_slots, " item id slots (it has exactly one)"));
   }
   return layout;
 }
@@ -480,8 +480,8 @@ void BlocksWriter::Numbers(const float* values) {
   // The decimal scale is guessed once per column, from its first values.
   const int scale = GuessDecimalScale(values, begin_[1]);
   for (size_t b = 0; b < end_.size(); ++b) {
-    char* p = PutNumbers(values + begin_[b], begin_[b + 1] - begin_[b], scale,
-                         buffer_.get() + end_[b]);
+    char* p =
+        PutNumbers(values + begin_[b], begin_[b + 1] - begin_[b], scale, buffer_.get() + end_[b]);
     end_[b] = static_cast<size_t>(p - buffer_.get());
   }
 }
@@ -592,7 +592,8 @@ absl::StatusOr<BlockReader> BlockReader::Parse(const BlockLayout& layout, size_t
         } else if (form == static_cast<uint8_t>(NumberForm::kWhole)) {
           for (uint32_t j = 0; j < n && r.ok(); ++j) {
             const int64_t v = r.SignedVarint64("whole number");
-            if (r.ok() && (v <= -16777216 || v >= 16777216)) return Corrupt("whole number too large");
+            if (r.ok() && (v <= -16777216 || v >= 16777216))
+              return Corrupt("whole number too large");
             column.numbers[j] = static_cast<float>(v);
           }
         } else if (form == static_cast<uint8_t>(NumberForm::kConstant)) {

@@ -162,8 +162,8 @@ class BlockReader {
  private:
   struct Column {
     LogSlot kind;
-    std::vector<int64_t> ints;    // kInt; kString indexes.
-    std::vector<float> numbers;   // kNumber.
+    std::vector<int64_t> ints;   // kInt; kString indexes.
+    std::vector<float> numbers;  // kNumber.
   };
   const BlockLayout* layout_ = nullptr;
   uint32_t begin_ = 0;

@@ -155,9 +155,10 @@ TEST(LogBlocksTest, TwoTopBytesAndShortDecimalsAreStoredSmaller) {
 TEST(LogBlocksTest, OddNumbersRenderAsSixDigits) {
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  const std::vector<float> odd = {0.0f, -0.0f, inf, -inf, nan, -nan, 1e-45f, -1e-40f,
-                                  1.17549435e-38f, 3.4028235e38f, 1.234565f, 0.999999f,
-                                  9999995.0f, 1e-5f, 1e6f, 123456.5f};
+  const std::vector<float> odd = {
+      0.0f,    -0.0f,           inf,           -inf,      nan,       -nan,       1e-45f,
+      -1e-40f, 1.17549435e-38f, 3.4028235e38f, 1.234565f, 0.999999f, 9999995.0f, 1e-5f,
+      1e6f,    123456.5f};
   Written w = Write(odd, 3, 5);
   ExpectReadBack(w);
   // The texts themselves, as printf("%.6g") writes them (NaN as "nan").
@@ -224,7 +225,12 @@ TEST(LogBlocksTest, CorruptLayoutsAndBlocksAreDataLossNeverACrash) {
 // A one-item block of TestLayout holding `number` as its number column.
 std::string OneItemBlock(const std::string& number) {
   // 'B', count 1, ids: prefix "" and "a"; int 0; string 0.
-  return std::string("B\x01\x00\x01" "a" "\x00\x00", 7) + number;
+  return std::string(
+             "B\x01\x00\x01"
+             "a"
+             "\x00\x00",
+             7) +
+         number;
 }
 
 TEST(LogBlocksTest, WhatTheWriterNeverWritesIsRefused) {

@@ -25,9 +25,8 @@ constexpr int kScaleBias = 24;
 constexpr uint64_t kSpecialCode = 31;
 
 // 10^k for k in [0, 22]: exact doubles.
-constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                             1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                             1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                             1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
 // 10^-k for k in [0, 22], rounded: multiplying by these is faster than
 // dividing by kPow10 and off by at most an ulp more.
@@ -89,10 +88,10 @@ char* EncodeDecimal(bool negative, double value, uint32_t n, int scale, char* ds
 // to pick the decimal exponent; a value misjudged by the rounding (the
 // table entry itself) is caught by the scaled value's range checks below.
 // A 32nd entry (never looked up) fills the vector path's four registers.
-constexpr double kPow10From18[32] = {
-    1e-18, 1e-17, 1e-16, 1e-15, 1e-14, 1e-13, 1e-12, 1e-11, 1e-10, 1e-9, 1e-8,
-    1e-7,  1e-6,  1e-5,  1e-4,  1e-3,  1e-2,  1e-1,  1e0,   1e1,   1e2,  1e3,
-    1e4,   1e5,   1e6,   1e7,   1e8,   1e9,   1e10,  1e11,  1e12,  1e12};
+constexpr double kPow10From18[32] = {1e-18, 1e-17, 1e-16, 1e-15, 1e-14, 1e-13, 1e-12, 1e-11,
+                                     1e-10, 1e-9,  1e-8,  1e-7,  1e-6,  1e-5,  1e-4,  1e-3,
+                                     1e-2,  1e-1,  1e0,   1e1,   1e2,   1e3,   1e4,   1e5,
+                                     1e6,   1e7,   1e8,   1e9,   1e10,  1e11,  1e12,  1e12};
 
 }  // namespace
 
@@ -217,8 +216,8 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) inline Table32 LoadTa
   return Table32{_mm512_loadu_pd(table), _mm512_loadu_pd(table + 8), _mm512_loadu_pd(table + 16),
                  _mm512_loadu_pd(table + 24)};
 }
-__attribute__((target("avx512f,avx512dq"), always_inline)) inline __m512d Lookup32(
-    const Table32& t, __m512i index) {
+__attribute__((target("avx512f,avx512dq"), always_inline)) inline __m512d Lookup32(const Table32& t,
+                                                                                   __m512i index) {
   const __m512d low = _mm512_permutex2var_pd(t.t0, index, t.t1);
   const __m512d high = _mm512_permutex2var_pd(t.t2, index, t.t3);
   return _mm512_mask_blend_pd(_mm512_test_epi64_mask(index, _mm512_set1_epi64(16)), low, high);
@@ -243,8 +242,8 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) inline void StoreSlot
                       _mm512_and_si512(_mm512_slli_epi64(u, 3), _mm512_set1_epi64(0x7f000000))));
   const __m512i more = _mm512_and_si512(
       _mm512_set1_epi64(0x808080),
-      _mm512_sub_epi64(
-          _mm512_sllv_epi64(one, _mm512_slli_epi64(_mm512_sub_epi64(length, one), 3)), one));
+      _mm512_sub_epi64(_mm512_sllv_epi64(one, _mm512_slli_epi64(_mm512_sub_epi64(length, one), 3)),
+                       one));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(words),
                       _mm512_cvtepi64_epi32(_mm512_or_si512(groups, more)));
   _mm_storel_epi64(reinterpret_cast<__m128i*>(lengths), _mm512_cvtepi64_epi8(length));
@@ -267,27 +266,25 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) inline __mmask8 CodeE
   const __m512i negative = _mm512_srli_epi64(bits, 63);
   const __mmask8 zero = _mm512_cmp_pd_mask(a, _mm512_setzero_pd(), _CMP_EQ_OQ);
   // Outside [1e-18, 1e12) (and inf, nan): raw, the scalar path's.
-  __mmask8 other = static_cast<__mmask8>(
-      ~(_mm512_cmp_pd_mask(a, _mm512_set1_pd(1e-18), _CMP_GE_OQ) &
-        _mm512_cmp_pd_mask(a, _mm512_set1_pd(1e12), _CMP_LT_OQ)));
+  __mmask8 other =
+      static_cast<__mmask8>(~(_mm512_cmp_pd_mask(a, _mm512_set1_pd(1e-18), _CMP_GE_OQ) &
+                              _mm512_cmp_pd_mask(a, _mm512_set1_pd(1e12), _CMP_LT_OQ)));
   // floor(log10(a)): the binary exponent times log10(2), then one compare.
-  const __m512i e2 = _mm512_sub_epi64(
-      _mm512_and_si512(_mm512_srli_epi64(bits, 52), _mm512_set1_epi64(0x7ff)),
-      _mm512_set1_epi64(1023));
+  const __m512i e2 =
+      _mm512_sub_epi64(_mm512_and_si512(_mm512_srli_epi64(bits, 52), _mm512_set1_epi64(0x7ff)),
+                       _mm512_set1_epi64(1023));
   __m512i e = _mm512_srai_epi64(_mm512_mullo_epi64(e2, _mm512_set1_epi64(78913)), 18);
   // Keeps the table indexes in range on lanes that are not in range anyway.
   e = _mm512_min_epi64(_mm512_max_epi64(e, _mm512_set1_epi64(-19)), _mm512_set1_epi64(11));
-  const __m512d next_power =
-      Lookup32(next_powers, _mm512_add_epi64(e, _mm512_set1_epi64(19)));
+  const __m512d next_power = Lookup32(next_powers, _mm512_add_epi64(e, _mm512_set1_epi64(19)));
   e = _mm512_mask_add_epi64(e, _mm512_cmp_pd_mask(a, next_power, _CMP_GE_OQ), e,
                             _mm512_set1_epi64(1));
   // r = a * 10^(5 - e); 5 - e in [-7, 24], past 22 the scalar path's.
   const __m512i k = _mm512_sub_epi64(_mm512_set1_epi64(5), e);
   other |= _mm512_cmpgt_epi64_mask(k, _mm512_set1_epi64(22));
   const __m512d r = _mm512_mul_pd(a, Lookup32(scales, _mm512_add_epi64(k, _mm512_set1_epi64(7))));
-  other |= _mm512_cmp_pd_mask(
-      _mm512_and_pd(_mm512_sub_pd(r, _mm512_set1_pd(999999.5)), abs_mask),
-      _mm512_set1_pd(1e-6), _CMP_LT_OQ);
+  other |= _mm512_cmp_pd_mask(_mm512_and_pd(_mm512_sub_pd(r, _mm512_set1_pd(999999.5)), abs_mask),
+                              _mm512_set1_pd(1e-6), _CMP_LT_OQ);
   other |= _mm512_cmp_pd_mask(r, _mm512_set1_pd(999999.5), _CMP_GE_OQ);
   other |= _mm512_cmp_pd_mask(r, _mm512_set1_pd(99999.5), _CMP_LT_OQ);
   const __m512i whole = _mm512_cvttpd_epi64(r);
@@ -296,9 +293,9 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) inline __mmask8 CodeE
                               _mm512_set1_pd(1e-7), _CMP_LT_OQ);
   // r < 999999.5 here, so n stays below 10^6 (the scalar path rounds up to
   // 10^6 for the lanes from 999999.5 on).
-  const __m512i n = _mm512_mask_add_epi64(
-      whole, _mm512_cmp_pd_mask(frac, _mm512_set1_pd(0.5), _CMP_GT_OQ), whole,
-      _mm512_set1_epi64(1));
+  const __m512i n =
+      _mm512_mask_add_epi64(whole, _mm512_cmp_pd_mask(frac, _mm512_set1_pd(0.5), _CMP_GT_OQ), whole,
+                            _mm512_set1_epi64(1));
   // Trailing zero digits off: n / 10^j wherever 10^j divides n (those
   // lanes nest, so the last j that divides wins).
   __m512i digits = n;
@@ -379,8 +376,8 @@ constexpr double kPow10Small[6] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5};
 // n (in 1..999999) without its trailing zero digits, and their count in
 // `zeros`, in doubles as above (the lanes nest: the last j that divides
 // wins).
-__attribute__((target("avx2"), always_inline)) inline __m128i StripZerosAvx2(
-    __m128i n, __m128i* zeros) {
+__attribute__((target("avx2"), always_inline)) inline __m128i StripZerosAvx2(__m128i n,
+                                                                             __m128i* zeros) {
   const __m256d nd = _mm256_cvtepi32_pd(n);
   __m256d digits = nd;
   __m128i count = _mm_setzero_si128();
@@ -398,33 +395,35 @@ __attribute__((target("avx2"), always_inline)) inline __m128i StripZerosAvx2(
 
 // The varints of four slot codes u (< 2^26) as PutSlotCode writes them:
 // 4-byte words and lengths of 1 to 4 (signed compares: u < 2^31).
-__attribute__((target("avx2"), always_inline)) inline void StoreSlotWordsAvx2(
-    __m128i u, uint32_t* words, uint8_t* lengths) {
+__attribute__((target("avx2"), always_inline)) inline void StoreSlotWordsAvx2(__m128i u,
+                                                                              uint32_t* words,
+                                                                              uint8_t* lengths) {
   const __m128i length = _mm_sub_epi32(
       _mm_sub_epi32(_mm_sub_epi32(_mm_set1_epi32(1), _mm_cmpgt_epi32(u, _mm_set1_epi32(127))),
                     _mm_cmpgt_epi32(u, _mm_set1_epi32((1 << 14) - 1))),
       _mm_cmpgt_epi32(u, _mm_set1_epi32((1 << 21) - 1)));
-  const __m128i groups = _mm_or_si128(
-      _mm_or_si128(_mm_and_si128(u, _mm_set1_epi32(0x7f)),
-                   _mm_and_si128(_mm_slli_epi32(u, 1), _mm_set1_epi32(0x7f00))),
-      _mm_or_si128(_mm_and_si128(_mm_slli_epi32(u, 2), _mm_set1_epi32(0x7f0000)),
-                   _mm_and_si128(_mm_slli_epi32(u, 3), _mm_set1_epi32(0x7f000000))));
+  const __m128i groups =
+      _mm_or_si128(_mm_or_si128(_mm_and_si128(u, _mm_set1_epi32(0x7f)),
+                                _mm_and_si128(_mm_slli_epi32(u, 1), _mm_set1_epi32(0x7f00))),
+                   _mm_or_si128(_mm_and_si128(_mm_slli_epi32(u, 2), _mm_set1_epi32(0x7f0000)),
+                                _mm_and_si128(_mm_slli_epi32(u, 3), _mm_set1_epi32(0x7f000000))));
   const __m128i more = _mm_and_si128(
       _mm_set1_epi32(0x808080),
       _mm_sub_epi32(_mm_sllv_epi32(_mm_set1_epi32(1),
                                    _mm_slli_epi32(_mm_sub_epi32(length, _mm_set1_epi32(1)), 3)),
                     _mm_set1_epi32(1)));
   _mm_storeu_si128(reinterpret_cast<__m128i*>(words), _mm_or_si128(groups, more));
-  const uint32_t packed = static_cast<uint32_t>(_mm_cvtsi128_si32(
-      _mm_shuffle_epi8(length, _mm_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-                                             -1, -1, -1))));
+  const uint32_t packed = static_cast<uint32_t>(_mm_cvtsi128_si32(_mm_shuffle_epi8(
+      length, _mm_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1))));
   std::memcpy(lengths, &packed, 4);
 }
 
 // The slots of four values (lanes past `count` are zero) as 4-byte words
 // and lengths, and the mask (4 bits) of lanes the scalar path takes.
-__attribute__((target("avx2"), always_inline)) inline unsigned CodeFour(
-    const double* values, size_t count, uint32_t* words, uint8_t* lengths) {
+__attribute__((target("avx2"), always_inline)) inline unsigned CodeFour(const double* values,
+                                                                        size_t count,
+                                                                        uint32_t* words,
+                                                                        uint8_t* lengths) {
   alignas(32) double padded[4] = {0, 0, 0, 0};
   __m256d x;
   if (count >= 4) {
@@ -446,9 +445,9 @@ __attribute__((target("avx2"), always_inline)) inline unsigned CodeFour(
                                      _mm256_cmp_pd(a, _mm256_set1_pd(1e12), _CMP_LT_OQ)))) &
                    0xfu;
   // floor(log10(a)): the binary exponent times log10(2), then one compare.
-  const __m128i e2 = _mm_sub_epi32(
-      _mm_and_si128(Narrow(_mm256_srli_epi64(bits, 52)), _mm_set1_epi32(0x7ff)),
-      _mm_set1_epi32(1023));
+  const __m128i e2 =
+      _mm_sub_epi32(_mm_and_si128(Narrow(_mm256_srli_epi64(bits, 52)), _mm_set1_epi32(0x7ff)),
+                    _mm_set1_epi32(1023));
   __m128i e = _mm_srai_epi32(_mm_mullo_epi32(e2, _mm_set1_epi32(78913)), 18);
   // The clamp keeps both gathers inside their tables (indexes 0..30 and
   // 0..31) for zero, subnormal, inf and nan lanes, whose estimate is far
@@ -462,19 +461,18 @@ __attribute__((target("avx2"), always_inline)) inline unsigned CodeFour(
   const __m128i k = _mm_sub_epi32(_mm_set1_epi32(5), e);
   other |= static_cast<unsigned>(
       _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpgt_epi32(k, _mm_set1_epi32(22)))));
-  const __m256d r = _mm256_mul_pd(
-      a, _mm256_i32gather_pd(kScaleTable, _mm_add_epi32(k, _mm_set1_epi32(7)), 8));
-  __m256d out = _mm256_cmp_pd(
-      _mm256_and_pd(_mm256_sub_pd(r, _mm256_set1_pd(999999.5)), abs_mask),
-      _mm256_set1_pd(1e-6), _CMP_LT_OQ);
+  const __m256d r =
+      _mm256_mul_pd(a, _mm256_i32gather_pd(kScaleTable, _mm_add_epi32(k, _mm_set1_epi32(7)), 8));
+  __m256d out = _mm256_cmp_pd(_mm256_and_pd(_mm256_sub_pd(r, _mm256_set1_pd(999999.5)), abs_mask),
+                              _mm256_set1_pd(1e-6), _CMP_LT_OQ);
   out = _mm256_or_pd(out, _mm256_cmp_pd(r, _mm256_set1_pd(999999.5), _CMP_GE_OQ));
   out = _mm256_or_pd(out, _mm256_cmp_pd(r, _mm256_set1_pd(99999.5), _CMP_LT_OQ));
   // Lanes out of range convert to INT_MIN; they are the scalar path's.
   const __m128i whole = _mm256_cvttpd_epi32(r);
   const __m256d frac = _mm256_sub_pd(r, _mm256_cvtepi32_pd(whole));
-  out = _mm256_or_pd(out, _mm256_cmp_pd(
-                              _mm256_and_pd(_mm256_sub_pd(frac, _mm256_set1_pd(0.5)), abs_mask),
-                              _mm256_set1_pd(1e-7), _CMP_LT_OQ));
+  out = _mm256_or_pd(
+      out, _mm256_cmp_pd(_mm256_and_pd(_mm256_sub_pd(frac, _mm256_set1_pd(0.5)), abs_mask),
+                         _mm256_set1_pd(1e-7), _CMP_LT_OQ));
   other |= static_cast<unsigned>(_mm256_movemask_pd(out));
   // r < 999999.5 here, so n stays below 10^6.
   const __m128i n =
@@ -483,12 +481,10 @@ __attribute__((target("avx2"), always_inline)) inline unsigned CodeFour(
   const __m128i digits = StripZerosAvx2(n, &zeros);
   // code = scale + kScaleBias with scale = e - 5 + zeros; outside 0..30: raw.
   const __m128i code = _mm_add_epi32(_mm_add_epi32(e, zeros), _mm_set1_epi32(kScaleBias - 5));
-  other |= static_cast<unsigned>(_mm_movemask_ps(_mm_castsi128_ps(
-      _mm_or_si128(_mm_cmpgt_epi32(code, _mm_set1_epi32(30)),
-                   _mm_cmplt_epi32(code, _mm_setzero_si128())))));
-  __m128i u = _mm_or_si128(
-      _mm_or_si128(_mm_slli_epi32(digits, 6), _mm_slli_epi32(negative, 5)),
-      code);
+  other |= static_cast<unsigned>(_mm_movemask_ps(_mm_castsi128_ps(_mm_or_si128(
+      _mm_cmpgt_epi32(code, _mm_set1_epi32(30)), _mm_cmplt_epi32(code, _mm_setzero_si128())))));
+  __m128i u =
+      _mm_or_si128(_mm_or_si128(_mm_slli_epi32(digits, 6), _mm_slli_epi32(negative, 5)), code);
   // Zero (-0 keeps its sign): the one-byte special code.
   u = _mm_blendv_epi8(
       u, _mm_or_si128(_mm_slli_epi32(negative, 5), _mm_set1_epi32(static_cast<int>(kSpecialCode))),
@@ -499,8 +495,8 @@ __attribute__((target("avx2"), always_inline)) inline unsigned CodeFour(
 }
 
 // As EncodeLogNumbersAvx512, four lanes at a time.
-__attribute__((target("avx2"))) char* EncodeLogNumbersAvx2(const double* values,
-                                                               size_t count, char* dst) {
+__attribute__((target("avx2"))) char* EncodeLogNumbersAvx2(const double* values, size_t count,
+                                                           char* dst) {
   constexpr size_t kChunk = 64;
   uint32_t words[kChunk];
   uint8_t lengths[kChunk];
@@ -533,7 +529,7 @@ LogNumberPath ActiveLogNumberPath() {
       __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")
           ? LogNumberPath::kAvx512
       : __builtin_cpu_supports("avx2") ? LogNumberPath::kAvx2
-                                         : LogNumberPath::kScalar;
+                                       : LogNumberPath::kScalar;
   const LogNumberPath widest = widest_allowed.load(std::memory_order_relaxed);
   return static_cast<int>(supported) < static_cast<int>(widest) ? supported : widest;
 #else
@@ -590,8 +586,8 @@ absl::StatusOr<double> ReadLogNumber(coding::Reader& in) {
       return absl::DataLossError("log record: number digits out of range");
     }
     if (n % 10 == 0) {
-      return absl::DataLossError(absl::StrCat("log record: number digits ", n,
-                                              " end in a zero (the writer strips them)"));
+      return absl::DataLossError(
+          absl::StrCat("log record: number digits ", n, " end in a zero (the writer strips them)"));
     }
     v = ScaleBy10(static_cast<double>(n), static_cast<int>(code) - kScaleBias);
   } else if (n == 1) {

@@ -83,8 +83,8 @@ double Value(uint64_t state, int kind) {
     }
     case 6: {  // Powers of ten and their neighbours, across the range.
       const double p = std::pow(10.0, int((state >> 8) % 36) - 20);
-      const double choices[] = {p, std::nextafter(p, 0.0), std::nextafter(p, 1e300),
-                                p * 0.9999995, p * 1.0000005};
+      const double choices[] = {p, std::nextafter(p, 0.0), std::nextafter(p, 1e300), p * 0.9999995,
+                                p * 1.0000005};
       return choices[(state >> 50) % 5] * sign;
     }
     default:  // Zeros of both signs, infinities, nan.
@@ -99,7 +99,8 @@ std::vector<LogNumberPath> PathsHere() {
   LimitLogNumberPath(LogNumberPath::kAvx512);
   const LogNumberPath widest = ActiveLogNumberPath();
   std::vector<LogNumberPath> paths;
-  for (int p = 0; p <= static_cast<int>(widest); ++p) paths.push_back(static_cast<LogNumberPath>(p));
+  for (int p = 0; p <= static_cast<int>(widest); ++p)
+    paths.push_back(static_cast<LogNumberPath>(p));
   return paths;
 }
 
@@ -171,7 +172,6 @@ TEST(LogNumberTest, ReadBackGivesTheValueSixDigitsShows) {
     }
   }
 }
-
 
 // The cap works both ways, and a vector path runs where the CPU has one
 // (this test is skipped, visibly, where it has none: only the scalar path

@@ -96,13 +96,15 @@ TEST(LogReaderTest, RefusesWhatTheWriterNeverWrites) {
       {"layout version 3", {{"", version3}}},
       {"field \"\" is not a layout", {{"", "Ttext"}}},
       {"an item field beside the blocks", {{"i0", "Ttext"}}},
-      {"block 0 of a layout without items", {{"", [] {
-         BlockLayout empty;
-         empty.pieces = {"id=", " x=", ";"};
-         empty.kinds = {LogSlot::kItemId, LogSlot::kNumber};
-         empty.top_items = 1;
-         return empty.Serialize();
-       }()}}},
+      {"block 0 of a layout without items",
+       {{"",
+         [] {
+           BlockLayout empty;
+           empty.pieces = {"id=", " x=", ";"};
+           empty.kinds = {LogSlot::kItemId, LogSlot::kNumber};
+           empty.top_items = 1;
+           return empty.Serialize();
+         }()}}},
       {"an id twice in a block", {{"#1", twice}}},
       {"a block of another size", {{"#0", good.fields["#1"]}}},
   };
@@ -111,8 +113,7 @@ TEST(LogReaderTest, RefusesWhatTheWriterNeverWrites) {
     reader.fields = good.fields;
     for (const auto& [name, value] : change) reader.fields[name] = value;
     absl::StatusOr<Values> got = reader.Fetch("r", {"i0", "i3"});
-    EXPECT_EQ(got.status().code(), absl::StatusCode::kDataLoss)
-        << what << ": " << got.status();
+    EXPECT_EQ(got.status().code(), absl::StatusCode::kDataLoss) << what << ": " << got.status();
   }
   // Text values beside a version-1 layout are read; a damaged version-1
   // layout is refused even when no record asks for it.

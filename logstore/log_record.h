@@ -56,7 +56,6 @@ inline constexpr char kLayoutTag = 'L';
 inline constexpr char kRecordTag = 'R';
 inline constexpr uint8_t kLayoutVersion = 1;
 
-
 // What a slot holds.
 enum class SlotKind : uint8_t {
   kItemId = 1,  // The item id (the hash field name); no bytes in the record.

@@ -43,11 +43,49 @@ std::string RoundTrip(double v) {
 
 TEST(LogRecordNumberTest, EdgeValuesRenderAsSixDigitsDoes) {
   const double inf = std::numeric_limits<double>::infinity();
-  const double values[] = {0.0, -0.0, 1.0, -1.0, 0.5, 123456.5, 999999.5, 999999.4999,
-                           0.0001, 0.00001, 1e-5, 1.5e-5, 99999.95, 100000, 1e6, 1234567,
-                           1e-18, 9.99999e-19, 1e-300, 5e-324, 1e12, 1e15, 1e300, -1e300,
-                           inf, -inf, std::nan(""), 0.1, 0.2, 0.3, 1.0 / 3, 2.0 / 3,
-                           78.7f, 0.05f, 4.5f, 99999.95, 9999995e-7, 999999.49999999, 0.0999999949999, 0.123456789, -3.2, 1.35, 14.5 * 0.0312f};
+  const double values[] = {0.0,
+                           -0.0,
+                           1.0,
+                           -1.0,
+                           0.5,
+                           123456.5,
+                           999999.5,
+                           999999.4999,
+                           0.0001,
+                           0.00001,
+                           1e-5,
+                           1.5e-5,
+                           99999.95,
+                           100000,
+                           1e6,
+                           1234567,
+                           1e-18,
+                           9.99999e-19,
+                           1e-300,
+                           5e-324,
+                           1e12,
+                           1e15,
+                           1e300,
+                           -1e300,
+                           inf,
+                           -inf,
+                           std::nan(""),
+                           0.1,
+                           0.2,
+                           0.3,
+                           1.0 / 3,
+                           2.0 / 3,
+                           78.7f,
+                           0.05f,
+                           4.5f,
+                           99999.95,
+                           9999995e-7,
+                           999999.49999999,
+                           0.0999999949999,
+                           0.123456789,
+                           -3.2,
+                           1.35,
+                           14.5 * 0.0312f};
   for (double v : values) EXPECT_EQ(RoundTrip(v), SixDigits(v)) << v;
 }
 
@@ -195,10 +233,10 @@ TEST(LogRecordBuilderTest, ALaterLineOfAnotherShapeIsInconsistent) {
     bool string_after;
     bool consistent;
   };
-  for (const Case& c : {Case{"the same shape", 3, false, true},
-                        Case{"a shorter run", 2, false, false},
-                        Case{"a longer run", 4, false, false},
-                        Case{"another kind after the run", 3, true, false}}) {
+  for (const Case& c :
+       {Case{"the same shape", 3, false, true}, Case{"a shorter run", 2, false, false},
+        Case{"a longer run", 4, false, false},
+        Case{"another kind after the run", 3, true, false}}) {
     LogRecordBuilder b;
     b.Literal("x=");
     b.LabeledNumbers(labels.data(), values, 3);
@@ -234,11 +272,13 @@ TEST(LogRecordTest, CorruptValuesAreDataLossNeverACrash) {
   // Every truncation of the record and of the layout.
   for (size_t n = 0; n < record.size(); ++n) {
     EXPECT_EQ(RenderLogRecord(layout, "sku-1", record.substr(0, n)).status().code(),
-              absl::StatusCode::kDataLoss) << n;
+              absl::StatusCode::kDataLoss)
+        << n;
   }
   for (size_t n = 0; n < layout.size(); ++n) {
     EXPECT_EQ(RenderLogRecord(layout.substr(0, n), "sku-1", record).status().code(),
-              absl::StatusCode::kDataLoss) << n;
+              absl::StatusCode::kDataLoss)
+        << n;
   }
   // Every single-byte corruption: an error or some text, never a crash.
   for (size_t i = 0; i < record.size(); ++i) {

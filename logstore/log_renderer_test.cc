@@ -82,7 +82,6 @@ TEST(LogRendererTest, TheQueueBoundUsesTheRenderersEstimate) {
   EXPECT_EQ(renders.load(), 0);  // Dropped before anything was formatted.
 }
 
-
 // A renderer with a structured form that writes some fields and then gives
 // up: the consumer must store the text only, none of the fields it took
 // back.
@@ -111,8 +110,8 @@ TEST(LogRendererTest, ARendererThatGivesUpOnBlocksIsStoredAsTextOnly) {
   logs.renderer = std::make_shared<GivingUpRenderer>();
   std::future<LogReceipt> f = store->consumer->Consume(std::move(logs));
   ASSERT_EQ(GetReceipt(f).outcome, LogReceipt::Outcome::kStored);
-  absl::StatusOr<std::vector<std::optional<std::string>>> read = store->reader->Fetch(
-      "req-gives-up", std::vector<std::string>{"sku-0", "sku-2", "sku-9", ""});
+  absl::StatusOr<std::vector<std::optional<std::string>>> read =
+      store->reader->Fetch("req-gives-up", std::vector<std::string>{"sku-0", "sku-2", "sku-9", ""});
   ASSERT_TRUE(read.ok()) << read.status();
   EXPECT_EQ((*read)[0], "text line");
   EXPECT_EQ((*read)[1], "text line");

@@ -39,8 +39,7 @@ class LogSink {
   // returns one status per entry, in order. OK means stored; kUnavailable
   // means the store could not be reached; other codes are the store's
   // refusal of that entry. The sink may move from the entries.
-  virtual std::vector<absl::Status> Write(absl::Span<SinkEntry> batch,
-                                          absl::Duration ttl) = 0;
+  virtual std::vector<absl::Status> Write(absl::Span<SinkEntry> batch, absl::Duration ttl) = 0;
 
   // Called by the writer when it has nothing to write, about every
   // AsyncLogConsumer poll interval: reconnect if due, purge, and so on.

@@ -67,8 +67,7 @@ absl::StatusOr<LogStore> OpenLogStore(const LogStoreConfig& config) {
   return absl::InvalidArgumentError("unknown log store backend");
 }
 
-absl::StatusOr<std::unique_ptr<LogReader>> OpenRedisLogReader(
-    const LogStoreConfig& config) {
+absl::StatusOr<std::unique_ptr<LogReader>> OpenRedisLogReader(const LogStoreConfig& config) {
   if (config.backend == LogStoreConfig::Backend::kRedisCluster) {
     ASSIGN_OR_RETURN(std::unique_ptr<RedisClusterReader> reader,
                      RedisClusterReader::Create(config));
@@ -94,8 +93,7 @@ absl::Status Corrupt(absl::string_view request_id, absl::string_view what) {
 // the block, or met again in a later block, is damage.
 absl::Status TakeBlock(absl::string_view request_id, const BlockLayout& layout, size_t b,
                        absl::string_view value,
-                       const absl::flat_hash_map<absl::string_view, size_t>& wanted,
-                       Values* out) {
+                       const absl::flat_hash_map<absl::string_view, size_t>& wanted, Values* out) {
   absl::StatusOr<BlockReader> block = BlockReader::Parse(layout, b, value);
   if (!block.ok()) {
     return Corrupt(request_id, absl::StrCat("block ", b, ": ", block.status().message()));

@@ -144,14 +144,12 @@ class LogReader {
   // shared connection last past it; a call that reaches it gets
   // kDeadlineExceeded. A step under way runs to its store's timeouts.
   absl::StatusOr<std::vector<std::optional<std::string>>> FetchBefore(
-      absl::string_view request_id, absl::Span<const std::string> item_ids,
-      absl::Time deadline);
+      absl::string_view request_id, absl::Span<const std::string> item_ids, absl::Time deadline);
 
   // The raw values of `fields` of the request's hash (nullopt: absent), in
   // one round trip, under the same deadline rules.
   virtual absl::StatusOr<std::vector<std::optional<std::string>>> ReadFields(
-      absl::string_view request_id, absl::Span<const std::string> fields,
-      absl::Time deadline) = 0;
+      absl::string_view request_id, absl::Span<const std::string> fields, absl::Time deadline) = 0;
 };
 
 struct LogStoreConfig {
@@ -167,7 +165,7 @@ struct LogStoreConfig {
   uint32_t block_items = 16;
   // host:port; for kRedisCluster a comma-separated list of seed nodes.
   std::string redis_addr = "127.0.0.1:6379";
-  std::string redis_password;                 // AUTH when not empty.
+  std::string redis_password;  // AUTH when not empty.
   std::string key_prefix = "rank:log:";
   absl::Duration ttl = absl::Milliseconds(1000);
   // Queue bound: whichever is hit first.
@@ -219,14 +217,13 @@ absl::StatusOr<LogStore> OpenLogStore(const LogStoreConfig& config);
 size_t WriterCount(const LogStoreConfig& config);
 
 // The writer count used when LogStoreConfig::writers is 0: one per two
-// usable CPUs (base/thread_sched.h UsableCpus()), at least 1 and at most 8. Writers mostly wait on the store, and
-// ranking threads need the cores more.
+// usable CPUs (base/thread_sched.h UsableCpus()), at least 1 and at most 8. Writers mostly wait on
+// the store, and ranking threads need the cores more.
 size_t DefaultLogWriters();
 
 // A reader for a remote Redis or, with Backend::kRedisCluster, a Redis
 // Cluster (the client side of the log store).
-absl::StatusOr<std::unique_ptr<LogReader>> OpenRedisLogReader(
-    const LogStoreConfig& config);
+absl::StatusOr<std::unique_ptr<LogReader>> OpenRedisLogReader(const LogStoreConfig& config);
 
 }  // namespace rankwire::logstore
 

@@ -229,8 +229,8 @@ TYPED_TEST(LogStoreBehaviourTest, SteadyLoadStoresEverythingThatWasEnqueued) {
   for (int t = 0; t < kThreads; ++t) {
     producers.emplace_back([&, t] {
       for (int r = 0; r < kRequestsPerThread; ++r) {
-        futures[t].push_back(store.consumer->Consume(
-            MakeRequest(absl::StrCat("req-steady-", t, "-", r), kItems)));
+        futures[t].push_back(
+            store.consumer->Consume(MakeRequest(absl::StrCat("req-steady-", t, "-", r), kItems)));
         absl::SleepFor(absl::Milliseconds(3));  // Pacing, not a timing check.
       }
     });
@@ -257,7 +257,8 @@ TYPED_TEST(LogStoreBehaviourTest, SteadyLoadStoresEverythingThatWasEnqueued) {
   // Counters are not enough: every line is in the store.
   for (int t = 0; t < kThreads; ++t) {
     for (int r = 0; r < kRequestsPerThread; ++r) {
-      this->ExpectReadable(*store.reader, MakeRequest(absl::StrCat("req-steady-", t, "-", r), kItems));
+      this->ExpectReadable(*store.reader,
+                           MakeRequest(absl::StrCat("req-steady-", t, "-", r), kItems));
     }
   }
 }
@@ -292,7 +293,8 @@ TYPED_TEST(LogStoreBehaviourTest, CompressedAndPlainValuesReadBackFromOneStore) 
   // was sent (the random and short lines went plain, one tag byte extra).
   const LogStats stats = compressed.consumer->stats();
   EXPECT_LT(stats.bytes_stored, TextBytes(second_half));
-  absl::StatusOr<std::optional<std::string>> raw = this->backend_.RawValue(key, logs.items[8].item_id);
+  absl::StatusOr<std::optional<std::string>> raw =
+      this->backend_.RawValue(key, logs.items[8].item_id);
   ASSERT_TRUE(raw.ok() && raw->has_value());
   EXPECT_LT((*raw)->size(), logs.items[8].text.size() * 7 / 10);
   auto tag = [&](const std::string& k, const std::string& item) -> char {
@@ -336,9 +338,13 @@ TYPED_TEST(LogStoreBehaviourTest, BurstNeverExceedsTheQueueBound) {
         futures[t].push_back(store.consumer->Consume(std::move(copy)));
         const LogStats s = store.consumer->stats();
         uint64_t seen = max_queue_requests.load();
-        while (s.queue_requests > seen && !max_queue_requests.compare_exchange_weak(seen, s.queue_requests)) {}
+        while (s.queue_requests > seen &&
+               !max_queue_requests.compare_exchange_weak(seen, s.queue_requests)) {
+        }
         seen = max_queue_bytes.load();
-        while (s.queue_bytes > seen && !max_queue_bytes.compare_exchange_weak(seen, s.queue_bytes)) {}
+        while (s.queue_bytes > seen &&
+               !max_queue_bytes.compare_exchange_weak(seen, s.queue_bytes)) {
+        }
       }
     });
   }
@@ -432,7 +438,8 @@ TYPED_TEST(LogStoreBehaviourTest, ConcurrentReadersSeeCompleteRequests) {
   std::atomic<bool> failed{false};
   std::thread writer([&] {
     for (int r = 0; r < kRequests; ++r) {
-      std::future<LogReceipt> f = store.consumer->Consume(MakeRequest(absl::StrCat("req-cr-", r), 30));
+      std::future<LogReceipt> f =
+          store.consumer->Consume(MakeRequest(absl::StrCat("req-cr-", r), 30));
       if (GetReceipt(f).outcome != LogReceipt::Outcome::kStored) failed = true;
       published = r + 1;
     }

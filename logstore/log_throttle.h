@@ -24,8 +24,7 @@ namespace rankwire::logstore {
 
 class LogThrottle {
  public:
-  explicit LogThrottle(absl::Duration interval = absl::Seconds(1))
-      : interval_(interval) {}
+  explicit LogThrottle(absl::Duration interval = absl::Seconds(1)) : interval_(interval) {}
 
   // True when the caller may log now; then `*suppressed` is the number of
   // calls refused since the last allowed one.

@@ -13,8 +13,8 @@ void EncodeLogValue(bool compress, int level, std::string* value) {
     thread_local std::string scratch;
     const size_t bound = compression::ZstdBound(value->size()) + 1;
     if (scratch.size() < bound) scratch.resize(bound);
-    absl::StatusOr<size_t> n = compression::ZstdCompressInto(
-        *value, level, scratch.data() + 1, scratch.size() - 1);
+    absl::StatusOr<size_t> n =
+        compression::ZstdCompressInto(*value, level, scratch.data() + 1, scratch.size() - 1);
     // 'Z' only pays when the frame plus its tag is smaller than 'T' + text.
     if (n.ok() && *n < value->size()) {
       scratch[0] = kZstdLogTag;
@@ -25,8 +25,7 @@ void EncodeLogValue(bool compress, int level, std::string* value) {
   value->insert(value->begin(), kPlainLogTag);
 }
 
-absl::StatusOr<std::string> DecodeLogValue(absl::string_view value,
-                                           size_t max_text_bytes) {
+absl::StatusOr<std::string> DecodeLogValue(absl::string_view value, size_t max_text_bytes) {
   if (value.empty()) return absl::DataLossError("log value is empty (no tag byte)");
   const char tag = value.front();
   value.remove_prefix(1);
@@ -36,15 +35,14 @@ absl::StatusOr<std::string> DecodeLogValue(absl::string_view value,
     case kZstdLogTag:
       return compression::ZstdDecompress(value, max_text_bytes);
     default:
-      return absl::DataLossError(absl::StrCat(
-          "log value has unknown tag byte 0x",
-          absl::Hex(static_cast<unsigned char>(tag), absl::kZeroPad2),
-          " (expected 'T', 'Z' or 'R')"));
+      return absl::DataLossError(
+          absl::StrCat("log value has unknown tag byte 0x",
+                       absl::Hex(static_cast<unsigned char>(tag), absl::kZeroPad2),
+                       " (expected 'T', 'Z' or 'R')"));
   }
 }
 
-absl::Status DecodeLogValues(absl::string_view request_id,
-                             const std::optional<std::string>& layout,
+absl::Status DecodeLogValues(absl::string_view request_id, const std::optional<std::string>& layout,
                              absl::Span<const std::string> item_ids,
                              std::vector<std::optional<std::string>>* values) {
   std::optional<LogLayout> parsed;  // Parsed at the first 'R' value.
@@ -71,8 +69,8 @@ absl::Status DecodeLogValues(absl::string_view request_id,
     }
     if (!text.ok()) {
       return absl::Status(text.status().code(),
-                          absl::StrCat("log of item '", item_ids[i], "' of request '",
-                                       request_id, "': ", text.status().message()));
+                          absl::StrCat("log of item '", item_ids[i], "' of request '", request_id,
+                                       "': ", text.status().message()));
     }
     value = *std::move(text);
   }

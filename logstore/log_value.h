@@ -45,16 +45,15 @@ void EncodeLogValue(bool compress, int level, std::string* value);
 // The log text of a stored value. DataLoss for an empty value, an unknown
 // tag or a corrupt frame; ResourceExhausted if a frame declares more than
 // `max_text_bytes`.
-absl::StatusOr<std::string> DecodeLogValue(
-    absl::string_view value, size_t max_text_bytes = kMaxLogTextBytes);
+absl::StatusOr<std::string> DecodeLogValue(absl::string_view value,
+                                           size_t max_text_bytes = kMaxLogTextBytes);
 
 // Turns the values read from one request's hash into text, in place:
 // `layout` is the value of field "" (nullopt if there is none), `values[i]`
 // the value of `item_ids[i]` (nullopt stays nullopt). 'T', 'Z' and 'R'
 // values may be mixed. DataLoss (naming the item and request) for a corrupt
 // value or an 'R' value with no layout.
-absl::Status DecodeLogValues(absl::string_view request_id,
-                             const std::optional<std::string>& layout,
+absl::Status DecodeLogValues(absl::string_view request_id, const std::optional<std::string>& layout,
                              absl::Span<const std::string> item_ids,
                              std::vector<std::optional<std::string>>* values);
 

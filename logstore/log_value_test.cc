@@ -73,7 +73,10 @@ TEST(LogValueTest, RefusesAnythingButOneFrame) {
   ASSERT_TRUE(DecodeLogValue(value).ok());
   // A skippable frame (magic 0x184D2A50, 4-byte length, its bytes), which
   // zstd itself would step over, before or after the frame.
-  const std::string skippable("\x50\x2a\x4d\x18\x03\x00\x00\x00" "abc", 11);
+  const std::string skippable(
+      "\x50\x2a\x4d\x18\x03\x00\x00\x00"
+      "abc",
+      11);
   const std::string frame = value.substr(1);
   for (const std::string& bad : {value + skippable, "Z" + skippable + frame,
                                  value + std::string(1, '\0'), value + frame, "Z" + skippable}) {

@@ -40,8 +40,8 @@ void MemoryLogTable::Put(SinkEntry& entry, absl::Duration ttl) {
   expiries_.emplace(expires, entry.key);
 }
 
-std::vector<std::optional<std::string>> MemoryLogTable::Get(
-    absl::string_view key, absl::Span<const std::string> fields) {
+std::vector<std::optional<std::string>> MemoryLogTable::Get(absl::string_view key,
+                                                            absl::Span<const std::string> fields) {
   std::vector<std::optional<std::string>> values(fields.size());
   const Clock::time_point now = now_();
   absl::MutexLock lock(&mu_);
@@ -91,15 +91,13 @@ size_t MemoryLogTable::byte_count() const {
   return bytes_;
 }
 
-std::vector<absl::Status> MemoryLogSink::Write(absl::Span<SinkEntry> batch,
-                                               absl::Duration ttl) {
+std::vector<absl::Status> MemoryLogSink::Write(absl::Span<SinkEntry> batch, absl::Duration ttl) {
   for (SinkEntry& entry : batch) table_->Put(entry, ttl);
   return std::vector<absl::Status>(batch.size());
 }
 
 absl::StatusOr<std::vector<std::optional<std::string>>> MemoryLogReader::ReadFields(
-    absl::string_view request_id, absl::Span<const std::string> fields,
-    absl::Time deadline) {
+    absl::string_view request_id, absl::Span<const std::string> fields, absl::Time deadline) {
   if (absl::Now() >= deadline) {
     return absl::DeadlineExceededError("the log read's deadline passed before it started");
   }

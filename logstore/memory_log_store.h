@@ -58,8 +58,8 @@ class MemoryLogTable {
 
   // The encoded values of `fields` of `key`, in order; nullopt for a field
   // that is not there or a key that has expired.
-  std::vector<std::optional<std::string>> Get(
-      absl::string_view key, absl::Span<const std::string> fields);
+  std::vector<std::optional<std::string>> Get(absl::string_view key,
+                                              absl::Span<const std::string> fields);
 
   // Time until `key` expires (like PTTL), nullopt if there is no such key.
   std::optional<absl::Duration> TimeToLive(absl::string_view key);
@@ -94,11 +94,9 @@ class MemoryLogTable {
 
 class MemoryLogSink final : public LogSink {
  public:
-  explicit MemoryLogSink(std::shared_ptr<MemoryLogTable> table)
-      : table_(std::move(table)) {}
+  explicit MemoryLogSink(std::shared_ptr<MemoryLogTable> table) : table_(std::move(table)) {}
 
-  std::vector<absl::Status> Write(absl::Span<SinkEntry> batch,
-                                  absl::Duration ttl) override;
+  std::vector<absl::Status> Write(absl::Span<SinkEntry> batch, absl::Duration ttl) override;
   // Purges expired keys, so memory drains when traffic stops.
   void Poll() override { table_->PurgeExpired(); }
   bool up() const override { return true; }

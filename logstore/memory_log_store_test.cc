@@ -91,7 +91,7 @@ TEST(MemoryLogTableTest, ExpiredKeyIsInvisibleBeforeItIsPurged) {
   clock.Advance(absl::Milliseconds(1));  // Expired at exactly now + ttl.
   EXPECT_FALSE(table.Get("k", fields)[0].has_value());
   EXPECT_FALSE(table.TimeToLive("k").has_value());
-  EXPECT_EQ(table.key_count(), 1u);  // Still held...
+  EXPECT_EQ(table.key_count(), 1u);     // Still held...
   EXPECT_EQ(table.PurgeExpired(), 1u);  // ...until purged.
   EXPECT_EQ(table.key_count(), 0u);
   EXPECT_EQ(table.byte_count(), 0u);
@@ -126,7 +126,8 @@ TEST(MemoryLogStoreTest, MemoryIsBoundedByWhatTheLastTtlWrote) {
   const absl::Time end = absl::Now() + absl::Seconds(1);
   int r = 0;
   while (absl::Now() < end) {
-    futures.push_back(store->consumer->Consume(MakeRequest(absl::StrCat("req-bound-", r++), 5, 200)));
+    futures.push_back(
+        store->consumer->Consume(MakeRequest(absl::StrCat("req-bound-", r++), 5, 200)));
     max_keys = std::max(max_keys, table->key_count());
     absl::SleepFor(absl::Milliseconds(2));
   }

@@ -77,8 +77,7 @@ class PackedFields {
   // Valid while `fields` is not changed.
   class Cursor {
    public:
-    explicit Cursor(const PackedFields& fields)
-        : p_(fields.buffer_.get()), left_(fields.count_) {}
+    explicit Cursor(const PackedFields& fields) : p_(fields.buffer_.get()), left_(fields.count_) {}
     bool Next(absl::string_view* name, absl::string_view* value) {
       if (left_ == 0) return false;
       --left_;

@@ -71,7 +71,6 @@ TEST(PackedFieldsTest, CopiesAreIndependent) {
   EXPECT_EQ(Read(copy), (Fields{{"a", "1"}, {"b", "2"}}));
 }
 
-
 TEST(PackedFieldsTest, AMovedFromObjectIsEmptyAndUsable) {
   PackedFields fields;
   fields.Add("a", "1");

@@ -157,8 +157,9 @@ absl::StatusOr<RedisReplyPtr> RedisClusterRouter::AskSlots(const std::string& ad
     const bool reused = Connected(address);
     absl::StatusOr<RedisConnection*> connection = Connection(address);
     if (!connection.ok()) return connection.status();
-    absl::StatusOr<RedisReplyPtr> reply = (*connection)->CommandWithin(
-        2, argv, argv_len, options_.connect.io_timeout, "CLUSTER SLOTS");
+    absl::StatusOr<RedisReplyPtr> reply =
+        (*connection)
+            ->CommandWithin(2, argv, argv_len, options_.connect.io_timeout, "CLUSTER SLOTS");
     if (reply.ok()) return reply;
     absl::Status error = reply.status();
     if ((*connection)->TimedOut()) {
@@ -195,10 +196,10 @@ absl::Status RedisClusterRouter::LoadSlots(const std::string& address) {
   if (!asked.ok()) return asked.status();
   const RedisReplyPtr& reply = *asked;
   if (reply->type != REDIS_REPLY_ARRAY) {
-    return absl::UnavailableError(absl::StrCat(
-        "redis ", address, ": CLUSTER SLOTS: ",
-        reply->type == REDIS_REPLY_ERROR ? absl::string_view(reply->str, reply->len)
-                                         : absl::string_view("not an array")));
+    return absl::UnavailableError(absl::StrCat("redis ", address, ": CLUSTER SLOTS: ",
+                                               reply->type == REDIS_REPLY_ERROR
+                                                   ? absl::string_view(reply->str, reply->len)
+                                                   : absl::string_view("not an array")));
   }
   std::vector<uint16_t> slots(kClusterSlots, kNoNode);
   std::vector<std::string> nodes;

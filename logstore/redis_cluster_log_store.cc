@@ -7,8 +7,8 @@
 #include <string_view>
 #include <utility>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/cleanup/cleanup.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 
@@ -49,8 +49,8 @@ struct RoundOutcome {
 // Connects to `address` and sends `node`'s transactions, each as soon as
 // it is formatted; sets node.error on failure.
 void SendToNode(RedisClusterRouter& router, RedisCommandWriter& commands,
-                const std::string& address, absl::Span<SinkEntry> batch,
-                const std::string& ttl_ms, NodeBatch& node) {
+                const std::string& address, absl::Span<SinkEntry> batch, const std::string& ttl_ms,
+                NodeBatch& node) {
   node.reused = router.Connected(address);
   absl::StatusOr<RedisConnection*> connection = router.Connection(address);
   if (!connection.ok()) {
@@ -188,8 +188,7 @@ void RedisClusterSink::LogError(const absl::Status& status, size_t dropped_entri
   }
 }
 
-std::vector<absl::Status> RedisClusterSink::Write(absl::Span<SinkEntry> batch,
-                                                  absl::Duration ttl) {
+std::vector<absl::Status> RedisClusterSink::Write(absl::Span<SinkEntry> batch, absl::Duration ttl) {
   ScopedSigpipeBlock no_sigpipe;
   std::vector<absl::Status> results(batch.size(),
                                     absl::UnavailableError("redis cluster: no slot map"));
@@ -209,11 +208,10 @@ std::vector<absl::Status> RedisClusterSink::Write(absl::Span<SinkEntry> batch,
     std::vector<std::string> order;
     for (auto& [entry, ask_target] : pending) {
       const bool asking = !ask_target.empty();
-      const std::string& address =
-          asking ? ask_target : router_.NodeFor(KeySlot(batch[entry].key));
+      const std::string& address = asking ? ask_target : router_.NodeFor(KeySlot(batch[entry].key));
       if (address.empty()) {
-        results[entry] = absl::UnavailableError(absl::StrCat(
-            "redis cluster: no master serves slot ", KeySlot(batch[entry].key)));
+        results[entry] = absl::UnavailableError(
+            absl::StrCat("redis cluster: no master serves slot ", KeySlot(batch[entry].key)));
         stale_ = true;
         continue;
       }
@@ -271,8 +269,7 @@ bool RedisClusterReader::MaybeRefresh() {
     last_refresh_ = now;
     marks_before = stale_marks_;
   }
-  absl::Status refreshed =
-      absl::InternalError("redis cluster: the slot map reload did not finish");
+  absl::Status refreshed = absl::InternalError("redis cluster: the slot map reload did not finish");
   // Also when Refresh() throws (std::bad_alloc): waiting calls wake up.
   absl::Cleanup install = [&] {
     absl::MutexLock lock(&mu_);
@@ -386,8 +383,7 @@ absl::StatusOr<RedisClusterReader::Target> RedisClusterReader::PickTarget(
     target.pooled = true;
     node.idle.pop_back();
   } else if (!node.backoff.Ready(absl::Now())) {
-    return absl::UnavailableError(
-        absl::StrCat("redis ", target.address, " is down (backing off)"));
+    return absl::UnavailableError(absl::StrCat("redis ", target.address, " is down (backing off)"));
   }
   return target;
 }
@@ -448,15 +444,14 @@ absl::Status DeadlinePassed(int tries, const absl::Status& last) {
     return absl::DeadlineExceededError(
         "the log read's deadline passed before its first round trip");
   }
-  return absl::DeadlineExceededError(absl::StrCat(
-      "the log read's deadline passed after ", tries, " tries; last: ", last.message()));
+  return absl::DeadlineExceededError(absl::StrCat("the log read's deadline passed after ", tries,
+                                                  " tries; last: ", last.message()));
 }
 
 }  // namespace
 
 absl::StatusOr<std::vector<std::optional<std::string>>> RedisClusterReader::ReadFields(
-    absl::string_view request_id, absl::Span<const std::string> fields,
-    absl::Time deadline) {
+    absl::string_view request_id, absl::Span<const std::string> fields, absl::Time deadline) {
   if (fields.empty()) return std::vector<std::optional<std::string>>();
   const std::string key = absl::StrCat(key_prefix_, request_id);
   const uint16_t slot = KeySlot(key);
@@ -489,9 +484,8 @@ absl::StatusOr<std::vector<std::optional<std::string>>> RedisClusterReader::Read
       if (target->connection.has_value()) Return(*std::move(target));
       return DeadlinePassed(attempt, last);
     }
-    absl::StatusOr<RedisReplyPtr> reply =
-        Exchange(*target->connection, key, fields, !ask_target.empty(),
-                 options_.connect.io_timeout);
+    absl::StatusOr<RedisReplyPtr> reply = Exchange(
+        *target->connection, key, fields, !ask_target.empty(), options_.connect.io_timeout);
     if (!reply.ok()) {
       // The connection is dropped with `target`; a closed connection is
       // worth another try, a timeout is not.

@@ -115,8 +115,7 @@ class RedisClusterReader final : public LogReader {
   // As RedisLogReader's, routed to the key's master.
   absl::StatusOr<std::vector<std::optional<std::string>>> ReadFields(
       absl::string_view request_id, absl::Span<const std::string> fields,
-      absl::Time deadline) override
-      ABSL_LOCKS_EXCLUDED(mu_);
+      absl::Time deadline) override ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   // A master's idle connections, and its reconnect backoff.
@@ -161,9 +160,8 @@ class RedisClusterReader final : public LogReader {
   // connection to it. Reloads the map first if `*may_refresh` (and then
   // clears it: one reload per Fetch); with no map yet, waits for a reload
   // under way until `deadline`.
-  absl::StatusOr<Target> PickTarget(uint16_t slot, const std::string& ask_target,
-                                    bool* may_refresh, absl::Time deadline)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<Target> PickTarget(uint16_t slot, const std::string& ask_target, bool* may_refresh,
+                                    absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
   // The node at `address`, made with the configured backoff on first use.
   Node& NodeAt(const std::string& address) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Without the lock: connects, counting a failure against the node's backoff.
@@ -172,10 +170,9 @@ class RedisClusterReader final : public LogReader {
   void Return(Target target) ABSL_LOCKS_EXCLUDED(mu_);
   // One HMGET (after ASKING when `asking`) on `connection`, all within
   // `limit`; the reply or the connection's I/O error.
-  static absl::StatusOr<RedisReplyPtr> Exchange(RedisConnection& connection,
-                                                absl::string_view key,
-                                                absl::Span<const std::string> item_ids,
-                                                bool asking, absl::Duration limit);
+  static absl::StatusOr<RedisReplyPtr> Exchange(RedisConnection& connection, absl::string_view key,
+                                                absl::Span<const std::string> item_ids, bool asking,
+                                                absl::Duration limit);
 
   const RedisClusterOptions options_;
   absl::Mutex mu_;

@@ -212,8 +212,7 @@ TEST(RedisRedirectTest, ARedirectAnsweredByExecIsFollowed) {
   // Any other EXEC error is still a refusal.
   FakeReply refused(REDIS_REPLY_ERROR, "EXECABORT Transaction discarded");
   replies[4] = &refused.reply;
-  EXPECT_EQ(WriteOutcome(replies, "127.0.0.1:7001", &redirect).code(),
-            absl::StatusCode::kInternal);
+  EXPECT_EQ(WriteOutcome(replies, "127.0.0.1:7001", &redirect).code(), absl::StatusCode::kInternal);
   EXPECT_FALSE(redirect.has_value());
 }
 
@@ -223,8 +222,7 @@ template <typename Shape>
 class SharedClusterTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    absl::StatusOr<std::unique_ptr<RedisCluster>> cluster =
-        RedisCluster::Start(Shape::Options());
+    absl::StatusOr<std::unique_ptr<RedisCluster>> cluster = RedisCluster::Start(Shape::Options());
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     cluster_ = cluster->release();
   }
@@ -304,8 +302,7 @@ void MoveSlot(RedisCluster& cluster, int slot, bool finish) {
   ASSERT_NE(target, nullptr);
   const std::string s = absl::StrCat(slot);
   ASSERT_EQ(target->Command({"CLUSTER", "SETSLOT", s, "IMPORTING", NodeId(**source)})->str, "OK");
-  ASSERT_EQ((*source)->Command({"CLUSTER", "SETSLOT", s, "MIGRATING", NodeId(*target)})->str,
-            "OK");
+  ASSERT_EQ((*source)->Command({"CLUSTER", "SETSLOT", s, "MIGRATING", NodeId(*target)})->str, "OK");
   if (!finish) return;
   for (const auto& node : cluster.nodes()) {
     ASSERT_EQ(node->Command({"CLUSTER", "SETSLOT", s, "NODE", NodeId(*target)})->str, "OK");
@@ -344,9 +341,10 @@ TEST_F(RedisClusterTest, AskAndMovedRedirectsAreFollowed) {
   ASSERT_TRUE(importing.ok()) << importing.status();
   EXPECT_NE(*importing, *migrating);  // Written where ASK pointed.
   for (const auto& node : cluster_->nodes()) {
-    ASSERT_EQ(node->Command({"CLUSTER", "SETSLOT", absl::StrCat(ask_slot), "NODE",
-                             NodeId(**importing)})->str,
-              "OK");
+    ASSERT_EQ(
+        node->Command({"CLUSTER", "SETSLOT", absl::StrCat(ask_slot), "NODE", NodeId(**importing)})
+            ->str,
+        "OK");
   }
 
   // MOVED: the slot now lives elsewhere; the writer's map is stale.
@@ -477,8 +475,9 @@ TEST_F(RedisClusterTest, AMovedIsFollowedWhenTheReloadedMapIsStale) {
   // The (empty) slot moves x -> y; only x and y are told. The whole cluster
   // agrees again however the test ends.
   const std::string slot = absl::StrCat(KeySlot("rank:log:" + id));
-  auto agree = absl::MakeCleanup(
-      [&] { (void)source->Command({"CLUSTER", "SETSLOT", slot, "NODE", NodeId(*y)}); });
+  auto agree = absl::MakeCleanup([&] {
+    (void)source->Command({"CLUSTER", "SETSLOT", slot, "NODE", NodeId(*y)});
+  });
   ASSERT_EQ(y->Command({"CLUSTER", "SETSLOT", slot, "NODE", NodeId(*y)})->str, "OK");
   ASSERT_EQ(x->Command({"CLUSTER", "SETSLOT", slot, "NODE", NodeId(*y)})->str, "OK");
   std::vector<SinkEntry> batch(1);
@@ -509,8 +508,9 @@ TEST_F(RedisClusterTest, AReaderKeepsItsMovedOverAStaleReload) {
   const std::vector<std::string> items = {"item"};
   ASSERT_TRUE((*reader)->Fetch(id, items).ok());  // Loads the map.
   const std::string slot = absl::StrCat(KeySlot("rank:log:" + id));
-  auto agree = absl::MakeCleanup(
-      [&] { (void)source->Command({"CLUSTER", "SETSLOT", slot, "NODE", NodeId(*y)}); });
+  auto agree = absl::MakeCleanup([&] {
+    (void)source->Command({"CLUSTER", "SETSLOT", slot, "NODE", NodeId(*y)});
+  });
   ASSERT_EQ(y->Command({"CLUSTER", "SETSLOT", slot, "NODE", NodeId(*y)})->str, "OK");
   ASSERT_EQ(x->Command({"CLUSTER", "SETSLOT", slot, "NODE", NodeId(*y)})->str, "OK");
   // Past the reload spacing, so the MOVED's reload runs within this read.
@@ -536,8 +536,9 @@ TEST_F(RedisClusterTest, NodesThatDoNotNameTheirHostAreUsable) {
     }
   });
   for (const auto& node : cluster_->nodes()) {
-    ASSERT_TRUE(node->Command({"CONFIG", "SET", "cluster-preferred-endpoint-type",
-                               "unknown-endpoint"}).ok());
+    ASSERT_TRUE(
+        node->Command({"CONFIG", "SET", "cluster-preferred-endpoint-type", "unknown-endpoint"})
+            .ok());
   }
   LogStoreConfig config = ClusterConfig(*cluster_);
   absl::StatusOr<std::unique_ptr<RedisClusterSink>> sink = RedisClusterSink::Create(config);
@@ -628,8 +629,7 @@ class RedisClusterStallTest : public SharedClusterTest<ThreeSlowToFailMasters> {
   };
   absl::StatusOr<StalledLeader> StallTheLeader(const LogStoreConfig& config,
                                                absl::string_view prefix) {
-    absl::StatusOr<std::unique_ptr<RedisClusterReader>> reader =
-        RedisClusterReader::Create(config);
+    absl::StatusOr<std::unique_ptr<RedisClusterReader>> reader = RedisClusterReader::Create(config);
     if (!reader.ok()) return reader.status();
     absl::StatusOr<test::RedisProcess*> stalled = cluster_->MasterOf(0);
     if (!stalled.ok()) return stalled.status();
@@ -674,8 +674,7 @@ TEST_F(RedisClusterStallTest, AMapReloadFromAStalledMasterDoesNotHoldUpOtherRead
   });
   absl::SleepFor(absl::Milliseconds(100));
   const absl::Time start = absl::Now();
-  absl::StatusOr<std::vector<std::optional<std::string>>> other =
-      reader->Fetch(healthy_id, items);
+  absl::StatusOr<std::vector<std::optional<std::string>>> other = reader->Fetch(healthy_id, items);
   const absl::Duration other_took = absl::Now() - start;
   reloading.join();
   EXPECT_TRUE(other.ok()) << other.status();
@@ -946,8 +945,7 @@ TEST(RedisClusterResetTest, AMovedTargetThatAnswersAnErrorIsDropped) {
   std::string id, other;
   for (int i = 0; i < 2000 && other.empty(); ++i) {
     const std::string candidate = absl::StrCat("pin-", i);
-    absl::StatusOr<test::RedisProcess*> owner =
-        cluster.MasterOf(KeySlot("rank:log:" + candidate));
+    absl::StatusOr<test::RedisProcess*> owner = cluster.MasterOf(KeySlot("rank:log:" + candidate));
     ASSERT_TRUE(owner.ok());
     if (*owner != x) continue;
     if (id.empty()) {
@@ -999,8 +997,8 @@ TEST(RedisClusterResetTest, AMovedTargetThatAnswersAnErrorIsDropped) {
     }
   }
   // The first read may meet the reset node's CLUSTERDOWN; none after it.
-  EXPECT_LE(failed, 1) << "the reader keeps sending slot " << s << " to the reset node; last: "
-                       << last;
+  EXPECT_LE(failed, 1) << "the reader keeps sending slot " << s
+                       << " to the reset node; last: " << last;
 }
 
 TEST(RedisClusterBadConfigTest, BadSeedListIsInvalidArgument) {
@@ -1024,8 +1022,7 @@ double Metric(const std::string& text, const std::string& name) {
 }
 
 TEST(RedisClusterFailoverTest, AMasterFailoverUnderLoadFailsNoRankCallAndCountsEveryLoss) {
-  absl::StatusOr<std::unique_ptr<RedisCluster>> cluster =
-      RedisCluster::Start(ClusterShape(3, 1));
+  absl::StatusOr<std::unique_ptr<RedisCluster>> cluster = RedisCluster::Start(ClusterShape(3, 1));
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   absl::StatusOr<std::unique_ptr<test::ServerProcess>> server = test::ServerProcess::Start(
       {"--logstore=redis-cluster", absl::StrCat("--redis_addr=", (*cluster)->SeedList()),

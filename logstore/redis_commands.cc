@@ -25,8 +25,7 @@ std::optional<RedisRedirect> RedirectOf(const redisReply& reply, absl::string_vi
 
 }  // namespace
 
-std::optional<RedisRedirect> ParseRedirect(absl::string_view error,
-                                           absl::string_view replying) {
+std::optional<RedisRedirect> ParseRedirect(absl::string_view error, absl::string_view replying) {
   const bool moved = absl::StartsWith(error, "MOVED ");
   const bool ask = absl::StartsWith(error, "ASK ");
   if (!moved && !ask) return std::nullopt;
@@ -133,8 +132,8 @@ absl::Status WriteOutcome(absl::Span<redisReply* const> replies, absl::string_vi
         absl::StrCat("redis ", address, " refused the write: ", ReplyText(exec)));
   }
   if (exec.type != REDIS_REPLY_ARRAY || exec.elements != 3) {
-    return absl::InternalError(absl::StrCat(
-        "redis ", address, ": unexpected EXEC reply (type ", exec.type, ")"));
+    return absl::InternalError(
+        absl::StrCat("redis ", address, ": unexpected EXEC reply (type ", exec.type, ")"));
   }
   static constexpr const char* kNames[] = {"DEL", "HSET", "PEXPIRE"};
   for (size_t i = 0; i < exec.elements; ++i) {
@@ -169,9 +168,8 @@ absl::StatusOr<std::vector<std::optional<std::string>>> ReadOutcome(
     return absl::InternalError(absl::StrCat("redis ", address, ": HMGET: ", error));
   }
   if (reply.type != REDIS_REPLY_ARRAY || reply.elements != field_count) {
-    return absl::InternalError(absl::StrCat("redis ", address, ": HMGET returned ",
-                                            reply.elements, " values for ", field_count,
-                                            " fields"));
+    return absl::InternalError(absl::StrCat("redis ", address, ": HMGET returned ", reply.elements,
+                                            " values for ", field_count, " fields"));
   }
   for (size_t i = 0; i < field_count; ++i) {
     const redisReply& element = *reply.element[i];

@@ -1,13 +1,13 @@
 #include "logstore/redis_connection.h"
 
+#include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <hiredis/sds.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <sys/time.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #include <algorithm>
@@ -45,8 +45,8 @@ std::string RedisAddress::ToString() const {
 absl::StatusOr<RedisAddress> ParseRedisAddress(absl::string_view host_port) {
   const size_t colon = host_port.rfind(':');
   if (colon == absl::string_view::npos) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "redis address '", host_port, "' is not host:port"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("redis address '", host_port, "' is not host:port"));
   }
   absl::string_view host = host_port.substr(0, colon);
   absl::string_view port_text = host_port.substr(colon + 1);
@@ -54,18 +54,16 @@ absl::StatusOr<RedisAddress> ParseRedisAddress(absl::string_view host_port) {
     host = host.substr(1, host.size() - 2);
   }
   int port = 0;
-  if (host.empty() || !absl::SimpleAtoi(port_text, &port) || port < 1 ||
-      port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "redis address '", host_port, "' is not host:port with a port in 1..65535"));
+  if (host.empty() || !absl::SimpleAtoi(port_text, &port) || port < 1 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("redis address '", host_port, "' is not host:port with a port in 1..65535"));
   }
   return RedisAddress{std::string(host), port};
 }
 
 absl::StatusOr<RedisConnectOptions> ConnectOptionsFrom(const LogStoreConfig& config) {
   ASSIGN_OR_RETURN(RedisAddress address, ParseRedisAddress(config.redis_addr));
-  if (config.connect_timeout <= absl::ZeroDuration() ||
-      config.io_timeout <= absl::ZeroDuration()) {
+  if (config.connect_timeout <= absl::ZeroDuration() || config.io_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("redis connect and I/O timeouts must be positive");
   }
   RedisConnectOptions options;
@@ -111,13 +109,11 @@ void RedisReplyDeleter::operator()(redisReply* reply) const {
   if (reply != nullptr) freeReplyObject(reply);
 }
 
-absl::StatusOr<RedisConnection> RedisConnection::Connect(
-    const RedisConnectOptions& options) {
+absl::StatusOr<RedisConnection> RedisConnection::Connect(const RedisConnectOptions& options) {
   ScopedSigpipeBlock no_sigpipe;
   const std::string address = options.address.ToString();
-  redisContext* context =
-      redisConnectWithTimeout(options.address.host.c_str(), options.address.port,
-                              TimeoutTimeval(options.connect_timeout));
+  redisContext* context = redisConnectWithTimeout(
+      options.address.host.c_str(), options.address.port, TimeoutTimeval(options.connect_timeout));
   if (context == nullptr) {
     return absl::UnavailableError(
         absl::StrCat("redis ", address, ": cannot allocate a connection"));
@@ -128,9 +124,8 @@ absl::StatusOr<RedisConnection> RedisConnection::Connect(
   // hiredis then treats EAGAIN as "try again later", not as an error.
   const int fd_flags = fcntl(context->fd, F_GETFL);
   if (fd_flags < 0 || fcntl(context->fd, F_SETFL, fd_flags | O_NONBLOCK) < 0) {
-    return absl::UnavailableError(
-        absl::StrCat("redis ", address, ": cannot make the socket non-blocking: ",
-                     std::strerror(errno)));
+    return absl::UnavailableError(absl::StrCat(
+        "redis ", address, ": cannot make the socket non-blocking: ", std::strerror(errno)));
   }
   context->flags &= ~REDIS_BLOCK;
   // Best effort: a dead peer is noticed sooner, but nothing depends on it.
@@ -143,8 +138,7 @@ absl::StatusOr<RedisConnection> RedisConnection::Connect(
                      connection.CommandWithin(2, argv, argvlen, options.io_timeout, "AUTH"));
     if (reply->type == REDIS_REPLY_ERROR) {
       return absl::UnauthenticatedError(absl::StrCat(
-          "redis ", address, ": AUTH refused: ",
-          absl::string_view(reply->str, reply->len)));
+          "redis ", address, ": AUTH refused: ", absl::string_view(reply->str, reply->len)));
     }
   }
   // PING proves the server answers (a stopped server still accepts TCP
@@ -156,18 +150,16 @@ absl::StatusOr<RedisConnection> RedisConnection::Connect(
   if (reply->type == REDIS_REPLY_ERROR) {
     absl::string_view error(reply->str, reply->len);
     if (absl::StartsWith(error, "NOAUTH")) {
-      return absl::UnauthenticatedError(absl::StrCat(
-          "redis ", address, " requires a password: ", error));
+      return absl::UnauthenticatedError(
+          absl::StrCat("redis ", address, " requires a password: ", error));
     }
-    return absl::UnavailableError(
-        absl::StrCat("redis ", address, ": PING: ", error));
+    return absl::UnavailableError(absl::StrCat("redis ", address, ": PING: ", error));
   }
   return connection;
 }
 
 RedisConnection::RedisConnection(RedisConnection&& other) noexcept
-    : context_(std::exchange(other.context_, nullptr)),
-      address_(std::move(other.address_)) {}
+    : context_(std::exchange(other.context_, nullptr)), address_(std::move(other.address_)) {}
 
 RedisConnection& RedisConnection::operator=(RedisConnection&& other) noexcept {
   if (this != &other) {
@@ -196,13 +188,12 @@ bool RedisConnection::FlushWithin(IoBudget* budget) {
   }
 }
 
-bool RedisConnection::WriteWithin(absl::Span<const absl::string_view> pieces,
-                                  IoBudget* budget) {
+bool RedisConnection::WriteWithin(absl::Span<const absl::string_view> pieces, IoBudget* budget) {
   if (sdslen(context_->obuf) > 0 && !FlushWithin(budget)) return false;
   budget->woke = std::chrono::steady_clock::now();
   constexpr size_t kMaxPieces = 64;
-  size_t next = 0;     // The first piece not sent in whole.
-  size_t offset = 0;   // Bytes of it already sent.
+  size_t next = 0;    // The first piece not sent in whole.
+  size_t offset = 0;  // Bytes of it already sent.
   bool moved = true;
   while (next < pieces.size()) {
     iovec iov[kMaxPieces];

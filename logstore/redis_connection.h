@@ -156,8 +156,7 @@ class RedisConnection {
   // kUnavailable if the server cannot be reached or does not answer in
   // time; kUnauthenticated if AUTH is refused or the server needs a
   // password that was not given.
-  static absl::StatusOr<RedisConnection> Connect(
-      const RedisConnectOptions& options);
+  static absl::StatusOr<RedisConnection> Connect(const RedisConnectOptions& options);
 
   RedisConnection(RedisConnection&& other) noexcept;
   RedisConnection& operator=(RedisConnection&& other) noexcept;

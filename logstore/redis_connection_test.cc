@@ -403,8 +403,7 @@ TEST(RedisConnectionTest, AnInfiniteLimitDoesNotTimeOut) {
   std::optional<RedisConnection>& connection = redis->connection;
   ASSERT_EQ(redisAppendCommand(connection->get(), "PING"), REDIS_OK);
   void* raw = nullptr;
-  EXPECT_TRUE(connection->GetReplyWithin(absl::InfiniteDuration(), &raw))
-      << connection->TimedOut();
+  EXPECT_TRUE(connection->GetReplyWithin(absl::InfiniteDuration(), &raw)) << connection->TimedOut();
   RedisReplyPtr reply(static_cast<redisReply*>(raw));
   ASSERT_NE(reply, nullptr);
 }

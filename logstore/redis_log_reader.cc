@@ -18,8 +18,7 @@ absl::StatusOr<std::unique_ptr<RedisLogReader>> RedisLogReader::Create(
 }
 
 absl::StatusOr<std::vector<std::optional<std::string>>> RedisLogReader::ReadFields(
-    absl::string_view request_id, absl::Span<const std::string> fields,
-    absl::Time deadline) {
+    absl::string_view request_id, absl::Span<const std::string> fields, absl::Time deadline) {
   if (fields.empty()) return std::vector<std::optional<std::string>>();
   const std::string address = options_.address.ToString();
   auto deadline_passed = [&](absl::string_view when) {
@@ -74,11 +73,10 @@ absl::StatusOr<std::vector<std::optional<std::string>>> RedisLogReader::ReadFiel
     }
   }
   std::optional<RedisRedirect> redirect;
-  absl::StatusOr<std::vector<std::optional<std::string>>> values = ReadOutcome(
-      *reply, address, fields.size(), &redirect);
+  absl::StatusOr<std::vector<std::optional<std::string>>> values =
+      ReadOutcome(*reply, address, fields.size(), &redirect);
   if (values.ok() && redirect.has_value()) {
-    return absl::InternalError(absl::StrCat("redis ", address,
-                                            " is a cluster node (redirects to ",
+    return absl::InternalError(absl::StrCat("redis ", address, " is a cluster node (redirects to ",
                                             redirect->address, "); use redis-cluster"));
   }
   return values;

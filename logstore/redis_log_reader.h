@@ -34,8 +34,7 @@ class RedisLogReader final : public LogReader {
  public:
   // Takes the Redis fields and key_prefix of `config`. InvalidArgument for
   // a bad address or timeouts. Does not connect.
-  static absl::StatusOr<std::unique_ptr<RedisLogReader>> Create(
-      const LogStoreConfig& config);
+  static absl::StatusOr<std::unique_ptr<RedisLogReader>> Create(const LogStoreConfig& config);
 
   RedisLogReader(RedisConnectOptions options, std::string key_prefix)
       : options_(std::move(options)), key_prefix_(std::move(key_prefix)) {}

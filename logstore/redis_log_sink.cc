@@ -13,8 +13,7 @@
 
 namespace rankwire::logstore {
 
-absl::StatusOr<std::unique_ptr<RedisLogSink>> RedisLogSink::Create(
-    const LogStoreConfig& config) {
+absl::StatusOr<std::unique_ptr<RedisLogSink>> RedisLogSink::Create(const LogStoreConfig& config) {
   ASSIGN_OR_RETURN(RedisConnectOptions connect, ConnectOptionsFrom(config));
   RETURN_IF_ERROR(CheckReconnectBackoff(config));
   RedisSinkOptions options;
@@ -39,10 +38,10 @@ bool RedisLogSink::EnsureConnected() {
     had_failure_ = true;
     RecordAttempt(false);
     const absl::Duration wait = backoff_.Failed(absl::Now());
-    LogError(absl::Status(last_error_.code(),
-                          absl::StrCat(last_error_.message(), "; next attempt in ",
-                                       absl::FormatDuration(wait))),
-             0);
+    LogError(
+        absl::Status(last_error_.code(), absl::StrCat(last_error_.message(), "; next attempt in ",
+                                                      absl::FormatDuration(wait))),
+        0);
     return false;
   }
   connection_.emplace(*std::move(connection));
@@ -79,8 +78,7 @@ void RedisLogSink::LogError(const absl::Status& status, size_t dropped_entries) 
     spdlog::error("logstore: {}; dropped the logs of {} request(s) ({} similar errors suppressed)",
                   message, dropped_entries, suppressed);
   } else {
-    spdlog::error("logstore: {} ({} similar errors suppressed)", message,
-                  suppressed);
+    spdlog::error("logstore: {} ({} similar errors suppressed)", message, suppressed);
   }
 }
 
@@ -103,12 +101,10 @@ void RedisLogSink::Poll() {
   last_io_ = absl::Now();
 }
 
-std::vector<absl::Status> RedisLogSink::Write(absl::Span<SinkEntry> batch,
-                                              absl::Duration ttl) {
+std::vector<absl::Status> RedisLogSink::Write(absl::Span<SinkEntry> batch, absl::Duration ttl) {
   ScopedSigpipeBlock no_sigpipe;
   std::vector<absl::Status> results(batch.size());
-  const std::string ttl_ms =
-      absl::StrCat(std::max<int64_t>(1, absl::ToInt64Milliseconds(ttl)));
+  const std::string ttl_ms = absl::StrCat(std::max<int64_t>(1, absl::ToInt64Milliseconds(ttl)));
   size_t done = 0;  // Entries with a reply (stored or refused).
   bool retried = false;
   while (done < batch.size()) {
@@ -119,8 +115,8 @@ std::vector<absl::Status> RedisLogSink::Write(absl::Span<SinkEntry> batch,
       LogError(down, batch.size() - done);
       return results;
     }
-    absl::Status lost = WritePipeline(batch.subspan(done), ttl_ms,
-                                      absl::MakeSpan(results).subspan(done), &done);
+    absl::Status lost =
+        WritePipeline(batch.subspan(done), ttl_ms, absl::MakeSpan(results).subspan(done), &done);
     if (lost.ok()) {
       last_io_ = absl::Now();
       break;
@@ -185,9 +181,9 @@ absl::Status RedisLogSink::WritePipeline(absl::Span<const SinkEntry> entries,
     std::optional<RedisRedirect> redirect;
     results[i] = WriteOutcome(raw_replies, address_, &redirect);
     if (redirect.has_value()) {
-      results[i] = absl::InternalError(absl::StrCat(
-          "redis ", address_, " is a cluster node (redirects to ", redirect->address,
-          "); use --logstore=redis-cluster"));
+      results[i] =
+          absl::InternalError(absl::StrCat("redis ", address_, " is a cluster node (redirects to ",
+                                           redirect->address, "); use --logstore=redis-cluster"));
     }
     ++*done;
   }

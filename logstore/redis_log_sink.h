@@ -55,20 +55,16 @@ class RedisLogSink final : public LogSink {
 
   // Takes the Redis fields of `config`. InvalidArgument for a bad address or
   // timeouts. Does not connect: the first Write() or Poll() does.
-  static absl::StatusOr<std::unique_ptr<RedisLogSink>> Create(
-      const LogStoreConfig& config);
+  static absl::StatusOr<std::unique_ptr<RedisLogSink>> Create(const LogStoreConfig& config);
 
   explicit RedisLogSink(RedisSinkOptions options);
 
-  std::vector<absl::Status> Write(absl::Span<SinkEntry> batch,
-                                  absl::Duration ttl) override;
+  std::vector<absl::Status> Write(absl::Span<SinkEntry> batch, absl::Duration ttl) override;
   // Reconnects if down and due; PINGs if idle for kIdlePingInterval.
   void Poll() override;
   bool up() const override { return up_.load(std::memory_order_relaxed); }
   bool failing() const override { return failing_.load(std::memory_order_relaxed); }
-  uint64_t reconnects() const override {
-    return reconnects_.load(std::memory_order_relaxed);
-  }
+  uint64_t reconnects() const override { return reconnects_.load(std::memory_order_relaxed); }
 
  private:
   // Connects if not connected and an attempt is due. False while down.
@@ -89,7 +85,7 @@ class RedisLogSink final : public LogSink {
   std::optional<RedisConnection> connection_;
   ReconnectBackoff backoff_;
   absl::Time last_io_ = absl::InfinitePast();  // Last successful round trip.
-  bool had_failure_ = false;  // Since the last successful connect.
+  bool had_failure_ = false;                   // Since the last successful connect.
   absl::Status last_error_;
   RedisCommandWriter commands_;
 

@@ -79,7 +79,10 @@ absl::StatusOr<std::vector<std::string>> KeysWithoutTtl(const RedisProcess& redi
 class Producer {
  public:
   Producer(LogConsumer* consumer, std::string prefix, int items, absl::Duration period)
-      : consumer_(consumer), prefix_(std::move(prefix)), items_(items), period_(period),
+      : consumer_(consumer),
+        prefix_(std::move(prefix)),
+        items_(items),
+        period_(period),
         thread_([this] { Run(); }) {}
   ~Producer() { Stop(); }
 
@@ -207,8 +210,8 @@ TEST(RedisLogStoreTest, KilledMidRunDropsAreCountedAndWritesResumeAfterRestart) 
   LogStore store = OpenOrDie(RedisConfig(*redis));
   Producer producer(store.consumer.get(), "req-kill", 50, absl::Milliseconds(2));
 
-  ASSERT_TRUE(WaitFor([&] { return store.consumer->stats().items_stored >= 50 * 20; },
-                      absl::Seconds(10)));
+  ASSERT_TRUE(
+      WaitFor([&] { return store.consumer->stats().items_stored >= 50 * 20; }, absl::Seconds(10)));
   ASSERT_TRUE(redis->Kill().ok());
   ASSERT_TRUE(WaitFor([&] { return store.consumer->stats().items_dropped_store_error > 0; },
                       absl::Seconds(10)));
@@ -219,14 +222,16 @@ TEST(RedisLogStoreTest, KilledMidRunDropsAreCountedAndWritesResumeAfterRestart) 
 
   ASSERT_TRUE(redis->Restart().ok());
   const uint64_t stored_at_restart = store.consumer->stats().items_stored;
-  ASSERT_TRUE(WaitFor([&] { return store.consumer->stats().items_stored >= stored_at_restart + 50 * 20; },
-                      absl::Seconds(10)));
+  ASSERT_TRUE(
+      WaitFor([&] { return store.consumer->stats().items_stored >= stored_at_restart + 50 * 20; },
+              absl::Seconds(10)));
   producer.Stop();
 
   uint64_t stored = 0, dropped = 0;
   for (std::future<LogReceipt>& f : producer.futures()) {
     LogReceipt receipt = GetReceipt(f);
-    ASSERT_NE(receipt.status.code(), absl::StatusCode::kDeadlineExceeded) << "future never completed";
+    ASSERT_NE(receipt.status.code(), absl::StatusCode::kDeadlineExceeded)
+        << "future never completed";
     if (receipt.outcome == LogReceipt::Outcome::kStored) {
       stored += receipt.items;
     } else {
@@ -316,10 +321,12 @@ TEST(RedisLogStoreTest, QueueFullWhileRedisIsDownCountsAsStoreErrors) {
   // The writer waits on the stalled server until its I/O timeout; the
   // requests that find the queue full meanwhile are the queue's drops.
   int sent = 0;
-  ASSERT_TRUE(WaitFor([&] {
-    store.consumer->Consume(MakeRequest(absl::StrCat("req-down-", sent++), 5));
-    return !store.consumer->stats().store_up;
-  }, absl::Seconds(10)));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        store.consumer->Consume(MakeRequest(absl::StrCat("req-down-", sent++), 5));
+        return !store.consumer->stats().store_up;
+      },
+      absl::Seconds(10)));
   // Now the store is down: a full queue is the store's doing.
   const LogStats before = store.consumer->stats();
   std::vector<std::future<LogReceipt>> futures;
@@ -377,8 +384,8 @@ TEST(RedisLogStoreTest, SlowRedisTimesOutDropsAndRecoversWithoutImmortalKeys) {
   config.batch_requests = 4;
   LogStore store = OpenOrDie(config);
   Producer producer(store.consumer.get(), "req-slow", 200, absl::Milliseconds(5));
-  ASSERT_TRUE(WaitFor([&] { return store.consumer->stats().items_stored >= 200 * 10; },
-                      absl::Seconds(10)));
+  ASSERT_TRUE(
+      WaitFor([&] { return store.consumer->stats().items_stored >= 200 * 10; }, absl::Seconds(10)));
 
   ASSERT_TRUE(redis->Pause().ok());
   ASSERT_TRUE(WaitFor([&] { return store.consumer->stats().items_dropped_store_error > 0; },
@@ -386,8 +393,9 @@ TEST(RedisLogStoreTest, SlowRedisTimesOutDropsAndRecoversWithoutImmortalKeys) {
   EXPECT_FALSE(store.consumer->stats().store_up);
   ASSERT_TRUE(redis->Resume().ok());
   const uint64_t stored_at_resume = store.consumer->stats().items_stored;
-  ASSERT_TRUE(WaitFor([&] { return store.consumer->stats().items_stored >= stored_at_resume + 200 * 10; },
-                      absl::Seconds(10)));
+  ASSERT_TRUE(
+      WaitFor([&] { return store.consumer->stats().items_stored >= stored_at_resume + 200 * 10; },
+              absl::Seconds(10)));
   producer.Stop();
   for (std::future<LogReceipt>& f : producer.futures()) {
     EXPECT_NE(GetReceipt(f).status.code(), absl::StatusCode::kDeadlineExceeded);
@@ -462,8 +470,8 @@ TEST(RedisLogStoreTest, RedisDyingMidWriteDoesNotKillTheProcess) {
     futures.push_back(store.consumer->Consume(std::move(copy)));
   }
   // Let the writer fill the socket buffers and block in write().
-  ASSERT_TRUE(WaitFor([&] { return store.consumer->stats().queue_requests < 16; },
-                      absl::Seconds(10)));
+  ASSERT_TRUE(
+      WaitFor([&] { return store.consumer->stats().queue_requests < 16; }, absl::Seconds(10)));
   absl::SleepFor(absl::Milliseconds(200));
   ASSERT_TRUE(redis->Kill().ok());
   for (std::future<LogReceipt>& f : futures) {

@@ -19,17 +19,17 @@ int DefaultMaxInlineRank(int rank_workers, int configured_cpus) {
 
 absl::Status AdmissionControl::CheckUnsent(absl::string_view peer) const {
   if (unsent_.load(std::memory_order_relaxed) >= options_.max_unsent_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the server holds ", options_.max_unsent_bytes >> 20,
-        " MiB of responses its clients have not read yet (--max_unsent_response_mb); "
-        "retry after a backoff"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the server holds ", options_.max_unsent_bytes >> 20,
+                     " MiB of responses its clients have not read yet (--max_unsent_response_mb); "
+                     "retry after a backoff"));
   }
   absl::MutexLock lock(&mu_);
   auto it = unsent_by_peer_.find(peer);
   if (it != unsent_by_peer_.end() && it->second >= options_.max_unsent_bytes_per_peer) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "this connection has not read ", it->second,
-        " bytes of earlier responses (the limit is ", options_.max_unsent_bytes_per_peer,
+        "this connection has not read ", it->second, " bytes of earlier responses (the limit is ",
+        options_.max_unsent_bytes_per_peer,
         ", --max_unsent_response_mb_per_peer); read them before sending more calls"));
   }
   return absl::OkStatus();

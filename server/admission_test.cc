@@ -69,8 +69,7 @@ TEST(AdmissionTest, TheGlobalUnsentBoundRefusesEveryone) {
   AdmissionControl::Refusal refusal;
   for (int i = 0; i < 10; ++i) admission.AddUnsent(absl::StrCat("peer", i), 100);
   std::optional<AdmissionControl::Slot> slot;
-  EXPECT_EQ(admission.Admit("new", &slot, &refusal).code(),
-            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(admission.Admit("new", &slot, &refusal).code(), absl::StatusCode::kResourceExhausted);
   admission.RemoveUnsent("peer0", 100);
   EXPECT_TRUE(admission.Admit("new", &slot, &refusal).ok());
 }

@@ -21,8 +21,8 @@ grpc::ByteBuffer ToByteBuffer(const EncodedResponse& response) {
   size_t count = 1;
   if (body_size > 0) {
     auto* keep = new std::shared_ptr<const OwnedBuffer>(response.body);
-    slices[1] = grpc::Slice(const_cast<char*>((*keep)->data()), (*keep)->size(),
-                            &ReleaseBody, keep);
+    slices[1] =
+        grpc::Slice(const_cast<char*>((*keep)->data()), (*keep)->size(), &ReleaseBody, keep);
     count = 2;
   }
   return grpc::ByteBuffer(slices, count);

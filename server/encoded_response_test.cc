@@ -25,7 +25,8 @@ std::string Flatten(grpc::ByteBuffer& buffer) {
   std::vector<grpc::Slice> slices;
   EXPECT_TRUE(buffer.Dump(&slices).ok());
   std::string out;
-  for (const grpc::Slice& s : slices) out.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  for (const grpc::Slice& s : slices)
+    out.append(reinterpret_cast<const char*>(s.begin()), s.size());
   return out;
 }
 
@@ -46,9 +47,9 @@ TEST(EncodedResponseTest, BytesAreAValidRankResponse) {
     rank::v1::RankResult result;
     result.add_items()->set_item_id("a");
     result.add_items()->set_item_id("b");
-    EncodedResponse r = Make(kind, kind == BodyKind::kProtobufResult
-                                       ? result.SerializeAsString()
-                                       : std::string("\x01\x02\x03", 3));
+    EncodedResponse r =
+        Make(kind, kind == BodyKind::kProtobufResult ? result.SerializeAsString()
+                                                     : std::string("\x01\x02\x03", 3));
     grpc::ByteBuffer buffer = ToByteBuffer(r);
     const std::string wire = Flatten(buffer);
 
@@ -64,8 +65,7 @@ TEST(EncodedResponseTest, BytesAreAValidRankResponse) {
       EXPECT_EQ(parsed.payload(), std::string("\x01\x02\x03", 3));
     }
     // And the client's envelope reader agrees.
-    absl::StatusOr<Envelope> envelope =
-        ParseEnvelope(SharedBytes::FromString(wire));
+    absl::StatusOr<Envelope> envelope = ParseEnvelope(SharedBytes::FromString(wire));
     ASSERT_TRUE(envelope.ok()) << envelope.status();
     EXPECT_EQ(envelope->body_kind, kind);
     EXPECT_EQ(envelope->body.view(), r.body->view());

@@ -37,8 +37,8 @@ class Line {
   // InvalidArgument unless the directive has exactly `n - 1` arguments.
   absl::Status Want(size_t n) const {
     if (t_.size() == n) return absl::OkStatus();
-    return Error(absl::StrCat("\"", directive(), "\" takes ", n - 1, " arguments, got ",
-                              t_.size() - 1));
+    return Error(
+        absl::StrCat("\"", directive(), "\" takes ", n - 1, " arguments, got ", t_.size() - 1));
   }
   absl::StatusOr<double> Number(size_t i) const {
     double v;
@@ -116,9 +116,8 @@ class ModelParser {
     Line end(source_, last_line, {""});
     if (!saw_header_) return end.Error("empty model file", "empty");
     if (!saw_end_) {
-      return end.Error(
-          "no \"end\" line: the file is truncated (or was read while being written)",
-          "truncated");
+      return end.Error("no \"end\" line: the file is truncated (or was read while being written)",
+                       "truncated");
     }
     if (model_.name_.empty() || model_.version_.empty()) {
       return end.Error("model needs a name and a version");
@@ -255,8 +254,7 @@ class ModelParser {
   // The head a `weight` or `explain` line names; it must be declared above.
   absl::StatusOr<LinearModel::Head*> DeclaredHead(const Line& line) {
     if (LinearModel::Head* head = FindHead(line[1])) return head;
-    return line.Error(
-        absl::StrCat(line.directive(), " for undeclared head \"", line[1], "\""));
+    return line.Error(absl::StrCat(line.directive(), " for undeclared head \"", line[1], "\""));
   }
 
   // The index of the atom for `input` ("price", "user.x", "ctx.y"), made on

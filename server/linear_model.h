@@ -57,8 +57,7 @@ class LinearModel {
   };
 
   // InvalidArgument with "<source_name>:<line>: <problem>" on a bad file.
-  static absl::StatusOr<LinearModel> Parse(absl::string_view text,
-                                           absl::string_view source_name);
+  static absl::StatusOr<LinearModel> Parse(absl::string_view text, absl::string_view source_name);
   // The file read with ReadFileChecked (base/read_file.h: a file over
   // max_file_bytes is refused unread), then Parse. Errors carry a reason
   // (base/status_reason.h) where one applies: the file's, "empty",

@@ -3,9 +3,9 @@
 #include <cmath>
 #include <string>
 
+#include "base/status_reason.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "base/status_reason.h"
 
 namespace rankwire::server {
 namespace {
@@ -103,7 +103,8 @@ TEST(LinearModelTest, ErrorsNameTheFileAndLine) {
       {"rankwire-model 2\n", "x.model:1: expected the header"},
       {"rankwire-model 1\nname n\nversion v\nhead h 0 1\nfrobnicate\nend\n",
        "x.model:5: unknown directive \"frobnicate\""},
-      {"rankwire-model 1\nname n\nversion v\nhead h zero 1\nend\n", "x.model:4: \"zero\" is not a finite number"},
+      {"rankwire-model 1\nname n\nversion v\nhead h zero 1\nend\n",
+       "x.model:4: \"zero\" is not a finite number"},
       {"rankwire-model 1\nname n\nversion v\nhead h 0 1\nweight g x 1\nend\n",
        "x.model:5: weight for undeclared head \"g\""},
       {"rankwire-model 1\nname n\nversion v\nhead h 0 1\nexperiment a 60\nexperiment b 30\nend\n",
@@ -112,7 +113,8 @@ TEST(LinearModelTest, ErrorsNameTheFileAndLine) {
       {"rankwire-model 1\nname n\nversion v\nend\n", "model has no heads"},
       {"rankwire-model 1\nname n\nversion v\nhead h 0 1\ntransform x log1p\nend\n",
        "x.model:5: transforms must come before heads"},
-      {"rankwire-model 1\nname n\nversion v\ntransform x clip 2 1\nend\n", "clip bounds are reversed"},
+      {"rankwire-model 1\nname n\nversion v\ntransform x clip 2 1\nend\n",
+       "clip bounds are reversed"},
       {"rankwire-model 1\nname n\nversion v\nhead h 0 1\nweight h x 1\nweight h x 2\nend\n",
        "input \"x\" weighted twice"},
       {"rankwire-model 1\nname n\nversion v\nhead h 0 1\nweight h x nan\nend\n",
@@ -138,8 +140,7 @@ TEST(LinearModelTest, ErrorsCarryTheReasonAReloadCounts) {
       {"# only a comment\n", "empty"},
       // Cut at a line boundary: every line parses, but the end is missing.
       {"rankwire-model 1\nname n\nversion v\nhead h 0 1\nweight h x 1\n", "truncated"},
-      {"rankwire-model 1\nname n\nversion v\nhead h 0 1\nweight h x inf\nend\n",
-       "invalid_number"},
+      {"rankwire-model 1\nname n\nversion v\nhead h 0 1\nweight h x inf\nend\n", "invalid_number"},
       {"rankwire-model 1\nname n\nversion v\ntransform x sqrt\nhead h 0 1\nend\n",
        "unknown_transform"},
   };
@@ -148,9 +149,8 @@ TEST(LinearModelTest, ErrorsCarryTheReasonAReloadCounts) {
     ASSERT_FALSE(model.ok()) << c.text;
     EXPECT_EQ(ReasonOf(model.status()).value_or("none"), c.reason) << model.status();
   }
-  absl::StatusOr<LinearModel> after =
-      LinearModel::Parse("rankwire-model 1\nname n\nversion v\nhead h 0 1\nend\nhead g 0 1\n",
-                         "x.model");
+  absl::StatusOr<LinearModel> after = LinearModel::Parse(
+      "rankwire-model 1\nname n\nversion v\nhead h 0 1\nend\nhead g 0 1\n", "x.model");
   EXPECT_THAT(std::string(after.status().message()), HasSubstr("x.model:6: a directive after"));
 }
 

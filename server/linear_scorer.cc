@@ -36,8 +36,8 @@ std::shared_ptr<const ModelOutputs> OutputsOf(const Linear& model) {
       // Per-input contributions of the heads the file marks "explain"; every
       // head's contributions are in the log line.
       if (head.explain) {
-        out->metrics.push_back(
-            {absl::StrCat("contrib.", head.name, ".", term.input), MetricType::kFloat, 2 * heads + t});
+        out->metrics.push_back({absl::StrCat("contrib.", head.name, ".", term.input),
+                                MetricType::kFloat, 2 * heads + t});
       }
       out->log.push_back({absl::StrCat(" ", term.input, ":"), 2 * heads + t});
       ++t;

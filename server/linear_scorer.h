@@ -44,8 +44,8 @@ class LinearScorer final : public Model {
 
  private:
   // Each input over the candidates, transformed: atoms[a * n + c].
-  void BindAtoms(const RequestView& request, const float* features,
-                 const std::vector<int>& column, size_t n, double* atoms) const;
+  void BindAtoms(const RequestView& request, const float* features, const std::vector<int>& column,
+                 size_t n, double* atoms) const;
 
   LinearModel model_;
   ModelInputs inputs_;

@@ -17,15 +17,15 @@ void LogLineFormat::Add(absl::string_view literal, Field::Source source, uint32_
 LogLineFormat::LogLineFormat(const LogValues& v) : v_(v) {
   pieces_.emplace_back();
   Add(absl::StrCat("req=", v.request_id, " ts=", v.request_time_ms, " scene=", v.scene,
-                   " user=", v.user_id, " bucket=", v.bucket, " model=", v.model_version,
-                   " item="),
+                   " user=", v.user_id, " bucket=", v.bucket, " model=", v.model_version, " item="),
       Field::kItemId);
   Add(" pos=", Field::kPosition);
   Add(" pre=", Field::kPreRank);
   Add(" src=", Field::kSource);
   Add("#", Field::kRecallRank);
   std::string context;
-  for (const auto& [key, value] : v.context) absl::StrAppend(&context, " ", key, "=\"", value, "\"");
+  for (const auto& [key, value] : v.context)
+    absl::StrAppend(&context, " ", key, "=\"", value, "\"");
   pieces_.back().append(context);
   pieces_.back().append(" | feats");
   for (size_t f = 0; f < v.feature_names.size(); ++f) {

@@ -61,12 +61,12 @@ struct LogValues {
   // Ids: bytes end to end, and where each ends.
   std::string ids;
   std::vector<uint32_t> id_ends;
-  std::vector<std::string> sources;     // Distinct recall sources.
-  std::vector<uint32_t> source_code;    // Per candidate, into `sources`.
-  std::vector<uint32_t> recall_rank;    // Per candidate.
-  std::vector<float> features;          // Feature-major: [f * n + c].
-  std::vector<double> model_values;     // The model's value columns: [j * n + c].
-  std::vector<double> score;            // Per candidate.
+  std::vector<std::string> sources;   // Distinct recall sources.
+  std::vector<uint32_t> source_code;  // Per candidate, into `sources`.
+  std::vector<uint32_t> recall_rank;  // Per candidate.
+  std::vector<float> features;        // Feature-major: [f * n + c].
+  std::vector<double> model_values;   // The model's value columns: [j * n + c].
+  std::vector<double> score;          // Per candidate.
   // With a model that explains: per candidate, its explanation text
   // ("name:value ..."), empty for the candidates not shown.
   std::vector<std::string> explanations;
@@ -107,7 +107,14 @@ class LogLineFormat {
   // Where a value field's values come from.
   struct Field {
     enum Source : uint8_t {
-      kItemId, kPosition, kPreRank, kSource, kRecallRank, kFeature, kModel, kExplanation,
+      kItemId,
+      kPosition,
+      kPreRank,
+      kSource,
+      kRecallRank,
+      kFeature,
+      kModel,
+      kExplanation,
       kScore,
     };
     Source source;

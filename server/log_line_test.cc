@@ -36,10 +36,11 @@ rank::v1::RankRequest Request(uint64_t seed, uint32_t candidates, uint32_t top_n
 // magnitudes; ids with non-ASCII, control bytes, quotes and newlines.
 rank::v1::RankRequest OddRequest(uint32_t candidates) {
   rank::v1::RankRequest r = Request(7, candidates, 3);
-  const float odd[] = {-0.0f, 1e-40f, -1.4e-45f, 1.2345650f, 1.2345649f, 0.000123456f,
-                       9.999995e5f, 3.4e38f, -3.4e38f, 1e-30f, 16777216.0f, -1.0f};
-  const char* ids[] = {"\xc3\xa9t\xc3\xa9", "a\nb", "q\"uote", "tab\there", "\x01\x02",
-                       "\xe4\xb8\xad\xe6\x96\x87", "sp ace", "#0", "\xf0\x9f\x98\x80"};
+  const float odd[] = {-0.0f,       1e-40f,  -1.4e-45f, 1.2345650f, 1.2345649f,  0.000123456f,
+                       9.999995e5f, 3.4e38f, -3.4e38f,  1e-30f,     16777216.0f, -1.0f};
+  const char* ids[] = {
+      "\xc3\xa9t\xc3\xa9",        "a\nb",   "q\"uote", "tab\there",       "\x01\x02",
+      "\xe4\xb8\xad\xe6\x96\x87", "sp ace", "#0",      "\xf0\x9f\x98\x80"};
   for (int c = 0; c < r.candidates_size(); ++c) {
     rank::v1::Candidate* cand = r.mutable_candidates(c);
     for (int f = 0; f < cand->features_size(); ++f) {
@@ -128,7 +129,8 @@ TEST_F(LogLineTest, OddValuesAndIdsComeBackIdentical) {
 TEST_F(LogLineTest, EveryItemReadBackFromTheMemoryStoreIsIdentical) {
   absl::StatusOr<logstore::LogStore> store = logstore::OpenLogStore(logstore::LogStoreConfig{});
   ASSERT_TRUE(store.ok()) << store.status();
-  for (uint64_t seed = 100; seed < 104; ++seed) ExpectStoredEqualsInline(*store, Request(seed, 500));
+  for (uint64_t seed = 100; seed < 104; ++seed)
+    ExpectStoredEqualsInline(*store, Request(seed, 500));
   ExpectStoredEqualsInline(*store, Request(105, 2000, 50));
 }
 
@@ -141,7 +143,8 @@ TEST_F(LogLineTest, EveryItemReadBackFromRedisIsIdentical) {
   config.writers = 2;
   absl::StatusOr<logstore::LogStore> store = logstore::OpenLogStore(config);
   ASSERT_TRUE(store.ok()) << store.status();
-  for (uint64_t seed = 200; seed < 203; ++seed) ExpectStoredEqualsInline(*store, Request(seed, 500));
+  for (uint64_t seed = 200; seed < 203; ++seed)
+    ExpectStoredEqualsInline(*store, Request(seed, 500));
   ExpectStoredEqualsInline(*store, OddRequest(300));
   // The hash: the layout, then a block of the top 10 and 31 of 16 items.
   const std::string key = "rank:log:" + Request(200, 500).request_id();

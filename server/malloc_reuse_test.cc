@@ -89,8 +89,8 @@ bool FreshPagesFaultOneByOne() {
   return faults >= static_cast<long>(kBytes / kPage / 2);
 }
 
-#define SKIP_UNLESS_PAGES_FAULT_ONE_BY_ONE()                                          \
-  if (!FreshPagesFaultOneByOne())                                                     \
+#define SKIP_UNLESS_PAGES_FAULT_ONE_BY_ONE()                                         \
+  if (!FreshPagesFaultOneByOne())                                                    \
   GTEST_SKIP() << "fresh memory does not fault page by page here (transparent huge " \
                   "pages set to always?): reuse cannot be told from a fresh buffer"
 
@@ -134,9 +134,7 @@ TEST_F(MallocReuseTest, SmallBlocksReuseTheExtentsALargeResultFreed) {
 }
 
 // Resident memory of this process, in bytes (0 if /proc has none).
-long ResidentBytes() {
-  return static_cast<long>(ProcStatusBytes("self", "VmRSS:").value_or(0));
-}
+long ResidentBytes() { return static_cast<long>(ProcStatusBytes("self", "VmRSS:").value_or(0)); }
 
 // Sets every arena's dirty decay (and that of arenas made later); false if
 // jemalloc refused. Arenas not yet created (EFAULT) are skipped.

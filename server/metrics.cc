@@ -59,15 +59,14 @@ std::vector<std::pair<std::string, uint64_t>> LabeledCounters::Snapshot() const 
 }
 
 Histogram::Histogram(std::vector<double> bounds)
-    : bounds_(std::move(bounds)),
-      buckets_(new std::atomic<uint64_t>[bounds_.size() + 1]) {
+    : bounds_(std::move(bounds)), buckets_(new std::atomic<uint64_t>[bounds_.size() + 1]) {
   std::sort(bounds_.begin(), bounds_.end());
   for (size_t i = 0; i <= bounds_.size(); ++i) buckets_[i].store(0);
 }
 
 void Histogram::Observe(double v) {
-  size_t b = static_cast<size_t>(
-      std::lower_bound(bounds_.begin(), bounds_.end(), v) - bounds_.begin());
+  size_t b =
+      static_cast<size_t>(std::lower_bound(bounds_.begin(), bounds_.end(), v) - bounds_.begin());
   buckets_[b].fetch_add(1, std::memory_order_relaxed);
   count_.fetch_add(1, std::memory_order_relaxed);
   uint64_t old_bits = sum_bits_.load(std::memory_order_relaxed);
@@ -77,8 +76,7 @@ void Histogram::Observe(double v) {
     double new_sum = old_sum + v;
     uint64_t new_bits;
     std::memcpy(&new_bits, &new_sum, sizeof(double));
-    if (sum_bits_.compare_exchange_weak(old_bits, new_bits,
-                                        std::memory_order_relaxed)) {
+    if (sum_bits_.compare_exchange_weak(old_bits, new_bits, std::memory_order_relaxed)) {
       break;
     }
   }
@@ -100,8 +98,8 @@ std::vector<uint64_t> Histogram::BucketCounts() const {
 }
 
 std::vector<double> LatencyBuckets() {
-  return {1e-5,   2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3,
-          1e-2,   2.5e-2, 5e-2, 0.1,  0.25,   0.5,  1.0,  2.5,    10.0};
+  return {1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3,
+          1e-2, 2.5e-2, 5e-2, 0.1,  0.25,   0.5,  1.0,  2.5,    10.0};
 }
 
 std::vector<double> SizeBuckets() {
@@ -110,8 +108,7 @@ std::vector<double> SizeBuckets() {
   return out;
 }
 
-MetricsRegistry::Family& MetricsRegistry::FamilyFor(absl::string_view name,
-                                                    absl::string_view help,
+MetricsRegistry::Family& MetricsRegistry::FamilyFor(absl::string_view name, absl::string_view help,
                                                     absl::string_view type) {
   for (auto& f : families_) {
     if (f->name == name) return *f;
@@ -121,8 +118,7 @@ MetricsRegistry::Family& MetricsRegistry::FamilyFor(absl::string_view name,
   return *families_.back();
 }
 
-Counter* MetricsRegistry::AddCounter(absl::string_view name,
-                                     absl::string_view help,
+Counter* MetricsRegistry::AddCounter(absl::string_view name, absl::string_view help,
                                      absl::string_view labels) {
   Family& f = FamilyFor(name, help, "counter");
   f.series.push_back(
@@ -130,10 +126,8 @@ Counter* MetricsRegistry::AddCounter(absl::string_view name,
   return f.series.back().counter.get();
 }
 
-Histogram* MetricsRegistry::AddHistogram(absl::string_view name,
-                                         absl::string_view help,
-                                         std::vector<double> bounds,
-                                         absl::string_view labels) {
+Histogram* MetricsRegistry::AddHistogram(absl::string_view name, absl::string_view help,
+                                         std::vector<double> bounds, absl::string_view labels) {
   Family& f = FamilyFor(name, help, "histogram");
   f.series.push_back(Series{std::string(labels), nullptr,
                             std::make_unique<Histogram>(std::move(bounds)), nullptr, nullptr,
@@ -142,17 +136,14 @@ Histogram* MetricsRegistry::AddHistogram(absl::string_view name,
 }
 
 void MetricsRegistry::AddGauge(absl::string_view name, absl::string_view help,
-                               std::function<double()> read,
-                               absl::string_view labels) {
+                               std::function<double()> read, absl::string_view labels) {
   Family& f = FamilyFor(name, help, "gauge");
   f.series.push_back(
       Series{std::string(labels), nullptr, nullptr, std::move(read), nullptr, nullptr});
 }
 
-LabeledCounters* MetricsRegistry::AddLabeledCounters(absl::string_view name,
-                                                     absl::string_view help,
-                                                     absl::string_view label,
-                                                     size_t max_values) {
+LabeledCounters* MetricsRegistry::AddLabeledCounters(absl::string_view name, absl::string_view help,
+                                                     absl::string_view label, size_t max_values) {
   Family& f = FamilyFor(name, help, "counter");
   f.series.push_back(Series{std::string(label), nullptr, nullptr, nullptr,
                             std::make_unique<LabeledCounters>(max_values), nullptr});
@@ -172,8 +163,8 @@ std::string MetricsRegistry::Label(absl::string_view name, absl::string_view val
 std::string MetricsRegistry::RenderPrometheus() const {
   std::string out;
   for (const auto& f : families_) {
-    absl::StrAppend(&out, "# HELP ", f->name, " ", f->help, "\n# TYPE ",
-                    f->name, " ", f->type, "\n");
+    absl::StrAppend(&out, "# HELP ", f->name, " ", f->help, "\n# TYPE ", f->name, " ", f->type,
+                    "\n");
     for (const Series& s : f->series) {
       if (s.collect) {
         for (const auto& [labels, value] : s.collect()) {
@@ -185,8 +176,7 @@ std::string MetricsRegistry::RenderPrometheus() const {
                           count, "\n");
         }
       } else if (s.counter) {
-        absl::StrAppend(&out, SeriesName(f->name, s.labels), " ",
-                        s.counter->value(), "\n");
+        absl::StrAppend(&out, SeriesName(f->name, s.labels), " ", s.counter->value(), "\n");
       } else if (s.gauge) {
         absl::StrAppend(&out, SeriesName(f->name, s.labels), " ", s.gauge(), "\n");
       } else if (s.histogram) {
@@ -196,15 +186,14 @@ std::string MetricsRegistry::RenderPrometheus() const {
         const std::string bucket = absl::StrCat(f->name, "_bucket");
         for (size_t i = 0; i < counts.size(); ++i) {
           cumulative += counts[i];
-          std::string le = i < h.bounds().size()
-                               ? absl::StrCat("le=\"", h.bounds()[i], "\"")
-                               : std::string("le=\"+Inf\"");
+          std::string le = i < h.bounds().size() ? absl::StrCat("le=\"", h.bounds()[i], "\"")
+                                                 : std::string("le=\"+Inf\"");
           absl::StrAppend(&out, SeriesName(bucket, s.labels, le), " ", cumulative, "\n");
         }
-        absl::StrAppend(&out, SeriesName(absl::StrCat(f->name, "_sum"), s.labels),
-                        " ", h.sum(), "\n");
-        absl::StrAppend(&out, SeriesName(absl::StrCat(f->name, "_count"), s.labels),
-                        " ", cumulative, "\n");
+        absl::StrAppend(&out, SeriesName(absl::StrCat(f->name, "_sum"), s.labels), " ", h.sum(),
+                        "\n");
+        absl::StrAppend(&out, SeriesName(absl::StrCat(f->name, "_count"), s.labels), " ",
+                        cumulative, "\n");
       }
     }
   }

@@ -82,10 +82,9 @@ class MetricsRegistry {
   Counter* AddCounter(absl::string_view name, absl::string_view help,
                       absl::string_view labels = "");
   Histogram* AddHistogram(absl::string_view name, absl::string_view help,
-                          std::vector<double> bounds,
-                          absl::string_view labels = "");
-  void AddGauge(absl::string_view name, absl::string_view help,
-                std::function<double()> read, absl::string_view labels = "");
+                          std::vector<double> bounds, absl::string_view labels = "");
+  void AddGauge(absl::string_view name, absl::string_view help, std::function<double()> read,
+                absl::string_view labels = "");
   // A counter family whose `label` values are added while serving; label
   // values are escaped when rendered.
   LabeledCounters* AddLabeledCounters(absl::string_view name, absl::string_view help,
@@ -106,8 +105,7 @@ class MetricsRegistry {
 
  private:
   struct Family;
-  Family& FamilyFor(absl::string_view name, absl::string_view help,
-                    absl::string_view type);
+  Family& FamilyFor(absl::string_view name, absl::string_view help, absl::string_view type);
   struct Series {
     std::string labels;
     std::unique_ptr<Counter> counter;

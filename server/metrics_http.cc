@@ -42,16 +42,14 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
     const std::string& address, int port, const MetricsRegistry* registry) {
   mg_init_library(0);
   std::string listen = absl::StrCat(address, ":", port);
-  const char* options[] = {"listening_ports", listen.c_str(), "num_threads", "2",
-                           nullptr};
+  const char* options[] = {"listening_ports", listen.c_str(), "num_threads", "2", nullptr};
   mg_callbacks callbacks = {};
   auto server = std::unique_ptr<MetricsHttpServer>(new MetricsHttpServer());
   server->registry_ = registry;
   server->address_ = address;
   server->ctx_ = mg_start(&callbacks, nullptr, options);
   if (server->ctx_ == nullptr) {
-    return absl::UnavailableError(
-        absl::StrCat("metrics endpoint: cannot listen on ", listen));
+    return absl::UnavailableError(absl::StrCat("metrics endpoint: cannot listen on ", listen));
   }
   mg_set_request_handler(server->ctx_, "/metrics", &HandleMetrics,
                          const_cast<MetricsRegistry*>(registry));

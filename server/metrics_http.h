@@ -22,8 +22,9 @@ class MetricsHttpServer {
  public:
   // Listens on address:port (port 0 picks a free port). `registry` must
   // outlive the server.
-  static absl::StatusOr<std::unique_ptr<MetricsHttpServer>> Start(
-      const std::string& address, int port, const MetricsRegistry* registry);
+  static absl::StatusOr<std::unique_ptr<MetricsHttpServer>> Start(const std::string& address,
+                                                                  int port,
+                                                                  const MetricsRegistry* registry);
   ~MetricsHttpServer();
 
   int port() const { return port_; }

@@ -40,7 +40,7 @@ TEST(MetricsTest, LabeledCountersAreBoundedAndEscaped) {
   c->Increment("a\"b\\c\nd");
   c->Increment("x");
   c->Increment("x");
-  c->Increment("third");   // Past the two distinct values: "_other".
+  c->Increment("third");  // Past the two distinct values: "_other".
   c->Increment("fourth");
   const std::string text = registry.RenderPrometheus();
   EXPECT_THAT(text, HasSubstr("# TYPE unknown_total counter\n"));

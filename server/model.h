@@ -42,7 +42,7 @@ struct ModelOutputs {
   // candidate c at values[j * n + c].
   size_t value_columns = 0;
   struct Metric {
-    std::string name;  // The result key ("score.ctr").
+    std::string name;                       // The result key ("score.ctr").
     MetricType type = MetricType::kDouble;  // kDouble, or kFloat (rounded).
     uint32_t column = 0;
   };
@@ -142,9 +142,8 @@ class Model {
   // The explanations of the candidates `shown` (candidate indexes), when
   // outputs().explains: at most `top_k` contributions each.
   virtual void Explain(const RequestView& request, const float* features,
-                       const std::vector<int>& column, size_t n,
-                       const std::vector<uint32_t>& shown, size_t top_k,
-                       std::vector<Explanation>* out) const {
+                       const std::vector<int>& column, size_t n, const std::vector<uint32_t>& shown,
+                       size_t top_k, std::vector<Explanation>* out) const {
     (void)request, (void)features, (void)column, (void)n, (void)shown, (void)top_k;
     out->clear();
   }

@@ -98,10 +98,12 @@ absl::StatusOr<ModelPlan::Entry> NewestVersion(const std::string& dir, ModelPlan
   }
   closedir(d);
   if (best_name.empty()) {
-    return WithReason(absl::NotFoundError(absl::StrCat(
-                          dir, ": no model file named <version>.model or <version>.json "
-                               "(and no " , kManifestName, ")")),
-                      "not_found");
+    return WithReason(
+        absl::NotFoundError(absl::StrCat(dir,
+                                         ": no model file named <version>.model or <version>.json "
+                                         "(and no ",
+                                         kManifestName, ")")),
+        "not_found");
   }
   ModelPlan::Entry entry;
   entry.path = Join(dir, best_name);
@@ -122,8 +124,8 @@ absl::StatusOr<ModelPlan::Entry> EntryFor(const std::string& path, ModelPlan* pl
       ParseVersion(version)) {
     // A versioned file named directly: its directory names it.
     const size_t slash = path.rfind('/');
-    entry.name_hint = slash == std::string::npos ? entry.name_hint
-                                                 : BaseName(path.substr(0, slash));
+    entry.name_hint =
+        slash == std::string::npos ? entry.name_hint : BaseName(path.substr(0, slash));
     entry.version_hint = std::string(version);
   }
   return entry;
@@ -138,10 +140,10 @@ absl::StatusOr<ModelPlan::Entry> ManifestEntry(const std::string& manifest, int 
   const std::string path = absl::StartsWith(model, "/") ? std::string(model) : Join(dir, model);
   absl::StatusOr<ModelPlan::Entry> entry = EntryFor(path, plan);
   if (!entry.ok()) {
-    return WithReason(absl::Status(entry.status().code(),
-                                   absl::StrCat(manifest, ":", line, ": ", prefix,
-                                                entry.status().message())),
-                      ReasonOf(entry.status()).value_or("manifest"));
+    return WithReason(
+        absl::Status(entry.status().code(),
+                     absl::StrCat(manifest, ":", line, ": ", prefix, entry.status().message())),
+        ReasonOf(entry.status()).value_or("manifest"));
   }
   return entry;
 }
@@ -187,13 +189,13 @@ absl::Status ParseManifest(const std::string& path, const std::string& text, Mod
       if (!buckets.insert(std::string(t[1])).second) {
         return ManifestError(path, number, absl::StrCat("bucket \"", t[1], "\" named twice"));
       }
-      ASSIGN_OR_RETURN(ModelPlan::Entry entry,
-                       ManifestEntry(path, number, absl::StrCat("bucket ", t[1], ": "), t[3], plan));
+      ASSIGN_OR_RETURN(
+          ModelPlan::Entry entry,
+          ManifestEntry(path, number, absl::StrCat("bucket ", t[1], ": "), t[3], plan));
       entry.bucket = std::string(t[1]);
       entry.percent = percent;
       plan->entries.push_back(std::move(entry));
-    } else if (t[0] == "item_features" || t[0] == "user_features" ||
-               t[0] == "context_features") {
+    } else if (t[0] == "item_features" || t[0] == "user_features" || t[0] == "context_features") {
       if (!plan->supplied) plan->supplied.emplace();
       std::vector<std::string>& list = t[0] == "item_features"   ? plan->supplied->item
                                        : t[0] == "user_features" ? plan->supplied->user
@@ -214,8 +216,7 @@ absl::Status ParseManifest(const std::string& path, const std::string& text, Mod
   int total = 0;
   for (const ModelPlan::Entry& e : plan->entries) total += e.percent;
   if (plan->entries.empty() || total != 100) {
-    return ManifestError(path, number,
-                         absl::StrCat("bucket percents sum to ", total, ", not 100"));
+    return ManifestError(path, number, absl::StrCat("bucket percents sum to ", total, ", not 100"));
   }
   plan->bucketed = true;
   return absl::OkStatus();
@@ -239,8 +240,8 @@ void Unsupplied(const std::vector<std::string>& reads, const std::vector<std::st
 }
 
 absl::Status CheckFailed(const Model& model, absl::string_view problem) {
-  return WithReason(absl::FailedPreconditionError(absl::StrCat(
-                        model.full_version(), " fails the load check: ", problem)),
+  return WithReason(absl::FailedPreconditionError(
+                        absl::StrCat(model.full_version(), " fails the load check: ", problem)),
                     "check_failed");
 }
 
@@ -257,8 +258,8 @@ rank::v1::RankRequest CheckRequest(const Model& model, int candidates) {
   for (const std::string& name : reads.context) (*request.mutable_context())[name] = "0.5";
   for (const std::string& name : reads.item) request.add_item_feature_names(name);
   static constexpr float kValues[] = {0.0f, 1.0f, 0.5f, 0.25f, 0.75f, 0.1f, 0.9f, 0.0f};
-  static constexpr const char* kSources[] = {"text_bm25", "vector_ann", "i2i_cf", "hot_sale",
-                                             "personalized", "", "other", "text_bm25"};
+  static constexpr const char* kSources[] = {"text_bm25",    "vector_ann", "i2i_cf", "hot_sale",
+                                             "personalized", "",           "other",  "text_bm25"};
   for (int c = 0; c < candidates; ++c) {
     rank::v1::Candidate* candidate = request.add_candidates();
     candidate->set_item_id(absl::StrCat("check-", c));
@@ -284,8 +285,8 @@ absl::Status CheckShape(const Model& model, const RankResult& result, const Outp
   for (uint32_t k = 0; k < result.key_count(); ++k) {
     const MetricKey& key = result.key(k);
     const OutputShape::Key& want = shape.keys[k];
-    const bool as_shaped = key.type == want.type ||
-                           (want.type == MetricType::kInt && key.type == MetricType::kFloat);
+    const bool as_shaped =
+        key.type == want.type || (want.type == MetricType::kInt && key.type == MetricType::kFloat);
     if (key.name != want.name || !as_shaped) {
       return CheckFailed(model, absl::StrCat("result key ", k, " is \"", key.name,
                                              "\"; its output shape says \"", want.name, "\""));
@@ -333,14 +334,14 @@ absl::StatusOr<LoadedModel> LoadModel(const ModelPlan::Entry& entry,
   if (!text.empty() && text[0] == '{') {
     xgb::XGBoostLoadOptions xgboost = options.xgboost;
     xgboost.max_file_bytes = options.max_file_bytes;
-    ASSIGN_OR_RETURN(xgb::XGBoostModel model, xgb::XGBoostModel::Parse(file.bytes, entry.path,
-                                                                      xgboost));
+    ASSIGN_OR_RETURN(xgb::XGBoostModel model,
+                     xgb::XGBoostModel::Parse(file.bytes, entry.path, xgboost));
     std::string name = !model.name().empty() ? model.name() : entry.name_hint;
-    std::string version = !model.version().empty()        ? model.version()
+    std::string version = !model.version().empty()      ? model.version()
                           : !entry.version_hint.empty() ? entry.version_hint
-                                                          : ContentVersion(file.bytes);
-    loaded.model = std::make_shared<const XGBoostScorer>(model, std::move(name),
-                                                         std::move(version), options.explain);
+                                                        : ContentVersion(file.bytes);
+    loaded.model = std::make_shared<const XGBoostScorer>(model, std::move(name), std::move(version),
+                                                         options.explain);
     return loaded;
   }
   ASSIGN_OR_RETURN(LinearModel model, LinearModel::Parse(file.bytes, entry.path));
@@ -357,11 +358,12 @@ absl::Status CheckSupplied(const Model& model, const std::optional<ModelInputs>&
     Unsupplied(reads.user, supplied->user, "user.", &missing);
     Unsupplied(reads.context, supplied->context, "ctx.", &missing);
     if (!missing.empty()) {
-      return WithReason(absl::FailedPreconditionError(absl::StrCat(
-                            model.full_version(), " reads features the manifest says callers "
-                                                  "do not send: ",
-                            absl::StrJoin(missing, ", "))),
-                        "unknown_feature");
+      return WithReason(
+          absl::FailedPreconditionError(absl::StrCat(model.full_version(),
+                                                     " reads features the manifest says callers "
+                                                     "do not send: ",
+                                                     absl::StrJoin(missing, ", "))),
+          "unknown_feature");
     }
   }
   return absl::OkStatus();
@@ -383,9 +385,9 @@ absl::Status CheckModel(const Model& model, const std::optional<ModelInputs>& su
   if (absl::Status s = RequestViewOf(request, limits, &storage, &view); !s.ok()) {
     return CheckFailed(model, s.message());
   }
-  if (absl::Status s = ValidateRequest(view, limits,
-                                       model.nan_is_missing() ? FeatureValues::kFiniteOrNan
-                                                              : FeatureValues::kFinite);
+  if (absl::Status s = ValidateRequest(
+          view, limits,
+          model.nan_is_missing() ? FeatureValues::kFiniteOrNan : FeatureValues::kFinite);
       !s.ok()) {
     return CheckFailed(model, s.message());
   }

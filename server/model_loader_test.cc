@@ -35,7 +35,8 @@ class ModelLoaderTest : public ::testing::Test {
     std::ofstream(dir_ / name) << text;
   }
   std::string Model(const std::string& version) {
-    return absl::StrReplaceAll(shipped_, {{"\nversion 2026.11.3\n", "\nversion " + version + "\n"}});
+    return absl::StrReplaceAll(shipped_,
+                               {{"\nversion 2026.11.3\n", "\nversion " + version + "\n"}});
   }
 
   fs::path dir_;

@@ -27,8 +27,8 @@ absl::StatusOr<std::string> ResolveModelPath(const std::string& flag,
     if (fs::is_regular_file(path, error) || fs::is_directory(path, error)) return path.string();
     tried.push_back(path.string());
   }
-  return absl::NotFoundError(absl::StrCat("--model=", flag, ": no model file at ",
-                                          absl::StrJoin(tried, ", ")));
+  return absl::NotFoundError(
+      absl::StrCat("--model=", flag, ": no model file at ", absl::StrJoin(tried, ", ")));
 }
 
 std::string ExecutablePath() {

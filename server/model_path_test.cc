@@ -48,8 +48,8 @@ TEST_F(ModelPathTest, BuildTreeModelsNextToTheBinary) {
 
 TEST_F(ModelPathTest, InstallPrefixShare) {
   Touch(root_ / "usr/share/rankwire/models/ecom.model");
-  absl::StatusOr<std::string> p = ResolveModelPath(
-      "server/models/ecom.model", (root_ / "usr/bin/rankwire-server").string());
+  absl::StatusOr<std::string> p =
+      ResolveModelPath("server/models/ecom.model", (root_ / "usr/bin/rankwire-server").string());
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(*p, (root_ / "usr/share/rankwire/models/ecom.model").string());
 }

@@ -19,10 +19,14 @@ namespace {
 // "invalid_model" (a model that breaks a rule of its format) or
 // "unsupported" (valid, but not something rankwire serves).
 constexpr const char* kReasons[] = {
-    "not_found",     "permission_denied", "not_a_file",        "too_large",
-    "file_changed",  "io",                "empty",             "truncated",
-    "invalid_number", "unknown_transform", "unknown_feature",  "check_failed",
-    "manifest",      "invalid_model",     "unsupported",
+    "not_found",       "permission_denied",
+    "not_a_file",      "too_large",
+    "file_changed",    "io",
+    "empty",           "truncated",
+    "invalid_number",  "unknown_transform",
+    "unknown_feature", "check_failed",
+    "manifest",        "invalid_model",
+    "unsupported",
 };
 
 std::string ReasonFor(const absl::Status& status) {
@@ -44,9 +48,7 @@ struct ModelReloader::Metrics {
   std::atomic<double> load_seconds{0};
 };
 
-bool ModelReloader::Fingerprint::operator==(const Fingerprint& o) const {
-  return files == o.files;
-}
+bool ModelReloader::Fingerprint::operator==(const Fingerprint& o) const { return files == o.files; }
 
 ModelReloader::ModelReloader(ModelReloadOptions options, MetricsRegistry* registry)
     : options_(std::move(options)), serving_(nullptr), metrics_(std::make_unique<Metrics>()) {
@@ -54,10 +56,10 @@ ModelReloader::ModelReloader(ModelReloadOptions options, MetricsRegistry* regist
   metrics_->reloads = registry->AddCounter(
       "rankwire_model_reloads_total", "Model sets swapped in since start-up (not the first load).");
   for (const char* reason : kReasons) {
-    metrics_->failures[reason] = registry->AddCounter(
-        "rankwire_model_reload_failures_total",
-        "Reloads refused (the old models kept serving), by reason.",
-        MetricsRegistry::Label("reason", reason));
+    metrics_->failures[reason] =
+        registry->AddCounter("rankwire_model_reload_failures_total",
+                             "Reloads refused (the old models kept serving), by reason.",
+                             MetricsRegistry::Label("reason", reason));
   }
   registry->AddGauge("rankwire_model_load_seconds",
                      "How long the last successful load took (read, parse, check).",
@@ -75,8 +77,8 @@ ModelReloader::ModelReloader(ModelReloadOptions options, MetricsRegistry* regist
         for (const auto& m : serving_.Current()->models()) {
           out.emplace_back(absl::StrCat(MetricsRegistry::Label("bucket", m->bucket), ",",
                                         MetricsRegistry::Label("name", m->model->name()), ",",
-                                        MetricsRegistry::Label("version", m->model->version()),
-                                        ",", MetricsRegistry::Label("kind", m->model->kind())),
+                                        MetricsRegistry::Label("version", m->model->version()), ",",
+                                        MetricsRegistry::Label("kind", m->model->kind())),
                            1.0);
         }
         return out;
@@ -88,10 +90,9 @@ ModelReloader::ModelReloader(ModelReloadOptions options, MetricsRegistry* regist
         absl::MutexLock lock(&state_mu_);
         for (const auto& [key, counter] : requests_) {
           const size_t split = key.find('\0');
-          out.emplace_back(
-              absl::StrCat(MetricsRegistry::Label("bucket", key.substr(0, split)), ",",
-                           MetricsRegistry::Label("model", key.substr(split + 1))),
-              static_cast<double>(counter->value()));
+          out.emplace_back(absl::StrCat(MetricsRegistry::Label("bucket", key.substr(0, split)), ",",
+                                        MetricsRegistry::Label("model", key.substr(split + 1))),
+                           static_cast<double>(counter->value()));
         }
         std::sort(out.begin(), out.end());
         return out;
@@ -161,8 +162,8 @@ absl::StatusOr<std::shared_ptr<const ModelSet>> ModelReloader::Build(const Model
     }
     if (reused != nullptr) {
       // The manifest's feature lists may have changed.
-      RETURN_IF_ERROR(CheckSupplied(*reused, plan.supplied,
-                                    options_.load.allow_unsupplied_features));
+      RETURN_IF_ERROR(
+          CheckSupplied(*reused, plan.supplied, options_.load.allow_unsupplied_features));
     }
     if (same != nullptr) {
       models.push_back(same);
@@ -257,8 +258,7 @@ absl::StatusOr<bool> ModelReloader::ReloadLocked(absl::string_view trigger, bool
     last_failure_unix_ms_ = 0;
   }
   spdlog::info("models ({}): generation {} serving {} from {}, loaded in {:.1f} ms{}",
-               std::string(trigger),
-               generation, (*next)->Summary(), options_.source, seconds * 1e3,
+               std::string(trigger), generation, (*next)->Summary(), options_.source, seconds * 1e3,
                current == nullptr ? "" : absl::StrCat(" (was ", current->Summary(), ")"));
   return true;
 }
@@ -282,9 +282,8 @@ void ModelReloader::PollLoop() {
     std::string trigger;
     {
       absl::MutexLock lock(&poll_mu_);
-      auto wake = [this]() ABSL_SHARED_LOCKS_REQUIRED(poll_mu_) {
-        return stop_ || !requested_.empty();
-      };
+      auto wake = [this]()
+                      ABSL_SHARED_LOCKS_REQUIRED(poll_mu_) { return stop_ || !requested_.empty(); };
       // Mutex conditions are evaluated again whenever poll_mu_ is released,
       // so RequestReload and the destructor wake this at once.
       poll_mu_.AwaitWithTimeout(absl::Condition(&wake), interval > absl::ZeroDuration()

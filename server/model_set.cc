@@ -49,9 +49,9 @@ absl::StatusOr<std::shared_ptr<const ModelSet>> ModelSet::Buckets(
           absl::StrCat("bucket name \"", served.bucket, "\" is empty or repeated"));
     }
     if (served.percent < 1 || served.percent > 100 - slot) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "bucket \"", served.bucket, "\": percent ", served.percent,
-          " is out of range (each 1..100, summing to 100)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("bucket \"", served.bucket, "\": percent ", served.percent,
+                       " is out of range (each 1..100, summing to 100)"));
     }
     for (int i = 0; i < served.percent; ++i) set->slot_model_[slot++] = static_cast<uint8_t>(m);
   }

@@ -42,8 +42,8 @@ struct ServedModel {
 
   std::string bucket;  // The manifest's name; empty: one model for all.
   int percent = 100;
-  std::string path;   // The file it was loaded from ("" in tests).
-  FileStamp stamp;    // ...as it was then.
+  std::string path;  // The file it was loaded from ("" in tests).
+  FileStamp stamp;   // ...as it was then.
   std::shared_ptr<const Model> model;
   Ranker ranker;
   absl::flat_hash_set<std::string> known_item_features;
@@ -92,8 +92,7 @@ class ModelSet {
 
 class ServingModels {
  public:
-  explicit ServingModels(std::shared_ptr<const ModelSet> initial)
-      : current_(std::move(initial)) {}
+  explicit ServingModels(std::shared_ptr<const ModelSet> initial) : current_(std::move(initial)) {}
   std::shared_ptr<const ModelSet> Current() const { return std::atomic_load(&current_); }
   void Swap(std::shared_ptr<const ModelSet> next) { std::atomic_store(&current_, std::move(next)); }
 

@@ -26,8 +26,8 @@ void Handle(google::protobuf::LogLevel level, const char* filename, int line,
   }
   uint64_t suppressed = 0;
   if (!throttle->Allow(&suppressed)) return;
-  spdlog::warn("libprotobuf {}:{}: {} ({} similar lines suppressed since the last one)",
-               filename, line, message, suppressed);
+  spdlog::warn("libprotobuf {}:{}: {} ({} similar lines suppressed since the last one)", filename,
+               line, message, suppressed);
 }
 
 }  // namespace

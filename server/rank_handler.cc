@@ -88,14 +88,12 @@ RankHandler::RankHandler(const ServingModels* models, const CodecRegistry* codec
 absl::Status RankHandler::Admit(const RequestView& request, const ModelSet::Route& route,
                                 const Codec& codec, rank::v1::LogMode log_mode,
                                 rank::v1::ResponseHeader* header) const {
-  std::vector<std::string> unknown =
-      UnknownItemFeatures(request, route.served.known_item_features);
+  std::vector<std::string> unknown = UnknownItemFeatures(request, route.served.known_item_features);
   if (!unknown.empty()) {
     if (options_.unknown_features == UnknownFeaturePolicy::kReject) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "item_feature_names the model ", route.served.model->full_version(),
-          " does not know: ", absl::StrJoin(unknown, ", "),
-          " (the server runs with --unknown_features=reject)"));
+          "item_feature_names the model ", route.served.model->full_version(), " does not know: ",
+          absl::StrJoin(unknown, ", "), " (the server runs with --unknown_features=reject)"));
     }
     for (std::string& name : unknown) {
       if (metrics_) metrics_->unknown_item_features->Increment(name);
@@ -109,8 +107,7 @@ absl::Status RankHandler::Admit(const RequestView& request, const ModelSet::Rout
   return budget;
 }
 
-rank::v1::LogMode RankHandler::EffectiveLogMode(
-    const RequestView& request) const {
+rank::v1::LogMode RankHandler::EffectiveLogMode(const RequestView& request) const {
   rank::v1::LogMode mode = request.log_mode == rank::v1::LOG_MODE_DEFAULT
                                ? options_.default_log_mode
                                : static_cast<rank::v1::LogMode>(request.log_mode);
@@ -135,8 +132,8 @@ ThreadState& ThisThread() {
 
 absl::StatusOr<EncodedResponse> RankHandler::Handle(const RequestView& request,
                                                     Clock::time_point started,
-                                                    uint32_t deserialize_us,
-                                                    Deadline deadline, CpuSampler* cpu) const {
+                                                    uint32_t deserialize_us, Deadline deadline,
+                                                    CpuSampler* cpu) const {
   EncodedResponse response;
   rank::v1::ResponseHeader& header = response.header;
   using T = rank::v1::ServerTimings;
@@ -153,9 +150,9 @@ absl::StatusOr<EncodedResponse> RankHandler::Handle(const RequestView& request,
   const Ranker& ranker = route.served.ranker;
   absl::Status admitted = ValidateRequest(request, options_.limits, route.served.feature_values);
   // Negotiated only once accept_codecs is known to be short.
-  const Codec& codec = admitted.ok() ? codecs_->Negotiate(request.accept_codecs,
-                                                          *options_.default_codec)
-                                     : *options_.default_codec;
+  const Codec& codec = admitted.ok()
+                           ? codecs_->Negotiate(request.accept_codecs, *options_.default_codec)
+                           : *options_.default_codec;
   const std::string& bucket = route.bucket;
   if (admitted.ok()) admitted = Admit(request, route, codec, log_mode, &header);
   phases.End(&T::set_validate_us, &ServerMetrics::validate);
@@ -192,8 +189,8 @@ absl::StatusOr<EncodedResponse> RankHandler::Handle(const RequestView& request,
   if (!body.ok()) {
     // The codec's code goes to the caller as is: a result over a format
     // limit is RESOURCE_EXHAUSTED or INVALID_ARGUMENT there, not INTERNAL.
-    return absl::Status(body.status().code(), absl::StrCat("encoding with ", codec.name(),
-                                                           ": ", body.status().message()));
+    return absl::Status(body.status().code(), absl::StrCat("encoding with ", codec.name(), ": ",
+                                                           body.status().message()));
   }
   phases.End(&T::set_response_serialize_us, &ServerMetrics::response_serialize);
 

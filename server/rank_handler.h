@@ -60,9 +60,8 @@ class RankHandler {
 
   // `logs` may be null: LOG_MODE_STORE then behaves as LOG_MODE_NONE and the
   // header says so. `metrics` may be null.
-  RankHandler(const ServingModels* models, const CodecRegistry* codecs,
-              logstore::LogConsumer* logs, ServerMetrics* metrics,
-              RankHandlerOptions options);
+  RankHandler(const ServingModels* models, const CodecRegistry* codecs, logstore::LogConsumer* logs,
+              ServerMetrics* metrics, RankHandlerOptions options);
 
   // `started` is when the call began (before request parsing) and
   // `deserialize_us` how long parsing took; both go into the header. The
@@ -75,8 +74,8 @@ class RankHandler {
   // before ranking starts (only OK ranks); if encoding fails, the codec's
   // error (its code kept, e.g. ResourceExhausted for a result over a format
   // limit).
-  absl::StatusOr<EncodedResponse> Handle(const RequestView& request,
-                                         Clock::time_point started, uint32_t deserialize_us,
+  absl::StatusOr<EncodedResponse> Handle(const RequestView& request, Clock::time_point started,
+                                         uint32_t deserialize_us,
                                          Deadline deadline = Deadline::max(),
                                          CpuSampler* cpu = nullptr) const;
   // The same for a protobuf request (tests, tools): parsed into a view
@@ -98,9 +97,8 @@ class RankHandler {
   ServerMetrics* metrics_;
   // Checks before ranking: the input contract, unknown features, the
   // response budget. Fills the header's unknown_item_features.
-  absl::Status Admit(const RequestView& request, const ModelSet::Route& route,
-                     const Codec& codec, rank::v1::LogMode log_mode,
-                     rank::v1::ResponseHeader* header) const;
+  absl::Status Admit(const RequestView& request, const ModelSet::Route& route, const Codec& codec,
+                     rank::v1::LogMode log_mode, rank::v1::ResponseHeader* header) const;
 
   RankHandlerOptions options_;
   ResponseBudget budget_;

@@ -37,8 +37,7 @@ class RankHandlerTest : public ShippedModelTest {
     EXPECT_NE(codec, nullptr);
     return codec->Decode(SharedBytes::Unowned(response.body->view()));
   }
-  static rank::v1::RankRequest Request(std::vector<std::string> accept,
-                                       rank::v1::LogMode mode) {
+  static rank::v1::RankRequest Request(std::vector<std::string> accept, rank::v1::LogMode mode) {
     workload::WorkloadOptions options;
     options.accept_codecs = std::move(accept);
     options.log_mode = mode;

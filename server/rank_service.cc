@@ -48,7 +48,7 @@ void CountRejection(ServerMetrics* metrics, AdmissionControl::Refusal refusal) {
   if (metrics == nullptr) return;
   metrics->rpcs_rejected->Increment();
   (refusal == AdmissionControl::Refusal::kOverload ? metrics->rejected.overload
-                                                  : metrics->rejected.unsent_bytes)
+                                                   : metrics->rejected.unsent_bytes)
       ->Increment();
 }
 
@@ -136,9 +136,9 @@ absl::Status FetchLogs(logstore::LogReader* reader, const rank::v1::FetchLogsReq
 
 }  // namespace
 
-grpc::ServerUnaryReactor* RankServiceImpl::Rank(
-    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
-    grpc::ByteBuffer* response) {
+grpc::ServerUnaryReactor* RankServiceImpl::Rank(grpc::CallbackServerContext* context,
+                                                const grpc::ByteBuffer* request,
+                                                grpc::ByteBuffer* response) {
   std::string peer = context->peer();
   auto* reactor = new CallReactor(admission_, peer);
   // A client's retry of an attempt that failed with UNAVAILABLE (counted on
@@ -149,8 +149,8 @@ grpc::ServerUnaryReactor* RankServiceImpl::Rank(
   const auto deadline = context->deadline();
   if (std::chrono::system_clock::now() >= deadline) {
     CountDeadlineRefusal(metrics_);
-    reactor->Finish(ToGrpcStatus(absl::DeadlineExceededError(
-        "the call's deadline passed before the server received it")));
+    reactor->Finish(ToGrpcStatus(
+        absl::DeadlineExceededError("the call's deadline passed before the server received it")));
     return reactor;
   }
   std::optional<AdmissionControl::Slot> slot;
@@ -216,8 +216,7 @@ void RankServiceImpl::Serve(grpc::ServerUnaryReactor* base_reactor,
   cpu.Start();
   ParseState& state = ThreadParseState();
   RequestView& parsed = state.view;
-  if (absl::Status s =
-          ParseRequestView(Contiguous(*request, &state), handler_->limits(), &parsed);
+  if (absl::Status s = ParseRequestView(Contiguous(*request, &state), handler_->limits(), &parsed);
       !s.ok()) {
     if (metrics_) metrics_->rpcs_invalid_argument->Increment();
     finish(s);
@@ -254,9 +253,9 @@ void RankServiceImpl::Serve(grpc::ServerUnaryReactor* base_reactor,
   finish(absl::OkStatus());
 }
 
-grpc::ServerUnaryReactor* LogServiceImpl::FetchLogs(
-    grpc::CallbackServerContext* context, const rank::v1::FetchLogsRequest* request,
-    rank::v1::FetchLogsResponse* response) {
+grpc::ServerUnaryReactor* LogServiceImpl::FetchLogs(grpc::CallbackServerContext* context,
+                                                    const rank::v1::FetchLogsRequest* request,
+                                                    rank::v1::FetchLogsResponse* response) {
   auto* reactor = new CallReactor(admission_, context->peer());
   // On gRPC's thread: only checks that cost nothing and never wait.
   auto refuse = [&](const absl::Status& status) {

@@ -34,14 +34,13 @@
 namespace rankwire::server {
 
 class RankServiceImpl final
-    : public rank::v1::RankService::WithRawCallbackMethod_Rank<
-          rank::v1::RankService::Service> {
+    : public rank::v1::RankService::WithRawCallbackMethod_Rank<rank::v1::RankService::Service> {
  public:
   // None is owned; all must outlive the service. `metrics` may be null.
   // `workers` may have fewer threads than admission has slots: the calls
   // admitted past the threads wait in its queue (ServerTimings.queue_us).
-  RankServiceImpl(const RankHandler* handler, ServerMetrics* metrics,
-                  AdmissionControl* admission, WorkerPool* workers)
+  RankServiceImpl(const RankHandler* handler, ServerMetrics* metrics, AdmissionControl* admission,
+                  WorkerPool* workers)
       : handler_(handler), metrics_(metrics), admission_(admission), workers_(workers) {}
 
   grpc::ServerUnaryReactor* Rank(grpc::CallbackServerContext* context,
@@ -51,9 +50,8 @@ class RankServiceImpl final
  private:
   // Parse, handle, serialize, finish: runs on the worker pool.
   void Serve(grpc::ServerUnaryReactor* reactor, RankHandler::Clock::time_point admitted_at,
-             std::chrono::system_clock::time_point deadline,
-             const grpc::ByteBuffer* request, grpc::ByteBuffer* response,
-             AdmissionControl::Slot slot);
+             std::chrono::system_clock::time_point deadline, const grpc::ByteBuffer* request,
+             grpc::ByteBuffer* response, AdmissionControl::Slot slot);
 
   const RankHandler* handler_;
   ServerMetrics* metrics_;
@@ -66,8 +64,8 @@ class LogServiceImpl final : public rank::v1::LogService::CallbackService {
   // None is owned. `reader` null means the server keeps no logs; `metrics`
   // may be null. `workers` runs the fetches; at most `max_concurrent` are
   // admitted at once (in work or queued), the rest get RESOURCE_EXHAUSTED.
-  LogServiceImpl(logstore::LogReader* reader, ServerMetrics* metrics,
-                 AdmissionControl* admission, WorkerPool* workers, int max_concurrent)
+  LogServiceImpl(logstore::LogReader* reader, ServerMetrics* metrics, AdmissionControl* admission,
+                 WorkerPool* workers, int max_concurrent)
       : reader_(reader),
         metrics_(metrics),
         admission_(admission),

@@ -17,7 +17,6 @@
 namespace rankwire::server {
 namespace {
 
-
 absl::string_view SceneName(rank::v1::Scene scene) {
   switch (scene) {
     case rank::v1::SCENE_SEARCH:
@@ -103,7 +102,8 @@ bool SameNames(const std::vector<std::string>& names,
 // does not carry it), kept while the model and the feature names repeat.
 const std::vector<int>& FeatureColumns(const Model& model, const RequestView& request,
                                        RankWorkspace* ws) {
-  if (ws->bound_model == model.serial() && SameNames(ws->bound_features, request.item_feature_names)) {
+  if (ws->bound_model == model.serial() &&
+      SameNames(ws->bound_features, request.item_feature_names)) {
     return ws->feature_column;
   }
   absl::flat_hash_map<absl::string_view, int> column;
@@ -199,10 +199,10 @@ void BuildSchema(const Model& model, const RequestView& request,
   k->version = add("model.version", MetricType::kString);
   if (outputs.explains) {
     for (size_t e = 1; e <= outputs.explain_top_k; ++e) {
-      k->explain_feature.push_back(add(absl::StrCat("explain.", e, ".feature"),
-                                       MetricType::kString));
-      k->explain_value.push_back(add(absl::StrCat("explain.", e, ".contribution"),
-                                     MetricType::kFloat));
+      k->explain_feature.push_back(
+          add(absl::StrCat("explain.", e, ".feature"), MetricType::kString));
+      k->explain_value.push_back(
+          add(absl::StrCat("explain.", e, ".contribution"), MetricType::kFloat));
     }
   }
 }
@@ -276,9 +276,8 @@ void EmitScoreColumns(const Model& model, const RankWorkspace::Schema& k, const 
 }
 
 // Sources, ranks, bucket and version, in rank order.
-void EmitItemColumns(const Model& model, const std::string& bucket,
-                     const RankWorkspace::Schema& k, const RankWorkspace& ws,
-                     RankResult* result) {
+void EmitItemColumns(const Model& model, const std::string& bucket, const RankWorkspace::Schema& k,
+                     const RankWorkspace& ws, RankResult* result) {
   const LogValues& v = ws.v;
   const size_t n = v.n;
   const uint32_t* order = v.order.data();

@@ -76,7 +76,7 @@ struct RankWorkspace {
   // contribution, boosts and scores, ids, sources and recall ranks, and the
   // rank order.
   LogValues v;
-  std::vector<uint8_t> integral;    // Per item feature: every value whole.
+  std::vector<uint8_t> integral;  // Per item feature: every value whole.
   std::vector<uint64_t> sort_keys, sort_keys_tmp;
   std::vector<uint32_t> sort_order_tmp;
   // Per model item feature, the request column it reads (-1: none), kept
@@ -118,9 +118,7 @@ class Ranker {
 
   // The bucket a user falls into when no bucket manifest decides: the
   // model's.
-  const std::string& BucketOf(absl::string_view user_id) const {
-    return model_->BucketOf(user_id);
-  }
+  const std::string& BucketOf(absl::string_view user_id) const { return model_->BucketOf(user_id); }
 
   // Scores every candidate and orders them (ties keep request order), in
   // `ws`. REQUIRES: ValidateRequest(request, ...) returned OK.

@@ -120,11 +120,16 @@ TEST_F(RankerTest, OneValueThatIsNotWholeMakesAFeatureAFloatMetric) {
     float value;
     MetricType type;
   } cases[] = {
-      {0.5f, MetricType::kFloat},         {-0.0f, MetricType::kInt},
-      {1e-40f, MetricType::kFloat},       {8388607.5f, MetricType::kFloat},
-      {16777216.0f, MetricType::kInt},    {3.0e9f, MetricType::kInt},
-      {-7.0f, MetricType::kInt},          {123.25f, MetricType::kFloat},
-      {9.5e15f, MetricType::kFloat},      {-9.5e15f, MetricType::kFloat},
+      {0.5f, MetricType::kFloat},
+      {-0.0f, MetricType::kInt},
+      {1e-40f, MetricType::kFloat},
+      {8388607.5f, MetricType::kFloat},
+      {16777216.0f, MetricType::kInt},
+      {3.0e9f, MetricType::kInt},
+      {-7.0f, MetricType::kInt},
+      {123.25f, MetricType::kFloat},
+      {9.5e15f, MetricType::kFloat},
+      {-9.5e15f, MetricType::kFloat},
       {1.0f + 0x1p-23f, MetricType::kFloat},
   };
   for (const auto& c : cases) {

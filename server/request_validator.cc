@@ -6,16 +6,14 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
-#include "absl/strings/str_cat.h"
 #include "absl/hash/hash.h"
+#include "absl/strings/str_cat.h"
 #include "google/protobuf/io/coded_stream.h"
 
 namespace rankwire::server {
 namespace {
 
-absl::Status Invalid(absl::string_view message) {
-  return absl::InvalidArgumentError(message);
-}
+absl::Status Invalid(absl::string_view message) { return absl::InvalidArgumentError(message); }
 
 // "<field> is <n> bytes; the limit is <limit>" when `value` is too long.
 absl::Status CheckBytes(absl::string_view field, absl::string_view value, uint32_t limit) {
@@ -102,8 +100,8 @@ absl::Status ValidateUserAndContext(const RequestView& request, const RequestLim
     if (auto s = CheckEntryBytes(field, key, limits.max_context_key_bytes); !s.ok()) {
       return s;
     }
-    if (auto s = CheckEntryBytes([&k = key] { return absl::StrCat("context[\"", k, "\"]"); },
-                                 value, limits.max_context_value_bytes);
+    if (auto s = CheckEntryBytes([&k = key] { return absl::StrCat("context[\"", k, "\"]"); }, value,
+                                 limits.max_context_value_bytes);
         !s.ok()) {
       return s;
     }
@@ -120,8 +118,8 @@ absl::Status ValidateFeatureNames(const RequestView& request, const RequestLimit
   for (int j = 0; j < feature_count; ++j) {
     const absl::string_view name = request.item_feature_names[j];
     if (name.empty()) return Invalid(absl::StrCat("item_feature_names[", j, "] is empty"));
-    if (auto s = CheckEntryBytes([&] { return absl::StrCat("item_feature_names[", j, "]"); },
-                                 name, limits.max_feature_name_bytes);
+    if (auto s = CheckEntryBytes([&] { return absl::StrCat("item_feature_names[", j, "]"); }, name,
+                                 limits.max_feature_name_bytes);
         !s.ok()) {
       return s;
     }
@@ -135,8 +133,7 @@ absl::Status ValidateFeatureNames(const RequestView& request, const RequestLimit
 // The first candidate whose id, source, rank or feature count breaks the
 // contract, in candidate order; the features' values are checked apart
 // (column by column, in ValidateFeatureValues).
-absl::Status ValidateCandidate(const RequestView& request, size_t c,
-                               const RequestLimits& limits) {
+absl::Status ValidateCandidate(const RequestView& request, size_t c, const RequestLimits& limits) {
   const absl::string_view id = request.item_id[c];
   if (id.empty()) return Invalid(absl::StrCat("candidates[", c, "].item_id is empty"));
   if (auto s = CheckEntryBytes([&] { return absl::StrCat("candidates[", c, "].item_id"); }, id,
@@ -290,32 +287,50 @@ constexpr uint64_t kVarintField = 1 + 10;  // Tag and the longest varint.
 // (anything else is an unknown field to the parser), and for repeated and
 // map fields the limit on their entries.
 struct RequestField {
-  int wire_type = -1;  // -1: not a field of RankRequest.
+  int wire_type = -1;             // -1: not a field of RankRequest.
   const char* counted = nullptr;  // The entries' name in messages, if limited.
 };
 
 RequestField FieldOf(int number) {
   constexpr int kVarint = 0, kDelimited = 2;
   switch (number) {
-    case 1: case 3: return {kDelimited, nullptr};   // request_id, user_id
-    case 2: case 4: case 9: case 11: return {kVarint, nullptr};  // scene, time, top_n, log_mode
-    case 5: return {kDelimited, "user features"};
-    case 6: return {kDelimited, "context entries"};
-    case 7: return {kDelimited, "item features"};
-    case 8: return {kDelimited, "candidates"};
-    case 10: return {kDelimited, "accept_codecs"};
-    default: return {};
+    case 1:
+    case 3:
+      return {kDelimited, nullptr};  // request_id, user_id
+    case 2:
+    case 4:
+    case 9:
+    case 11:
+      return {kVarint, nullptr};  // scene, time, top_n, log_mode
+    case 5:
+      return {kDelimited, "user features"};
+    case 6:
+      return {kDelimited, "context entries"};
+    case 7:
+      return {kDelimited, "item features"};
+    case 8:
+      return {kDelimited, "candidates"};
+    case 10:
+      return {kDelimited, "accept_codecs"};
+    default:
+      return {};
   }
 }
 
 uint32_t LimitOf(int number, const RequestLimits& limits) {
   switch (number) {
-    case 5: return limits.max_user_features;
-    case 6: return limits.max_context_entries;
-    case 7: return limits.max_item_features;
-    case 8: return limits.max_candidates;
-    case 10: return limits.max_accept_codecs;
-    default: return UINT32_MAX;
+    case 5:
+      return limits.max_user_features;
+    case 6:
+      return limits.max_context_entries;
+    case 7:
+      return limits.max_item_features;
+    case 8:
+      return limits.max_candidates;
+    case 10:
+      return limits.max_accept_codecs;
+    default:
+      return UINT32_MAX;
   }
 }
 
@@ -326,13 +341,16 @@ bool SkipValue(google::protobuf::io::CodedInputStream& in, int wire_type) {
       uint64_t ignored;
       return in.ReadVarint64(&ignored);
     }
-    case 1: return in.Skip(8);
+    case 1:
+      return in.Skip(8);
     case 2: {
       uint32_t length;
       return in.ReadVarint32(&length) && in.Skip(static_cast<int>(length));
     }
-    case 5: return in.Skip(4);
-    default: return false;  // Groups (never in rank.v1) and invalid types.
+    case 5:
+      return in.Skip(4);
+    default:
+      return false;  // Groups (never in rank.v1) and invalid types.
   }
 }
 
@@ -345,13 +363,13 @@ size_t MaxRequestBytes(const RequestLimits& l) {
   const uint64_t user_feature = LengthDelimited(LengthDelimited(l.max_feature_name_bytes) + 9);
   const uint64_t context_entry = LengthDelimited(LengthDelimited(l.max_context_key_bytes) +
                                                  LengthDelimited(l.max_context_value_bytes));
-  const uint64_t total =
-      2 * LengthDelimited(l.max_id_bytes) + 4 * kVarintField +
-      uint64_t{l.max_user_features} * user_feature +
-      uint64_t{l.max_context_entries} * context_entry +
-      uint64_t{l.max_item_features} * LengthDelimited(l.max_feature_name_bytes) +
-      uint64_t{l.max_candidates} * candidate +
-      uint64_t{l.max_accept_codecs} * LengthDelimited(l.max_codec_name_bytes) + (64 << 10);
+  const uint64_t total = 2 * LengthDelimited(l.max_id_bytes) + 4 * kVarintField +
+                         uint64_t{l.max_user_features} * user_feature +
+                         uint64_t{l.max_context_entries} * context_entry +
+                         uint64_t{l.max_item_features} * LengthDelimited(l.max_feature_name_bytes) +
+                         uint64_t{l.max_candidates} * candidate +
+                         uint64_t{l.max_accept_codecs} * LengthDelimited(l.max_codec_name_bytes) +
+                         (64 << 10);
   return static_cast<size_t>(total);
 }
 
@@ -364,17 +382,22 @@ constexpr int kGroupStart = 3, kGroupEnd = 4;
 // features (packed, or unpacked fixed32).
 bool KnownCandidateField(int number, int wire_type) {
   switch (number) {
-    case 1: case 2: return wire_type == 2;
-    case 3: return wire_type == 0;
-    case 4: return wire_type == 2 || wire_type == 5;
-    default: return false;
+    case 1:
+    case 2:
+      return wire_type == 2;
+    case 3:
+      return wire_type == 0;
+    case 4:
+      return wire_type == 2 || wire_type == 5;
+    default:
+      return false;
   }
 }
 
 // Walks one candidate's fields (the next `length` bytes), adding the ones
 // Candidate does not have to `*unknown`. False on malformed data or a group.
-bool ScanCandidate(google::protobuf::io::CodedInputStream& in, uint32_t length,
-                   uint32_t* unknown, bool* group) {
+bool ScanCandidate(google::protobuf::io::CodedInputStream& in, uint32_t length, uint32_t* unknown,
+                   bool* group) {
   const auto limit = in.PushLimit(static_cast<int>(length));
   while (const uint32_t tag = in.ReadTag()) {
     const int number = static_cast<int>(tag >> 3);
@@ -406,8 +429,8 @@ absl::Status ValidateFetchLogsRequest(const rank::v1::FetchLogsRequest& request,
     const std::string& id = request.item_ids(i);
     auto field = [i] { return absl::StrCat("item_ids[", i, "]"); };
     if (id.empty()) {
-      return Invalid(absl::StrCat(field(), " is 0 bytes; ids are 1..", limits.max_id_bytes,
-                                  " bytes"));
+      return Invalid(
+          absl::StrCat(field(), " is 0 bytes; ids are 1..", limits.max_id_bytes, " bytes"));
     }
     if (auto s = CheckEntryBytes(field, id, limits.max_id_bytes); !s.ok()) return s;
     if (!seen.insert(id).second) {

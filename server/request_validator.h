@@ -30,17 +30,17 @@ namespace rankwire::server {
 // Limits of the input contract. Byte limits count UTF-8 bytes (protobuf has
 // already checked that strings are UTF-8 when the request parsed).
 struct RequestLimits {
-  uint32_t max_candidates = 1000;        // --max_candidates (same default)
-  uint32_t max_item_features = 256;      // item_feature_names entries
-  uint32_t max_user_features = 256;      // user_features entries
-  uint32_t max_context_entries = 64;     // context entries
-  uint32_t max_accept_codecs = 16;       // accept_codecs entries
-  uint32_t max_id_bytes = 256;           // request_id, user_id, candidates[].item_id
-  uint32_t max_recall_source_bytes = 64; // candidates[].recall_source
-  uint32_t max_feature_name_bytes = 128; // item_feature_names[], user_features keys
-  uint32_t max_context_key_bytes = 64;   // context keys
+  uint32_t max_candidates = 1000;          // --max_candidates (same default)
+  uint32_t max_item_features = 256;        // item_feature_names entries
+  uint32_t max_user_features = 256;        // user_features entries
+  uint32_t max_context_entries = 64;       // context entries
+  uint32_t max_accept_codecs = 16;         // accept_codecs entries
+  uint32_t max_id_bytes = 256;             // request_id, user_id, candidates[].item_id
+  uint32_t max_recall_source_bytes = 64;   // candidates[].recall_source
+  uint32_t max_feature_name_bytes = 128;   // item_feature_names[], user_features keys
+  uint32_t max_context_key_bytes = 64;     // context keys
   uint32_t max_context_value_bytes = 512;  // context values (the query is one)
-  uint32_t max_codec_name_bytes = 64;    // accept_codecs[]
+  uint32_t max_codec_name_bytes = 64;      // accept_codecs[]
 };
 
 // Which item feature values a request may carry: finite ones, or (for a
@@ -55,8 +55,7 @@ absl::Status ValidateRequest(const RequestView& request, const RequestLimits& li
                              FeatureValues values = FeatureValues::kFinite);
 // The same for a protobuf request (tests, tools): parsed into a view first,
 // with PrescanRequest's limits.
-absl::Status ValidateRequest(const rank::v1::RankRequest& request,
-                             const RequestLimits& limits);
+absl::Status ValidateRequest(const rank::v1::RankRequest& request, const RequestLimits& limits);
 
 // The most bytes a serialized request within `limits` can take (every field
 // at its limit, features unpacked), plus 64 KiB for fields this version does

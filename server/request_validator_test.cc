@@ -4,9 +4,9 @@
 #include <functional>
 
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
-#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "workload/workload.h"
 
@@ -33,13 +33,15 @@ TEST(RequestValidatorTest, EachProblemIsNamed) {
       {[](auto* r) { r->set_log_mode(static_cast<rank::v1::LogMode>(9)); },
        "log_mode 9 is not a known LogMode"},
       {[](auto* r) { r->set_item_feature_names(3, ""); }, "item_feature_names[3] is empty"},
-      {[](auto* r) { r->set_item_feature_names(3, "price"); }, "item feature \"price\" is named twice"},
+      {[](auto* r) { r->set_item_feature_names(3, "price"); },
+       "item feature \"price\" is named twice"},
       {[](auto* r) { (*r->mutable_user_features())["x"] = NAN; }, "user_features[\"x\"] is nan"},
-      {[](auto* r) { r->mutable_candidates(5)->clear_item_id(); }, "candidates[5].item_id is empty"},
+      {[](auto* r) { r->mutable_candidates(5)->clear_item_id(); },
+       "candidates[5].item_id is empty"},
       {[](auto* r) { r->mutable_candidates(5)->set_item_id(std::string(257, 'i')); },
        "candidates[5].item_id is 257 bytes"},
       {[](auto* r) { r->mutable_candidates(9)->set_item_id(r->candidates(1).item_id()); },
-       "duplicate item id \"" },
+       "duplicate item id \""},
       {[](auto* r) { r->mutable_candidates(2)->add_features(1); },
        "candidates[2] has 19 features but item_feature_names names 18"},
       {[](auto* r) { r->mutable_candidates(2)->set_features(0, -INFINITY); },
@@ -119,9 +121,8 @@ TEST(RequestValidatorTest, UnknownItemFeaturesAreListedInRequestOrder) {
                                          workload::ItemFeatureNames().end());
   EXPECT_THAT(UnknownItemFeatures(OwnedRequestView(request), known),
               ::testing::ElementsAre("discount", "reveiw_count"));
-  EXPECT_TRUE(
-      UnknownItemFeatures(OwnedRequestView(workload::WorkloadGenerator({}).Make(0)), known)
-          .empty());
+  EXPECT_TRUE(UnknownItemFeatures(OwnedRequestView(workload::WorkloadGenerator({}).Make(0)), known)
+                  .empty());
 }
 
 // Every field at its limit, with distinct keys and ids: the largest valid
@@ -172,8 +173,7 @@ TEST(MaxRequestBytesTest, HoldsTheLargestValidRequestAndNotMuchMore) {
     const size_t bytes = maximal.ByteSizeLong();
     EXPECT_LE(bytes, MaxRequestBytes(limits)) << candidates;
     // The bound allows unpacked features (a byte more per float) and 64 KiB.
-    EXPECT_LE(MaxRequestBytes(limits), bytes + candidates * 260 + (64 << 10) + 4096)
-        << candidates;
+    EXPECT_LE(MaxRequestBytes(limits), bytes + candidates * 260 + (64 << 10) + 4096) << candidates;
   }
 }
 
@@ -237,8 +237,7 @@ TEST(PrescanRequestTest, UnknownFieldsAndWrongWireTypesAreBounded) {
   for (uint32_t i = 0; i <= max_unknown; ++i) mistyped += std::string("\x08\x01", 2);
   EXPECT_EQ(Prescan(mistyped).code(), absl::StatusCode::kInvalidArgument);
   // Groups are not part of rank.v1, at the top or in a candidate.
-  EXPECT_EQ(Prescan(valid + std::string("\x7b\x7c", 2)).code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Prescan(valid + std::string("\x7b\x7c", 2)).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(Prescan(valid + std::string("\x42\x02\x7b\x7c", 4)).code(),
             absl::StatusCode::kInvalidArgument);
   // Truncated data is the parser's to report.
@@ -249,8 +248,9 @@ TEST(PrescanRequestTest, UnknownFieldsAndWrongWireTypesAreBounded) {
 // each): they count against the same bound. A newer client that adds one
 // field to every candidate stays well inside it.
 // `request` serialized with each candidate's bytes made by `candidate`.
-std::string WithCandidates(const rank::v1::RankRequest& request,
-                           const std::function<std::string(const rank::v1::Candidate&)>& candidate) {
+std::string WithCandidates(
+    const rank::v1::RankRequest& request,
+    const std::function<std::string(const rank::v1::Candidate&)>& candidate) {
   rank::v1::RankRequest rest = request;
   rest.clear_candidates();
   std::string bytes = rest.SerializeAsString();

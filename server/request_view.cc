@@ -177,32 +177,56 @@ class Parser {
 
 uint32_t LimitOf(uint32_t number, const RequestLimits& limits) {
   switch (number) {
-    case 5: return limits.max_user_features;
-    case 6: return limits.max_context_entries;
-    case 7: return limits.max_item_features;
-    case 8: return limits.max_candidates;
-    case 10: return limits.max_accept_codecs;
-    default: return UINT32_MAX;
+    case 5:
+      return limits.max_user_features;
+    case 6:
+      return limits.max_context_entries;
+    case 7:
+      return limits.max_item_features;
+    case 8:
+      return limits.max_candidates;
+    case 10:
+      return limits.max_accept_codecs;
+    default:
+      return UINT32_MAX;
   }
 }
 
 const char* CountedName(uint32_t number) {
   switch (number) {
-    case 5: return "user features";
-    case 6: return "context entries";
-    case 7: return "item features";
-    case 8: return "candidates";
-    case 10: return "accept_codecs";
-    default: return nullptr;
+    case 5:
+      return "user features";
+    case 6:
+      return "context entries";
+    case 7:
+      return "item features";
+    case 8:
+      return "candidates";
+    case 10:
+      return "accept_codecs";
+    default:
+      return nullptr;
   }
 }
 
 // The wire type rank.v1.RankRequest's field `number` has (-1: no such field).
 int WireTypeOf(uint32_t number) {
   switch (number) {
-    case 1: case 3: case 5: case 6: case 7: case 8: case 10: return kDelimited;
-    case 2: case 4: case 9: case 11: return kVarint;
-    default: return -1;
+    case 1:
+    case 3:
+    case 5:
+    case 6:
+    case 7:
+    case 8:
+    case 10:
+      return kDelimited;
+    case 2:
+    case 4:
+    case 9:
+    case 11:
+      return kVarint;
+    default:
+      return -1;
   }
 }
 
@@ -264,10 +288,18 @@ bool Parser::Field(Wire& in, uint32_t number, int wire_type) {
     return false;
   }
   switch (number) {
-    case 1: v_.request_id = bytes; return Utf8(bytes);
-    case 2: v_.scene = static_cast<int32_t>(value); return true;
-    case 3: v_.user_id = bytes; return Utf8(bytes);
-    case 4: v_.request_time_ms = static_cast<int64_t>(value); return true;
+    case 1:
+      v_.request_id = bytes;
+      return Utf8(bytes);
+    case 2:
+      v_.scene = static_cast<int32_t>(value);
+      return true;
+    case 3:
+      v_.user_id = bytes;
+      return Utf8(bytes);
+    case 4:
+      v_.request_time_ms = static_cast<int64_t>(value);
+      return true;
     case 5:
       if (Keep(count, limits_.max_user_features) && !UserFeature(bytes)) content_bad_ = true;
       return true;
@@ -281,12 +313,17 @@ bool Parser::Field(Wire& in, uint32_t number, int wire_type) {
       // Past the limit a candidate is still walked (its unknown fields
       // count, malformed data ends the scan), but not kept.
       return Candidate(bytes) || false;
-    case 9: v_.top_n = static_cast<uint32_t>(value); return true;
+    case 9:
+      v_.top_n = static_cast<uint32_t>(value);
+      return true;
     case 10:
       if (Keep(count, limits_.max_accept_codecs)) v_.accept_codecs.push_back(bytes);
       return Utf8(bytes);
-    case 11: v_.log_mode = static_cast<int32_t>(value); return true;
-    default: return true;
+    case 11:
+      v_.log_mode = static_cast<int32_t>(value);
+      return true;
+    default:
+      return true;
   }
 }
 

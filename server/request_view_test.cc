@@ -145,8 +145,8 @@ TEST(RequestViewTest, FieldsSplitRepeatedAndUnpacked) {
                Tag(11, 5) + std::string(4, 'y') + Delimited(12, "zz");
   std::string request = Delimited(1, "req-a") + Delimited(1, "req-b") + Tag(2, 0) + Varint(1) +
                         Delimited(7, "f1") + Delimited(8, candidate) + Delimited(7, "f2") +
-                        Delimited(8, candidate) + Tag(9, 0) + Varint(2) +
-                        Delimited(3, "user") + Tag(4, 0) + Varint(1234567890123);
+                        Delimited(8, candidate) + Tag(9, 0) + Varint(2) + Delimited(3, "user") +
+                        Tag(4, 0) + Varint(1234567890123);
   // Map entries: a key twice (the last wins), a missing value, a missing key.
   std::string value;
   double d = 0.5;
@@ -198,7 +198,8 @@ TEST(RequestViewTest, RefusalsMatch) {
 // MUTATION_SEED and MUTATION_ROUNDS run other or more mutations (300,000
 // over ten seeds agreed when this was written).
 TEST(RequestViewTest, RandomMutationsAgree) {
-  std::mt19937_64 rng(getenv("MUTATION_SEED") ? std::strtoull(getenv("MUTATION_SEED"), nullptr, 10) : 20261206);
+  std::mt19937_64 rng(getenv("MUTATION_SEED") ? std::strtoull(getenv("MUTATION_SEED"), nullptr, 10)
+                                              : 20261206);
   const int kRounds = getenv("MUTATION_ROUNDS") ? atoi(getenv("MUTATION_ROUNDS")) : 3000;
   const std::string base = Shipped(3, 40);
   RequestLimits limits;

@@ -37,29 +37,26 @@ size_t EstimateResponseBytes(const RequestView& request, const OutputShape& shap
   return PbField(header) + PbField(body);
 }
 
-absl::Status ResponseBudget::Check(const RequestView& request,
-                                   const OutputShape& shape, const Codec& codec,
-                                   rank::v1::LogMode log_mode,
+absl::Status ResponseBudget::Check(const RequestView& request, const OutputShape& shape,
+                                   const Codec& codec, rank::v1::LogMode log_mode,
                                    const CodecRegistry& codecs) const {
   const size_t estimate = EstimateResponseBytes(request, shape, codec, log_mode);
   if (estimate <= max_bytes_) return absl::OkStatus();
   std::string message = absl::StrCat(
-      "the response would be about ", Megabytes(estimate), " (", request.n,
-      " items, codec ", codec.name(), ", logs ",
-      log_mode == rank::v1::LOG_MODE_INLINE ? "inline" : "not inline",
+      "the response would be about ", Megabytes(estimate), " (", request.n, " items, codec ",
+      codec.name(), ", logs ", log_mode == rank::v1::LOG_MODE_INLINE ? "inline" : "not inline",
       "), over the server's limit of ", max_bytes_, " bytes (--max_message_bytes); ");
   std::vector<std::string> fixes;
   if (log_mode == rank::v1::LOG_MODE_INLINE) {
-    const size_t stored =
-        EstimateResponseBytes(request, shape, codec, rank::v1::LOG_MODE_STORE);
-    fixes.push_back(absl::StrCat("logs in the store (log_mode LOG_MODE_STORE): about ",
-                                 Megabytes(stored)));
+    const size_t stored = EstimateResponseBytes(request, shape, codec, rank::v1::LOG_MODE_STORE);
+    fixes.push_back(
+        absl::StrCat("logs in the store (log_mode LOG_MODE_STORE): about ", Megabytes(stored)));
     for (const std::string& name : codecs.Names()) {
       const Codec* other = codecs.Find(name);
       if (other == nullptr || other == &codec || !other->compresses_logs()) continue;
-      fixes.push_back(absl::StrCat(
-          "the compressing codec ", name, " with logs inline: at most about ",
-          Megabytes(EstimateResponseBytes(request, shape, *other, log_mode))));
+      fixes.push_back(
+          absl::StrCat("the compressing codec ", name, " with logs inline: at most about ",
+                       Megabytes(EstimateResponseBytes(request, shape, *other, log_mode))));
     }
   }
   fixes.push_back("fewer candidates or shorter ids, sources and feature names");

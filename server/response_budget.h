@@ -46,9 +46,8 @@ class ResponseBudget {
   // make it fit (logs in the store, a codec that compresses logs
   // (Codec::compresses_logs), fewer candidates), when the estimate exceeds
   // the budget. `codecs` lists the alternatives.
-  absl::Status Check(const RequestView& request, const OutputShape& shape,
-                     const Codec& codec, rank::v1::LogMode log_mode,
-                     const CodecRegistry& codecs) const;
+  absl::Status Check(const RequestView& request, const OutputShape& shape, const Codec& codec,
+                     rank::v1::LogMode log_mode, const CodecRegistry& codecs) const;
 
   size_t max_bytes() const { return max_bytes_; }
 

@@ -2,14 +2,14 @@
 
 #include <grpcpp/support/byte_buffer.h>
 
-#include "workload/workload.h"
 #include "codec/builtin_codecs.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/support/shipped_model_test.h"
 #include "server/rank_handler.h"
 #include "tests/codecs/codecs_under_test.h"
 #include "tests/support/hostile_requests.h"
+#include "tests/support/shipped_model_test.h"
+#include "workload/workload.h"
 
 namespace rankwire::server {
 namespace {
@@ -30,8 +30,8 @@ class ResponseBudgetTest : public ShippedModelTest {
     RankHandlerOptions options;
     options.default_codec = codecs_->Find("protobuf");
     options.max_response_bytes = size_t{1} << 40;  // Measure, do not refuse.
-    handler_ = std::make_unique<RankHandler>(models_.get(), codecs_.get(), nullptr, nullptr,
-                                             options);
+    handler_ =
+        std::make_unique<RankHandler>(models_.get(), codecs_.get(), nullptr, nullptr, options);
   }
 
   // The bytes of the RankResponse message the server would send.
@@ -119,8 +119,9 @@ TEST_F(ResponseBudgetTest, RefusesWithTheSizeAndWhatToChange) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("logs in the store (log_mode LOG_MODE_STORE)"));
   EXPECT_THAT(std::string(s.message()), HasSubstr("the compressing codec rankbin-zstd"));
   EXPECT_TRUE(budget.Check(request, shape, protobuf, rank::v1::LOG_MODE_STORE, *codecs_).ok());
-  EXPECT_TRUE(budget.Check(request, shape, *codecs_->Find("rankbin-zstd"),
-                           rank::v1::LOG_MODE_INLINE, *codecs_)
+  EXPECT_TRUE(budget
+                  .Check(request, shape, *codecs_->Find("rankbin-zstd"), rank::v1::LOG_MODE_INLINE,
+                         *codecs_)
                   .ok());
 }
 

@@ -13,8 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "server/metrics_http.h"
-#include "server/rank_service.h"
 #include "server/model_service.h"
+#include "server/rank_service.h"
 #include "server/ranker.h"
 #include "server/server_metrics.h"
 #include "server/worker_pool.h"
@@ -174,7 +174,8 @@ absl::Status Server::State::Build() {
   }
   ASSIGN_OR_RETURN(codecs, o.make_codecs(o.codecs));
   absl::StatusOr<const Codec*> found = codecs.Get(o.default_codec);
-  if (!found.ok()) return absl::InvalidArgumentError(absl::StrCat("codec: ", found.status().message()));
+  if (!found.ok())
+    return absl::InvalidArgumentError(absl::StrCat("codec: ", found.status().message()));
   default_codec = *found;
   ModelReloadOptions reload;
   reload.source = o.model_path;
@@ -206,16 +207,15 @@ absl::Status Server::State::BuildAdmission() {
     return absl::InvalidArgumentError("max_concurrent_rank and rank_workers must be >= 0");
   }
   AdmissionOptions admission_options;
-  admission_options.max_concurrent_rank = o.max_concurrent_rank == 0
-                                              ? DefaultMaxConcurrentRank(o.ranking_cpus)
-                                              : o.max_concurrent_rank;
+  admission_options.max_concurrent_rank =
+      o.max_concurrent_rank == 0 ? DefaultMaxConcurrentRank(o.ranking_cpus) : o.max_concurrent_rank;
   admission_options.max_unsent_bytes = o.max_unsent_bytes;
   admission_options.max_unsent_bytes_per_peer = o.max_unsent_bytes_per_peer;
   if (o.rank_workers > admission_options.max_concurrent_rank) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "rank_workers=", o.rank_workers, " exceeds max_concurrent_rank (",
-        admission_options.max_concurrent_rank,
-        "): workers past the admitted calls would never run"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank_workers=", o.rank_workers, " exceeds max_concurrent_rank (",
+                     admission_options.max_concurrent_rank,
+                     "): workers past the admitted calls would never run"));
   }
   const int workers_count =
       o.rank_workers == 0
@@ -247,9 +247,8 @@ absl::Status Server::State::BuildAdmission() {
       o.max_concurrent_fetch_logs, WorkerPool::Placement{"rankwire-fetch", 0, false, {}});
   rank_service = std::make_unique<RankServiceImpl>(handler.get(), metrics.get(), admission.get(),
                                                    workers.get());
-  log_service = std::make_unique<LogServiceImpl>(store.reader.get(), metrics.get(),
-                                                 admission.get(), fetch_workers.get(),
-                                                 o.max_concurrent_fetch_logs);
+  log_service = std::make_unique<LogServiceImpl>(store.reader.get(), metrics.get(), admission.get(),
+                                                 fetch_workers.get(), o.max_concurrent_fetch_logs);
   return absl::OkStatus();
 }
 
@@ -333,9 +332,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   ServerOptions& o = state->options;
   if (o.max_request_bytes == 0) {
     // One receive limit for every method: FetchLogs requests must fit too.
-    o.max_request_bytes = std::min<size_t>(
-        std::max(MaxRequestBytes(o.limits), MaxFetchLogsRequestBytes(o.limits)),
-        std::numeric_limits<int>::max());
+    o.max_request_bytes =
+        std::min<size_t>(std::max(MaxRequestBytes(o.limits), MaxFetchLogsRequestBytes(o.limits)),
+                         std::numeric_limits<int>::max());
   }
   if (o.max_response_bytes < (size_t{1} << 20) ||
       o.max_response_bytes > size_t{std::numeric_limits<int>::max()} ||
@@ -355,10 +354,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
                                      ? BackendName(o.log_store->backend)
                                      : "none"}});
   if (o.metrics_port >= 0) {
-    ASSIGN_OR_RETURN(state->http,
-                     MetricsHttpServer::Start(o.metrics_address.empty() ? o.address
-                                                                        : o.metrics_address,
-                                              o.metrics_port, &state->registry));
+    ASSIGN_OR_RETURN(state->http, MetricsHttpServer::Start(
+                                      o.metrics_address.empty() ? o.address : o.metrics_address,
+                                      o.metrics_port, &state->registry));
   }
   return std::unique_ptr<Server>(new Server(std::move(state)));
 }

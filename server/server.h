@@ -95,9 +95,9 @@ struct ServerOptions {
   int max_concurrent_fetch_logs = 4;
 
   ServerTlsFiles tls;
-  int health_port = -1;   // -1: off, 0: a free port.
-  int metrics_port = 9464;  // -1: off, 0: a free port.
-  std::string metrics_address;  // Empty: `address`.
+  int health_port = -1;                                      // -1: off, 0: a free port.
+  int metrics_port = 9464;                                   // -1: off, 0: a free port.
+  std::string metrics_address;                               // Empty: `address`.
   absl::Duration max_connection_age = absl::ZeroDuration();  // Zero: never.
   uint32_t phase_cpu_sample_every = 32;
 

@@ -23,11 +23,11 @@
 #include "codec/builtin_codecs.h"
 #include "logstore/log_number.h"
 #include "logstore/log_store.h"
-#include "server/model_path.h"
 #include "server/admission.h"
+#include "server/model_path.h"
 #include "server/protobuf_log.h"
-#include "server/tls.h"
 #include "server/server.h"
+#include "server/tls.h"
 #include "spdlog/spdlog.h"
 #ifdef RANKWIRE_JEMALLOC_CONF
 #include "server/jemalloc_conf.h"
@@ -216,8 +216,8 @@ absl::Status MessageLimitsFromFlags(ServerOptions* o) {
         absl::StrCat("--max_message_bytes=", max_response, " is below 1 MiB (1048576)"));
   }
   if (max_request < 0 || (max_request > 0 && max_request < 4096)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--max_request_bytes=", max_request, " must be 0 (derived) or at least 4096"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_request_bytes=", max_request, " must be 0 (derived) or at least 4096"));
   }
   o->max_response_bytes = static_cast<size_t>(max_response);
   o->max_request_bytes = static_cast<size_t>(max_request);
@@ -235,15 +235,14 @@ absl::Status AdmissionFromFlags(ServerOptions* o) {
   const int admitted = o->max_concurrent_rank == 0 ? DefaultMaxConcurrentRank(o->ranking_cpus)
                                                    : o->max_concurrent_rank;
   if (o->rank_workers > admitted) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--rank_workers=", o->rank_workers, " exceeds --max_concurrent_rank (", admitted,
-        "): workers past the admitted calls would never run"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--rank_workers=", o->rank_workers, " exceeds --max_concurrent_rank (",
+                     admitted, "): workers past the admitted calls would never run"));
   }
   o->rank_inline = absl::GetFlag(FLAGS_rank_inline);
   o->rank_worker_nice = absl::GetFlag(FLAGS_rank_worker_nice);
   o->max_unsent_bytes = size_t{absl::GetFlag(FLAGS_max_unsent_response_mb)} << 20;
-  o->max_unsent_bytes_per_peer = size_t{absl::GetFlag(FLAGS_max_unsent_response_mb_per_peer)}
-                                 << 20;
+  o->max_unsent_bytes_per_peer = size_t{absl::GetFlag(FLAGS_max_unsent_response_mb_per_peer)} << 20;
   if (o->max_unsent_bytes == 0 || o->max_unsent_bytes_per_peer == 0) {
     return absl::InvalidArgumentError("--max_unsent_response_mb* must be at least 1");
   }
@@ -357,14 +356,16 @@ void LogJemallocOptions(int background_error) {
   spdlog::info("jemalloc options={} background_thread={} MALLOC_CONF={}", JemallocOptions(),
                JemallocBackgroundThreadsOn(), env ? env : "(unset)");
   if (const int error = JemallocArenaZeroStatus(); error != 0) {
-    spdlog::warn("jemalloc: arena.0.oversize_threshold not set (error {}): freed buffers of 8 MiB "
-                 "or more on arena 0 go back to the kernel at once",
-                 error);
+    spdlog::warn(
+        "jemalloc: arena.0.oversize_threshold not set (error {}): freed buffers of 8 MiB "
+        "or more on arena 0 go back to the kernel at once",
+        error);
   }
   if (background_error != 0) {
-    spdlog::warn("jemalloc: background threads not started (error {}): an idle server keeps the "
-                 "memory of its last large results",
-                 background_error);
+    spdlog::warn(
+        "jemalloc: background threads not started (error {}): an idle server keeps the "
+        "memory of its last large results",
+        background_error);
   }
 }
 #endif
@@ -409,7 +410,8 @@ absl::Status WorkFromFlags(ServerOptions* o) {
   if (o->model_load.xgboost.max_depth < 1 || o->model_load.xgboost.max_depth > 64) {
     return absl::InvalidArgumentError("--xgboost_max_depth must be 1..64");
   }
-  o->model_load.xgboost.allow_unnamed_features = absl::GetFlag(FLAGS_xgboost_allow_unnamed_features);
+  o->model_load.xgboost.allow_unnamed_features =
+      absl::GetFlag(FLAGS_xgboost_allow_unnamed_features);
   o->model_load.explain.explain_top_k = absl::GetFlag(FLAGS_explain_top_k);
   o->model_load.explain.explain_items = absl::GetFlag(FLAGS_explain_items);
   if (o->model_load.explain.explain_top_k > 64 || o->model_load.explain.explain_items > 1000) {
@@ -488,20 +490,22 @@ absl::Status Run() {
 #endif
   ASSIGN_OR_RETURN(std::unique_ptr<Server> server, Server::Start(options));
   // Scripts and tests read the ports from this line.
-  spdlog::info("rankwire-server listening port={} metrics_port={} codec={} log_mode={} logstore={} "
-               "model={} health_port={} tls={} max_concurrent_rank={} rank_workers={} "
-               "max_request_bytes={} max_inline_rank={}",
-               server->port(), server->metrics_port(), options.default_codec,
-               absl::GetFlag(FLAGS_log_mode), absl::GetFlag(FLAGS_logstore),
-               server->model_version(), server->health_port(),
-               !UsesTls(options.tls) ? "off" : options.tls.client_ca_file.empty() ? "tls" : "mutual",
-               server->max_concurrent_rank(), server->rank_workers(), server->max_request_bytes(),
-               server->max_inline_rank());
+  spdlog::info(
+      "rankwire-server listening port={} metrics_port={} codec={} log_mode={} logstore={} "
+      "model={} health_port={} tls={} max_concurrent_rank={} rank_workers={} "
+      "max_request_bytes={} max_inline_rank={}",
+      server->port(), server->metrics_port(), options.default_codec, absl::GetFlag(FLAGS_log_mode),
+      absl::GetFlag(FLAGS_logstore), server->model_version(), server->health_port(),
+      !UsesTls(options.tls)                ? "off"
+      : options.tls.client_ca_file.empty() ? "tls"
+                                           : "mutual",
+      server->max_concurrent_rank(), server->rank_workers(), server->max_request_bytes(),
+      server->max_inline_rank());
   // The allocator linked in (server/malloc.cmake); benchmarks compare builds by it.
-  spdlog::info("allocator={} log_numbers={} rank_worker_cpus={}", RANKWIRE_MALLOC_NAME,
-               logstore::LogNumberPathName(logstore::ActiveLogNumberPath()),
-               options.rank_worker_cpus.empty() ? "any"
-                                                : absl::StrJoin(options.rank_worker_cpus, ","));
+  spdlog::info(
+      "allocator={} log_numbers={} rank_worker_cpus={}", RANKWIRE_MALLOC_NAME,
+      logstore::LogNumberPathName(logstore::ActiveLogNumberPath()),
+      options.rank_worker_cpus.empty() ? "any" : absl::StrJoin(options.rank_worker_cpus, ","));
 #ifdef RANKWIRE_JEMALLOC_CONF
   LogJemallocOptions(jemalloc_background_error);
 #endif
@@ -517,11 +521,12 @@ absl::Status Run() {
   server->Stop();
   const absl::Time drained = absl::Now();
   server.reset();
-  spdlog::info("rankwire-server stopped {} ms after the signal (drain, calls and log flush {} ms, "
-               "teardown {} ms)",
-               absl::ToInt64Milliseconds(absl::Now() - signalled),
-               absl::ToInt64Milliseconds(drained - signalled),
-               absl::ToInt64Milliseconds(absl::Now() - drained));
+  spdlog::info(
+      "rankwire-server stopped {} ms after the signal (drain, calls and log flush {} ms, "
+      "teardown {} ms)",
+      absl::ToInt64Milliseconds(absl::Now() - signalled),
+      absl::ToInt64Milliseconds(drained - signalled),
+      absl::ToInt64Milliseconds(absl::Now() - drained));
   return absl::OkStatus();
 }
 

@@ -5,8 +5,7 @@
 
 namespace rankwire::server {
 
-ServerMetrics::ServerMetrics(MetricsRegistry* r,
-                             const std::vector<std::string>& codec_names) {
+ServerMetrics::ServerMetrics(MetricsRegistry* r, const std::vector<std::string>& codec_names) {
   constexpr absl::string_view kRpcs = "rankwire_rank_rpcs_total";
   constexpr absl::string_view kRpcsHelp = "Rank RPCs by outcome.";
   rpcs_ok = r->AddCounter(kRpcs, kRpcsHelp, "outcome=\"ok\"");
@@ -20,8 +19,7 @@ ServerMetrics::ServerMetrics(MetricsRegistry* r,
   rejected.overload = r->AddCounter(kRejected, kRejectedHelp, "reason=\"overload\"");
   rejected.unsent_bytes = r->AddCounter(kRejected, kRejectedHelp, "reason=\"unsent_bytes\"");
   rejected.deadline = r->AddCounter(kRejected, kRejectedHelp, "reason=\"deadline\"");
-  rejected.response_budget =
-      r->AddCounter(kRejected, kRejectedHelp, "reason=\"response_budget\"");
+  rejected.response_budget = r->AddCounter(kRejected, kRejectedHelp, "reason=\"response_budget\"");
   unknown_item_features = r->AddLabeledCounters(
       "rankwire_unknown_item_features_total",
       "Requests naming an item feature the model does not know, by name (the first 64 "
@@ -70,11 +68,9 @@ ServerMetrics::ServerMetrics(MetricsRegistry* r,
   for (const std::string& name : codec_names) {
     std::string label = absl::StrCat("codec=\"", name, "\"");
     codecs.push_back(PerCodec{
-        name,
-        r->AddCounter("rankwire_responses_total", "Rank responses by codec.", label),
+        name, r->AddCounter("rankwire_responses_total", "Rank responses by codec.", label),
         r->AddHistogram("rankwire_response_body_bytes",
-                        "Encoded RankResult bytes per response, by codec.",
-                        SizeBuckets(), label)});
+                        "Encoded RankResult bytes per response, by codec.", SizeBuckets(), label)});
   }
 }
 
@@ -100,8 +96,9 @@ void ExportServerInfo(MetricsRegistry* registry,
                       const std::vector<std::pair<std::string, std::string>>& labels) {
   std::vector<std::string> parts;
   for (const auto& [name, value] : labels) parts.push_back(MetricsRegistry::Label(name, value));
-  registry->AddGauge("rankwire_server_info", "This replica's configuration (always 1).",
-                     [] { return 1.0; }, absl::StrJoin(parts, ","));
+  registry->AddGauge(
+      "rankwire_server_info", "This replica's configuration (always 1).", [] { return 1.0; },
+      absl::StrJoin(parts, ","));
 }
 
 const ServerMetrics::PerCodec* ServerMetrics::ForCodec(absl::string_view name) const {

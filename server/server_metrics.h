@@ -34,8 +34,7 @@ const char* PhaseName(Phase phase);
 
 struct ServerMetrics {
   // `codec_names`: one response series per codec.
-  ServerMetrics(MetricsRegistry* registry,
-                const std::vector<std::string>& codec_names);
+  ServerMetrics(MetricsRegistry* registry, const std::vector<std::string>& codec_names);
 
   // Rank calls inside the handler right now.
   std::atomic<int64_t> in_flight{0};

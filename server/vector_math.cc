@@ -28,7 +28,7 @@ inline double ExpKernel(double x) {
   constexpr double kLn2Hi = 6.93147180369123816490e-01;
   constexpr double kLn2Lo = 1.90821492927058770002e-10;
   constexpr double kShifter = 6755399441055744.0;  // 1.5 * 2^52: rounds to an integer.
-  x = x < -746.0 ? -746.0 : x;  // NaN compares false and stays NaN.
+  x = x < -746.0 ? -746.0 : x;                     // NaN compares false and stays NaN.
   x = x > 710.0 ? 710.0 : x;
   const double n = (x * kLog2e + kShifter) - kShifter;
   const double r = (x - n * kLn2Hi) - n * kLn2Lo;
@@ -95,13 +95,13 @@ inline double Log1pKernel(double x) {
 }  // namespace
 
 __attribute__((target_clones("avx2", "default"))) void ExpArray(const double* x, double* out,
-                                                                 size_t n) {
+                                                                size_t n) {
   for (size_t i = 0; i < n; ++i) out[i] = ExpKernel(x[i]);
 }
 
 __attribute__((target_clones("avx2", "default"))) void Log1pNonNegativeArray(const double* x,
-                                                                              double* out,
-                                                                              size_t n) {
+                                                                             double* out,
+                                                                             size_t n) {
   for (size_t i = 0; i < n; ++i) out[i] = Log1pKernel(x[i]);
 }
 

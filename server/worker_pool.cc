@@ -73,8 +73,8 @@ void WorkerPool::Loop(const Placement& placement) {
   // which inherit the server's short one, preempt it when they wake.
   if (!placement.throughput) {
     SetThreadName(placement.name);
-  } else if (absl::Status s = PlaceThroughputThread(
-                 {placement.name, placement.nice, placement.cpus});
+  } else if (absl::Status s =
+                 PlaceThroughputThread({placement.name, placement.nice, placement.cpus});
              !s.ok()) {
     spdlog::warn("{}: {}", placement.name, s.ToString());
   }

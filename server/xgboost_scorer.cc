@@ -38,8 +38,8 @@ uint32_t IndexIn(std::vector<std::string>& names, absl::string_view name) {
 
 }  // namespace
 
-XGBoostScorer::XGBoostScorer(const xgb::XGBoostModel& model, std::string name,
-                             std::string version, const XGBoostScorerOptions& options)
+XGBoostScorer::XGBoostScorer(const xgb::XGBoostModel& model, std::string name, std::string version,
+                             const XGBoostScorerOptions& options)
     : name_(std::move(name)),
       version_(std::move(version)),
       full_version_(absl::StrCat(name_, "@", version_)),
@@ -140,8 +140,8 @@ void XGBoostScorer::Explain(const RequestView& request, const float* features,
 }
 
 size_t XGBoostScorer::MemoryBytes() const {
-  size_t bytes = evaluator_.MemoryBytes() + shap_.MemoryBytes() +
-                 bindings_.capacity() * sizeof(Binding);
+  size_t bytes =
+      evaluator_.MemoryBytes() + shap_.MemoryBytes() + bindings_.capacity() * sizeof(Binding);
   for (const std::vector<std::string>* names :
        {&feature_names_, &inputs_.item, &inputs_.user, &inputs_.context}) {
     bytes += names->capacity() * sizeof(std::string);

@@ -66,9 +66,8 @@ class XGBoostScorer final : public Model {
   };
   // Rows of the candidates `which` (all n when null) in model feature order
   // into rows (count x num_features()), missing as NaN.
-  void GatherRows(const RequestView& request, const float* features,
-                  const std::vector<int>& column, size_t n, const uint32_t* which, size_t count,
-                  float* rows) const;
+  void GatherRows(const RequestView& request, const float* features, const std::vector<int>& column,
+                  size_t n, const uint32_t* which, size_t count, float* rows) const;
 
   std::string name_;
   std::string version_;

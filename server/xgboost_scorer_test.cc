@@ -57,7 +57,7 @@ constexpr size_t kXGBoostNodeBytes = 36;
 
 struct Held {
   size_t nodes;
-  int64_t heap;  // bytes the scorer's allocations hold
+  int64_t heap;      // bytes the scorer's allocations hold
   size_t accounted;  // its MemoryBytes()
 };
 
@@ -77,8 +77,8 @@ Held Load(int trees, int depth, int features, int seed) {
 TEST(XGBoostScorerTest, MemoryBytesIsWhatTheHeapHolds) {
   for (int depth : {2, 4, 6, 8, 12}) {
     const Held held = Load(300, depth, 18, depth);
-    SCOPED_TRACE(absl::StrCat("300 trees, depth ", depth, ": ", held.nodes, " nodes, ",
-                              held.heap, " bytes held, ", held.accounted, " accounted"));
+    SCOPED_TRACE(absl::StrCat("300 trees, depth ", depth, ": ", held.nodes, " nodes, ", held.heap,
+                              " bytes held, ", held.accounted, " accounted"));
     // The scorer's own object is on the heap too, and small strings and
     // vectors' headers are counted in place.
     EXPECT_GE(static_cast<int64_t>(held.accounted), held.heap * 95 / 100);

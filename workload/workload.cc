@@ -42,14 +42,14 @@ double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 double Round(double v, double step) { return std::round(v / step) * step; }
 
 constexpr const char* kQueries[] = {
-    "wireless earbuds",      "running shoes men",     "air fryer",
-    "phone case iphone 16",  "mechanical keyboard",   "yoga mat",
-    "coffee grinder",        "kids backpack",         "led desk lamp",
-    "usb c charger 65w",     "down jacket women",     "stainless water bottle",
-    "robot vacuum",          "4k monitor 27 inch",    "electric toothbrush",
-    "camping tent 2 person", "bluetooth speaker",     "gaming mouse",
-    "silk pillowcase",       "instant pot",           "noise cancelling headphones",
-    "smart watch",           "baby stroller",         "hiking boots",
+    "wireless earbuds",      "running shoes men",   "air fryer",
+    "phone case iphone 16",  "mechanical keyboard", "yoga mat",
+    "coffee grinder",        "kids backpack",       "led desk lamp",
+    "usb c charger 65w",     "down jacket women",   "stainless water bottle",
+    "robot vacuum",          "4k monitor 27 inch",  "electric toothbrush",
+    "camping tent 2 person", "bluetooth speaker",   "gaming mouse",
+    "silk pillowcase",       "instant pot",         "noise cancelling headphones",
+    "smart watch",           "baby stroller",       "hiking boots",
 };
 constexpr const char* kDevices[] = {"ios", "android", "web", "mini_program"};
 
@@ -59,8 +59,8 @@ struct Source {
   double text_match_shape;  // Exponent on a uniform: lower = better matches.
 };
 constexpr Source kSources[] = {
-    {"text_bm25", 0.35, 0.45},  {"vector_ann", 0.30, 0.9}, {"i2i_cf", 0.15, 1.4},
-    {"hot_sale", 0.10, 1.6},    {"personalized", 0.10, 1.2},
+    {"text_bm25", 0.35, 0.45}, {"vector_ann", 0.30, 0.9},   {"i2i_cf", 0.15, 1.4},
+    {"hot_sale", 0.10, 1.6},   {"personalized", 0.10, 1.2},
 };
 
 }  // namespace
@@ -76,11 +76,10 @@ absl::StatusOr<rank::v1::LogMode> ParseLogMode(absl::string_view name) {
 
 const std::vector<std::string>& ItemFeatureNames() {
   static const auto* names = new std::vector<std::string>{
-      "price",          "discount_rate",  "sales_30d",      "review_count",
-      "rating",         "ctr_7d",         "cvr_7d",         "add_cart_rate_7d",
-      "text_match",     "semantic_sim",   "brand_affinity", "category_match",
-      "shop_score",     "freshness_days", "stock",          "delivery_days",
-      "image_quality",  "return_rate",
+      "price",          "discount_rate",  "sales_30d",        "review_count",   "rating",
+      "ctr_7d",         "cvr_7d",         "add_cart_rate_7d", "text_match",     "semantic_sim",
+      "brand_affinity", "category_match", "shop_score",       "freshness_days", "stock",
+      "delivery_days",  "image_quality",  "return_rate",
   };
   return *names;
 }
@@ -137,7 +136,8 @@ rank::v1::RankRequest WorkloadGenerator::Make(uint64_t sequence) const {
 
     // A latent quality ties the behavioural features together.
     const double q = rng.Normal(0, 1);
-    const double price = Round(std::max(0.5, rng.LogNormal(price_pref + rng.Normal(0, 0.4), 0.7)), 0.01);
+    const double price =
+        Round(std::max(0.5, rng.LogNormal(price_pref + rng.Normal(0, 0.4), 0.7)), 0.01);
     const double sales = std::floor(rng.LogNormal(3.0 + 0.8 * q, 1.5));
     auto* f = c->mutable_features();
     f->Reserve(static_cast<int>(ItemFeatureNames().size()));
@@ -145,7 +145,8 @@ rank::v1::RankRequest WorkloadGenerator::Make(uint64_t sequence) const {
     f->Add(static_cast<float>(rng.Bernoulli(0.25) ? 0.0 : Round(rng.Uniform(0.05, 0.6), 0.01)));
     f->Add(static_cast<float>(sales));
     f->Add(static_cast<float>(std::floor(sales * rng.Uniform(0.3, 12.0))));
-    f->Add(static_cast<float>(Round(std::clamp(4.3 + 0.3 * q + rng.Normal(0, 0.3), 1.0, 5.0), 0.1)));
+    f->Add(
+        static_cast<float>(Round(std::clamp(4.3 + 0.3 * q + rng.Normal(0, 0.3), 1.0, 5.0), 0.1)));
     f->Add(static_cast<float>(Sigmoid(-3.3 + 0.5 * q + rng.Normal(0, 0.4))));
     f->Add(static_cast<float>(Sigmoid(-4.0 + 0.4 * q + rng.Normal(0, 0.5))));
     f->Add(static_cast<float>(Sigmoid(-3.0 + 0.4 * q + rng.Normal(0, 0.4))));
@@ -153,7 +154,8 @@ rank::v1::RankRequest WorkloadGenerator::Make(uint64_t sequence) const {
     f->Add(static_cast<float>(std::clamp(rng.Normal(0.55, 0.2), -0.2, 1.0)));
     f->Add(static_cast<float>(std::pow(rng.Uniform(), 3.0)));
     f->Add(rng.Bernoulli(0.8) ? 1.0f : 0.0f);
-    f->Add(static_cast<float>(Round(std::clamp(4.5 + 0.2 * q + rng.Normal(0, 0.2), 3.0, 5.0), 0.01)));
+    f->Add(
+        static_cast<float>(Round(std::clamp(4.5 + 0.2 * q + rng.Normal(0, 0.2), 3.0, 5.0), 0.01)));
     f->Add(static_cast<float>(std::floor(std::pow(rng.Uniform(), 2.0) * 720)));
     f->Add(static_cast<float>(std::floor(rng.LogNormal(4.0, 1.5))));
     f->Add(static_cast<float>(1 + rng.Below(rng.Bernoulli(0.7) ? 3 : 10)));

@@ -37,11 +37,11 @@ TEST(WorkloadTest, DefaultRequestIsTheSeedShapedOne) {
     sources.insert(c.recall_source());
     ASSERT_EQ(c.features_size(), 18);
     for (float f : c.features()) EXPECT_TRUE(std::isfinite(f));
-    EXPECT_GT(c.features(0), 0);                                 // price
-    EXPECT_GE(c.features(4), 1);                                 // rating
+    EXPECT_GT(c.features(0), 0);  // price
+    EXPECT_GE(c.features(4), 1);  // rating
     EXPECT_LE(c.features(4), 5);
-    EXPECT_TRUE(c.features(11) == 0 || c.features(11) == 1);     // category_match
-    EXPECT_EQ(c.features(2), std::floor(c.features(2)));         // sales_30d is a count
+    EXPECT_TRUE(c.features(11) == 0 || c.features(11) == 1);  // category_match
+    EXPECT_EQ(c.features(2), std::floor(c.features(2)));      // sales_30d is a count
   }
   EXPECT_EQ(sources.size(), 5u);
   EXPECT_TRUE(r.context().contains("query"));

@@ -52,7 +52,8 @@ class AcceptedNames {
     for (size_t k = 0; k < n; ++k) {
       const Entry e = entry(k);
       if (ends_[k] - begin != e.name.size() || tags_[k] != e.tag ||
-          (!e.name.empty() && std::memcmp(names_.data() + begin, e.name.data(), e.name.size()) != 0)) {
+          (!e.name.empty() &&
+           std::memcmp(names_.data() + begin, e.name.data(), e.name.size()) != 0)) {
         return false;
       }
       begin = ends_[k];

@@ -53,9 +53,7 @@ enum class TypeCode : uint8_t {
   kStringDict = 0x20,  // varint index into the key's dictionary
 };
 
-constexpr WireClass WireClassOf(uint8_t type_code) {
-  return static_cast<WireClass>(type_code & 7);
-}
+constexpr WireClass WireClassOf(uint8_t type_code) { return static_cast<WireClass>(type_code & 7); }
 // Wire classes 4..7 are reserved; a key with one cannot be skipped.
 inline bool IsKnownWireClass(uint8_t type_code) { return (type_code & 7) <= 3; }
 

@@ -2,6 +2,7 @@
 // LocateBlocksUpTo, BlockData, keys()): many threads reading a result whose
 // every item has its own shape, a SHAPES section cut short, and
 // allocations that fail in the middle of a parse.
+#include <unistd.h>
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -12,7 +13,6 @@
 #include <random>
 #include <string>
 #include <thread>
-#include <unistd.h>
 #include <utility>
 #include <vector>
 

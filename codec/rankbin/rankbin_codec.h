@@ -21,8 +21,7 @@ inline constexpr absl::string_view kRankbinZstdCodecName = "rankbin-zstd";
 
 class RankbinCodec final : public Codec {
  public:
-  RankbinCodec(std::string name, rankbin::WriterOptions writer,
-               rankbin::ReaderOptions reader)
+  RankbinCodec(std::string name, rankbin::WriterOptions writer, rankbin::ReaderOptions reader)
       : name_(std::move(name)), writer_(writer), reader_(reader) {}
 
   absl::string_view name() const override { return name_; }

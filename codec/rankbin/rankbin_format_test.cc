@@ -37,9 +37,9 @@
 namespace rankwire::rankbin {
 namespace {
 
+using test::RowResult;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using test::RowResult;
 
 // Payload construction -----------------------------------------------------
 
@@ -339,7 +339,8 @@ DocExample ReadDocExample() {
   while (std::getline(block, line)) {
     std::istringstream words(line);
     std::string word;
-    while (words >> word && word.size() == 2 && std::isxdigit(static_cast<unsigned char>(word[0])) &&
+    while (words >> word && word.size() == 2 &&
+           std::isxdigit(static_cast<unsigned char>(word[0])) &&
            std::isxdigit(static_cast<unsigned char>(word[1]))) {
       out.bytes.push_back(static_cast<char>(std::stoi(word, nullptr, 16)));
     }
@@ -380,8 +381,7 @@ TEST(WorkedExampleTest, DocumentedBytesDecodeToTheExample) {
   absl::StatusOr<CodecRegistry> registry = MakeBuiltinCodecs({});
   ASSERT_TRUE(registry.ok());
   for (absl::string_view name : {kRankbinCodecName, kRankbinZstdCodecName}) {
-    absl::StatusOr<RankResult> d =
-        registry->Find(name)->Decode(SharedBytes::FromString(doc.bytes));
+    absl::StatusOr<RankResult> d = registry->Find(name)->Decode(SharedBytes::FromString(doc.bytes));
     ASSERT_TRUE(d.ok()) << name << ": " << d.status();
     EXPECT_EQ(DiffResults(*d, ExampleResult()), "") << name;
   }
@@ -430,7 +430,7 @@ TEST(WriterTest, SectionsInOrderAndBlocksOfBlockItems) {
   const std::string bytes = Encode(r, options);
   std::vector<uint8_t> ids;
   for (const SectionRef& s : Sections(bytes)) ids.push_back(s.id);
-  EXPECT_EQ(ids, (std::vector<uint8_t>{1, 2, 4, 5, 3}));  // FORMAT.md: ITEMS last.
+  EXPECT_EQ(ids, (std::vector<uint8_t>{1, 2, 4, 5, 3}));    // FORMAT.md: ITEMS last.
   EXPECT_EQ(Blocks(bytes, SectionId::kValues).size(), 3u);  // ceil(7 / 3)
   EXPECT_EQ(Blocks(bytes, SectionId::kLogs).size(), 3u);
   for (const BlockRef& b : Blocks(bytes, SectionId::kValues)) {
@@ -478,8 +478,8 @@ TEST(WriterTest, ZstdBlocksAreFramesOfTheirRawSize) {
     for (const BlockRef& b : blocks) {
       ASSERT_EQ(b.codec, static_cast<uint8_t>(BlockCodec::kZstd)) << static_cast<int>(id);
       EXPECT_LT(b.stored_size, b.raw_size);
-      absl::StatusOr<std::string> raw =
-          compression::ZstdDecompress(absl::string_view(bytes).substr(b.stored, b.stored_size), b.raw_size);
+      absl::StatusOr<std::string> raw = compression::ZstdDecompress(
+          absl::string_view(bytes).substr(b.stored, b.stored_size), b.raw_size);
       ASSERT_TRUE(raw.ok()) << raw.status();
       EXPECT_EQ(raw->size(), b.raw_size);
     }
@@ -542,8 +542,12 @@ TEST(WriterTest, ItemsWithAsManyButDifferentKeysRoundTrip) {
   const uint32_t d = r.AddKey("d", MetricType::kFloat);
   const std::vector<std::vector<MetricEntry>> variants = {
       {{a, MetricValue::Double(1)}, {b, MetricValue::Int(2)}, {c, MetricValue::String("x")}},
-      {{a, MetricValue::Double(3)}, {b, MetricValue::Int(4)}, {d, MetricValue::Float(5)}},  // Other key.
-      {{b, MetricValue::Int(6)}, {a, MetricValue::Double(7)}, {c, MetricValue::String("y")}},  // Order.
+      {{a, MetricValue::Double(3)},
+       {b, MetricValue::Int(4)},
+       {d, MetricValue::Float(5)}},  // Other key.
+      {{b, MetricValue::Int(6)},
+       {a, MetricValue::Double(7)},
+       {c, MetricValue::String("y")}},  // Order.
       {{d, MetricValue::Float(8)}, {c, MetricValue::String("z")}, {b, MetricValue::Int(9)}},
   };
   for (size_t i = 0; i < 12; ++i) {
@@ -566,7 +570,7 @@ TEST(WriterTest, ItemsWithAsManyButDifferentKeysRoundTrip) {
     s = bad_int.TryBuild().status();
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(std::string(s.message()), HasSubstr(absl::StrCat("item 7 (sku-7): metric \"b\" is ",
-                                                             MetricTypeName(v.type()))));
+                                                                 MetricTypeName(v.type()))));
   }
 }
 
@@ -578,7 +582,8 @@ TEST(WriterTest, StringColumnsWithUnusedAndRepeatedEntriesRoundTrip) {
   RankResult r;
   const uint32_t k = r.AddKey("bucket", MetricType::kString);
   const uint32_t note = r.AddKey("note", MetricType::kString);
-  for (size_t i = 0; i < 100; ++i) r.AddItem(absl::StrCat("sku-", i), 0, static_cast<uint32_t>(i + 1));
+  for (size_t i = 0; i < 100; ++i)
+    r.AddItem(absl::StrCat("sku-", i), 0, static_cast<uint32_t>(i + 1));
   const uint32_t unused = r.AddStringEntry(k, std::string(300, 'u'));
   const uint32_t x = r.AddStringEntry(k, "bucket-x");
   const uint32_t x_again = r.AddStringEntry(k, "bucket-x");
@@ -665,7 +670,7 @@ TEST(WriterTest, AKeyTableAcceptedBeforeIsCheckedAgainWhenItDiffers) {
     for (uint32_t k = 0; k < r.keys.size(); ++k) {
       const MetricType t = r.keys[k].type;
       item.metrics.push_back({k, t == MetricType::kString ? MetricValue::String("v")
-                             : t == MetricType::kInt      ? MetricValue::Int(7)
+                                 : t == MetricType::kInt  ? MetricValue::Int(7)
                                                           : MetricValue::Double(0.5)});
     }
     return r;
@@ -687,9 +692,9 @@ TEST(WriterTest, AKeyTableAcceptedBeforeIsCheckedAgainWhenItDiffers) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   EXPECT_THAT(std::string(s.message()), HasSubstr("has no valid type"));
   // The same names with other types, then the first table again.
-  EXPECT_NE(RoundTrip(result({{"ab", MetricType::kInt}, {"cd", MetricType::kString}}),
-                      kRankbinCodecName),
-            "");
+  EXPECT_NE(
+      RoundTrip(result({{"ab", MetricType::kInt}, {"cd", MetricType::kString}}), kRankbinCodecName),
+      "");
   EXPECT_NE(RoundTrip(good, kRankbinCodecName), "");
   EXPECT_EQ(rankbin::WriteRankbin(dup, {}).status().code(), absl::StatusCode::kInvalidArgument);
 }
@@ -787,7 +792,8 @@ TEST(WriterTest, ShapesOfAnyKeyOrderAndIndexWidthRoundTrip) {
     }
     return MetricValue::Int(0);
   };
-  const std::vector<uint32_t> wide = {0, 1, 2, 3, 126, 127, 128, 129, 16382, 16383, 16384, 16385, 19999};
+  const std::vector<uint32_t> wide = {0,   1,     2,     3,     126,   127,  128,
+                                      129, 16382, 16383, 16384, 16385, 19999};
   std::mt19937 rng(11);
   for (size_t i = 0; i < 40; ++i) {
     std::vector<uint32_t> keys = wide;
@@ -1003,7 +1009,8 @@ TEST(ReaderTest, DecompressesOnlyTheBlocksItReads) {
   RowResult r;
   const uint32_t model = r.AddKey("model", MetricType::kString);
   for (size_t i = 0; i < 6; ++i) {
-    AppendItem(r, i).metrics = {{model, MetricValue::String(std::string(200, static_cast<char>('a' + i)))}};
+    AppendItem(r, i).metrics = {
+        {model, MetricValue::String(std::string(200, static_cast<char>('a' + i)))}};
   }
   BuiltinCodecOptions options;
   options.writer.block_items = 2;
@@ -1204,10 +1211,10 @@ TEST(CompatibilityTest, UnknownTypeCodesAreSkippedByWireClass) {
     std::string value;  // One value of it.
   };
   const Unknown unknowns[] = {
-      {0x08, Bytes().Varint(300)},                  // wire class 0
-      {0x19, Bytes().U32(0xdeadbeef)},              // wire class 1
-      {0x0a, Bytes().F64(1.5)},                     // wire class 2
-      {0x0b, Bytes().Str("opaque future bytes")},   // wire class 3
+      {0x08, Bytes().Varint(300)},                 // wire class 0
+      {0x19, Bytes().U32(0xdeadbeef)},             // wire class 1
+      {0x0a, Bytes().F64(1.5)},                    // wire class 2
+      {0x0b, Bytes().Str("opaque future bytes")},  // wire class 3
   };
   for (const Unknown& u : unknowns) {
     SCOPED_TRACE(static_cast<int>(u.code));
@@ -1261,8 +1268,8 @@ TEST(ReaderTest, KeyNamesOfEveryLengthClassReadBack) {
   r.AddKey("", MetricType::kInt);
   RankedItem& item = AppendItem(r, 0);
   for (uint32_t k = 0; k < r.keys.size(); ++k) {
-    item.metrics.push_back({k, r.keys[k].type == MetricType::kInt ? MetricValue::Int(3)
-                                                                  : MetricValue::Double(k)});
+    item.metrics.push_back(
+        {k, r.keys[k].type == MetricType::kInt ? MetricValue::Int(3) : MetricValue::Double(k)});
   }
   EXPECT_NE(RoundTrip(r, kRankbinCodecName), "");
 
@@ -1376,9 +1383,9 @@ TEST(ReaderTest, KeysReadInPlaceAndThroughTheGeneralPathInterleave) {
   const uint32_t n = want.AddKey(std::string(130, 'n'), MetricType::kDouble);
   const uint32_t f = want.AddKey("f", MetricType::kDouble);
   RankedItem& item = want.AddItem("sku-1", 0.5, 1);
-  item.metrics = {{a, MetricValue::Double(0.25)},  {b, MetricValue::Int(-7)},
-                  {c, MetricValue::String("y")},    {d, MetricValue::String("dee")},
-                  {e, MetricValue::Float(1.5f)},    {n, MetricValue::Double(2.5)},
+  item.metrics = {{a, MetricValue::Double(0.25)}, {b, MetricValue::Int(-7)},
+                  {c, MetricValue::String("y")},  {d, MetricValue::String("dee")},
+                  {e, MetricValue::Float(1.5f)},  {n, MetricValue::Double(2.5)},
                   {f, MetricValue::Double(-1)}};
 
   const std::string bytes = p.Build();
@@ -1391,11 +1398,10 @@ TEST(ReaderTest, KeysReadInPlaceAndThroughTheGeneralPathInterleave) {
   absl::Span<const MetricKey> keys = (*view)->keys();
   ASSERT_EQ(keys.size(), 7u);
   std::vector<std::string> names;
-  ASSERT_TRUE((*view)
-                  ->ForEachMetric(0, [&](uint32_t k, const MetricRef&) {
-                    names.push_back(keys[k].name);
-                  })
-                  .ok());
+  ASSERT_TRUE(
+      (*view)
+          ->ForEachMetric(0, [&](uint32_t k, const MetricRef&) { names.push_back(keys[k].name); })
+          .ok());
   EXPECT_THAT(names, ElementsAre("a", "b", "c", "d", "e", std::string(130, 'n'), "f"));
 }
 
@@ -1482,9 +1488,9 @@ TEST(MalformedTest, RepeatedKnownSection) {
 
 TEST(MalformedTest, MissingRequiredSection) {
   const Payload p = ExamplePayload();
-  const std::string sections[] = {Payload::Section(1, p.KeysBody()), Payload::Section(2, p.ShapesBody()),
-                                  Payload::Section(3, p.ItemsBody()),
-                                  Payload::Section(4, Payload::BlocksBody(p.values))};
+  const std::string sections[] = {
+      Payload::Section(1, p.KeysBody()), Payload::Section(2, p.ShapesBody()),
+      Payload::Section(3, p.ItemsBody()), Payload::Section(4, Payload::BlocksBody(p.values))};
   const char* names[] = {"KEYS", "SHAPES", "ITEMS", "VALUES"};
   for (int missing = 0; missing < 4; ++missing) {
     std::string bytes = p.Header(3);
@@ -1510,8 +1516,9 @@ TEST(MalformedTest, SectionLengthPastTheEnd) {
 // entries are out of order or past the records fails, a full decode fails.
 TEST(MalformedTest, ItemDirectoryOutOfOrderOrPastTheRecords) {
   Payload p = ExamplePayload();
-  for (std::vector<uint32_t> directory : {std::vector<uint32_t>{17, 0},  // Item 0 ends before it starts.
-                                          std::vector<uint32_t>{0, 35}}) {  // Records are 34 bytes.
+  for (std::vector<uint32_t> directory :
+       {std::vector<uint32_t>{17, 0},     // Item 0 ends before it starts.
+        std::vector<uint32_t>{0, 35}}) {  // Records are 34 bytes.
     p.directory = directory;
     absl::StatusOr<std::unique_ptr<ResultView>> view = Open(p.Build());
     ASSERT_TRUE(view.ok()) << view.status();
@@ -1549,11 +1556,10 @@ TEST(MalformedTest, ShapeIndexRepeatedOrOutOfRange) {
 TEST(MalformedTest, TrailingBytesAfterTheLastShapeOrKey) {
   Payload p = ExamplePayload();
   const std::string shapes = p.ShapesBody() + std::string(1, '\0');
-  const std::string bytes = p.Header(5) + Payload::Section(1, p.KeysBody()) +
-                            Payload::Section(2, shapes) +
-                            Payload::Section(4, Payload::BlocksBody(p.values)) +
-                            Payload::Section(5, Payload::BlocksBody(*p.logs)) +
-                            Payload::Section(3, p.ItemsBody());
+  const std::string bytes =
+      p.Header(5) + Payload::Section(1, p.KeysBody()) + Payload::Section(2, shapes) +
+      Payload::Section(4, Payload::BlocksBody(p.values)) +
+      Payload::Section(5, Payload::BlocksBody(*p.logs)) + Payload::Section(3, p.ItemsBody());
   absl::StatusOr<std::unique_ptr<ResultView>> view = Open(bytes);
   ASSERT_TRUE(view.ok()) << view.status();
   absl::Status s = (*view)->ForEachMetric(0, [](uint32_t, const MetricRef&) {});
@@ -1783,7 +1789,8 @@ TEST(CapTest, DecodedSizeOfZstdBlocksIsCappedBeforeDecoding) {
   const std::string run0 = Bytes().F64(0.25).Varint(0);
   const std::string run1 = Bytes().F64(0.125).Varint(0);
   p.values = {BlockSpec::Zstd(run0), BlockSpec::Zstd(run1)};
-  p.logs = std::vector<BlockSpec>{BlockSpec::Zstd(Bytes().Str("")), BlockSpec::Zstd(Bytes().Str("hi"))};
+  p.logs =
+      std::vector<BlockSpec>{BlockSpec::Zstd(Bytes().Str("")), BlockSpec::Zstd(Bytes().Str("hi"))};
   const std::string bytes = p.Build();
   const uint64_t total = 9 + 9 + 1 + 3;  // Every zstd block's raw_size.
 

@@ -121,8 +121,8 @@ class RankbinView final : public ResultView {
   size_t size() const override { return n_; }
   absl::Span<const MetricKey> keys() const override;
   absl::StatusOr<ItemRef> Item(size_t i) const override;
-  absl::StatusOr<std::optional<MetricRef>> FindMetric(
-      size_t i, absl::string_view name) const override;
+  absl::StatusOr<std::optional<MetricRef>> FindMetric(size_t i,
+                                                      absl::string_view name) const override;
   absl::Status ForEachMetric(size_t i, MetricVisitor visit) const override;
   absl::StatusOr<std::optional<MetricRef>> FindMetricOf(const ItemRef& item,
                                                         absl::string_view name) const override;
@@ -183,7 +183,7 @@ class RankbinView final : public ResultView {
     absl::string_view data;         // Every block's stored bytes, in order.
     size_t data_base = 0;
     mutable std::atomic<uint64_t> ready{0};
-    mutable size_t next = 0;  // Offset in data of block `ready`.
+    mutable size_t next = 0;      // Offset in data of block `ready`.
     mutable absl::Status status;  // The first error; every later read returns it.
     mutable std::unique_ptr<std::unique_ptr<Block[]>[]> chunks;
     const Block& at(uint64_t b) const { return chunks[b / kChunk][b % kChunk]; }
@@ -198,12 +198,10 @@ class RankbinView final : public ResultView {
   // with r just before that key's entry. Through the Reader each entry
   // stored and reloaded its position, and one Open of a 3000-key payload
   // took ~16 µs.
-  uint64_t ParseSimpleKeys(coding::Reader& r, uint64_t k, uint64_t count,
-                           uint32_t* model_index);
+  uint64_t ParseSimpleKeys(coding::Reader& r, uint64_t k, uint64_t count, uint32_t* model_index);
   absl::Status ParseShapes(absl::string_view body, size_t base);
   absl::Status ParseItems(absl::string_view body, size_t base);
-  absl::Status ParseColumn(absl::string_view body, size_t base, const char* name,
-                           Column* column);
+  absl::Status ParseColumn(absl::string_view body, size_t base, const char* name, Column* column);
   // Block b of `column`, located and checked (with every block before it)
   // on first use.
   absl::StatusOr<const Block*> GetBlock(const Column& column, uint64_t b) const {
@@ -230,8 +228,8 @@ class RankbinView final : public ResultView {
   absl::Status ParseShapesUpTo(uint64_t s) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Item i's values, positioned at its first value, and its shape, from
   // its record's shape and values offset.
-  absl::Status ValuesOf(size_t i, uint32_t shape_id, uint32_t values_offset,
-                        coding::Reader* out, const Shape** shape) const;
+  absl::Status ValuesOf(size_t i, uint32_t shape_id, uint32_t values_offset, coding::Reader* out,
+                        const Shape** shape) const;
   // The one decoder of an item's values: from r, one value per key of
   // `shape` into `sink` (sink.Double/Float/Int/String(model_index, v),
   // sink.DictString(model_index, key, index)); unknown types skipped.
@@ -348,8 +346,8 @@ class RankbinView final : public ResultView {
 absl::Status RankbinView::Parse() {
   absl::string_view all = bytes_.view();
   if (all.size() < kHeaderSize) {
-    return Corrupt(absl::StrCat("payload of ", all.size(),
-                                " bytes is shorter than the 8-byte header"));
+    return Corrupt(
+        absl::StrCat("payload of ", all.size(), " bytes is shorter than the 8-byte header"));
   }
   if (std::memcmp(all.data(), kMagic, 4) != 0) {
     return Corrupt("bad magic: not a rankbin payload");
@@ -363,8 +361,8 @@ absl::Status RankbinView::Parse() {
   minor_ = static_cast<uint8_t>(all[5]);
   // Minor versions only add what a 1.x reader can skip (sections, trailing
   // fields, type codes); the section count covers the sections it adds too.
-  const uint16_t section_count = static_cast<uint16_t>(
-      static_cast<uint8_t>(all[6]) | (static_cast<uint8_t>(all[7]) << 8));
+  const uint16_t section_count =
+      static_cast<uint16_t>(static_cast<uint8_t>(all[6]) | (static_cast<uint8_t>(all[7]) << 8));
   absl::string_view sections[6];
   size_t section_base[6] = {};
   coding::Reader r(all.substr(kHeaderSize), kContext, kHeaderSize);
@@ -466,8 +464,8 @@ absl::Status RankbinView::ParseKeys(absl::string_view body, size_t base) {
       dict_.insert(dict_.end(), entry.dict.begin(), entry.dict.end());
     }
     if (!IsKnownWireClass(key.code)) {
-      return Corrupt(absl::StrCat("key ", k, " (\"", key.name, "\") has reserved wire class ",
-                                  key.code & 7));
+      return Corrupt(
+          absl::StrCat("key ", k, " (\"", key.name, "\") has reserved wire class ", key.code & 7));
     }
     if (ModelTypeOf(key.code)) key.model_index = model_index++;
     key.fixed_size = FixedSizeOf(key.code);
@@ -595,10 +593,10 @@ absl::Status RankbinView::ParseColumn(absl::string_view body, size_t base, const
 }
 
 absl::StatusOr<const RankbinView::Block*> RankbinView::LocateBlock(const Column& column,
-                                                                    uint64_t b) const {
+                                                                   uint64_t b) const {
   if (b >= column.count) {
-    return Corrupt(absl::StrCat(column.name, " block ", b, " out of range (", column.count,
-                                " blocks)"));
+    return Corrupt(
+        absl::StrCat(column.name, " block ", b, " out of range (", column.count, " blocks)"));
   }
   ViewLock lock(&mu_);
   if (absl::Status s = LocateBlocksUpTo(column, b); !s.ok()) return s;
@@ -612,12 +610,10 @@ absl::Status RankbinView::LocateBlocksUpTo(const Column& column, uint64_t b) con
   if (column.chunks == nullptr) {
     column.chunks.reset(new std::unique_ptr<Block[]>[(column.count + kChunk - 1) / kChunk]);
   }
-  coding::Reader entries(
-      absl::string_view(column.entries + ready * kBlockEntryBytes,
-                        (b + 1 - ready) * kBlockEntryBytes),
-      kContext, column.entries_base + ready * kBlockEntryBytes);
-  coding::Reader data(column.data.substr(column.next), kContext,
-                      column.data_base + column.next);
+  coding::Reader entries(absl::string_view(column.entries + ready * kBlockEntryBytes,
+                                           (b + 1 - ready) * kBlockEntryBytes),
+                         kContext, column.entries_base + ready * kBlockEntryBytes);
+  coding::Reader data(column.data.substr(column.next), kContext, column.data_base + column.next);
   const char* name = column.name;
   for (; ready <= b; ++ready) {
     std::unique_ptr<Block[]>& chunk = column.chunks[ready / kChunk];
@@ -639,19 +635,19 @@ absl::Status RankbinView::LocateBlocksUpTo(const Column& column, uint64_t b) con
       block.codec = BlockCodec::kZstd;
       decoded_total_ += e.raw_size;
       if (decoded_total_ > options_.max_decoded_bytes) {
-        return column.status = absl::ResourceExhaustedError(absl::StrCat(
-                   kContext, ": compressed blocks would decode to more than ",
-                   options_.max_decoded_bytes, " bytes"));
+        return column.status = absl::ResourceExhaustedError(
+                   absl::StrCat(kContext, ": compressed blocks would decode to more than ",
+                                options_.max_decoded_bytes, " bytes"));
       }
     } else {
       return column.status = Corrupt(absl::StrCat(name, " block ", ready, " has unknown codec ",
                                                   static_cast<int>(e.codec)));
     }
     if (block.stored_size > data.remaining()) {
-      return column.status = Corrupt(absl::StrCat(
-                 name, " block ", ready, ": block data of ", block.stored_size,
-                 " bytes at offset ", data.offset(), " passes the end of its section (",
-                 data.remaining(), " bytes left)"));
+      return column.status = Corrupt(absl::StrCat(name, " block ", ready, ": block data of ",
+                                                  block.stored_size, " bytes at offset ",
+                                                  data.offset(), " passes the end of its section (",
+                                                  data.remaining(), " bytes left)"));
     }
     block.stored = data.Bytes(block.stored_size, "block data").data();
     // Moves with the ready count: a later chunk's allocation may throw.
@@ -711,8 +707,7 @@ absl::Status RankbinView::DirectoryError(size_t i, size_t begin, size_t end) con
 absl::StatusOr<ItemRecord> RankbinView::Record(size_t i) const {
   if (i >= n_) return OutOfRange(i);
   const uint32_t begin = coding::DecodeFixed32(offsets_ + 4 * i);
-  const size_t end =
-      i + 1 < n_ ? coding::DecodeFixed32(offsets_ + 4 * (i + 1)) : records_size_;
+  const size_t end = i + 1 < n_ ? coding::DecodeFixed32(offsets_ + 4 * (i + 1)) : records_size_;
   if (ABSL_PREDICT_FALSE(begin > end || end > records_size_)) return DirectoryError(i, begin, end);
   coding::Reader r(absl::string_view(records_ + begin, end - begin), kContext,
                    Offset(records_ + begin));
@@ -729,8 +724,7 @@ absl::StatusOr<ItemRef> RankbinView::Item(size_t i) const {
                  ItemRef::Cursor{rec->shape, rec->values_offset});
 }
 
-absl::StatusOr<absl::string_view> RankbinView::BlockData(const Column& column,
-                                                         size_t b) const {
+absl::StatusOr<absl::string_view> RankbinView::BlockData(const Column& column, size_t b) const {
   absl::StatusOr<const Block*> located = GetBlock(column, b);
   if (!located.ok()) return located.status();
   const Block& block = **located;
@@ -747,8 +741,7 @@ absl::StatusOr<absl::string_view> RankbinView::BlockData(const Column& column,
       block.status = compression::ZstdDecompressExact(frame, block.data.get(), block.raw_size);
     }
     if (!block.status.ok()) {
-      block.status =
-          Corrupt(absl::StrCat(column.name, " block ", b, ": ", block.status.message()));
+      block.status = Corrupt(absl::StrCat(column.name, " block ", b, ": ", block.status.message()));
       block.data.reset();
     }
   });
@@ -852,22 +845,23 @@ absl::Status RankbinView::ForEachMetricAt(size_t i, uint32_t shape_id, uint32_t 
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::optional<MetricRef>> RankbinView::FindMetric(
-    size_t i, absl::string_view name) const {
+absl::StatusOr<std::optional<MetricRef>> RankbinView::FindMetric(size_t i,
+                                                                 absl::string_view name) const {
   absl::StatusOr<ItemRecord> rec = Record(i);
   if (!rec.ok()) return rec.status();
   return FindMetricAt(i, rec->shape, rec->values_offset, name);
 }
 
-absl::StatusOr<std::optional<MetricRef>> RankbinView::FindMetricOf(
-    const ItemRef& item, absl::string_view name) const {
+absl::StatusOr<std::optional<MetricRef>> RankbinView::FindMetricOf(const ItemRef& item,
+                                                                   absl::string_view name) const {
   const ItemRef::Cursor& c = item.cursor();
   if (c.a == ItemRef::Cursor::kNone) return FindMetric(item.index(), name);
   return FindMetricAt(item.index(), c.a, c.b, name);
 }
 
-absl::StatusOr<std::optional<MetricRef>> RankbinView::FindMetricAt(
-    size_t i, uint32_t shape_id, uint32_t values_offset, absl::string_view name) const {
+absl::StatusOr<std::optional<MetricRef>> RankbinView::FindMetricAt(size_t i, uint32_t shape_id,
+                                                                   uint32_t values_offset,
+                                                                   absl::string_view name) const {
   if (absl::Status s = Names(); !s.ok()) return s;
   auto it = by_name_.find(name);
   if (it == by_name_.end()) return std::nullopt;
@@ -922,8 +916,8 @@ struct RankbinView::Budget {
   absl::Status Add(uint64_t n) {
     used += n;
     if (used <= cap) return absl::OkStatus();
-    return absl::ResourceExhaustedError(absl::StrCat(
-        kContext, ": the result would materialize to more than ", cap, " bytes"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat(kContext, ": the result would materialize to more than ", cap, " bytes"));
   }
 };
 

@@ -36,9 +36,7 @@ struct Serializer<uint64_t> {
   static constexpr uint64_t kMinBytes = 1;
   static size_t Size(uint64_t v) { return coding::VarintLength(v); }
   static void Write(coding::Writer& w, uint64_t v) { w.PutVarint64(v); }
-  static void Read(coding::Reader& r, uint64_t* v, const char* what) {
-    *v = r.Varint64(what);
-  }
+  static void Read(coding::Reader& r, uint64_t* v, const char* what) { *v = r.Varint64(what); }
 };
 
 template <>
@@ -46,21 +44,15 @@ struct Serializer<uint32_t> {
   static constexpr uint64_t kMinBytes = 1;
   static size_t Size(uint32_t v) { return coding::VarintLength(v); }
   static void Write(coding::Writer& w, uint32_t v) { w.PutVarint64(v); }
-  static void Read(coding::Reader& r, uint32_t* v, const char* what) {
-    *v = r.Varint32(what);
-  }
+  static void Read(coding::Reader& r, uint32_t* v, const char* what) { *v = r.Varint32(what); }
 };
 
 template <>
 struct Serializer<int64_t> {
   static constexpr uint64_t kMinBytes = 1;
-  static size_t Size(int64_t v) {
-    return coding::VarintLength(coding::ZigZagEncode64(v));
-  }
+  static size_t Size(int64_t v) { return coding::VarintLength(coding::ZigZagEncode64(v)); }
   static void Write(coding::Writer& w, int64_t v) { w.PutSignedVarint64(v); }
-  static void Read(coding::Reader& r, int64_t* v, const char* what) {
-    *v = r.SignedVarint64(what);
-  }
+  static void Read(coding::Reader& r, int64_t* v, const char* what) { *v = r.SignedVarint64(what); }
 };
 
 template <>
@@ -68,9 +60,7 @@ struct Serializer<float> {
   static constexpr uint64_t kMinBytes = 4;
   static size_t Size(float) { return 4; }
   static void Write(coding::Writer& w, float v) { w.PutFloat(v); }
-  static void Read(coding::Reader& r, float* v, const char* what) {
-    *v = r.Float(what);
-  }
+  static void Read(coding::Reader& r, float* v, const char* what) { *v = r.Float(what); }
 };
 
 template <>
@@ -78,20 +68,14 @@ struct Serializer<double> {
   static constexpr uint64_t kMinBytes = 8;
   static size_t Size(double) { return 8; }
   static void Write(coding::Writer& w, double v) { w.PutDouble(v); }
-  static void Read(coding::Reader& r, double* v, const char* what) {
-    *v = r.Double(what);
-  }
+  static void Read(coding::Reader& r, double* v, const char* what) { *v = r.Double(what); }
 };
 
 template <>
 struct Serializer<absl::string_view> {
   static constexpr uint64_t kMinBytes = 1;
-  static size_t Size(absl::string_view v) {
-    return coding::LengthPrefixedLength(v.size());
-  }
-  static void Write(coding::Writer& w, absl::string_view v) {
-    w.PutLengthPrefixed(v);
-  }
+  static size_t Size(absl::string_view v) { return coding::LengthPrefixedLength(v.size()); }
+  static void Write(coding::Writer& w, absl::string_view v) { w.PutLengthPrefixed(v); }
   // The result is a view into the reader's input.
   static void Read(coding::Reader& r, absl::string_view* v, const char* what) {
     *v = r.LengthPrefixed(what);
@@ -231,9 +215,7 @@ struct Serializer<KeyEntry> {
     }
   }
   static size_t Size(const KeyEntry& e) { return Size(e.type_code, e.name, e.dict); }
-  static void Write(coding::Writer& w, const KeyEntry& e) {
-    Write(w, e.type_code, e.name, e.dict);
-  }
+  static void Write(coding::Writer& w, const KeyEntry& e) { Write(w, e.type_code, e.name, e.dict); }
   // The entry whose body (after its length) `body` is, read from `r`'s
   // input; views point into it. Fails `r` on a malformed body.
   static void ReadBody(coding::Reader& r, absl::string_view body, KeyEntry* e) {
@@ -276,9 +258,8 @@ struct ItemRecord {
 template <>
 struct Serializer<ItemRecord> {
   static size_t Size(const ItemRecord& v) {
-    return coding::LengthPrefixedLength(v.id.size()) + 8 +
-           coding::VarintLength(v.position) + coding::VarintLength(v.shape) +
-           coding::VarintLength(v.values_offset);
+    return coding::LengthPrefixedLength(v.id.size()) + 8 + coding::VarintLength(v.position) +
+           coding::VarintLength(v.shape) + coding::VarintLength(v.values_offset);
   }
   static void Write(coding::Writer& w, const ItemRecord& v) {
     w.PutLengthPrefixed(v.id);
@@ -379,8 +360,8 @@ struct ValueSerializer {
         uint64_t index = r.Varint64("dictionary index");
         if (!r.ok()) return false;
         if (index >= dict_size) {
-          r.Fail("dictionary index", absl::StrCat("index ", index, " out of range (",
-                                                  dict_size, " entries)"));
+          r.Fail("dictionary index",
+                 absl::StrCat("index ", index, " out of range (", dict_size, " entries)"));
           return false;
         }
         sink.DictString(static_cast<uint32_t>(index));
@@ -392,8 +373,8 @@ struct ValueSerializer {
   }
   // Decode into a MetricRef. `dict` is the key's dictionary.
   ABSL_ATTRIBUTE_ALWAYS_INLINE static bool Read(coding::Reader& r, uint8_t code,
-                                                const absl::string_view* dict,
-                                                uint32_t dict_size, MetricRef* out) {
+                                                const absl::string_view* dict, uint32_t dict_size,
+                                                MetricRef* out) {
     struct RefSink {
       const absl::string_view* dict;
       MetricRef* out;

@@ -377,9 +377,9 @@ absl::Status Encoder::CountUses(uint32_t k, bool* dict_worth_trying) {
     if (!dense && !c.present(i)) continue;
     const uint32_t code = codes[i];
     if (ABSL_PREDICT_FALSE(code >= entries)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "rankbin: item ", i, " (", r_.id(i), "): metric \"", r_.key(k).name,
-          "\" has string code ", code, " of ", entries, " entries"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("rankbin: item ", i, " (", r_.id(i), "): metric \"", r_.key(k).name,
+                       "\" has string code ", code, " of ", entries, " entries"));
     }
     if (seen < kDictSample) s_.sample_strings.insert(c.entry(code));
     if (++seen == 16) distinct16 = s_.sample_strings.size();
@@ -614,8 +614,7 @@ absl::Status Encoder::WriteBlocks(coding::Writer& w, const std::vector<uint64_t>
       absl::StatusOr<size_t> stored =
           raw == 0 ? absl::StatusOr<size_t>(0)
                    : compression::ZstdCompressInto(absl::string_view(scratch, raw), o_.zstd_level,
-                                                   w.position(), w.remaining(),
-                                                   o_.zstd_checksum);
+                                                   w.position(), w.remaining(), o_.zstd_checksum);
       if (!stored.ok()) return stored.status();
       if (raw > 0 && *stored <= static_cast<double>(raw) * (1.0 - o_.min_saving)) {
         entry.codec = static_cast<uint8_t>(BlockCodec::kZstd);
@@ -645,33 +644,34 @@ absl::Status Encoder::WriteValues(coding::Writer& w) {
     }
   }
   s_.values_offset.resize(n_);
-  return WriteBlocks(w, bounds, [&](size_t b) { return ValuesCandidate(b); },
-                     [&](size_t block, coding::Writer& bw) -> absl::Status {
-                       const size_t end = std::min(n_, (block + 1) * block_items_);
-                       // Runs of items of one shape (most blocks are one run).
-                       for (size_t i = block * block_items_; i < end;) {
-                         size_t j = i + 1;
-                         while (j < end && s_.item_shape[j] == s_.item_shape[i]) ++j;
-                         WriteRun(bw, i, j, s_.shapes[s_.item_shape[i]]);
-                         if (bw.written() > UINT32_MAX) {
-                           return absl::InvalidArgumentError(
-                               "rankbin: a values block exceeds 4 GiB");
-                         }
-                         i = j;
-                       }
-                       return absl::OkStatus();
-                     });
+  return WriteBlocks(
+      w, bounds, [&](size_t b) { return ValuesCandidate(b); },
+      [&](size_t block, coding::Writer& bw) -> absl::Status {
+        const size_t end = std::min(n_, (block + 1) * block_items_);
+        // Runs of items of one shape (most blocks are one run).
+        for (size_t i = block * block_items_; i < end;) {
+          size_t j = i + 1;
+          while (j < end && s_.item_shape[j] == s_.item_shape[i]) ++j;
+          WriteRun(bw, i, j, s_.shapes[s_.item_shape[i]]);
+          if (bw.written() > UINT32_MAX) {
+            return absl::InvalidArgumentError("rankbin: a values block exceeds 4 GiB");
+          }
+          i = j;
+        }
+        return absl::OkStatus();
+      });
 }
 
 absl::Status Encoder::WriteLogs(coding::Writer& w) {
-  return WriteBlocks(w, s_.log_block_raw, [&](size_t) { return o_.compress_logs; },
-                     [&](size_t block, coding::Writer& bw) -> absl::Status {
-                       const size_t end = std::min(n_, (block + 1) * block_items_);
-                       for (size_t i = block * block_items_; i < end; ++i) {
-                         bw.PutLengthPrefixed(r_.log(i));
-                       }
-                       return absl::OkStatus();
-                     });
+  return WriteBlocks(
+      w, s_.log_block_raw, [&](size_t) { return o_.compress_logs; },
+      [&](size_t block, coding::Writer& bw) -> absl::Status {
+        const size_t end = std::min(n_, (block + 1) * block_items_);
+        for (size_t i = block * block_items_; i < end; ++i) {
+          bw.PutLengthPrefixed(r_.log(i));
+        }
+        return absl::OkStatus();
+      });
 }
 
 absl::StatusOr<OwnedBuffer> Encoder::Encode() {
@@ -697,8 +697,8 @@ absl::StatusOr<OwnedBuffer> Encoder::Encode() {
   }
   const size_t shapes_bytes = coding::VarintLength(shape_count_) + s_.shape_entries.size();
   // ITEMS: exact but for each record's values offset, bounded at 5 bytes.
-  const size_t items_bound = coding::VarintLength(n_) + coding::VarintLength(block_items_) +
-                             4 * n_ + records_bound_;
+  const size_t items_bound =
+      coding::VarintLength(n_) + coding::VarintLength(block_items_) + 4 * n_ + records_bound_;
   const size_t block_directory = coding::VarintLength(blocks_) + blocks_ * kBlockEntryBytes;
   // VALUES: exact when raw but for ints (10 bytes each in the bound);
   // compressed blocks may take zstd's bound.
@@ -708,12 +708,12 @@ absl::StatusOr<OwnedBuffer> Encoder::Encode() {
        std::any_of(s_.values_long_strings.begin(), s_.values_long_strings.end(),
                    [](uint64_t n) { return n > 0; }));
   const size_t values_bound =
-      block_directory + (may_compress_values ? values_total_ + (values_total_ >> 8) + 64 * blocks_
-                                             : values_total_);
+      block_directory +
+      (may_compress_values ? values_total_ + (values_total_ >> 8) + 64 * blocks_ : values_total_);
   const size_t logs_bound = has_logs_ ? BlockSectionBound(s_.log_block_raw, o_.compress_logs) : 0;
   const int sections = has_logs_ ? 5 : 4;
-  const size_t capacity = kHeaderSize + sections * kSectionHeaderSize + keys_bytes +
-                          shapes_bytes + items_bound + values_bound + logs_bound;
+  const size_t capacity = kHeaderSize + sections * kSectionHeaderSize + keys_bytes + shapes_bytes +
+                          items_bound + values_bound + logs_bound;
   for (size_t s : {keys_bytes, shapes_bytes, items_bound, values_bound, logs_bound}) {
     if (s > UINT32_MAX) return absl::InvalidArgumentError("rankbin: a section exceeds 4 GiB");
   }

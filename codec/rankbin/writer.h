@@ -54,8 +54,7 @@ struct WriterOptions {
 
 // InvalidArgument if `result` breaks ValidateResult's invariants (every one
 // is checked on the way), or a block or section exceeds 4 GiB.
-absl::StatusOr<OwnedBuffer> WriteRankbin(const RankResult& result,
-                                         const WriterOptions& options);
+absl::StatusOr<OwnedBuffer> WriteRankbin(const RankResult& result, const WriterOptions& options);
 
 }  // namespace rankwire::rankbin
 

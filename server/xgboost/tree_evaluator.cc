@@ -150,8 +150,7 @@ void TreeEvaluator::AddCompactTree(const XGBoostTree& tree) {
 // twice: slot u with missing as +inf (default right), slot U + u with
 // missing as -inf (default left); slot 2U is all -inf (always left). Lanes
 // past n copy lane 0 so that they walk real paths; their results are dropped.
-void TreeEvaluator::FillBlock(const float* rows, size_t n, size_t row_stride,
-                              float* block) const {
+void TreeEvaluator::FillBlock(const float* rows, size_t n, size_t row_stride, float* block) const {
   const size_t features = used_features_.size();
   float* right = block;
   float* left = block + features * kLanes;
@@ -336,7 +335,7 @@ RANKWIRE_TARGET_AVX512 void WalkAvx512(const Arrays& a, const float* blocks, flo
 }  // namespace
 
 void TreeEvaluator::ScoreBlocksAvx512(const float* blocks, int n_blocks, float* acc) const {
-  const Arrays arrays = {trees_.data(), trees_.size(), slot_.data(),   threshold_.data(),
+  const Arrays arrays = {trees_.data(), trees_.size(), slot_.data(), threshold_.data(),
                          child_.data(), leaf_.data(),  block_floats_};
   switch (n_blocks) {
     case 1:

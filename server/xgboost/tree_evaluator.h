@@ -96,7 +96,7 @@ class TreeEvaluator {
   // into a block, so a model with many features costs only those it uses.
   std::vector<int32_t> used_features_;
   std::vector<int32_t> compact_feature_;  // model feature -> index in used_features_
-  size_t block_floats_ = 0;  // (2 * used_features_.size() + 1) * kLanes
+  size_t block_floats_ = 0;               // (2 * used_features_.size() + 1) * kLanes
   float base_margin_ = 0;
   Objective objective_ = Objective::kRegSquaredError;
   Kernel kernel_ = Kernel::kScalar;

@@ -23,8 +23,7 @@ XGBoostModel Parse(const testing::ModelSpec& spec) {
 
 // Every kernel gives the reference walk's float, bit for bit, for any number
 // of rows (partial blocks and passes) and a row stride wider than the model.
-void ExpectSameAsReference(const XGBoostModel& model, size_t n_rows, size_t stride,
-                           uint32_t seed) {
+void ExpectSameAsReference(const XGBoostModel& model, size_t n_rows, size_t stride, uint32_t seed) {
   const size_t features = model.num_features();
   std::vector<float> rows = testing::RandomRows(seed, n_rows * stride / features + 1, features);
   rows.resize(n_rows * stride);

@@ -28,7 +28,7 @@ float FillMeans(const XGBoostTree& tree, int32_t node, std::vector<float>* mean)
 struct TreeShap::Walk {
   const XGBoostTree& tree;
   const float* row;
-  float* phi;                 // this tree's contributions
+  float* phi;  // this tree's contributions
   std::vector<uint8_t>& touched_mark;
   std::vector<int>& touched;  // features phi holds a value for
 };
@@ -48,9 +48,9 @@ TreeShap::TreeShap(const XGBoostModel& model)
 size_t TreeShap::MemoryBytes() const {
   size_t bytes = trees_.capacity() * sizeof(XGBoostTree) + mean_.capacity() * sizeof(mean_[0]);
   for (const XGBoostTree& t : trees_) {
-    bytes += (t.left.capacity() + t.right.capacity() + t.split_feature.capacity()) *
-                 sizeof(int32_t) +
-             (t.value.capacity() + t.cover.capacity()) * sizeof(float) + t.default_left.capacity();
+    bytes +=
+        (t.left.capacity() + t.right.capacity() + t.split_feature.capacity()) * sizeof(int32_t) +
+        (t.value.capacity() + t.cover.capacity()) * sizeof(float) + t.default_left.capacity();
   }
   for (const std::vector<float>& m : mean_) bytes += m.capacity() * sizeof(float);
   return bytes;
@@ -80,10 +80,8 @@ using PathElement = internal::ShapPathElement;
 void Extend(PathElement* path, int depth, float zero_fraction, float one_fraction, int feature) {
   path[depth] = {feature, zero_fraction, one_fraction, depth == 0 ? 1.0f : 0.0f};
   for (int i = depth - 1; i >= 0; --i) {
-    path[i + 1].weight +=
-        one_fraction * path[i].weight * (i + 1) / static_cast<float>(depth + 1);
-    path[i].weight =
-        zero_fraction * path[i].weight * (depth - i) / static_cast<float>(depth + 1);
+    path[i + 1].weight += one_fraction * path[i].weight * (i + 1) / static_cast<float>(depth + 1);
+    path[i].weight = zero_fraction * path[i].weight * (depth - i) / static_cast<float>(depth + 1);
   }
 }
 

@@ -45,8 +45,8 @@ class TreeShap {
   using PathElement = internal::ShapPathElement;
   struct Walk;  // one row through one tree (tree_shap.cc)
 
-  void Recurse(Walk& walk, int32_t node, PathElement* parent_path, int depth,
-               float zero_fraction, float one_fraction, int feature) const;
+  void Recurse(Walk& walk, int32_t node, PathElement* parent_path, int depth, float zero_fraction,
+               float one_fraction, int feature) const;
 
   size_t num_features_ = 0;
   float base_margin_ = 0;

@@ -13,9 +13,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "base/read_file.h"
 #include "base/status_macros.h"
 #include "base/status_reason.h"
@@ -108,7 +108,7 @@ class ModelReader {
   absl::StatusOr<dom::element> Field(dom::object object, absl::string_view key,
                                      absl::string_view where) const;
   absl::StatusOr<absl::string_view> StringField(dom::object object, absl::string_view key,
-                                               absl::string_view where) const;
+                                                absl::string_view where) const;
   absl::StatusOr<int64_t> IntStringField(dom::object object, absl::string_view key,
                                          absl::string_view where) const;
 
@@ -174,9 +174,9 @@ absl::StatusOr<XGBoostModel> ModelReader::Read(simdjson::padded_string_view json
     std::optional<std::string> nulled =
         NullNonFiniteWords(absl::string_view(json.data(), json.size()));
     if (!nulled || parser.parse(*nulled).get(root)) {
-      return WithReason(Error(absl::StrCat("not valid JSON (truncated?): ",
-                                           simdjson::error_message(error))),
-                        "truncated");
+      return WithReason(
+          Error(absl::StrCat("not valid JSON (truncated?): ", simdjson::error_message(error))),
+          "truncated");
     }
   }
   dom::object top;
@@ -228,8 +228,8 @@ absl::Status ModelReader::ReadObjective(dom::object learner) {
       // XGBoost's ProbToMargin for logistic loss, in float as it computes it.
       float p = model_.base_score_;
       if (!(p > 0.0f && p < 1.0f)) {
-        return Error(absl::StrCat("base_score ", p, " is outside (0, 1), which ",
-                                  "binary:logistic needs"));
+        return Error(
+            absl::StrCat("base_score ", p, " is outside (0, 1), which ", "binary:logistic needs"));
       }
       model_.base_margin_ = -std::log(1.0f / p - 1.0f);
     }
@@ -244,7 +244,8 @@ absl::Status ModelReader::ReadModelParam(dom::object learner) {
   static constexpr absl::string_view kWhere = "learner.learner_model_param";
   ASSIGN_OR_RETURN(dom::element param_element, Field(learner, "learner_model_param", "learner"));
   dom::object param;
-  if (param_element.get_object().get(param)) return Error(absl::StrCat(kWhere, " is not an object"));
+  if (param_element.get_object().get(param))
+    return Error(absl::StrCat(kWhere, " is not an object"));
   ASSIGN_OR_RETURN(num_feature_, IntStringField(param, "num_feature", kWhere));
   if (num_feature_ <= 0 || num_feature_ > (int64_t{1} << 20)) {
     return Error(absl::StrCat("num_feature is ", num_feature_, "; 1 to 2^20 are accepted"));
@@ -292,8 +293,8 @@ absl::Status ModelReader::ReadFeatureNames(dom::object learner) {
     for (int64_t i = 0; i < num_feature_; ++i) out.push_back(absl::StrCat("f", i));
   }
   if (static_cast<int64_t>(out.size()) != num_feature_) {
-    return Error(absl::StrCat("feature_names has ", out.size(), " names but num_feature is ",
-                              num_feature_));
+    return Error(
+        absl::StrCat("feature_names has ", out.size(), " names but num_feature is ", num_feature_));
   }
   absl::flat_hash_map<absl::string_view, size_t> seen;
   for (size_t i = 0; i < out.size(); ++i) {
@@ -305,7 +306,8 @@ absl::Status ModelReader::ReadFeatureNames(dom::object learner) {
   }
   dom::element types_element;
   dom::array types;
-  if (!learner.at_key("feature_types").get(types_element) && !types_element.get_array().get(types)) {
+  if (!learner.at_key("feature_types").get(types_element) &&
+      !types_element.get_array().get(types)) {
     size_t i = 0;
     for (dom::element type : types) {
       std::string_view text;
@@ -322,7 +324,8 @@ absl::Status ModelReader::ReadTrees(dom::object learner) {
   ASSIGN_OR_RETURN(dom::element booster_element, Field(learner, "gradient_booster", "learner"));
   dom::object booster;
   if (booster_element.get_object().get(booster)) return Error("gradient_booster is not an object");
-  ASSIGN_OR_RETURN(absl::string_view booster_name, StringField(booster, "name", "gradient_booster"));
+  ASSIGN_OR_RETURN(absl::string_view booster_name,
+                   StringField(booster, "name", "gradient_booster"));
   if (booster_name != "gbtree") {
     return Unsupported(absl::StrCat("booster \"", booster_name, "\" is not served (gbtree only)"));
   }
@@ -330,14 +333,15 @@ absl::Status ModelReader::ReadTrees(dom::object learner) {
   dom::object model;
   dom::array trees;
   dom::array tree_info;
-  if (model_element.get_object().get(model)) return Error("gradient_booster.model is not an object");
+  if (model_element.get_object().get(model))
+    return Error("gradient_booster.model is not an object");
   ASSIGN_OR_RETURN(dom::element trees_element, Field(model, "trees", "gradient_booster.model"));
   ASSIGN_OR_RETURN(dom::element info_element, Field(model, "tree_info", "gradient_booster.model"));
   if (trees_element.get_array().get(trees)) return Error("trees is not an array");
   if (info_element.get_array().get(tree_info)) return Error("tree_info is not an array");
   if (tree_info.size() != trees.size()) {
-    return Error(absl::StrCat("tree_info has ", tree_info.size(), " entries for ", trees.size(),
-                              " trees"));
+    return Error(
+        absl::StrCat("tree_info has ", tree_info.size(), " entries for ", trees.size(), " trees"));
   }
   size_t index = 0;
   for (dom::element group : tree_info) {
@@ -365,15 +369,15 @@ absl::Status ModelReader::ReadNumbers(dom::object tree, absl::string_view key,
                                       absl::string_view where, std::vector<T>* out) const {
   ASSIGN_OR_RETURN(dom::element element, Field(tree, key, where));
   dom::array array;
-  if (element.get_array().get(array)) return Error(absl::StrCat(where, ".", key, " is not an array"));
+  if (element.get_array().get(array))
+    return Error(absl::StrCat(where, ".", key, " is not an array"));
   out->clear();
   out->reserve(array.size());
   for (dom::element number : array) {
     if constexpr (std::is_same_v<T, float>) {
       double value = 0;
       if (number.is_null()) {
-        return Error(absl::StrCat(where, " node ", out->size(), ": ", key,
-                                  " is NaN or infinite"));
+        return Error(absl::StrCat(where, " node ", out->size(), ": ", key, " is NaN or infinite"));
       }
       if (number.get_double().get(value)) {
         return Error(absl::StrCat(where, " node ", out->size(), ": ", key, " is not a number"));
@@ -385,8 +389,8 @@ absl::Status ModelReader::ReadNumbers(dom::object tree, absl::string_view key,
       if (!number.get_bool().get(flag)) {
         value = flag;
       } else if (number.get_int64().get(value) || value < INT32_MIN || value > INT32_MAX) {
-        return Error(absl::StrCat(where, " node ", out->size(), ": ", key,
-                                  " is not a 32-bit integer"));
+        return Error(
+            absl::StrCat(where, " node ", out->size(), ": ", key, " is not a 32-bit integer"));
       }
       out->push_back(static_cast<T>(value));
     }
@@ -442,18 +446,17 @@ absl::Status ModelReader::CheckTree(XGBoostTree& tree, size_t index) {
     stack.pop_back();
     ++model_.num_nodes_;
     if (!std::isfinite(tree.value[node])) {
-      return WithReason(Error(absl::StrCat(where(node),
-                                           tree.IsLeaf(node) ? "leaf value " : "split value ",
-                                           tree.value[node], " is not finite")),
-                        "invalid_number");
+      return WithReason(
+          Error(absl::StrCat(where(node), tree.IsLeaf(node) ? "leaf value " : "split value ",
+                             tree.value[node], " is not finite")),
+          "invalid_number");
     }
     if (!(tree.cover[node] >= 0) || !std::isfinite(tree.cover[node])) {
       return Error(absl::StrCat(where(node), "sum_hessian ", tree.cover[node], " is not >= 0"));
     }
     if (tree.IsLeaf(node)) {
       if (tree.right[node] != -1) {
-        return Error(absl::StrCat(where(node), "left child -1 but right child ",
-                                  tree.right[node]));
+        return Error(absl::StrCat(where(node), "left child -1 but right child ", tree.right[node]));
       }
       tree.depth = std::max(tree.depth, depth);
       continue;

@@ -91,8 +91,7 @@ class XGBoostModel {
   // not an XGBoost model or a model that breaks a check (the message names
   // the tree and node), kUnimplemented for a valid model rankwire does not
   // serve (other objectives, dart, multi-class, categorical splits).
-  static absl::StatusOr<XGBoostModel> Parse(absl::string_view json,
-                                            absl::string_view source_name,
+  static absl::StatusOr<XGBoostModel> Parse(absl::string_view json, absl::string_view source_name,
                                             const XGBoostLoadOptions& options = {});
   // Parse of the file's bytes, read with ReadFileChecked (base/read_file.h):
   // a file larger than options.max_file_bytes is refused

@@ -71,8 +71,8 @@ TEST(XGBoostModelTest, LogisticBaseScoreIsInMarginSpaceAndOutputIsSigmoid) {
 }
 
 TEST(XGBoostModelTest, ServesEachListedObjective) {
-  for (const char* name : {"rank:pairwise", "rank:ndcg", "rank:map", "binary:logistic",
-                           "reg:squarederror"}) {
+  for (const char* name :
+       {"rank:pairwise", "rank:ndcg", "rank:map", "binary:logistic", "reg:squarederror"}) {
     ModelSpec m = SmallModel();
     m.objective = name;
     auto model = XGBoostModel::Parse(ModelJson(m), "m.json");
@@ -203,8 +203,7 @@ TEST(XGBoostModelTest, RefusesCategoricalSplits) {
   std::string json = ModelJson(SmallModel());
   const std::string from = "\"split_type\":[0,0,0";
   json.replace(json.find(from), from.size(), "\"split_type\":[1,0,0");
-  EXPECT_EQ(XGBoostModel::Parse(json, "m.json").status().code(),
-            absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(XGBoostModel::Parse(json, "m.json").status().code(), absl::StatusCode::kUnimplemented);
 }
 
 class TempFile {

@@ -103,8 +103,8 @@ absl::Status Run() {
   ASSIGN_OR_RETURN(std::string bytes, ReadAll(absl::GetFlag(FLAGS_rows)));
   const size_t row_bytes = model.num_features() * sizeof(float);
   if (bytes.size() % row_bytes != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("--rows holds ", bytes.size(),
-                                                   " bytes, not a multiple of ", row_bytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--rows holds ", bytes.size(), " bytes, not a multiple of ", row_bytes));
   }
   std::vector<float> rows(bytes.size() / sizeof(float));
   std::copy(bytes.begin(), bytes.end(), reinterpret_cast<char*>(rows.data()));

@@ -27,11 +27,15 @@ struct TreeSpec {
 
 // Floats as XGBoost writes them: NaN and [-]Infinity as bare words.
 inline std::string FloatList(const std::vector<float>& v) {
-  return absl::StrCat("[", absl::StrJoin(v, ",", [](std::string* out, float x) {
-                        if (std::isnan(x)) return absl::StrAppend(out, "NaN");
-                        if (std::isinf(x)) return absl::StrAppend(out, x < 0 ? "-" : "", "Infinity");
-                        absl::StrAppend(out, absl::StrFormat("%.9e", x));
-                      }), "]");
+  return absl::StrCat("[",
+                      absl::StrJoin(v, ",",
+                                    [](std::string* out, float x) {
+                                      if (std::isnan(x)) return absl::StrAppend(out, "NaN");
+                                      if (std::isinf(x))
+                                        return absl::StrAppend(out, x < 0 ? "-" : "", "Infinity");
+                                      absl::StrAppend(out, absl::StrFormat("%.9e", x));
+                                    }),
+                      "]");
 }
 
 inline std::string IntList(const std::vector<int>& v) {
@@ -96,8 +100,8 @@ inline std::string ModelJson(const ModelSpec& m) {
       absl::StrJoin(trees, ","), "]},\"name\":\"", m.booster, "\"},\"learner_model_param\":{",
       "\"base_score\":\"", m.base_score, "\",\"boost_from_average\":\"1\",\"num_class\":\"",
       m.num_class, "\",\"num_feature\":\"", m.num_feature, "\",\"num_target\":\"1\"},",
-      "\"objective\":{", m.objective_params, m.objective_params.empty() ? "" : ",",
-      "\"name\":\"", m.objective, "\"}},\"version\":[1,7,4]}");
+      "\"objective\":{", m.objective_params, m.objective_params.empty() ? "" : ",", "\"name\":\"",
+      m.objective, "\"}},\"version\":[1,7,4]}");
 }
 
 // A random tree of at most `depth` levels; below depth 2 a node becomes a
@@ -121,7 +125,7 @@ inline TreeSpec RandomTree(std::mt19937& rng, int depth, int num_feature, float 
       continue;
     }
     t.feature[n] = static_cast<int>(rng() % num_feature);
-    t.value[n] = threshold                 ? threshold(t.feature[n])
+    t.value[n] = threshold             ? threshold(t.feature[n])
                  : uniform(rng) < 0.3f ? std::round(normal(rng) * 2) / 2
                                        : normal(rng);
     t.default_left[n] = static_cast<int>(rng() % 2);

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -76,8 +76,7 @@ class BalancingTest : public ::testing::Test {
   client::RankClient Client(const std::string& target, const ChannelOptions& options) {
     absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = client::MakeChannel(target, options);
     EXPECT_TRUE(channel.ok()) << channel.status();
-    return client::RankClient(channel.ok() ? *channel : client::MakeChannel(target),
-                              codecs_.get());
+    return client::RankClient(channel.ok() ? *channel : client::MakeChannel(target), codecs_.get());
   }
 
   static rank::v1::RankRequest Request(uint64_t sequence = 0) {

@@ -102,13 +102,11 @@ TEST(ChannelOptionsTest, BadOptionsAreRefusedWithTheReason) {
 
   ChannelOptions quote;
   quote.health_service = "x\",\"y";
-  EXPECT_EQ(MakeChannel("127.0.0.1:1", quote).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(MakeChannel("127.0.0.1:1", quote).status().code(), absl::StatusCode::kInvalidArgument);
 
   ChannelOptions json;
   json.service_config = "{not json";
-  EXPECT_THAT(MakeChannel("127.0.0.1:1", json).status().message(),
-              HasSubstr("service config"));
+  EXPECT_THAT(MakeChannel("127.0.0.1:1", json).status().message(), HasSubstr("service config"));
 
   ChannelOptions bad_policy;
   bad_policy.service_config = R"({"loadBalancingConfig":[{"no_such_policy":{}}]})";

@@ -30,15 +30,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   if (envelope->has_body) {
-    RANKWIRE_FUZZ_CHECK(envelope->body.data() >= bytes.data() &&
-                            envelope->body.data() + envelope->body.size() <=
-                                bytes.data() + bytes.size(),
-                        "body outside the input");
+    RANKWIRE_FUZZ_CHECK(
+        envelope->body.data() >= bytes.data() &&
+            envelope->body.data() + envelope->body.size() <= bytes.data() + bytes.size(),
+        "body outside the input");
   }
   rank::v1::RankResponse message;
   if (!message.ParseFromArray(data, static_cast<int>(size))) return 0;
-  RANKWIRE_FUZZ_CHECK(message.header().SerializeAsString() ==
-                          envelope->header.SerializeAsString(),
+  RANKWIRE_FUZZ_CHECK(message.header().SerializeAsString() == envelope->header.SerializeAsString(),
                       "header differs from protobuf's");
   switch (message.body_case()) {
     case rank::v1::RankResponse::kPayload:
@@ -48,9 +47,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                           "payload differs from protobuf's");
       break;
     case rank::v1::RankResponse::kResult:
-      RANKWIRE_FUZZ_CHECK(envelope->has_body &&
-                              envelope->body_kind == rankwire::BodyKind::kProtobufResult,
-                          "body kind differs from protobuf's");
+      RANKWIRE_FUZZ_CHECK(
+          envelope->has_body && envelope->body_kind == rankwire::BodyKind::kProtobufResult,
+          "body kind differs from protobuf's");
       break;
     case rank::v1::RankResponse::BODY_NOT_SET:
       RANKWIRE_FUZZ_CHECK(!envelope->has_body, "body protobuf does not see");

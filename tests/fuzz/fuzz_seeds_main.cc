@@ -30,14 +30,14 @@
 #include "codec/protobuf_codec.h"
 #include "codec/rank_result.h"
 #include "codec/rankbin/rankbin_codec.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "logstore/log_blocks.h"
 #include "logstore/log_record.h"
 #include "logstore/log_value.h"
-#include "tests/codecs/codecs_under_test.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "rank/v1/rank.pb.h"
 #include "server/xgboost/xgboost_test_util.h"
+#include "tests/codecs/codecs_under_test.h"
 #include "tests/support/random_result.h"
 #include "tests/support/row_result.h"
 
@@ -86,7 +86,8 @@ RankResult Typed(int count) {
   const uint32_t src = r.AddKey("recall.source", MetricType::kString);
   const uint32_t title = r.AddKey("título", MetricType::kString);
   for (int i = 0; i < count; ++i) {
-    RankedItem& item = r.AddItem(absl::StrCat("sku-", i), 1.0 / (i + 1), static_cast<uint32_t>(i + 1));
+    RankedItem& item =
+        r.AddItem(absl::StrCat("sku-", i), 1.0 / (i + 1), static_cast<uint32_t>(i + 1));
     item.metrics = {{ctr, MetricValue::Double(0.01 * i)},
                     {src, MetricValue::String(i % 3 ? "vector_ann" : "text_bm25")},
                     {clicks, MetricValue::Int(i * 1000 - 3000)}};
@@ -143,12 +144,8 @@ void MustDecodeTo(const Codec& codec, const std::string& bytes, const RankResult
 
 std::vector<std::pair<std::string, RankResult>> SeedResults() {
   std::vector<std::pair<std::string, RankResult>> results = {
-      {"empty", RankResult{}},
-      {"format_example", FormatExample()},
-      {"one_item", Typed(1)},
-      {"three_items", Typed(3)},
-      {"eight_items", Typed(8)},
-      {"edge_values", EdgeValues()},
+      {"empty", RankResult{}},   {"format_example", FormatExample()}, {"one_item", Typed(1)},
+      {"three_items", Typed(3)}, {"eight_items", Typed(8)},           {"edge_values", EdgeValues()},
   };
   {
     RankResult r;
@@ -164,7 +161,8 @@ std::vector<std::pair<std::string, RankResult>> SeedResults() {
     const uint32_t model = r.AddKey("model.version", MetricType::kString);
     const uint32_t bucket = r.AddKey("bucket", MetricType::kInt);
     const uint32_t ctr = r.AddKey("ctr", MetricType::kDouble);
-    for (int i = 0; i < 6; ++i) r.AddItem(absl::StrCat("sku-", i), 0.5, static_cast<uint32_t>(i + 1));
+    for (int i = 0; i < 6; ++i)
+      r.AddItem(absl::StrCat("sku-", i), 0.5, static_cast<uint32_t>(i + 1));
     const uint32_t version = r.AddStringEntry(model, "lr-v3-2024-06-01-production");
     std::fill_n(r.MutableCodes(model), r.size(), version);
     std::fill_n(r.MutableInts(bucket), r.size(), 42);
@@ -183,7 +181,8 @@ std::vector<std::pair<std::string, RankResult>> SeedResults() {
     for (int i = 0; i < 5; ++i) {
       RankedItem& item = r.AddItem(absl::StrCat("sku-", i), 0, static_cast<uint32_t>(i + 1));
       std::string text;
-      for (int k = 0; k < 8; ++k) absl::StrAppend(&text, "stage=rank item=", i, " took_us=", k, " ");
+      for (int k = 0; k < 8; ++k)
+        absl::StrAppend(&text, "stage=rank item=", i, " took_us=", k, " ");
       item.metrics.push_back({trace, MetricValue::String(text)});
       if (i % 2 == 0) item.metrics.push_back({a, MetricValue::Double(i)});
       if (i % 3 == 0) item.metrics.push_back({b, MetricValue::Int(-i)});
@@ -235,8 +234,8 @@ void AddCodecSeeds(std::map<std::string, std::string>& seeds) {
   writers.emplace_back("rankbin-one-per-block", &one_per_block, std::string(kRankbinCodecName));
 
   for (const auto& [label, writer, reader_name] : writers) {
-    const size_t index = static_cast<size_t>(
-        std::find(names.begin(), names.end(), reader_name) - names.begin());
+    const size_t index =
+        static_cast<size_t>(std::find(names.begin(), names.end(), reader_name) - names.begin());
     const Codec& reader = *codecs.Find(reader_name);
     for (const auto& [name, r] : SeedResults()) {
       const std::string bytes = MustEncode(*writer, r);
@@ -252,7 +251,10 @@ void AddCodecSeeds(std::map<std::string, std::string>& seeds) {
   // higher minor version (byte 5 of the payload, 6 of the seed).
   std::string future = seeds[std::string(kRankbinCodecName) + ".format_example"];
   future[6] = 7;
-  future += std::string("\x09\x03\x00\x00\x00" "abc", 8);
+  future += std::string(
+      "\x09\x03\x00\x00\x00"
+      "abc",
+      8);
   seeds["rankbin.format_example_future"] = future;
 }
 
@@ -273,8 +275,8 @@ std::string HashSeed(const std::vector<std::string>& values) {
 // values ('T', 'Z').
 void AddLogHashSeeds(std::map<std::string, std::string>& seeds) {
   logstore::BlockLayout layout;
-  layout.pieces = {"req=r1 item=", " pos=", " pre=", " src=", " raw=", " top=", " two=",
-                   " whole=", " same=", " price=", ""};
+  layout.pieces = {"req=r1 item=", " pos=",   " pre=",  " src=",   " raw=", " top=",
+                   " two=",        " whole=", " same=", " price=", ""};
   layout.kinds = {logstore::LogSlot::kItemId, logstore::LogSlot::kPosition,
                   logstore::LogSlot::kInt,    logstore::LogSlot::kString,
                   logstore::LogSlot::kNumber, logstore::LogSlot::kNumber,
@@ -312,7 +314,11 @@ void AddLogHashSeeds(std::map<std::string, std::string>& seeds) {
   std::string text = "Treq=r1 item=sku-1 pos=1 | feats price=78.7";
   std::string compressed = text.substr(1) + text.substr(1) + text.substr(1);
   logstore::EncodeLogValue(/*compress=*/true, 1, &compressed);
-  const std::string v1_layout("L\x01\x01\x05" "item=" "\x01\x00\x00", 12);
+  const std::string v1_layout(
+      "L\x01\x01\x05"
+      "item="
+      "\x01\x00\x00",
+      12);
   seeds["hash.v1_text"] = HashSeed({v1_layout, text, compressed});
 }
 
@@ -327,8 +333,8 @@ void AddLogRecordSeeds(std::map<std::string, std::string>& seeds) {
   };
   const double inf = std::numeric_limits<double>::infinity();
   seeds["numbers.edge_values"] =
-      doubles({0.0, -0.0, 1.0, 0.5, 999999.5, 99999.95, 1e-18, 9.99999e-19, 1e12, 5e-324, inf,
-               -inf, std::numeric_limits<double>::quiet_NaN(), 0.123456, 78.7, 1234567.0});
+      doubles({0.0, -0.0, 1.0, 0.5, 999999.5, 99999.95, 1e-18, 9.99999e-19, 1e12, 5e-324, inf, -inf,
+               std::numeric_limits<double>::quiet_NaN(), 0.123456, 78.7, 1234567.0});
   std::vector<double> ranker_like;
   std::mt19937_64 rng(5);
   for (int i = 0; i < 48; ++i) {
@@ -364,8 +370,11 @@ void AddLogRecordSeeds(std::map<std::string, std::string>& seeds) {
 void AddXGBoostSeeds(std::map<std::string, std::string>& seeds) {
   namespace xt = xgb::testing;
   xt::ModelSpec small;
-  small.trees.push_back(xt::TreeSpec{{1, -1, 3, -1, -1}, {2, -1, 4, -1, -1}, {0, 0, 1, 0, 0},
-                                     {0.5f, 1.0f, -1.0f, -2.0f, 3.0f}, {1, 0, 0, 0, 0},
+  small.trees.push_back(xt::TreeSpec{{1, -1, 3, -1, -1},
+                                     {2, -1, 4, -1, -1},
+                                     {0, 0, 1, 0, 0},
+                                     {0.5f, 1.0f, -1.0f, -2.0f, 3.0f},
+                                     {1, 0, 0, 0, 0},
                                      {10, 4, 6, 2, 4}});
   seeds["small.json"] = xt::ModelJson(small);
   xt::ModelSpec random = xt::RandomModel(7, 6, 4, 5);
@@ -423,8 +432,8 @@ Corpus MakeCorpus() {
   env["empty.env"] = "";
   // An unknown varint field and an unknown length-delimited field around
   // the payload.
-  env["unknown_fields.env"] = std::string("\x20\x05", 2) + env["payload.env"] +
-                              std::string("\x82\x01\x03xyz", 6);
+  env["unknown_fields.env"] =
+      std::string("\x20\x05", 2) + env["payload.env"] + std::string("\x82\x01\x03xyz", 6);
   for (const auto& [name, bytes] : env) {
     rank::v1::RankResponse response;
     if (!response.ParseFromString(bytes)) {

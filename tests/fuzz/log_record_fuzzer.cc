@@ -52,14 +52,15 @@ void Numbers(const uint8_t* data, size_t size) {
   const char* batch_end = rankwire::logstore::EncodeLogNumbers(values.data(), count, batch.get());
   std::string one_by_one;
   for (double v : values) rankwire::logstore::AppendLogNumber(v, &one_by_one);
-  RANKWIRE_FUZZ_CHECK(absl::string_view(batch.get(), static_cast<size_t>(batch_end - batch.get())) ==
-                          one_by_one,
-                      "EncodeLogNumbers differs from EncodeLogNumber");
+  RANKWIRE_FUZZ_CHECK(
+      absl::string_view(batch.get(), static_cast<size_t>(batch_end - batch.get())) == one_by_one,
+      "EncodeLogNumbers differs from EncodeLogNumber");
   rankwire::coding::Reader in(one_by_one, "slots");
   for (double v : values) {
     absl::StatusOr<double> read = rankwire::logstore::ReadLogNumber(in);
     RANKWIRE_FUZZ_CHECK(read.ok(), read.status().ToString());
-    RANKWIRE_FUZZ_CHECK(SixDigits(*read) == SixDigits(v), absl::StrCat(SixDigits(v), " read back as ", SixDigits(*read)));
+    RANKWIRE_FUZZ_CHECK(SixDigits(*read) == SixDigits(v),
+                        absl::StrCat(SixDigits(v), " read back as ", SixDigits(*read)));
   }
   RANKWIRE_FUZZ_CHECK(in.empty(), "bytes left after the last slot");
 }

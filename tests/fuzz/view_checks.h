@@ -33,8 +33,8 @@ namespace rankwire::fuzz {
   std::abort();
 }
 
-#define RANKWIRE_FUZZ_CHECK(cond, detail)                \
-  do {                                                   \
+#define RANKWIRE_FUZZ_CHECK(cond, detail)                     \
+  do {                                                        \
     if (!(cond)) ::rankwire::fuzz::Violated(#cond, (detail)); \
   } while (0)
 
@@ -80,7 +80,8 @@ inline void ExerciseView(const ResultView& view, const Codec& codec) {
     // Item i's values in the decoded columns, by key name.
     std::map<std::string, MetricValue> metrics;
     for (uint32_t k = 0; k < all->key_count(); ++k) {
-      if (std::optional<MetricRef> v = all->Get(i, k)) metrics.emplace(all->key(k).name, v->ToValue());
+      if (std::optional<MetricRef> v = all->Get(i, k))
+        metrics.emplace(all->key(k).name, v->ToValue());
     }
     std::map<std::string, MetricValue> visited;
     absl::Status s = ref->ForEachMetric([&](uint32_t key, const MetricRef& v) {

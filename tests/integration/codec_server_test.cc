@@ -110,8 +110,8 @@ TEST_F(CodecServerTest, TheBudgetSizesEveryCodec) {
   client::RankClient client = Client(*server);
   for (const std::string& name : codecs_->Names()) {
     SCOPED_TRACE(name);
-    absl::StatusOr<client::RankReply> refused = client.Rank(
-        test::MaximalRequest(1000, rank::v1::LOG_MODE_INLINE, name.c_str()), {});
+    absl::StatusOr<client::RankReply> refused =
+        client.Rank(test::MaximalRequest(1000, rank::v1::LOG_MODE_INLINE, name.c_str()), {});
     EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
     EXPECT_THAT(std::string(refused.status().message()),
                 HasSubstr(absl::StrCat("items, codec ", name, ", logs inline")));

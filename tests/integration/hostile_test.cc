@@ -26,19 +26,19 @@
 #include "absl/time/clock.h"
 #include "base/thread_sched.h"
 #include "client/rank_client.h"
-#include "workload/workload.h"
 #include "codec/builtin_codecs.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/hostile_requests.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/server_process.h"
+#include "workload/workload.h"
 
 namespace rankwire {
 namespace {
 
-using ::testing::HasSubstr;
 using test::ServerProcess;
+using ::testing::HasSubstr;
 
 class HostileTest : public ::testing::Test {
  protected:
@@ -58,8 +58,8 @@ class HostileTest : public ::testing::Test {
     return client::RankClient(client::MakeChannel(server.target()), codecs_.get());
   }
 
-  static rank::v1::RankRequest Request(std::vector<std::string> accept,
-                                       rank::v1::LogMode log_mode, uint64_t sequence = 0) {
+  static rank::v1::RankRequest Request(std::vector<std::string> accept, rank::v1::LogMode log_mode,
+                                       uint64_t sequence = 0) {
     workload::WorkloadOptions options;
     options.accept_codecs = std::move(accept);
     options.log_mode = log_mode;
@@ -87,12 +87,13 @@ class HostileTest : public ::testing::Test {
     workload::WorkloadOptions options;
     options.candidates = 15000;
     options.log_mode = rank::v1::LOG_MODE_NONE;
-    *holder = std::thread([this, &server, done, big = workload::WorkloadGenerator(options).Make(7)] {
-      client::CallOptions call;
-      call.deadline = absl::Seconds(60);
-      EXPECT_TRUE(Client(server).Rank(big, call).ok());
-      if (done != nullptr) done->store(true);
-    });
+    *holder =
+        std::thread([this, &server, done, big = workload::WorkloadGenerator(options).Make(7)] {
+          client::CallOptions call;
+          call.deadline = absl::Seconds(60);
+          EXPECT_TRUE(Client(server).Rank(big, call).ok());
+          if (done != nullptr) done->store(true);
+        });
     for (int i = 0; i < 2000; ++i) {
       if (Metric(server, "rankwire_rank_rpcs_in_flight") == 1) return true;
       absl::SleepFor(absl::Milliseconds(1));
@@ -110,8 +111,8 @@ class HostileTest : public ::testing::Test {
     grpc::ByteBuffer request(&slice, 1), response;
     absl::Notification done;
     grpc::Status status;
-    stub.UnaryCall(&context, "/rank.v1.RankService/Rank", grpc::StubOptions(), &request,
-                   &response, [&](grpc::Status s) {
+    stub.UnaryCall(&context, "/rank.v1.RankService/Rank", grpc::StubOptions(), &request, &response,
+                   [&](grpc::Status s) {
                      status = std::move(s);
                      done.Notify();
                    });
@@ -128,8 +129,8 @@ class HostileTest : public ::testing::Test {
 // the rejections the callers saw.
 TEST_F(HostileTest, OverloadAtFourTimesTheLimitAnswersOkOrResourceExhausted) {
   constexpr int kSlots = 2;
-  auto server = Start({absl::StrCat("--max_concurrent_rank=", kSlots), "--codec=rankbin",
-                       "--log_mode=none"});
+  auto server =
+      Start({absl::StrCat("--max_concurrent_rank=", kSlots), "--codec=rankbin", "--log_mode=none"});
   ASSERT_NE(server, nullptr);
   struct Counts {
     uint64_t ok = 0, exhausted = 0, other = 0;
@@ -208,7 +209,8 @@ TEST_F(HostileTest, CallsAdmittedPastTheWorkersWaitAndReportTheirQueueTime) {
   // ...then a small call takes the second slot and waits for the worker,
   // while a third, sent once the second is admitted, is refused.
   absl::StatusOr<client::RankReply> queued;
-  std::thread waiter([&] { queued = Client(*server).Rank(Request({}, rank::v1::LOG_MODE_NONE), {}); });
+  std::thread waiter(
+      [&] { queued = Client(*server).Rank(Request({}, rank::v1::LOG_MODE_NONE), {}); });
   for (int i = 0; i < 2000 && Metric(*server, "rankwire_rank_admitted") < 2; ++i) {
     absl::SleepFor(absl::Milliseconds(1));
   }
@@ -245,7 +247,8 @@ TEST_F(HostileTest, AQueuedCallPastItsDeadlineIsNotParsed) {
   ASSERT_TRUE(held) << "the big call never reached a worker";
   client::CallOptions hurried;
   hurried.deadline = absl::Milliseconds(10);
-  absl::StatusOr<client::RankReply> late = client.Rank(Request({}, rank::v1::LOG_MODE_NONE), hurried);
+  absl::StatusOr<client::RankReply> late =
+      client.Rank(Request({}, rank::v1::LOG_MODE_NONE), hurried);
   // The late call's deadline passed while the big call held the worker
   // (rpcs_in_flight == 1 could also be the late call itself, ranking after
   // a big call that finished first: it did, once, on a fast host).
@@ -267,8 +270,8 @@ TEST_F(HostileTest, AQueuedCallPastItsDeadlineIsNotParsed) {
 // server once (a retry policy that retried it would turn overload into more
 // load).
 TEST_F(HostileTest, TheClientDoesNotRetryResourceExhausted) {
-  auto server = Start({"--max_concurrent_rank=1", "--max_candidates=20000", "--codec=rankbin",
-                       "--log_mode=none"});
+  auto server = Start(
+      {"--max_concurrent_rank=1", "--max_candidates=20000", "--codec=rankbin", "--log_mode=none"});
   ASSERT_NE(server, nullptr);
   client::RankClient client = Client(*server);
   ASSERT_TRUE(client.Rank(Request({}, rank::v1::LOG_MODE_NONE), {}).ok());
@@ -342,10 +345,11 @@ TEST_F(HostileTest, AmplificationIsRefusedUpFrontAndMemoryStaysFlat) {
   absl::SleepFor(absl::Seconds(5));
   absl::StatusOr<size_t> after = server->ResidentBytes();
   ASSERT_TRUE(after.ok()) << after.status();
-  std::printf("RSS before %zu, 5 s after 20 amplification calls %zu (%.2fx), 5 s after 20 "
-              "over-budget calls %zu (%.2fx)\n",
-              *before, *after_amplification, static_cast<double>(*after_amplification) / *before,
-              *after, static_cast<double>(*after) / *before);
+  std::printf(
+      "RSS before %zu, 5 s after 20 amplification calls %zu (%.2fx), 5 s after 20 "
+      "over-budget calls %zu (%.2fx)\n",
+      *before, *after_amplification, static_cast<double>(*after_amplification) / *before, *after,
+      static_cast<double>(*after) / *before);
   // The target, for its request.
   EXPECT_LE(static_cast<double>(*after_amplification), 1.2 * static_cast<double>(*before));
   // The over-budget requests are 1.4 MB each and parsing them leaves some
@@ -413,8 +417,7 @@ TEST_F(HostileTest, FetchLogsIdsFollowTheRankContract) {
   auto server = Start({"--codec=rankbin"});
   ASSERT_NE(server, nullptr);
   client::RankClient client = Client(*server);
-  absl::StatusOr<client::RankReply> reply =
-      client.Rank(Request({}, rank::v1::LOG_MODE_STORE), {});
+  absl::StatusOr<client::RankReply> reply = client.Rank(Request({}, rank::v1::LOG_MODE_STORE), {});
   ASSERT_TRUE(reply.ok()) << reply.status();
   const std::string request_id = reply->header().request_id();
   absl::StatusOr<ItemRef> first = reply->view().Item(0);
@@ -475,12 +478,11 @@ TEST_F(HostileTest, AFetchLogsRequestAtItsLimitsFitsTheReceiveLimit) {
 TEST_F(HostileTest, AStalledLogStoreDelaysLogReadsNotRanking) {
   absl::StatusOr<std::unique_ptr<test::RedisProcess>> redis = test::RedisProcess::Start();
   ASSERT_TRUE(redis.ok()) << redis.status();
-  auto server = Start({"--codec=rankbin", "--logstore=redis",
-                       "--redis_addr=" + (*redis)->address(), "--max_concurrent_fetch_logs=2"});
+  auto server = Start({"--codec=rankbin", "--logstore=redis", "--redis_addr=" + (*redis)->address(),
+                       "--max_concurrent_fetch_logs=2"});
   ASSERT_NE(server, nullptr);
   client::RankClient client = Client(*server);
-  absl::StatusOr<client::RankReply> reply =
-      client.Rank(Request({}, rank::v1::LOG_MODE_STORE), {});
+  absl::StatusOr<client::RankReply> reply = client.Rank(Request({}, rank::v1::LOG_MODE_STORE), {});
   ASSERT_TRUE(reply.ok()) << reply.status();
   absl::StatusOr<ItemRef> first = reply->view().Item(0);
   ASSERT_TRUE(first.ok());
@@ -562,8 +564,8 @@ TEST_F(HostileTest, GarbageIsInvalidArgumentAndNotLogged) {
   // user_id is field 3; put a string with an invalid UTF-8 byte at the end
   // (a later field wins when parsing).
   const std::string bad_user = "u\xff\xfe";
-  bad_utf8 += absl::StrCat(std::string(1, '\x1a'), std::string(1, static_cast<char>(bad_user.size())),
-                           bad_user);
+  bad_utf8 += absl::StrCat(std::string(1, '\x1a'),
+                           std::string(1, static_cast<char>(bad_user.size())), bad_user);
   const size_t output_before = server->Output().size();
   for (int i = 0; i < 100; ++i) {
     EXPECT_EQ(RawCall(channel, "\xff\xff\xff\xff not protobuf").error_code(),
@@ -605,13 +607,13 @@ class NonReadingClient {
     const uint32_t stream = next_stream_;
     next_stream_ += 2;
     std::string headers;
-    for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
-             {":method", "POST"},
-             {":scheme", "http"},
-             {":path", "/rank.v1.RankService/Rank"},
-             {":authority", "localhost"},
-             {"content-type", "application/grpc"},
-             {"te", "trailers"}}) {
+    for (const auto& [name, value] :
+         std::vector<std::pair<std::string, std::string>>{{":method", "POST"},
+                                                          {":scheme", "http"},
+                                                          {":path", "/rank.v1.RankService/Rank"},
+                                                          {":authority", "localhost"},
+                                                          {"content-type", "application/grpc"},
+                                                          {"te", "trailers"}}) {
       headers += '\0';  // Literal header field without indexing, new name.
       headers += static_cast<char>(name.size());
       headers += name;
@@ -764,10 +766,9 @@ std::vector<ServerThread> Threads(pid_t pid) {
 // thread (gRPC's, which admit and refuse) has the short --latency_slice_us,
 // so a refusal preempts ranking and logging work.
 TEST_F(HostileTest, RankingWorkersAndLogWritersYieldTheCpuToGrpcThreads) {
-  std::unique_ptr<ServerProcess> server =
-      Start({"--max_concurrent_rank=3", "--rank_workers=2", "--rank_worker_nice=4",
-             "--log_writer_nice=9",
-             "--log_writers=2", "--log_writer_cpus=0", "--latency_slice_us=150"});
+  std::unique_ptr<ServerProcess> server = Start(
+      {"--max_concurrent_rank=3", "--rank_workers=2", "--rank_worker_nice=4", "--log_writer_nice=9",
+       "--log_writers=2", "--log_writer_cpus=0", "--latency_slice_us=150"});
   ASSERT_NE(server, nullptr);
   int workers = 0, writers = 0, short_slices = 0;
   for (const ServerThread& t : Threads(server->pid())) {

@@ -38,8 +38,8 @@ namespace rankwire {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::HasSubstr;
 using test::ServerProcess;
+using ::testing::HasSubstr;
 
 std::string ShippedModelText() {
   std::ifstream in(RANKWIRE_MODEL_PATH);
@@ -50,8 +50,8 @@ std::string ShippedModelText() {
 
 // The shipped model under another version.
 std::string LinearModel(absl::string_view version) {
-  return absl::StrReplaceAll(ShippedModelText(),
-                             {{"\nversion 2026.11.3\n", absl::StrCat("\nversion ", version, "\n")}});
+  return absl::StrReplaceAll(
+      ShippedModelText(), {{"\nversion 2026.11.3\n", absl::StrCat("\nversion ", version, "\n")}});
 }
 
 void Write(const fs::path& path, absl::string_view text) {
@@ -179,8 +179,9 @@ TEST_F(ModelReloadTest, SighupLoadsTheNewestVersionAndTheServerKeepsServing) {
   EXPECT_TRUE(WaitForVersion(*server, "ecom_search_lr@v2"));
   EXPECT_TRUE(server->running());
   EXPECT_EQ(Metric(*server, "rankwire_model_reloads_total"), 1);
-  EXPECT_EQ(Metric(*server, "rankwire_model_info{bucket=\"\",name=\"ecom_search_lr\","
-                            "version=\"v2\",kind=\"linear\"}"),
+  EXPECT_EQ(Metric(*server,
+                   "rankwire_model_info{bucket=\"\",name=\"ecom_search_lr\","
+                   "version=\"v2\",kind=\"linear\"}"),
             1);
   EXPECT_THAT(server->Output(), HasSubstr("models (SIGHUP): generation 2 serving "
                                           "ecom_search_lr@v2"));
@@ -202,8 +203,8 @@ TEST_F(ModelReloadTest, APollSeesAConfigMapSymlinkSwapWithinItsInterval) {
   Write(dir_ / "..2026_12_06_01" / "ranker.model", LinearModel("cm1"));
   fs::create_directory_symlink("..2026_12_06_01", dir_ / "..data");
   fs::create_symlink("..data/ranker.model", dir_ / "ranker.model");
-  auto server = Start({absl::StrCat("--model=", (dir_ / "ranker.model").string()),
-                       "--model_poll_interval=100ms"});
+  auto server = Start(
+      {absl::StrCat("--model=", (dir_ / "ranker.model").string()), "--model_poll_interval=100ms"});
   ASSERT_NE(server, nullptr);
   EXPECT_EQ(VersionNow(*server), "ecom_search_lr@cm1");
   fs::create_directory(dir_ / "..2026_12_06_02");
@@ -263,8 +264,8 @@ TEST_F(ModelReloadTest, ABadModelNeverTakesTheServiceDown) {
          ASSERT_EQ(truncate(p.c_str(), off_t{1} << 30), 0);  // 1 GB, sparse.
        },
        "1073741824 bytes, over the limit"},
-      {"invalid_model",
-       [&](const fs::path& p) { Write(p, "{\"learner\": {\"objective\": 3}}"); }, ""},
+      {"invalid_model", [&](const fs::path& p) { Write(p, "{\"learner\": {\"objective\": 3}}"); },
+       ""},
   };
   int version = 2;
   std::map<std::string, double> counted;
@@ -280,8 +281,8 @@ TEST_F(ModelReloadTest, ABadModelNeverTakesTheServiceDown) {
     EXPECT_EQ(VersionNow(*server), "ecom_search_lr@good");
     EXPECT_EQ(Metric(*server, "rankwire_serving"), 1);
     const std::string out = server->Output();
-    EXPECT_THAT(out, HasSubstr(absl::StrCat("model reload (poll) refused, reason ", c.reason,
-                                            ": ", bad.string())));
+    EXPECT_THAT(out, HasSubstr(absl::StrCat("model reload (poll) refused, reason ", c.reason, ": ",
+                                            bad.string())));
     if (!c.logged.empty()) {
       EXPECT_THAT(out, HasSubstr(c.logged));
     }
@@ -301,8 +302,8 @@ TEST_F(ModelReloadTest, ABadModelNeverTakesTheServiceDown) {
 // never served, and the whole file serves once written.
 TEST_F(ModelReloadTest, AFileBeingWrittenIsNeverServedHalfWritten) {
   Write(dir_ / "ranker.model", LinearModel("old"));
-  auto server = Start({absl::StrCat("--model=", (dir_ / "ranker.model").string()),
-                       "--model_poll_interval=20ms"});
+  auto server = Start(
+      {absl::StrCat("--model=", (dir_ / "ranker.model").string()), "--model_poll_interval=20ms"});
   ASSERT_NE(server, nullptr);
   std::atomic<bool> written{false};
   std::atomic<int> wrong{0};
@@ -326,8 +327,8 @@ TEST_F(ModelReloadTest, AFileBeingWrittenIsNeverServedHalfWritten) {
   EXPECT_EQ(Metric(*server, "rankwire_model_reloads_total"), 1);
   double refused = 0;
   for (const char* reason : {"truncated", "file_changed", "empty"}) {
-    refused += Metric(*server,
-                      absl::StrCat("rankwire_model_reload_failures_total{reason=\"", reason, "\"}"));
+    refused += Metric(
+        *server, absl::StrCat("rankwire_model_reload_failures_total{reason=\"", reason, "\"}"));
   }
   EXPECT_GT(refused, 0) << "the polls saw the file half-written";
   EXPECT_EQ(Metric(*server, "rankwire_model_reload_failures_total{reason=\"invalid_model\"}"), 0);

@@ -6,8 +6,8 @@
 #include <signal.h>
 #include <sys/types.h>
 
-#include <chrono>
 #include <dirent.h>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -23,18 +23,18 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "rank/v1/rank.pb.h"
-#include "workload/workload.h"
 #include "tests/support/command.h"
 #include "tests/support/server_process.h"
+#include "workload/workload.h"
 
 namespace rankwire {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::Not;
 using test::CommandResult;
 using test::RunCommand;
 using test::ServerProcess;
+using ::testing::HasSubstr;
+using ::testing::Not;
 
 // A fresh temporary directory, removed at the end of the test.
 class TempDir {
@@ -93,8 +93,8 @@ TEST(BusyPortTest, ASecondServerOnABusyPortExitsNonZeroNamingThePort) {
   EXPECT_THAT(said, HasSubstr(absl::StrCat("is another process using port ", port, "?")));
   EXPECT_THAT(said, Not(HasSubstr("listening port=")));
   // The first server still owns the port and serves.
-  absl::StatusOr<CommandResult> health = RunCommand(
-      {RANKWIRE_CLI_BIN, absl::StrCat("--target=127.0.0.1:", port), "--health"});
+  absl::StatusOr<CommandResult> health =
+      RunCommand({RANKWIRE_CLI_BIN, absl::StrCat("--target=127.0.0.1:", port), "--health"});
   ASSERT_TRUE(health.ok()) << health.status();
   EXPECT_EQ(health->exit_code, 0) << health->out << health->err;
 }
@@ -105,8 +105,8 @@ TEST(BusyPortTest, ReusePortLetsTwoServersShareAPortWhenBothAsk) {
   // second start.
   absl::StatusOr<std::unique_ptr<ServerProcess>> first = ServerProcess::Start({"--reuse_port"});
   ASSERT_TRUE(first.ok()) << first.status();
-  absl::StatusOr<std::unique_ptr<ServerProcess>> second = ServerProcess::Start(
-      {"--reuse_port", absl::StrCat("--port=", (*first)->port())});
+  absl::StatusOr<std::unique_ptr<ServerProcess>> second =
+      ServerProcess::Start({"--reuse_port", absl::StrCat("--port=", (*first)->port())});
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_EQ((*second)->port(), (*first)->port());
 }
@@ -185,9 +185,9 @@ TEST(ShutdownTest, AnIdleServerExitsWithinDrainPlusGraceAfterSigterm) {
   const auto t0 = std::chrono::steady_clock::now();
   ASSERT_TRUE((*server)->Signal(SIGTERM).ok());
   absl::StatusOr<int> exit_code = (*server)->Wait(absl::Seconds(30));
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::steady_clock::now() - t0)
-                      .count();
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
   ASSERT_TRUE(exit_code.ok()) << exit_code.status();
   EXPECT_EQ(*exit_code, 0) << (*server)->Output();
   std::printf("SHUTDOWN {\"drain_ms\": %d, \"grace_ms\": %d, \"sigterm_to_exit_ms\": %lld}\n",
@@ -265,9 +265,9 @@ TEST_F(CliTest, ADumpedRequestReplaysToTheSameResponseBody) {
       direct.insert(direct.end(), {target_, "--save_response=" + dir_.File("direct.bin")});
       CommandResult sent = Cli(direct);
       ASSERT_EQ(sent.exit_code, 0) << sent.err;
-      CommandResult replayed = Cli({target_, "--request_file=" + dir_.File("request.json"),
-                                    "--save_response=" + dir_.File("replayed.bin"),
-                                    "--fetch_logs=false"});
+      CommandResult replayed =
+          Cli({target_, "--request_file=" + dir_.File("request.json"),
+               "--save_response=" + dir_.File("replayed.bin"), "--fetch_logs=false"});
       ASSERT_EQ(replayed.exit_code, 0) << replayed.err;
       const rank::v1::RankResponse a = ReadResponse(dir_.File("direct.bin"));
       const rank::v1::RankResponse b = ReadResponse(dir_.File("replayed.bin"));
@@ -286,8 +286,9 @@ TEST_F(CliTest, ABinaryRequestFileReplaysACallersRequest) {
   options.accept_codecs = {"rankbin"};
   const std::string path =
       dir_.Write("captured.bin", workload::WorkloadGenerator(options).Make(5).SerializeAsString());
-  CommandResult replayed = Cli({target_, "--request_file=" + path,
-                                "--save_response=" + dir_.File("replayed.bin"), "--fetch_logs=false"});
+  CommandResult replayed =
+      Cli({target_, "--request_file=" + path, "--save_response=" + dir_.File("replayed.bin"),
+           "--fetch_logs=false"});
   ASSERT_EQ(replayed.exit_code, 0) << replayed.err;
   CommandResult direct = Cli({target_, "--codec=rankbin", "--candidates=200", "--sequence=5",
                               "--save_response=" + dir_.File("direct.bin"), "--fetch_logs=false"});
@@ -298,8 +299,9 @@ TEST_F(CliTest, ABinaryRequestFileReplaysACallersRequest) {
   EXPECT_NE(mixed.exit_code, 0);
   EXPECT_THAT(mixed.err, HasSubstr("--top_n shapes generated requests"));
   // --codec does, and says so.
-  CommandResult recoded = Cli({target_, "--request_file=" + path, "--codec=protobuf",
-                               "--save_response=" + dir_.File("recoded.bin"), "--fetch_logs=false"});
+  CommandResult recoded =
+      Cli({target_, "--request_file=" + path, "--codec=protobuf",
+           "--save_response=" + dir_.File("recoded.bin"), "--fetch_logs=false"});
   ASSERT_EQ(recoded.exit_code, 0) << recoded.err;
   EXPECT_THAT(recoded.err, HasSubstr("--codec replaces the accept_codecs of " + path));
   EXPECT_EQ(ReadResponse(dir_.File("recoded.bin")).header().codec(), "protobuf");
@@ -342,9 +344,9 @@ TEST_F(CliTest, FetchLogsForReadsAPastRequestsLogs) {
   ASSERT_EQ(ids.size(), 10u) << call.out;
 
   // Later, from another process: two shown items and one the request never had.
-  CommandResult logs = Cli({target_, "--fetch_logs_for=" + request_id,
-                            "--items=" + ids[0] + "," + ids[3] + ",sku-not-there",
-                            "--log_chars=0"});
+  CommandResult logs =
+      Cli({target_, "--fetch_logs_for=" + request_id,
+           "--items=" + ids[0] + "," + ids[3] + ",sku-not-there", "--log_chars=0"});
   ASSERT_EQ(logs.exit_code, 0) << logs.err;
   EXPECT_THAT(logs.out, HasSubstr("logs of request " + request_id + " (from the log store):"));
   EXPECT_THAT(logs.out, HasSubstr("   1  " + ids[0] + " ("));
@@ -364,8 +366,8 @@ TEST(CliFetchLogsTest, AStoreThatIsDownIsUnavailable) {
   absl::StatusOr<std::unique_ptr<ServerProcess>> server =
       ServerProcess::Start({"--logstore=redis", "--redis_addr=127.0.0.1:1"});
   ASSERT_TRUE(server.ok()) << server.status();
-  CommandResult r = Cli({absl::StrCat("--target=", (*server)->target()),
-                         "--fetch_logs_for=req-1", "--items=sku-1"});
+  CommandResult r = Cli(
+      {absl::StrCat("--target=", (*server)->target()), "--fetch_logs_for=req-1", "--items=sku-1"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("UNAVAILABLE: redis 127.0.0.1:1"));
 }
@@ -379,8 +381,9 @@ TEST(CliHealthTest, OneLinePerReplicaWithItsAddress) {
   const std::string pb = absl::StrCat("127.0.0.1:", (*b)->port());
   CommandResult both = Cli({"--target=ipv4:" + pa + "," + pb, "--health"});
   EXPECT_EQ(both.exit_code, 0) << both.err;
-  EXPECT_EQ(both.out, absl::StrCat("health ", pa, ": server=SERVING rank.v1.RankService=SERVING\n",
-                                   "health ", pb, ": server=SERVING rank.v1.RankService=SERVING\n"));
+  EXPECT_EQ(both.out,
+            absl::StrCat("health ", pa, ": server=SERVING rank.v1.RankService=SERVING\n", "health ",
+                         pb, ": server=SERVING rank.v1.RankService=SERVING\n"));
 
   // One replica draining (SIGTERM, --drain_ms), one address with nothing
   // behind it: each says so on its own line, and the command fails.
@@ -391,7 +394,8 @@ TEST(CliHealthTest, OneLinePerReplicaWithItsAddress) {
   }
   CommandResult mixed = Cli({"--target=ipv4:" + pa + "," + pb + ",127.0.0.1:1", "--health"});
   EXPECT_NE(mixed.exit_code, 0);
-  EXPECT_THAT(mixed.out, HasSubstr("health " + pa + ": server=SERVING rank.v1.RankService=SERVING\n"));
+  EXPECT_THAT(mixed.out,
+              HasSubstr("health " + pa + ": server=SERVING rank.v1.RankService=SERVING\n"));
   EXPECT_THAT(mixed.out,
               HasSubstr("health " + pb + ": server=NOT_SERVING rank.v1.RankService=NOT_SERVING\n"));
   EXPECT_THAT(mixed.out, HasSubstr("health 127.0.0.1:1: error UNAVAILABLE"));

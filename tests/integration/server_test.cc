@@ -27,8 +27,8 @@
 namespace rankwire {
 namespace {
 
-using ::testing::HasSubstr;
 using test::ServerProcess;
+using ::testing::HasSubstr;
 
 class ServerTest : public ::testing::Test {
  protected:
@@ -112,8 +112,8 @@ TEST_F(ServerTest, DefaultCodecComesFromTheFlagAndUnknownAcceptsFallBack) {
   auto server = Start({"--codec=rankbin"});
   ASSERT_NE(server, nullptr);
   client::RankClient client = Client(*server);
-  for (const auto& accept : std::vector<std::vector<std::string>>{
-           {}, {"no-such-codec"}, {"no-such-codec", "rankbin"}}) {
+  for (const auto& accept :
+       std::vector<std::vector<std::string>>{{}, {"no-such-codec"}, {"no-such-codec", "rankbin"}}) {
     absl::StatusOr<client::RankReply> reply = client.Rank(Request(accept), {});
     ASSERT_TRUE(reply.ok()) << reply.status();
     EXPECT_EQ(reply->header().codec(), "rankbin");
@@ -150,8 +150,7 @@ TEST_F(ServerTest, BadStartupFlagsFailWithAMessage) {
       ServerProcess::Start({"--codec=gzip-json"});
   ASSERT_FALSE(server.ok());
   EXPECT_THAT(std::string(server.status().message()), HasSubstr("unknown codec \"gzip-json\""));
-  for (const auto& [flags, message] :
-       std::vector<std::pair<std::vector<std::string>, std::string>>{
+  for (const auto& [flags, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"--log_writer_cpus=4096"},
             "--log_writer_cpus: CPU list \"4096\": CPU 4096 does not exist"},
            {{"--log_writer_cpus=1-0"}, "is not a CPU or an ascending range"},
@@ -193,8 +192,7 @@ TEST_F(ServerTest, BadRequestsGetInvalidArgumentAndTheServerKeepsServing) {
       {"duplicate item ids",
        [](auto* r) { r->mutable_candidates(7)->set_item_id(r->candidates(3).item_id()); },
        "at candidates[3] and candidates[7]"},
-      {"nan feature",
-       [](auto* r) { r->mutable_candidates(2)->set_features(5, std::nanf("")); },
+      {"nan feature", [](auto* r) { r->mutable_candidates(2)->set_features(5, std::nanf("")); },
        "candidates[2].features[5] (ctr_7d) is nan"},
       {"infinite user feature",
        [](auto* r) { (*r->mutable_user_features())["user_activity"] = INFINITY; },
@@ -369,8 +367,8 @@ TEST_F(ServerTest, MetricsEndpointExposesPhaseCosts) {
   ASSERT_TRUE(metrics.ok()) << metrics.status();
   EXPECT_THAT(*metrics, HasSubstr("rankwire_rank_rpcs_total{outcome=\"ok\"} 1\n"));
   EXPECT_THAT(*metrics, HasSubstr("rankwire_rank_rpcs_total{outcome=\"invalid_argument\"} 1\n"));
-  for (const char* phase : {"request_deserialize", "validate", "rank", "log_enqueue",
-                            "response_serialize", "total"}) {
+  for (const char* phase :
+       {"request_deserialize", "validate", "rank", "log_enqueue", "response_serialize", "total"}) {
     EXPECT_THAT(*metrics, HasSubstr(absl::StrCat("rankwire_server_phase_seconds_count{phase=\"",
                                                  phase, "\"}")));
   }
@@ -384,8 +382,8 @@ TEST_F(ServerTest, SigtermFinishesInFlightCallsAndFlushesLogs) {
   // (With a worker each, they overlapped for a few ms at most on a fast
   // host, where 15,000 candidates rank in ~30 ms, and the poll below
   // missed that once in CI.)
-  auto server = Start({"--codec=rankbin", "--max_candidates=20000", "--rank_workers=1",
-                       "--max_concurrent_rank=2"});
+  auto server = Start(
+      {"--codec=rankbin", "--max_candidates=20000", "--rank_workers=1", "--max_concurrent_rank=2"});
   ASSERT_NE(server, nullptr);
   client::RankClient client = Client(*server);
   ASSERT_TRUE(client.Rank(Request(), {}).ok());  // Warm up the channel.
@@ -415,8 +413,8 @@ TEST_F(ServerTest, SigtermFinishesInFlightCallsAndFlushesLogs) {
   while (!all_in && absl::Now() < deadline) {
     absl::StatusOr<std::string> metrics = test::HttpGet(server->metrics_port(), "/metrics");
     ASSERT_TRUE(metrics.ok()) << metrics.status();
-    all_in = metrics->find(absl::StrCat("rankwire_rank_admitted ", kCalls, "\n")) !=
-             std::string::npos;
+    all_in =
+        metrics->find(absl::StrCat("rankwire_rank_admitted ", kCalls, "\n")) != std::string::npos;
     if (!all_in) absl::SleepFor(absl::Milliseconds(2));
   }
   ASSERT_TRUE(all_in) << "the calls never were in the handler together";

@@ -9,18 +9,18 @@
 #include "absl/synchronization/notification.h"
 #include "client/rank_client.h"
 #include "client/tls.h"
-#include "workload/workload.h"
 #include "codec/builtin_codecs.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/server_process.h"
 #include "tests/support/test_certs.h"
+#include "workload/workload.h"
 
 namespace rankwire {
 namespace {
 
-using ::testing::HasSubstr;
 using test::ServerProcess;
+using ::testing::HasSubstr;
 
 class TlsTest : public ::testing::Test {
  protected:
@@ -35,8 +35,7 @@ class TlsTest : public ::testing::Test {
 
   std::unique_ptr<ServerProcess> Start(bool mutual, std::vector<std::string> more = {}) {
     std::vector<std::string> flags = {"--tls_cert_file=" + certs_->server_cert(),
-                                      "--tls_key_file=" + certs_->server_key(),
-                                      "--log_mode=none"};
+                                      "--tls_key_file=" + certs_->server_key(), "--log_mode=none"};
     if (mutual) flags.push_back("--tls_client_ca_file=" + certs_->ca());
     flags.insert(flags.end(), more.begin(), more.end());
     absl::StatusOr<std::unique_ptr<ServerProcess>> server = ServerProcess::Start(flags);
@@ -97,8 +96,8 @@ TEST_F(TlsTest, MutualTlsRequiresAClientCertificateFromTheTrustedCa) {
   auto server = Start(true);
   ASSERT_NE(server, nullptr);
   EXPECT_THAT(server->Output(), HasSubstr("tls=mutual"));
-  const client::ClientTlsFiles with_cert{certs_->ca(), certs_->client_cert(),
-                                         certs_->client_key(), ""};
+  const client::ClientTlsFiles with_cert{certs_->ca(), certs_->client_cert(), certs_->client_key(),
+                                         ""};
   absl::Status ok = Call(*server, &with_cert);
   EXPECT_TRUE(ok.ok()) << ok;
   const client::ClientTlsFiles no_cert{certs_->ca(), "", "", ""};
@@ -127,11 +126,10 @@ TEST_F(TlsTest, ThePlaintextHealthPortServesOnlyHealth) {
     request = grpc::ByteBuffer(&empty, 1);
     absl::Notification done;
     grpc::Status status;
-    stub.UnaryCall(&context, method, grpc::StubOptions(), &request, &response,
-                   [&](grpc::Status s) {
-                     status = std::move(s);
-                     done.Notify();
-                   });
+    stub.UnaryCall(&context, method, grpc::StubOptions(), &request, &response, [&](grpc::Status s) {
+      status = std::move(s);
+      done.Notify();
+    });
     done.WaitForNotification();
     if (status.ok()) {
       grpc::Slice slice;
@@ -153,7 +151,8 @@ TEST_F(TlsTest, InconsistentFlagsFailWithAMessage) {
   absl::StatusOr<std::unique_ptr<ServerProcess>> server =
       ServerProcess::Start({"--tls_cert_file=" + certs_->server_cert()});
   ASSERT_FALSE(server.ok());
-  EXPECT_THAT(std::string(server.status().message()), HasSubstr("--tls_cert_file needs --tls_key_file"));
+  EXPECT_THAT(std::string(server.status().message()),
+              HasSubstr("--tls_cert_file needs --tls_key_file"));
   server = ServerProcess::Start({"--tls_cert_file=/nonexistent.pem", "--tls_key_file=/x.key"});
   ASSERT_FALSE(server.ok());
   EXPECT_THAT(std::string(server.status().message()), HasSubstr("/nonexistent.pem"));

@@ -43,7 +43,9 @@
 namespace rankwire {
 namespace {
 
-std::string Hex(absl::string_view bytes) { return absl::StrCat("\"", absl::BytesToHexString(bytes), "\""); }
+std::string Hex(absl::string_view bytes) {
+  return absl::StrCat("\"", absl::BytesToHexString(bytes), "\"");
+}
 
 template <typename T>
 std::string Bits(T v) {
@@ -92,7 +94,8 @@ std::string ResultJson(const RankResult& r) {
 
 // The C++ full decode of `bytes` as a case's "outcome" (and "result").
 std::string OutcomeJson(const Codec& codec, absl::string_view bytes) {
-  absl::StatusOr<RankResult> decoded = codec.Decode(SharedBytes::FromBuffer(OwnedBuffer::CopyOf(bytes)));
+  absl::StatusOr<RankResult> decoded =
+      codec.Decode(SharedBytes::FromBuffer(OwnedBuffer::CopyOf(bytes)));
   if (!decoded.ok()) {
     return absl::StrCat("\"outcome\": \"", absl::StatusCodeToString(decoded.status().code()), "\"");
   }
@@ -143,7 +146,8 @@ int Run(const std::string& dir, int random_results) {
     absl::StatusOr<CodecRegistry> r = MakeBuiltinCodecs(options);
     if (!r.ok()) std::abort();
     registries.push_back(std::make_unique<CodecRegistry>(*std::move(r)));
-    for (const std::string& name : names) codecs.push_back({name + suffix, registries.back()->Find(name)});
+    for (const std::string& name : names)
+      codecs.push_back({name + suffix, registries.back()->Find(name)});
   };
   add({}, "", {"protobuf", "rankbin", "rankbin-zstd"});
   BuiltinCodecOptions one_per_block;
@@ -190,7 +194,8 @@ int Run(const std::string& dir, int random_results) {
       absl::StatusOr<OwnedBuffer> bytes = codec->Encode(result);
       if (!bytes.ok()) std::abort();
       std::string payload(bytes->data(), bytes->size());
-      DamagedCases(w, absl::StrCat(label, "/seed=", seed), *codec, payload, w.WritePayload(payload));
+      DamagedCases(w, absl::StrCat(label, "/seed=", seed), *codec, payload,
+                   w.WritePayload(payload));
     }
   }
   std::ofstream(dir + "/cases.json") << "{\"cases\": [\n" << w.json << "\n]}\n";

@@ -71,9 +71,8 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
   unlink(out_path);
   unlink(err_path);
   if (timed_out) {
-    return absl::DeadlineExceededError(absl::StrCat(argv[0], " ran past ",
-                                                    absl::FormatDuration(timeout), "; stderr:\n",
-                                                    result.err));
+    return absl::DeadlineExceededError(absl::StrCat(
+        argv[0], " ran past ", absl::FormatDuration(timeout), "; stderr:\n", result.err));
   }
   return result;
 }

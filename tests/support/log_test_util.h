@@ -30,18 +30,17 @@ inline std::string ItemId(int item) { return absl::StrCat("sku-", 100000 + item 
 
 // A line shaped like the ranker's (header, feature dump, head scores),
 // about `approx_bytes` long.
-inline std::string LogLine(const std::string& request_id, int item,
-                           size_t approx_bytes = 1200) {
+inline std::string LogLine(const std::string& request_id, int item, size_t approx_bytes = 1200) {
   static const char* const kFeatures[] = {
-      "price", "discount_rate", "ctr_7d", "cvr_7d", "sales_30d", "rating",
-      "review_count", "stock", "shop_score", "brand_pop", "age_days", "return_rate"};
+      "price",        "discount_rate", "ctr_7d",     "cvr_7d",    "sales_30d", "rating",
+      "review_count", "stock",         "shop_score", "brand_pop", "age_days",  "return_rate"};
   uint64_t state = Mix(std::hash<std::string>()(request_id) ^ (uint64_t(item) << 32));
   auto next = [&state] { return state = Mix(state); };
-  std::string line = absl::StrCat("req=", request_id, " ts=1764400000123 scene=search user=u-",
-                                  next() % 100000, " bucket=b", next() % 4,
-                                  " model=ecom_search_lr@2025.11 item=", ItemId(item), " pos=",
-                                  item + 1, " pre=", next() % 500 + 1, " src=cf#", next() % 50,
-                                  " query=\"running shoes\" device=\"ios\" | feats");
+  std::string line =
+      absl::StrCat("req=", request_id, " ts=1764400000123 scene=search user=u-", next() % 100000,
+                   " bucket=b", next() % 4, " model=ecom_search_lr@2025.11 item=", ItemId(item),
+                   " pos=", item + 1, " pre=", next() % 500 + 1, " src=cf#", next() % 50,
+                   " query=\"running shoes\" device=\"ios\" | feats");
   while (line.size() + 40 < approx_bytes) {
     for (const char* f : kFeatures) {
       absl::StrAppendFormat(&line, " %s=%.4g", f, double(next() % 100000) / 137.0);

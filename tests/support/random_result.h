@@ -52,9 +52,8 @@ class ResultGenerator {
   // Appends one code point's UTF-8 bytes to `out`, at most `max_bytes`.
   void AppendCodePoint(std::string* out, size_t max_bytes) {
     // ASCII (with NUL), 2-byte (é Ж), 3-byte (中 €), 4-byte (😀 𝄞).
-    static constexpr uint32_t kPoints[] = {0x00,   'a',    'Z',     '.',    '7',
-                                           0xe9,   0x416,  0x4e2d,  0x20ac, 0xfffd,
-                                           0x1f600, 0x1d11e, 0x10ffff};
+    static constexpr uint32_t kPoints[] = {0x00,   'a',    'Z',    '.',     '7',     0xe9,    0x416,
+                                           0x4e2d, 0x20ac, 0xfffd, 0x1f600, 0x1d11e, 0x10ffff};
     uint32_t cp;
     do {
       cp = Pick(kPoints);
@@ -88,11 +87,25 @@ class ResultGenerator {
   }
 
   int64_t RandomInt() {
-    static constexpr int64_t kEdges[] = {
-        0, 1, -1, 63, -64, 64, -65, 8191, -8192, 8192,
-        std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min(),
-        std::numeric_limits<int64_t>::max() - 1, std::numeric_limits<int64_t>::min() + 1,
-        int64_t{1} << 62, -(int64_t{1} << 62), INT32_MAX, INT32_MIN, int64_t{UINT32_MAX} + 1};
+    static constexpr int64_t kEdges[] = {0,
+                                         1,
+                                         -1,
+                                         63,
+                                         -64,
+                                         64,
+                                         -65,
+                                         8191,
+                                         -8192,
+                                         8192,
+                                         std::numeric_limits<int64_t>::max(),
+                                         std::numeric_limits<int64_t>::min(),
+                                         std::numeric_limits<int64_t>::max() - 1,
+                                         std::numeric_limits<int64_t>::min() + 1,
+                                         int64_t{1} << 62,
+                                         -(int64_t{1} << 62),
+                                         INT32_MAX,
+                                         INT32_MIN,
+                                         int64_t{UINT32_MAX} + 1};
     switch (Uniform(0, 3)) {
       case 0:
         return Pick(kEdges);
@@ -111,11 +124,21 @@ class ResultGenerator {
 
   double RandomDouble() {
     using L = std::numeric_limits<double>;
-    static constexpr double kEdges[] = {0.0,          -0.0,         L::infinity(),
-                                        -L::infinity(), L::quiet_NaN(), L::denorm_min(),
-                                        -L::denorm_min(), L::min(),  L::max(),
-                                        L::lowest(),  L::epsilon(), 0.1,
-                                        1.0 / 3,      -2.5e-300,    123456789.125};
+    static constexpr double kEdges[] = {0.0,
+                                        -0.0,
+                                        L::infinity(),
+                                        -L::infinity(),
+                                        L::quiet_NaN(),
+                                        L::denorm_min(),
+                                        -L::denorm_min(),
+                                        L::min(),
+                                        L::max(),
+                                        L::lowest(),
+                                        L::epsilon(),
+                                        0.1,
+                                        1.0 / 3,
+                                        -2.5e-300,
+                                        123456789.125};
     switch (Uniform(0, 3)) {
       case 0:
         return Pick(kEdges);
@@ -132,10 +155,18 @@ class ResultGenerator {
 
   float RandomFloat() {
     using L = std::numeric_limits<float>;
-    static constexpr float kEdges[] = {0.0f,          -0.0f,         L::infinity(),
-                                       -L::infinity(), L::quiet_NaN(), L::denorm_min(),
-                                       -L::denorm_min(), L::min(),  L::max(),
-                                       L::lowest(),  0.1f,          0.12345679f};
+    static constexpr float kEdges[] = {0.0f,
+                                       -0.0f,
+                                       L::infinity(),
+                                       -L::infinity(),
+                                       L::quiet_NaN(),
+                                       L::denorm_min(),
+                                       -L::denorm_min(),
+                                       L::min(),
+                                       L::max(),
+                                       L::lowest(),
+                                       0.1f,
+                                       0.12345679f};
     switch (Uniform(0, 3)) {
       case 0:
         return Pick(kEdges);
@@ -154,7 +185,8 @@ class ResultGenerator {
     RankResult r;
     // Sometimes the empty result: no items, no keys.
     if (Chance(0.05)) return r;
-    const size_t key_count = static_cast<size_t>(Uniform(0, static_cast<int64_t>(options.max_keys)));
+    const size_t key_count =
+        static_cast<size_t>(Uniform(0, static_cast<int64_t>(options.max_keys)));
     for (size_t k = 0; k < key_count; ++k) {
       std::string name = KeyName(k);
       while (r.FindKey(name)) name += "~";
@@ -190,15 +222,17 @@ class ResultGenerator {
       r.AddItem(id, score, position);
       // Mostly the first shape; sometimes another, or none at all.
       const std::vector<uint32_t>* shape = &shapes[0];
-      if (Chance(0.2)) shape = &shapes[static_cast<size_t>(Uniform(0, static_cast<int64_t>(shapes.size()) - 1))];
+      if (Chance(0.2))
+        shape = &shapes[static_cast<size_t>(Uniform(0, static_cast<int64_t>(shapes.size()) - 1))];
       std::vector<uint32_t> empty;
       if (Chance(0.05)) shape = &empty;
       for (uint32_t k : *shape) cells.emplace_back(i, k);
       if (!scrambled) SetCells(r, vocab, &cells);
       if (logs && Chance(0.8)) {
-        r.SetLog(i, Chance(0.7) ? absl::StrCat("model=lr-v3 scene=search item=", id, " score=",
-                                               score, " ", Utf8OfSize(static_cast<size_t>(Uniform(0, 30))))
-                                : RandomString());
+        r.SetLog(i, Chance(0.7)
+                        ? absl::StrCat("model=lr-v3 scene=search item=", id, " score=", score, " ",
+                                       Utf8OfSize(static_cast<size_t>(Uniform(0, 30))))
+                        : RandomString());
       }
     }
     std::shuffle(cells.begin(), cells.end(), rng_);
@@ -216,7 +250,8 @@ class ResultGenerator {
         return MetricValue::Double(RandomDouble());
       case MetricType::kString:
         if (!vocab.empty() && Chance(0.9)) {
-          return MetricValue::String(vocab[static_cast<size_t>(Uniform(0, static_cast<int64_t>(vocab.size()) - 1))]);
+          return MetricValue::String(
+              vocab[static_cast<size_t>(Uniform(0, static_cast<int64_t>(vocab.size()) - 1))]);
         }
         return MetricValue::String(RandomString());
     }
@@ -249,7 +284,9 @@ class ResultGenerator {
     for (const auto& [i, k] : *cells) {
       const Vocabulary& v = vocab[k];
       if (v.shared && Chance(0.9)) {
-        r.SetStringCode(i, k, v.codes[static_cast<size_t>(Uniform(0, static_cast<int64_t>(v.codes.size()) - 1))]);
+        r.SetStringCode(
+            i, k,
+            v.codes[static_cast<size_t>(Uniform(0, static_cast<int64_t>(v.codes.size()) - 1))]);
         continue;
       }
       const MetricValue value = RandomValue(r.key(k).type, v.words);

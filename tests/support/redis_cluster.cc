@@ -34,9 +34,9 @@ absl::StatusOr<std::vector<SlotRange>> ClusterSlots(const RedisProcess& node) {
     if (r.elements.size() < 3 || r.elements[2].elements.size() < 2) {
       return absl::InternalError("malformed CLUSTER SLOTS");
     }
-    ranges.push_back(SlotRange{r.elements[0].integer, r.elements[1].integer,
-                               absl::StrCat(r.elements[2].elements[0].str, ":",
-                                            r.elements[2].elements[1].integer)});
+    ranges.push_back(SlotRange{
+        r.elements[0].integer, r.elements[1].integer,
+        absl::StrCat(r.elements[2].elements[0].str, ":", r.elements[2].elements[1].integer)});
   }
   return ranges;
 }
@@ -52,8 +52,7 @@ absl::StatusOr<std::unique_ptr<RedisCluster>> RedisCluster::Start(RedisClusterOp
     absl::StatusOr<int> bus = PickFreePort();
     if (!bus.ok()) return bus.status();
     RedisProcessOptions node;
-    node.extra_args = {"--cluster-enabled", "yes",
-                       "--cluster-config-file", "nodes.conf",
+    node.extra_args = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                        "--cluster-node-timeout",
                        absl::StrCat(absl::ToInt64Milliseconds(options.node_timeout)),
                        "--cluster-port", absl::StrCat(*bus),
@@ -66,16 +65,16 @@ absl::StatusOr<std::unique_ptr<RedisCluster>> RedisCluster::Start(RedisClusterOp
   std::vector<std::string> addresses;
   for (const auto& node : cluster->nodes_) addresses.push_back(node->address());
   const std::string out = absl::StrCat(cluster->nodes_.front()->dir(), "/cluster-create.txt");
-  const std::string command = absl::StrCat(
-      "timeout 60 ", RANKWIRE_REDIS_CLI, " --cluster create ", absl::StrJoin(addresses, " "),
-      " --cluster-replicas ", options.replicas, " --cluster-yes > ", out, " 2>&1");
+  const std::string command = absl::StrCat("timeout 60 ", RANKWIRE_REDIS_CLI, " --cluster create ",
+                                           absl::StrJoin(addresses, " "), " --cluster-replicas ",
+                                           options.replicas, " --cluster-yes > ", out, " 2>&1");
   const int rc = std::system(command.c_str());
   if (rc != 0) {
     std::ifstream in(out);
     std::stringstream text;
     text << in.rdbuf();
-    return absl::InternalError(absl::StrCat("redis-cli --cluster create failed (", rc,
-                                            "): ", text.str()));
+    return absl::InternalError(
+        absl::StrCat("redis-cli --cluster create failed (", rc, "): ", text.str()));
   }
   absl::Status ok = cluster->WaitUntilOk(options.start_timeout);
   if (!ok.ok()) return ok;

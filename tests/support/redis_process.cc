@@ -85,8 +85,8 @@ absl::StatusOr<RedisReply> RunCommand(int port, const std::string& password,
     std::unique_ptr<redisReply, ReplyFreer> reply(static_cast<redisReply*>(
         redisCommandArgv(c.get(), static_cast<int>(argv.size()), argv.data(), argv_len.data())));
     if (reply == nullptr) {
-      return absl::UnavailableError(absl::StrCat("redis 127.0.0.1:", port, ": ", a.front(),
-                                                 ": ", c->errstr));
+      return absl::UnavailableError(
+          absl::StrCat("redis 127.0.0.1:", port, ": ", a.front(), ": ", c->errstr));
     }
     return Convert(*reply);
   };
@@ -120,11 +120,10 @@ absl::StatusOr<int> PickFreePort() {
   return ntohs(addr.sin_port);
 }
 
-absl::StatusOr<std::unique_ptr<RedisProcess>> RedisProcess::Start(
-    RedisProcessOptions options) {
+absl::StatusOr<std::unique_ptr<RedisProcess>> RedisProcess::Start(RedisProcessOptions options) {
   const char* tmp = std::getenv("TMPDIR");
-  std::string pattern = absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp",
-                                     "/rankwire-redis-XXXXXX");
+  std::string pattern =
+      absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/rankwire-redis-XXXXXX");
   if (mkdtemp(pattern.data()) == nullptr) {
     return absl::InternalError(absl::StrCat("mkdtemp ", pattern, ": ", std::strerror(errno)));
   }
@@ -153,13 +152,20 @@ std::string RedisProcess::address() const { return absl::StrCat("127.0.0.1:", po
 
 absl::Status RedisProcess::Spawn() {
   std::vector<std::string> args = {RANKWIRE_REDIS_SERVER,
-                                   "--port", absl::StrCat(port_),
-                                   "--bind", "127.0.0.1",
-                                   "--save", "",
-                                   "--appendonly", "no",
-                                   "--dir", dir_,
-                                   "--logfile", absl::StrCat(dir_, "/redis.log"),
-                                   "--daemonize", "no"};
+                                   "--port",
+                                   absl::StrCat(port_),
+                                   "--bind",
+                                   "127.0.0.1",
+                                   "--save",
+                                   "",
+                                   "--appendonly",
+                                   "no",
+                                   "--dir",
+                                   dir_,
+                                   "--logfile",
+                                   absl::StrCat(dir_, "/redis.log"),
+                                   "--daemonize",
+                                   "no"};
   if (!options_.password.empty()) {
     args.push_back("--requirepass");
     args.push_back(options_.password);
@@ -204,9 +210,9 @@ absl::Status RedisProcess::WaitUntilReady() {
     int wstatus = 0;
     if (waitpid(pid_, &wstatus, WNOHANG) == pid_) {
       pid_ = -1;
-      return absl::UnavailableError(absl::StrCat(
-          "redis-server on port ", port_, " exited during start-up (status ", wstatus,
-          "); log:\n", LogTail()));
+      return absl::UnavailableError(absl::StrCat("redis-server on port ", port_,
+                                                 " exited during start-up (status ", wstatus,
+                                                 "); log:\n", LogTail()));
     }
     absl::StatusOr<RedisReply> pong = RunCommand(port_, options_.password, {"PING"});
     if (pong.ok() && pong->type == RedisReply::Type::kStatus && pong->str == "PONG") {
@@ -218,8 +224,8 @@ absl::Status RedisProcess::WaitUntilReady() {
   }
   (void)Kill();
   return absl::DeadlineExceededError(absl::StrCat("redis-server on port ", port_,
-                                                  " did not answer PING in time: ",
-                                                  last.message(), "; log:\n", LogTail()));
+                                                  " did not answer PING in time: ", last.message(),
+                                                  "; log:\n", LogTail()));
 }
 
 absl::Status RedisProcess::Reap(absl::Duration timeout) {
@@ -301,7 +307,7 @@ absl::StatusOr<std::string> RedisProcess::Info(absl::string_view section) const 
 }
 
 absl::StatusOr<int64_t> RedisProcess::InfoInt(absl::string_view section,
-                                               absl::string_view field) const {
+                                              absl::string_view field) const {
   absl::StatusOr<std::string> info = Info(section);
   if (!info.ok()) return info.status();
   for (absl::string_view line : absl::StrSplit(*info, "\r\n")) {

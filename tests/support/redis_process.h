@@ -36,8 +36,8 @@
 namespace rankwire::test {
 
 struct RedisProcessOptions {
-  std::string password;             // --requirepass when not empty.
-  int cpu = -1;                     // Pin the server to this CPU when >= 0.
+  std::string password;                 // --requirepass when not empty.
+  int cpu = -1;                         // Pin the server to this CPU when >= 0.
   std::vector<std::string> extra_args;  // More "--name value" arguments.
   absl::Duration start_timeout = absl::Seconds(10);
 };
@@ -55,8 +55,7 @@ class RedisProcess {
  public:
   // Starts redis-server (RANKWIRE_REDIS_SERVER) on a free port and waits
   // until it answers PING.
-  static absl::StatusOr<std::unique_ptr<RedisProcess>> Start(
-      RedisProcessOptions options = {});
+  static absl::StatusOr<std::unique_ptr<RedisProcess>> Start(RedisProcessOptions options = {});
 
   ~RedisProcess();  // Kills the server if it runs; removes the directory.
   RedisProcess(const RedisProcess&) = delete;
@@ -86,8 +85,7 @@ class RedisProcess {
   // INFO <section>, as text.
   absl::StatusOr<std::string> Info(absl::string_view section) const;
   // One integer field of INFO <section>, e.g. InfoInt("memory", "used_memory").
-  absl::StatusOr<int64_t> InfoInt(absl::string_view section,
-                                   absl::string_view field) const;
+  absl::StatusOr<int64_t> InfoInt(absl::string_view section, absl::string_view field) const;
 
   // The last lines of the server's log file, for error messages.
   std::string LogTail(size_t max_bytes = 2000) const;

@@ -34,8 +34,8 @@ class ServerProcess {
   // start-up line. `env` ("NAME=value") is added to the server's
   // environment.
   static absl::StatusOr<std::unique_ptr<ServerProcess>> Start(
-      const std::vector<std::string>& flags = {},
-      absl::Duration timeout = absl::Seconds(15), const std::vector<std::string>& env = {});
+      const std::vector<std::string>& flags = {}, absl::Duration timeout = absl::Seconds(15),
+      const std::vector<std::string>& env = {});
   ~ServerProcess();
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;

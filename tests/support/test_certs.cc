@@ -24,12 +24,11 @@ absl::Status Run(const std::string& dir, const std::string& command) {
 
 // A self-signed CA: <name>.pem and <name>.key.
 absl::Status MakeCa(const std::string& dir, const std::string& name) {
-  return Run(dir, absl::StrCat(
-                      "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
-                      "-nodes -days 2 -subj /CN=rankwire-test-", name, " -keyout ", name,
-                      ".key -out ", name,
-                      ".pem -addext basicConstraints=critical,CA:TRUE "
-                      "-addext keyUsage=critical,keyCertSign,cRLSign"));
+  return Run(dir, absl::StrCat("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
+                               "-nodes -days 2 -subj /CN=rankwire-test-",
+                               name, " -keyout ", name, ".key -out ", name,
+                               ".pem -addext basicConstraints=critical,CA:TRUE "
+                               "-addext keyUsage=critical,keyCertSign,cRLSign"));
 }
 
 // A leaf certificate <name>.pem/<name>.key signed by CA <ca>, with `ext`
@@ -46,9 +45,9 @@ absl::Status MakeLeaf(const std::string& dir, const std::string& name, const std
       !s.ok()) {
     return s;
   }
-  return Run(dir, absl::StrCat("openssl x509 -req -days 2 -in ", name, ".csr -CA ", ca,
-                               ".pem -CAkey ", ca, ".key -CAcreateserial -out ", name,
-                               ".pem -extfile ", name, ".ext"));
+  return Run(
+      dir, absl::StrCat("openssl x509 -req -days 2 -in ", name, ".csr -CA ", ca, ".pem -CAkey ", ca,
+                        ".key -CAcreateserial -out ", name, ".pem -extfile ", name, ".ext"));
 }
 
 }  // namespace
