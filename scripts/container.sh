@@ -148,8 +148,11 @@ if [[ "$MODE" != smoke ]]; then
     mkdir -p "$cache_dir"
     volumes=(-v "$cache_dir:/ccache")
   fi
+  # CMAKE_ARGS: the host build's configure options (test.sh exports CI's
+  # -DRANKWIRE_WERROR=ON), so the image compiles with the same flags and the
+  # ccache entries match.
   "${B[@]}" bud --isolation chroot --layers --pull=never "${volumes[@]}" -f deploy/Dockerfile \
-    -t "$IMAGE" . || die "buildah bud"
+    --build-arg CMAKE_ARGS="${CMAKE_ARGS:-}" -t "$IMAGE" . || die "buildah bud"
   t_build=$((SECONDS - t1))
   size=$(image_mb)
   log "built $IMAGE: base images ${t_base} s, image build ${t_build} s, size ${size} MB"

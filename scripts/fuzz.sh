@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (tests/fuzz/) with clang-14, AddressSanitizer
 # and UndefinedBehaviorSanitizer in build-fuzz/, then runs each one for
-# FUZZ_SECONDS (default 60) starting from a temporary copy of its seed
-# corpus (the checked-in corpus is never modified). Fails if any target
+# FUZZ_SECONDS (default 60), FUZZ_JOBS targets at a time, starting from a
+# temporary copy of its seed corpus (the checked-in corpus is never modified). Fails if any target
 # crashes, leaks, hits undefined behaviour, breaks an invariant, times out
 # on one input or runs out of memory; the input that did it is kept in
 # build-fuzz/fuzz-artifacts/.
@@ -12,7 +12,8 @@
 #   FUZZ_TARGETS    targets to run (default: every target tests/fuzz/CMakeLists.txt
 #                   lists, read from the build's tests/fuzz/targets.txt)
 #   FUZZ_BUILD_DIR  build directory (default build-fuzz)
-#   FUZZ_JOBS       build parallelism (default nproc)
+#   FUZZ_JOBS       build parallelism, and how many targets run at once
+#                   (default nproc)
 #   FUZZ_KEEP_CORPUS=DIR  keep the grown corpora in DIR/<target>
 #
 # Needs: clang-14 libclang-rt-14-dev llvm-14 (scripts/setup.sh installs them).
@@ -47,16 +48,35 @@ export ASAN_SYMBOLIZER_PATH=${ASAN_SYMBOLIZER_PATH:-$(command -v llvm-symbolizer
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 
+# One target: its corpus, its log, its exit status in $work/$t.rc.
+fuzz_one() {
+  local t=$1 corpus=$work/$1 log=$build/fuzz-$1.log rc=0
+  mkdir -p "$corpus"
+  cp "$root/tests/fuzz/corpus/$t/"* "$corpus/"
+  "$build/tests/fuzz/${t}_fuzzer" "$corpus" \
+    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+    -artifact_prefix="$artifacts/$t-" -print_final_stats=1 >"$log" 2>&1 || rc=$?
+  echo "$rc" >"$work/$t.rc"
+}
+
+# The targets run $jobs at a time (each is single-threaded), so on 2 cores
+# four targets take two rounds of FUZZ_SECONDS instead of four. Results are
+# printed per target, in order, once all have finished.
+echo "fuzz.sh: ${targets[*]} for ${seconds}s each, $jobs at a time"
+running=0
+for t in "${targets[@]}"; do
+  if ((running >= jobs)); then wait -n || true; running=$((running - 1)); fi
+  fuzz_one "$t" &
+  running=$((running + 1))
+done
+wait
+
 failed=()
 for t in "${targets[@]}"; do
   corpus=$work/$t
-  mkdir -p "$corpus"
-  cp "$root/tests/fuzz/corpus/$t/"* "$corpus/"
   log=$build/fuzz-$t.log
-  echo "fuzz.sh: $t for ${seconds}s ($(ls "$corpus" | wc -l) seeds)"
-  if "$build/tests/fuzz/${t}_fuzzer" "$corpus" \
-      -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-      -artifact_prefix="$artifacts/$t-" -print_final_stats=1 >"$log" 2>&1; then
+  if [[ "$(cat "$work/$t.rc" 2>/dev/null || echo missing)" == 0 ]]; then
+    echo "fuzz.sh: $t"
     grep -E "^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+ +DONE)" "$log" | sed "s/^/  /" || true
     echo "  corpus: $(ls "$corpus" | wc -l) inputs"
   else

@@ -16,7 +16,9 @@ cd "$(dirname "$0")/.."
 
 # -Werror: CI fails on a new compiler warning (RANKWIRE_WERROR, off by
 # default for users building from source).
-CMAKE_ARGS="${CMAKE_ARGS:-} -DRANKWIRE_WERROR=ON" scripts/setup.sh
+# Exported: scripts/container.sh builds the image with the same options.
+export CMAKE_ARGS="${CMAKE_ARGS:-} -DRANKWIRE_WERROR=ON"
+scripts/setup.sh
 # The tree is clang-format-14's output (.clang-format): a few seconds.
 scripts/format_check.sh
 BUILD_DIR=${BUILD_DIR:-build}
