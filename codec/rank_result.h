@@ -398,6 +398,11 @@ class RankResult {
   void Reserve(size_t items, size_t id_bytes = 0);
   // Appends an item with no metrics; returns its index.
   size_t AddItem(absl::string_view id, double score, uint32_t position);
+  // Appends `count` items with no metrics, the r-th at position r + 1 with
+  // id ids[order[r]] and score scores[order[r]] (a ranking's output in rank
+  // order, from columns in candidate order), in one step.
+  void AddRankedItems(absl::Span<const absl::string_view> ids, const double* scores,
+                      const uint32_t* order, size_t count);
   absl::string_view id(size_t i) const {
     const uint64_t begin = i == 0 ? 0 : id_ends_[i - 1];
     return absl::string_view(id_bytes_.data() + begin, id_ends_[i] - begin);
