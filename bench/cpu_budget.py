@@ -18,6 +18,11 @@ Rows (--rows picks some):
 
   floor            serve_floor: reads each request, answers recorded bytes
                    of a real rankbin response (bench/serve_floor.cc)
+  floor/grpc-defaults  the same with gRPC's own transport arguments on both
+                   ends (--grpc_transport_args= for the floor and the load
+                   generator): the floor before rpc/transport_args.h
+  rankbin/none/grpc-defaults  rankbin/none with gRPC's own transport
+                   arguments on both ends
   rankbin/none     rankwire-server --codec=rankbin --log_mode=none
   rankbin/memory   logs in the in-process store
   rankbin/redis    logs in Redis
@@ -71,6 +76,8 @@ LOAD_CPU = "0"
 
 ROWS = {
     "rankbin/none": ["--codec=rankbin", "--log_mode=none"],
+    "rankbin/none/grpc-defaults": ["--codec=rankbin", "--log_mode=none",
+                                   "--grpc_transport_args="],
     "rankbin/memory": ["--codec=rankbin", "--log_mode=store", "--logstore=memory"],
     "rankbin/redis": ["--codec=rankbin", "--log_mode=store", "--logstore=redis"],
     "protobuf/none": ["--codec=protobuf", "--log_mode=none"],
@@ -78,8 +85,10 @@ ROWS = {
     "xgboost/none": ["--codec=rankbin", "--log_mode=none", "--explain_items=0"],
     "xgboost/explain": ["--codec=rankbin", "--log_mode=none"],
 }
-DEFAULT_ROWS = ["floor", "rankbin/none", "rankbin/memory", "rankbin/redis", "protobuf/inline",
-                "xgboost/none"]
+DEFAULT_ROWS = ["floor", "floor/grpc-defaults", "rankbin/none", "rankbin/none/grpc-defaults",
+                "rankbin/memory", "rankbin/redis", "protobuf/inline", "xgboost/none"]
+# Rows whose load generator runs with gRPC's own transport arguments too.
+GRPC_DEFAULTS = ("floor/grpc-defaults", "rankbin/none/grpc-defaults")
 # xgboost_bench cells (bench/xgboost_bench.cc) for the xgboost rows' model and
 # request: name -> what it times.
 EVALUATOR_CELLS = {
@@ -153,11 +162,12 @@ def start_server(args, row, redis):
     return p
 
 
-def start_floor(args, redis):
+def start_floor(args, redis, transport=None):
     real = start_server(args, "rankbin/none", redis)
+    extra = [] if transport is None else [f"--grpc_transport_args={transport}"]
     try:
         floor = Process([os.path.join(args.build, "bench", "serve_floor"), "--port=0",
-                         f"--record_from=127.0.0.1:{real.port}", "--codec=rankbin"],
+                         f"--record_from=127.0.0.1:{real.port}", "--codec=rankbin", *extra],
                         r"listening port=(\d+) response_bytes=(\d+)")
     finally:
         real.close()
@@ -188,10 +198,12 @@ def phase_means(before, after):
     return out
 
 
-def loadgen(args, port, seconds, qps=0.0, warmup=0.0):
+def loadgen(args, port, seconds, qps=0.0, warmup=0.0, transport=None):
     cmd = ["taskset", "-c", LOAD_CPU, os.path.join(args.build, "client", "rankwire-loadgen"),
            f"--target=127.0.0.1:{port}", f"--concurrency={args.concurrency}",
            f"--duration_s={seconds}", f"--warmup_s={warmup}", f"--qps={qps}", "--json"]
+    if transport is not None:
+        cmd.append(f"--grpc_transport_args={transport}")
     # Exit status 2: the run finished but some calls failed; the JSON says
     # how many and the first error, which the round's line reports.
     done = subprocess.run(cmd, capture_output=True, text=True)
@@ -206,13 +218,17 @@ def loadgen(args, port, seconds, qps=0.0, warmup=0.0):
 
 def measure(args, row, redis, qps=0.0):
     """One row once: start, warm up, measure, stop."""
-    server = start_floor(args, redis) if row == "floor" else start_server(args, row, redis)
+    transport = "" if row in GRPC_DEFAULTS else None
+    if row.startswith("floor"):
+        server = start_floor(args, redis, transport)
+    else:
+        server = start_server(args, row, redis)
     try:
-        loadgen(args, server.port, 1.0, qps=qps)  # Warm-up: connections, caches.
+        loadgen(args, server.port, 1.0, qps=qps, transport=transport)  # Warm-up.
         cpu0, cs0 = proc_cpu_ns(server.proc.pid)
         rcpu0, _ = proc_cpu_ns(redis.proc.pid)
         phases0 = phase_cpu(server.metrics_port)
-        result = loadgen(args, server.port, args.seconds, qps=qps)
+        result = loadgen(args, server.port, args.seconds, qps=qps, transport=transport)
         cpu1, cs1 = proc_cpu_ns(server.proc.pid)
         rcpu1, _ = proc_cpu_ns(redis.proc.pid)
         phases1 = phase_cpu(server.metrics_port)
@@ -370,7 +386,7 @@ def main():
                         help="the xgboost rows' model (default: xgboost_bench "
                              "--write_workload_model writes one)")
     parser.add_argument("--rows", nargs="*", default=DEFAULT_ROWS,
-                        choices=["floor", *ROWS.keys()])
+                        choices=["floor", "floor/grpc-defaults", *ROWS.keys()])
     parser.add_argument("--server_flag", action="append", default=[],
                         help="an extra flag for every rankwire-server row")
     parser.add_argument("--open", action="store_true",

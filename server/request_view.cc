@@ -629,7 +629,9 @@ absl::Status Parser::Verdict(bool malformed) const {
   return absl::OkStatus();
 }
 
-void Parser::ScatterFeatures() {
+// Not vectorized: a strided scatter, which GCC's -O3 turns into lane
+// extractions that cost more than the plain loads and stores.
+__attribute__((optimize("no-tree-vectorize"))) void Parser::ScatterFeatures() {
   const size_t n = v_.n;
   const size_t m = v_.item_feature_names.size();
   v_.features.resize(m * n);
