@@ -374,20 +374,10 @@ void RankResult::SetLog(size_t i, absl::string_view log) {
   has_logs_ = has_logs_ || !log.empty();
 }
 
-Column& RankResult::Cell(size_t item, uint32_t key) {
+void RankResult::ReserveStringBytes(uint32_t key, size_t entries, size_t bytes) {
   Column& c = columns_[key];
-  c.Resize(std::max(item + 1, size()));
-  c.MarkPresent(item);
-  return c;
-}
-
-void RankResult::SetInt(size_t item, uint32_t key, int64_t v) { Cell(item, key).ints_[item] = v; }
-void RankResult::SetFloat(size_t item, uint32_t key, float v) { Cell(item, key).floats_[item] = v; }
-void RankResult::SetDouble(size_t item, uint32_t key, double v) {
-  Cell(item, key).doubles_[item] = v;
-}
-void RankResult::SetStringCode(size_t item, uint32_t key, uint32_t code) {
-  Cell(item, key).codes_[item] = code;
+  c.entry_bytes_.reserve(c.entry_bytes_.size() + bytes);
+  c.entry_ends_.reserve(c.entry_ends_.size() + entries);
 }
 
 uint32_t RankResult::AddStringEntry(uint32_t key, absl::string_view v) {

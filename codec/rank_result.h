@@ -424,16 +424,22 @@ class RankResult {
   size_t log_bytes() const { return log_bytes_.size(); }
 
   // Cells. REQUIRES: item < size(), key < key_count(), the key's type.
-  void SetInt(size_t item, uint32_t key, int64_t v);
-  void SetFloat(size_t item, uint32_t key, float v);
-  void SetDouble(size_t item, uint32_t key, double v);
+  // Inline: a decoder sets hundreds of thousands of cells a second.
+  void SetInt(size_t item, uint32_t key, int64_t v) { Cell(item, key).ints_[item] = v; }
+  void SetFloat(size_t item, uint32_t key, float v) { Cell(item, key).floats_[item] = v; }
+  void SetDouble(size_t item, uint32_t key, double v) { Cell(item, key).doubles_[item] = v; }
   void SetString(size_t item, uint32_t key, absl::string_view v) {
     SetStringCode(item, key, AddStringEntry(key, v));
   }
   // A string key's entries: AddStringEntry adds one (no search for an equal
   // one) and returns its code; SetStringCode gives an item that value.
   uint32_t AddStringEntry(uint32_t key, absl::string_view v);
-  void SetStringCode(size_t item, uint32_t key, uint32_t code);
+  void SetStringCode(size_t item, uint32_t key, uint32_t code) {
+    Cell(item, key).codes_[item] = code;
+  }
+  // Room for `entries` more entries of `bytes` bytes in all in a string
+  // key's column (a decoder that knows about how many it will add).
+  void ReserveStringBytes(uint32_t key, size_t entries, size_t bytes);
   // Any type, as its key says. InvalidArgument if `v`'s type is not the
   // key's, or item or key is out of range.
   absl::Status Set(size_t item, uint32_t key, const MetricRef& v);
@@ -469,7 +475,13 @@ class RankResult {
   void ResetKeys(absl::Span<const MetricKey> keys);
 
  private:
-  Column& Cell(size_t item, uint32_t key);
+  Column& Cell(size_t item, uint32_t key) {
+    Column& c = columns_[key];
+    const size_t items = item + 1 > size() ? item + 1 : size();
+    if (items > c.slots_) c.Resize(items);
+    c.MarkPresent(item);
+    return c;
+  }
   // The key's column sized for every item and all marked present; with
   // `zero`, the slots not present before are zeroed.
   Column& WholeColumn(uint32_t key, bool zero);
