@@ -629,9 +629,7 @@ absl::Status Parser::Verdict(bool malformed) const {
   return absl::OkStatus();
 }
 
-// Not vectorized: a strided scatter, which GCC's -O3 turns into lane
-// extractions that cost more than the plain loads and stores.
-__attribute__((optimize("no-tree-vectorize"))) void Parser::ScatterFeatures() {
+void Parser::ScatterFeatures() {
   const size_t n = v_.n;
   const size_t m = v_.item_feature_names.size();
   v_.features.resize(m * n);
@@ -643,9 +641,8 @@ __attribute__((optimize("no-tree-vectorize"))) void Parser::ScatterFeatures() {
     k.max_features = std::max(k.max_features, f.count);
     const size_t have = std::min<size_t>(f.count, m);
     const char* in = f.slow >= 0 ? reinterpret_cast<const char*>(slow_[f.slow].data()) : f.packed;
-    float* to = out + c;
-    for (size_t j = 0; j < have; ++j, to += n) std::memcpy(to, in + 4 * j, 4);
-    for (size_t j = have; j < m; ++j, to += n) *to = 0.0f;
+    for (size_t j = 0; j < have; ++j) std::memcpy(out + j * n + c, in + 4 * j, 4);
+    for (size_t j = have; j < m; ++j) out[j * n + c] = 0.0f;
   }
   CheckValues();
 }
