@@ -243,15 +243,18 @@ public final class RankwireClient implements AutoCloseable {
    * Every codec the server has is readable here.
    */
   public RankReply rank(RankRequest request, Duration deadline, List<String> acceptCodecs) {
-    RankCall call = new RankCall(request, acceptCodecs);
-    ByteString response;
+    return RankReply.open(rankBytes(request, deadline, acceptCodecs), limits);
+  }
+
+  /** The serialized RankResponse of a Rank call (the benchmark keeps the bytes). */
+  ByteString rankBytes(RankRequest request, Duration deadline, List<String> acceptCodecs) {
     try {
-      response = ClientCalls.blockingUnaryCall(channel, RANK,
-          CallOptions.DEFAULT.withDeadlineAfter(deadline.toNanos(), TimeUnit.NANOSECONDS), call);
+      return ClientCalls.blockingUnaryCall(channel, RANK,
+          CallOptions.DEFAULT.withDeadlineAfter(deadline.toNanos(), TimeUnit.NANOSECONDS),
+          new RankCall(request, acceptCodecs));
     } catch (StatusRuntimeException e) {
       throw new RankwireRpcException("Rank", e);
     }
-    return RankReply.open(response, limits);
   }
 
   /**
