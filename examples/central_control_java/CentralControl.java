@@ -3,7 +3,7 @@
 // caller must expect (docs/CLIENTS.md, "Errors and what to do with each").
 //
 //   java -cp "$(cat java/target/classpath.txt)" examples/central_control_java/CentralControl.java \
-//       dns:///rankwire.prod.svc.cluster.local:50051
+//       dns:///rankwire.prod.svc.cluster.local:50051 [RANK_DEADLINE_MS (default 250)]
 //
 // It needs only the library (io.rankwire:rankwire-client) and its dependencies on the
 // classpath; java/ builds both (docs/CLIENTS.md, "Java"). The ctest java.central_control runs
@@ -48,12 +48,12 @@ public final class CentralControl {
   }
 
   /** The ranked result, or null when the fleet cannot rank it now. */
-  static RankReply rankWithBackoff(RankwireClient client, RankRequest request)
-      throws InterruptedException {
+  static RankReply rankWithBackoff(RankwireClient client, RankRequest request,
+      Duration deadline) throws InterruptedException {
     for (int attempt = 0; attempt < 3; attempt++) {
       try {
         // The deadline covers the channel's own retries of UNAVAILABLE.
-        return client.rank(request, Duration.ofMillis(250), List.of("rankbin"));
+        return client.rank(request, deadline, List.of("rankbin"));
       } catch (RankwireRpcException e) {
         if (e.isRetryableAfterBackoff() && attempt < 2) {
           Thread.sleep(20L << attempt);  // Shedding load: back off, never retry at once.
@@ -73,9 +73,13 @@ public final class CentralControl {
 
   public static void main(String[] args) throws InterruptedException {
     String target = args.length > 0 ? args[0] : "localhost:50051";
+    // From what the caller can wait (CLIENTS.md, "Deadlines"); a cold JVM's first call is slow.
+    Duration deadline = Duration.ofMillis(args.length > 1 ? Long.parseLong(args[1]) : 250);
     try (RankwireClient client = RankwireClient.newBuilder(target).build()) {
+      // Connect at start-up, not inside the first call's deadline.
+      client.awaitReady(Duration.ofSeconds(5));
       RankRequest request = makeRequest("cc-java-" + System.nanoTime());
-      RankReply reply = rankWithBackoff(client, request);
+      RankReply reply = rankWithBackoff(client, request, deadline);
       if (reply == null) {
         System.exit(1);
       }

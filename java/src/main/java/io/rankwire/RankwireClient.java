@@ -214,12 +214,40 @@ public final class RankwireClient implements AutoCloseable {
           b.sslContext(ssl.build());
         } catch (SSLException | IllegalArgumentException e) {
           throw new IllegalArgumentException("TLS: " + e.getMessage(), e);
+        } catch (UnsupportedOperationException e) {
+          // gRPC over TLS needs ALPN. Debian bookworm's netty 4.1.48 packages neither its JDK
+          // ALPN classes nor a netty-tcnative its loader finds (docs/CLIENTS.md, "Java").
+          throw new IllegalStateException("TLS needs ALPN, which this JVM's netty does not "
+              + "provide (Debian's libnetty-java has no JDK ALPN support; put a netty-tcnative "
+              + "with ALPN on the classpath): " + e.getMessage(), e);
         }
         if (sslTargetName != null) {
           b.overrideAuthority(sslTargetName);
         }
       }
       return new RankwireClient(b.build(), limits);
+    }
+  }
+
+  /**
+   * Connects now and waits until the channel can take calls (a serving replica), at most
+   * {@code timeout}: call it at start-up, so the first Rank's deadline is not spent on
+   * connecting. False when the channel is not ready by then (calls will still try).
+   */
+  public boolean awaitReady(Duration timeout) throws InterruptedException {
+    long end = System.nanoTime() + timeout.toNanos();
+    while (true) {
+      io.grpc.ConnectivityState state = channel.getState(true);
+      if (state == io.grpc.ConnectivityState.READY) {
+        return true;
+      }
+      long left = end - System.nanoTime();
+      if (left <= 0) {
+        return false;
+      }
+      java.util.concurrent.CountDownLatch changed = new java.util.concurrent.CountDownLatch(1);
+      channel.notifyWhenStateChanged(state, changed::countDown);
+      changed.await(left, TimeUnit.NANOSECONDS);
     }
   }
 

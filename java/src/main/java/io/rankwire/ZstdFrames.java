@@ -1,6 +1,7 @@
 package io.rankwire;
 
 import com.github.luben.zstd.Zstd;
+import com.github.luben.zstd.ZstdException;
 import java.nio.ByteBuffer;
 
 /**
@@ -133,18 +134,27 @@ final class ZstdFrames {
     byte[] frame = new byte[size];
     buf.get(start, frame, 0, size);
     byte[] out = new byte[rawSize];
-    long r = Zstd.decompressByteArray(out, 0, rawSize, frame, 0, size);
+    long r;
+    try {
+      r = Zstd.decompressByteArray(out, 0, rawSize, frame, 0, size);
+    } catch (ZstdException e) {
+      // zstd-jni throws for zstd's errors (older versions returned the code).
+      throw zstdError(e.getErrorCode(), e.getMessage(), start);
+    }
     if (Zstd.isError(r)) {
-      long code = Zstd.getErrorCode(r);
-      if (code == Zstd.errChecksumWrong()) {
-        throw new ChecksumException("zstd: content checksum mismatch", start);
-      }
-      throw new FormatException("zstd: corrupt frame: " + Zstd.getErrorName(r), start);
+      throw zstdError(Zstd.getErrorCode(r), Zstd.getErrorName(r), start);
     }
     if (r != rawSize) {
       throw new FormatException(
           "zstd: frame decompressed to " + r + " bytes, expected " + rawSize, start);
     }
     return out;
+  }
+
+  private static FormatException zstdError(long code, String name, int at) {
+    if (code == Zstd.errChecksumWrong()) {
+      return new ChecksumException("zstd: content checksum mismatch", at);
+    }
+    return new FormatException("zstd: corrupt frame: " + name, at);
   }
 }
