@@ -10,7 +10,10 @@ import io.grpc.StatusRuntimeException;
 import io.grpc.netty.GrpcSslContexts;
 import io.grpc.netty.NettyChannelBuilder;
 import io.grpc.stub.ClientCalls;
+import io.netty.handler.ssl.RankwireJdkAlpn;
+import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslContextBuilder;
+import io.netty.handler.ssl.SslProvider;
 import java.io.ByteArrayInputStream;
 import java.io.File;
 import java.io.IOException;
@@ -206,26 +209,37 @@ public final class RankwireClient implements AutoCloseable {
         }
         b.usePlaintext();
       } else {
-        try {
-          SslContextBuilder ssl = GrpcSslContexts.forClient().trustManager(trustedCa);
-          if (certChain != null) {
-            ssl.keyManager(certChain, privateKey);
-          }
-          b.sslContext(ssl.build());
-        } catch (SSLException | IllegalArgumentException e) {
-          throw new IllegalArgumentException("TLS: " + e.getMessage(), e);
-        } catch (UnsupportedOperationException e) {
-          // gRPC over TLS needs ALPN. Debian bookworm's netty 4.1.48 packages neither its JDK
-          // ALPN classes nor a netty-tcnative its loader finds (docs/CLIENTS.md, "Java").
-          throw new IllegalStateException("TLS needs ALPN, which this JVM's netty does not "
-              + "provide (Debian's libnetty-java has no JDK ALPN support; put a netty-tcnative "
-              + "with ALPN on the classpath): " + e.getMessage(), e);
-        }
+        b.sslContext(sslContext());
         if (sslTargetName != null) {
           b.overrideAuthority(sslTargetName);
         }
       }
       return new RankwireClient(b.build(), limits);
+    }
+
+    /**
+     * The client's TLS context: grpc-java's (HTTP/2 ciphers, ALPN offering h2) over the JDK's
+     * TLS. Where netty lacks its JDK ALPN negotiator (Debian bookworm's libnetty-java), the
+     * same context is made with {@link RankwireJdkAlpn}, this library's copy of that negotiator.
+     */
+    private SslContext sslContext() {
+      try {
+        if (RankwireJdkAlpn.nettyHasJdkAlpn()) {
+          return keys(GrpcSslContexts.forClient()).build();
+        }
+        SslContext base = keys(SslContextBuilder.forClient().sslProvider(SslProvider.JDK)).build();
+        return RankwireJdkAlpn.clientContext(base, List.of("h2"));
+      } catch (SSLException | IllegalArgumentException e) {
+        throw new IllegalArgumentException("TLS: " + e.getMessage(), e);
+      }
+    }
+
+    private SslContextBuilder keys(SslContextBuilder ssl) {
+      ssl.trustManager(trustedCa);
+      if (certChain != null) {
+        ssl.keyManager(certChain, privateKey);
+      }
+      return ssl;
     }
   }
 

@@ -30,7 +30,8 @@ import rank.v1.Rank.Scene;
  * RankwireClient against a real rankwire-server on a free loopback port: the worked example
  * (examples/central_control_java/) run as a user runs it; every codec decodes to the same
  * result, lazily and in full; codec negotiation; FetchLogs; each error code docs/CLIENTS.md
- * tells callers to handle; the service config's health checking is live; mutual TLS.
+ * tells callers to handle; the service config's health checking is live; TLS and mutual TLS
+ * (on Debian's netty through this library's ALPN negotiator, io.netty.handler.ssl.RankwireJdkAlpn).
  */
 public class ClientIT {
   static final List<String> FEATURES = List.of("price", "discount_rate", "sales_30d",
@@ -42,6 +43,7 @@ public class ClientIT {
 
   private static TestServer server;
   private static RankwireClient client;
+  private static Path certs;
 
   @BeforeClass
   public static void start() throws IOException {
@@ -50,12 +52,17 @@ public class ClientIT {
   }
 
   @AfterClass
-  public static void stop() throws InterruptedException {
+  public static void stop() throws InterruptedException, IOException {
     if (client != null) {
       client.close();
     }
     if (server != null) {
       server.close();
+    }
+    if (certs != null) {
+      try (var paths = Files.walk(certs)) {
+        paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+      }
     }
   }
 
@@ -241,56 +248,85 @@ public class ClientIT {
     }
   }
 
-  @Test
-  public void mutualTls() throws Exception {
+  /** A CA, a server certificate for rankwire.test and a client certificate, made once. */
+  private static synchronized Path certs() throws Exception {
+    if (certs != null) {
+      return certs;
+    }
     Path d = Files.createTempDirectory("rankwire-java-tls-");
+    certs = d;
+    openssl(d, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+        "-nodes", "-days", "2", "-subj", "/CN=rankwire-java-test-ca", "-keyout", "ca.key",
+        "-out", "ca.pem", "-addext", "basicConstraints=critical,CA:TRUE", "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign");
+    leaf(d, "server", "subjectAltName=DNS:rankwire.test\nextendedKeyUsage=serverAuth");
+    leaf(d, "client", "extendedKeyUsage=clientAuth");
+    // Another CA, which signed nothing the server presents.
+    openssl(d, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+        "-nodes", "-days", "2", "-subj", "/CN=rankwire-java-other-ca", "-keyout", "other.key",
+        "-out", "other.pem");
+    // Netty reads PKCS#8 keys.
+    openssl(d, "pkcs8", "-topk8", "-nocrypt", "-in", "client.key", "-out", "client.p8");
+    return d;
+  }
+
+  /** The call fails UNAVAILABLE, for {@code why} (the handshake's error) when not null. */
+  private static void assertRefused(RankwireClient.Builder b, String why) {
+    try (RankwireClient c = b.build()) {
+      RankwireRpcException e = assertThrows(RankwireRpcException.class,
+          () -> c.rank(request("java-tls", 3, LogMode.LOG_MODE_NONE), Duration.ofSeconds(5)));
+      assertEquals(e.toString(), Status.Code.UNAVAILABLE, e.getCode());
+      assertTrue(e.toString(), why == null || e.getMessage().contains(why));
+    }
+  }
+
+  @Test
+  public void tlsRanksAndIsRefusedInPlaintextOrWithAnotherCaOrName() throws Exception {
+    Path d = certs();
+    TestServer tls = new TestServer("--tls_cert_file=" + d.resolve("server.pem"),
+        "--tls_key_file=" + d.resolve("server.key"));
     try {
-      openssl(d, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-          "-nodes", "-days", "2", "-subj", "/CN=rankwire-java-test-ca", "-keyout", "ca.key",
-          "-out", "ca.pem", "-addext", "basicConstraints=critical,CA:TRUE", "-addext",
-          "keyUsage=critical,keyCertSign,cRLSign");
-      leaf(d, "server", "subjectAltName=DNS:rankwire.test\nextendedKeyUsage=serverAuth");
-      leaf(d, "client", "extendedKeyUsage=clientAuth");
-      // Netty reads PKCS#8 keys.
-      for (String name : List.of("server", "client")) {
-        openssl(d, "pkcs8", "-topk8", "-nocrypt", "-in", name + ".key", "-out", name + ".p8");
+      try (RankwireClient c = RankwireClient.newBuilder(tls.target())
+          .tls(file(d, "ca.pem")).sslTargetName("rankwire.test").build()) {
+        RankReply reply = c.rank(request("java-tls", 20, LogMode.LOG_MODE_INLINE),
+            Duration.ofSeconds(10), List.of("rankbin-zstd"));
+        assertEquals("rankbin-zstd", reply.codec());
+        assertEquals(20, reply.view().materialize().items().size());
+        Map<String, String> logs = c.fetchLogs("java-tls", List.of("java-sku-0"),
+            Duration.ofSeconds(5));
+        assertTrue(logs.containsKey("java-sku-0"));
       }
-      TestServer tls = new TestServer("--tls_cert_file=" + d.resolve("server.pem"),
-          "--tls_key_file=" + d.resolve("server.key"),
-          "--tls_client_ca_file=" + d.resolve("ca.pem"));
-      try {
-        RankwireClient.Builder mtls = RankwireClient.newBuilder(tls.target())
-            .mutualTls(file(d, "ca.pem"), file(d, "client.pem"), file(d, "client.p8"))
-            .sslTargetName("rankwire.test");
-        if (!io.netty.handler.ssl.OpenSsl.isAlpnSupported()) {
-          // Debian bookworm's netty: no ALPN, so no gRPC over TLS from this JVM (CLIENTS.md).
-          IllegalStateException e = assertThrows(IllegalStateException.class, mtls::build);
-          assertTrue(e.getMessage(), e.getMessage().contains("ALPN"));
-          System.out.println("mutualTls: TLS unavailable on this JVM: " + e.getMessage());
-        } else {
-          try (RankwireClient c = mtls.build()) {
-            RankReply reply = c.rank(request("java-tls", 20, LogMode.LOG_MODE_NONE),
-                Duration.ofSeconds(10), List.of("rankbin-zstd"));
-            assertEquals(20, reply.view().size());
-            assertEquals("rankbin-zstd", reply.codec());
-          }
-        }
-        // In plaintext: refused.
-        for (RankwireClient.Builder b : List.of(RankwireClient.newBuilder(tls.target()))) {
-          try (RankwireClient c = b.build()) {
-            RankwireRpcException e = assertThrows(RankwireRpcException.class,
-                () -> c.rank(request("java-tls", 3, LogMode.LOG_MODE_NONE),
-                    Duration.ofSeconds(5)));
-            assertEquals(Status.Code.UNAVAILABLE, e.getCode());
-          }
-        }
-      } finally {
-        tls.close();
-      }
+      // The server's certificate is checked: against the CA, and for the name.
+      assertRefused(RankwireClient.newBuilder(tls.target()), null);
+      assertRefused(RankwireClient.newBuilder(tls.target())
+          .tls(file(d, "other.pem")).sslTargetName("rankwire.test"), "PKIX path building failed");
+      assertRefused(RankwireClient.newBuilder(tls.target())
+          .tls(file(d, "ca.pem")).sslTargetName("not-rankwire.test"), "not-rankwire.test");
     } finally {
-      try (var paths = Files.walk(d)) {
-        paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+      tls.close();
+    }
+  }
+
+  @Test
+  public void mutualTlsRanksAndIsRefusedWithoutAClientCertificate() throws Exception {
+    Path d = certs();
+    TestServer mtls = new TestServer("--tls_cert_file=" + d.resolve("server.pem"),
+        "--tls_key_file=" + d.resolve("server.key"),
+        "--tls_client_ca_file=" + d.resolve("ca.pem"));
+    try {
+      try (RankwireClient c = RankwireClient.newBuilder(mtls.target())
+          .mutualTls(file(d, "ca.pem"), file(d, "client.pem"), file(d, "client.p8"))
+          .sslTargetName("rankwire.test").build()) {
+        RankReply reply = c.rank(request("java-mtls", 20, LogMode.LOG_MODE_NONE),
+            Duration.ofSeconds(10), List.of("rankbin"));
+        assertEquals("rankbin", reply.codec());
+        assertEquals(20, reply.view().size());
       }
+      assertRefused(RankwireClient.newBuilder(mtls.target()), null);
+      assertRefused(RankwireClient.newBuilder(mtls.target())
+          .tls(file(d, "ca.pem")).sslTargetName("rankwire.test"), null);
+    } finally {
+      mtls.close();
     }
   }
 
