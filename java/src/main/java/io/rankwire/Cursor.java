@@ -1,27 +1,123 @@
 package io.rankwire;
 
-import java.nio.ByteBuffer;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 
 /**
  * Bounds-checked reading of docs/FORMAT.md's primitive types (the one home of varints,
  * fixed-width numbers and length prefixes in this library, as codec/coding.h is for the C++
- * codecs). A cursor reads {@code buf} from {@code pos} and never at or past {@code end}, the
- * innermost enclosing bound; errors name what was being read and the offset. The buffer is
- * little-endian and read with absolute gets only, so several cursors may share it.
+ * codecs). A cursor reads the array {@code a} from {@code pos} and never at or past {@code end},
+ * the innermost enclosing bound; positions are indexes into {@code a}, and errors name what was
+ * being read and the offset from {@code base} (where the payload, or decoded block, starts in
+ * the array). The static readers ({@link #i32}, {@link #i64}) read little-endian values with no
+ * check: the caller has checked the bounds.
  *
- * <p>Not thread-safe; cheap to make (one per read).
+ * <p>Not thread-safe; cheap to make, and reusable ({@link #reset}).
  */
 final class Cursor {
-  final ByteBuffer buf;
+  private static final VarHandle INT =
+      MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
+  private static final VarHandle LONG =
+      MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
+
+  byte[] a;
+  int base;
   int pos;
   int end;
-  private final String context;
+  private String context;
 
-  Cursor(ByteBuffer buf, int pos, int end, String context) {
-    this.buf = buf;
+  Cursor(byte[] a, int base, int pos, int end, String context) {
+    this.a = a;
+    this.base = base;
     this.pos = pos;
     this.end = end;
     this.context = context;
+  }
+
+  /** Reads {@code a[pos, end)} next, offsets in errors counted from {@code base}. */
+  Cursor reset(byte[] a, int base, int pos, int end) {
+    this.a = a;
+    this.base = base;
+    this.pos = pos;
+    this.end = end;
+    return this;
+  }
+
+  /** As {@link #reset(byte[], int, int, int)}, naming {@code context} in errors. */
+  Cursor reset(byte[] a, int base, int pos, int end, String context) {
+    this.context = context;
+    return reset(a, base, pos, end);
+  }
+
+  static int i32(byte[] a, int p) {
+    return (int) INT.get(a, p);
+  }
+
+  static long i64(byte[] a, int p) {
+    return (long) LONG.get(a, p);
+  }
+
+  /**
+   * Where the varint at {@code a[p]} ends (the next position), or -1 when it is cut short by
+   * {@code end}, longer than 10 bytes or over 64 bits (a Cursor's {@link #varint} at {@code p}
+   * then says which). Reads nothing past {@code end}.
+   */
+  static int varintEnd(byte[] a, int p, int end) {
+    for (int i = 0; i < 10; i++) {
+      if (p >= end) {
+        return -1;
+      }
+      byte b = a[p++];
+      if (b >= 0) {
+        return i == 9 && b > 1 ? -1 : p;
+      }
+    }
+    return -1;
+  }
+
+  /** The value of the varint at {@code a[p]}, which {@link #varintEnd} accepted. */
+  static long varintValue(byte[] a, int p) {
+    byte b = a[p];
+    if (b >= 0) {
+      return b;
+    }
+    long v = b & 0x7f;
+    for (int shift = 7; ; shift += 7) {
+      b = a[++p];
+      v |= (long) (b & 0x7f) << shift;
+      if (b >= 0) {
+        return v;
+      }
+    }
+  }
+
+  /**
+   * The varint at {@code a[p]} when it is at most 10 bytes before {@code end} and its value fits
+   * in 32 bits (as {@link #varint32} accepts), packed as {@code value << 32 | next position}
+   * (the value is {@code r >>> 32}); else -1, whose position {@code (int) r} is negative. For
+   * reads that must not allocate; a Cursor says what is wrong.
+   */
+  static long varint32At(byte[] a, int p, int end) {
+    int v = 0;
+    for (int i = 0; i < 10; i++) {
+      if (p >= end) {
+        return -1;
+      }
+      byte b = a[p++];
+      int bits = b & 0x7f;
+      if (i < 4) {
+        v |= bits << (7 * i);
+      } else if (i == 4 && bits <= 0x0f) {
+        v |= bits << 28;
+      } else if (bits != 0) {
+        return -1;
+      }
+      if (b >= 0) {
+        return (v & 0xffffffffL) << 32 | p;
+      }
+    }
+    return -1;
   }
 
   int remaining() {
@@ -29,25 +125,25 @@ final class Cursor {
   }
 
   TruncatedException truncated(String what, int at) {
-    return new TruncatedException(context + ": truncated " + what, at);
+    return new TruncatedException(context + ": truncated " + what, at - base);
   }
 
   FormatException corrupt(String problem, int at) {
-    return new FormatException(context + ": " + problem, at);
+    return new FormatException(context + ": " + problem, at - base);
   }
 
   int u8(String what) {
     if (pos >= end) {
       throw truncated(what, pos);
     }
-    return buf.get(pos++) & 0xff;
+    return a[pos++] & 0xff;
   }
 
   long u32(String what) {
     if (end - pos < 4) {
       throw truncated(what, pos);
     }
-    long v = buf.getInt(pos) & 0xffffffffL;
+    long v = i32(a, pos) & 0xffffffffL;
     pos += 4;
     return v;
   }
@@ -56,7 +152,7 @@ final class Cursor {
     if (end - pos < 4) {
       throw truncated(what, pos);
     }
-    float v = Float.intBitsToFloat(buf.getInt(pos));
+    float v = Float.intBitsToFloat(i32(a, pos));
     pos += 4;
     return v;
   }
@@ -65,7 +161,7 @@ final class Cursor {
     if (end - pos < 8) {
       throw truncated(what, pos);
     }
-    double v = buf.getDouble(pos);
+    double v = Double.longBitsToDouble(i64(a, pos));
     pos += 8;
     return v;
   }
@@ -81,10 +177,17 @@ final class Cursor {
   long varint(String what) {
     int p = pos;
     if (p < end) {
-      byte b = buf.get(p);
+      byte b = a[p];
       if (b >= 0) {
         pos = p + 1;
         return b;
+      }
+      if (end - p >= 2) {
+        byte c = a[p + 1];
+        if (c >= 0) {
+          pos = p + 2;
+          return (b & 0x7f) | (long) c << 7;
+        }
       }
     }
     return varintSlow(what);
@@ -98,7 +201,7 @@ final class Cursor {
       if (p >= end) {
         throw truncated(what, start);
       }
-      int b = buf.get(p++) & 0xff;
+      int b = a[p++] & 0xff;
       if (shift == 63 && b > 1) {
         throw corrupt(what + " overflows 64 bits", start);
       }
@@ -143,8 +246,8 @@ final class Cursor {
     if (n < 0 || n > end - pos) {
       throw truncated(what + " of " + Long.toUnsignedString(n) + " bytes", start);
     }
-    int a = pos;
-    pos = a + (int) n;
-    return a;
+    int p = pos;
+    pos = p + (int) n;
+    return p;
   }
 }

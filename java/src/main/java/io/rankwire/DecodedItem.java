@@ -19,7 +19,7 @@ public final class DecodedItem {
     this.id = id;
     this.score = score;
     this.position = position;
-    this.metrics = Collections.unmodifiableMap(metrics);
+    this.metrics = metrics instanceof MetricMap ? metrics : Collections.unmodifiableMap(metrics);
     this.log = log;
   }
 

@@ -4,10 +4,11 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
- * One item of a {@link ResultView}: a light (view, index) pair holding the hot fields read with
- * its record (score, position; the id is decoded on the first {@link #id()}). Metrics and the
- * log are read from the view when asked for, so an item read only for its score costs its
- * record. A damaged metric or log throws FormatException from that read only.
+ * One item of a {@link ResultView}: a light (view, index) pair, as a pyarrow row is. Every
+ * accessor asks the view, which reads the item's record (checked when the view made the item)
+ * or its metrics and log, so an item read only for its score costs its record, and nothing is
+ * kept: {@link #id()} makes a new String each time it is called. A damaged metric or log throws
+ * FormatException from that read only.
  *
  * <p>Typed accessors: {@link #doubleMetric} (a DOUBLE, or a FLOAT widened exactly),
  * {@link #floatMetric}, {@link #longMetric} (an INT) and {@link #stringMetric} (a STRING); they
@@ -15,34 +16,18 @@ import java.util.Map;
  * {@code stringMetric} (null), NoSuchElementException for a metric the item does not have.
  * {@link #metrics()} walks every metric without boxing.
  *
- * <p>Thread safety: as its view's.
+ * <p>Thread safety: as its view's (immutable itself).
  */
 public final class Item {
   final ResultView view;
   final int index;
-  final double score;
-  final long position;
-  // rankbin: the id's bytes in the payload, the record's shape and values offset.
-  final int idStart;
-  final int idEnd;
-  final long shape;
-  final long valuesOffset;
-  // protobuf: the item's message.
-  final Object message;
-  private String id;
+  // rankbin: where the item's record starts in the payload's array.
+  final int record;
 
-  Item(ResultView view, int index, double score, long position, int idStart, int idEnd,
-      long shape, long valuesOffset, Object message, String id) {
+  Item(ResultView view, int index, int record) {
     this.view = view;
     this.index = index;
-    this.score = score;
-    this.position = position;
-    this.idStart = idStart;
-    this.idEnd = idEnd;
-    this.shape = shape;
-    this.valuesOffset = valuesOffset;
-    this.message = message;
-    this.id = id;
+    this.record = record;
   }
 
   /** The 0-based index in rank order. */
@@ -52,20 +37,16 @@ public final class Item {
 
   /** The item id (UTF-8 as the server wrote it; malformed bytes decode to U+FFFD). */
   public String id() {
-    String s = id;
-    if (s == null) {
-      s = id = view.id(this);
-    }
-    return s;
+    return view.id(this);
   }
 
   public double score() {
-    return score;
+    return view.score(this);
   }
 
   /** The 1-based rank the server gave (FORMAT.md's varint32, so up to 2^32 - 1). */
   public long position() {
-    return position;
+    return view.position(this);
   }
 
   /**
@@ -113,8 +94,9 @@ public final class Item {
   }
 
   /**
-   * A cursor over every metric of the item, in the payload's order, that reads each value
-   * without boxing it (see {@link MetricCursor}).
+   * A new cursor over every metric of the item, in the payload's order, that reads each value
+   * without boxing it (see {@link MetricCursor}; {@link MetricCursor#reset} moves one cursor
+   * from item to item).
    */
   public MetricCursor metrics() {
     return view.metrics(this);

@@ -85,14 +85,26 @@ public final class ProtobufView extends ResultView {
     if (i < 0 || i >= size()) {
       throw new IndexOutOfBoundsException("item " + i + " out of range (" + size() + " items)");
     }
-    RankedItem m = message.getItems(i);
-    return new Item(this, i, m.getScore(), Integer.toUnsignedLong(m.getPosition()), 0, 0, 0, 0,
-        m, m.getItemId());
+    return new Item(this, i, 0);
+  }
+
+  private RankedItem message(Item item) {
+    return message.getItems(item.index);
   }
 
   @Override
   String id(Item item) {
-    return ((RankedItem) item.message).getItemId();
+    return message(item).getItemId();
+  }
+
+  @Override
+  double score(Item item) {
+    return message(item).getScore();
+  }
+
+  @Override
+  long position(Item item) {
+    return Integer.toUnsignedLong(message(item).getPosition());
   }
 
   @Override
@@ -116,18 +128,18 @@ public final class ProtobufView extends ResultView {
 
   @Override
   Object metric(Item item, String name) {
-    String text = ((RankedItem) item.message).getMetricsMap().get(name);
+    String text = message(item).getMetricsMap().get(name);
     return text == null ? null : value(item.index, name, text);
   }
 
   @Override
   MetricCursor metrics(Item item) {
-    return new ProtobufCursor(item.index, ((RankedItem) item.message).getMetricsMap());
+    return new ProtobufCursor().reset(item);
   }
 
   @Override
   String log(Item item) {
-    return ((RankedItem) item.message).getLog();
+    return message(item).getLog();
   }
 
   @Override
@@ -142,14 +154,21 @@ public final class ProtobufView extends ResultView {
   }
 
   private final class ProtobufCursor extends MetricCursor {
-    private final int index;
-    private final Iterator<Map.Entry<String, String>> it;
+    private int index;
+    private Iterator<Map.Entry<String, String>> it;
     private String name;
     private Object value;
 
-    ProtobufCursor(int index, Map<String, String> metrics) {
-      this.index = index;
-      this.it = metrics.entrySet().iterator();
+    @Override
+    public MetricCursor reset(Item item) {
+      if (item.view != ProtobufView.this) {
+        throw new IllegalArgumentException("the item is not of this cursor's view");
+      }
+      index = item.index;
+      it = message(item).getMetricsMap().entrySet().iterator();
+      name = null;
+      value = null;
+      return this;
     }
 
     @Override

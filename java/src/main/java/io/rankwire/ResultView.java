@@ -69,6 +69,10 @@ public abstract class ResultView {
   // What an Item asks its view.
   abstract String id(Item item);
 
+  abstract double score(Item item);
+
+  abstract long position(Item item);
+
   abstract Object metric(Item item, String name);
 
   abstract MetricCursor metrics(Item item);

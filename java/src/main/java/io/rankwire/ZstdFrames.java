@@ -2,7 +2,6 @@ package io.rankwire;
 
 import com.github.luben.zstd.Zstd;
 import com.github.luben.zstd.ZstdException;
-import java.nio.ByteBuffer;
 
 /**
  * The zstd step of rankbin-zstd blocks, apart from the layout (as codec/compression.h is for the
@@ -27,44 +26,44 @@ final class ZstdFrames {
   private ZstdFrames() {}
 
   /**
-   * Throws unless {@code buf[start, start + size)} is exactly one zstd frame (no skippable
+   * Throws unless {@code a[start, start + size)} is exactly one zstd frame (no skippable
    * frame, nothing after it) naming no dictionary, declaring a content size of {@code rawSize},
    * with the unused and reserved descriptor bits 0, a window exponent of at most 21 and, if
    * {@code requireChecksum} (payloads of minor version 1 and later), the content checksum flag.
-   * Offsets in errors are {@code start}'s frame, in the payload.
+   * Offsets in errors are from {@code base} (where the payload starts in {@code a}).
    */
-  static void checkBlockFrame(ByteBuffer buf, int start, int size, long rawSize,
-      boolean requireChecksum) {
+  static void checkBlockFrame(byte[] a, int start, int size, long rawSize,
+      boolean requireChecksum, int base) {
     final int end = start + size;
     if (size < 5) {
-      throw new FormatException("zstd: frame of " + size + " bytes is too short", start);
+      throw new FormatException("zstd: frame of " + size + " bytes is too short", start - base);
     }
-    if (buf.getInt(start) != MAGIC) {
+    if (Cursor.i32(a, start) != MAGIC) {
       throw new FormatException("zstd: not a zstd frame (skippable frames are not allowed)",
           start);
     }
-    final int descriptor = buf.get(start + 4) & 0xff;
+    final int descriptor = a[start + 4] & 0xff;
     final boolean singleSegment = (descriptor & SINGLE_SEGMENT_FLAG) != 0;
     final int sizeFlag = descriptor >>> 6;
     int p = start + 5;
     int window = -1;
     if (!singleSegment) {
       if (p >= end) {
-        throw new FormatException("zstd: corrupt frame header", start);
+        throw new FormatException("zstd: corrupt frame header", start - base);
       }
-      window = buf.get(p) & 0xff;
+      window = a[p] & 0xff;
       p++;
     }
     p += DICTIONARY_ID_BYTES[descriptor & DICTIONARY_ID_FLAGS];
     final int sizeBytes = sizeFlag == 0 ? (singleSegment ? 1 : 0) : (1 << sizeFlag);
     if (p > end || sizeBytes > end - p) {
-      throw new FormatException("zstd: corrupt frame header", start);
+      throw new FormatException("zstd: corrupt frame header", start - base);
     }
     long declared = -1;
     if (sizeBytes > 0) {
       declared = 0;
       for (int i = 0; i < sizeBytes; i++) {
-        declared |= (long) (buf.get(p + i) & 0xff) << (8 * i);
+        declared |= (long) (a[p + i] & 0xff) << (8 * i);
       }
       if (sizeBytes == 2) {
         declared += 256;
@@ -74,19 +73,19 @@ final class ZstdFrames {
     // The blocks (RFC 8878, 3.1.1.2): walked to find the frame's end.
     while (true) {
       if (end - p < 3) {
-        throw new FormatException("zstd: corrupt frame: cut short", start);
+        throw new FormatException("zstd: corrupt frame: cut short", start - base);
       }
-      int header = (buf.get(p) & 0xff) | (buf.get(p + 1) & 0xff) << 8
-          | (buf.get(p + 2) & 0xff) << 16;
+      int header = (a[p] & 0xff) | (a[p + 1] & 0xff) << 8
+          | (a[p + 2] & 0xff) << 16;
       int last = header & 1;
       int kind = (header >>> 1) & 3;
       int blockSize = header >>> 3;
       if (kind == 3) {
-        throw new FormatException("zstd: corrupt frame: reserved block type", p);
+        throw new FormatException("zstd: corrupt frame: reserved block type", p - base);
       }
       long next = (long) p + 3 + (kind == 1 ? 1 : blockSize);
       if (next > end) {
-        throw new FormatException("zstd: corrupt frame: cut short", start);
+        throw new FormatException("zstd: corrupt frame: cut short", start - base);
       }
       p = (int) next;
       if (last != 0) {
@@ -95,58 +94,55 @@ final class ZstdFrames {
     }
     if ((descriptor & CHECKSUM_FLAG) != 0) {
       if (end - p < 4) {
-        throw new FormatException("zstd: corrupt frame: cut short", start);
+        throw new FormatException("zstd: corrupt frame: cut short", start - base);
       }
       p += 4;
     }
     if ((descriptor & UNUSED_FLAGS) != 0) {
-      throw new FormatException("zstd: frame header sets an unused or reserved bit", start);
+      throw new FormatException("zstd: frame header sets an unused or reserved bit", start - base);
     }
     if ((descriptor & DICTIONARY_ID_FLAGS) != 0) {
-      throw new FormatException("zstd: frame names a dictionary", start);
+      throw new FormatException("zstd: frame names a dictionary", start - base);
     }
     if (sizeBytes == 0) {
-      throw new FormatException("zstd: frame does not declare its content size", start);
+      throw new FormatException("zstd: frame does not declare its content size", start - base);
     }
     if (requireChecksum && (descriptor & CHECKSUM_FLAG) == 0) {
-      throw new FormatException("zstd: frame has no content checksum", start);
+      throw new FormatException("zstd: frame has no content checksum", start - base);
     }
     if ((window >> 3) > MAX_WINDOW_EXPONENT) {
-      throw new FormatException("zstd: corrupt frame header (window too large)", start);
+      throw new FormatException("zstd: corrupt frame header (window too large)", start - base);
     }
     if (declared != rawSize) {
       throw new FormatException("zstd: frame declares " + Long.toUnsignedString(declared)
-          + " bytes, the block " + rawSize, start);
+          + " bytes, the block " + rawSize, start - base);
     }
     if (p != end) {
-      throw new FormatException("zstd: " + (end - p) + " bytes after the frame", p);
+      throw new FormatException("zstd: " + (end - p) + " bytes after the frame", p - base);
     }
   }
 
   /**
-   * The content of the frame {@code buf[start, start + size)}, which must be exactly
+   * The content of the frame {@code a[start, start + size)}, which must be exactly
    * {@code rawSize} bytes (checked against the reader's cap before this is called).
-   * ChecksumException when zstd's content checksum does not match.
+   * ChecksumException when zstd's content checksum does not match. Offsets in errors are from
+   * {@code base}.
    */
-  static byte[] decompressExact(ByteBuffer buf, int start, int size, int rawSize) {
-    // zstd-jni decodes byte arrays or direct buffers; the payload's buffer is a read-only heap
-    // buffer, so the frame (not the payload) is copied for the native call.
-    byte[] frame = new byte[size];
-    buf.get(start, frame, 0, size);
+  static byte[] decompressExact(byte[] a, int start, int size, int rawSize, int base) {
     byte[] out = new byte[rawSize];
     long r;
     try {
-      r = Zstd.decompressByteArray(out, 0, rawSize, frame, 0, size);
+      r = Zstd.decompressByteArray(out, 0, rawSize, a, start, size);
     } catch (ZstdException e) {
       // zstd-jni throws for zstd's errors (older versions returned the code).
-      throw zstdError(e.getErrorCode(), e.getMessage(), start);
+      throw zstdError(e.getErrorCode(), e.getMessage(), start - base);
     }
     if (Zstd.isError(r)) {
-      throw zstdError(Zstd.getErrorCode(r), Zstd.getErrorName(r), start);
+      throw zstdError(Zstd.getErrorCode(r), Zstd.getErrorName(r), start - base);
     }
     if (r != rawSize) {
       throw new FormatException(
-          "zstd: frame decompressed to " + r + " bytes, expected " + rawSize, start);
+          "zstd: frame decompressed to " + r + " bytes, expected " + rawSize, start - base);
     }
     return out;
   }
