@@ -1,5 +1,6 @@
 package io.rankwire;
 
+import com.github.luben.zstd.ZstdDecompressCtx;
 import com.google.protobuf.ByteString;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -619,6 +620,14 @@ public final class RankbinView extends ResultView {
 
   private static final int SMALL_DICTIONARY = 8;
 
+  /** How many entries STRING_DICT key k's dictionary has (checked on opening). */
+  private int dictionarySize(int k) {
+    final int end = keyAt(k + 1);
+    long r = Cursor.varint32At(a, keyEntry(k) + 1, end);
+    r = Cursor.varint32At(a, (int) r + (int) (r >>> 32), end);
+    return (int) (r >>> 32);
+  }
+
   /** Adds STRING_DICT key k's dictionary as {@code dictCount}. Under the lock. */
   private void addDictionary(int k) {
     final int d = dictCount;
@@ -775,7 +784,12 @@ public final class RankbinView extends ResultView {
    * Block b of {@code column}, located (with every entry before it) and decoded once: the
    * payload for a raw block (from {@link #blockStart}), its decoded bytes for a zstd block.
    */
-  private synchronized byte[] block(Column column, int b) {
+  private byte[] block(Column column, int b) {
+    return block(column, b, null);
+  }
+
+  /** As {@link #block(Column, int)}, decoding with {@code ctx} (null: a new context). */
+  private synchronized byte[] block(Column column, int b, ZstdDecompressCtx ctx) {
     if (column.decoded != null && column.decoded[b] != null) {
       return column.decoded[b];
     }
@@ -794,7 +808,7 @@ public final class RankbinView extends ResultView {
     try {
       // From 1.1 every frame carries zstd's content checksum.
       ZstdFrames.checkBlockFrame(a, start, stored, raw & 0xffffffffL, minor >= 1, base);
-      out = ZstdFrames.decompressExact(a, start, stored, raw, base);
+      out = ZstdFrames.decompressExact(a, start, stored, raw, base, ctx);
     } catch (FormatException e) {
       if (column.blockErrors == null) {
         column.blockErrors = new RankwireException[column.count];
@@ -1187,19 +1201,13 @@ public final class RankbinView extends ResultView {
     }
     final Decoder d = new Decoder();
     final List<DecodedItem> items = new ArrayList<>(Math.min(itemCount, 1 << 16));
-    for (int bl = 0; bl < values.count; bl++) {
-      if (logs != null) {
-        byte[] lb = block(logs, bl);
-        int ls = blockStart(logs, bl, lb);
-        d.log.reset(lb, lb == a ? base : 0, ls, ls + blockSize(logs, bl));
+    try {
+      for (int bl = 0; bl < values.count; bl++) {
+        decodeBlock(d, bl, items);
       }
-      final byte[] vb = block(values, bl);
-      final int vs = blockStart(values, bl, vb);
-      final int ve = vs + blockSize(values, bl);
-      final long first = bl * blockItems;
-      final long last = Math.min(itemCount, first + blockItems);
-      for (long i = first; i < last; i++) {
-        items.add(d.item((int) i, vb, vs, ve));
+    } finally {
+      if (d.zstd != null) {
+        d.zstd.close();
       }
     }
     // A full decode checks every shape, also those no item names.
@@ -1209,6 +1217,23 @@ public final class RankbinView extends ResultView {
     return new DecodedResult(keyMap, items);
   }
 
+  /** Block bl's items, decoded into {@code items}. */
+  private void decodeBlock(Decoder d, int bl, List<DecodedItem> items) {
+    if (logs != null) {
+      byte[] lb = block(logs, bl, d.zstd(logs, bl));
+      int ls = blockStart(logs, bl, lb);
+      d.log.reset(lb, lb == a ? base : 0, ls, ls + blockSize(logs, bl));
+    }
+    final byte[] vb = block(values, bl, d.zstd(values, bl));
+    final int vs = blockStart(values, bl, vb);
+    final int ve = vs + blockSize(values, bl);
+    final long first = bl * blockItems;
+    final long last = Math.min(itemCount, first + blockItems);
+    for (long i = first; i < last; i++) {
+      items.add(d.item((int) i, vb, vs, ve));
+    }
+  }
+
   /** A full decode's state: one cursor per column, the per-shape key tables, the budget. */
   private final class Decoder {
     final Cursor in = new Cursor(a, base, 0, 0, CONTEXT);
@@ -1216,6 +1241,37 @@ public final class RankbinView extends ResultView {
     final String[] keyNames = names();
     MetricMap.Keys[] tables = new MetricMap.Keys[Math.min(shapeCount, 8)];
     long budget;
+    ZstdDecompressCtx zstd; // made for the first zstd block, closed by materialize()
+    // Dictionaries' entries as Strings, by key (made on the first), so that a value takes no lock.
+    String[][] dicts;
+
+    /** The context to decode block b of {@code column} with: null unless it is zstd. */
+    ZstdDecompressCtx zstd(Column column, int b) {
+      if ((a[column.entries + BLOCK_ENTRY_BYTES * b] & 0xff) != BLOCK_ZSTD) {
+        return null;
+      }
+      if (zstd == null) {
+        zstd = new ZstdDecompressCtx();
+      }
+      return zstd;
+    }
+
+    /** Entry {@code index} of dictionary key k; FormatException when out of range. */
+    String dict(int k, long index, int at) {
+      if (dicts == null) {
+        dicts = new String[keyCount][];
+      }
+      String[] d = dicts[k];
+      if (d != null && index >= 0 && index < d.length && d[(int) index] != null) {
+        return d[(int) index];
+      }
+      String s = dictString(k, index, at); // checks the index
+      if (d == null) {
+        d = dicts[k] = new String[dictionarySize(k)];
+      }
+      d[(int) index] = s;
+      return s;
+    }
 
     DecodedItem item(int i, byte[] vb, int vs, int ve) {
       // The record, with item()'s checks.
@@ -1260,7 +1316,7 @@ public final class RankbinView extends ResultView {
           }
           case STRING_DICT: {
             final int at = c.pos - c.base;
-            v[slot++] = dictString(keys[j], c.varint("dictionary index"), at);
+            v[slot++] = dict(keys[j], c.varint("dictionary index"), at);
             break;
           }
           default:

@@ -1,6 +1,7 @@
 package io.rankwire;
 
 import com.github.luben.zstd.Zstd;
+import com.github.luben.zstd.ZstdDecompressCtx;
 import com.github.luben.zstd.ZstdException;
 
 /**
@@ -126,13 +127,16 @@ final class ZstdFrames {
    * The content of the frame {@code a[start, start + size)}, which must be exactly
    * {@code rawSize} bytes (checked against the reader's cap before this is called).
    * ChecksumException when zstd's content checksum does not match. Offsets in errors are from
-   * {@code base}.
+   * {@code base}. {@code ctx}: zstd's decompression context to use (one per full decode, since
+   * making one costs more than decoding a small block), or null for a new one.
    */
-  static byte[] decompressExact(byte[] a, int start, int size, int rawSize, int base) {
+  static byte[] decompressExact(byte[] a, int start, int size, int rawSize, int base,
+      ZstdDecompressCtx ctx) {
     byte[] out = new byte[rawSize];
     long r;
     try {
-      r = Zstd.decompressByteArray(out, 0, rawSize, a, start, size);
+      r = ctx != null ? ctx.decompressByteArray(out, 0, rawSize, a, start, size)
+          : Zstd.decompressByteArray(out, 0, rawSize, a, start, size);
     } catch (ZstdException e) {
       // zstd-jni throws for zstd's errors (older versions returned the code).
       throw zstdError(e.getErrorCode(), e.getMessage(), start - base);
