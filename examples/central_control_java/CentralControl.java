@@ -6,7 +6,7 @@
 //       dns:///rankwire.prod.svc.cluster.local:50051 [RANK_DEADLINE_MS (default 250)]
 //
 // It needs only the library (io.rankwire:rankwire-client) and its dependencies on the
-// classpath; java/ builds both (docs/CLIENTS.md, "Java"). The ctest java.central_control runs
+// classpath; java/ builds both (docs/CLIENTS.md, "Java"). The ctest java.client runs
 // it against a live rankwire-server.
 
 import io.rankwire.Item;

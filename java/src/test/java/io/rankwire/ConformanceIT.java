@@ -13,14 +13,13 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeMap;
-import org.junit.AfterClass;
 import org.junit.BeforeClass;
 import org.junit.Test;
 
 /**
  * The Java reader and the C++ reader agree, value for value (docs/FORMAT.md; the Python
- * package's interop.python_conformance is the same check):
+ * package's interop.python_conformance is the same check). Each case of
+ * rankwire_conformance_dump (with the codec fuzz corpus: {@link Dump#shared()}) is read once:
  *
  * <ul>
  *   <li>the Java full decode ({@link ResultView#materialize()}) succeeds exactly when the C++
@@ -39,95 +38,7 @@ public class ConformanceIT {
 
   @BeforeClass
   public static void writeDump() throws Exception {
-    dump = new Dump("--corpus", TestServer.required("rankwire.fuzz.corpus"));
-  }
-
-  @AfterClass
-  public static void removeDump() throws Exception {
-    if (dump != null) {
-      dump.close();
-    }
-  }
-
-  static String hex(byte[] b) {
-    StringBuilder s = new StringBuilder(2 * b.length);
-    for (byte x : b) {
-      s.append(Character.forDigit((x >> 4) & 15, 16)).append(Character.forDigit(x & 15, 16));
-    }
-    return s.toString();
-  }
-
-  static String hexString(String s) {
-    return hex(s.getBytes(StandardCharsets.UTF_8));
-  }
-
-  /** C++'s hex of a string's bytes as Java sees it (malformed UTF-8 becomes U+FFFD). */
-  static String asJava(String hexBytes) {
-    byte[] b = new byte[hexBytes.length() / 2];
-    for (int i = 0; i < b.length; i++) {
-      b[i] = (byte) Integer.parseInt(hexBytes.substring(2 * i, 2 * i + 2), 16);
-    }
-    return hexString(new String(b, StandardCharsets.UTF_8));
-  }
-
-  static String valueText(Object v) {
-    if (v instanceof Long) {
-      return "i:" + v;
-    }
-    if (v instanceof Float) {
-      return String.format("f:%08x", Float.floatToRawIntBits((Float) v));
-    }
-    if (v instanceof Double) {
-      return String.format("d:%016x", Double.doubleToRawLongBits((Double) v));
-    }
-    return "s:" + hexString((String) v);
-  }
-
-  /** The C++ decode, normalised: strings through Java's UTF-8, metrics by key index. */
-  static String expected(JsonObject result) {
-    StringBuilder out = new StringBuilder("keys:");
-    for (JsonElement k : result.getAsJsonArray("keys")) {
-      JsonArray a = k.getAsJsonArray();
-      out.append(asJava(a.get(0).getAsString())).append('/').append(a.get(1).getAsInt())
-          .append(',');
-    }
-    for (JsonElement e : result.getAsJsonArray("items")) {
-      JsonArray it = e.getAsJsonArray();
-      out.append("\nitem ").append(asJava(it.get(0).getAsString())).append(' ')
-          .append(it.get(1).getAsString()).append(' ').append(it.get(2).getAsLong());
-      TreeMap<Integer, List<String>> metrics = new TreeMap<>();
-      for (JsonElement m : it.get(3).getAsJsonArray()) {
-        JsonArray kv = m.getAsJsonArray();
-        String v = kv.get(1).getAsString();
-        if (v.startsWith("s:")) {
-          v = "s:" + asJava(v.substring(2));
-        }
-        metrics.computeIfAbsent(kv.get(0).getAsInt(), x -> new ArrayList<>()).add(v);
-      }
-      out.append(' ').append(metrics).append(" log=").append(asJava(it.get(4).getAsString()));
-    }
-    return out.toString();
-  }
-
-  static String actual(DecodedResult r) {
-    StringBuilder out = new StringBuilder("keys:");
-    Map<String, Integer> index = new java.util.HashMap<>();
-    for (Map.Entry<String, MetricType> k : r.keys().entrySet()) {
-      index.put(k.getKey(), index.size());
-      out.append(hexString(k.getKey())).append('/').append(k.getValue().number()).append(',');
-    }
-    for (DecodedItem it : r.items()) {
-      out.append("\nitem ").append(hexString(it.id())).append(' ')
-          .append(String.format("%016x", Double.doubleToRawLongBits(it.score()))).append(' ')
-          .append(it.position());
-      TreeMap<Integer, List<String>> metrics = new TreeMap<>();
-      for (Map.Entry<String, Object> m : it.metrics().entrySet()) {
-        metrics.computeIfAbsent(index.get(m.getKey()), x -> new ArrayList<>())
-            .add(valueText(m.getValue()));
-      }
-      out.append(' ').append(metrics).append(" log=").append(hexString(it.log()));
-    }
-    return out.toString();
+    dump = Dump.shared();
   }
 
   static String outcome(RuntimeException e) {
@@ -168,18 +79,26 @@ public class ConformanceIT {
     assertTrue("corpus inputs: " + corpus, corpus > 40);
   }
 
+  /**
+   * Every case once: the full decode against the C++ one, then (whatever the outcome) every
+   * lazy read of every item against the full decode.
+   */
   @Test
-  public void fullDecodesAgreeWithTheCppReader() throws Exception {
+  public void theJavaReaderAgreesWithTheCppReader() throws Exception {
     List<String> mismatches = new ArrayList<>();
+    List<String> problems = new ArrayList<>();
     int compared = 0;
+    final long cpu0 = java.lang.management.ManagementFactory.getThreadMXBean()
+        .getCurrentThreadCpuTime();
     for (JsonObject c : dump.cases) {
-      ByteString data = dump.payload(c);
-      String want = c.get("outcome").getAsString();
+      final String name = c.get("name").getAsString();
+      final String codec = c.get("codec").getAsString();
+      final ByteString data = dump.payload(c);
+      final String want = c.get("outcome").getAsString();
       String got;
       DecodedResult decoded = null;
       try {
-        decoded = ResultView.open(c.get("codec").getAsString(), data, Limits.DEFAULT)
-            .materialize();
+        decoded = ResultView.open(codec, data, Limits.DEFAULT).materialize();
         got = "ok";
       } catch (RankwireException e) {
         got = outcome(e);
@@ -187,58 +106,131 @@ public class ConformanceIT {
         got = "unnamed " + e;
       }
       if (!got.equals(want)) {
-        mismatches.add(c.get("name").getAsString() + ": C++ " + want + ", Java " + got);
-        continue;
+        mismatches.add(name + ": C++ " + want + ", Java " + got);
+      } else if (decoded != null) {
+        compared++;
+        String difference = compare(c.getAsJsonObject("result"), decoded);
+        if (difference != null) {
+          mismatches.add(name + ": decoded values differ: " + difference);
+        }
       }
-      if (decoded == null) {
-        continue;
-      }
-      compared++;
-      String a = actual(decoded);
-      String e = expected(c.getAsJsonObject("result"));
-      if (!a.equals(e)) {
-        mismatches.add(c.get("name").getAsString() + ": decoded values differ:\nC++  "
-            + e.substring(0, Math.min(400, e.length())) + "\nJava "
-            + a.substring(0, Math.min(400, a.length())));
-      }
+      lazyReads(name, codec, data, decoded, problems);
     }
     System.out.printf("conformance: %d cases, %d full decodes compared value for value, "
-        + "%d disagreements%n", dump.cases.size(), compared, mismatches.size());
+        + "%d disagreements, %d lazy-read problems (%.1f s of CPU)%n", dump.cases.size(),
+        compared, mismatches.size(), problems.size(), (java.lang.management.ManagementFactory
+            .getThreadMXBean().getCurrentThreadCpuTime() - cpu0) / 1e9);
     assertEquals(mismatches.size() + " of " + dump.cases.size() + " cases",
         List.of(), mismatches.subList(0, Math.min(20, mismatches.size())));
     assertTrue("compared " + compared, compared > 10000);
+    assertEquals(problems.size() + " problems", List.of(),
+        problems.subList(0, Math.min(20, problems.size())));
   }
 
-  @Test
-  public void lazyReadsThrowOrAgreeWithTheFullDecode() throws Exception {
-    List<String> problems = new ArrayList<>();
-    for (JsonObject c : dump.cases) {
-      ByteString data = dump.payload(c);
-      String codec = c.get("codec").getAsString();
-      DecodedResult decoded = null;
-      try {
-        decoded = ResultView.open(codec, data, Limits.DEFAULT).materialize();
-      } catch (RankwireException e) {
-        // compared below: the lazy reads must still throw only named exceptions
+  /** On every payload, whatever its damage: each lazy read throws a named error or agrees. */
+  private static void lazyReads(String name, String codec, ByteString data,
+      DecodedResult decoded, List<String> problems) {
+    ResultView view;
+    try {
+      view = ResultView.open(codec, data, Limits.DEFAULT);
+    } catch (RankwireException e) {
+      return;
+    } catch (RuntimeException e) {
+      problems.add(name + ": open threw " + e);
+      return;
+    }
+    for (int i = 0; i < view.size(); i++) {
+      String problem = checkItem(view, i, decoded == null ? null : decoded.items().get(i));
+      if (!problem.isEmpty()) {
+        problems.add(name + " item " + i + ": " + problem);
       }
-      ResultView view;
-      try {
-        view = ResultView.open(codec, data, Limits.DEFAULT);
-      } catch (RankwireException e) {
-        continue;
-      } catch (RuntimeException e) {
-        problems.add(c.get("name").getAsString() + ": open threw " + e);
-        continue;
+    }
+  }
+
+  static byte[] unhex(String hex) {
+    byte[] b = new byte[hex.length() / 2];
+    for (int i = 0; i < b.length; i++) {
+      b[i] = (byte) (Character.digit(hex.charAt(2 * i), 16) << 4
+          | Character.digit(hex.charAt(2 * i + 1), 16));
+    }
+    return b;
+  }
+
+  /** The string C++ wrote as hex of its bytes, as Java decodes them (U+FFFD for bad UTF-8). */
+  static String javaString(String hex) {
+    return new String(unhex(hex), StandardCharsets.UTF_8);
+  }
+
+  /** C++'s "i:", "f:", "d:" or "s:" value against Java's; null when they are the same. */
+  static boolean sameValue(String cpp, Object v) {
+    String x = cpp.substring(2);
+    switch (cpp.charAt(0)) {
+      case 'i':
+        return v instanceof Long && (Long) v == Long.parseLong(x);
+      case 'f':
+        return v instanceof Float
+            && Float.floatToRawIntBits((Float) v) == Integer.parseUnsignedInt(x, 16);
+      case 'd':
+        return v instanceof Double
+            && Double.doubleToRawLongBits((Double) v) == Long.parseUnsignedLong(x, 16);
+      default:
+        return v instanceof String && v.equals(javaString(x));
+    }
+  }
+
+  /**
+   * The C++ full decode against the Java one: the key table in order (names as Java decodes
+   * them, types), then each item's id, score and position bit for bit, its metrics as a
+   * mapping by key (the C++ decode lists them in key-table order, Java in the item's) and its
+   * log. Null when they agree, else the first difference.
+   */
+  static String compare(JsonObject want, DecodedResult got) {
+    JsonArray keys = want.getAsJsonArray("keys");
+    if (keys.size() != got.keys().size()) {
+      return "key tables of " + keys.size() + " and " + got.keys().size();
+    }
+    String[] names = new String[keys.size()];
+    int k = 0;
+    for (Map.Entry<String, MetricType> e : got.keys().entrySet()) {
+      JsonArray cpp = keys.get(k).getAsJsonArray();
+      names[k] = javaString(cpp.get(0).getAsString());
+      if (!names[k].equals(e.getKey()) || cpp.get(1).getAsInt() != e.getValue().number()) {
+        return "key " + k + ": C++ " + cpp + ", Java " + e;
       }
-      for (int i = 0; i < view.size(); i++) {
-        String problem = checkItem(view, i, decoded == null ? null : decoded.items().get(i));
-        if (!problem.isEmpty()) {
-          problems.add(c.get("name").getAsString() + " item " + i + ": " + problem);
+      k++;
+    }
+    JsonArray items = want.getAsJsonArray("items");
+    if (items.size() != got.items().size()) {
+      return items.size() + " and " + got.items().size() + " items";
+    }
+    for (int i = 0; i < items.size(); i++) {
+      JsonArray it = items.get(i).getAsJsonArray();
+      DecodedItem item = got.items().get(i);
+      JsonArray metrics = it.get(3).getAsJsonArray();
+      if (!javaString(it.get(0).getAsString()).equals(item.id())
+          || Long.parseUnsignedLong(it.get(1).getAsString(), 16)
+              != Double.doubleToRawLongBits(item.score())
+          || it.get(2).getAsLong() != item.position()
+          || metrics.size() != item.metrics().size()
+          || !javaString(it.get(4).getAsString()).equals(item.log())) {
+        return "item " + i + ": C++ " + abbreviated(it) + ", Java " + item.id() + " "
+            + item.score() + " " + item.position() + " " + item.metrics();
+      }
+      for (JsonElement m : metrics) {
+        JsonArray kv = m.getAsJsonArray();
+        String name = names[kv.get(0).getAsInt()];
+        Object v = item.metrics().get(name);
+        if (!sameValue(kv.get(1).getAsString(), v)) {
+          return "item " + i + " metric \"" + name + "\": C++ " + kv.get(1) + ", Java " + v;
         }
       }
     }
-    assertEquals(problems.size() + " problems", List.of(),
-        problems.subList(0, Math.min(20, problems.size())));
+    return null;
+  }
+
+  private static String abbreviated(JsonArray a) {
+    String s = a.toString();
+    return s.length() > 300 ? s.substring(0, 300) + "..." : s;
   }
 
   /** "" if every read of item i throws a RankwireException or agrees with {@code want}. */
@@ -258,13 +250,19 @@ public class ConformanceIT {
       return "hot fields differ";
     }
     try {
-      Map<String, Object> got = new java.util.HashMap<>();
       MetricCursor cursor = item.metrics();
-      while (cursor.next()) {
-        got.put(cursor.name(), cursor.value());
-      }
-      if (want != null && !same(got, want.metrics())) {
-        return "cursor: " + got + " != " + want.metrics();
+      if (want == null) {
+        while (cursor.next()) {
+          cursor.value(); // read, nothing to compare with
+        }
+      } else {
+        Map<String, Object> got = new java.util.HashMap<>();
+        while (cursor.next()) {
+          got.put(cursor.name(), cursor.value());
+        }
+        if (!same(got, want.metrics())) {
+          return "cursor: " + got + " != " + want.metrics();
+        }
       }
     } catch (RankwireException e) {
       // a named error: fine
@@ -295,7 +293,7 @@ public class ConformanceIT {
       for (Map.Entry<String, Object> m : want.metrics().entrySet()) {
         try {
           Object v = item.metric(m.getKey());
-          if (!valueText(v).equals(valueText(m.getValue()))) {
+          if (!sameObject(v, m.getValue())) {
             return "metric(" + m.getKey() + ") = " + v + " != " + m.getValue();
           }
         } catch (RankwireException e) {
@@ -309,14 +307,25 @@ public class ConformanceIT {
   }
 
   static boolean same(Map<String, Object> a, Map<String, Object> b) {
-    if (!a.keySet().equals(b.keySet())) {
+    if (a.size() != b.size()) {
       return false;
     }
     for (Map.Entry<String, Object> e : a.entrySet()) {
-      if (!valueText(e.getValue()).equals(valueText(b.get(e.getKey())))) {
+      if (!sameObject(e.getValue(), b.get(e.getKey()))) {
         return false;
       }
     }
     return true;
+  }
+
+  /** Equal values of the same type, numbers bit for bit. */
+  static boolean sameObject(Object a, Object b) {
+    if (a instanceof Float && b instanceof Float) {
+      return Float.floatToRawIntBits((Float) a) == Float.floatToRawIntBits((Float) b);
+    }
+    if (a instanceof Double && b instanceof Double) {
+      return Double.doubleToRawLongBits((Double) a) == Double.doubleToRawLongBits((Double) b);
+    }
+    return a != null && a.equals(b);
   }
 }

@@ -27,6 +27,28 @@ final class Dump implements AutoCloseable {
   final List<JsonObject> cases = new ArrayList<>();
   private final Map<String, byte[]> files = new HashMap<>();
 
+  private static Dump shared;
+
+  /**
+   * The dump with the codec fuzz corpus (system property rankwire.fuzz.corpus), written once per
+   * JVM for the tests that read it (the conformance test, and the fuzz test's seeds) and
+   * removed when the JVM exits.
+   */
+  static synchronized Dump shared() throws IOException, InterruptedException {
+    if (shared == null) {
+      Dump d = new Dump("--corpus", TestServer.required("rankwire.fuzz.corpus"));
+      Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+        try {
+          d.close();
+        } catch (IOException e) {
+          // a temporary directory left behind
+        }
+      }));
+      shared = d;
+    }
+    return shared;
+  }
+
   Dump(String... extraArgs) throws IOException, InterruptedException {
     dir = Files.createTempDirectory("rankwire-java-conformance-");
     List<String> cmd = new ArrayList<>(List.of(TestServer.required("rankwire.conformance.dump"),

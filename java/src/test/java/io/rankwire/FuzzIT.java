@@ -31,12 +31,11 @@ public class FuzzIT {
     final long seed = Long.getLong("rankwire.fuzz.seed", 20261207L);
     final List<ByteString> seeds = new ArrayList<>();
     final List<String> codecs = new ArrayList<>();
-    try (Dump dump = new Dump("60")) {
-      for (JsonObject c : dump.cases) {
-        if (c.get("outcome").getAsString().equals("ok") && !Dump.damaged(c)) {
-          seeds.add(dump.payload(c));
-          codecs.add(c.get("codec").getAsString());
-        }
+    final Dump dump = Dump.shared();
+    for (JsonObject c : dump.cases) {
+      if (c.get("outcome").getAsString().equals("ok") && !Dump.damaged(c)) {
+        seeds.add(dump.payload(c));
+        codecs.add(c.get("codec").getAsString());
       }
     }
     assertTrue(seeds.size() > 300);
@@ -49,6 +48,7 @@ public class FuzzIT {
     long slowestNs = 0;
     long worstOpenAlloc = 0;
     final long t0 = System.nanoTime();
+    final long cpu0 = threads.getCurrentThreadCpuTime();
     for (int n = 0; n < iterations; n++) {
       final int s = rng.nextInt(seeds.size());
       final byte[] mutant = mutate(seeds.get(s).toByteArray(), rng, seeds);
@@ -92,10 +92,12 @@ public class FuzzIT {
       }
     }
     final double seconds = (System.nanoTime() - t0) / 1e9;
-    System.out.printf("fuzz: %d mutated payloads from %d seeds (seed %d) in %.1f s: "
+    final double cpu = (threads.getCurrentThreadCpuTime() - cpu0) / 1e9;
+    System.out.printf("fuzz: %d mutated payloads from %d seeds (seed %d) in %.1f s (%.1f s of "
+        + "CPU): "
         + "%d named exceptions, %d decoded in full, %d unnamed; slowest mutant %.1f ms; "
         + "opening allocated at most %d bytes beyond 16 per payload byte%n",
-        iterations, seeds.size(), seed, seconds, named, decoded, unnamed.size(),
+        iterations, seeds.size(), seed, seconds, cpu, named, decoded, unnamed.size(),
         slowestNs / 1e6, Math.max(0, worstOpenAlloc));
     assertEquals(List.of(), unnamed);
     assertTrue("slowest mutant " + slowestNs / 1e6 + " ms", slowestNs < 2_000_000_000L);
