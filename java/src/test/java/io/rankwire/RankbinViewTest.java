@@ -2,6 +2,7 @@ package io.rankwire;
 
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertNull;
+import static org.junit.Assert.assertSame;
 import static org.junit.Assert.assertThrows;
 import static org.junit.Assert.assertTrue;
 
@@ -125,5 +126,96 @@ public class RankbinViewTest {
     assertEquals(Map.of("serviceName", "rank.v1.RankService"), config.get("healthCheckConfig"));
     assertThrows(IllegalArgumentException.class,
         () -> RankwireClient.serviceConfig("round_robin", 6, null));
+  }
+
+  @Test
+  public void aKeysSectionOver64KiBIsRead() {
+    String longName = "x".repeat(70_000);
+    ByteString payload = new TestPayload()
+        .key(RankbinView.DOUBLE, "score.ctr")
+        .key(RankbinView.INT, longName)
+        .shape(0, 1)
+        .item("sku-1", 0.5, 0, TestPayload.values(0.25, 42L))
+        .build();
+    RankbinView view = RankbinView.open(payload);
+    assertEquals(42L, view.item(0).longMetric(longName));
+    assertEquals(0.25, view.item(0).doubleMetric("score.ctr"), 0);
+    assertEquals(Map.of("score.ctr", 0.25, longName, 42L),
+        view.materialize().items().get(0).metrics());
+  }
+
+  @Test
+  public void aDictionaryOfManyEntriesIsReadInAnyOrder() {
+    String[] words = new String[12];
+    for (int i = 0; i < words.length; i++) {
+      words[i] = "word-" + i;
+    }
+    TestPayload p = new TestPayload().key(RankbinView.STRING_DICT, "src", words).shape(0);
+    for (int i = 0; i < words.length; i++) {
+      p.item("sku-" + i, 1.0 / (i + 1), 0, TestPayload.values(words.length - 1 - i));
+    }
+    RankbinView view = RankbinView.open(p.build());
+    for (int i = words.length - 1; i >= 0; i--) {
+      assertEquals(words[words.length - 1 - i], view.item(i).stringMetric("src"));
+    }
+    DecodedResult all = RankbinView.open(p.build()).materialize();
+    for (int i = 0; i < words.length; i++) {
+      assertEquals(words[words.length - 1 - i], all.items().get(i).metrics().get("src"));
+    }
+  }
+
+  @Test
+  public void oneCursorWalksEveryItemOfItsView() {
+    ByteString payload = new TestPayload()
+        .key(RankbinView.DOUBLE, "a").key(RankbinView.STRING, "b").key(RankbinView.FLOAT, "c")
+        .shape(0, 1).shape(2)
+        .item("sku-1", 0.5, 0, TestPayload.values(0.25, "first"))
+        .item("sku-2", 0.4, 1, TestPayload.values(1.5f))
+        .build();
+    RankbinView view = RankbinView.open(payload);
+    MetricCursor c = view.item(0).metrics();
+    assertTrue(c.next());
+    assertEquals(0.25, c.doubleValue(), 0);
+    assertSame(c, c.reset(view.item(1)));
+    assertTrue(c.next());
+    assertEquals("c", c.name());
+    assertEquals(1.5f, c.floatValue(), 0);
+    assertTrue(!c.next());
+    assertSame(c, c.reset(view.item(0)));
+    assertTrue(c.next());
+    assertTrue(c.next());
+    assertEquals("first", c.stringValue());
+    RankbinView other = RankbinView.open(payload);
+    assertThrows(IllegalArgumentException.class, () -> c.reset(other.item(0)));
+  }
+
+  @Test
+  public void aByteStringThatIsNotOneArrayIsReadToo() {
+    ByteString flat = hex(WORKED_EXAMPLE);
+    ByteString rope = flat.substring(0, 50).concat(flat.substring(50));
+    java.nio.ByteBuffer direct = java.nio.ByteBuffer.allocateDirect(flat.size());
+    flat.copyTo(direct);
+    direct.flip();
+    ByteString overDirect = com.google.protobuf.UnsafeByteOperations.unsafeWrap(direct);
+    String want = RankbinView.open(flat).materialize().items().get(1).metrics().toString();
+    for (ByteString b : List.of(rope, overDirect, flat.substring(0))) {
+      RankbinView view = RankbinView.open(b);
+      assertEquals("sku-2", view.item(1).id());
+      assertEquals(ByteString.copyFromUtf8("sku-2"), view.idBytes(view.item(1)));
+      assertEquals(want, view.materialize().items().get(1).metrics().toString());
+    }
+  }
+
+  @Test
+  public void aFullDecodesMetricsAreAReadOnlyMapInShapeOrder() {
+    Map<String, Object> m = RankbinView.open(hex(WORKED_EXAMPLE)).materialize().items().get(0)
+        .metrics();
+    assertEquals(List.of("score.ctr", "recall.source"), List.copyOf(m.keySet()));
+    assertEquals(new java.util.LinkedHashMap<>(Map.of("score.ctr", 0.25,
+        "recall.source", "vector_ann")), m);
+    assertTrue(m.containsKey("recall.source"));
+    assertNull(m.get("no.such.metric"));
+    assertThrows(UnsupportedOperationException.class, () -> m.put("x", 1L));
+    assertThrows(UnsupportedOperationException.class, () -> m.entrySet().iterator().remove());
   }
 }
