@@ -5,7 +5,8 @@
 # model on a free loopback port, fetches each codec's response once, then
 # times decoding offline in interleaved rounds (java/src/test/java/io/rankwire/ReaderBench.java).
 #
-#   scripts/bench_java.sh [--rounds 11] [--log_mode store,inline] [--round_ms 150] [--warmup_ms 1500]
+#   scripts/bench_java.sh [--rounds 11] [--log_mode store,inline] [--round_ms 150] \
+#       [--warmup_ms 1500]
 #
 # Both log modes in one run by default: logs in the store (the top-10 allocation target's
 # setting) and inline (every item carries its ~1.2 KB log line). The report ends each mode

@@ -7,11 +7,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.function.ToLongFunction;
 import rank.v1.Rank.LogMode;
 import rank.v1.Rank.RankRequest;
 import rank.v1.Rank.RankResponse;
@@ -24,13 +22,14 @@ import rank.v1.Rank.RankedItem;
  * <pre>
  * java -cp "$(cat java/target/classpath.txt)" io.rankwire.ReaderBench \
  *     --server build/server/rankwire-server --model server/models/ecom_search_lr.model \
- *     --request FILE [--rounds 11] [--log_mode store,inline] [--round_ms 150] [--warmup_ms 1500]
+ *     --request FILE [--rounds 11] [--log_mode store,inline] [--round_ms 150] \
+ *     [--warmup_ms 1500]
  * </pre>
  *
  * The request is the workload's request 0 (500 candidates, seed 20261129, written by
  * rankwire_conformance_dump --request), ranked once by a real rankwire-server with the shipped
- * model per codec and log mode; then, from those bytes, in interleaved rounds (their order alternating), each
- * operation is timed over a batch of calls:
+ * model per codec and log mode; then, from those bytes, in interleaved rounds (their order
+ * alternating), each operation is timed over a batch of calls:
  *
  * <ul>
  *   <li>top10 rankbin / rankbin-zstd: RankReply.open(bytes), then for each of the top 10: id,
