@@ -1,5 +1,8 @@
 #include "rpc/transport_args.h"
 
+#include <grpcpp/server_builder.h>
+#include <grpcpp/support/channel_arguments.h>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"

@@ -33,9 +33,11 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "grpcpp/security/server_credentials.h"
-#include "grpcpp/server_builder.h"
-#include "grpcpp/support/channel_arguments.h"
+
+namespace grpc {
+class ChannelArguments;
+class ServerBuilder;
+}  // namespace grpc
 
 namespace rankwire::rpc {
 

@@ -1,5 +1,7 @@
 #include "rpc/transport_args.h"
 
+#include <grpcpp/support/channel_arguments.h>
+
 #include "gtest/gtest.h"
 
 namespace rankwire::rpc {
