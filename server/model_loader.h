@@ -23,14 +23,23 @@
 //   context_features city_tier
 //   end
 //
+// The header line and "end" are required (a manifest without its "end" may
+// be half written); an error without them shows the smallest manifest:
+//
+//   rankwire-manifest 1
+//   model ecom_search_lr.model
+//   end
+//
 // Paths are relative to the manifest's directory. Percents sum to 100.
 // Instead of bucket lines, one line "model <model file or version
 // directory>" serves one model to every user (its own experiment buckets,
 // if it names any, label them): a directory whose manifest names the model
 // to serve, such as a Kubernetes ConfigMap of models.
 //
-// A file's format is its content's: XGBoost JSON (Booster.save_model)
-// starts with '{'; anything else is the linear format. Its name@version:
+// A file's format: a file named *.json is XGBoost JSON (Booster.save_model),
+// whatever it holds (an empty or non-JSON one is refused as not valid JSON);
+// any other name goes by content: '{' starts XGBoost JSON, anything else is
+// the linear format. Its name@version:
 // the linear file's own "name" and "version" lines; for XGBoost, the
 // booster attributes rankwire_name / rankwire_version if set, else the
 // file's stem (the directory's name for a versioned file) and the file
