@@ -254,7 +254,12 @@ absl::StatusOr<bool> ModelReloader::ReloadLocked(absl::string_view trigger, bool
   } else {
     fingerprint.files.emplace_back(absl::StrCat("error: ", plan.status().message()), FileStamp{});
   }
-  if (current != nullptr && fingerprint == loaded_) return false;
+  if (current != nullptr && fingerprint == loaded_) {
+    // Nothing changed. A poll says nothing; an operator's SIGHUP or RPC is
+    // told so.
+    if (!poll) LogUnchanged(trigger, *current);
+    return false;
+  }
   // A poll does not retry what failed until something changes.
   if (poll && has_failed_ && fingerprint == failed_) return false;
 
@@ -265,20 +270,22 @@ absl::StatusOr<bool> ModelReloader::ReloadLocked(absl::string_view trigger, bool
   if (!next.ok()) {
     has_failed_ = true;
     failed_ = std::move(fingerprint);
+    // Logged before it is counted and kept for GetModels, so whoever sees
+    // the refusal there finds its line in the log.
     if (current == nullptr) {
       // Start() reports its own failure; later ones, with still no model
       // serving, are reported here.
       if (started_) {
-        CountFailure(next.status());
         spdlog::error("models ({}): still no model loads, reason {}: {}", std::string(trigger),
                       ReasonFor(next.status()), std::string(next.status().message()));
+        CountFailure(next.status());
       }
       return next.status();
     }
-    CountFailure(next.status());
     spdlog::error("model reload ({}) refused, reason {}: {}; still serving {}",
                   std::string(trigger), ReasonFor(next.status()),
                   std::string(next.status().message()), current->Summary());
+    CountFailure(next.status());
     return next.status();
   }
   if (current != nullptr && current->bucketed() == (*next)->bucketed() &&
@@ -287,28 +294,29 @@ absl::StatusOr<bool> ModelReloader::ReloadLocked(absl::string_view trigger, bool
     // refused file removed, a manifest comment edited): nothing to swap.
     loaded_ = std::move(fingerprint);
     has_failed_ = false;
+    LogUnchanged(trigger, *current);
     return false;
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  serving_.Swap(*next);
-  loaded_ = std::move(fingerprint);
-  has_failed_ = false;
-  const bool first = current == nullptr;
-  metrics_->load_seconds.store(seconds);
-  if (current != nullptr && metrics_->reloads != nullptr) metrics_->reloads->Increment();
-  if (!first) {
-    // (Start-up on an older version keeps the newest's refusal on record.)
-    absl::MutexLock lock(&state_mu_);
-    last_failure_reason_.clear();
-    last_failure_.clear();
-    last_failure_unix_ms_ = 0;
-  }
+  // Logged before the swap, so whoever sees the new models (a response,
+  // GetModels) finds the line. The last refusal stays on record (GetModels)
+  // until a newer one replaces it: a good load does not hide a bad one.
   spdlog::info("models ({}): generation {} serving {} from {}, loaded in {:.1f} ms{}",
                std::string(trigger), generation, (*next)->Summary(), options_.source, seconds * 1e3,
                current == nullptr ? "" : absl::StrCat(" (was ", current->Summary(), ")"));
-  if (first && options_.on_first_model) options_.on_first_model();
+  serving_.Swap(*next);
+  loaded_ = std::move(fingerprint);
+  has_failed_ = false;
+  metrics_->load_seconds.store(seconds);
+  if (current != nullptr && metrics_->reloads != nullptr) metrics_->reloads->Increment();
+  if (current == nullptr && options_.on_first_model) options_.on_first_model();
   return true;
+}
+
+void ModelReloader::LogUnchanged(absl::string_view trigger, const ModelSet& current) {
+  spdlog::info("models ({}): unchanged, generation {} serving {} from {}", std::string(trigger),
+               current.generation(), current.Summary(), options_.source);
 }
 
 absl::StatusOr<bool> ModelReloader::Reload(absl::string_view trigger) {
