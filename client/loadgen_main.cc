@@ -42,17 +42,9 @@
 #include "rpc/status.h"
 #include "workload/workload.h"
 
-ABSL_FLAG(std::string, target, "localhost:50051",
-          "Server: host:port, dns:///name:port or ipv4:a:port,b:port (replicas are "
-          "balanced by --lb_policy).");
-ABSL_FLAG(std::string, codec, "",
-          absl::StrCat("Codecs to accept, comma-separated (empty: server default). Known: ",
-                       rankwire::BuiltinCodecNames(), "."));
-ABSL_FLAG(std::string, log_mode, "default", "default, store, inline or none.");
-ABSL_FLAG(uint32_t, candidates, 500, "Candidates per request.");
-ABSL_FLAG(uint32_t, top_n, 10, "Items each response's caller decodes fully.");
+// --target, --codec, --log_mode, --candidates, --top_n, --seed and
+// --deadline_ms are client/channel_flags.cc's (shared with rankwire-cli).
 ABSL_FLAG(uint32_t, distinct_requests, 64, "Distinct requests, cycled.");
-ABSL_FLAG(uint64_t, seed, 20261129, "Workload seed.");
 ABSL_FLAG(int, concurrency, 4, "Caller threads (one channel each).");
 ABSL_FLAG(bool, shared_channel, false,
           "All caller threads share one channel (as one central-control process does).");
@@ -65,7 +57,6 @@ ABSL_FLAG(int, latency_slice_us, 100,
 ABSL_FLAG(double, duration_s, 10,
           "Measured seconds (at most: SIGTERM/SIGINT ends the run early and prints the result).");
 ABSL_FLAG(double, warmup_s, 2, "Unmeasured seconds first.");
-ABSL_FLAG(int, deadline_ms, 5000, "Per-call deadline.");
 ABSL_FLAG(std::string, label, "", "A label echoed in the output (for scripts).");
 ABSL_FLAG(bool, json, false, "Print one JSON object instead of text.");
 ABSL_FLAG(std::string, calls_file, "",

@@ -339,6 +339,15 @@ absl::Status CheckShape(const Model& model, const RankResult& result, const Outp
 
 }  // namespace
 
+std::string RefusalReason(const absl::Status& status) {
+  if (std::optional<std::string> reason = ReasonOf(status)) {
+    for (const char* known : kRefusalReasons) {
+      if (*reason == known) return *reason;
+    }
+  }
+  return status.code() == absl::StatusCode::kUnimplemented ? "unsupported" : "invalid_model";
+}
+
 absl::StatusOr<ModelPlan> PlanModels(const std::string& source) {
   ModelPlan plan;
   plan.source = source;

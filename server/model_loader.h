@@ -73,6 +73,25 @@ inline constexpr char kManifestName[] = "rankwire.manifest";
 // no model tries after the newest is refused.
 inline constexpr size_t kMaxOlderVersions = 8;
 
+// Every reason a model can be refused for (base/status_reason.h), as
+// counted in rankwire_model_reload_failures_total{reason}.
+inline constexpr const char* kRefusalReasons[] = {
+    "not_found",       "permission_denied",
+    "not_a_file",      "too_large",
+    "file_changed",    "io",
+    "empty",           "truncated",
+    "invalid_number",  "unknown_transform",
+    "unknown_feature", "check_failed",
+    "manifest",        "invalid_model",
+    "unsupported",
+};
+
+// The reason a refusal is counted under: its own if it carries one of
+// kRefusalReasons, else "unsupported" for UNIMPLEMENTED (valid, but not
+// something rankwire serves) and "invalid_model" for the rest (a model
+// that breaks a rule of its format).
+std::string RefusalReason(const absl::Status& status);
+
 struct ModelLoadOptions {
   // Largest model file read (a larger one is refused unread).
   uint64_t max_file_bytes = uint64_t{256} << 20;
