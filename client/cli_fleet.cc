@@ -3,12 +3,14 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "base/status_macros.h"
 #include "client/replicas.h"
@@ -93,11 +95,13 @@ std::string ModelsText(const rank::v1::GetModelsResponse& r) {
   return text;
 }
 
-bool Serves(const rank::v1::GetModelsResponse& r, const std::string& full_version) {
-  for (const rank::v1::ServedModel& m : r.models()) {
-    if (FullVersion(m) == full_version) return true;
-  }
-  return false;
+// Whether the replica serves exactly the models `expect` lists (name@version,
+// comma-separated, in any order and bucket).
+bool ServesExactly(const rank::v1::GetModelsResponse& r, const std::string& expect) {
+  std::set<std::string> want = absl::StrSplit(expect, ',', absl::SkipEmpty());
+  std::set<std::string> served;
+  for (const rank::v1::ServedModel& m : r.models()) served.insert(FullVersion(m));
+  return served == want;
 }
 
 absl::StatusOr<rank::v1::GetModelsResponse> GetModels(const std::shared_ptr<grpc::Channel>& channel,
@@ -198,7 +202,7 @@ absl::Status ModelsOfReplicas(const FleetOptions& options) {
         continue;
       }
       round.lines.push_back(absl::StrCat(head, ModelsText(*r)));
-      missing += !expect.empty() && !Serves(*r, expect);
+      missing += !expect.empty() && !ServesExactly(*r, expect);
     }
     if (failed > 0) {
       round.status = absl::UnavailableError(
@@ -207,7 +211,8 @@ absl::Status ModelsOfReplicas(const FleetOptions& options) {
       round.status = absl::FailedPreconditionError(
           absl::StrCat(missing, " of ", replicas.size(), " replicas do not serve ", expect));
     } else if (!expect.empty()) {
-      round.lines.push_back(absl::StrCat("all ", replicas.size(), " replicas serve ", expect));
+      round.lines.push_back(
+          absl::StrCat(replicas.size(), " of ", replicas.size(), " replicas serve ", expect));
     }
     return round;
   });

@@ -12,8 +12,8 @@
 //                     health ports (--health_port, with --model_admin_rpc)
 //
 // Health and models can wait (FleetOptions::wait): they ask again every
-// 100 ms until every replica is SERVING, or serves `expect_model`, and
-// print the last round. Part of the rankwire-cli executable, not of the
+// 100 ms until every replica is SERVING, or serves exactly `expect_model`,
+// and print the last round. Part of the rankwire-cli executable, not of the
 // installed client.
 //
 // Thread safety: functions of their arguments; they print to stdout.
@@ -37,8 +37,8 @@ struct FleetOptions {
   absl::Duration deadline = absl::Seconds(5);  // Per call.
   // Ask again until the condition holds, up to this long (zero: once).
   absl::Duration wait = absl::ZeroDuration();
-  // ModelsOfReplicas: "name@version" every replica must serve (in any
-  // bucket); empty: any.
+  // ModelsOfReplicas: the models every replica must serve, exactly:
+  // "name@version", comma-separated (in any order and bucket); empty: any.
   std::string expect_model;
 };
 

@@ -97,8 +97,10 @@ ABSL_FLAG(bool, models, false,
           "name@version, kind, file and load time, and its last refused load (kept until a "
           "newer one) with its time and reason.");
 ABSL_FLAG(std::string, expect_model, "",
-          "With --models: fail (exit status 1) unless every replica serves this name@version "
-          "(in any bucket); with --wait_ms, wait for it: a rollout watched to its end.");
+          "With --models: fail (exit status 1) unless every replica serves exactly these "
+          "models: name@version, comma-separated, in any order and bucket (a canary: "
+          "old@1,new@2; after it: new@2). With --wait_ms, wait for it: a rollout watched to "
+          "its end.");
 ABSL_FLAG(int, wait_ms, 0,
           "With --health or --models: ask again every 100 ms, up to this long, until every "
           "replica is SERVING (--health) or answers and serves --expect_model (--models), "

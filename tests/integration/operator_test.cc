@@ -492,7 +492,11 @@ TEST_F(CliFleetTest, ModelsAsksEveryReplicaOnceByItsAddress) {
   EXPECT_THAT(missing.err, HasSubstr("2 of 2 replicas do not serve ecom_search_lr@2026.12.1"));
   CommandResult met = Cli({both, "--models", "--expect_model=ecom_search_lr@2026.11.3"});
   EXPECT_EQ(met.exit_code, 0) << met.err;
-  EXPECT_THAT(met.out, HasSubstr("all 2 replicas serve ecom_search_lr@2026.11.3\n"));
+  EXPECT_THAT(met.out, HasSubstr("2 of 2 replicas serve ecom_search_lr@2026.11.3\n"));
+  // Exactly these: one more (or fewer) than served is not met.
+  CommandResult more =
+      Cli({both, "--models", "--expect_model=ecom_search_lr@2026.11.3,ecom_search_lr@2026.12.1"});
+  EXPECT_NE(more.exit_code, 0);
 }
 
 TEST_F(CliFleetTest, ReloadModelsSaysWhatEachReplicaDid) {
@@ -546,7 +550,7 @@ TEST_F(CliFleetTest, WaitMsWaitsForAModelToArriveOnEveryReplica) {
                          "--expect_model=ecom_search_lr@2026.12.1", "--wait_ms=20000"});
   later.join();
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("all 2 replicas serve ecom_search_lr@2026.12.1"));
+  EXPECT_THAT(r.out, HasSubstr("2 of 2 replicas serve ecom_search_lr@2026.12.1"));
   EXPECT_THAT(a_->Output(), HasSubstr("models (SIGHUP): generation 2 serving "
                                       "ecom_search_lr@2026.12.1"));
 }
