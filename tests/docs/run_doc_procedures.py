@@ -243,7 +243,8 @@ def script_for(steps, tree, state, sub):
             path = os.path.join(state, f"save.{n}")
             with open(path, "w") as f:
                 f.write(sub(step.block.text))
-            out.append(f"mkdir -p \"$(dirname {step.save})\" && cp {path} {step.save}")
+            target = sub(step.save)
+            out.append(f"mkdir -p \"$(dirname {target})\" && cp {path} {target}")
             continue
         body = sub(step.command)
         if step.script:
@@ -405,7 +406,7 @@ def inventory():
     print(f"{len(procedures())} procedures ({ran} blocks) run as tests: "
           + ", ".join(sorted(procedures())))
     print(f"run elsewhere in CI ({len(covered)}):\n" + "\n".join(covered))
-    print(f"skipped, cannot run on one machine ({len(skipped)}):\n" + "\n".join(skipped))
+    print(f"not run, and why ({len(skipped)}):\n" + "\n".join(skipped))
     if problems:
         print("FAIL\n" + "\n".join(problems))
         return 1

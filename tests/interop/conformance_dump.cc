@@ -22,10 +22,12 @@
 // of the double's bits, TYPE rank.v1.MetricType's number, KEY an index into
 // "keys", and VALUE "i:<decimal>", "f:<float bits>", "d:<double bits>" or
 // "s:<hex>". The outcome is the C++ codec's Decode (Open + Materialize).
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <random>
@@ -138,6 +140,15 @@ void DamagedCases(Writer& w, const std::string& name, const Codec& codec, const 
 }
 
 int Run(const std::string& dir, int random_results) {
+  // The directory is made if missing (docs/CLIENTS.md runs it on a fresh
+  // path); one that cannot be written is an error, not a silent no-op.
+  std::error_code made;
+  std::filesystem::create_directories(dir, made);
+  if (made || !std::ofstream(dir + "/cases.json")) {
+    std::fprintf(stderr, "cannot write to %s: %s\n", dir.c_str(),
+                 made ? made.message().c_str() : std::strerror(errno));
+    return 1;
+  }
   std::vector<std::unique_ptr<CodecRegistry>> registries;
   std::vector<std::pair<std::string, const Codec*>> codecs;
   // The built-in codecs `names` of a registry made with `options`.
@@ -198,7 +209,13 @@ int Run(const std::string& dir, int random_results) {
                    w.WritePayload(payload));
     }
   }
-  std::ofstream(dir + "/cases.json") << "{\"cases\": [\n" << w.json << "\n]}\n";
+  std::ofstream cases(dir + "/cases.json");
+  cases << "{\"cases\": [\n" << w.json << "\n]}\n";
+  cases.close();
+  if (!cases) {
+    std::fprintf(stderr, "cannot write %s/cases.json\n", dir.c_str());
+    return 1;
+  }
 
   std::printf("wrote %d payloads and their decodes to %s\n", w.files, dir.c_str());
   return 0;
