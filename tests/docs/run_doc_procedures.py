@@ -238,7 +238,7 @@ def script_for(steps, tree, state, sub):
     and exit status in `state`."""
     out = ["set -o pipefail", f"cd {tree}"]
     for n, step in enumerate(steps):
-        out.append(f"echo {n} > {state}/current")
+        out.append(f"echo {n} > {state}/current; echo $EPOCHREALTIME > {state}/t.{n}")
         if step.save is not None:
             path = os.path.join(state, f"save.{n}")
             with open(path, "w") as f:
@@ -252,7 +252,7 @@ def script_for(steps, tree, state, sub):
         out.append("{\n" + body + "\n} > " + f"{state}/out.{n} 2>&1 < /dev/null")
         out.append(f"echo $? > {state}/rc.{n}")
         out.append(f'[ "$(cat {state}/rc.{n})" = "{step.exit_code}" ] || exit 3')
-    out.append(f"echo done > {state}/current")
+    out.append(f"echo done > {state}/current; echo $EPOCHREALTIME > {state}/t.{len(steps)}")
     return "\n".join(out) + "\n"
 
 
@@ -366,6 +366,12 @@ def report(name, steps, state, sub, timed_out, shell_out, seconds, clean, before
         return 1
     print(f"ok {name}: {len(steps)} steps from "
           f"{', '.join(sorted({s.block.where().split(':')[0] for s in steps}))} in {seconds:.1f} s")
+    times = [read(os.path.join(state, f"t.{n}")) for n in range(len(steps) + 1)]
+    if all(times):
+        took = [(float(times[n + 1]) - float(times[n]), n) for n in range(len(steps))]
+        print("slowest steps: " + "; ".join(
+            f"{t:.1f} s {steps[n].block.where()} {(steps[n].command or 'save').splitlines()[0][:60]}"
+            for t, n in sorted(took, reverse=True)[:3]))
     return 0
 
 
