@@ -12,9 +12,9 @@
 #include "codec/builtin_codecs.h"
 
 ABSL_FLAG(std::string, target, "localhost:50051",
-          "Server: host:port, dns:///name:port (every address of the name) or "
-          "ipv4:a:port,b:port (a list of replicas); calls are balanced over them by "
-          "--lb_policy.");
+          "Server: host:port, dns:///name:port (every address of the name), "
+          "ipv4:a:port,b:port (a list of replicas) or host:port,host:port (each resolved at "
+          "start); calls are balanced over them by --lb_policy.");
 ABSL_FLAG(std::string, codec, "",
           absl::StrCat("Codecs to accept, most preferred first, comma-separated (empty: the "
                        "server's default). Known: ",

@@ -34,6 +34,7 @@
 #include "client/channel_flags.h"
 #include "client/cli_fleet.h"
 #include "client/rank_client.h"
+#include "client/replicas.h"
 #include "client/request_file.h"
 #include "codec/builtin_codecs.h"
 #include "rank/v1/rank.grpc.pb.h"
@@ -541,8 +542,8 @@ absl::Status Run() {
     return absl::InvalidArgumentError("--wait_ms and --expect_model go with --health or --models");
   }
   ASSIGN_OR_RETURN(CodecRegistry codecs, MakeBuiltinCodecs(BuiltinCodecOptions{}));
-  ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
-                   MakeChannel(absl::GetFlag(FLAGS_target), channel_options));
+  ASSIGN_OR_RETURN(std::string target, ChannelTargetOf(absl::GetFlag(FLAGS_target)));
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel, MakeChannel(target, channel_options));
   RankClient client(std::move(channel), &codecs);
   if (!absl::GetFlag(FLAGS_fetch_logs_for).empty()) return FetchLogsFor(client);
   if (absl::GetFlag(FLAGS_compare)) {

@@ -38,6 +38,7 @@
 #include "base/thread_sched.h"
 #include "client/channel_flags.h"
 #include "client/rank_client.h"
+#include "client/replicas.h"
 #include "codec/builtin_codecs.h"
 #include "rpc/status.h"
 #include "workload/workload.h"
@@ -192,6 +193,7 @@ struct Plan {
   const std::vector<grpc::ByteBuffer>* requests = nullptr;
   const CodecRegistry* codecs = nullptr;
   ChannelOptions channel_options;
+  std::string target;  // --target, a comma list resolved (ChannelTargetOf).
   std::shared_ptr<grpc::Channel> shared_channel;  // nullptr: a channel per thread.
 };
 
@@ -225,7 +227,7 @@ void CallLoop(const Plan& plan, int w, Worker* me) {
   // The options were checked when the shared channel was made.
   RankClient client(plan.shared_channel != nullptr
                         ? plan.shared_channel
-                        : *MakeChannel(absl::GetFlag(FLAGS_target), plan.channel_options),
+                        : *MakeChannel(plan.target, plan.channel_options),
                     plan.codecs);
   const std::vector<grpc::ByteBuffer>& requests = *plan.requests;
   // Open loop: this thread's share of the rate, phase-shifted.
@@ -419,14 +421,17 @@ int Run() {
   std::signal(SIGTERM, RequestStop);
   std::signal(SIGINT, RequestStop);
   absl::StatusOr<ChannelOptions> channel_options = ChannelOptionsFromFlags();
+  absl::StatusOr<std::string> target = ChannelTargetOf(absl::GetFlag(FLAGS_target));
   absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
-      channel_options.ok() ? MakeChannel(absl::GetFlag(FLAGS_target), *channel_options)
-                           : channel_options.status();
+      !target.ok()           ? target.status()
+      : channel_options.ok() ? MakeChannel(*target, *channel_options)
+                             : channel_options.status();
   if (!channel.ok()) {
     absl::FPrintF(stderr, "rankwire-loadgen: %s\n", channel.status().ToString());
     return 1;
   }
   plan.channel_options = *channel_options;
+  plan.target = *target;
   if (absl::GetFlag(FLAGS_shared_channel)) plan.shared_channel = *channel;
   std::vector<Worker> workers(plan.concurrency);
   std::vector<std::thread> threads;
