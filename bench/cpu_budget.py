@@ -18,6 +18,11 @@ Rows (--rows picks some):
 
   floor            serve_floor: reads each request, answers recorded bytes
                    of a real rankbin response (bench/serve_floor.cc)
+  floor/grpc-defaults  the same with gRPC's own transport arguments on both
+                   ends (--grpc_transport_args= for the floor and the load
+                   generator): the floor before rpc/transport_args.h
+  rankbin/none/grpc-defaults  rankbin/none with gRPC's own transport
+                   arguments on both ends
   rankbin/none     rankwire-server --codec=rankbin --log_mode=none
   rankbin/memory   logs in the in-process store
   rankbin/redis    logs in Redis
@@ -71,6 +76,8 @@ LOAD_CPU = "0"
 
 ROWS = {
     "rankbin/none": ["--codec=rankbin", "--log_mode=none"],
+    "rankbin/none/grpc-defaults": ["--codec=rankbin", "--log_mode=none",
+                                   "--grpc_transport_args="],
     "rankbin/memory": ["--codec=rankbin", "--log_mode=store", "--logstore=memory"],
     "rankbin/redis": ["--codec=rankbin", "--log_mode=store", "--logstore=redis"],
     "protobuf/none": ["--codec=protobuf", "--log_mode=none"],
@@ -78,8 +85,10 @@ ROWS = {
     "xgboost/none": ["--codec=rankbin", "--log_mode=none", "--explain_items=0"],
     "xgboost/explain": ["--codec=rankbin", "--log_mode=none"],
 }
-DEFAULT_ROWS = ["floor", "rankbin/none", "rankbin/memory", "rankbin/redis", "protobuf/inline",
-                "xgboost/none"]
+DEFAULT_ROWS = ["floor", "floor/grpc-defaults", "rankbin/none", "rankbin/none/grpc-defaults",
+                "rankbin/memory", "rankbin/redis", "protobuf/inline", "xgboost/none"]
+# Rows whose load generator runs with gRPC's own transport arguments too.
+GRPC_DEFAULTS = ("floor/grpc-defaults", "rankbin/none/grpc-defaults")
 # xgboost_bench cells (bench/xgboost_bench.cc) for the xgboost rows' model and
 # request: name -> what it times.
 EVALUATOR_CELLS = {
@@ -89,6 +98,11 @@ EVALUATOR_CELLS = {
     "treeshap/w0300/d6/n0010": "TreeSHAP, 10 rows",
     "xgboost/w0300/d6/n0500": "XGBoost's predictor (C API, one thread), 500 rows",
 }
+# bench/request_bench's hot in-process cells (BM_Hot/<phase>: each phase of
+# the same request repeated on one thread), by the server's phase names.
+HOT_CELLS = {"parse": "BM_Hot/parse/candidates:500", "validate": "BM_Hot/validate/candidates:500",
+             "score": "BM_Hot/score/candidates:500", "build": "BM_Hot/build/candidates:500",
+             "encode": "BM_Hot/encode/candidates:500", "all": "BM_Hot/all/candidates:500"}
 # Phases the server accounts for, in request order (server/server_metrics.h).
 PHASES = ["parse", "validate", "score", "build", "encode", "log_handoff", "log_format",
           "log_store"]
@@ -153,11 +167,12 @@ def start_server(args, row, redis):
     return p
 
 
-def start_floor(args, redis):
+def start_floor(args, redis, transport=None):
     real = start_server(args, "rankbin/none", redis)
+    extra = [] if transport is None else [f"--grpc_transport_args={transport}"]
     try:
         floor = Process([os.path.join(args.build, "bench", "serve_floor"), "--port=0",
-                         f"--record_from=127.0.0.1:{real.port}", "--codec=rankbin"],
+                         f"--record_from=127.0.0.1:{real.port}", "--codec=rankbin", *extra],
                         r"listening port=(\d+) response_bytes=(\d+)")
     finally:
         real.close()
@@ -188,10 +203,12 @@ def phase_means(before, after):
     return out
 
 
-def loadgen(args, port, seconds, qps=0.0, warmup=0.0):
+def loadgen(args, port, seconds, qps=0.0, warmup=0.0, transport=None):
     cmd = ["taskset", "-c", LOAD_CPU, os.path.join(args.build, "client", "rankwire-loadgen"),
            f"--target=127.0.0.1:{port}", f"--concurrency={args.concurrency}",
            f"--duration_s={seconds}", f"--warmup_s={warmup}", f"--qps={qps}", "--json"]
+    if transport is not None:
+        cmd.append(f"--grpc_transport_args={transport}")
     # Exit status 2: the run finished but some calls failed; the JSON says
     # how many and the first error, which the round's line reports.
     done = subprocess.run(cmd, capture_output=True, text=True)
@@ -206,13 +223,17 @@ def loadgen(args, port, seconds, qps=0.0, warmup=0.0):
 
 def measure(args, row, redis, qps=0.0):
     """One row once: start, warm up, measure, stop."""
-    server = start_floor(args, redis) if row == "floor" else start_server(args, row, redis)
+    transport = "" if row in GRPC_DEFAULTS else None
+    if row.startswith("floor"):
+        server = start_floor(args, redis, transport)
+    else:
+        server = start_server(args, row, redis)
     try:
-        loadgen(args, server.port, 1.0, qps=qps)  # Warm-up: connections, caches.
+        loadgen(args, server.port, 1.0, qps=qps, transport=transport)  # Warm-up.
         cpu0, cs0 = proc_cpu_ns(server.proc.pid)
         rcpu0, _ = proc_cpu_ns(redis.proc.pid)
         phases0 = phase_cpu(server.metrics_port)
-        result = loadgen(args, server.port, args.seconds, qps=qps)
+        result = loadgen(args, server.port, args.seconds, qps=qps, transport=transport)
         cpu1, cs1 = proc_cpu_ns(server.proc.pid)
         rcpu1, _ = proc_cpu_ns(redis.proc.pid)
         phases1 = phase_cpu(server.metrics_port)
@@ -262,6 +283,24 @@ def evaluator_cells(args):
             for r in runs if r.get("run_type") == "iteration"}
 
 
+def hot_cells(args):
+    """request_bench's BM_Hot cells on the server's CPU (no server running):
+    phase -> CPU µs per call, hot in-process."""
+    out_path = os.path.join(tempfile.gettempdir(), f"request_bench_{os.getpid()}.json")
+    subprocess.run(["taskset", "-c", SERVER_CPU, os.path.join(args.build, "bench", "request_bench"),
+                    "--benchmark_filter=^BM_Hot/", "--benchmark_repetitions=1",
+                    "--benchmark_min_time=0.3", f"--benchmark_out={out_path}",
+                    "--benchmark_out_format=json"],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open(out_path) as f:
+        runs = json.load(f)["benchmarks"]
+    os.unlink(out_path)
+    scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
+    by_name = {r["run_name"]: r["cpu_time"] * scale[r["time_unit"]]
+               for r in runs if r.get("run_type") == "iteration"}
+    return {phase: by_name.get(name) for phase, name in HOT_CELLS.items()}
+
+
 def run_rounds(args, redis, rows, qps_by_row=None):
     rounds = []
     for r in range(args.rounds):
@@ -275,6 +314,8 @@ def run_rounds(args, redis, rows, qps_by_row=None):
                   file=sys.stderr)
         if any(row.startswith("xgboost/") for row in rows) and not qps_by_row:
             got["evaluator"] = evaluator_cells(args)
+        if not qps_by_row and not args.no_hot:
+            got["hot"] = hot_cells(args)
         rounds.append(got)
     return rounds
 
@@ -328,6 +369,76 @@ def phase_report(rounds, rows):
     return lines
 
 
+def cache_report(rounds):
+    """Per phase: the server's CPU (rankbin/none) over the same phase hot in
+    process (request_bench BM_Hot), per round, then median [range]."""
+    lines = ["### Server cost ÷ hot in-process cost, per phase (rankbin/none; µs)", "",
+             "| phase | server | hot, in-process | server ÷ hot (target ≤ 1.3) |",
+             "|---|---:|---:|---:|"]
+    server_sum, hot_sum = [], []
+    for phase in ["parse", "validate", "score", "build", "encode"]:
+        srv = [r["rankbin/none"]["phases"].get(phase) for r in rounds if "rankbin/none" in r]
+        hot = [r["hot"].get(phase) for r in rounds if "hot" in r]
+        ratio = [a / b for a, b in zip(srv, hot) if a and b]
+        lines.append(f"| {phase} | {med(srv)} | {med(hot)} | {med(ratio)} |")
+    for r in rounds:
+        if "hot" in r and "rankbin/none" in r:
+            hot_sum.append(sum(r["hot"].get(p) or 0 for p in ["parse", "validate", "score",
+                                                              "build", "encode"]))
+            server_sum.append(sum(r["rankbin/none"]["phases"].get(p, 0) for p in
+                                  ["parse", "validate", "score", "build", "encode"]))
+    ratio = [a / b for a, b in zip(server_sum, hot_sum) if b]
+    lines.append(f"| sum of the five (hot target ≤ 40) | {med(server_sum)} | {med(hot_sum)} | "
+                 f"{med(ratio)} |")
+    lines.append(f"| the five in sequence on one thread (BM_Hot/all) | | "
+                 f"{med([r['hot'].get('all') for r in rounds if 'hot' in r])} | |")
+    return lines
+
+
+def targets_report(closed, opened, rows):
+    """Issue 45's targets, each from ratios taken within a round."""
+    def ratios(rounds, num, den, field="cpu_us"):
+        return [r[num][field] / r[den][field] for r in rounds
+                if num in r and den in r and r[den][field]]
+
+    def line(what, values, goal, higher=False):
+        if not values:
+            return f"| {what} | – | {goal} | – |"
+        m = statistics.median(values)
+        ok = m >= goal if higher else m <= goal
+        return (f"| {what} | {med(values)} | {'≥' if higher else '≤'} {goal} | "
+                f"{'met' if ok else '**missed**'} |")
+    lines = ["### Issue 45's targets (median [range] of per-round ratios)", "",
+             "| target | measured | goal | |", "|---|---:|---:|---|"]
+    lines.append(line("rankbin/none ÷ floor, closed loop", ratios(closed, "rankbin/none", "floor"),
+                      1.7))
+    if opened:
+        lines.append(line("rankbin/none ÷ floor, open loop at 80 %",
+                          ratios(opened, "rankbin/none", "floor"), 1.7))
+    lines.append(line("rankbin/redis ÷ floor, closed loop", ratios(closed, "rankbin/redis", "floor"),
+                      2.0))
+    lines.append(line("protobuf/inline ÷ rankbin/redis",
+                      ratios(closed, "protobuf/inline", "rankbin/redis"), 40, higher=True))
+    lines.append(line("context switches, rankbin/none ÷ floor",
+                      ratios(closed, "rankbin/none", "floor", "cs"), 1.5))
+    lines.append(line("context switches, rankbin/redis ÷ floor",
+                      ratios(closed, "rankbin/redis", "floor", "cs"), 1.5))
+    hot = [sum(r["hot"].get(p) or 0 for p in ["parse", "validate", "score", "build", "encode"])
+           for r in closed if "hot" in r]
+    lines.append(line("hot in-process work, µs (parse + validate + score + build + encode)", hot,
+                      40))
+    lines += ["", "The floor's CPU per call, before (gRPC's transport arguments) and after "
+              "(rpc/transport_args.h), same run:", "",
+              "| row | server CPU µs / call | ÷ gRPC's defaults |", "|---|---:|---:|"]
+    for after, before in (("floor", "floor/grpc-defaults"),
+                          ("rankbin/none", "rankbin/none/grpc-defaults")):
+        if after in rows and before in rows:
+            lines.append(f"| {before} | {med([r[before]['cpu_us'] for r in closed])} | 1.00 |")
+            lines.append(f"| {after} | {med([r[after]['cpu_us'] for r in closed])} | "
+                         f"{med(ratios(closed, after, before))} |")
+    return lines
+
+
 def xgboost_report(rounds, rows):
     """The xgboost rows' CPU over the linear row's, beside xgboost_bench's
     cells for the same model and request, all per round, then median [range]."""
@@ -370,13 +481,15 @@ def main():
                         help="the xgboost rows' model (default: xgboost_bench "
                              "--write_workload_model writes one)")
     parser.add_argument("--rows", nargs="*", default=DEFAULT_ROWS,
-                        choices=["floor", *ROWS.keys()])
+                        choices=["floor", "floor/grpc-defaults", *ROWS.keys()])
     parser.add_argument("--server_flag", action="append", default=[],
                         help="an extra flag for every rankwire-server row")
     parser.add_argument("--open", action="store_true",
                         help="also run each row open loop at --open_fraction of its peak")
     parser.add_argument("--open_fraction", type=float, default=0.8)
     parser.add_argument("--out", help="also write the markdown report here")
+    parser.add_argument("--no_hot", action="store_true",
+                        help="skip request_bench's hot in-process cells (BM_Hot) each round")
     args = parser.parse_args()
 
     workdir = tempfile.mkdtemp(prefix="cpu_budget_")
@@ -397,14 +510,19 @@ def main():
                  f"{args.concurrency} callers.", ""]
         lines += report(closed, args.rows, "Closed loop (peak rate)")
         lines += [""] + phase_report(closed, args.rows)
+        if "rankbin/none" in args.rows and not args.no_hot:
+            lines += [""] + cache_report(closed)
         if any(r.startswith("xgboost/") for r in args.rows):
             lines += [""] + xgboost_report(closed, args.rows)
+        opened = None
         if args.open:
             qps = {row: args.open_fraction * statistics.median(r[row]["qps"] for r in closed)
                    for row in args.rows}
             opened = run_rounds(args, redis, args.rows, qps)
             lines += [""] + report(opened, args.rows,
                                    f"Open loop at {args.open_fraction:.0%} of each row's peak")
+        if "floor" in args.rows:
+            lines += [""] + targets_report(closed, opened, args.rows)
         text = "\n".join(lines)
         print(text)
         if args.out:
