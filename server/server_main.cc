@@ -28,6 +28,7 @@
 #include "server/protobuf_log.h"
 #include "server/server.h"
 #include "server/tls.h"
+#include "server/xgboost_scorer.h"
 #include "spdlog/spdlog.h"
 #ifdef RANKWIRE_JEMALLOC_CONF
 #include "server/jemalloc_conf.h"
@@ -59,11 +60,17 @@ ABSL_FLAG(int, xgboost_max_depth, 16, "Deepest XGBoost tree accepted at load.");
 ABSL_FLAG(bool, xgboost_allow_unnamed_features, false,
           "Accept an XGBoost model saved without feature names (its features are then "
           "f0..f{n-1}, bound to item features of those names).");
+ABSL_FLAG(std::string, explain, "exact",
+          "How an XGBoost model explains the items shown: exact (TreeSHAP, XGBoost's "
+          "pred_contribs), approx (Saabas, XGBoost's approx_contribs) or none.");
 ABSL_FLAG(uint32_t, explain_top_k, 3,
-          "Contributions per explained item, for models that explain (XGBoost: TreeSHAP); "
-          "0: none.");
+          "Contributions per explained item, for models that explain (XGBoost); 0: none.");
 ABSL_FLAG(uint32_t, explain_items, 10,
-          "Items explained per request, at most (the first min(top_n, this) in rank order).");
+          "Items explained when the request does not say (RankRequest.explain_items): the "
+          "first min(top_n, this) in rank order.");
+ABSL_FLAG(uint32_t, max_explain_items, 100,
+          "The most items a request may ask to have explained (RankRequest.explain_items); "
+          "more is INVALID_ARGUMENT. At least --explain_items.");
 ABSL_FLAG(bool, allow_unsupplied_features, false,
           "Load a model that reads features a bucket manifest's feature lists say callers do "
           "not send (they then score as missing).");
@@ -412,10 +419,15 @@ absl::Status WorkFromFlags(ServerOptions* o) {
   }
   o->model_load.xgboost.allow_unnamed_features =
       absl::GetFlag(FLAGS_xgboost_allow_unnamed_features);
+  ASSIGN_OR_RETURN(o->model_load.explain.mode, ParseExplainMode(absl::GetFlag(FLAGS_explain)));
   o->model_load.explain.explain_top_k = absl::GetFlag(FLAGS_explain_top_k);
   o->model_load.explain.explain_items = absl::GetFlag(FLAGS_explain_items);
-  if (o->model_load.explain.explain_top_k > 64 || o->model_load.explain.explain_items > 1000) {
-    return absl::InvalidArgumentError("--explain_top_k must be <= 64 and --explain_items <= 1000");
+  o->model_load.explain.max_explain_items = o->limits.max_explain_items =
+      absl::GetFlag(FLAGS_max_explain_items);
+  if (o->model_load.explain.explain_top_k > 64 || o->limits.max_explain_items > 1000 ||
+      o->model_load.explain.explain_items > o->limits.max_explain_items) {
+    return absl::InvalidArgumentError(
+        "--explain_top_k must be <= 64 and --explain_items <= --max_explain_items <= 1000");
   }
   o->model_load.allow_unsupplied_features = absl::GetFlag(FLAGS_allow_unsupplied_features);
   return MessageLimitsFromFlags(o);

@@ -1,195 +1,585 @@
 #include "server/xgboost/tree_shap.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "server/xgboost/node_means.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define RANKWIRE_HAVE_AVX512_KERNEL 1
+#define RANKWIRE_TARGET_AVX512 __attribute__((target("avx512f")))
+#else
+#define RANKWIRE_HAVE_AVX512_KERNEL 0
+#endif
 
 namespace rankwire::xgb {
 
-namespace {
-
-// Expected value of each node's subtree, weighted by cover, in float and in
-// the order XGBoost computes it (left * cover, + right * cover, / cover).
-float FillMeans(const XGBoostTree& tree, int32_t node, std::vector<float>* mean) {
-  float result;
-  if (tree.IsLeaf(node)) {
-    result = tree.value[node];
-  } else {
-    const int32_t left = tree.left[node];
-    const int32_t right = tree.right[node];
-    result = FillMeans(tree, left, mean) * tree.cover[left];
-    result += FillMeans(tree, right, mean) * tree.cover[right];
-    result /= tree.cover[node];
-  }
-  (*mean)[node] = result;
-  return result;
-}
-
-}  // namespace
-
-struct TreeShap::Walk {
-  const XGBoostTree& tree;
-  const float* row;
-  float* phi;  // this tree's contributions
-  std::vector<uint8_t>& touched_mark;
-  std::vector<int>& touched;  // features phi holds a value for
-};
-
-TreeShap::TreeShap(const XGBoostModel& model)
-    : num_features_(model.num_features()),
-      base_margin_(model.base_margin()),
-      max_depth_(model.max_depth()),
-      trees_(model.trees()) {
-  mean_.resize(trees_.size());
-  for (size_t t = 0; t < trees_.size(); ++t) {
-    mean_[t].assign(trees_[t].left.size(), 0.0f);
-    FillMeans(trees_[t], 0, &mean_[t]);
-  }
-}
-
-size_t TreeShap::MemoryBytes() const {
-  size_t bytes = trees_.capacity() * sizeof(XGBoostTree) + mean_.capacity() * sizeof(mean_[0]);
-  for (const XGBoostTree& t : trees_) {
-    bytes +=
-        (t.left.capacity() + t.right.capacity() + t.split_feature.capacity()) * sizeof(int32_t) +
-        (t.value.capacity() + t.cover.capacity()) * sizeof(float) + t.default_left.capacity();
-  }
-  for (const std::vector<float>& m : mean_) bytes += m.capacity() * sizeof(float);
-  return bytes;
-}
-
 namespace internal {
 
-// One element of the path of unique features from the root to a node: the
-// fraction of "zero" (feature absent: rows split by cover) and "one"
-// (feature present: the row's own way) paths through its splits, and the
-// permutation weight of subsets with this element's index of ones.
-struct ShapPathElement {
-  int feature;
-  float zero_fraction;
-  float one_fraction;
-  float weight;
+struct ShapTree {
+  uint32_t first_node;
+  uint32_t num_nodes;
+  uint32_t first_feature;  // in tree_features_
+  uint32_t num_features;
+  uint32_t points;  // quadrature points: ceil(longest unique path / 2), >= 1
 };
+
+// A node in depth-first order, with the edge from its parent (root: none).
+// A node whose children are both leaves, on a feature not split on above
+// it, is a "pair": its children are not listed, their edges are folded
+// into its own constants (PairConstants).
+struct ShapNode {
+  float value;           // internal: split threshold; leaf: leaf value
+  int32_t slot;          // internal: the block row its split reads; leaf: -1
+  uint32_t consts;       // the edge's constants in consts_ (EdgeConstants)
+  uint32_t prev_consts;  // the constants of the path's earlier edge on the same feature
+  uint32_t feature;      // the edge's feature, in the tree's feature list
+  uint32_t pair_consts;  // a pair's constants (PairConstants)
+  uint32_t pair_feature;  // a pair's split feature, in the tree's feature list
+  uint8_t depth;         // root: 0
+  uint8_t prev_depth;    // that earlier edge's depth; 0: the feature's first edge
+  uint8_t left;          // 1: its parent's left child
+  uint8_t kind;          // kInternal, kLeaf or kPair
+};
+constexpr uint8_t kInternal = 0;
+constexpr uint8_t kLeaf = 1;
+constexpr uint8_t kPair = 2;
 
 }  // namespace internal
 
 namespace {
 
-using PathElement = internal::ShapPathElement;
+using internal::ShapNode;
+using internal::ShapTree;
+using internal::kInternal;
+using internal::kLeaf;
+using internal::kPair;
 
-// The paper's EXTEND: adds a split on `feature` to the path of unique
-// features, updating the permutation weights of every subset size.
-void Extend(PathElement* path, int depth, float zero_fraction, float one_fraction, int feature) {
-  path[depth] = {feature, zero_fraction, one_fraction, depth == 0 ? 1.0f : 0.0f};
-  for (int i = depth - 1; i >= 0; --i) {
-    path[i + 1].weight += one_fraction * path[i].weight * (i + 1) / static_cast<float>(depth + 1);
-    path[i].weight = zero_fraction * path[i].weight * (depth - i) / static_cast<float>(depth + 1);
+constexpr int kMaxPoints = 64;
+
+// Gauss-Legendre quadrature on [0, 1] with m points: points t and weights w
+// (they integrate polynomials of degree < 2m exactly).
+void GaussLegendre(int m, std::vector<double>* t, std::vector<double>* w) {
+  t->assign(m, 0);
+  w->assign(m, 0);
+  for (int i = 0; i < (m + 1) / 2; ++i) {
+    double x = std::cos(M_PI * (i + 0.75) / (m + 0.5));
+    double derivative = 1;
+    for (int iteration = 0; iteration < 100; ++iteration) {
+      double p1 = 1, p2 = 0;
+      for (int j = 1; j <= m; ++j) {
+        const double p3 = p2;
+        p2 = p1;
+        p1 = ((2 * j - 1) * x * p2 - (j - 1) * p3) / j;
+      }
+      derivative = m * (x * p1 - p2) / (x * x - 1);
+      const double previous = x;
+      x = previous - p1 / derivative;
+      if (std::abs(x - previous) < 1e-16) break;
+    }
+    const double weight = 1 / ((1 - x * x) * derivative * derivative);  // 2/(...) halved
+    (*t)[i] = (1 - x) / 2;
+    (*t)[m - 1 - i] = (1 + x) / 2;
+    (*w)[i] = (*w)[m - 1 - i] = weight;
   }
 }
 
-// The paper's UNWIND: removes element `index` from the path, undoing its
-// EXTEND.
-void Unwind(PathElement* path, int depth, int index) {
-  const float one = path[index].one_fraction;
-  const float zero = path[index].zero_fraction;
-  float next = path[depth].weight;
-  for (int i = depth - 1; i >= 0; --i) {
-    if (one != 0) {
-      const float kept = path[i].weight;
-      path[i].weight = next * (depth + 1) / static_cast<float>((i + 1) * one);
-      next = kept - path[i].weight * zero * (depth - i) / static_cast<float>(depth + 1);
-    } else {
-      path[i].weight = path[i].weight * (depth + 1) / static_cast<float>(zero * (depth - i));
-    }
+// The per-point constants of an edge (zc: the product of the cover
+// fractions of the path's edges on its feature, this one included; oc: the
+// product of their "one"s, 0 or 1; t, w: the quadrature):
+//   D1[k] = C1[k] - C0[k], where an edge's contribution is
+//           sum_k S[k] * (C0[k] + oc * D1[k]): C1 = (1 - zc) w / (zc (1-t) + t)
+//           divides out the factor when oc = 1, C0 = -w / (1-t) when oc = 0;
+// then, for the feature's first edge on the path,
+//   F0[k] = zc (1-t): the factor is F0 + oc * t;
+// or, for a feature split again (zp, op: the earlier edge's zc and oc; z
+// this edge's own cover fraction), the factor that replaces the earlier one:
+//   z, A[k], B[k]: z + op * A + oc * B, which is z when op = 0,
+//           zc (1-t) / (zp (1-t) + t) when op = 1 and oc = 0, and
+//           (zc (1-t) + t) / (zp (1-t) + t) when op = oc = 1.
+void EdgeConstants(const std::vector<double>& t, const std::vector<double>& w, double z, double zc,
+                   bool repeat, double zp, std::vector<float>* out) {
+  const size_t m = t.size();
+  for (size_t k = 0; k < m; ++k) {
+    const double c1 = (1 - zc) * w[k] / (zc * (1 - t[k]) + t[k]);
+    const double c0 = -w[k] / (1 - t[k]);
+    out->push_back(static_cast<float>(c1 - c0));
   }
-  for (int i = index; i < depth; ++i) {
-    path[i].feature = path[i + 1].feature;
-    path[i].zero_fraction = path[i + 1].zero_fraction;
-    path[i].one_fraction = path[i + 1].one_fraction;
+  if (!repeat) {
+    for (size_t k = 0; k < m; ++k) out->push_back(static_cast<float>(zc * (1 - t[k])));
+    return;
+  }
+  out->push_back(static_cast<float>(z));
+  std::vector<double> r10(m), r11(m);
+  for (size_t k = 0; k < m; ++k) {
+    const double earlier = zp * (1 - t[k]) + t[k];
+    r10[k] = zc * (1 - t[k]) / earlier;
+    r11[k] = (zc * (1 - t[k]) + t[k]) / earlier;
+  }
+  for (size_t k = 0; k < m; ++k) out->push_back(static_cast<float>(r10[k] - z));
+  for (size_t k = 0; k < m; ++k) out->push_back(static_cast<float>(r11[k] - r10[k]));
+}
+
+// A pair's constants: its leaf sum is q * (A + o * B) and its split's
+// contribution sum_k q * (C + o * D), where q is the pair node's product of
+// factors and o its rows' "goes left" (0 or 1). From the two leaf edges'
+// own (fresh feature: zc = z): S = q * v * (z (1-t) + o t) per leaf, and
+// each edge's contribution S * (C0 + o D1) with o^2 = o.
+void PairConstants(const std::vector<double>& t, const std::vector<double>& w, double z_left,
+                   double v_left, double z_right, double v_right, std::vector<float>* out) {
+  const size_t m = t.size();
+  std::vector<double> a(m), b(m), c(m), d(m);
+  for (size_t k = 0; k < m; ++k) {
+    const double c0 = -w[k] / (1 - t[k]);
+    const double c1_left = (1 - z_left) * w[k] / (z_left * (1 - t[k]) + t[k]);
+    const double c1_right = (1 - z_right) * w[k] / (z_right * (1 - t[k]) + t[k]);
+    // One leaf's (z (1-t) + o t)(C0 + o D1) = P + o R.
+    const double p_left = z_left * (1 - t[k]) * c0;
+    const double r_left = z_left * (1 - t[k]) * (c1_left - c0) + t[k] * c1_left;
+    const double p_right = z_right * (1 - t[k]) * c0;
+    const double r_right = z_right * (1 - t[k]) * (c1_right - c0) + t[k] * c1_right;
+    // The right leaf's o is 1 - o.
+    a[k] = (v_left * z_left + v_right * z_right) * (1 - t[k]) + v_right * t[k];
+    b[k] = (v_left - v_right) * t[k];
+    c[k] = v_left * p_left + v_right * (p_right + r_right);
+    d[k] = v_left * r_left - v_right * r_right;
+  }
+  for (const std::vector<double>* column : {&a, &b, &c, &d}) {
+    for (double x : *column) out->push_back(static_cast<float>(x));
   }
 }
 
-// The total permutation weight the path would have without element `index`
-// (UNWIND's sum, without changing the path).
-float UnwoundSum(const PathElement* path, int depth, int index) {
-  const float one = path[index].one_fraction;
-  const float zero = path[index].zero_fraction;
-  float next = path[depth].weight;
-  float total = 0;
-  for (int i = depth - 1; i >= 0; --i) {
-    if (one != 0) {
-      const float w = next * (depth + 1) / static_cast<float>((i + 1) * one);
-      total += w;
-      next = path[i].weight - w * zero * ((depth - i) / static_cast<float>(depth + 1));
-    } else if (zero != 0) {
-      total += (path[i].weight / zero) / ((depth - i) / static_cast<float>(depth + 1));
-    }
-  }
-  return total;
+// The most distinct features on one root-to-leaf path below `node`, given
+// those above it in `path`.
+int LongestUniquePath(const XGBoostTree& tree, int32_t node, std::vector<int32_t>* path) {
+  if (tree.IsLeaf(node)) return static_cast<int>(path->size());
+  const int32_t feature = tree.split_feature[node];
+  const bool fresh = std::find(path->begin(), path->end(), feature) == path->end();
+  if (fresh) path->push_back(feature);
+  const int longest = std::max(LongestUniquePath(tree, tree.left[node], path),
+                               LongestUniquePath(tree, tree.right[node], path));
+  if (fresh) path->pop_back();
+  return longest;
 }
 
 }  // namespace
 
-void TreeShap::Recurse(Walk& walk, int32_t node, PathElement* parent_path, int depth,
-                       float zero_fraction, float one_fraction, int feature) const {
-  const XGBoostTree& tree = walk.tree;
-  PathElement* path = parent_path + depth + 1;
-  std::copy(parent_path, parent_path + depth + 1, path);
-  Extend(path, depth, zero_fraction, one_fraction, feature);
-  if (tree.IsLeaf(node)) {
-    for (int i = 1; i <= depth; ++i) {
-      const float w = UnwoundSum(path, depth, i);
-      const PathElement& e = path[i];
-      walk.phi[e.feature] += w * (e.one_fraction - e.zero_fraction) * tree.value[node];
-      if (!walk.touched_mark[e.feature]) {
-        walk.touched_mark[e.feature] = 1;
-        walk.touched.push_back(e.feature);
-      }
-    }
-    return;
+// Lays out one tree: nodes in depth-first order, each edge's constants.
+struct TreeShap::Builder {
+  TreeShap* shap;
+  const XGBoostTree& tree;
+  std::vector<double> t, w;
+  std::vector<int32_t> local;  // used feature -> index in this tree's list (-1)
+  struct PathEdge {
+    int32_t feature;  // model feature
+    int depth;        // of the node it leads to
+    float zc;
+    uint32_t consts;
+  };
+  std::vector<PathEdge> path;
+  struct Edge {
+    int32_t feature;
+    float z;
+    bool left;
+  };
+
+  uint32_t Local(int32_t feature);
+  const PathEdge* Earlier(int32_t feature) const;
+  void AddEdge(const Edge& edge, int depth, ShapNode* n);
+  void Visit(int32_t node, int depth, const Edge* edge);
+};
+
+// The index of model feature `feature` in this tree's feature list, added
+// when new.
+uint32_t TreeShap::Builder::Local(int32_t feature) {
+  const int32_t used = shap->compact_feature_[feature];
+  if (local[used] < 0) {
+    local[used] =
+        static_cast<int32_t>(shap->tree_features_.size() - shap->trees_.back().first_feature);
+    shap->tree_features_.push_back(static_cast<uint32_t>(used));
   }
-  const int split = tree.split_feature[node];
-  const int32_t hot = tree.Next(node, walk.row[split]);
-  const int32_t cold = hot == tree.left[node] ? tree.right[node] : tree.left[node];
-  const float cover = tree.cover[node];
-  const float hot_zero = tree.cover[hot] / cover;
-  const float cold_zero = tree.cover[cold] / cover;
-  float incoming_zero = 1;
-  float incoming_one = 1;
-  // A feature split on again: undo its earlier element and redo it here.
-  int k = 0;
-  while (k <= depth && path[k].feature != split) ++k;
-  if (k <= depth) {
-    incoming_zero = path[k].zero_fraction;
-    incoming_one = path[k].one_fraction;
-    Unwind(path, depth, k);
-    --depth;
-  }
-  Recurse(walk, hot, path, depth + 1, hot_zero * incoming_zero, incoming_one, split);
-  Recurse(walk, cold, path, depth + 1, cold_zero * incoming_zero, 0, split);
+  return static_cast<uint32_t>(local[used]);
 }
 
-void TreeShap::Contributions(const float* row, double* out) const {
-  const size_t bias = num_features_;
-  std::vector<float> total(num_features_ + 1, 0.0f);
-  std::vector<float> phi(num_features_ + 1, 0.0f);
-  std::vector<uint8_t> touched_mark(num_features_ + 1, 0);
-  std::vector<int> touched;
-  const int max_path = max_depth_ + 2;
-  std::vector<PathElement> path((max_path * (max_path + 1)) / 2 + 1, PathElement{0, 0, 0, 0});
-  for (size_t t = 0; t < trees_.size(); ++t) {
-    // Per tree then into the total, in float, as XGBoost sums them.
-    phi[bias] = mean_[t][0];
-    touched.assign(1, static_cast<int>(bias));
-    touched_mark[bias] = 1;
-    Walk walk{trees_[t], row, phi.data(), touched_mark, touched};
-    Recurse(walk, 0, path.data(), 0, 1.0f, 1.0f, -1);
-    for (int f : touched) {
-      total[f] += phi[f];
-      phi[f] = 0.0f;
-      touched_mark[f] = 0;
+// The path's latest edge on `feature`, or null.
+const TreeShap::Builder::PathEdge* TreeShap::Builder::Earlier(int32_t feature) const {
+  for (auto it = path.rbegin(); it != path.rend(); ++it) {
+    if (it->feature == feature) return &*it;
+  }
+  return nullptr;
+}
+
+// Fills n's edge fields and constants, and extends the path with it.
+void TreeShap::Builder::AddEdge(const Edge& edge, int depth, ShapNode* n) {
+  n->left = edge.left ? 1 : 0;
+  n->feature = Local(edge.feature);
+  const PathEdge* earlier = Earlier(edge.feature);
+  // As XGBoost: the cover fractions multiplied in float.
+  const float zc = earlier != nullptr ? edge.z * earlier->zc : edge.z;
+  n->consts = static_cast<uint32_t>(shap->consts_.size());
+  if (earlier != nullptr) {
+    n->prev_depth = static_cast<uint8_t>(earlier->depth);
+    n->prev_consts = earlier->consts;
+  }
+  EdgeConstants(t, w, edge.z, zc, earlier != nullptr, earlier != nullptr ? earlier->zc : 0,
+                &shap->consts_);
+  path.push_back({edge.feature, depth, zc, n->consts});
+}
+
+void TreeShap::Builder::Visit(int32_t node, int depth, const Edge* edge) {
+  ShapNode n{};
+  n.depth = static_cast<uint8_t>(depth);
+  n.value = tree.value[node];
+  n.slot = -1;
+  n.kind = tree.IsLeaf(node) ? kLeaf : kInternal;
+  if (edge != nullptr) AddEdge(*edge, depth, &n);
+  if (n.kind == kLeaf) {
+    shap->nodes_.push_back(n);
+    if (edge != nullptr) path.pop_back();
+    return;
+  }
+  const int32_t feature = tree.split_feature[node];
+  const int32_t left = tree.left[node];
+  const int32_t right = tree.right[node];
+  n.slot = 2 * shap->compact_feature_[feature] + (tree.default_left[node] ? 0 : 1);
+  const uint32_t split_local = Local(feature);
+  const float cover = tree.cover[node];
+  const Edge left_edge{feature, tree.cover[left] / cover, true};
+  const Edge right_edge{feature, tree.cover[right] / cover, false};
+  if (tree.IsLeaf(left) && tree.IsLeaf(right) && Earlier(feature) == nullptr) {
+    n.kind = kPair;
+    n.pair_feature = split_local;
+    n.pair_consts = static_cast<uint32_t>(shap->consts_.size());
+    PairConstants(t, w, left_edge.z, tree.value[left], right_edge.z, tree.value[right],
+                  &shap->consts_);
+    shap->nodes_.push_back(n);
+  } else {
+    shap->nodes_.push_back(n);
+    Visit(left, depth + 1, &left_edge);
+    Visit(right, depth + 1, &right_edge);
+  }
+  if (edge != nullptr) path.pop_back();
+}
+
+bool TreeShap::Avx512Available() {
+#if RANKWIRE_HAVE_AVX512_KERNEL
+  return __builtin_cpu_supports("avx512f");
+#else
+  return false;
+#endif
+}
+
+TreeShap::TreeShap(const XGBoostModel& model, Kernel kernel)
+    : num_features_(model.num_features()),
+      bias_(ContributionBias(model)),
+      compact_feature_(model.num_features(), -1) {
+  if (kernel == Kernel::kAuto) kernel = Avx512Available() ? Kernel::kAvx512 : Kernel::kPortable;
+  kernel_ = kernel;
+  for (const XGBoostTree& tree : model.trees()) {
+    std::vector<int32_t> stack = {0};  // reachable nodes only: the loader checked those
+    while (!stack.empty()) {
+      const int32_t node = stack.back();
+      stack.pop_back();
+      if (tree.IsLeaf(node)) continue;
+      compact_feature_[tree.split_feature[node]] = 0;
+      stack.push_back(tree.left[node]);
+      stack.push_back(tree.right[node]);
     }
   }
-  total[bias] += base_margin_;
-  for (size_t f = 0; f <= bias; ++f) out[f] = total[f];
+  for (size_t f = 0; f < num_features_; ++f) {
+    if (compact_feature_[f] < 0) continue;
+    compact_feature_[f] = static_cast<int32_t>(used_features_.size());
+    used_features_.push_back(static_cast<int32_t>(f));
+  }
+  std::vector<int32_t> scratch_path;
+  for (const XGBoostTree& tree : model.trees()) {
+    const int longest = LongestUniquePath(tree, 0, &scratch_path);
+    const int points = std::min(kMaxPoints, std::max(1, (longest + 1) / 2));
+    trees_.push_back(ShapTree{static_cast<uint32_t>(nodes_.size()), 0,
+                              static_cast<uint32_t>(tree_features_.size()), 0,
+                              static_cast<uint32_t>(points)});
+    Builder builder{this, tree, {}, {}, std::vector<int32_t>(used_features_.size(), -1), {}};
+    GaussLegendre(points, &builder.t, &builder.w);
+    builder.Visit(0, 0, nullptr);
+    ShapTree& t = trees_.back();
+    t.num_nodes = static_cast<uint32_t>(nodes_.size() - t.first_node);
+    t.num_features = static_cast<uint32_t>(tree_features_.size() - t.first_feature);
+    max_depth_ = std::max(max_depth_, tree.depth);
+    max_points_ = std::max(max_points_, points);
+    max_tree_features_ = std::max<size_t>(max_tree_features_, t.num_features);
+  }
+  for (int m = 1; m <= max_points_; ++m) {
+    std::vector<double> t, w;
+    GaussLegendre(m, &t, &w);
+    for (int k = 0; k < m; ++k) quadrature_.push_back(static_cast<float>(t[k]));
+    for (int k = 0; k < m; ++k) quadrature_.push_back(static_cast<float>(-w[k] / (1 - t[k])));
+  }
+  nodes_.shrink_to_fit();
+  consts_.shrink_to_fit();
+  tree_features_.shrink_to_fit();
+}
+
+TreeShap::~TreeShap() = default;
+TreeShap::TreeShap(TreeShap&&) noexcept = default;
+TreeShap& TreeShap::operator=(TreeShap&&) noexcept = default;
+
+size_t TreeShap::MemoryBytes() const {
+  return trees_.capacity() * sizeof(ShapTree) + nodes_.capacity() * sizeof(ShapNode) +
+         consts_.capacity() * sizeof(float) + tree_features_.capacity() * sizeof(uint32_t) +
+         (used_features_.capacity() + compact_feature_.capacity()) * sizeof(int32_t) +
+         quadrature_.capacity() * sizeof(float);
+}
+
+absl::string_view TreeShap::kernel_name() const {
+  return kernel_ == Kernel::kAvx512 ? "avx512" : "portable";
+}
+
+namespace {
+
+// kLanes floats: one value per row of a block. GCC's and Clang's vector
+// extension: plain arithmetic on it compiles to one instruction per
+// operation with AVX-512, and to several with narrower vector units.
+typedef float Lanes __attribute__((vector_size(TreeShap::kLanes * sizeof(float))));
+typedef int32_t LaneMask __attribute__((vector_size(TreeShap::kLanes * sizeof(int32_t))));
+// Lanes in a struct, so containers hold them without dropping the
+// attribute.
+struct alignas(64) LaneBox {
+  Lanes v;
+};
+
+// What the kernel reads and writes for one block of rows.
+struct KernelArgs {
+  const ShapTree* trees;
+  size_t num_trees;
+  const ShapNode* nodes;
+  const float* consts;
+  const uint32_t* tree_features;
+  const float* quadrature;
+  const LaneBox* block;  // per slot: the rows' values (NaN as -inf, +inf)
+  LaneBox* total;        // per used feature: the rows' sums over trees
+  LaneBox* phi;          // per tree feature: this tree's contributions
+  LaneBox* q;            // per depth, per point: the product of factors
+  LaneBox* s;            // per depth, per point: the subtree's leaf sums
+  LaneBox* oc;           // per depth: the edge's "one" (0 or 1)
+  LaneBox* left;         // per depth: 1 where the row goes left at that node
+  uint32_t* open;        // per depth: the node whose edge is still open
+};
+
+// The kernel's functions take the tree's quadrature size as kPoints (1..4,
+// the trees up to depth 8, unrolled) or 0 (any, from the tree).
+template <int kPoints>
+inline __attribute__((always_inline)) uint32_t PointsOf(const ShapTree& tree) {
+  return kPoints > 0 ? kPoints : tree.points;
+}
+
+// Closes the edge into the node at `depth`: adds its contribution to its
+// feature and its leaf sums to its parent's (the left child, closed first,
+// sets them; the right one adds).
+template <int kPoints>
+inline __attribute__((always_inline)) void CloseEdge(const KernelArgs& a, const ShapNode* nodes,
+                                                     uint32_t points, const float* c0,
+                                                     int depth) {
+  if (kPoints > 0) points = kPoints;
+  const ShapNode& n = nodes[a.open[depth]];
+  const float* d1 = a.consts + n.consts;
+  const Lanes* s = &a.s[depth * points].v;
+  Lanes* parent = &a.s[(depth - 1) * points].v;
+  const Lanes oc = a.oc[depth].v;
+  Lanes acc = s[0] * (c0[0] + oc * d1[0]);
+  for (uint32_t k = 1; k < points; ++k) acc += s[k] * (c0[k] + oc * d1[k]);
+  if (n.left) {
+    for (uint32_t k = 0; k < points; ++k) parent[k] = s[k];
+  } else {
+    for (uint32_t k = 0; k < points; ++k) parent[k] += s[k];
+  }
+  if (n.prev_depth != 0) {
+    const float* p1 = a.consts + n.prev_consts;
+    const Lanes op = a.oc[n.prev_depth].v;
+    for (uint32_t k = 0; k < points; ++k) acc -= s[k] * (c0[k] + op * p1[k]);
+  }
+  a.phi[n.feature].v += acc;
+}
+
+// Opens the edge into node `i` (depth > 0): its "one" and factor, and its
+// leaf sum when it is a leaf.
+template <int kPoints>
+inline __attribute__((always_inline)) void OpenEdge(const KernelArgs& a, const ShapNode* nodes,
+                                                    uint32_t points, const float* t, uint32_t i) {
+  if (kPoints > 0) points = kPoints;
+  const ShapNode& n = nodes[i];
+  const int depth = n.depth;
+  const Lanes one = Lanes{} + 1.0f;
+  const Lanes go_left = a.left[depth - 1].v;
+  const Lanes o = n.left ? go_left : one - go_left;
+  const float* c = a.consts + n.consts + points;  // past D1
+  Lanes* q = &a.q[depth * points].v;
+  const Lanes* up = &a.q[(depth - 1) * points].v;
+  if (n.prev_depth == 0) {
+    a.oc[depth].v = o;
+    for (uint32_t k = 0; k < points; ++k) q[k] = up[k] * (c[k] + o * t[k]);
+  } else {
+    const Lanes op = a.oc[n.prev_depth].v;
+    const Lanes oc = o * op;
+    a.oc[depth].v = oc;
+    const float z = c[0];
+    const float* ca = c + 1;
+    const float* cb = ca + points;
+    for (uint32_t k = 0; k < points; ++k) q[k] = up[k] * (z + op * ca[k] + oc * cb[k]);
+  }
+  if (n.kind == kLeaf) {
+    Lanes* s = &a.s[depth * points].v;
+    for (uint32_t k = 0; k < points; ++k) s[k] = n.value * q[k];
+  }
+  a.open[depth] = i;
+}
+
+// A pair node's leaf sum and its split's contribution (PairConstants), for
+// rows going left where go_left is 1.
+template <int kPoints>
+inline __attribute__((always_inline)) void Pair(const KernelArgs& a, const ShapNode& n,
+                                                uint32_t points, const Lanes& go_left) {
+  if (kPoints > 0) points = kPoints;
+  const float* ca = a.consts + n.pair_consts;
+  const float* cb = ca + points;
+  const float* cc = cb + points;
+  const float* cd = cc + points;
+  const Lanes* q = &a.q[n.depth * points].v;
+  Lanes* s = &a.s[n.depth * points].v;
+  Lanes acc = q[0] * (cc[0] + go_left * cd[0]);
+  s[0] = q[0] * (ca[0] + go_left * cb[0]);
+  for (uint32_t k = 1; k < points; ++k) {
+    acc += q[k] * (cc[k] + go_left * cd[k]);
+    s[k] = q[k] * (ca[k] + go_left * cb[k]);
+  }
+  a.phi[n.pair_feature].v += acc;
+}
+
+// One tree's contributions for the block's rows, into a.phi.
+template <int kPoints>
+inline __attribute__((always_inline)) void ExplainTree(const KernelArgs& a, const ShapTree& tree) {
+  const ShapNode* nodes = a.nodes + tree.first_node;
+  const uint32_t points = PointsOf<kPoints>(tree);
+  const float* t = a.quadrature + points * (points - 1);
+  const float* c0 = t + points;
+  const LaneMask one_bits = LaneMask{} + 0x3f800000;  // 1.0f
+  for (uint32_t k = 0; k < points; ++k) a.q[k].v = Lanes{} + 1.0f;
+  int top = 0;
+  for (uint32_t i = 0; i < tree.num_nodes; ++i) {
+    const ShapNode& n = nodes[i];
+    const int depth = n.depth;
+    for (; top >= depth && top > 0; --top) CloseEdge<kPoints>(a, nodes, points, c0, top);
+    if (depth > 0) OpenEdge<kPoints>(a, nodes, points, t, i);
+    if (n.kind != kLeaf) {
+      const LaneMask goes_left = a.block[n.slot].v < (Lanes{} + n.value);
+      const Lanes go_left = (Lanes)(goes_left & one_bits);  // 1.0f or 0.0f per lane
+      if (n.kind == kPair) {
+        Pair<kPoints>(a, n, points, go_left);
+      } else {
+        a.left[depth].v = go_left;
+      }
+    }
+    top = depth;
+  }
+  for (; top > 0; --top) CloseEdge<kPoints>(a, nodes, points, c0, top);
+}
+
+// Every tree for one block: each tree's contributions, then (in float, in
+// tree order, as XGBoost) into the totals.
+inline __attribute__((always_inline)) void ExplainTrees(const KernelArgs& a) {
+  for (size_t i = 0; i < a.num_trees; ++i) {
+    const ShapTree& tree = a.trees[i];
+    switch (tree.points) {
+      case 1:
+        ExplainTree<1>(a, tree);
+        break;
+      case 2:
+        ExplainTree<2>(a, tree);
+        break;
+      case 3:
+        ExplainTree<3>(a, tree);
+        break;
+      case 4:
+        ExplainTree<4>(a, tree);
+        break;
+      default:
+        ExplainTree<0>(a, tree);
+    }
+    const uint32_t* features = a.tree_features + tree.first_feature;
+    for (uint32_t f = 0; f < tree.num_features; ++f) {
+      a.total[features[f]].v += a.phi[f].v;
+      a.phi[f].v = Lanes{};
+    }
+  }
+}
+
+#if RANKWIRE_HAVE_AVX512_KERNEL
+RANKWIRE_TARGET_AVX512 void ExplainTreesAvx512(const KernelArgs& a) { ExplainTrees(a); }
+#endif
+void ExplainTreesPortable(const KernelArgs& a) { ExplainTrees(a); }
+
+}  // namespace
+
+struct TreeShap::Scratch {
+  std::vector<LaneBox> block, total, phi, q, s, oc, left;
+  std::vector<uint32_t> open;
+};
+
+void TreeShap::ExplainBlock(const float* rows, size_t count, size_t row_stride, float* out) const {
+  thread_local Scratch scratch;
+  Scratch& s = scratch;
+  const size_t used = used_features_.size();
+  const size_t levels = static_cast<size_t>(max_depth_) + 1;
+  s.block.resize(2 * used);
+  s.total.assign(used, LaneBox{});
+  s.phi.assign(max_tree_features_, LaneBox{});
+  s.q.resize(levels * max_points_);
+  s.s.resize(levels * max_points_);
+  s.oc.resize(levels);
+  s.left.resize(levels);
+  s.open.resize(levels);
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  for (size_t u = 0; u < used; ++u) {
+    const size_t f = static_cast<size_t>(used_features_[u]);
+    float* low = reinterpret_cast<float*>(&s.block[2 * u]);
+    float* high = reinterpret_cast<float*>(&s.block[2 * u + 1]);
+    for (int l = 0; l < kLanes; ++l) {
+      const float x = static_cast<size_t>(l) < count ? rows[l * row_stride + f] : 0.0f;
+      low[l] = std::isnan(x) ? -kInf : x;
+      high[l] = std::isnan(x) ? kInf : x;
+    }
+  }
+  const KernelArgs args{trees_.data(),   trees_.size(),  nodes_.data(),
+                        consts_.data(),  tree_features_.data(), quadrature_.data(),
+                        s.block.data(),  s.total.data(), s.phi.data(),
+                        s.q.data(),      s.s.data(),     s.oc.data(),
+                        s.left.data(),   s.open.data()};
+#if RANKWIRE_HAVE_AVX512_KERNEL
+  if (kernel_ == Kernel::kAvx512) {
+    ExplainTreesAvx512(args);
+  } else {
+    ExplainTreesPortable(args);
+  }
+#else
+  ExplainTreesPortable(args);
+#endif
+  const size_t width = num_features_ + 1;
+  for (size_t r = 0; r < count; ++r) std::fill(out + r * width, out + r * width + num_features_, 0.0f);
+  for (size_t u = 0; u < used; ++u) {
+    const float* sums = reinterpret_cast<const float*>(&s.total[u]);
+    const size_t f = static_cast<size_t>(used_features_[u]);
+    for (size_t r = 0; r < count; ++r) out[r * width + f] = sums[r];
+  }
+  for (size_t r = 0; r < count; ++r) out[r * width + num_features_] = bias_;
+}
+
+void TreeShap::Contributions(const float* rows, size_t n_rows, size_t row_stride,
+                             float* out) const {
+  for (size_t first = 0; first < n_rows; first += kLanes) {
+    const size_t count = std::min<size_t>(kLanes, n_rows - first);
+    ExplainBlock(rows + first * row_stride, count, row_stride, out + first * (num_features_ + 1));
+  }
 }
 
 }  // namespace rankwire::xgb
