@@ -30,18 +30,22 @@ struct ShapTree {
 // A node whose children are both leaves, on a feature not split on above
 // it, is a "pair": its children are not listed, their edges are folded
 // into its own constants (PairConstants).
+//
+// Its constants start at consts_[consts] (m: the tree's quadrature points):
+//   the edge's (EdgeConstants; none for the root): m + 1 floats for a
+//   feature's first edge on the path, 3m + 2 for a feature split again
+//   (prev_depth != 0), the last one the earlier edge's `consts` as bits;
+//   then a pair's (PairConstants): 4m + 1 floats, the last one its split's
+//   feature (in the tree's feature list) as bits.
 struct ShapNode {
-  float value;           // internal: split threshold; leaf: leaf value
-  int32_t slot;          // internal: the block row its split reads; leaf: -1
-  uint32_t consts;       // the edge's constants in consts_ (EdgeConstants)
-  uint32_t prev_consts;  // the constants of the path's earlier edge on the same feature
-  uint32_t feature;      // the edge's feature, in the tree's feature list
-  uint32_t pair_consts;  // a pair's constants (PairConstants)
-  uint32_t pair_feature;  // a pair's split feature, in the tree's feature list
-  uint8_t depth;         // root: 0
-  uint8_t prev_depth;    // that earlier edge's depth; 0: the feature's first edge
-  uint8_t left;          // 1: its parent's left child
-  uint8_t kind;          // kInternal, kLeaf or kPair
+  float value;         // internal: split threshold; leaf: leaf value
+  int32_t slot;        // internal: the block row its split reads; leaf: -1
+  uint32_t consts;     // in consts_
+  uint32_t feature;    // the edge's feature, in the tree's feature list
+  uint8_t depth;       // root: 0
+  uint8_t prev_depth;  // the path's earlier edge on the same feature's depth; 0: none
+  uint8_t left;        // 1: its parent's left child
+  uint8_t kind;        // kInternal, kLeaf or kPair
 };
 constexpr uint8_t kInternal = 0;
 constexpr uint8_t kLeaf = 1;
@@ -51,11 +55,11 @@ constexpr uint8_t kPair = 2;
 
 namespace {
 
-using internal::ShapNode;
-using internal::ShapTree;
 using internal::kInternal;
 using internal::kLeaf;
 using internal::kPair;
+using internal::ShapNode;
+using internal::ShapTree;
 
 constexpr int kMaxPoints = 64;
 
@@ -86,6 +90,13 @@ void GaussLegendre(int m, std::vector<double>* t, std::vector<double>* w) {
   }
 }
 
+// A uint32 stored among the float constants.
+float Bits(uint32_t value) {
+  float f;
+  std::memcpy(&f, &value, sizeof f);
+  return f;
+}
+
 // The per-point constants of an edge (zc: the product of the cover
 // fractions of the path's edges on its feature, this one included; oc: the
 // product of their "one"s, 0 or 1; t, w: the quadrature):
@@ -93,14 +104,15 @@ void GaussLegendre(int m, std::vector<double>* t, std::vector<double>* w) {
 //           sum_k S[k] * (C0[k] + oc * D1[k]): C1 = (1 - zc) w / (zc (1-t) + t)
 //           divides out the factor when oc = 1, C0 = -w / (1-t) when oc = 0;
 // then, for the feature's first edge on the path,
-//   F0[k] = zc (1-t): the factor is F0 + oc * t;
+//   zc: the factor zc (1-t) + oc t is zc + (oc - zc) t;
 // or, for a feature split again (zp, op: the earlier edge's zc and oc; z
-// this edge's own cover fraction), the factor that replaces the earlier one:
-//   z, A[k], B[k]: z + op * A + oc * B, which is z when op = 0,
+// this edge's own cover fraction; earlier: its constants' offset), the
+// factor that replaces the earlier one:
+//   z, A[k], B[k], earlier: z + op * A + oc * B, which is z when op = 0,
 //           zc (1-t) / (zp (1-t) + t) when op = 1 and oc = 0, and
 //           (zc (1-t) + t) / (zp (1-t) + t) when op = oc = 1.
 void EdgeConstants(const std::vector<double>& t, const std::vector<double>& w, double z, double zc,
-                   bool repeat, double zp, std::vector<float>* out) {
+                   bool repeat, double zp, uint32_t earlier, std::vector<float>* out) {
   const size_t m = t.size();
   for (size_t k = 0; k < m; ++k) {
     const double c1 = (1 - zc) * w[k] / (zc * (1 - t[k]) + t[k]);
@@ -108,18 +120,19 @@ void EdgeConstants(const std::vector<double>& t, const std::vector<double>& w, d
     out->push_back(static_cast<float>(c1 - c0));
   }
   if (!repeat) {
-    for (size_t k = 0; k < m; ++k) out->push_back(static_cast<float>(zc * (1 - t[k])));
+    out->push_back(static_cast<float>(zc));
     return;
   }
   out->push_back(static_cast<float>(z));
   std::vector<double> r10(m), r11(m);
   for (size_t k = 0; k < m; ++k) {
-    const double earlier = zp * (1 - t[k]) + t[k];
-    r10[k] = zc * (1 - t[k]) / earlier;
-    r11[k] = (zc * (1 - t[k]) + t[k]) / earlier;
+    const double before = zp * (1 - t[k]) + t[k];
+    r10[k] = zc * (1 - t[k]) / before;
+    r11[k] = (zc * (1 - t[k]) + t[k]) / before;
   }
   for (size_t k = 0; k < m; ++k) out->push_back(static_cast<float>(r10[k] - z));
   for (size_t k = 0; k < m; ++k) out->push_back(static_cast<float>(r11[k] - r10[k]));
+  out->push_back(Bits(earlier));
 }
 
 // A pair's constants: its leaf sum is q * (A + o * B) and its split's
@@ -128,7 +141,8 @@ void EdgeConstants(const std::vector<double>& t, const std::vector<double>& w, d
 // own (fresh feature: zc = z): S = q * v * (z (1-t) + o t) per leaf, and
 // each edge's contribution S * (C0 + o D1) with o^2 = o.
 void PairConstants(const std::vector<double>& t, const std::vector<double>& w, double z_left,
-                   double v_left, double z_right, double v_right, std::vector<float>* out) {
+                   double v_left, double z_right, double v_right, uint32_t feature,
+                   std::vector<float>* out) {
   const size_t m = t.size();
   std::vector<double> a(m), b(m), c(m), d(m);
   for (size_t k = 0; k < m; ++k) {
@@ -149,6 +163,7 @@ void PairConstants(const std::vector<double>& t, const std::vector<double>& w, d
   for (const std::vector<double>* column : {&a, &b, &c, &d}) {
     for (double x : *column) out->push_back(static_cast<float>(x));
   }
+  out->push_back(Bits(feature));
 }
 
 // The most distinct features on one root-to-leaf path below `node`, given
@@ -219,12 +234,9 @@ void TreeShap::Builder::AddEdge(const Edge& edge, int depth, ShapNode* n) {
   // As XGBoost: the cover fractions multiplied in float.
   const float zc = earlier != nullptr ? edge.z * earlier->zc : edge.z;
   n->consts = static_cast<uint32_t>(shap->consts_.size());
-  if (earlier != nullptr) {
-    n->prev_depth = static_cast<uint8_t>(earlier->depth);
-    n->prev_consts = earlier->consts;
-  }
+  if (earlier != nullptr) n->prev_depth = static_cast<uint8_t>(earlier->depth);
   EdgeConstants(t, w, edge.z, zc, earlier != nullptr, earlier != nullptr ? earlier->zc : 0,
-                &shap->consts_);
+                earlier != nullptr ? earlier->consts : 0, &shap->consts_);
   path.push_back({edge.feature, depth, zc, n->consts});
 }
 
@@ -234,6 +246,7 @@ void TreeShap::Builder::Visit(int32_t node, int depth, const Edge* edge) {
   n.value = tree.value[node];
   n.slot = -1;
   n.kind = tree.IsLeaf(node) ? kLeaf : kInternal;
+  n.consts = static_cast<uint32_t>(shap->consts_.size());
   if (edge != nullptr) AddEdge(*edge, depth, &n);
   if (n.kind == kLeaf) {
     shap->nodes_.push_back(n);
@@ -250,9 +263,7 @@ void TreeShap::Builder::Visit(int32_t node, int depth, const Edge* edge) {
   const Edge right_edge{feature, tree.cover[right] / cover, false};
   if (tree.IsLeaf(left) && tree.IsLeaf(right) && Earlier(feature) == nullptr) {
     n.kind = kPair;
-    n.pair_feature = split_local;
-    n.pair_consts = static_cast<uint32_t>(shap->consts_.size());
-    PairConstants(t, w, left_edge.z, tree.value[left], right_edge.z, tree.value[right],
+    PairConstants(t, w, left_edge.z, tree.value[left], right_edge.z, tree.value[right], split_local,
                   &shap->consts_);
     shap->nodes_.push_back(n);
   } else {
@@ -374,19 +385,23 @@ inline __attribute__((always_inline)) uint32_t PointsOf(const ShapTree& tree) {
   return kPoints > 0 ? kPoints : tree.points;
 }
 
-// Closes the edge into the node at `depth`: adds its contribution to its
-// feature and its leaf sums to its parent's (the left child, closed first,
-// sets them; the right one adds).
+// A uint32 stored among the float constants.
+inline __attribute__((always_inline)) uint32_t BitsAt(const float* at) {
+  uint32_t value;
+  std::memcpy(&value, at, sizeof value);
+  return value;
+}
+
+// Closes the edge into node n, whose leaf sums are s and "one" oc: adds
+// its contribution to its feature and its leaf sums to its parent's (the
+// left child, closed first, sets them; the right one adds).
 template <int kPoints>
-inline __attribute__((always_inline)) void CloseEdge(const KernelArgs& a, const ShapNode* nodes,
+inline __attribute__((always_inline)) void CloseEdge(const KernelArgs& a, const ShapNode& n,
                                                      uint32_t points, const float* c0,
-                                                     int depth) {
+                                                     const Lanes* s, const Lanes& oc) {
   if (kPoints > 0) points = kPoints;
-  const ShapNode& n = nodes[a.open[depth]];
   const float* d1 = a.consts + n.consts;
-  const Lanes* s = &a.s[depth * points].v;
-  Lanes* parent = &a.s[(depth - 1) * points].v;
-  const Lanes oc = a.oc[depth].v;
+  Lanes* parent = &a.s[(n.depth - 1) * points].v;
   Lanes acc = s[0] * (c0[0] + oc * d1[0]);
   for (uint32_t k = 1; k < points; ++k) acc += s[k] * (c0[k] + oc * d1[k]);
   if (n.left) {
@@ -395,53 +410,48 @@ inline __attribute__((always_inline)) void CloseEdge(const KernelArgs& a, const 
     for (uint32_t k = 0; k < points; ++k) parent[k] += s[k];
   }
   if (n.prev_depth != 0) {
-    const float* p1 = a.consts + n.prev_consts;
+    const float* p1 = a.consts + BitsAt(d1 + 3 * points + 1);  // the earlier edge's D1
     const Lanes op = a.oc[n.prev_depth].v;
     for (uint32_t k = 0; k < points; ++k) acc -= s[k] * (c0[k] + op * p1[k]);
   }
   a.phi[n.feature].v += acc;
 }
 
-// Opens the edge into node `i` (depth > 0): its "one" and factor, and its
-// leaf sum when it is a leaf.
+// The edge into node n (depth > 0): its "one" into *oc and its factor times
+// the parent's products into q.
 template <int kPoints>
-inline __attribute__((always_inline)) void OpenEdge(const KernelArgs& a, const ShapNode* nodes,
-                                                    uint32_t points, const float* t, uint32_t i) {
+inline __attribute__((always_inline)) void OpenEdge(const KernelArgs& a, const ShapNode& n,
+                                                    uint32_t points, const float* t, Lanes* oc,
+                                                    Lanes* q) {
   if (kPoints > 0) points = kPoints;
-  const ShapNode& n = nodes[i];
   const int depth = n.depth;
-  const Lanes one = Lanes{} + 1.0f;
   const Lanes go_left = a.left[depth - 1].v;
-  const Lanes o = n.left ? go_left : one - go_left;
+  const Lanes o = n.left ? go_left : (Lanes{} + 1.0f) - go_left;
   const float* c = a.consts + n.consts + points;  // past D1
-  Lanes* q = &a.q[depth * points].v;
   const Lanes* up = &a.q[(depth - 1) * points].v;
   if (n.prev_depth == 0) {
-    a.oc[depth].v = o;
-    for (uint32_t k = 0; k < points; ++k) q[k] = up[k] * (c[k] + o * t[k]);
+    *oc = o;
+    const float zc = c[0];
+    const Lanes slope = o - zc;
+    for (uint32_t k = 0; k < points; ++k) q[k] = up[k] * (zc + slope * t[k]);
   } else {
     const Lanes op = a.oc[n.prev_depth].v;
-    const Lanes oc = o * op;
-    a.oc[depth].v = oc;
+    *oc = o * op;
     const float z = c[0];
     const float* ca = c + 1;
     const float* cb = ca + points;
-    for (uint32_t k = 0; k < points; ++k) q[k] = up[k] * (z + op * ca[k] + oc * cb[k]);
+    for (uint32_t k = 0; k < points; ++k) q[k] = up[k] * (z + op * ca[k] + *oc * cb[k]);
   }
-  if (n.kind == kLeaf) {
-    Lanes* s = &a.s[depth * points].v;
-    for (uint32_t k = 0; k < points; ++k) s[k] = n.value * q[k];
-  }
-  a.open[depth] = i;
 }
 
-// A pair node's leaf sum and its split's contribution (PairConstants), for
-// rows going left where go_left is 1.
+// A pair node's leaf sums into s and its split's contribution
+// (PairConstants), for rows going left where go_left is 1.
 template <int kPoints>
 inline __attribute__((always_inline)) void Pair(const KernelArgs& a, const ShapNode& n,
                                                 uint32_t points, const Lanes& go_left) {
   if (kPoints > 0) points = kPoints;
-  const float* ca = a.consts + n.pair_consts;
+  const uint32_t edge = n.depth == 0 ? 0 : n.prev_depth == 0 ? points + 1 : 3 * points + 2;
+  const float* ca = a.consts + n.consts + edge;
   const float* cb = ca + points;
   const float* cc = cb + points;
   const float* cd = cc + points;
@@ -453,10 +463,13 @@ inline __attribute__((always_inline)) void Pair(const KernelArgs& a, const ShapN
     acc += q[k] * (cc[k] + go_left * cd[k]);
     s[k] = q[k] * (ca[k] + go_left * cb[k]);
   }
-  a.phi[n.pair_feature].v += acc;
+  a.phi[BitsAt(cd + points)].v += acc;
 }
 
-// One tree's contributions for the block's rows, into a.phi.
+// One tree's contributions for the block's rows, into a.phi. Internal
+// nodes stay open (their products, "one" and leaf sums kept per depth)
+// until the walk leaves their subtree; a leaf's edge opens and closes at
+// once.
 template <int kPoints>
 inline __attribute__((always_inline)) void ExplainTree(const KernelArgs& a, const ShapTree& tree) {
   const ShapNode* nodes = a.nodes + tree.first_node;
@@ -465,24 +478,47 @@ inline __attribute__((always_inline)) void ExplainTree(const KernelArgs& a, cons
   const float* c0 = t + points;
   const LaneMask one_bits = LaneMask{} + 0x3f800000;  // 1.0f
   for (uint32_t k = 0; k < points; ++k) a.q[k].v = Lanes{} + 1.0f;
-  int top = 0;
+  int top = 0;  // the deepest open node's depth
   for (uint32_t i = 0; i < tree.num_nodes; ++i) {
     const ShapNode& n = nodes[i];
     const int depth = n.depth;
-    for (; top >= depth && top > 0; --top) CloseEdge<kPoints>(a, nodes, points, c0, top);
-    if (depth > 0) OpenEdge<kPoints>(a, nodes, points, t, i);
-    if (n.kind != kLeaf) {
-      const LaneMask goes_left = a.block[n.slot].v < (Lanes{} + n.value);
-      const Lanes go_left = (Lanes)(goes_left & one_bits);  // 1.0f or 0.0f per lane
-      if (n.kind == kPair) {
-        Pair<kPoints>(a, n, points, go_left);
+    for (; top >= depth && top > 0; --top) {
+      const ShapNode& open = nodes[a.open[top]];
+      CloseEdge<kPoints>(a, open, points, c0, &a.s[top * points].v, a.oc[top].v);
+    }
+    if (n.kind == kLeaf) {
+      if (depth == 0) break;  // a tree of one leaf: nothing to explain
+      if (kPoints > 0) {
+        Lanes s[kPoints > 0 ? kPoints : 1], oc;
+        OpenEdge<kPoints>(a, n, points, t, &oc, s);
+        for (uint32_t k = 0; k < points; ++k) s[k] *= n.value;
+        CloseEdge<kPoints>(a, n, points, c0, s, oc);
       } else {
-        a.left[depth].v = go_left;
+        Lanes* s = &a.q[depth * points].v;  // free: a leaf has no children
+        OpenEdge<kPoints>(a, n, points, t, &a.oc[depth].v, s);
+        for (uint32_t k = 0; k < points; ++k) s[k] *= n.value;
+        CloseEdge<kPoints>(a, n, points, c0, s, a.oc[depth].v);
       }
+      top = depth - 1;
+      continue;
+    }
+    if (depth > 0) {
+      OpenEdge<kPoints>(a, n, points, t, &a.oc[depth].v, &a.q[depth * points].v);
+      a.open[depth] = i;
+    }
+    const LaneMask goes_left = a.block[n.slot].v < (Lanes{} + n.value);
+    const Lanes go_left = (Lanes)(goes_left & one_bits);  // 1.0f or 0.0f per lane
+    if (n.kind == kPair) {
+      Pair<kPoints>(a, n, points, go_left);
+    } else {
+      a.left[depth].v = go_left;
     }
     top = depth;
   }
-  for (; top > 0; --top) CloseEdge<kPoints>(a, nodes, points, c0, top);
+  for (; top > 0; --top) {
+    const ShapNode& open = nodes[a.open[top]];
+    CloseEdge<kPoints>(a, open, points, c0, &a.s[top * points].v, a.oc[top].v);
+  }
 }
 
 // Every tree for one block: each tree's contributions, then (in float, in
@@ -550,11 +586,10 @@ void TreeShap::ExplainBlock(const float* rows, size_t count, size_t row_stride, 
       high[l] = std::isnan(x) ? kInf : x;
     }
   }
-  const KernelArgs args{trees_.data(),   trees_.size(),  nodes_.data(),
-                        consts_.data(),  tree_features_.data(), quadrature_.data(),
-                        s.block.data(),  s.total.data(), s.phi.data(),
-                        s.q.data(),      s.s.data(),     s.oc.data(),
-                        s.left.data(),   s.open.data()};
+  const KernelArgs args{trees_.data(),         trees_.size(),      nodes_.data(),  consts_.data(),
+                        tree_features_.data(), quadrature_.data(), s.block.data(), s.total.data(),
+                        s.phi.data(),          s.q.data(),         s.s.data(),     s.oc.data(),
+                        s.left.data(),         s.open.data()};
 #if RANKWIRE_HAVE_AVX512_KERNEL
   if (kernel_ == Kernel::kAvx512) {
     ExplainTreesAvx512(args);
@@ -565,7 +600,8 @@ void TreeShap::ExplainBlock(const float* rows, size_t count, size_t row_stride, 
   ExplainTreesPortable(args);
 #endif
   const size_t width = num_features_ + 1;
-  for (size_t r = 0; r < count; ++r) std::fill(out + r * width, out + r * width + num_features_, 0.0f);
+  for (size_t r = 0; r < count; ++r)
+    std::fill(out + r * width, out + r * width + num_features_, 0.0f);
   for (size_t u = 0; u < used; ++u) {
     const float* sums = reinterpret_cast<const float*>(&s.total[u]);
     const size_t f = static_cast<size_t>(used_features_[u]);

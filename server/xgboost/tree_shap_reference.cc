@@ -107,7 +107,7 @@ float UnwoundSum(const PathElement* path, int depth, int index) {
 }  // namespace
 
 void ReferenceTreeShap::Recurse(Walk& walk, int32_t node, PathElement* parent_path, int depth,
-                       float zero_fraction, float one_fraction, int feature) const {
+                                float zero_fraction, float one_fraction, int feature) const {
   const XGBoostTree& tree = walk.tree;
   PathElement* path = parent_path + depth + 1;
   std::copy(parent_path, parent_path + depth + 1, path);

@@ -69,13 +69,13 @@ TEST(TreeShapTest, MatchesTheClassicAlgorithmOnRandomModels) {
   // deep paths split on a feature again.
   for (int depth : {1, 2, 3, 4, 5, 6, 7, 8, 10, 12}) {
     for (int features : {3, 18}) {
-      const XGBoostModel model = Parse(testing::RandomModel(depth * 10 + features, 20, depth,
-                                                            features));
+      const XGBoostModel model =
+          Parse(testing::RandomModel(depth * 10 + features, 20, depth, features));
       const std::vector<float> rows = testing::RandomRows(depth, 21, features);
       for (TreeShap::Kernel kernel : Kernels()) {
-        ExpectMatchesReference(model, rows, kernel, 1e-5,
-                               "depth " + std::to_string(depth) + " features " +
-                                   std::to_string(features));
+        ExpectMatchesReference(
+            model, rows, kernel, 1e-5,
+            "depth " + std::to_string(depth) + " features " + std::to_string(features));
       }
     }
   }

@@ -115,8 +115,8 @@ absl::Status Explain(const XGBoostModel& model, const std::vector<float>& rows, 
     if (kernel != "auto" && kernel != "portable") {
       return absl::InvalidArgumentError(absl::StrCat("unknown --shap_kernel ", kernel));
     }
-    const TreeShap shap(model, kernel == "auto" ? TreeShap::Kernel::kAuto
-                                                : TreeShap::Kernel::kPortable);
+    const TreeShap shap(model,
+                        kernel == "auto" ? TreeShap::Kernel::kAuto : TreeShap::Kernel::kPortable);
     shap.Contributions(rows.data(), explained, features, out.data());
   } else if (mode == "approx") {
     const ApproxContributions approx(model);
