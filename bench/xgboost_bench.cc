@@ -295,8 +295,7 @@ void BM_XGBoost(benchmark::State& state, std::string key, int items) {
 
 // XGBoost's contributions (pred_contribs, or approx_contribs), which
 // in-place prediction does not offer: from a DMatrix made once.
-std::vector<float> XGBoostContributions(Engines& e, const std::vector<float>& rows, int items,
-                                        bool approx, DMatrixHandle matrix) {
+std::vector<float> XGBoostContributions(Engines& e, int items, bool approx, DMatrixHandle matrix) {
   const char* config = approx ? "{\"type\":3,\"training\":false,\"iteration_begin\":0,"
                                 "\"iteration_end\":0,\"strict_shape\":false}"
                               : "{\"type\":2,\"training\":false,\"iteration_begin\":0,"
@@ -314,7 +313,7 @@ void BM_XGBoostContributions(benchmark::State& state, std::string key, int items
   DMatrixHandle matrix;
   CheckXgb(XGDMatrixCreateFromMat(rows.data(), items, Features(e), NAN, &matrix));
   for (auto _ : state) {
-    std::vector<float> out = XGBoostContributions(e, rows, items, approx, matrix);
+    std::vector<float> out = XGBoostContributions(e, items, approx, matrix);
     benchmark::DoNotOptimize(out.data());
   }
   CheckXgb(XGDMatrixFree(matrix));
@@ -354,7 +353,7 @@ void BM_Explain(benchmark::State& state, std::string key, int items, Explainer w
   DMatrixHandle matrix;
   CheckXgb(XGDMatrixCreateFromMat(rows.data(), items, Features(e), NAN, &matrix));
   const std::vector<float> theirs =
-      XGBoostContributions(e, rows, items, which == Explainer::kApprox, matrix);
+      XGBoostContributions(e, items, which == Explainer::kApprox, matrix);
   CheckXgb(XGDMatrixFree(matrix));
   explain();
   for (size_t i = 0; i < out.size(); ++i) {
