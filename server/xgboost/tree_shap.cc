@@ -29,19 +29,16 @@ struct ShapTree {
 // A node in depth-first order, with the edge from its parent (root: none).
 // A node whose children are both leaves, on a feature not split on above
 // it, is a "pair": its children are not listed, their edges are folded
-// into its own constants (PairConstants).
+// into its own constants.
 //
-// Its constants start at consts_[consts] (m: the tree's quadrature points):
-//   the edge's (EdgeConstants; none for the root): m + 1 floats for a
-//   feature's first edge on the path, 3m + 2 for a feature split again
-//   (prev_depth != 0), the last one the earlier edge's `consts` as bits;
-//   then a pair's (PairConstants): 4m + 1 floats, the last one its split's
-//   feature (in the tree's feature list) as bits.
+// consts_[consts] holds (m: the tree's quadrature points) for an edge on a
+// feature split again above it (prev_depth != 0), RepeatConstants' 4m + 3
+// floats; then, for a pair, PairConstants' 4.
 struct ShapNode {
   float value;         // internal: split threshold; leaf: leaf value
-  int32_t slot;        // internal: the block row its split reads; leaf: -1
+  float zc;            // the edge's "zero": its feature's cover fractions on the path, multiplied
+  int32_t slot;        // internal: the block row its split reads (2 * used feature + default)
   uint32_t consts;     // in consts_
-  uint32_t feature;    // the edge's feature, in the tree's feature list
   uint8_t depth;       // root: 0
   uint8_t prev_depth;  // the path's earlier edge on the same feature's depth; 0: none
   uint8_t left;        // 1: its parent's left child
@@ -90,80 +87,35 @@ void GaussLegendre(int m, std::vector<double>* t, std::vector<double>* w) {
   }
 }
 
-// A uint32 stored among the float constants.
-float Bits(uint32_t value) {
-  float f;
-  std::memcpy(&f, &value, sizeof f);
-  return f;
-}
-
-// The per-point constants of an edge (zc: the product of the cover
-// fractions of the path's edges on its feature, this one included; oc: the
-// product of their "one"s, 0 or 1; t, w: the quadrature):
-//   D1[k] = C1[k] - C0[k], where an edge's contribution is
-//           sum_k S[k] * (C0[k] + oc * D1[k]): C1 = (1 - zc) w / (zc (1-t) + t)
-//           divides out the factor when oc = 1, C0 = -w / (1-t) when oc = 0;
-// then, for the feature's first edge on the path,
-//   zc: the factor zc (1-t) + oc t is zc + (oc - zc) t;
-// or, for a feature split again (zp, op: the earlier edge's zc and oc; z
-// this edge's own cover fraction; earlier: its constants' offset), the
-// factor that replaces the earlier one:
-//   z, A[k], B[k], earlier: z + op * A + oc * B, which is z when op = 0,
-//           zc (1-t) / (zp (1-t) + t) when op = 1 and oc = 0, and
-//           (zc (1-t) + t) / (zp (1-t) + t) when op = oc = 1.
-void EdgeConstants(const std::vector<double>& t, const std::vector<double>& w, double z, double zc,
-                   bool repeat, double zp, uint32_t earlier, std::vector<float>* out) {
+// The constants of an edge on a feature the path split on before (zp, op:
+// that earlier edge's "zero" and "one"; z: this edge's own cover fraction;
+// zc = z * zp, oc = o * op: the feature's combined ones; t: the quadrature
+// points), in this order:
+//   z, zc, zp;
+//   A[k], B[k]: the factor that replaces the earlier one, z + op A + oc B:
+//       z when op = 0 (the earlier factor zp (1-t) times z), and
+//       (zc (1-t) + oc t) / (zp (1-t) + t) when op = 1;
+//   G0[k], GD[k]: 1 / (the earlier factor), G0 + op GD: 1 / (zp (1-t)) when
+//       op = 0 (0 when zp = 0: the terms it multiplies then have a zero
+//       coefficient), 1 / (zp (1-t) + t) when op = 1.
+void RepeatConstants(const std::vector<double>& t, double z, double zc, double zp,
+                     std::vector<float>* out) {
   const size_t m = t.size();
-  for (size_t k = 0; k < m; ++k) {
-    const double c1 = (1 - zc) * w[k] / (zc * (1 - t[k]) + t[k]);
-    const double c0 = -w[k] / (1 - t[k]);
-    out->push_back(static_cast<float>(c1 - c0));
-  }
-  if (!repeat) {
-    out->push_back(static_cast<float>(zc));
-    return;
-  }
-  out->push_back(static_cast<float>(z));
-  std::vector<double> r10(m), r11(m);
+  std::vector<double> a(m), b(m), g0(m), gd(m);
   for (size_t k = 0; k < m; ++k) {
     const double before = zp * (1 - t[k]) + t[k];
-    r10[k] = zc * (1 - t[k]) / before;
-    r11[k] = (zc * (1 - t[k]) + t[k]) / before;
+    const double r10 = zc * (1 - t[k]) / before;
+    const double r11 = (zc * (1 - t[k]) + t[k]) / before;
+    a[k] = r10 - z;
+    b[k] = r11 - r10;
+    const double off = zp * (1 - t[k]);
+    g0[k] = off > std::numeric_limits<float>::min() ? 1 / off : 0;
+    gd[k] = 1 / before - g0[k];
   }
-  for (size_t k = 0; k < m; ++k) out->push_back(static_cast<float>(r10[k] - z));
-  for (size_t k = 0; k < m; ++k) out->push_back(static_cast<float>(r11[k] - r10[k]));
-  out->push_back(Bits(earlier));
-}
-
-// A pair's constants: its leaf sum is q * (A + o * B) and its split's
-// contribution sum_k q * (C + o * D), where q is the pair node's product of
-// factors and o its rows' "goes left" (0 or 1). From the two leaf edges'
-// own (fresh feature: zc = z): S = q * v * (z (1-t) + o t) per leaf, and
-// each edge's contribution S * (C0 + o D1) with o^2 = o.
-void PairConstants(const std::vector<double>& t, const std::vector<double>& w, double z_left,
-                   double v_left, double z_right, double v_right, uint32_t feature,
-                   std::vector<float>* out) {
-  const size_t m = t.size();
-  std::vector<double> a(m), b(m), c(m), d(m);
-  for (size_t k = 0; k < m; ++k) {
-    const double c0 = -w[k] / (1 - t[k]);
-    const double c1_left = (1 - z_left) * w[k] / (z_left * (1 - t[k]) + t[k]);
-    const double c1_right = (1 - z_right) * w[k] / (z_right * (1 - t[k]) + t[k]);
-    // One leaf's (z (1-t) + o t)(C0 + o D1) = P + o R.
-    const double p_left = z_left * (1 - t[k]) * c0;
-    const double r_left = z_left * (1 - t[k]) * (c1_left - c0) + t[k] * c1_left;
-    const double p_right = z_right * (1 - t[k]) * c0;
-    const double r_right = z_right * (1 - t[k]) * (c1_right - c0) + t[k] * c1_right;
-    // The right leaf's o is 1 - o.
-    a[k] = (v_left * z_left + v_right * z_right) * (1 - t[k]) + v_right * t[k];
-    b[k] = (v_left - v_right) * t[k];
-    c[k] = v_left * p_left + v_right * (p_right + r_right);
-    d[k] = v_left * r_left - v_right * r_right;
-  }
-  for (const std::vector<double>* column : {&a, &b, &c, &d}) {
+  for (double x : {z, zc, zp}) out->push_back(static_cast<float>(x));
+  for (const std::vector<double>* column : {&a, &b, &g0, &gd}) {
     for (double x : *column) out->push_back(static_cast<float>(x));
   }
-  out->push_back(Bits(feature));
 }
 
 // The most distinct features on one root-to-leaf path below `node`, given
@@ -185,13 +137,12 @@ int LongestUniquePath(const XGBoostTree& tree, int32_t node, std::vector<int32_t
 struct TreeShap::Builder {
   TreeShap* shap;
   const XGBoostTree& tree;
-  std::vector<double> t, w;
-  std::vector<int32_t> local;  // used feature -> index in this tree's list (-1)
+  std::vector<double> t;
+  std::vector<bool> in_tree;  // per used feature: in this tree's list
   struct PathEdge {
     int32_t feature;  // model feature
     int depth;        // of the node it leads to
     float zc;
-    uint32_t consts;
   };
   std::vector<PathEdge> path;
   struct Edge {
@@ -200,23 +151,10 @@ struct TreeShap::Builder {
     bool left;
   };
 
-  uint32_t Local(int32_t feature);
   const PathEdge* Earlier(int32_t feature) const;
   void AddEdge(const Edge& edge, int depth, ShapNode* n);
   void Visit(int32_t node, int depth, const Edge* edge);
 };
-
-// The index of model feature `feature` in this tree's feature list, added
-// when new.
-uint32_t TreeShap::Builder::Local(int32_t feature) {
-  const int32_t used = shap->compact_feature_[feature];
-  if (local[used] < 0) {
-    local[used] =
-        static_cast<int32_t>(shap->tree_features_.size() - shap->trees_.back().first_feature);
-    shap->tree_features_.push_back(static_cast<uint32_t>(used));
-  }
-  return static_cast<uint32_t>(local[used]);
-}
 
 // The path's latest edge on `feature`, or null.
 const TreeShap::Builder::PathEdge* TreeShap::Builder::Earlier(int32_t feature) const {
@@ -229,15 +167,14 @@ const TreeShap::Builder::PathEdge* TreeShap::Builder::Earlier(int32_t feature) c
 // Fills n's edge fields and constants, and extends the path with it.
 void TreeShap::Builder::AddEdge(const Edge& edge, int depth, ShapNode* n) {
   n->left = edge.left ? 1 : 0;
-  n->feature = Local(edge.feature);
   const PathEdge* earlier = Earlier(edge.feature);
   // As XGBoost: the cover fractions multiplied in float.
-  const float zc = earlier != nullptr ? edge.z * earlier->zc : edge.z;
-  n->consts = static_cast<uint32_t>(shap->consts_.size());
-  if (earlier != nullptr) n->prev_depth = static_cast<uint8_t>(earlier->depth);
-  EdgeConstants(t, w, edge.z, zc, earlier != nullptr, earlier != nullptr ? earlier->zc : 0,
-                earlier != nullptr ? earlier->consts : 0, &shap->consts_);
-  path.push_back({edge.feature, depth, zc, n->consts});
+  n->zc = earlier != nullptr ? edge.z * earlier->zc : edge.z;
+  if (earlier != nullptr) {
+    n->prev_depth = static_cast<uint8_t>(earlier->depth);
+    RepeatConstants(t, edge.z, n->zc, earlier->zc, &shap->consts_);
+  }
+  path.push_back({edge.feature, depth, n->zc});
 }
 
 void TreeShap::Builder::Visit(int32_t node, int depth, const Edge* edge) {
@@ -256,15 +193,21 @@ void TreeShap::Builder::Visit(int32_t node, int depth, const Edge* edge) {
   const int32_t feature = tree.split_feature[node];
   const int32_t left = tree.left[node];
   const int32_t right = tree.right[node];
-  n.slot = 2 * shap->compact_feature_[feature] + (tree.default_left[node] ? 0 : 1);
-  const uint32_t split_local = Local(feature);
+  const int32_t used = shap->compact_feature_[feature];
+  n.slot = 2 * used + (tree.default_left[node] ? 0 : 1);
+  if (!in_tree[used]) {
+    in_tree[used] = true;
+    shap->tree_features_.push_back(static_cast<uint32_t>(used));
+  }
   const float cover = tree.cover[node];
   const Edge left_edge{feature, tree.cover[left] / cover, true};
   const Edge right_edge{feature, tree.cover[right] / cover, false};
   if (tree.IsLeaf(left) && tree.IsLeaf(right) && Earlier(feature) == nullptr) {
+    // The children's zeros, then their values.
     n.kind = kPair;
-    PairConstants(t, w, left_edge.z, tree.value[left], right_edge.z, tree.value[right], split_local,
-                  &shap->consts_);
+    for (float x : {left_edge.z, right_edge.z, tree.value[left], tree.value[right]}) {
+      shap->consts_.push_back(x);
+    }
     shap->nodes_.push_back(n);
   } else {
     shap->nodes_.push_back(n);
@@ -311,21 +254,21 @@ TreeShap::TreeShap(const XGBoostModel& model, Kernel kernel)
     trees_.push_back(ShapTree{static_cast<uint32_t>(nodes_.size()), 0,
                               static_cast<uint32_t>(tree_features_.size()), 0,
                               static_cast<uint32_t>(points)});
-    Builder builder{this, tree, {}, {}, std::vector<int32_t>(used_features_.size(), -1), {}};
-    GaussLegendre(points, &builder.t, &builder.w);
+    Builder builder{this, tree, {}, std::vector<bool>(used_features_.size(), false), {}};
+    std::vector<double> w;
+    GaussLegendre(points, &builder.t, &w);
     builder.Visit(0, 0, nullptr);
     ShapTree& t = trees_.back();
     t.num_nodes = static_cast<uint32_t>(nodes_.size() - t.first_node);
     t.num_features = static_cast<uint32_t>(tree_features_.size() - t.first_feature);
     max_depth_ = std::max(max_depth_, tree.depth);
     max_points_ = std::max(max_points_, points);
-    max_tree_features_ = std::max<size_t>(max_tree_features_, t.num_features);
   }
   for (int m = 1; m <= max_points_; ++m) {
     std::vector<double> t, w;
     GaussLegendre(m, &t, &w);
     for (int k = 0; k < m; ++k) quadrature_.push_back(static_cast<float>(t[k]));
-    for (int k = 0; k < m; ++k) quadrature_.push_back(static_cast<float>(-w[k] / (1 - t[k])));
+    for (int k = 0; k < m; ++k) quadrature_.push_back(static_cast<float>(w[k]));
   }
   nodes_.shrink_to_fit();
   consts_.shrink_to_fit();
@@ -360,7 +303,15 @@ struct alignas(64) LaneBox {
   Lanes v;
 };
 
-// What the kernel reads and writes for one block of rows.
+// What the kernel reads and writes for one block of rows. Per depth d, for
+// the open node there (its subtree not yet finished):
+//   q[d * m + k]: the quadrature weight w_k times the factors of the path's
+//       edges down to it, at point t_k (the product for its subtree's edges'
+//       "other features");
+//   u[d * m + k]: its finished children's leaf values times their subtree's
+//       factors below it;
+//   f[d * m + k]: its own edge's factor; oc[d]: its edge's "one";
+//   left[d]: 1 where the row goes left at it.
 struct KernelArgs {
   const ShapTree* trees;
   size_t num_trees;
@@ -370,156 +321,203 @@ struct KernelArgs {
   const float* quadrature;
   const LaneBox* block;  // per slot: the rows' values (NaN as -inf, +inf)
   LaneBox* total;        // per used feature: the rows' sums over trees
-  LaneBox* phi;          // per tree feature: this tree's contributions
-  LaneBox* q;            // per depth, per point: the product of factors
-  LaneBox* s;            // per depth, per point: the subtree's leaf sums
-  LaneBox* oc;           // per depth: the edge's "one" (0 or 1)
-  LaneBox* left;         // per depth: 1 where the row goes left at that node
-  uint32_t* open;        // per depth: the node whose edge is still open
+  LaneBox* phi;          // per used feature: this tree's contributions
+  LaneBox* q;
+  LaneBox* u;
+  LaneBox* f;
+  LaneBox* oc;
+  LaneBox* left;
+  uint32_t* open;     // per depth: the open node
+  uint32_t* feature;  // per depth: the open node's split feature (used index)
 };
 
 // The kernel's functions take the tree's quadrature size as kPoints (1..4,
-// the trees up to depth 8, unrolled) or 0 (any, from the tree).
-template <int kPoints>
-inline __attribute__((always_inline)) uint32_t PointsOf(const ShapTree& tree) {
-  return kPoints > 0 ? kPoints : tree.points;
-}
+// the trees up to depth 8, unrolled) or 0 (any: `points`).
+#define RANKWIRE_POINTS(points) (kPoints > 0 ? static_cast<uint32_t>(kPoints) : (points))
 
-// A uint32 stored among the float constants.
-inline __attribute__((always_inline)) uint32_t BitsAt(const float* at) {
-  uint32_t value;
-  std::memcpy(&value, at, sizeof value);
-  return value;
-}
-
-// Closes the edge into node n, whose leaf sums are s and "one" oc: adds
-// its contribution to its feature and its leaf sums to its parent's (the
-// left child, closed first, sets them; the right one adds).
+// The edge into node n at depth d (> 0): its "one" into *oc and its factor
+// at each point into f (a feature's first edge: zc + (oc - zc) t; a feature
+// split again: the factor that replaces the earlier one).
 template <int kPoints>
-inline __attribute__((always_inline)) void CloseEdge(const KernelArgs& a, const ShapNode& n,
-                                                     uint32_t points, const float* c0,
-                                                     const Lanes* s, const Lanes& oc) {
-  if (kPoints > 0) points = kPoints;
-  const float* d1 = a.consts + n.consts;
-  Lanes* parent = &a.s[(n.depth - 1) * points].v;
-  Lanes acc = s[0] * (c0[0] + oc * d1[0]);
-  for (uint32_t k = 1; k < points; ++k) acc += s[k] * (c0[k] + oc * d1[k]);
-  if (n.left) {
-    for (uint32_t k = 0; k < points; ++k) parent[k] = s[k];
-  } else {
-    for (uint32_t k = 0; k < points; ++k) parent[k] += s[k];
-  }
-  if (n.prev_depth != 0) {
-    const float* p1 = a.consts + BitsAt(d1 + 3 * points + 1);  // the earlier edge's D1
-    const Lanes op = a.oc[n.prev_depth].v;
-    for (uint32_t k = 0; k < points; ++k) acc -= s[k] * (c0[k] + op * p1[k]);
-  }
-  a.phi[n.feature].v += acc;
-}
-
-// The edge into node n (depth > 0): its "one" into *oc and its factor times
-// the parent's products into q.
-template <int kPoints>
-inline __attribute__((always_inline)) void OpenEdge(const KernelArgs& a, const ShapNode& n,
-                                                    uint32_t points, const float* t, Lanes* oc,
-                                                    Lanes* q) {
-  if (kPoints > 0) points = kPoints;
-  const int depth = n.depth;
-  const Lanes go_left = a.left[depth - 1].v;
+inline __attribute__((always_inline)) void Factor(const KernelArgs& a, const ShapNode& n,
+                                                  uint32_t points, const float* t, Lanes* oc,
+                                                  Lanes* f) {
+  points = RANKWIRE_POINTS(points);
+  const Lanes go_left = a.left[n.depth - 1].v;
   const Lanes o = n.left ? go_left : (Lanes{} + 1.0f) - go_left;
-  const float* c = a.consts + n.consts + points;  // past D1
-  const Lanes* up = &a.q[(depth - 1) * points].v;
   if (n.prev_depth == 0) {
     *oc = o;
-    const float zc = c[0];
-    const Lanes slope = o - zc;
-    for (uint32_t k = 0; k < points; ++k) q[k] = up[k] * (zc + slope * t[k]);
+    const Lanes slope = o - n.zc;
+    for (uint32_t k = 0; k < points; ++k) f[k] = n.zc + slope * t[k];
   } else {
+    const float* c = a.consts + n.consts;
     const Lanes op = a.oc[n.prev_depth].v;
     *oc = o * op;
     const float z = c[0];
-    const float* ca = c + 1;
+    const float* ca = c + 3;
     const float* cb = ca + points;
-    for (uint32_t k = 0; k < points; ++k) q[k] = up[k] * (z + op * ca[k] + *oc * cb[k]);
+    for (uint32_t k = 0; k < points; ++k) f[k] = z + op * ca[k] + *oc * cb[k];
   }
 }
 
-// A pair node's leaf sums into s and its split's contribution
-// (PairConstants), for rows going left where go_left is 1.
+// Closes the edge into node n at depth d (> 0), given its subtree's sums u,
+// its factor f and "one" oc: adds its contribution to its feature and
+// f * u to its parent's sums (the left child, closed first, sets them).
+// q_up: the parent's products; q_down: n's (a feature split again only).
+template <int kPoints>
+inline __attribute__((always_inline)) void CloseEdge(const KernelArgs& a, const ShapNode& n,
+                                                     uint32_t points, const Lanes* u,
+                                                     const Lanes* f, const Lanes& oc,
+                                                     const Lanes* q_down) {
+  points = RANKWIRE_POINTS(points);
+  const int depth = n.depth;
+  const Lanes* q_up = &a.q[(depth - 1) * points].v;
+  Lanes* parent = &a.u[(depth - 1) * points].v;
+  const uint32_t feature = a.feature[depth - 1];
+  if (n.prev_depth == 0) {
+    Lanes acc = q_up[0] * u[0];
+    for (uint32_t k = 1; k < points; ++k) acc += q_up[k] * u[k];
+    a.phi[feature].v += (oc - n.zc) * acc;
+  } else {
+    // Divided by the earlier edge's factor: this edge's leaves, whose own
+    // contribution this is, and which the earlier edge must leave out.
+    const float* c = a.consts + n.consts;
+    const float* g0 = c + 3 + 2 * points;
+    const float* gd = g0 + points;
+    const Lanes op = a.oc[n.prev_depth].v;
+    Lanes own = Lanes{}, earlier = Lanes{};
+    for (uint32_t k = 0; k < points; ++k) {
+      const Lanes x = u[k] * (g0[k] + op * gd[k]);
+      own += q_up[k] * x;
+      earlier += q_down[k] * x;
+    }
+    a.phi[feature].v += (oc - c[1]) * own - (op - c[2]) * earlier;
+  }
+  if (n.left) {
+    for (uint32_t k = 0; k < points; ++k) parent[k] = f[k] * u[k];
+  } else {
+    for (uint32_t k = 0; k < points; ++k) parent[k] += f[k] * u[k];
+  }
+}
+
+// Closes the edge into the open node at `depth`.
+template <int kPoints>
+inline __attribute__((always_inline)) void CloseOpen(const KernelArgs& a, uint32_t points,
+                                                     int depth) {
+  points = RANKWIRE_POINTS(points);
+  CloseEdge<kPoints>(a, a.nodes[a.open[depth]], points, &a.u[depth * points].v,
+                     &a.f[depth * points].v, a.oc[depth].v, &a.q[depth * points].v);
+}
+
+// A leaf at depth d on a feature's first edge: CloseEdge with the sums u
+// its value, in fewer steps.
+template <int kPoints>
+inline __attribute__((always_inline)) void Leaf(const KernelArgs& a, const ShapNode& n,
+                                                uint32_t points, const float* t) {
+  points = RANKWIRE_POINTS(points);
+  const int depth = n.depth;
+  const Lanes go_left = a.left[depth - 1].v;
+  const Lanes o = n.left ? go_left : (Lanes{} + 1.0f) - go_left;
+  const Lanes* q_up = &a.q[(depth - 1) * points].v;
+  Lanes* parent = &a.u[(depth - 1) * points].v;
+  Lanes sum = q_up[0];
+  for (uint32_t k = 1; k < points; ++k) sum += q_up[k];
+  a.phi[a.feature[depth - 1]].v += ((o - n.zc) * n.value) * sum;
+  // v * (zc + (o - zc) t)
+  const float base = n.value * n.zc;
+  const Lanes slope = (o - n.zc) * n.value;
+  if (n.left) {
+    for (uint32_t k = 0; k < points; ++k) parent[k] = base + slope * t[k];
+  } else {
+    for (uint32_t k = 0; k < points; ++k) parent[k] += base + slope * t[k];
+  }
+}
+
+// A pair node at depth d: its leaves' sums into u[d] and its split's
+// contribution, for rows going left where go_left is 1. With the leaves'
+// zeros zl, zr and values vl, vr: u = vl (zl + (o - zl) t) + vr (zr + (1 -
+// o - zr) t), and the contribution (o - zl) vl + (1 - o - zr) vr times the
+// sum of q[d].
 template <int kPoints>
 inline __attribute__((always_inline)) void Pair(const KernelArgs& a, const ShapNode& n,
-                                                uint32_t points, const Lanes& go_left) {
-  if (kPoints > 0) points = kPoints;
-  const uint32_t edge = n.depth == 0 ? 0 : n.prev_depth == 0 ? points + 1 : 3 * points + 2;
-  const float* ca = a.consts + n.consts + edge;
-  const float* cb = ca + points;
-  const float* cc = cb + points;
-  const float* cd = cc + points;
+                                                uint32_t points, const float* t,
+                                                const Lanes& go_left) {
+  points = RANKWIRE_POINTS(points);
+  const float* c = a.consts + n.consts + (n.prev_depth != 0 ? 4 * points + 3 : 0);
+  const float zl = c[0], zr = c[1], vl = c[2], vr = c[3];
+  const float base = vl * zl + vr * zr;
+  const Lanes slope = (vr - base) + go_left * (vl - vr);
   const Lanes* q = &a.q[n.depth * points].v;
-  Lanes* s = &a.s[n.depth * points].v;
-  Lanes acc = q[0] * (cc[0] + go_left * cd[0]);
-  s[0] = q[0] * (ca[0] + go_left * cb[0]);
+  Lanes* u = &a.u[n.depth * points].v;
+  Lanes sum = q[0];
+  u[0] = base + slope * t[0];
   for (uint32_t k = 1; k < points; ++k) {
-    acc += q[k] * (cc[k] + go_left * cd[k]);
-    s[k] = q[k] * (ca[k] + go_left * cb[k]);
+    sum += q[k];
+    u[k] = base + slope * t[k];
   }
-  a.phi[BitsAt(cd + points)].v += acc;
+  const Lanes coefficient = (vr - zl * vl - zr * vr) + go_left * (vl - vr);
+  a.phi[n.slot >> 1].v += coefficient * sum;
 }
 
-// One tree's contributions for the block's rows, into a.phi. Internal
-// nodes stay open (their products, "one" and leaf sums kept per depth)
-// until the walk leaves their subtree; a leaf's edge opens and closes at
+// One tree's contributions for the block's rows, into a.phi. An internal
+// node stays open (its products, sums, factor and "one" kept per depth)
+// until the walk leaves its subtree; a leaf's edge opens and closes at
 // once.
 template <int kPoints>
 inline __attribute__((always_inline)) void ExplainTree(const KernelArgs& a, const ShapTree& tree) {
   const ShapNode* nodes = a.nodes + tree.first_node;
-  const uint32_t points = PointsOf<kPoints>(tree);
+  const uint32_t points = RANKWIRE_POINTS(tree.points);
   const float* t = a.quadrature + points * (points - 1);
-  const float* c0 = t + points;
+  const float* w = t + points;
   const LaneMask one_bits = LaneMask{} + 0x3f800000;  // 1.0f
-  for (uint32_t k = 0; k < points; ++k) a.q[k].v = Lanes{} + 1.0f;
+  for (uint32_t k = 0; k < points; ++k) a.q[k].v = Lanes{} + w[k];
+  a.open[0] = tree.first_node;
   int top = 0;  // the deepest open node's depth
   for (uint32_t i = 0; i < tree.num_nodes; ++i) {
     const ShapNode& n = nodes[i];
     const int depth = n.depth;
-    for (; top >= depth && top > 0; --top) {
-      const ShapNode& open = nodes[a.open[top]];
-      CloseEdge<kPoints>(a, open, points, c0, &a.s[top * points].v, a.oc[top].v);
-    }
+    for (; top >= depth && top > 0; --top) CloseOpen<kPoints>(a, points, top);
     if (n.kind == kLeaf) {
       if (depth == 0) break;  // a tree of one leaf: nothing to explain
-      if (kPoints > 0) {
-        Lanes s[kPoints > 0 ? kPoints : 1], oc;
-        OpenEdge<kPoints>(a, n, points, t, &oc, s);
-        for (uint32_t k = 0; k < points; ++k) s[k] *= n.value;
-        CloseEdge<kPoints>(a, n, points, c0, s, oc);
-      } else {
-        Lanes* s = &a.q[depth * points].v;  // free: a leaf has no children
-        OpenEdge<kPoints>(a, n, points, t, &a.oc[depth].v, s);
-        for (uint32_t k = 0; k < points; ++k) s[k] *= n.value;
-        CloseEdge<kPoints>(a, n, points, c0, s, a.oc[depth].v);
+      if (n.prev_depth == 0) {
+        Leaf<kPoints>(a, n, points, t);
+        top = depth - 1;
+        continue;
       }
+      Lanes oc, f[kPoints > 0 ? kPoints : kMaxPoints], u[kPoints > 0 ? kPoints : kMaxPoints],
+          q[kPoints > 0 ? kPoints : kMaxPoints];
+      Factor<kPoints>(a, n, points, t, &oc, f);
+      for (uint32_t k = 0; k < points; ++k) u[k] = Lanes{} + n.value;
+      if (n.prev_depth != 0) {
+        const Lanes* q_up = &a.q[(depth - 1) * points].v;
+        for (uint32_t k = 0; k < points; ++k) q[k] = q_up[k] * f[k];
+      }
+      CloseEdge<kPoints>(a, n, points, u, f, oc, q);
       top = depth - 1;
       continue;
     }
     if (depth > 0) {
-      OpenEdge<kPoints>(a, n, points, t, &a.oc[depth].v, &a.q[depth * points].v);
-      a.open[depth] = i;
+      Lanes* f = &a.f[depth * points].v;
+      Factor<kPoints>(a, n, points, t, &a.oc[depth].v, f);
+      const Lanes* q_up = &a.q[(depth - 1) * points].v;
+      Lanes* q = &a.q[depth * points].v;
+      for (uint32_t k = 0; k < points; ++k) q[k] = q_up[k] * f[k];
     }
+    a.open[depth] = tree.first_node + i;
+    a.feature[depth] = static_cast<uint32_t>(n.slot) >> 1;
     const LaneMask goes_left = a.block[n.slot].v < (Lanes{} + n.value);
     const Lanes go_left = (Lanes)(goes_left & one_bits);  // 1.0f or 0.0f per lane
     if (n.kind == kPair) {
-      Pair<kPoints>(a, n, points, go_left);
+      Pair<kPoints>(a, n, points, t, go_left);
     } else {
       a.left[depth].v = go_left;
     }
     top = depth;
   }
-  for (; top > 0; --top) {
-    const ShapNode& open = nodes[a.open[top]];
-    CloseEdge<kPoints>(a, open, points, c0, &a.s[top * points].v, a.oc[top].v);
-  }
+  for (; top > 0; --top) CloseOpen<kPoints>(a, points, top);
 }
+
+#undef RANKWIRE_POINTS
 
 // Every tree for one block: each tree's contributions, then (in float, in
 // tree order, as XGBoost) into the totals.
@@ -544,8 +542,8 @@ inline __attribute__((always_inline)) void ExplainTrees(const KernelArgs& a) {
     }
     const uint32_t* features = a.tree_features + tree.first_feature;
     for (uint32_t f = 0; f < tree.num_features; ++f) {
-      a.total[features[f]].v += a.phi[f].v;
-      a.phi[f].v = Lanes{};
+      a.total[features[f]].v += a.phi[features[f]].v;
+      a.phi[features[f]].v = Lanes{};
     }
   }
 }
@@ -558,8 +556,8 @@ void ExplainTreesPortable(const KernelArgs& a) { ExplainTrees(a); }
 }  // namespace
 
 struct TreeShap::Scratch {
-  std::vector<LaneBox> block, total, phi, q, s, oc, left;
-  std::vector<uint32_t> open;
+  std::vector<LaneBox> block, total, phi, q, u, f, oc, left;
+  std::vector<uint32_t> open, feature;
 };
 
 void TreeShap::ExplainBlock(const float* rows, size_t count, size_t row_stride, float* out) const {
@@ -569,12 +567,12 @@ void TreeShap::ExplainBlock(const float* rows, size_t count, size_t row_stride, 
   const size_t levels = static_cast<size_t>(max_depth_) + 1;
   s.block.resize(2 * used);
   s.total.assign(used, LaneBox{});
-  s.phi.assign(max_tree_features_, LaneBox{});
-  s.q.resize(levels * max_points_);
-  s.s.resize(levels * max_points_);
+  s.phi.assign(used, LaneBox{});
+  for (auto* v : {&s.q, &s.u, &s.f}) v->resize(levels * max_points_);
   s.oc.resize(levels);
   s.left.resize(levels);
   s.open.resize(levels);
+  s.feature.resize(levels);
   constexpr float kInf = std::numeric_limits<float>::infinity();
   for (size_t u = 0; u < used; ++u) {
     const size_t f = static_cast<size_t>(used_features_[u]);
@@ -586,10 +584,11 @@ void TreeShap::ExplainBlock(const float* rows, size_t count, size_t row_stride, 
       high[l] = std::isnan(x) ? kInf : x;
     }
   }
-  const KernelArgs args{trees_.data(),         trees_.size(),      nodes_.data(),  consts_.data(),
-                        tree_features_.data(), quadrature_.data(), s.block.data(), s.total.data(),
-                        s.phi.data(),          s.q.data(),         s.s.data(),     s.oc.data(),
-                        s.left.data(),         s.open.data()};
+  const KernelArgs args{
+      trees_.data(),         trees_.size(),      nodes_.data(),  consts_.data(),
+      tree_features_.data(), quadrature_.data(), s.block.data(), s.total.data(),
+      s.phi.data(),          s.q.data(),         s.u.data(),     s.f.data(),
+      s.oc.data(),           s.left.data(),      s.open.data(),  s.feature.data()};
 #if RANKWIRE_HAVE_AVX512_KERNEL
   if (kernel_ == Kernel::kAvx512) {
     ExplainTreesAvx512(args);
@@ -600,8 +599,9 @@ void TreeShap::ExplainBlock(const float* rows, size_t count, size_t row_stride, 
   ExplainTreesPortable(args);
 #endif
   const size_t width = num_features_ + 1;
-  for (size_t r = 0; r < count; ++r)
+  for (size_t r = 0; r < count; ++r) {
     std::fill(out + r * width, out + r * width + num_features_, 0.0f);
+  }
   for (size_t u = 0; u < used; ++u) {
     const float* sums = reinterpret_cast<const float*>(&s.total[u]);
     const size_t f = static_cast<size_t>(used_features_[u]);

@@ -104,17 +104,16 @@ class TreeShap {
   std::vector<int32_t> compact_feature_;
   std::vector<Tree> trees_;
   std::vector<Node> nodes_;
-  // Per edge, per quadrature point: the factor's and the contribution's
-  // constants (tree_shap.cc, EdgeConstants).
+  // The constants of edges on a feature split again, and of pairs of
+  // leaves (tree_shap.cc).
   std::vector<float> consts_;
   // Per tree, the features its splits read (indexes into used_features_).
   std::vector<uint32_t> tree_features_;
-  // Per quadrature size m (1..kMaxPoints): m points t, then m weights
-  // -w/(1-t) (a "zero" edge's contribution), at m * (m - 1).
+  // Per quadrature size m (1..max_points_): m points t, then their m
+  // weights, at m * (m - 1).
   std::vector<float> quadrature_;
   int max_depth_ = 0;
   int max_points_ = 1;
-  size_t max_tree_features_ = 0;
 };
 
 }  // namespace rankwire::xgb
