@@ -107,7 +107,7 @@ void ApproxContributions::Contributions(const float* rows, size_t n_rows, size_t
   // values go left reads that one) and as +inf. x < threshold then picks
   // the child with no test for missing values (thresholds are finite).
   thread_local std::vector<float> copies;
-  copies.resize(std::max<size_t>(1, kRows * 2 * used));
+  copies.resize(std::max<size_t>(1, size_t{kRows} * 2 * used));
   constexpr float kInf = std::numeric_limits<float>::infinity();
   for (size_t first = 0; first < n_rows; first += kRows) {
     const size_t count = std::min<size_t>(kRows, n_rows - first);

@@ -331,6 +331,11 @@ struct KernelArgs {
   uint32_t* feature;  // per depth: the open node's split feature (used index)
 };
 
+// Where depth d's values start in a per-depth, per-point array.
+inline __attribute__((always_inline)) size_t At(int depth, uint32_t points) {
+  return static_cast<size_t>(depth) * points;
+}
+
 // The kernel's functions take the tree's quadrature size as kPoints (1..4,
 // the trees up to depth 8, unrolled) or 0 (any: `points`).
 #define RANKWIRE_POINTS(points) (kPoints > 0 ? static_cast<uint32_t>(kPoints) : (points))
@@ -371,8 +376,8 @@ inline __attribute__((always_inline)) void CloseEdge(const KernelArgs& a, const 
                                                      const Lanes* q_down) {
   points = RANKWIRE_POINTS(points);
   const int depth = n.depth;
-  const Lanes* q_up = &a.q[(depth - 1) * points].v;
-  Lanes* parent = &a.u[(depth - 1) * points].v;
+  const Lanes* q_up = &a.q[At(depth - 1, points)].v;
+  Lanes* parent = &a.u[At(depth - 1, points)].v;
   const uint32_t feature = a.feature[depth - 1];
   if (n.prev_depth == 0) {
     Lanes acc = q_up[0] * u[0];
@@ -382,7 +387,7 @@ inline __attribute__((always_inline)) void CloseEdge(const KernelArgs& a, const 
     // Divided by the earlier edge's factor: this edge's leaves, whose own
     // contribution this is, and which the earlier edge must leave out.
     const float* c = a.consts + n.consts;
-    const float* g0 = c + 3 + 2 * points;
+    const float* g0 = c + 3 + size_t{2} * points;
     const float* gd = g0 + points;
     const Lanes op = a.oc[n.prev_depth].v;
     Lanes own = Lanes{}, earlier = Lanes{};
@@ -405,8 +410,8 @@ template <int kPoints>
 inline __attribute__((always_inline)) void CloseOpen(const KernelArgs& a, uint32_t points,
                                                      int depth) {
   points = RANKWIRE_POINTS(points);
-  CloseEdge<kPoints>(a, a.nodes[a.open[depth]], points, &a.u[depth * points].v,
-                     &a.f[depth * points].v, a.oc[depth].v, &a.q[depth * points].v);
+  CloseEdge<kPoints>(a, a.nodes[a.open[depth]], points, &a.u[At(depth, points)].v,
+                     &a.f[At(depth, points)].v, a.oc[depth].v, &a.q[At(depth, points)].v);
 }
 
 // A leaf at depth d on a feature's first edge: CloseEdge with the sums u
@@ -418,8 +423,8 @@ inline __attribute__((always_inline)) void Leaf(const KernelArgs& a, const ShapN
   const int depth = n.depth;
   const Lanes go_left = a.left[depth - 1].v;
   const Lanes o = n.left ? go_left : (Lanes{} + 1.0f) - go_left;
-  const Lanes* q_up = &a.q[(depth - 1) * points].v;
-  Lanes* parent = &a.u[(depth - 1) * points].v;
+  const Lanes* q_up = &a.q[At(depth - 1, points)].v;
+  Lanes* parent = &a.u[At(depth - 1, points)].v;
   Lanes sum = q_up[0];
   for (uint32_t k = 1; k < points; ++k) sum += q_up[k];
   a.phi[a.feature[depth - 1]].v += ((o - n.zc) * n.value) * sum;
@@ -447,8 +452,8 @@ inline __attribute__((always_inline)) void Pair(const KernelArgs& a, const ShapN
   const float zl = c[0], zr = c[1], vl = c[2], vr = c[3];
   const float base = vl * zl + vr * zr;
   const Lanes slope = (vr - base) + go_left * (vl - vr);
-  const Lanes* q = &a.q[n.depth * points].v;
-  Lanes* u = &a.u[n.depth * points].v;
+  const Lanes* q = &a.q[At(n.depth, points)].v;
+  Lanes* u = &a.u[At(n.depth, points)].v;
   Lanes sum = q[0];
   u[0] = base + slope * t[0];
   for (uint32_t k = 1; k < points; ++k) {
@@ -467,7 +472,7 @@ template <int kPoints>
 inline __attribute__((always_inline)) void ExplainTree(const KernelArgs& a, const ShapTree& tree) {
   const ShapNode* nodes = a.nodes + tree.first_node;
   const uint32_t points = RANKWIRE_POINTS(tree.points);
-  const float* t = a.quadrature + points * (points - 1);
+  const float* t = a.quadrature + static_cast<size_t>(points) * (points - 1);
   const float* w = t + points;
   const LaneMask one_bits = LaneMask{} + 0x3f800000;  // 1.0f
   for (uint32_t k = 0; k < points; ++k) a.q[k].v = Lanes{} + w[k];
@@ -489,7 +494,7 @@ inline __attribute__((always_inline)) void ExplainTree(const KernelArgs& a, cons
       Factor<kPoints>(a, n, points, t, &oc, f);
       for (uint32_t k = 0; k < points; ++k) u[k] = Lanes{} + n.value;
       if (n.prev_depth != 0) {
-        const Lanes* q_up = &a.q[(depth - 1) * points].v;
+        const Lanes* q_up = &a.q[At(depth - 1, points)].v;
         for (uint32_t k = 0; k < points; ++k) q[k] = q_up[k] * f[k];
       }
       CloseEdge<kPoints>(a, n, points, u, f, oc, q);
@@ -497,10 +502,10 @@ inline __attribute__((always_inline)) void ExplainTree(const KernelArgs& a, cons
       continue;
     }
     if (depth > 0) {
-      Lanes* f = &a.f[depth * points].v;
+      Lanes* f = &a.f[At(depth, points)].v;
       Factor<kPoints>(a, n, points, t, &a.oc[depth].v, f);
-      const Lanes* q_up = &a.q[(depth - 1) * points].v;
-      Lanes* q = &a.q[depth * points].v;
+      const Lanes* q_up = &a.q[At(depth - 1, points)].v;
+      Lanes* q = &a.q[At(depth, points)].v;
       for (uint32_t k = 0; k < points; ++k) q[k] = q_up[k] * f[k];
     }
     a.open[depth] = tree.first_node + i;

@@ -24,7 +24,8 @@ ReferenceTreeShap::ReferenceTreeShap(const XGBoostModel& model)
 }
 
 size_t ReferenceTreeShap::MemoryBytes() const {
-  size_t bytes = trees_.capacity() * sizeof(XGBoostTree) + mean_.capacity() * sizeof(mean_[0]);
+  size_t bytes =
+      trees_.capacity() * sizeof(XGBoostTree) + mean_.capacity() * sizeof(std::vector<float>);
   for (const XGBoostTree& t : trees_) {
     bytes +=
         (t.left.capacity() + t.right.capacity() + t.split_feature.capacity()) * sizeof(int32_t) +
