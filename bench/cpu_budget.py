@@ -29,8 +29,7 @@ Rows (--rows picks some):
                    (--write_workload_model; thresholds from the workload's own
                    values), explanations off (--explain=none)
   xgboost/default  the same with the server's default explanations (no explain
-                   flag: exact TreeSHAP of the 10 shown items, 3 contributions
-                   each)
+                   flag: Saabas' contributions of the 10 shown items, 3 each)
   xgboost/exact    explicitly --explain=exact --explain_items=10
   xgboost/approx   --explain=approx --explain_items=10 (Saabas)
 

@@ -394,15 +394,23 @@ void BM_RankerScore(benchmark::State& state, bool xgboost) {
   state.SetItemsProcessed(state.iterations() * WorkloadRequest().candidates_size());
 }
 
-// Parse + XGBoostScorer: what the server builds from a file's bytes.
+// --explain=exact: the load that precomputes TreeSHAP's tables.
+rankwire::server::XGBoostScorerOptions ExactOptions() {
+  rankwire::server::XGBoostScorerOptions options;
+  options.mode = rankwire::server::ExplainMode::kExact;
+  return options;
+}
+
+// Parse + XGBoostScorer: what the server builds from a file's bytes (with
+// --explain=exact).
 void BM_Load(benchmark::State& state, std::string key) {
   Engines& e = EnginesFor(key);
   for (auto _ : state) {
     auto model = XGBoostModel::Parse(e.json, "generated");
-    rankwire::server::XGBoostScorer scorer(*model, "bench", "1", {});
+    rankwire::server::XGBoostScorer scorer(*model, "bench", "1", ExactOptions());
     benchmark::DoNotOptimize(scorer.MemoryBytes());
   }
-  const rankwire::server::XGBoostScorer scorer(*e.model, "bench", "1", {});
+  const rankwire::server::XGBoostScorer scorer(*e.model, "bench", "1", ExactOptions());
   const double nodes = static_cast<double>(e.model->num_nodes());
   state.counters["nodes"] = nodes;
   state.counters["json_MB"] = e.json.size() / 1e6;
@@ -428,7 +436,8 @@ void BM_LoadServer(benchmark::State& state, std::string key) {
   rankwire::server::ModelPlan::Entry entry;
   entry.path = e.path;
   entry.name_hint = "bench";
-  const rankwire::server::ModelLoadOptions options;
+  rankwire::server::ModelLoadOptions options;
+  options.explain = ExactOptions();
   for (auto _ : state) {
     auto loaded = rankwire::server::LoadModel(entry, options);
     if (!loaded.ok()) Die(loaded.status().ToString());

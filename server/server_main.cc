@@ -60,9 +60,9 @@ ABSL_FLAG(int, xgboost_max_depth, 16, "Deepest XGBoost tree accepted at load.");
 ABSL_FLAG(bool, xgboost_allow_unnamed_features, false,
           "Accept an XGBoost model saved without feature names (its features are then "
           "f0..f{n-1}, bound to item features of those names).");
-ABSL_FLAG(std::string, explain, "exact",
-          "How an XGBoost model explains the items shown: exact (TreeSHAP, XGBoost's "
-          "pred_contribs), approx (Saabas, XGBoost's approx_contribs) or none.");
+ABSL_FLAG(std::string, explain, "approx",
+          "How an XGBoost model explains the items shown: approx (Saabas, XGBoost's "
+          "approx_contribs), exact (TreeSHAP, XGBoost's pred_contribs) or none.");
 ABSL_FLAG(uint32_t, explain_top_k, 3,
           "Contributions per explained item, for models that explain (XGBoost); 0: none.");
 ABSL_FLAG(uint32_t, explain_items, 10,

@@ -219,7 +219,8 @@ class Server:
             [os.environ["RANKWIRE_SERVER_BIN"], "--port=0", "--health_port=0",
              "--metrics_port=-1", "--address=127.0.0.1", "--model=" + model_dir,
              "--model_poll_interval=0", "--model_admin_rpc",
-             "--explain_top_k=%d" % EXPLAIN_TOP_K, "--explain_items=%d" % EXPLAIN_ITEMS,
+             "--explain=exact", "--explain_top_k=%d" % EXPLAIN_TOP_K,
+             "--explain_items=%d" % EXPLAIN_ITEMS,
              "--max_explain_items=%d" % MAX_EXPLAIN_ITEMS],
             stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 30
