@@ -7,10 +7,9 @@
 // unlike TreeSHAP the values depend on the order of the splits.
 //
 // Computed in float, step for step in XGBoost's order (each tree's steps
-// summed per feature, then added to the totals in tree order), so the
-// results equal XGBoost's to the bit. The walk finds each tree's leaf; the
-// per-feature sums of the path to every leaf are precomputed at
-// construction.
+// summed per feature from 0, then added to the totals in tree order), so the
+// results equal XGBoost's to the bit. Each step's change in expected value
+// is precomputed at construction, in the child it leads to.
 //
 // Thread safety: immutable after construction; Contributions may be called
 // from any number of threads at once.
@@ -37,7 +36,7 @@ class ApproxContributions {
   void Contributions(const float* rows, size_t n_rows, size_t row_stride, float* out) const;
 
   size_t num_features() const { return num_features_; }
-  // Bytes held: the nodes and the leaves' per-feature sums.
+  // Bytes held: 24 per node, and the feature lists.
   size_t MemoryBytes() const;
 
  private:
@@ -48,12 +47,14 @@ class ApproxContributions {
   // left one, and a leaf (threshold NaN) steps to itself.
   struct Node {
     int32_t left;   // leaf: itself
-    uint32_t slot;  // the row copy's value it reads (see Contributions)
+    uint32_t slot;  // internal: the row copy's value it reads, 2 * used feature + default
     float threshold;
-  };
-  struct Step {
-    uint32_t feature;
-    float value;
+    // Each child's mean minus this node's: what the split's feature gets
+    // when the row goes there (a leaf: 0, 0).
+    float step[2];
+    // 1: an ancestor or a descendant splits on the same feature, so the
+    // row's steps on it are summed before they join the total.
+    uint8_t shared;
   };
   struct Tree {
     uint32_t first_node;
@@ -61,8 +62,11 @@ class ApproxContributions {
   };
 
   void AddTree(const XGBoostTree& tree);
+  void WalkTree(const Tree& tree, size_t count, const float* copies, float* this_tree,
+                uint32_t* path, uint32_t* path_size, float* sums, size_t width) const;
 
   size_t num_features_ = 0;
+  size_t max_depth_ = 0;
   // The features some split reads, in model order; a model feature's index
   // among them.
   std::vector<int32_t> used_features_;
@@ -70,13 +74,6 @@ class ApproxContributions {
   float bias_ = 0;
   std::vector<Tree> trees_;
   std::vector<Node> nodes_;
-  struct StepRange {
-    uint32_t first;
-    uint32_t count;
-  };
-  // Per node (leaves only): its path's per-feature sums in steps_.
-  std::vector<StepRange> leaf_steps_;
-  std::vector<Step> steps_;
 };
 
 }  // namespace rankwire::xgb
