@@ -298,14 +298,17 @@ void EmitItemColumns(const Model& model, const std::string& bucket, const RankWo
 }
 
 // The shown items' explanations: metrics of those items only (the other
-// items have none), and the text of each for the log line.
+// items have none), and the text of each for the log line. The request says
+// how many (validated against --max_explain_items), else the model's
+// default.
 void Explain(const Model& model, const RequestView& request, const RankWorkspace::Schema& k,
              RankWorkspace* ws, RankResult* result) {
   const ModelOutputs& outputs = *model.outputs();
   LogValues& v = ws->v;
   v.explanations.clear();
   if (!outputs.explains) return;
-  const size_t shown = std::min<size_t>({request.top_n, v.n, outputs.explain_items});
+  const size_t wanted = request.explain_items.value_or(outputs.explain_items);
+  const size_t shown = std::min<size_t>({request.top_n, v.n, wanted});
   std::vector<uint32_t> candidates(v.order.begin(), v.order.begin() + shown);
   std::vector<Explanation> explanations;
   model.Explain(request, request.features.data(), ws->feature_column, v.n, candidates,

@@ -302,6 +302,10 @@ absl::Status ValidateRequest(const RequestView& request, const RequestLimits& li
     return Invalid(absl::StrCat("top_n ", request.top_n, " is out of range [1, ", n,
                                 "] (1 to the number of candidates)"));
   }
+  if (request.explain_items.value_or(0) > limits.max_explain_items) {
+    return Invalid(absl::StrCat("explain_items ", *request.explain_items, " exceeds the limit of ",
+                                limits.max_explain_items, " (--max_explain_items)"));
+  }
   if (auto s = ValidateFeatureNames(request, limits); !s.ok()) return s;
   if (auto s = ValidateUserAndContext(request, limits); !s.ok()) return s;
   return ValidateCandidates(request, limits, values);
@@ -349,7 +353,8 @@ RequestField FieldOf(int number) {
     case 4:
     case 9:
     case 11:
-      return {kVarint, nullptr};  // scene, time, top_n, log_mode
+    case 12:
+      return {kVarint, nullptr};  // scene, time, top_n, log_mode, explain_items
     case 5:
       return {kDelimited, "user features"};
     case 6:
@@ -411,7 +416,7 @@ size_t MaxRequestBytes(const RequestLimits& l) {
   const uint64_t user_feature = LengthDelimited(LengthDelimited(l.max_feature_name_bytes) + 9);
   const uint64_t context_entry = LengthDelimited(LengthDelimited(l.max_context_key_bytes) +
                                                  LengthDelimited(l.max_context_value_bytes));
-  const uint64_t total = 2 * LengthDelimited(l.max_id_bytes) + 4 * kVarintField +
+  const uint64_t total = 2 * LengthDelimited(l.max_id_bytes) + 5 * kVarintField +
                          uint64_t{l.max_user_features} * user_feature +
                          uint64_t{l.max_context_entries} * context_entry +
                          uint64_t{l.max_item_features} * LengthDelimited(l.max_feature_name_bytes) +

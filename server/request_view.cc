@@ -272,6 +272,7 @@ int WireTypeOf(uint32_t number) {
     case 4:
     case 9:
     case 11:
+    case 12:
       return kVarint;
     default:
       return -1;
@@ -284,6 +285,7 @@ absl::Status Parser::Parse(absl::string_view bytes) {
   v_.request_time_ms = 0;
   v_.top_n = 0;
   v_.log_mode = 0;
+  v_.explain_items.reset();
   v_.accept_codecs.clear();
   v_.user_features.clear();
   v_.context.clear();
@@ -330,7 +332,7 @@ absl::Status Parser::Parse(absl::string_view bytes) {
 }
 
 bool Parser::Field(Wire& in, uint32_t number, int wire_type) {
-  if (number > 11 || WireTypeOf(number) != wire_type) {
+  if (number > 12 || WireTypeOf(number) != wire_type) {
     ++unknown_;  // Protobuf keeps it as an unknown field.
     return in.Skip(wire_type);
   }
@@ -381,6 +383,9 @@ bool Parser::Field(Wire& in, uint32_t number, int wire_type) {
       return Utf8(bytes);
     case 11:
       v_.log_mode = static_cast<int32_t>(value);
+      return true;
+    case 12:
+      v_.explain_items = static_cast<uint32_t>(value);
       return true;
     default:
       return true;

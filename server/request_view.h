@@ -29,6 +29,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,6 +49,8 @@ struct RequestView {
   int64_t request_time_ms = 0;
   uint32_t top_n = 0;
   int32_t log_mode = 0;  // rank.v1.LogMode.
+  // How many shown items to explain; absent: the server's default.
+  std::optional<uint32_t> explain_items;
   std::vector<absl::string_view> accept_codecs;
   // Maps: one entry per distinct key (the last value on the wire wins), in
   // the order keys first occur.

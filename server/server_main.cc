@@ -29,6 +29,7 @@
 #include "server/protobuf_log.h"
 #include "server/server.h"
 #include "server/tls.h"
+#include "server/xgboost_scorer.h"
 #include "spdlog/spdlog.h"
 #ifdef RANKWIRE_JEMALLOC_CONF
 #include "server/jemalloc_conf.h"
@@ -415,6 +416,7 @@ absl::Status WorkFromFlags(ServerOptions* o) {
   }
   o->model_admin_rpc = absl::GetFlag(FLAGS_model_admin_rpc);
   ASSIGN_OR_RETURN(o->model_load, ModelLoadOptionsFromFlags());
+  o->limits.max_explain_items = o->model_load.explain.max_explain_items;
   return MessageLimitsFromFlags(o);
 }
 
