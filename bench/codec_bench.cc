@@ -37,13 +37,13 @@
 #include "bench/shape_payloads.h"
 #include "capnp/serialize.h"
 #include "codec/builtin_codecs.h"
-#include "codec/protobuf_codec.h"
+#include "codec/protobuf/protobuf_codec.h"
 #include "codec/rankbin/rankbin_codec.h"
 #include "google/protobuf/arena.h"
 #include "rank/v1/rank.pb.h"
 
 #ifndef RANKWIRE_MODEL_PATH
-#error "RANKWIRE_MODEL_PATH must name server/models/ecom_search_lr.model"
+#error "RANKWIRE_MODEL_PATH must name model/models/ecom_search_lr.model"
 #endif
 
 namespace rankwire::bench {

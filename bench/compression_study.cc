@@ -46,7 +46,7 @@
 #include "codec/rankbin/writer.h"
 
 #ifndef RANKWIRE_MODEL_PATH
-#error "RANKWIRE_MODEL_PATH must name server/models/ecom_search_lr.model"
+#error "RANKWIRE_MODEL_PATH must name model/models/ecom_search_lr.model"
 #endif
 
 namespace rankwire::bench {

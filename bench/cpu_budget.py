@@ -118,7 +118,7 @@ EVALUATOR_CELLS = {
 HOT_CELLS = {"parse": "BM_Hot/parse/candidates:500", "validate": "BM_Hot/validate/candidates:500",
              "score": "BM_Hot/score/candidates:500", "build": "BM_Hot/build/candidates:500",
              "encode": "BM_Hot/encode/candidates:500", "all": "BM_Hot/all/candidates:500"}
-# Phases the server accounts for, in request order (server/server_metrics.h).
+# Phases the server accounts for, in request order (metrics/server_metrics.h).
 PHASES = ["parse", "validate", "score", "build", "encode", "log_handoff", "log_format",
           "log_store"]
 

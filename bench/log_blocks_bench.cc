@@ -25,8 +25,8 @@
 #include "base/flags.h"
 #include "logstore/log_store.h"
 #include "logstore/packed_fields.h"
-#include "server/linear_model.h"
-#include "server/ranker.h"
+#include "model/linear/linear_model.h"
+#include "ranking/ranker.h"
 #include "workload/workload.h"
 
 ABSL_FLAG(int, rounds, 7, "Timed rounds (the median and range are printed)");
@@ -55,18 +55,18 @@ __attribute__((noinline)) size_t RenderMeasured(logstore::LogRenderer* renderer,
 }
 
 int Run() {
-  absl::StatusOr<server::LinearModel> model = server::LinearModel::LoadFile(RANKWIRE_MODEL_PATH);
+  absl::StatusOr<rankwire::LinearSpec> model = rankwire::LinearSpec::LoadFile(RANKWIRE_MODEL_PATH);
   if (!model.ok()) {
     std::fprintf(stderr, "log_blocks_bench: %s\n", model.status().ToString().c_str());
     return 1;
   }
-  const server::Ranker ranker(&*model);
+  const rankwire::Ranker ranker(std::make_shared<rankwire::LinearModel>(*model));
   workload::WorkloadOptions options;
   options.candidates = absl::GetFlag(FLAGS_candidates);
   const workload::WorkloadGenerator generator(options);
   std::vector<std::shared_ptr<logstore::LogRenderer>> renderers;
   for (int i = 0; i < std::max(1, absl::GetFlag(FLAGS_requests)); ++i) {
-    server::RankOutput out = ranker.Rank(generator.Make(i), server::LogDetail::kDeferred);
+    rankwire::RankOutput out = ranker.Rank(generator.Make(i), rankwire::LogDetail::kDeferred);
     renderers.push_back(std::move(out.logs));
   }
   const uint32_t block_items = absl::GetFlag(FLAGS_block_items);

@@ -10,9 +10,9 @@ if(RANKWIRE_BUILD_TESTS)
   add_executable(logstore_bench ${CMAKE_CURRENT_LIST_DIR}/logstore_bench.cc)
   # The log lines are the ranker's, from the workload generator's requests.
   target_compile_definitions(logstore_bench PRIVATE
-    RANKWIRE_MODEL_PATH="${PROJECT_SOURCE_DIR}/server/models/ecom_search_lr.model")
+    ${RANKWIRE_MODEL_DEFINE})
   target_link_libraries(logstore_bench PRIVATE
-    rankwire::logstore rankwire::server rankwire::workload rankwire_test_support
+    rankwire::logstore rankwire::ranking rankwire::workload rankwire_test_support
     rankwire::base absl::flags absl::strings absl::str_format absl::time
     zstd::libzstd_shared)
 else()

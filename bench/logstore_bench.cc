@@ -60,7 +60,7 @@
 #include "logstore/log_store.h"
 #include "logstore/log_value.h"
 #include "logstore/redis_log_sink.h"
-#include "server/ranker.h"
+#include "ranking/ranker.h"
 #include "tests/support/redis_process.h"
 #include "workload/workload.h"
 
@@ -100,13 +100,13 @@ struct Template {
   RequestLogs text;
 };
 
-Template MakeTemplate(const server::Ranker& ranker, uint64_t sequence, int items) {
+Template MakeTemplate(const rankwire::Ranker& ranker, uint64_t sequence, int items) {
   workload::WorkloadOptions options;
   options.candidates = static_cast<uint32_t>(items);
   Template t;
   t.request = std::make_shared<const rank::v1::RankRequest>(
       workload::WorkloadGenerator(options).Make(sequence));
-  RankResult result = ranker.Rank(*t.request, server::LogDetail::kInline).result;
+  RankResult result = ranker.Rank(*t.request, rankwire::LogDetail::kInline).result;
   t.text.request_id = t.request->request_id();
   t.text.items.reserve(result.size());
   for (size_t i = 0; i < result.size(); ++i) {
@@ -116,8 +116,8 @@ Template MakeTemplate(const server::Ranker& ranker, uint64_t sequence, int items
 }
 
 // The request's logs as the server hands them over: deferred, not rendered.
-RequestLogs Deferred(const server::Ranker& ranker, const Template& t, std::string request_id) {
-  server::RankOutput out = ranker.Rank(*t.request, server::LogDetail::kDeferred);
+RequestLogs Deferred(const rankwire::Ranker& ranker, const Template& t, std::string request_id) {
+  rankwire::RankOutput out = ranker.Rank(*t.request, rankwire::LogDetail::kDeferred);
   RequestLogs logs;
   logs.request_id = std::move(request_id);
   logs.renderer = std::move(out.logs);
@@ -336,7 +336,7 @@ double Percentile(std::vector<double> v, double q) {
   return v[std::min(v.size() - 1, size_t(q * double(v.size())))];
 }
 
-void MeasureRepresentation(const test::RedisProcess& redis, const server::Ranker& ranker,
+void MeasureRepresentation(const test::RedisProcess& redis, const rankwire::Ranker& ranker,
                            const std::vector<Template>& templates, const Dictionary& dict, Rep rep,
                            RepResult* out) {
   ZSTD_CCtx* cctx = ZSTD_createCCtx();
@@ -443,7 +443,7 @@ struct CeilingSample {
 // deferred logs as the server does; returns how many completed as dropped.
 class ClosedLoop {
  public:
-  ClosedLoop(LogConsumer* consumer, const server::Ranker* ranker,
+  ClosedLoop(LogConsumer* consumer, const rankwire::Ranker* ranker,
              const std::vector<Template>* templates, int inflight)
       : consumer_(consumer), ranker_(ranker), templates_(templates), inflight_(size_t(inflight)) {}
 
@@ -468,7 +468,7 @@ class ClosedLoop {
   }
 
   LogConsumer* const consumer_;
-  const server::Ranker* const ranker_;
+  const rankwire::Ranker* const ranker_;
   const std::vector<Template>* const templates_;
   const size_t inflight_;
   std::deque<std::future<LogReceipt>> outstanding_;
@@ -476,7 +476,7 @@ class ClosedLoop {
   uint64_t dropped_ = 0;
 };
 
-CeilingSample MeasureCeiling(const test::RedisProcess& redis, const server::Ranker& ranker,
+CeilingSample MeasureCeiling(const test::RedisProcess& redis, const rankwire::Ranker& ranker,
                              const Variant& variant, const std::vector<Template>& templates) {
   FlushRedis(redis);
   LogStoreConfig config;
@@ -575,9 +575,9 @@ int Main() {
   const test::RedisProcess& redis = **started;
 
   const int items = absl::GetFlag(FLAGS_items);
-  absl::StatusOr<server::LinearModel> model = server::LinearModel::LoadFile(RANKWIRE_MODEL_PATH);
+  absl::StatusOr<rankwire::LinearSpec> model = rankwire::LinearSpec::LoadFile(RANKWIRE_MODEL_PATH);
   Check(model.status(), "load the ranking model");
-  const server::Ranker ranker(&*model);
+  const rankwire::Ranker ranker(std::make_shared<rankwire::LinearModel>(*model));
   std::vector<Template> templates;
   size_t text_bytes = 0, lines = 0;
   for (int t = 0; t < absl::GetFlag(FLAGS_templates); ++t) {

@@ -23,5 +23,5 @@ request=$(mktemp)
 trap 'rm -f "$request"' EXIT
 "$BUILD_DIR/tests/interop/rankwire_conformance_dump" --request "$request"
 java -Xms512m -Xmx512m -cp "$(cat "$JAVA_BUILD/classpath.txt")" io.rankwire.ReaderBench \
-  --server "$BUILD_DIR/server/rankwire-server" --model server/models/ecom_search_lr.model \
+  --server "$BUILD_DIR/server/rankwire-server" --model model/models/ecom_search_lr.model \
   --request "$request" "$@"

@@ -5,7 +5,7 @@
 # finding.
 #
 #   scripts/tidy.sh                        # every product source
-#   scripts/tidy.sh server/ranker.cc ...   # just these
+#   scripts/tidy.sh ranking/ranker.cc ...   # just these
 #   TIDY_CHANGED_FROM=origin/main scripts/tidy.sh  # sources changed since
 #
 # Needs a configured build with its compile_commands.json and generated

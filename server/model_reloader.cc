@@ -1,5 +1,6 @@
 #include "server/model_reloader.h"
 
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -7,11 +8,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "ranking/model_check.h"
 #include "base/status_reason.h"
 #include "base/thread_sched.h"
 #include "spdlog/spdlog.h"
 
-namespace rankwire::server {
+namespace rankwire {
 namespace {
 
 int64_t NowUnixMs() { return absl::ToUnixMillis(absl::Now()); }
@@ -362,4 +364,4 @@ rank::v1::GetModelsResponse ModelReloader::Describe() const {
   return out;
 }
 
-}  // namespace rankwire::server
+}  // namespace rankwire

@@ -13,15 +13,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "base/status_macros.h"
-#include "server/metrics_http.h"
+#include "metrics/metrics_http.h"
 #include "server/model_service.h"
 #include "server/rank_service.h"
-#include "server/ranker.h"
-#include "server/server_metrics.h"
+#include "ranking/ranker.h"
+#include "metrics/server_metrics.h"
 #include "server/worker_pool.h"
 #include "spdlog/spdlog.h"
 
-namespace rankwire::server {
+namespace rankwire {
 namespace {
 
 // "rank.v1.RankService", the health service name clients watch.
@@ -441,4 +441,4 @@ void Server::Stop() {
   }
 }
 
-}  // namespace rankwire::server
+}  // namespace rankwire

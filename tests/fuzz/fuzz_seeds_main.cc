@@ -27,7 +27,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "codec/protobuf_codec.h"
+#include "codec/protobuf/protobuf_codec.h"
 #include "codec/rank_result.h"
 #include "codec/rankbin/rankbin_codec.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -36,7 +36,7 @@
 #include "logstore/log_record.h"
 #include "logstore/log_value.h"
 #include "rank/v1/rank.pb.h"
-#include "server/xgboost/xgboost_test_util.h"
+#include "model/xgboost/xgboost_test_util.h"
 #include "tests/codecs/codecs_under_test.h"
 #include "tests/support/random_result.h"
 #include "tests/support/row_result.h"
@@ -368,7 +368,7 @@ void AddLogRecordSeeds(std::map<std::string, std::string>& seeds) {
 // Seeds of the xgboost_model target: XGBoost 1.7 JSON models (small, random,
 // logistic, deep, with a NaN leaf) and a truncated one.
 void AddXGBoostSeeds(std::map<std::string, std::string>& seeds) {
-  namespace xt = xgb::testing;
+  namespace xt = xgboost::testing;
   xt::ModelSpec small;
   small.trees.push_back(xt::TreeSpec{{1, -1, 3, -1, -1},
                                      {2, -1, 4, -1, -1},
