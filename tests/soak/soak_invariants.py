@@ -204,42 +204,55 @@ def outside_windows(spans, windows):
 
 
 def latency_report(calls, faults, baseline, factor, recovery_s, window_s, min_calls=20):
-    """p99 of the OK main-load calls: the fault-free baseline (calls due in
-    `baseline` = (t0, t1)); the p99 of the calls outside every fault window
-    (a fault's window runs from its start to `recovery_s` after its end),
-    which must be <= factor x baseline; and per fault, how long after its
-    end the p99 of a `window_s` window of calls came back under that bound
-    (steps of 0.5 s, at most `recovery_s`)."""
+    """p99 of the OK main-load calls.
+
+    - the baseline: calls due in the fault-free stretch `baseline` = (t0, t1);
+    - outside faults: calls that meet no fault window (a fault's window runs
+      from its start to `recovery_s` after its end); their p99 must be
+      <= factor x the baseline's;
+    - per fault, recovery: the first window of `window_s` seconds of calls,
+      starting 0, 0.5, 1, ... s after the fault's end, whose p99 is under
+      factor x the larger of the baseline's p99 and the p99 of the calls in
+      the steady gap just before the fault (so a host that got slower since
+      the baseline, not the fault, does not count as a fault's tail); it
+      must start within `recovery_s`.
+    """
     ok_calls = sorted((due, lat) for due, lat, code, _, source in calls
                       if code == "OK" and source == "main")
     dues = [due for due, _ in ok_calls]
-    base = [lat for due, lat in ok_calls if baseline[0] <= due < baseline[1]]
-    base_p99 = percentile(base, 0.99)
+
+    def between(t0, t1):
+        return [lat for _, lat in ok_calls[bisect.bisect_left(dues, t0):
+                                           bisect.bisect_left(dues, t1)]]
+    base_p99 = percentile(between(*baseline), 0.99)
     bound = factor * base_p99
-    windows = [(f["start"], f["end"] + recovery_s) for f in faults if f["end"] is not None]
+    ended = sorted((f for f in faults if f["end"] is not None), key=lambda f: f["start"])
+    windows = [(f["start"], f["end"] + recovery_s) for f in ended]
     after = ok_calls[bisect.bisect_left(dues, baseline[1]):]
     keep = outside_windows([(due, due + lat / 1e6) for due, lat in after], windows)
     outside = [after[i][1] for i in keep]
     outside_p99 = percentile(outside, 0.99)
     recoveries = []
-    for f in faults:
-        if f["end"] is None:
-            continue
+    steady_from = baseline[1]
+    for f in ended:
+        gap = between(steady_from, f["start"])
+        gap_p99 = percentile(gap, 0.99) if len(gap) >= min_calls else float("nan")
+        local = factor * max(base_p99, 0 if math.isnan(gap_p99) else gap_p99)
+        steady_from = f["end"] + recovery_s
         back = None
         worst = float("nan")
         for step in range(int(recovery_s / 0.5) + 1):
-            w0 = f["end"] + 0.5 * step
-            lats = [lat for _, lat in ok_calls[bisect.bisect_left(dues, w0):
-                                               bisect.bisect_left(dues, w0 + window_s)]]
+            lats = between(f["end"] + 0.5 * step, f["end"] + 0.5 * step + window_s)
             p = percentile(lats, 0.99) if len(lats) >= min_calls else float("nan")
             if step == 0:
                 worst = p
-            if not math.isnan(p) and p <= bound:
+            if not math.isnan(p) and p <= local:
                 back = 0.5 * step
                 break
         recoveries.append({"id": f.get("id", 0), "kind": f["kind"], "p99_at_end_ms": worst / 1e3,
+                           "gap_before_p99_ms": gap_p99 / 1e3, "bound_ms": local / 1e3,
                            "back_after_s": back, "ok": back is not None})
-    return {"baseline_calls": len(base), "baseline_p99_ms": base_p99 / 1e3,
+    return {"baseline_calls": len(between(*baseline)), "baseline_p99_ms": base_p99 / 1e3,
             "bound_ms": bound / 1e3, "factor": factor, "outside_calls": len(outside),
             "outside_p99_ms": outside_p99 / 1e3,
             "outside_ok": len(outside) > 0 and not math.isnan(base_p99) and outside_p99 <= bound,

@@ -167,6 +167,14 @@ class Latency(unittest.TestCase):
         r = inv.latency_report(calls, [fault("redis_freeze", 20, 22)], (0, 20), 1.5, 3, 2)
         self.assertFalse(r["recoveries"][0]["ok"])
 
+    def test_a_host_slower_since_the_baseline_is_not_a_fault_tail(self):
+        # The steady gap before the fault is as slow as after it: recovered.
+        calls = self.calls(0, 20, 1000) + self.calls(20, 30, 2000) + \
+            self.calls(30, 32, 9000) + self.calls(32, 40, 2500)
+        r = inv.latency_report(calls, [fault("bad_model", 30, 32)], (0, 20), 1.5, 3, 2)
+        self.assertEqual(r["recoveries"][0]["back_after_s"], 0.0)
+        self.assertAlmostEqual(r["recoveries"][0]["bound_ms"], 3.0)
+
     def test_windows_are_excluded_by_one_sweep(self):
         spans = [(0, 1), (5, 6), (9, 12), (20, 21)]
         self.assertEqual(inv.outside_windows(spans, [(4, 5.5), (11, 15)]), [0, 3])

@@ -3,9 +3,11 @@ run recorded, written as a text report, its JSON and a timeline PNG
 (qps, p99, errors, log drops, RSS per replica, each fault marked) in --out.
 """
 
+import argparse
 import json
 import math
 import os
+import threading
 import time
 
 import soak_invariants as inv
@@ -140,8 +142,8 @@ def text_report(soak, v):
     lines.append("mode %s, seed %d, Redis %s, %.1f min wall, started %s" % (
         "short (CI)" if a.short else "%g min" % a.minutes, a.seed,
         "Cluster (3 masters)" if a.cluster else "one node",
-        (time.time() - soak.rec.t0) / 60, time.strftime("%Y-%m-%d %H:%M:%S",
-                                                        time.localtime(soak.rec.t0))))
+        (ph["end"] - soak.rec.t0) / 60, time.strftime("%Y-%m-%d %H:%M:%S",
+                                                      time.localtime(soak.rec.t0))))
     lines.append("peak %.0f calls/s (closed loop); load %.1f calls/s open loop (%.0f %% of the "
                  "peak%s), %d candidates; load %.0f s, nemesis %.0f s; %d calls" % (
                      soak.peak["qps"], soak.qps, 100 * soak.qps / soak.peak["qps"],
@@ -149,7 +151,7 @@ def text_report(soak, v):
                      a.candidates, ph["load_stop"] - ph["load_start"],
                      ph["nemesis_end"] - ph["nemesis_start"], v["calls"]))
     lines.append("machine: load average %s on %d CPUs at the end" % (
-        " ".join("%.1f" % x for x in os.getloadavg()), os.cpu_count()))
+        " ".join("%.1f" % x for x in ph["loadavg"]), ph["cpus"]))
     lines.append("")
     lines.append("Invariants")
     for name, good, detail in v["invariants"]:
@@ -311,7 +313,61 @@ def timeline(soak, v, path):
     plt.close(fig)
 
 
-def write(soak):
+RECORD_FIELDS = ("faults", "samples", "exits", "flushed", "last_counts", "live", "hostile",
+                 "redis_clients")
+
+
+def save_record(soak):
+    """Everything the verdict is computed from, so `soak.py --reanalyze DIR`
+    can compute it again (other bounds, a fixed check) without a new run:
+    record.json and calls.tsv (due, latency us, code, version, source)."""
+    rec = soak.rec
+    with rec.lock:
+        data = {k: getattr(rec, k) for k in RECORD_FIELDS}
+        calls = list(rec.calls)
+    data.update(args=vars(soak.args), t0=rec.t0, phases=soak.phases, peak=soak.peak,
+                qps=soak.qps, in_flight_bound=soak.in_flight_bound,
+                final_counts=soak.final_counts, published=soak.published(), work=soak.work)
+    with open(os.path.join(soak.args.out, "record.json"), "w") as f:
+        json.dump(data, f, default=lambda x: sorted(x) if isinstance(x, set) else str(x))
+    with open(os.path.join(soak.args.out, "calls.tsv"), "w") as f:
+        for c in calls:
+            f.write("%.6f\t%.1f\t%s\t%s\t%s\n" % c)
+
+
+class Replay:
+    """A finished run read back from its --out directory, with the
+    attributes the verdict reads (soak.Soak's)."""
+
+    def __init__(self, out, overrides):
+        with open(os.path.join(out, "record.json")) as f:
+            data = json.load(f)
+        args = dict(data["args"], out=out)
+        args.update({k: v for k, v in overrides.items() if v is not None})
+        self.args = argparse.Namespace(**args)
+        self.rec = argparse.Namespace(lock=threading.Lock(), t0=data["t0"], calls=[])
+        for k in RECORD_FIELDS:
+            setattr(self.rec, k, data[k])
+        for k in ("exits", "flushed", "last_counts"):  # JSON made the pids strings.
+            setattr(self.rec, k, {int(pid): v for pid, v in getattr(self.rec, k).items()})
+        self.rec.faults = [dict(f, checks=[tuple(c) for c in f["checks"]])
+                           for f in self.rec.faults]
+        self.rec.hostile = [tuple(h) for h in self.rec.hostile]
+        with open(os.path.join(out, "calls.tsv")) as f:
+            for line in f:
+                due, lat, code, version, source = line.rstrip("\n").split("\t")
+                self.rec.calls.append((float(due), float(lat), code, version, source))
+        for k in ("phases", "peak", "qps", "in_flight_bound", "final_counts", "work"):
+            setattr(self, k, data[k])
+        self._published = [tuple(p) for p in data["published"]]
+
+    def published(self):
+        return self._published
+
+
+def write(soak, save=True):
+    if save:
+        save_record(soak)
     v = evaluate(soak)
     out = soak.args.out
     text = text_report(soak, v)
