@@ -9,6 +9,21 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "client/tls.h"
+#include "codec/builtin_codecs.h"
+
+ABSL_FLAG(std::string, target, "localhost:50051",
+          "Server: host:port, dns:///name:port (every address of the name), "
+          "ipv4:a:port,b:port (a list of replicas) or host:port,host:port (each resolved at "
+          "start); calls are balanced over them by --lb_policy.");
+ABSL_FLAG(std::string, codec, "",
+          absl::StrCat("Codecs to accept, most preferred first, comma-separated (empty: the "
+                       "server's default). Known: ",
+                       rankwire::BuiltinCodecNames(), "."));
+ABSL_FLAG(std::string, log_mode, "default", "default, store, inline or none.");
+ABSL_FLAG(uint32_t, candidates, 500, "Candidates per generated request.");
+ABSL_FLAG(uint32_t, top_n, 10, "Items each response shows: read in full, as a caller does.");
+ABSL_FLAG(uint64_t, seed, 20261129, "Workload seed of the generated requests.");
+ABSL_FLAG(int, deadline_ms, 5000, "Per-call deadline.");
 
 ABSL_FLAG(std::string, lb_policy, "round_robin",
           "Load balancing over the addresses the target resolves to: round_robin "

@@ -27,6 +27,7 @@
 // "keys", and VALUE "i:<decimal>", "f:<float bits>", "d:<double bits>" or
 // "s:<hex>". The outcome is the C++ codec's Decode (Open + Materialize).
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -173,6 +174,15 @@ void CorpusCases(Writer& w, const std::string& corpus,
 }
 
 int Run(const std::string& dir, int random_results, const std::string& corpus) {
+  // The directory is made if missing (docs/CLIENTS.md runs it on a fresh
+  // path); one that cannot be written is an error, not a silent no-op.
+  std::error_code made;
+  std::filesystem::create_directories(dir, made);
+  if (made || !std::ofstream(dir + "/cases.json")) {
+    std::fprintf(stderr, "cannot write to %s: %s\n", dir.c_str(),
+                 made ? made.message().c_str() : std::strerror(errno));
+    return 1;
+  }
   std::vector<std::unique_ptr<CodecRegistry>> registries;
   std::vector<std::pair<std::string, const Codec*>> codecs;
   // The built-in codecs `names` of a registry made with `options`.
@@ -236,7 +246,13 @@ int Run(const std::string& dir, int random_results, const std::string& corpus) {
   if (!corpus.empty()) {
     CorpusCases(w, corpus, {codecs[0], codecs[1], codecs[2]});
   }
-  std::ofstream(dir + "/cases.json") << "{\"cases\": [\n" << w.json << "\n]}\n";
+  std::ofstream cases(dir + "/cases.json");
+  cases << "{\"cases\": [\n" << w.json << "\n]}\n";
+  cases.close();
+  if (!cases) {
+    std::fprintf(stderr, "cannot write %s/cases.json\n", dir.c_str());
+    return 1;
+  }
 
   std::printf("wrote %d payloads and their decodes to %s\n", w.files, dir.c_str());
   return 0;
