@@ -31,7 +31,9 @@ listed in the report with its time and the fault in force):
              burst is in force;
   versions   every answer's model version was published good, and not
              superseded more than --stale_s before the call;
-  logs       each replica's log counts add up, handed = stored + dropped
+  logs       no log line dropped or unknown while no Redis fault or
+             overload burst is in force (Redis up, room in the queue);
+             each replica's log counts add up, handed = stored + dropped
              (every reason) + unknown + in flight, in every scrape (in
              flight at most the queue's bound), after the final drain (in
              flight 0), and in the exit line of each SIGTERMed replica;
@@ -57,7 +59,6 @@ Exit status 0 if every invariant holds, 1 otherwise.
 """
 
 import argparse
-import json
 import os
 import random
 import signal
@@ -142,6 +143,7 @@ class Recorder:
         self.exits = {}          # pid -> exit record
         self.flushed = {}        # pid -> exit line's counts
         self.last_counts = {}    # pid -> last scrape's log counts
+        self.last_counts_at = {}  # pid -> when
         self.live = []           # (t, text): violations as they were seen
         self.hostile = []        # soak_hostile results
         self.seen_identity = set()
@@ -262,7 +264,9 @@ class Monitor(threading.Thread):
         ok, text = inv.identity(counts, self.soak.in_flight_bound)
         with rec.lock:
             before = rec.last_counts.get(pid)
+            before_t = rec.last_counts_at.get(pid)
             rec.last_counts[pid] = counts
+            rec.last_counts_at[pid] = now
             first = (pid, ok) not in rec.seen_identity
             rec.seen_identity.add((pid, ok))
         if not ok and first:  # Once per process: a broken identity repeats.
@@ -270,6 +274,8 @@ class Monitor(threading.Thread):
         shrunk = inv.monotonic(before or {}, counts)
         if shrunk:
             rec.violation(now, "%s (pid %d) log counts went down: %s" % (name, pid, shrunk))
+        if before is not None:
+            self.soak.check_loss(name, pid, before_t, before, now, counts)
 
 
 class Soak:
@@ -377,6 +383,18 @@ class Soak:
         rec.note_exits()
         self.phases.update(end=time.time(), loadavg=os.getloadavg(), cpus=os.cpu_count())
 
+    def check_loss(self, name, pid, t0, c0, t1, c1):
+        """Lines dropped or unknown between two readings of one process
+        with no Redis fault or overload in force (from the baseline on:
+        the peak measurement overloads on purpose)."""
+        if t0 < self.phases.get("load_start", float("inf")) + 3:
+            return
+        with self.rec.lock:
+            faults = [dict(f) for f in self.rec.faults]
+        for x in inv.log_loss([(t0, c0), (t1, c1)], faults, now=t1):
+            self.rec.violation(t1, "%s (pid %d) lost log lines with Redis up and room in the "
+                               "queue: %s; in force: %s" % (name, pid, x["lost"], x["in_force"]))
+
     def _drained(self, r):
         m = r.metrics()
         if m is None:
@@ -388,9 +406,14 @@ class Soak:
         """The exit line's counts of a replica stopped by SIGTERM."""
         counts = fleet.flushed_counts(r.output())
         pid = r.proc.pid
+        now = time.time()
         with self.rec.lock:
-            self.rec.flushed[pid] = {"name": r.name, "start": r.starts, "counts": counts}
+            self.rec.flushed[pid] = {"name": r.name, "start": r.starts, "counts": counts,
+                                     "t": now}
             before = self.rec.last_counts.get(pid)
+            before_t = self.rec.last_counts_at.get(pid)
+        if before is not None and counts is not None:
+            self.check_loss(r.name, pid, before_t, before, now, counts)
         ok, text = inv.identity(counts)
         if not ok:
             self.rec.violation(time.time(), "%s (pid %d) exit line: %s" % (r.name, pid, text))

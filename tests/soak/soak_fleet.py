@@ -403,6 +403,7 @@ class Replica:
         self.proc = None
         self.starts = 0
         self.log_path = None
+        self.previous_log_path = None
 
     @property
     def name(self):
@@ -415,6 +416,7 @@ class Replica:
     def start(self, timeout=30):
         """Starts it; returns the start-up line's model= value."""
         self.starts += 1
+        self.previous_log_path = self.log_path
         self.log_path = os.path.join(self.work, "%s.%d.log" % (self.name, self.starts))
         with open(self.log_path, "w") as out:
             self.proc = subprocess.Popen(
@@ -433,8 +435,9 @@ class Replica:
             time.sleep(0.02)
         raise RuntimeError("%s did not start:\n%s" % (self.name, self.output()[-4000:]))
 
-    def output(self):
-        with open(self.log_path, errors="replace") as f:
+    def output(self, previous=False):
+        """This start's log (`previous`: the start before, one just stopped)."""
+        with open(self.previous_log_path if previous else self.log_path, errors="replace") as f:
             return f.read()
 
     def metrics(self):

@@ -120,6 +120,36 @@ def identity(counts, in_flight_bound=None, final=False):
     return ok, text
 
 
+# Faults during which log lines may be lost, counted: the log store is
+# down or stalled, or the queue is full because the fleet is overloaded.
+LOSSY_KINDS = {"redis_freeze", "redis_restart", "drain_during_redis_freeze", "overload"}
+LOSS = DROPPED + ("unknown",)
+
+
+def lost(before, after):
+    """Lines dropped (any reason) or unknown between two readings."""
+    return {k: after.get(k, 0) - before.get(k, 0) for k in LOSS
+            if after.get(k, 0) > before.get(k, 0)}
+
+
+def log_loss(readings, faults, grace=3.0, now=None):
+    """"While Redis is up and the queue has room, no log is lost": every
+    pair of consecutive readings of one process ((time, counts), in order)
+    whose counts of dropped or unknown lines grew while no lossy fault (a
+    Redis fault, an overload burst) was in force. Returns dicts."""
+    out = []
+    for (t0, c0), (t1, c1) in zip(readings, readings[1:]):
+        delta = lost(c0, c1)
+        if not delta:
+            continue
+        in_force = [f for f in faults_in_force(faults, t0, t1, grace, now)
+                    if f["kind"] in LOSSY_KINDS]
+        if not in_force:
+            out.append({"from": t0, "to": t1, "lost": delta,
+                        "in_force": describe(faults_in_force(faults, t0, t1, grace, now))})
+    return out
+
+
 def monotonic(before, after):
     """Counts that only grow between two readings of one process; the
     outcomes that shrank."""

@@ -111,6 +111,22 @@ class Identity(unittest.TestCase):
                                        {"stored": 4, "in_flight": 0}), ["stored"])
 
 
+class LogLoss(unittest.TestCase):
+    def test_loss_during_a_redis_fault_or_an_overload_is_allowed(self):
+        readings = [(10, {"stored": 100}), (11, {"stored": 150, "dropped_store_error": 5}),
+                    (20, {"stored": 200, "dropped_store_error": 5}),
+                    (21, {"stored": 250, "dropped_store_error": 5, "dropped_queue_full": 9})]
+        faults = [fault("redis_freeze", 10.5, 12, 1), fault("overload", 20.2, 23, 2)]
+        self.assertEqual(inv.log_loss(readings, faults), [])
+
+    def test_loss_with_redis_up_and_room_in_the_queue_fails(self):
+        readings = [(10, {"stored": 100}), (11, {"stored": 150, "unknown": 1}),
+                    (12, {"stored": 160, "unknown": 1, "dropped_shutdown": 3})]
+        out = inv.log_loss(readings, [fault("kill_replica", 10.2, 11, 1)])
+        self.assertEqual([x["lost"] for x in out], [{"unknown": 1}, {"dropped_shutdown": 3}])
+        self.assertEqual(out[0]["in_force"], "kill_replica#1")
+
+
 class Exits(unittest.TestCase):
     def test_requested_with_the_expected_status_passes(self):
         self.assertEqual(inv.exit_violations([{"name": "r1", "pid": 1, "status": -9,

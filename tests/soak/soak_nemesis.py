@@ -22,6 +22,14 @@ Kinds (each occurrence of a kind takes the next of its variants):
                          start NOT_SERVING on rank.v1.RankService ("" stays
                          SERVING) and stay up; once a good version is
                          published it must serve it.
+  drain_during_reload    a new good version published and, within one poll
+                         interval, a replica SIGTERMed: its reload races its
+                         drain; it must exit 0 with its log counts adding up,
+                         and serve the new version once restarted.
+  drain_during_redis_freeze
+                         a Redis node frozen, then a replica SIGTERMed: its
+                         log flush must give up after --log_flush_ms, exit 0
+                         with every line counted; Redis thawed once it exits.
   hostile_burst          2 s of garbage and hostile requests to every
                          replica (soak_hostile); each must be refused
                          cleanly and every replica must stay up.
@@ -40,7 +48,8 @@ import soak_fleet as fleet
 from soak_hostile import Hostile
 
 KINDS = ["kill_replica", "drain_replica", "redis_freeze", "redis_restart", "good_model",
-         "bad_model", "restart_in_bad_window", "hostile_burst", "overload"]
+         "bad_model", "restart_in_bad_window", "drain_during_reload",
+         "drain_during_redis_freeze", "hostile_burst", "overload"]
 
 
 def short_schedule(rng, per_kind):
@@ -308,6 +317,49 @@ class Nemesis:
                            "%s serving it after %.1f s" % (
                                n, breakage, "alone" if only else "beside good versions", r.name,
                                sig.name, status, outcome, good, r.name, back))
+
+    def drain_during_reload(self, fault, occurrence):
+        r = self.victim(occurrence)
+        n = self.soak.models.publish_good()
+        delay = self.rng.uniform(0, self.poll_s)
+        time.sleep(delay)
+        status = self.stop_replica(r, signal.SIGTERM)
+        reloaded = "ecom_search_lr@soak-%d" % n in r.output()
+        model = self.start_replica(r)
+        self.check(fault, model == fleet.ModelDir.version_name(n), "%s started on soak-%d "
+                   "(start-up model=%s)" % (r.name, n, model))
+        back = self.serves_again(fault, r, n)
+        took = self.everyone_serves(fault, n)
+        fault["detail"] = ("soak-%d published, %s SIGTERMed %.2f s later (exit %s; %s before "
+                           "it stopped); serving again %.1f s after start, every replica on "
+                           "soak-%d after %.1f s" % (
+                               n, r.name, delay, status,
+                               "it had loaded soak-%d" % n if reloaded else "no reload",
+                               back, n, took))
+
+    def drain_during_redis_freeze(self, fault, occurrence):
+        r = self.victim(occurrence)
+        node = self._redis_node()
+        node.proc.send_signal(signal.SIGSTOP)
+        try:
+            time.sleep(0.5)
+            t = time.time()
+            status = self.stop_replica(r, signal.SIGTERM)
+            took = time.time() - t
+        finally:
+            node.proc.send_signal(signal.SIGCONT)
+        # Drain 1 s + in-flight calls + the flush's 2 s at most, and slack.
+        self.check(fault, took < 1 + 3 + 2 + 3, "%s stopped in %.1f s with Redis frozen" % (
+            r.name, took))
+        self.check(fault, fleet.wait_for(self.soak.redis.healthy, 30, step=0.1),
+                   "Redis healthy again")
+        self.start_replica(r)
+        back = self.serves_again(fault, r)
+        stored = self.stores_again(fault)
+        counts = fleet.flushed_counts(r.output(previous=True))
+        fault["detail"] = ("%s frozen, %s SIGTERMed: exit %s after %.1f s, exit line %s; "
+                           "serving again %.1f s after restart, storing logs after %.1f s" % (
+                               node.name, r.name, status, took, counts, back, stored))
 
     def hostile_burst(self, fault, occurrence):
         results = self.hostile.burst(self.soak.replicas, 2.0, self.rng, time.time)

@@ -16,6 +16,7 @@ FAULT_COLORS = {
     "kill_replica": "#d62728", "drain_replica": "#ff7f0e", "redis_freeze": "#1f77b4",
     "redis_restart": "#17becf", "good_model": "#2ca02c", "bad_model": "#9467bd",
     "restart_in_bad_window": "#e377c2", "hostile_burst": "#7f7f7f", "overload": "#bcbd22",
+    "drain_during_reload": "#8c564b", "drain_during_redis_freeze": "#393b79",
 }
 
 
@@ -48,7 +49,17 @@ def resources(soak, faults):
         ok, text = inv.flatness([(s["rss"], s["fds"], s["redis_conns"]) for s in a0],
                                 [(s["rss"], s["fds"], s["redis_conns"]) for s in a1],
                                 1 + a.rss_growth, a.fd_slack, 0)
-        out.append({"replica": samples[0]["replica"], "pid": pid, "ok": ok, "text": text})
+        out.append({"name": "replica%d (pid %d)" % (samples[0]["replica"], pid),
+                    "replica": samples[0]["replica"], "ok": ok, "text": text})
+    # Redis's side: its clients (the replicas' connections and this
+    # monitor's own) the same in both minutes.
+    clients = [{"t": t, "n": n} for t, n in soak.rec.redis_clients]
+    c0 = [c["n"] for c in _steady(clients, faults, a.recovery_s, *first)]
+    c1 = [c["n"] for c in _steady(clients, faults, a.recovery_s, *last)]
+    ok = len(c0) >= 3 and len(c1) >= 3 and inv.median(c0) == inv.median(c1)
+    out.append({"name": "Redis", "replica": None, "ok": ok,
+                "text": "connected_clients %s -> %s (medians, %d and %d samples)" % (
+                    inv.median(c0), inv.median(c1), len(c0), len(c1))})
     return out
 
 
@@ -72,6 +83,26 @@ def log_identities(soak):
     return out
 
 
+def log_losses(soak, faults):
+    """Lines lost with Redis up and room in the queue, per replica process,
+    from its scrapes (from 3 s into the load: the peak measurement before
+    it overloads on purpose) and its exit line."""
+    rec = soak.rec
+    readings = {}
+    start = soak.phases["load_start"] + 3
+    for s in rec.samples:
+        if s.get("counts") and s["t"] >= start:
+            readings.setdefault(s["pid"], []).append((s["t"], s["counts"]))
+    for pid, f in rec.flushed.items():
+        if f["counts"] is not None and f.get("t") and pid in readings:
+            readings[pid].append((f["t"], f["counts"]))
+    out = []
+    for pid, rs in sorted(readings.items()):
+        for x in inv.log_loss(rs, faults):
+            out.append(dict(x, pid=pid))
+    return out
+
+
 def evaluate(soak):
     a = soak.args
     rec = soak.rec
@@ -86,6 +117,7 @@ def evaluate(soak):
                                  a.window_s)
     res = resources(soak, faults)
     logs = log_identities(soak)
+    losses = log_losses(soak, faults)
     exit_problems = inv.exit_violations([dict(e, expected=set(e["expected"])) for e in exits])
     fault_problems = ["#%d %s: %s" % (f["id"], f["kind"], text)
                       for f in faults for ok, text in f["checks"] if not ok]
@@ -105,6 +137,11 @@ def evaluate(soak):
          all(x["ok"] for x in final.values()),
          "%d processes; after the final drain: %s" % (len(logs), "; ".join(
              "%s %s" % (k, v["text"]) for k, v in sorted(final.items())))),
+        ("logs: none lost while Redis is up and the queue has room", not losses,
+         "%d times lines were dropped or unknown with no Redis fault or overload in force%s" % (
+             len(losses), "".join("; pid %d %+.1f s..%+.1f s: %s (in force: %s)" % (
+                 x["pid"], x["from"] - rec.t0, x["to"] - rec.t0, x["lost"], x["in_force"])
+                 for x in losses[:10]))),
         ("exits: no crash, every exit requested with its status", not exit_problems,
          "%d exits" % len(exits)),
         ("faults: each fault's expectations", not fault_problems,
@@ -112,8 +149,8 @@ def evaluate(soak):
         ("faults: every kind covered", not missing, "by kind: %s%s" % (
             kinds, "" if not missing else "; missing " + ", ".join(missing))),
         ("resources: RSS, fds, Redis connections flat", bool(replica0) and
-         all(r["ok"] for r in res), "%d processes compared (replica 0: %s)" % (
-             len(res), "yes" if replica0 else "NOT COMPARED")),
+         all(r["ok"] for r in res), "%d processes compared (replica 0: %s) and Redis's clients" % (
+             len(res) - 1, "yes" if replica0 else "NOT COMPARED")),
         ("latency: p99 outside faults <= %.1fx baseline" % a.p99_factor, latency["outside_ok"],
          "baseline p99 %.1f ms (%d calls), outside faults %.1f ms (%d calls), bound %.1f ms" % (
              latency["baseline_p99_ms"], latency["baseline_calls"], latency["outside_p99_ms"],
@@ -126,6 +163,7 @@ def evaluate(soak):
     return {"invariants": invariants, "failures": failures, "versions": versions,
             "latency": latency, "resources": res, "logs": logs, "exits": exits,
             "exit_problems": exit_problems, "fault_problems": fault_problems, "faults": faults,
+            "losses": losses,
             "calls": len(calls)}
 
 
@@ -187,12 +225,7 @@ def text_report(soak, v):
     lines.append("")
     lines.append("Resources, first minute -> last minute (processes alive in both)")
     for x in v["resources"]:
-        lines.append("  %-4s replica%d (pid %d): %s" % ("ok" if x["ok"] else "FAIL",
-                                                       x["replica"], x["pid"], x["text"]))
-    clients = soak.rec.redis_clients
-    if clients:
-        lines.append("  Redis connected_clients: first %d, last %d, max %d" % (
-            clients[0][1], clients[-1][1], max(c for _, c in clients)))
+        lines.append("  %-4s %s: %s" % ("ok" if x["ok"] else "FAIL", x["name"], x["text"]))
     lines.append("")
     lines.append("Exits")
     for e in sorted(v["exits"], key=lambda e: e["t"]):
