@@ -40,6 +40,9 @@ ABSL_FLAG(std::string, tls_cert_file, "",
 ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file.");
 ABSL_FLAG(std::string, tls_server_name, "",
           "Name to verify in the server's certificate instead of the target's host.");
+ABSL_FLAG(std::string, grpc_transport_args, rankwire::rpc::kDefaultTransportArgs,
+          "gRPC HTTP/2 and TCP arguments of the channel, name=value,... (empty: gRPC's "
+          "defaults).");
 ABSL_FLAG(std::string, service_config, "",
           "A gRPC service config (JSON, or @file) that replaces --lb_policy, "
           "--max_attempts and --health_service.");
@@ -51,6 +54,10 @@ absl::StatusOr<ChannelOptions> ChannelOptionsFromFlags() {
   options.lb_policy = absl::GetFlag(FLAGS_lb_policy);
   options.max_attempts = absl::GetFlag(FLAGS_max_attempts);
   options.health_service = absl::GetFlag(FLAGS_health_service);
+  absl::StatusOr<rpc::TransportArgs> transport =
+      rpc::ParseTransportArgs(absl::GetFlag(FLAGS_grpc_transport_args));
+  if (!transport.ok()) return transport.status();
+  options.transport_args = *std::move(transport);
   std::string config = absl::GetFlag(FLAGS_service_config);
   if (absl::StartsWith(config, "@")) {
     std::ifstream in(config.substr(1));

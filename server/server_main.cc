@@ -29,6 +29,7 @@
 #include "server/protobuf_log.h"
 #include "server/server.h"
 #include "server/tls.h"
+#include "server/xgboost_scorer.h"
 #include "spdlog/spdlog.h"
 #ifdef RANKWIRE_JEMALLOC_CONF
 #include "server/jemalloc_conf.h"
@@ -135,6 +136,9 @@ ABSL_FLAG(int, drain_ms, 0,
           "On SIGTERM/SIGINT, how long to keep serving while reporting NOT_SERVING "
           "on the health service, so load balancers move traffic away first.");
 ABSL_FLAG(int, log_flush_ms, 2000, "On shutdown, how long to flush queued logs.");
+ABSL_FLAG(std::string, grpc_transport_args, rankwire::rpc::kDefaultTransportArgs,
+          "gRPC HTTP/2 and TCP arguments of the gRPC port, name=value,... (empty: "
+          "gRPC's defaults); docs/OPERATING.md says why these.");
 ABSL_FLAG(int, max_connection_age_ms, 0,
           "Close each client connection (with GOAWAY, after its calls finish) this "
           "long after it opened, so clients re-resolve DNS and spread over replicas "
@@ -412,6 +416,7 @@ absl::Status WorkFromFlags(ServerOptions* o) {
   }
   o->model_admin_rpc = absl::GetFlag(FLAGS_model_admin_rpc);
   ASSIGN_OR_RETURN(o->model_load, ModelLoadOptionsFromFlags());
+  o->limits.max_explain_items = o->model_load.explain.max_explain_items;
   return MessageLimitsFromFlags(o);
 }
 
@@ -426,6 +431,8 @@ absl::Status EdgesFromFlags(ServerOptions* o) {
   o->metrics_port = absl::GetFlag(FLAGS_metrics_port);
   o->metrics_address = absl::GetFlag(FLAGS_metrics_address);
   o->max_connection_age = absl::Milliseconds(absl::GetFlag(FLAGS_max_connection_age_ms));
+  ASSIGN_OR_RETURN(o->transport_args,
+                   rpc::ParseTransportArgs(absl::GetFlag(FLAGS_grpc_transport_args)));
   o->phase_cpu_sample_every = absl::GetFlag(FLAGS_phase_cpu_sample_every);
   o->drain = absl::Milliseconds(absl::GetFlag(FLAGS_drain_ms));
   o->shutdown_grace = absl::Milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms));
