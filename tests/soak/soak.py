@@ -36,7 +36,9 @@ listed in the report with its time and the fault in force):
              each replica's log counts add up, handed = stored + dropped
              (every reason) + unknown + in flight, in every scrape (in
              flight at most the queue's bound), after the final drain (in
-             flight 0), and in the exit line of each SIGTERMed replica;
+             flight 0), and in the exit line of each SIGTERMed replica
+             (a server without handed/unknown: the bounds its enqueued
+             count allows, soak_invariants.enqueued_bound);
   exits      no crash: every exit was requested, with its expected status;
   faults     each fault's own expectations (a restarted replica serves
              again; one restarted while the model is broken starts on the
@@ -400,7 +402,9 @@ class Soak:
         if m is None:
             return None
         counts = fleet.log_counts(m)
-        return counts if counts.get("in_flight", 0) == 0 else None
+        if "in_flight" not in counts:  # A server without it: its queue's gauge.
+            return counts if m.get("rankwire_log_queue_requests", 1) == 0 else None
+        return counts if counts["in_flight"] == 0 else None
 
     def note_flushed(self, r):
         """The exit line's counts of a replica stopped by SIGTERM."""
@@ -414,7 +418,7 @@ class Soak:
             before_t = self.rec.last_counts_at.get(pid)
         if before is not None and counts is not None:
             self.check_loss(r.name, pid, before_t, before, now, counts)
-        ok, text = inv.identity(counts)
+        ok, text = inv.identity(inv.with_enqueued_min(counts, before))
         if not ok:
             self.rec.violation(time.time(), "%s (pid %d) exit line: %s" % (r.name, pid, text))
         if before and counts:

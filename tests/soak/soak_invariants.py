@@ -101,8 +101,10 @@ def identity(counts, in_flight_bound=None, final=False):
     (ok, text)."""
     if counts is None:
         return False, "no counts"
-    if "handed" not in counts or "unknown" not in counts:
-        return False, "the server does not count handed/unknown lines: %s" % sorted(counts)
+    if "handed" not in counts:
+        return enqueued_bound(counts, in_flight_bound, final)
+    if "unknown" not in counts:
+        return False, "the server counts handed lines but not unknown ones: %s" % sorted(counts)
     accounted = counts.get("stored", 0) + sum(counts.get(k, 0) for k in DROPPED) + \
         counts["unknown"]
     in_flight = counts.get("in_flight", 0)
@@ -118,6 +120,43 @@ def identity(counts, in_flight_bound=None, final=False):
         ok = False
         text += "; in flight over the queue's bound %d" % in_flight_bound
     return ok, text
+
+
+def enqueued_bound(counts, in_flight_bound=None, final=False):
+    """What a server without the handed/unknown outcomes allows (it counts
+    lines enqueued, and drops at the queue's door in the same dropped
+    counters as drops after it): every enqueued line ends stored, dropped
+    on a failed write or at shutdown, or still queued, so
+        enqueued <= stored + dropped_store_error + dropped_shutdown + queued
+    (queued at most `in_flight_bound`; 0 when `final`), and, once drained
+    (`final`: scrapes are not atomic across outcomes, so only then),
+        stored <= enqueued.
+    An exit line has no enqueued count: "enqueued_min" (the last scrape's)
+    stands for it, the first bound only. Returns (ok, text)."""
+    enqueued = counts.get("enqueued", counts.get("enqueued_min"))
+    if enqueued is None:
+        return False, "the server counts neither handed nor enqueued lines: %s" % sorted(counts)
+    stored = counts.get("stored", 0)
+    ended = stored + counts.get("dropped_store_error", 0) + counts.get("dropped_shutdown", 0)
+    queued = 0 if final else (in_flight_bound or 0)
+    ok = enqueued <= ended + queued
+    text = "enqueued %s%d <= stored %d + dropped after the queue %d + queued <= %d (no " \
+        "handed count: bounds, not the exact identity)" % (
+            "" if "enqueued" in counts else ">= ", enqueued, stored, ended - stored, queued)
+    if final and "enqueued" in counts:
+        ok = ok and stored <= enqueued
+        text += "; stored %d <= enqueued %d" % (stored, enqueued)
+    return ok, text
+
+
+def with_enqueued_min(exit_counts, last_scrape):
+    """An exit line's counts, with the last scrape's enqueued count as a
+    lower bound when the server counts no handed lines (see
+    enqueued_bound)."""
+    if exit_counts is None or "handed" in exit_counts or not last_scrape or \
+            "enqueued" not in last_scrape:
+        return exit_counts
+    return dict(exit_counts, enqueued_min=last_scrape["enqueued"])
 
 
 # Faults during which log lines may be lost, counted: the log store is

@@ -102,9 +102,43 @@ class Identity(unittest.TestCase):
     def test_in_flight_over_the_queue_bound_fails(self):
         self.assertFalse(inv.identity(self.counts(), in_flight_bound=19)[0])
 
-    def test_a_server_without_handed_and_unknown_fails(self):
-        self.assertFalse(inv.identity({"stored": 1, "enqueued": 1})[0])
+    def test_a_server_without_handed_or_enqueued_fails(self):
+        self.assertFalse(inv.identity({"stored": 1})[0])
+        self.assertFalse(inv.identity({"handed": 1, "stored": 1})[0])
         self.assertFalse(inv.identity(None)[0])
+
+
+class EnqueuedBound(unittest.TestCase):
+    """A server without handed/unknown (main before the logs-columns
+    change): enqueued <= stored + dropped after the queue + queued, and
+    stored <= enqueued once drained."""
+
+    def counts(self, **kw):
+        c = {"enqueued": 100, "stored": 70, "dropped_queue_full": 40,
+             "dropped_store_error": 10, "dropped_shutdown": 0}
+        c.update(kw)
+        return c
+
+    def test_lines_still_queued_within_the_bound_pass(self):
+        self.assertTrue(inv.identity(self.counts(), in_flight_bound=20)[0])
+        self.assertTrue(inv.identity(self.counts(stored=90), final=True)[0])
+
+    def test_a_line_lost_fails(self):
+        # 100 enqueued, 89 stored + 10 dropped on write: one line gone.
+        self.assertFalse(inv.identity(self.counts(stored=89), final=True)[0])
+        self.assertFalse(inv.identity(self.counts(), in_flight_bound=19)[0])
+
+    def test_more_stored_than_enqueued_fails_once_drained(self):
+        ok, text = inv.identity(self.counts(stored=101), final=True)
+        self.assertFalse(ok)
+        self.assertIn("stored 101 <= enqueued 100", text)
+
+    def test_an_exit_line_is_bounded_by_the_last_scrape(self):
+        line = {"stored": 95, "dropped_queue_full": 5, "dropped_store_error": 3,
+                "dropped_shutdown": 2}
+        self.assertTrue(inv.identity(inv.with_enqueued_min(line, self.counts()))[0])
+        self.assertFalse(inv.identity(inv.with_enqueued_min(line, self.counts(enqueued=101)))[0])
+        self.assertFalse(inv.identity(line)[0])
 
     def test_counts_that_go_down_are_found(self):
         self.assertEqual(inv.monotonic({"stored": 5, "in_flight": 3},

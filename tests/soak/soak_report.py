@@ -73,7 +73,8 @@ def log_identities(soak):
         names[s["pid"]] = ("replica%d" % s["replica"], s["start"])
     for pid, (name, start) in sorted(names.items(), key=lambda x: (x[1], x[0])):
         if pid in rec.flushed and rec.flushed[pid]["counts"] is not None:
-            ok, text = inv.identity(rec.flushed[pid]["counts"])
+            ok, text = inv.identity(inv.with_enqueued_min(rec.flushed[pid]["counts"],
+                                                          rec.last_counts.get(pid)))
             source = "exit line (SIGTERM)"
         else:
             ok, text = inv.identity(rec.last_counts.get(pid), soak.in_flight_bound)
