@@ -30,6 +30,7 @@ ApproxContributions::ApproxContributions(const XGBoostModel& model, size_t max_t
     compact_feature_[f] = static_cast<int32_t>(used_features_.size());
     used_features_.push_back(static_cast<int32_t>(f));
   }
+  used_features_.shrink_to_fit();
   if (TableBytes(model) <= max_table_bytes) {
     for (const XGBoostTree& tree : model.trees()) AddTreeTables(tree);
   } else {
