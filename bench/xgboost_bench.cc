@@ -362,9 +362,8 @@ void BM_Explain(benchmark::State& state, std::string key, int items, Explainer w
   }
   DMatrixHandle matrix;
   CheckXgb(XGDMatrixCreateFromMat(rows.data(), items, Features(e), NAN, &matrix));
-  const std::vector<float> theirs =
-      XGBoostContributions(e, items, which == Explainer::kApprox || which == Explainer::kApproxWalk,
-                           matrix);
+  const std::vector<float> theirs = XGBoostContributions(
+      e, items, which == Explainer::kApprox || which == Explainer::kApproxWalk, matrix);
   CheckXgb(XGDMatrixFree(matrix));
   explain();
   for (size_t i = 0; i < out.size(); ++i) {

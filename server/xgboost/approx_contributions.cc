@@ -218,7 +218,8 @@ void ApproxContributions::WalkTree(const Tree& tree, size_t count, const float* 
 size_t ApproxContributions::MemoryBytes() const {
   return trees_.capacity() * sizeof(Tree) + nodes_.capacity() * sizeof(Node) +
          splits_.capacity() * sizeof(Split) + leaf_steps_.capacity() * sizeof(StepRange) +
-         steps_.capacity() * sizeof(Step) + (used_features_.capacity() + compact_feature_.capacity()) * sizeof(int32_t);
+         steps_.capacity() * sizeof(Step) +
+         (used_features_.capacity() + compact_feature_.capacity()) * sizeof(int32_t);
 }
 
 // The lean walk: rows' steps added on the way down (see WalkTree).

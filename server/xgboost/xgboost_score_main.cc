@@ -39,7 +39,8 @@ ABSL_FLAG(int, contribs_rows, 0, "TreeSHAP contributions for this many first row
 ABSL_FLAG(std::string, contribs_out, "", "where to write them: float64, features + bias per row");
 ABSL_FLAG(std::string, contribs, "exact",
           "exact (TreeShap: pred_contribs), approx (ApproxContributions with its tables: "
-          "approx_contribs), approx_walk (the same, its lean walk) or reference (ReferenceTreeShap, the classic algorithm)");
+          "approx_contribs), approx_walk (the same, its lean walk) or reference "
+          "(ReferenceTreeShap, the classic algorithm)");
 ABSL_FLAG(std::string, shap_kernel, "auto", "TreeShap's kernel: auto or portable");
 ABSL_FLAG(int, max_depth, 16, "deepest tree accepted");
 ABSL_FLAG(bool, allow_unnamed_features, false, "accept a model without feature names (f0, ...)");
