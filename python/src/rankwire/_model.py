@@ -1,6 +1,6 @@
 """What a Result is made of: metric types, items (lazy), decoded items, caps.
 
-Public through `rankwire`; the readers (rankbin.py, protobuf_view.py) make
+Public through `rankwire`; the readers (rankbin.py, _protobuf_view.py) make
 the Items.
 """
 
