@@ -609,3 +609,10 @@ def _call(hmget: Hmget, fields: List[bytes]) -> List[Optional[bytes]]:
     if len(values) != len(fields):
         raise ValueError(f"hmget returned {len(values)} values for {len(fields)} fields")
     return [None if v is None else bytes(v) for v in values]
+
+
+if __name__ == "__main__":  # python -m rankwire.logs: the command line (_log_tool.py).
+    import sys
+
+    from rankwire._log_tool import main
+    sys.exit(main())
