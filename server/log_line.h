@@ -9,15 +9,17 @@
 //
 // (one line). LogLineFormat holds it as literal pieces and value fields;
 // from that one description it writes the text (the inline path), the log
-// store's layout and blocks (logstore/log_blocks.h: the values as they are,
-// rendered back to the same text when read), and bounds the text's size.
+// store's layout and columns (logstore/log_columns.h: the values as the
+// ranker holds them, rendered back to the same text when read), and bounds
+// the text's size.
 // A NUMBER is the value as binary32, printed with six significant digits
 // (absl::SixDigits, printf's %g), on every path.
 //
 // LogValues are the values a request's lines are made of, as the ranker
 // computed them, in candidate order with the rank order beside them: the
 // ranker hands them over (moved, not copied) when logs go to the store, and
-// a log writer thread writes them, off the ranking path.
+// a log writer thread sends them to the store, mostly from their own
+// memory, off the ranking path.
 //
 // Thread safety: plain values; a LogLineFormat is used by one thread.
 #ifndef RANKWIRE_SERVER_LOG_LINE_H_
@@ -31,7 +33,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
-#include "logstore/log_blocks.h"
+#include "logstore/log_columns.h"
 #include "logstore/log_store.h"
 #include "server/model.h"
 
@@ -86,12 +88,13 @@ class LogLineFormat {
   void AppendText(size_t rank, std::string* out) const;
   std::string Text(size_t rank) const;
 
-  // The store's layout for these lines: the first block holds the
-  // request's top_n items (at least one), later ones `block_items`.
-  logstore::BlockLayout Layout(uint32_t block_items) const;
-  // Every block of `layout` (this format's Layout()), appended to `fields`
-  // as "#0", "#1", ...
-  void WriteBlocks(const logstore::BlockLayout& layout, logstore::PackedFields* fields) const;
+  // The store's layout for these lines: "#0" holds the request's top_n
+  // items (at least one, at most all).
+  logstore::ColumnsLayout Layout() const;
+  // Every column of the lines, in slot order, into `writer` (made with
+  // this format's Layout() and the values' order). The writer may keep
+  // pointers into the values (ids, float columns).
+  void WriteColumns(logstore::ColumnsWriter* writer) const;
 
   // An upper bound on the text of one line: fixed_bytes + |id| + |source|;
   // shared_bytes of it are the same text in every line, in `fields` runs
@@ -126,8 +129,8 @@ class LogLineFormat {
   // The double column of a number field that is not a feature.
   const double* NumberColumn(const Field& f) const;
   // The string table of a request's lines: the recall sources, then (for a
-  // model that explains) each explanation, at explanation_base_ + c... see
-  // Layout().
+  // model that explains) the distinct explanations; candidate c's
+  // explanation is entry ExplanationIndex(c).
   uint32_t ExplanationIndex(size_t c) const;
 
   const LogValues& v_;
@@ -140,7 +143,9 @@ class LogLineFormat {
 };
 
 // The deferred form of a request's lines for the log store: the values,
-// written as blocks (or as text) when a log writer asks.
+// written as columns (or as text) when a log writer asks. It holds the
+// values (and the columns' writer) while the store's fields point into
+// them.
 std::unique_ptr<logstore::LogRenderer> MakeLogRenderer(std::unique_ptr<LogValues> values);
 
 }  // namespace rankwire::server
