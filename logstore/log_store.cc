@@ -188,7 +188,8 @@ absl::StatusOr<Attempt> FetchColumns(LogReader& reader, absl::string_view reques
     if (it == wanted.end()) continue;
     ASSIGN_OR_RETURN(out[it->second], top->Render(j));
   }
-  if (Missing(wanted, out)) {
+  // "#1" holds more than "#0" only when the request has more than top_n items.
+  if (layout->top_items < layout->items && Missing(wanted, out)) {
     // The three fields in one read, so "#0" and "#1" are of one write.
     const std::vector<std::string> fields = {std::string(kLayoutField), std::string(kTopField),
                                              std::string(kAllField)};
