@@ -48,6 +48,6 @@ if ((representations)); then
 fi
 
 if ((build_first)); then
-  BUILD_DIR="$build" "$repo/scripts/setup.sh" rankwire-server rankwire-loadgen rankwire-cli
+  BUILD_DIR="$build" "$repo/scripts/setup.sh" rankwire-server rankwire-loadgen rankwire-cli serve_floor
 fi
 exec /usr/bin/python3 "$repo/bench/logstore_targets.py" --build "$build" "${args[@]}"

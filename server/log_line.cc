@@ -213,6 +213,12 @@ class RankLogRenderer final : public logstore::LogRenderer {
  public:
   explicit RankLogRenderer(std::unique_ptr<LogValues> values)
       : values_(std::move(values)), held_bytes_(HeldBytes(*values_)) {}
+  ~RankLogRenderer() override {
+    writer_.reset();  // It points into the values.
+    if (std::shared_ptr<LogValuesPool> home = std::move(values_->home)) {
+      home->Give(std::move(values_));
+    }
+  }
 
   size_t ItemCount() const override { return values_->n; }
   // What the queued values hold (the queue's byte bound is on memory): the
@@ -261,6 +267,28 @@ class RankLogRenderer final : public logstore::LogRenderer {
 };
 
 }  // namespace
+
+std::unique_ptr<LogValues> LogValuesPool::Exchange(LogValues* values,
+                                                   std::shared_ptr<LogValuesPool> self) {
+  std::unique_ptr<LogValues> spare;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!free_.empty()) {
+      spare = std::move(free_.back());
+      free_.pop_back();
+    }
+  }
+  auto out = std::make_unique<LogValues>(std::move(*values));
+  *values = spare != nullptr ? std::move(*spare) : LogValues();
+  out->home = std::move(self);
+  return out;
+}
+
+void LogValuesPool::Give(std::unique_ptr<LogValues> values) {
+  values->outputs.reset();  // A reloaded model's outputs are not kept alive.
+  absl::MutexLock lock(&mu_);
+  if (free_.size() < capacity_) free_.push_back(std::move(values));
+}
 
 std::unique_ptr<logstore::LogRenderer> MakeLogRenderer(std::unique_ptr<LogValues> values) {
   return std::make_unique<RankLogRenderer>(std::move(values));
