@@ -130,5 +130,63 @@ TEST(LogColumnsTest, WhatIsWrittenReadsBackAsTheLines) {
   }
 }
 
+// Every value is checked whole when parsed, so these are refused whatever
+// ids a reader goes on to ask for (docs/LOGS.md, "What a reader refuses").
+TEST(LogColumnsTest, DamageIsRefusedWhole) {
+  const Request q = MakeRequest(5, 2);
+  ColumnsWriter w(q.layout, q.order.data());
+  Write(q, &w);
+  const std::string layout_value = q.layout.Serialize();
+  const std::string top(w.top()), all = Join(w.all());
+  ASSERT_TRUE(ColumnsLayout::Parse(layout_value).ok());
+  const ColumnsLayout layout = *ColumnsLayout::Parse(layout_value);
+  ASSERT_TRUE(ColumnsReader::ParseAll(layout, all).ok());
+  // Every cut of each value, and a byte after it.
+  for (size_t cut = 0; cut < layout_value.size(); ++cut) {
+    EXPECT_FALSE(ColumnsLayout::Parse(layout_value.substr(0, cut)).ok()) << cut;
+  }
+  for (size_t cut = 0; cut < all.size(); ++cut) {
+    EXPECT_EQ(ColumnsReader::ParseAll(layout, all.substr(0, cut)).status().code(),
+              absl::StatusCode::kDataLoss)
+        << cut;
+  }
+  EXPECT_FALSE(ColumnsReader::ParseAll(layout, all + "x").ok());
+  EXPECT_FALSE(ColumnsReader::ParseTop(layout, top + "x").ok());
+  EXPECT_FALSE(ColumnsReader::ParseTop(layout, all).ok());  // The tags.
+  // A varint not in its shortest form: the item count 5 as two bytes.
+  std::string long_varint = layout_value;
+  long_varint.replace(2, 1, std::string("\x85\x00", 2));
+  EXPECT_FALSE(ColumnsLayout::Parse(long_varint).ok());
+  // top_items 0 beside items, past the items, or not 0 beside none.
+  for (auto [items, top_items] : {std::pair{5u, 0u}, {5u, 6u}, {0u, 1u}}) {
+    ColumnsLayout bad = q.layout;
+    bad.items = items;
+    bad.top_items = top_items;
+    EXPECT_FALSE(ColumnsLayout::Parse(bad.Serialize()).ok()) << items << " " << top_items;
+  }
+  // In "#1": the order's width byte, an order index twice, an empty id, an
+  // id twice (the ids are "sku-0", then "\n\x01" + 7919 ...).
+  std::string bad = all;
+  bad[1] = 3;
+  EXPECT_FALSE(ColumnsReader::ParseAll(layout, bad).ok());
+  bad = all;
+  bad[3] = bad[2];  // Widths are 1 for 5 items: order[1] = order[0].
+  EXPECT_FALSE(ColumnsReader::ParseAll(layout, bad).ok());
+  const size_t lengths = 2 + 5 + 1;  // Tag, order (width + 5), id lengths' width.
+  bad = all;
+  bad[lengths] = 0;
+  EXPECT_FALSE(ColumnsReader::ParseAll(layout, bad).ok());
+  Request same = q;  // Item 1's id made item 0's ("sku-0").
+  same.ids = "sku-0sku-0" + q.ids.substr(q.ends[1]);
+  for (size_t c = 1; c < same.ends.size(); ++c) same.ends[c] = q.ends[c] - (q.ends[1] - 10);
+  ColumnsWriter twice(same.layout, same.order.data());
+  Write(same, &twice);
+  EXPECT_FALSE(ColumnsReader::ParseAll(layout, Join(twice.all())).ok());
+  // A value beside a layout of no items.
+  ColumnsLayout none = q.layout;
+  none.items = none.top_items = 0;
+  EXPECT_FALSE(ColumnsReader::ParseAll(none, all).ok());
+}
+
 }  // namespace
 }  // namespace rankwire::logstore
