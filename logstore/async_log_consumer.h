@@ -15,8 +15,8 @@
 // A writer thread takes up to batch_requests requests at a time: after a
 // write it lets the next batch gather for up to `linger` (or until it is
 // full), so under load a writer wakes once per batch rather than once per
-// request; an idle writer takes the first request at once. It renders them (blocks,
-// log_blocks.h, or text, log_value.h, compressing if asked), hands
+// request; an idle writer takes the first request at once. It renders them (columns,
+// log_columns.h, or text, log_value.h, compressing if asked), hands
 // the batch to its sink in one call (one pipelined round trip) and
 // completes each future with the sink's per-request outcome. Writers share
 // the queue, so rendering and writing scale over them; each runs at
