@@ -80,8 +80,8 @@ absl::StatusOr<ModelPlan::Entry> NewestVersion(const std::string& dir, ModelPlan
   plan->watched.emplace_back(dir, dir_stamp);
   DIR* d = opendir(dir.c_str());
   if (d == nullptr) return StampOf(Join(dir, ".")).status();  // The errno, with a reason.
-  std::vector<uint64_t> best;
-  std::string best_name;
+  // (version, file name), every versioned file of the directory.
+  std::vector<std::pair<std::vector<uint64_t>, std::string>> versions;
   while (const dirent* e = readdir(d)) {
     const absl::string_view name = e->d_name;
     if (name.empty() || name[0] == '.') continue;
@@ -91,13 +91,10 @@ absl::StatusOr<ModelPlan::Entry> NewestVersion(const std::string& dir, ModelPlan
     }
     std::optional<std::vector<uint64_t>> parsed = ParseVersion(version);
     if (!parsed) continue;
-    if (best_name.empty() || *parsed > best || (*parsed == best && name > best_name)) {
-      best = *std::move(parsed);
-      best_name = std::string(name);
-    }
+    versions.emplace_back(*std::move(parsed), std::string(name));
   }
   closedir(d);
-  if (best_name.empty()) {
+  if (versions.empty()) {
     return WithReason(
         absl::NotFoundError(absl::StrCat(dir,
                                          ": no model file named <version>.model or <version>.json "
@@ -105,10 +102,19 @@ absl::StatusOr<ModelPlan::Entry> NewestVersion(const std::string& dir, ModelPlan
                                          kManifestName, ")")),
         "not_found");
   }
-  ModelPlan::Entry entry;
-  entry.path = Join(dir, best_name);
-  entry.name_hint = BaseName(dir);
-  entry.version_hint = best_name.substr(0, best_name.rfind('.'));
+  // Newest first (a tie in version: the greater name first).
+  std::sort(versions.begin(), versions.end(), [](const auto& a, const auto& b) { return a > b; });
+  auto entry_of = [&dir](const std::string& file) {
+    ModelPlan::Entry entry;
+    entry.path = Join(dir, file);
+    entry.name_hint = BaseName(dir);
+    entry.version_hint = file.substr(0, file.rfind('.'));
+    return entry;
+  };
+  ModelPlan::Entry entry = entry_of(versions.front().second);
+  for (size_t i = 1; i < versions.size() && i <= kMaxOlderVersions; ++i) {
+    entry.older.push_back(entry_of(versions[i].second));
+  }
   return entry;
 }
 

@@ -60,6 +60,9 @@
 namespace rankwire::server {
 
 inline constexpr char kManifestName[] = "rankwire.manifest";
+// How many older versions of a version directory a server starting with
+// no model tries after the newest is refused.
+inline constexpr size_t kMaxOlderVersions = 8;
 
 struct ModelLoadOptions {
   // Largest model file read (a larger one is refused unread).
@@ -80,6 +83,10 @@ struct ModelPlan {
     std::string path;
     std::string name_hint;     // For XGBoost files without rankwire_name.
     std::string version_hint;  // From a versioned file name, or empty.
+    // A version directory's older versions, newest first (at most
+    // kMaxOlderVersions): what a server with no model yet falls back to
+    // when this entry does not load. Empty for a file named directly.
+    std::vector<Entry> older;
   };
   std::string source;  // --model.
   std::vector<Entry> entries;

@@ -65,7 +65,10 @@ ModelReloader::ModelReloader(ModelReloadOptions options, MetricsRegistry* regist
                      "How long the last successful load took (read, parse, check).",
                      [m = metrics_.get()] { return m->load_seconds.load(); });
   registry->AddGauge("rankwire_model_generation", "Model sets swapped in, counting the first.",
-                     [this] { return static_cast<double>(serving_.Current()->generation()); });
+                     [this] {
+                       const std::shared_ptr<const ModelSet> set = serving_.Current();
+                       return set == nullptr ? 0.0 : static_cast<double>(set->generation());
+                     });
   registry->AddGauge("rankwire_models_live",
                      "Model objects alive: the loaded ones, plus replaced ones that a running "
                      "request or queued log line still holds.",
@@ -74,7 +77,9 @@ ModelReloader::ModelReloader(ModelReloadOptions options, MetricsRegistry* regist
       "rankwire_model_info", "The models serving now (always 1), per experiment bucket.", "gauge",
       [this] {
         MetricsRegistry::Collected out;
-        for (const auto& m : serving_.Current()->models()) {
+        const std::shared_ptr<const ModelSet> set = serving_.Current();
+        if (set == nullptr) return out;
+        for (const auto& m : set->models()) {
           out.emplace_back(absl::StrCat(MetricsRegistry::Label("bucket", m->bucket), ",",
                                         MetricsRegistry::Label("name", m->model->name()), ",",
                                         MetricsRegistry::Label("version", m->model->version()), ",",
@@ -112,7 +117,17 @@ absl::StatusOr<std::unique_ptr<ModelReloader>> ModelReloader::Start(ModelReloadO
       if (loaded.ok() || ReasonOf(loaded.status()) != "file_changed") break;
       absl::SleepFor(absl::Milliseconds(200));
     }
-    if (!loaded.ok()) return loaded.status();
+    reloader->started_ = true;
+    if (!loaded.ok()) {
+      if (reloader->options_.fail_fast) return loaded.status();
+      reloader->CountFailure(loaded.status());
+      spdlog::error(
+          "no model loads from {} ({}): {}; serving nothing (health NOT_SERVING, Rank "
+          "UNAVAILABLE) until one does, looking again every {} and on SIGHUP",
+          reloader->options_.source, ReasonFor(loaded.status()),
+          std::string(loaded.status().message()),
+          absl::FormatDuration(reloader->options_.poll_interval));
+    }
   }
   reloader->poller_ = std::thread([r = reloader.get()] { r->PollLoop(); });
   return reloader;
@@ -171,14 +186,27 @@ absl::StatusOr<std::shared_ptr<const ModelSet>> ModelReloader::Build(const Model
     }
     const auto started = std::chrono::steady_clock::now();
     FileStamp loaded_stamp = stamp.ok() ? *stamp : FileStamp{};
+    const ModelPlan::Entry* used = &entry;
     if (reused == nullptr) {
-      ASSIGN_OR_RETURN(LoadedModel loaded, LoadModel(entry, options_.load));
-      RETURN_IF_ERROR(CheckModel(*loaded.model, plan.supplied,
-                                 options_.load.allow_unsupplied_features, options_.limits));
-      reused = std::move(loaded.model);
-      loaded_stamp = loaded.stamp;
+      absl::StatusOr<LoadedModel> loaded = LoadChecked(entry, plan);
+      // With no model serving, an older version that loads beats none: a
+      // replica (re)started while a broken version is the newest must not
+      // crash-loop. With one serving, the refusal keeps it serving instead.
+      for (size_t i = 0; !loaded.ok() && current == nullptr && i < entry.older.size(); ++i) {
+        absl::StatusOr<LoadedModel> older = LoadChecked(entry.older[i], plan);
+        if (!older.ok()) continue;
+        CountFailure(loaded.status());
+        spdlog::error("model {} refused ({}): {}; starting on the older version {}", entry.path,
+                      ReasonFor(loaded.status()), std::string(loaded.status().message()),
+                      entry.older[i].path);
+        used = &entry.older[i];
+        loaded = std::move(older);
+      }
+      if (!loaded.ok()) return loaded.status();
+      reused = std::move(loaded->model);
+      loaded_stamp = loaded->stamp;
     }
-    auto served = std::make_shared<ServedModel>(entry.bucket, entry.percent, entry.path,
+    auto served = std::make_shared<ServedModel>(entry.bucket, entry.percent, used->path,
                                                 loaded_stamp, reused);
     served->loaded_unix_ms = NowUnixMs();
     served->load_ms = static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -192,6 +220,14 @@ absl::StatusOr<std::shared_ptr<const ModelSet>> ModelReloader::Build(const Model
       ModelSet::Buckets(std::move(models), generation);
   if (!set.ok()) return WithReason(set.status(), "manifest");
   return set;
+}
+
+absl::StatusOr<LoadedModel> ModelReloader::LoadChecked(const ModelPlan::Entry& entry,
+                                                       const ModelPlan& plan) const {
+  ASSIGN_OR_RETURN(LoadedModel loaded, LoadModel(entry, options_.load));
+  RETURN_IF_ERROR(CheckModel(*loaded.model, plan.supplied, options_.load.allow_unsupplied_features,
+                             options_.limits));
+  return loaded;
 }
 
 void ModelReloader::CountFailure(const absl::Status& status) {
@@ -229,7 +265,16 @@ absl::StatusOr<bool> ModelReloader::ReloadLocked(absl::string_view trigger, bool
   if (!next.ok()) {
     has_failed_ = true;
     failed_ = std::move(fingerprint);
-    if (current == nullptr) return next.status();  // Start-up: the caller reports it.
+    if (current == nullptr) {
+      // Start() reports its own failure; later ones, with still no model
+      // serving, are reported here.
+      if (started_) {
+        CountFailure(next.status());
+        spdlog::error("models ({}): still no model loads, reason {}: {}", std::string(trigger),
+                      ReasonFor(next.status()), std::string(next.status().message()));
+      }
+      return next.status();
+    }
     CountFailure(next.status());
     spdlog::error("model reload ({}) refused, reason {}: {}; still serving {}",
                   std::string(trigger), ReasonFor(next.status()),
@@ -249,9 +294,11 @@ absl::StatusOr<bool> ModelReloader::ReloadLocked(absl::string_view trigger, bool
   serving_.Swap(*next);
   loaded_ = std::move(fingerprint);
   has_failed_ = false;
+  const bool first = current == nullptr;
   metrics_->load_seconds.store(seconds);
   if (current != nullptr && metrics_->reloads != nullptr) metrics_->reloads->Increment();
-  {
+  if (!first) {
+    // (Start-up on an older version keeps the newest's refusal on record.)
     absl::MutexLock lock(&state_mu_);
     last_failure_reason_.clear();
     last_failure_.clear();
@@ -260,6 +307,7 @@ absl::StatusOr<bool> ModelReloader::ReloadLocked(absl::string_view trigger, bool
   spdlog::info("models ({}): generation {} serving {} from {}, loaded in {:.1f} ms{}",
                std::string(trigger), generation, (*next)->Summary(), options_.source, seconds * 1e3,
                current == nullptr ? "" : absl::StrCat(" (was ", current->Summary(), ")"));
+  if (first && options_.on_first_model) options_.on_first_model();
   return true;
 }
 
@@ -306,8 +354,9 @@ rank::v1::GetModelsResponse ModelReloader::Describe() const {
   rank::v1::GetModelsResponse out;
   const std::shared_ptr<const ModelSet> set = serving_.Current();
   out.set_source(options_.source);
-  out.set_generation(set->generation());
-  for (const auto& m : set->models()) {
+  out.set_generation(set == nullptr ? 0 : set->generation());
+  static const std::vector<std::shared_ptr<const ServedModel>> kNone;
+  for (const auto& m : set == nullptr ? kNone : set->models()) {
     rank::v1::ServedModel* s = out.add_models();
     s->set_bucket(m->bucket);
     s->set_percent(static_cast<uint32_t>(m->percent));

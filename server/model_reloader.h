@@ -28,6 +28,7 @@
 #ifndef RANKWIRE_SERVER_MODEL_RELOADER_H_
 #define RANKWIRE_SERVER_MODEL_RELOADER_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -55,19 +56,29 @@ struct ModelReloadOptions {
   // How often to look for changed files; zero: never (SIGHUP and the RPC
   // still reload).
   absl::Duration poll_interval = absl::Seconds(2);
+  // Start-up when no model loads: false (the default) starts with no model
+  // (Current() null: the server reports NOT_SERVING and refuses Rank with
+  // UNAVAILABLE) and keeps polling until one loads; true fails Start().
+  bool fail_fast = false;
+  // Called (on the loading thread, with no lock of the reloader's held by
+  // its caller) after a set is swapped in where there was none.
+  std::function<void()> on_first_model;
 };
 
 class ModelReloader {
  public:
-  // Loads the models (a failure is the start-up error) and starts polling.
-  // `registry` may be null.
+  // Loads the models and starts polling. A version directory whose newest
+  // version is refused starts on the newest older one that loads. When
+  // nothing loads: the error with `fail_fast`; otherwise a reloader with no
+  // model (Current() null) that keeps polling, the refusal counted and kept
+  // for Describe(). `registry` may be null.
   static absl::StatusOr<std::unique_ptr<ModelReloader>> Start(ModelReloadOptions options,
                                                               MetricsRegistry* registry);
   ~ModelReloader();
   ModelReloader(const ModelReloader&) = delete;
   ModelReloader& operator=(const ModelReloader&) = delete;
 
-  // What the handler reads the current set from.
+  // What the handler reads the current set from (null until a model loads).
   const ServingModels* serving() const { return &serving_; }
   std::shared_ptr<const ModelSet> Current() const { return serving_.Current(); }
 
@@ -93,7 +104,11 @@ class ModelReloader {
   // Loads the plan into a new set (reusing unchanged models of `current`).
   absl::StatusOr<std::shared_ptr<const ModelSet>> Build(const ModelPlan& plan,
                                                         const ModelSet* current,
-                                                        uint64_t generation);
+                                                        uint64_t generation)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
+  // Reads, parses and checks one entry's file.
+  absl::StatusOr<LoadedModel> LoadChecked(const ModelPlan::Entry& entry,
+                                          const ModelPlan& plan) const;
   absl::StatusOr<bool> ReloadLocked(absl::string_view trigger, bool poll)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
   void CountFailure(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
@@ -108,6 +123,9 @@ class ModelReloader {
   Fingerprint loaded_ ABSL_GUARDED_BY(reload_mu_);
   Fingerprint failed_ ABSL_GUARDED_BY(reload_mu_);
   bool has_failed_ ABSL_GUARDED_BY(reload_mu_) = false;
+  // Start() has returned: a failure with no model is counted and logged
+  // by ReloadLocked from then on (Start() reports its own).
+  bool started_ ABSL_GUARDED_BY(reload_mu_) = false;
   std::string failed_error_ ABSL_GUARDED_BY(reload_mu_);
 
   mutable absl::Mutex state_mu_;  // What Describe() reports.

@@ -146,6 +146,12 @@ absl::StatusOr<EncodedResponse> RankHandler::Handle(const RequestView& request,
   const rank::v1::LogMode log_mode = EffectiveLogMode(request);
   // Held to the end: a reload meanwhile does not change this request's model.
   const std::shared_ptr<const ModelSet> models = models_->Current();
+  if (models == nullptr) {
+    // Started while no model loads (health says NOT_SERVING): another
+    // replica can rank this (UNAVAILABLE is what clients retry elsewhere).
+    return absl::UnavailableError(
+        "no model loaded yet (GetModels says why); this replica's health is NOT_SERVING");
+  }
   const ModelSet::Route route = models->RouteOf(request.user_id);
   const Ranker& ranker = route.served.ranker;
   absl::Status admitted = ValidateRequest(request, options_.limits, route.served.feature_values);

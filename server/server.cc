@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "base/status_macros.h"
 #include "server/metrics_http.h"
 #include "server/model_service.h"
@@ -172,12 +173,21 @@ struct Server::State {
   int health_port = -1;
   int max_inline_rank = 0;
   bool stopped = false;
+  // Health: SERVING while a model serves and no drain has started.
+  absl::Mutex health_mu;
+  bool health_started ABSL_GUARDED_BY(health_mu) = false;  // The gRPC servers exist.
+  bool draining ABSL_GUARDED_BY(health_mu) = false;
 
   absl::Status Build();
   absl::Status BuildAdmission();
   absl::Status StartGrpc();
   absl::Status StartHealthPort();
-  void SetServing(bool serving);
+  void SetServing(bool serving) ABSL_EXCLUSIVE_LOCKS_REQUIRED(health_mu);
+  // Once the gRPC servers exist: health from whether a model serves.
+  void StartHealth();
+  // A model serves where none did (the reloader's thread).
+  void OnFirstModel();
+  void StartDrain();
 };
 
 absl::Status Server::State::Build() {
@@ -195,6 +205,8 @@ absl::Status Server::State::Build() {
   reload.load = o.model_load;
   reload.limits = o.limits;
   reload.poll_interval = o.model_poll_interval;
+  reload.fail_fast = o.model_fail_fast;
+  reload.on_first_model = [this] { OnFirstModel(); };
   ASSIGN_OR_RETURN(models, ModelReloader::Start(std::move(reload), &registry));
   metrics = std::make_unique<ServerMetrics>(&registry, codecs.Names());
   metrics->cpu_sample_every = o.phase_cpu_sample_every;
@@ -328,15 +340,38 @@ absl::Status Server::State::StartHealthPort() {
 }
 
 // Health per service as well as for the server (""), on the main port and
-// the plaintext health port: clients' health checking watches
-// rank.v1.RankService; kubelet probes ask "".
+// the plaintext health port: clients' health checking (and readiness
+// probes) watch rank.v1.RankService, which is SERVING while a model serves
+// and no drain has started; "" (liveness probes) is SERVING until a drain
+// starts, also with no model yet: a replica waiting for a loadable model is
+// alive, and restarting it would not bring one.
 void Server::State::SetServing(bool serving) {
+  const bool alive = !draining;
   for (grpc::Server* s : {grpc_server.get(), health_server.get()}) {
     if (s == nullptr) continue;
-    s->GetHealthCheckService()->SetServingStatus(serving);
+    s->GetHealthCheckService()->SetServingStatus(alive);
     s->GetHealthCheckService()->SetServingStatus(kRankServiceName, serving);
   }
   if (metrics) metrics->serving.store(serving);
+}
+
+void Server::State::StartHealth() {
+  absl::MutexLock lock(&health_mu);
+  health_started = true;
+  if (!draining) SetServing(models->Current() != nullptr);
+}
+
+void Server::State::OnFirstModel() {
+  absl::MutexLock lock(&health_mu);
+  // Before StartHealth, the servers and metrics are still being built; it
+  // reads the model state itself.
+  if (health_started && !draining) SetServing(true);
+}
+
+void Server::State::StartDrain() {
+  absl::MutexLock lock(&health_mu);
+  draining = true;
+  SetServing(false);
 }
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
@@ -356,7 +391,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   }
   RETURN_IF_ERROR(state->Build());
   RETURN_IF_ERROR(state->StartGrpc());
-  state->SetServing(true);
+  state->StartHealth();
   // Registration is over before the metrics port serves: a scrape reads the
   // registry without a lock (metrics.h), so a family added after the port
   // opened raced with the scrape that rendered it.
@@ -385,7 +420,10 @@ int Server::max_concurrent_rank() const { return state_->options.max_concurrent_
 int Server::rank_workers() const { return state_->options.rank_workers; }
 int Server::max_inline_rank() const { return state_->max_inline_rank; }
 size_t Server::max_request_bytes() const { return state_->options.max_request_bytes; }
-std::string Server::model_version() const { return state_->models->Current()->Summary(); }
+std::string Server::model_version() const {
+  const std::shared_ptr<const ModelSet> set = state_->models->Current();
+  return set == nullptr ? "none" : set->Summary();
+}
 void Server::RequestModelReload(absl::string_view trigger) {
   state_->models->RequestReload(trigger);
 }
@@ -397,7 +435,7 @@ void Server::Stop() {
   s.stopped = true;
   // Clients that watch health stop sending new calls here while the calls
   // already sent finish.
-  s.SetServing(false);
+  s.StartDrain();
   absl::SleepFor(s.options.drain);
   s.grpc_server->Shutdown(std::chrono::system_clock::now() +
                           absl::ToChronoMilliseconds(s.options.shutdown_grace));

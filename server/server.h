@@ -68,6 +68,9 @@ struct ServerOptions {
   std::string model_path;
   ModelLoadOptions model_load;
   absl::Duration model_poll_interval = absl::Seconds(2);  // Zero: no polling.
+  // No model loads at start-up: fail Start() (true), or start with
+  // rank.v1.RankService NOT_SERVING and serve once one loads (false).
+  bool model_fail_fast = false;
   // ModelService.ReloadModels on the health port.
   bool model_admin_rpc = false;
 

@@ -50,6 +50,11 @@ ABSL_FLAG(std::string, model, "server/models/ecom_search_lr.model",
 ABSL_FLAG(absl::Duration, model_poll_interval, absl::Seconds(2),
           "How often to look for a changed model file, directory or manifest (0: never; "
           "SIGHUP still reloads).");
+ABSL_FLAG(bool, model_fail_fast, false,
+          "Exit at start-up (status 1) when no model loads. Off: start with "
+          "rank.v1.RankService NOT_SERVING (Rank: UNAVAILABLE), keep looking, and serve once a "
+          "model loads; a version directory whose newest version is refused starts on the "
+          "newest older one that loads.");
 ABSL_FLAG(bool, model_admin_rpc, false,
           "Serve ModelService.ReloadModels on the health port (--health_port).");
 ABSL_FLAG(uint64_t, model_max_bytes, uint64_t{256} << 20,
@@ -384,7 +389,18 @@ absl::Status WorkFromFlags(ServerOptions* o) {
   }
   ASSIGN_OR_RETURN(o->unknown_features,
                    ParseUnknownFeatures(absl::GetFlag(FLAGS_unknown_features)));
-  ASSIGN_OR_RETURN(o->model_path, ResolveModelPath(absl::GetFlag(FLAGS_model), ExecutablePath()));
+  o->model_fail_fast = absl::GetFlag(FLAGS_model_fail_fast);
+  absl::StatusOr<std::string> model_path =
+      ResolveModelPath(absl::GetFlag(FLAGS_model), ExecutablePath());
+  if (!model_path.ok() && o->model_fail_fast) return model_path.status();
+  if (!model_path.ok()) {
+    // Not there yet (an optional ConfigMap, a volume still being filled):
+    // the reloader looks for it where it was named, as for a broken model.
+    spdlog::error("--model: {}; looking for {} until it appears",
+                  std::string(model_path.status().message()), absl::GetFlag(FLAGS_model));
+    model_path = absl::GetFlag(FLAGS_model);
+  }
+  o->model_path = *std::move(model_path);
   o->model_poll_interval = absl::GetFlag(FLAGS_model_poll_interval);
   if (o->model_poll_interval < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--model_poll_interval must be >= 0");

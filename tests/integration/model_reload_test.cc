@@ -117,7 +117,9 @@ class ModelReloadTest : public ::testing::Test {
                       absl::Duration timeout = absl::Seconds(5)) {
     const absl::Time deadline = absl::Now() + timeout;
     while (absl::Now() < deadline) {
-      if (VersionNow(server) == version) return true;
+      // A failed call is not an error here: the server may have no model yet.
+      absl::StatusOr<client::RankReply> reply = Client(server).Rank(Request(), {});
+      if (reply.ok() && reply->header().model_version() == version) return true;
       absl::SleepFor(absl::Milliseconds(20));
     }
     return false;
@@ -295,6 +297,114 @@ TEST_F(ModelReloadTest, ABadModelNeverTakesTheServiceDown) {
   // Once a good version arrives, it serves.
   Write(dir_ / absl::StrCat(version, ".model"), LinearModel("fixed"));
   EXPECT_TRUE(WaitForVersion(*server, "ecom_search_lr@fixed"));
+}
+
+// Health of `service` asked on a channel that does not health-check (so it
+// reaches a replica that is NOT_SERVING).
+client::HealthStatus HealthOf(const ServerProcess& server, const std::string& service) {
+  client::ChannelOptions options;
+  options.health_service = "";
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      client::MakeChannel(server.target(), options);
+  EXPECT_TRUE(channel.ok()) << channel.status();
+  if (!channel.ok()) return client::HealthStatus::kUnknown;
+  absl::StatusOr<client::HealthStatus> status = client::CheckHealth(channel->get(), service, {});
+  EXPECT_TRUE(status.ok()) << status.status();
+  return status.ok() ? *status : client::HealthStatus::kUnknown;
+}
+
+// A replica (re)started while the newest version is broken starts on the
+// newest older version that loads, with the refusal on record; it serves
+// the newest once that is fixed.
+TEST_F(ModelReloadTest, StartsOnTheNewestVersionThatLoads) {
+  Write(dir_ / "1.model", LinearModel("v1"));
+  Write(dir_ / "2.model", LinearModel("v2"));
+  const std::string good = LinearModel("v3");
+  Write(dir_ / "3.model", good.substr(0, good.find("\nweight cvr")));
+  auto server = Start(
+      {absl::StrCat("--model=", dir_.string()), "--model_poll_interval=50ms", "--health_port=0"});
+  ASSERT_NE(server, nullptr);
+  EXPECT_EQ(VersionNow(*server), "ecom_search_lr@v2");
+  EXPECT_EQ(HealthOf(*server, "rank.v1.RankService"), client::HealthStatus::kServing);
+  EXPECT_THAT(server->Output(), HasSubstr("refused (truncated)"));
+  EXPECT_THAT(server->Output(), HasSubstr("starting on the older version"));
+  EXPECT_EQ(Metric(*server, "rankwire_model_reload_failures_total{reason=\"truncated\"}"), 1);
+  const rank::v1::GetModelsResponse models = Models(HealthTarget(*server));
+  EXPECT_EQ(models.last_failure_reason(), "truncated");
+  EXPECT_THAT(models.last_failure(), HasSubstr("3.model"));
+  ASSERT_EQ(models.models_size(), 1);
+  EXPECT_THAT(models.models(0).path(), HasSubstr("2.model"));
+  // A poll does not retry the broken file, and a fixed one serves.
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_EQ(Metric(*server, "rankwire_model_reload_failures_total{reason=\"truncated\"}"), 1);
+  Write(dir_ / "3.model", good);
+  EXPECT_TRUE(WaitForVersion(*server, "ecom_search_lr@v3"));
+}
+
+// Nothing loads: the server starts anyway, alive ("" SERVING, so a
+// liveness probe does not restart it) but not ready (rank.v1.RankService
+// NOT_SERVING, Rank UNAVAILABLE, GetModels saying why), and serves once a
+// good model appears.
+TEST_F(ModelReloadTest, StartsNotServingWithoutALoadableModelAndServesOnceOneLoads) {
+  const std::string good = LinearModel("late");
+  Write(dir_ / "ranker.model", good.substr(0, good.find("\nweight cvr")));
+  auto server = Start({absl::StrCat("--model=", (dir_ / "ranker.model").string()),
+                       "--model_poll_interval=50ms", "--health_port=0"});
+  ASSERT_NE(server, nullptr);
+  EXPECT_THAT(server->Output(), HasSubstr("model=none"));
+  EXPECT_THAT(server->Output(), HasSubstr("no model loads from"));
+  EXPECT_EQ(HealthOf(*server, "rank.v1.RankService"), client::HealthStatus::kNotServing);
+  EXPECT_EQ(HealthOf(*server, ""), client::HealthStatus::kServing);
+  EXPECT_EQ(Metric(*server, "rankwire_serving"), 0);
+  client::ChannelOptions unchecked;
+  unchecked.health_service = "";
+  client::RankClient direct(*client::MakeChannel(server->target(), unchecked), codecs_.get());
+  absl::StatusOr<client::RankReply> refused = direct.Rank(Request(), {});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable) << refused.status();
+  EXPECT_THAT(refused.status().message(), HasSubstr("no model loaded yet"));
+  const rank::v1::GetModelsResponse none = Models(HealthTarget(*server));
+  EXPECT_EQ(none.generation(), 0u);
+  EXPECT_EQ(none.models_size(), 0);
+  EXPECT_EQ(none.last_failure_reason(), "truncated");
+  EXPECT_EQ(Metric(*server, "rankwire_model_reload_failures_total{reason=\"truncated\"}"), 1);
+  // Polls do not count the same broken file again.
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_EQ(Metric(*server, "rankwire_model_reload_failures_total{reason=\"truncated\"}"), 1);
+
+  Write(dir_ / "ranker.model", good);
+  EXPECT_TRUE(WaitForVersion(*server, "ecom_search_lr@late"));
+  EXPECT_EQ(HealthOf(*server, "rank.v1.RankService"), client::HealthStatus::kServing);
+  EXPECT_EQ(Metric(*server, "rankwire_serving"), 1);
+  EXPECT_EQ(Metric(*server, "rankwire_model_generation"), 1);
+  // A drain still takes both down.
+  ASSERT_TRUE(server->Signal(SIGTERM).ok());
+  absl::StatusOr<int> status = server->Wait(absl::Seconds(20));
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(*status, 0);
+}
+
+// --model_fail_fast: no model, no server (exit 1, the reason printed); also
+// for a --model that names nothing.
+TEST_F(ModelReloadTest, FailFastExitsWhenNoModelLoads) {
+  Write(dir_ / "1.model", "rankwire-model 1\nname x\n");
+  absl::StatusOr<std::unique_ptr<ServerProcess>> server = ServerProcess::Start(
+      {"--log_mode=none", absl::StrCat("--model=", dir_.string()), "--model_fail_fast"},
+      absl::Seconds(10));
+  ASSERT_FALSE(server.ok());
+  EXPECT_THAT(std::string(server.status().message()), HasSubstr("1.model"));
+  server = ServerProcess::Start(
+      {"--log_mode=none", absl::StrCat("--model=", (dir_ / "nothing.model").string()),
+       "--model_fail_fast"},
+      absl::Seconds(10));
+  ASSERT_FALSE(server.ok());
+  EXPECT_THAT(std::string(server.status().message()), HasSubstr("nothing.model"));
+  // Without the flag, a --model that names nothing yet is looked for until it appears.
+  auto waiting = Start(
+      {absl::StrCat("--model=", (dir_ / "later.model").string()), "--model_poll_interval=50ms"});
+  ASSERT_NE(waiting, nullptr);
+  Write(dir_ / "later.model", LinearModel("appeared"));
+  EXPECT_TRUE(WaitForVersion(*waiting, "ecom_search_lr@appeared"));
 }
 
 // A model file written slowly, in place, while the server polls it every
