@@ -181,6 +181,44 @@ absl::Status ReadDecimals(coding::Reader& r, uint32_t n, float* out) {
 
 }  // namespace
 
+namespace {
+
+// A kNumber column of `n` numbers: its form byte, then the form's bytes.
+absl::Status ReadNumbers(coding::Reader& r, uint32_t n, std::vector<float>* numbers) {
+  const uint8_t form = r.Byte("number form");
+  numbers->resize(n);
+  if (form == static_cast<uint8_t>(NumberForm::kRaw)) {
+    absl::string_view raw = r.Bytes(4 * uint64_t{n}, "numbers");
+    if (r.ok()) std::memcpy(numbers->data(), raw.data(), raw.size());
+  } else if (form == static_cast<uint8_t>(NumberForm::kTopByte)) {
+    const uint32_t top = r.Byte("top byte");
+    absl::string_view low = r.Bytes(3 * uint64_t{n}, "numbers");
+    for (uint32_t j = 0; j < n && r.ok(); ++j) {
+      uint32_t bits = 0;
+      std::memcpy(&bits, low.data() + size_t{3} * j, 3);
+      (*numbers)[j] = BitsFloat(bits | top << 24);
+    }
+  } else if (form == static_cast<uint8_t>(NumberForm::kWhole)) {
+    for (uint32_t j = 0; j < n && r.ok(); ++j) {
+      const int64_t v = LogSignedVarint(r, "whole number");
+      if (r.ok() && (v <= -16777216 || v >= 16777216)) return Corrupt("whole number too large");
+      (*numbers)[j] = static_cast<float>(v);
+    }
+  } else if (form == static_cast<uint8_t>(NumberForm::kConstant)) {
+    const float v = r.Float("constant");
+    std::fill(numbers->begin(), numbers->end(), v);
+  } else if (form == static_cast<uint8_t>(NumberForm::kTwoTops)) {
+    RETURN_IF_ERROR(ReadTwoTops(r, n, numbers->data()));
+  } else if (form == static_cast<uint8_t>(NumberForm::kDecimal)) {
+    RETURN_IF_ERROR(ReadDecimals(r, n, numbers->data()));
+  } else if (r.ok()) {
+    return Corrupt(absl::StrCat("number form ", form));
+  }
+  return r.status();
+}
+
+}  // namespace
+
 absl::StatusOr<BlockReader> BlockReader::Parse(const BlockLayout& layout, size_t b,
                                                absl::string_view value) {
   if (b >= layout.BlockCount()) {
@@ -228,39 +266,9 @@ absl::StatusOr<BlockReader> BlockReader::Parse(const BlockLayout& layout, size_t
           }
         }
         break;
-      case LogSlot::kNumber: {
-        const uint8_t form = r.Byte("number form");
-        column.numbers.resize(n);
-        if (form == static_cast<uint8_t>(NumberForm::kRaw)) {
-          absl::string_view raw = r.Bytes(4 * uint64_t{n}, "numbers");
-          if (r.ok()) std::memcpy(column.numbers.data(), raw.data(), raw.size());
-        } else if (form == static_cast<uint8_t>(NumberForm::kTopByte)) {
-          const uint32_t top = r.Byte("top byte");
-          absl::string_view low = r.Bytes(3 * uint64_t{n}, "numbers");
-          for (uint32_t j = 0; j < n && r.ok(); ++j) {
-            uint32_t bits = 0;
-            std::memcpy(&bits, low.data() + size_t{3} * j, 3);
-            column.numbers[j] = BitsFloat(bits | top << 24);
-          }
-        } else if (form == static_cast<uint8_t>(NumberForm::kWhole)) {
-          for (uint32_t j = 0; j < n && r.ok(); ++j) {
-            const int64_t v = LogSignedVarint(r, "whole number");
-            if (r.ok() && (v <= -16777216 || v >= 16777216))
-              return Corrupt("whole number too large");
-            column.numbers[j] = static_cast<float>(v);
-          }
-        } else if (form == static_cast<uint8_t>(NumberForm::kConstant)) {
-          const float v = r.Float("constant");
-          std::fill(column.numbers.begin(), column.numbers.end(), v);
-        } else if (form == static_cast<uint8_t>(NumberForm::kTwoTops)) {
-          RETURN_IF_ERROR(ReadTwoTops(r, n, column.numbers.data()));
-        } else if (form == static_cast<uint8_t>(NumberForm::kDecimal)) {
-          RETURN_IF_ERROR(ReadDecimals(r, n, column.numbers.data()));
-        } else if (r.ok()) {
-          return Corrupt(absl::StrCat("number form ", form));
-        }
+      case LogSlot::kNumber:
+        RETURN_IF_ERROR(ReadNumbers(r, n, &column.numbers));
         break;
-      }
     }
     if (!r.ok()) return r.status();
   }

@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "codec/coding.h"
 #include "logstore/log_reading.h"
 
@@ -494,27 +495,9 @@ absl::StatusOr<ColumnsReader> ColumnsReader::Parse(const ColumnsLayout& layout,
       case LogSlot::kPosition:
       case LogSlot::kRequestIndex:
         break;
-      case LogSlot::kItemId: {
-        if (!ReadInts(r, n, "id lengths", &column.width, &column.data)) return r.status();
-        out.id_begin_.assign(1, 0);
-        uint64_t total = 0;
-        for (uint32_t j = 0; j < n; ++j) {
-          const uint32_t length = out.Int(column, j);
-          if (length == 0) return Corrupt(absl::StrCat(field, ": an empty item id"));
-          total += length;
-          if (total > r.remaining()) return Corrupt(absl::StrCat(field, ": ids past the value"));
-          out.id_begin_.push_back(static_cast<uint32_t>(total));
-        }
-        out.ids_ = r.Bytes(total, "ids").data();
-        absl::flat_hash_set<absl::string_view> seen;
-        seen.reserve(n);
-        for (uint32_t j = 0; j < n; ++j) {
-          if (!seen.insert(out.id(j)).second) {
-            return Corrupt(absl::StrCat(field, " holds an item id twice"));
-          }
-        }
+      case LogSlot::kItemId:
+        RETURN_IF_ERROR(out.ParseIds(r, field, &column));
         break;
-      }
       case LogSlot::kInt:
       case LogSlot::kString:
         if (!ReadInts(r, n, kind == LogSlot::kInt ? "ints" : "string indexes", &column.width,
@@ -527,29 +510,55 @@ absl::StatusOr<ColumnsReader> ColumnsReader::Parse(const ColumnsLayout& layout,
           }
         }
         break;
-      case LogSlot::kNumber: {
-        const uint8_t form = r.Byte("number form");
-        column.form = static_cast<ColumnForm>(form);
-        if (form == static_cast<uint8_t>(ColumnForm::kRaw)) {
-          column.data = r.Bytes(4 * uint64_t{n}, "numbers").data();
-        } else if (form == static_cast<uint8_t>(ColumnForm::kConstant)) {
-          column.data = r.Bytes(4, "constant").data();
-        } else if (form == static_cast<uint8_t>(ColumnForm::kTopByte)) {
-          column.top = r.Byte("top byte");
-          column.width = 3;
-          column.data = r.Bytes(3 * uint64_t{n}, "numbers").data();
-        } else if (form == static_cast<uint8_t>(ColumnForm::kWhole)) {
-          ReadInts(r, n, "whole numbers", &column.width, &column.data);
-        } else if (r.ok()) {
-          return Corrupt(absl::StrCat(field, ": number form ", form));
-        }
+      case LogSlot::kNumber:
+        RETURN_IF_ERROR(ParseNumbers(r, n, field, &column));
         break;
-      }
     }
     if (!r.ok()) return r.status();
   }
   if (!r.empty()) return Corrupt(absl::StrCat("bytes after ", field, "'s last column"));
   return out;
+}
+
+absl::Status ColumnsReader::ParseIds(coding::Reader& r, const char* field, Column* column) {
+  const uint32_t n = count_;
+  if (!ReadInts(r, n, "id lengths", &column->width, &column->data)) return r.status();
+  id_begin_.assign(1, 0);
+  uint64_t total = 0;
+  for (uint32_t j = 0; j < n; ++j) {
+    const uint32_t length = Int(*column, j);
+    if (length == 0) return Corrupt(absl::StrCat(field, ": an empty item id"));
+    total += length;
+    if (total > r.remaining()) return Corrupt(absl::StrCat(field, ": ids past the value"));
+    id_begin_.push_back(static_cast<uint32_t>(total));
+  }
+  ids_ = r.Bytes(total, "ids").data();
+  absl::flat_hash_set<absl::string_view> seen;
+  seen.reserve(n);
+  for (uint32_t j = 0; j < n; ++j) {
+    if (!seen.insert(id(j)).second) return Corrupt(absl::StrCat(field, " holds an item id twice"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ColumnsReader::ParseNumbers(coding::Reader& r, uint32_t n, const char* field,
+                                         Column* column) {
+  const uint8_t form = r.Byte("number form");
+  column->form = static_cast<ColumnForm>(form);
+  if (form == static_cast<uint8_t>(ColumnForm::kRaw)) {
+    column->data = r.Bytes(4 * uint64_t{n}, "numbers").data();
+  } else if (form == static_cast<uint8_t>(ColumnForm::kConstant)) {
+    column->data = r.Bytes(4, "constant").data();
+  } else if (form == static_cast<uint8_t>(ColumnForm::kTopByte)) {
+    column->top = r.Byte("top byte");
+    column->width = 3;
+    column->data = r.Bytes(3 * uint64_t{n}, "numbers").data();
+  } else if (form == static_cast<uint8_t>(ColumnForm::kWhole)) {
+    ReadInts(r, n, "whole numbers", &column->width, &column->data);
+  } else if (r.ok()) {
+    return Corrupt(absl::StrCat(field, ": number form ", form));
+  }
+  return r.status();
 }
 
 absl::StatusOr<std::string> ColumnsReader::Render(size_t j) const {

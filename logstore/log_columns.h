@@ -42,6 +42,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "codec/coding.h"
 #include "logstore/log_blocks.h"
 
 namespace rankwire::logstore {
@@ -175,6 +176,11 @@ class ColumnsReader {
   };
   static absl::StatusOr<ColumnsReader> Parse(const ColumnsLayout& layout, absl::string_view value,
                                              bool all);
+  // The id column of count_ items (lengths, then bytes; none empty, none
+  // twice) and a number column of `n` items, from `r`.
+  absl::Status ParseIds(coding::Reader& r, const char* field, Column* column);
+  static absl::Status ParseNumbers(coding::Reader& r, uint32_t n, const char* field,
+                                   Column* column);
   uint32_t Int(const Column& column, size_t j) const;
   float Number(const Column& column, size_t j) const;
 
