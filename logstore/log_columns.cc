@@ -153,7 +153,9 @@ char* WriteNumbers(const NumberPlan& plan, const char* v, size_t n, char* out) {
     case ColumnForm::kWhole: {
       char* p = body + 1;
       if (plan.width == 1) {
-        for (size_t j = 0; j < n; ++j) p[j] = static_cast<char>(BitsFloat(BitsAt(v, j)));
+        for (size_t j = 0; j < n; ++j) {
+          p[j] = static_cast<char>(static_cast<uint8_t>(BitsFloat(BitsAt(v, j))));
+        }
       } else {
         for (size_t j = 0; j < n; ++j) {
           const auto x = static_cast<uint16_t>(BitsFloat(BitsAt(v, j)));

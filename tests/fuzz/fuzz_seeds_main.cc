@@ -318,9 +318,11 @@ void AddLogHashSeeds(std::map<std::string, std::string>& seeds) {
   seeds["hash.blocks"] = HashSeed(values);
   values.resize(2);
   values.push_back(logstore::test_util::WriteV2Blocks(
-      layout, ids, pre, src, numbers[5], logstore::test_util::V2Form{logstore::NumberForm::kDecimal, 2})[1]);
-  values.push_back(logstore::test_util::WriteV2Blocks(layout, ids, pre, src, numbers[3],
-                                            logstore::test_util::V2Form{logstore::NumberForm::kWhole, 0})[2]);
+      layout, ids, pre, src, numbers[5],
+      logstore::test_util::V2Form{logstore::NumberForm::kDecimal, 2})[1]);
+  values.push_back(logstore::test_util::WriteV2Blocks(
+      layout, ids, pre, src, numbers[3],
+      logstore::test_util::V2Form{logstore::NumberForm::kWhole, 0})[2]);
   seeds["hash.blocks_decimal_whole"] = HashSeed(values);
   std::string text = "Treq=r1 item=sku-1 pos=1 | feats price=78.7";
   std::string compressed = text.substr(1) + text.substr(1) + text.substr(1);
@@ -386,6 +388,11 @@ void AddLogColumnsSeeds(std::map<std::string, std::string>& seeds) {
     written.append(reinterpret_cast<const char*>(&v), 4);
   }
   seeds["columns.written"] = written;
+  // Whole numbers up to 255 (one byte each: libFuzzer's first find, a
+  // float converted to a signed char).
+  written = std::string("\x02\x07\x02", 3);
+  for (float v : {255.0f, 0.0f, 128.0f, 7.0f}) written.append(reinterpret_cast<const char*>(&v), 4);
+  seeds["columns.written_whole"] = written;
 }
 
 // Seeds of the log_record target: mode byte 0 + a columns hash, mode byte 1
