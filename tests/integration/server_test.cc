@@ -28,6 +28,7 @@ namespace rankwire {
 namespace {
 
 using test::ServerProcess;
+using ::testing::AnyOf;
 using ::testing::HasSubstr;
 
 class ServerTest : public ::testing::Test {
@@ -374,6 +375,12 @@ TEST_F(ServerTest, MetricsEndpointExposesPhaseCosts) {
   }
   EXPECT_THAT(*metrics, HasSubstr("rankwire_responses_total{codec=\"rankbin\"} 1\n"));
   EXPECT_THAT(*metrics, HasSubstr("rankwire_log_items_total{outcome=\"enqueued\"} 500\n"));
+  // Every line handed over is counted once: here stored, or still in
+  // flight when the scrape came (one snapshot: the two add up).
+  EXPECT_THAT(*metrics, HasSubstr("rankwire_log_items_total{outcome=\"handed\"} 500\n"));
+  EXPECT_THAT(*metrics, HasSubstr("rankwire_log_items_total{outcome=\"unknown\"} 0\n"));
+  EXPECT_THAT(*metrics, AnyOf(HasSubstr("rankwire_log_items_total{outcome=\"stored\"} 500\n"),
+                              HasSubstr("rankwire_log_items_total{outcome=\"in_flight\"} 500\n")));
 }
 
 TEST_F(ServerTest, SigtermFinishesInFlightCallsAndFlushesLogs) {
