@@ -5,7 +5,7 @@
 // (bench/reference_formats.h).
 //
 // Then the payload-shape sweep (bench/shape_payloads.h, its own generators):
-// the codecs and the protobuf baseline on shape_strings, shape_fewkeys,
+// the codecs and the protobuf baseline on shape_strings, shape_longstrings, shape_fewkeys,
 // shape_manykeys and items_<N> for N in 10..5000 (bench/shape_report.py
 // makes the sweep table and the scaling plot). The binary links the
 // server's allocator (server/malloc.cmake), so every row runs under it.
@@ -578,6 +578,7 @@ std::vector<Payload> MakeShapePayloads(bool probe) {
   };
   add("shape_strings", StringHeavyResult(500, kSeed));
   add("shape_fewkeys", FewKeysResult(500, kSeed + 1));
+  add("shape_longstrings", LongStringsResult(500, kSeed + 10));
   add("shape_manykeys", ManyKeysResult(500, kSeed + 2));
   for (size_t n : {10, 100, 500, 2000, 5000}) {
     add(absl::StrCat("items_", n), MixedResult(n, kSeed + 3));

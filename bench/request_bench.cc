@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "codec/builtin_codecs.h"
 #include "grpcpp/impl/codegen/proto_utils.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/proto_buffer_reader.h"
@@ -28,6 +29,7 @@
 #include "server/ranker.h"
 #include "server/request_validator.h"
 #include "server/request_view.h"
+#include "server/response_budget.h"
 #include "workload/workload.h"
 
 namespace rankwire::bench {
@@ -181,6 +183,92 @@ void BM_Rank(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_Rank)->Apply(RankArgs);
+
+// The server's phases of one Rank request, each hot: the same request
+// parsed, validated, scored, built and encoded again and again on one
+// thread, as RankServiceImpl::Rank and RankHandler::Handle call them (the
+// shipped model, 500 candidates, rankbin, logs off). BM_Hot/<phase> repeats
+// one phase on what the phases before it left (its input stays in cache);
+// BM_Hot/all runs them in sequence, so each phase finds what the one before
+// it left in cache and not its own previous round's. bench/cpu_budget.py
+// sets the server's phase counters beside these (server cost / hot cost).
+class HotRequest {
+ public:
+  explicit HotRequest(uint32_t candidates)
+      : codecs_(*MakeBuiltinCodecs(BuiltinCodecOptions{})),
+        codec_(codecs_.Find("rankbin")),
+        ranker_(Model()),
+        budget_(64 << 20) {
+    workload::WorkloadOptions options;
+    options.candidates = candidates;
+    bytes_ = workload::WorkloadGenerator(options).Make(1).SerializeAsString();
+    for (const std::string& name : ranker_.model().item_features()) known_.insert(name);
+  }
+  bool ok() const { return codec_ != nullptr && ParseOnly().ok() && ValidateOnly().ok(); }
+
+  absl::Status ParseOnly() const { return server::ParseRequestView(bytes_, limits_, &view_); }
+  absl::Status ValidateOnly() const {
+    if (absl::Status s = server::ValidateRequest(view_, limits_); !s.ok()) return s;
+    unknown_ = server::UnknownItemFeatures(view_, known_);
+    bucket_ = &ranker_.BucketOf(view_.user_id);
+    ranker_.Shape(view_, *bucket_, false, &shape_);
+    return budget_.Check(view_, shape_, *codec_, rank::v1::LOG_MODE_NONE, codecs_);
+  }
+  void ScoreOnly() const { ranker_.Score(view_, &ws_); }
+  void BuildOnly() const {
+    ranker_.Build(view_, *bucket_, server::LogDetail::kNone, &ws_, &result_);
+  }
+  absl::StatusOr<OwnedBuffer> EncodeOnly() const { return codec_->Encode(result_); }
+
+ private:
+  CodecRegistry codecs_;
+  const Codec* codec_;
+  server::Ranker ranker_;
+  server::ResponseBudget budget_;
+  server::RequestLimits limits_;
+  std::string bytes_;
+  absl::flat_hash_set<std::string> known_;
+  mutable server::RequestView view_;
+  mutable std::vector<std::string> unknown_;
+  mutable const std::string* bucket_ = nullptr;
+  mutable server::OutputShape shape_;
+  mutable server::RankWorkspace ws_;
+  mutable RankResult result_;
+};
+
+void BM_Hot(benchmark::State& state, int phase) {
+  if (Model() == nullptr) {
+    state.SkipWithError("the model did not load");
+    return;
+  }
+  HotRequest r(static_cast<uint32_t>(state.range(0)));
+  if (!r.ok()) {
+    state.SkipWithError("the request did not parse or validate");
+    return;
+  }
+  // Every phase's input in place once.
+  r.ScoreOnly();
+  r.BuildOnly();
+  bool ok = true;
+  for (auto _ : state) {
+    if (phase == 0 || phase == 5) ok = ok && r.ParseOnly().ok();
+    if (phase == 1 || phase == 5) ok = ok && r.ValidateOnly().ok();
+    if (phase == 2 || phase == 5) r.ScoreOnly();
+    if (phase == 3 || phase == 5) r.BuildOnly();
+    if (phase == 4 || phase == 5) {
+      absl::StatusOr<OwnedBuffer> body = r.EncodeOnly();
+      ok = ok && body.ok();
+      benchmark::DoNotOptimize(body);
+    }
+  }
+  if (!ok) state.SkipWithError("a phase failed");
+}
+BENCHMARK_CAPTURE(BM_Hot, parse, 0)->Arg(500)->ArgName("candidates");
+BENCHMARK_CAPTURE(BM_Hot, validate, 1)->Arg(500)->ArgName("candidates");
+BENCHMARK_CAPTURE(BM_Hot, score, 2)->Arg(500)->ArgName("candidates");
+BENCHMARK_CAPTURE(BM_Hot, build, 3)->Arg(500)->ArgName("candidates");
+BENCHMARK_CAPTURE(BM_Hot, encode, 4)->Arg(500)->ArgName("candidates");
+BENCHMARK_CAPTURE(BM_Hot, all, 5)->Arg(500)->ArgName("candidates");
 
 }  // namespace
 }  // namespace rankwire::bench

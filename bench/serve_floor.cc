@@ -45,6 +45,7 @@
 #include "base/flags.h"
 #include "base/thread_sched.h"
 #include "rank/v1/rank.grpc.pb.h"
+#include "rpc/transport_args.h"
 #include "workload/workload.h"
 
 ABSL_FLAG(int, port, 0, "Port to listen on (0: a free one, printed).");
@@ -54,6 +55,9 @@ ABSL_FLAG(std::string, log_mode, "default", "The recorded request's log mode.");
 ABSL_FLAG(uint32_t, candidates, 500, "Candidates in the recorded request.");
 ABSL_FLAG(uint64_t, seed, 20261129, "Workload seed.");
 ABSL_FLAG(uint64_t, sequence, 0, "Which request of the workload to record.");
+ABSL_FLAG(std::string, grpc_transport_args, rankwire::rpc::kDefaultTransportArgs,
+          "gRPC HTTP/2 and TCP arguments, as rankwire-server's flag of that name (empty: "
+          "gRPC's defaults).");
 ABSL_FLAG(int, latency_slice_us, 100, "Time slice of every thread, as rankwire-server sets it.");
 
 namespace {
@@ -161,6 +165,13 @@ int main(int argc, char** argv) {
   // rankwire-server's defaults (--max_request_bytes derived, --max_message_bytes).
   builder.SetMaxReceiveMessageSize(1793674);
   builder.SetMaxSendMessageSize(64 << 20);
+  absl::StatusOr<rankwire::rpc::TransportArgs> transport =
+      rankwire::rpc::ParseTransportArgs(absl::GetFlag(FLAGS_grpc_transport_args));
+  if (!transport.ok()) {
+    std::fprintf(stderr, "serve_floor: %s\n", transport.status().ToString().c_str());
+    return 2;
+  }
+  rankwire::rpc::ApplyTransportArgs(*transport, &builder);
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {

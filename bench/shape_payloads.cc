@@ -113,6 +113,24 @@ RankResult StringHeavyResult(size_t items, uint64_t seed) {
   return WithItems(std::move(r), rows);
 }
 
+RankResult LongStringsResult(size_t items, uint64_t seed) {
+  Rng rng(seed);
+  RankResult r;
+  std::vector<RankedItem> rows;
+  std::vector<uint32_t> keys;
+  AddKeys(r, "feat.n", 12, MetricType::kDouble, &keys);
+  AddKeys(r, "debug.trace", 6, MetricType::kString, &keys);
+  for (size_t i = 0; i < items; ++i) {
+    RankedItem& item = AddItem(rows, rng, i);
+    size_t j = 0;
+    for (; j < 12; ++j) item.metrics.push_back({keys[j], MetricValue::Double(Uniform(rng))});
+    for (size_t t = 0; j < 18; ++j, ++t) {
+      item.metrics.push_back({keys[j], MetricValue::String(Trace(rng, item.item_id, t))});
+    }
+  }
+  return WithItems(std::move(r), rows);
+}
+
 RankResult FewKeysResult(size_t items, uint64_t seed) {
   Rng rng(seed);
   RankResult r;

@@ -6,6 +6,8 @@
 //   strings   500 items; 12 double features, 20 double metrics, 10 short
 //             categorical strings, 6 long distinct trace strings (150-300 B,
 //             text with the repeated vocabulary of debug output); no logs.
+//   longstrings 500 items; 12 double features and 6 long distinct trace
+//             strings (150-300 B) each: the strings are most of the bytes.
 //   fewkeys   500 items; 4 metrics (2 doubles, an int, a categorical string).
 //   manykeys  500 items; 200 keys (doubles, floats, ints, short strings),
 //             each item carries a different random half of them.
@@ -24,6 +26,7 @@
 namespace rankwire::bench {
 
 RankResult StringHeavyResult(size_t items, uint64_t seed);
+RankResult LongStringsResult(size_t items, uint64_t seed);
 RankResult FewKeysResult(size_t items, uint64_t seed);
 RankResult ManyKeysResult(size_t items, uint64_t seed);
 RankResult MixedResult(size_t items, uint64_t seed);

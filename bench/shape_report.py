@@ -19,6 +19,7 @@ from bench_report import load_rounds  # noqa: E402
 
 SHAPES = [("logs_inline", "(a) shipped model, logs inline"),
           ("shape_strings", "(b) string-heavy: 6 long distinct traces per item"),
+          ("shape_longstrings", "(b2) long strings: 6 long distinct traces + 12 numbers per item"),
           ("shape_fewkeys", "(c) few keys: 4 per item"),
           ("shape_manykeys", "(d) many keys: 200, each item a different half"),
           ("items_10", "(e) 10 items"), ("items_100", "(e) 100 items"),

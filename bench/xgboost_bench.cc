@@ -24,8 +24,15 @@
 //        request: binding, gathering the rows, scoring and ordering, with the
 //        XGBoost model and with the shipped linear model: the server's
 //        "score" phase.
-//   treeshap/w0300/d6/n0010   TreeSHAP of 10 of its rows: what explaining a
-//        response's 10 shown items costs (--explain_items).
+//   shap_exact/ shap_approx/ xgboost_contribs/ xgboost_approx/ tT/dD/nN
+//        explanations: rankwire's exact TreeSHAP (TreeShap) and Saabas
+//        (ApproxContributions) against XGBoost's pred_contribs and
+//        approx_contribs (XGBoosterPredictFromDMatrix on a DMatrix made once,
+//        one thread), T = 300, D in {4..8}, N in {1, 10, 100}; each checks
+//        its values against XGBoost's first (1e-5). shap_classic/t0300/d6/n0010
+//        is the classic algorithm (ReferenceTreeShap, what rankwire ran before
+//        issue 47). The same engines on w0300/d6/n0010: explaining the shipped
+//        request's 10 shown items (--explain_items).
 //   load/ load_server/ xgboost_load/ tT/dD   parsing a model and building what
 //        the server holds (XGBoostScorer); the server's whole load (read the
 //        file, parse, build, the built-in check request: LoadModel +
@@ -63,8 +70,10 @@
 #include "server/model_loader.h"
 #include "server/ranker.h"
 #include "server/request_view.h"
+#include "server/xgboost/approx_contributions.h"
 #include "server/xgboost/tree_evaluator.h"
 #include "server/xgboost/tree_shap.h"
+#include "server/xgboost/tree_shap_reference.h"
 #include "server/xgboost/xgboost_model.h"
 #include "server/xgboost/xgboost_test_util.h"
 #include "server/xgboost_scorer.h"
@@ -284,24 +293,79 @@ void BM_XGBoost(benchmark::State& state, std::string key, int items) {
   state.SetItemsProcessed(state.iterations() * items);
 }
 
-// XGBoost's TreeSHAP (pred_contribs), which in-place prediction does not
-// offer: from a DMatrix made once.
-void BM_XGBoostContributions(benchmark::State& state, std::string key, int items) {
+// XGBoost's contributions (pred_contribs, or approx_contribs), which
+// in-place prediction does not offer: from a DMatrix made once.
+std::vector<float> XGBoostContributions(Engines& e, int items, bool approx, DMatrixHandle matrix) {
+  const char* config = approx ? "{\"type\":3,\"training\":false,\"iteration_begin\":0,"
+                                "\"iteration_end\":0,\"strict_shape\":false}"
+                              : "{\"type\":2,\"training\":false,\"iteration_begin\":0,"
+                                "\"iteration_end\":0,\"strict_shape\":false}";
+  const bst_ulong* shape;
+  bst_ulong dim;
+  const float* result;
+  CheckXgb(XGBoosterPredictFromDMatrix(e.booster, matrix, config, &shape, &dim, &result));
+  return std::vector<float>(result, result + static_cast<size_t>(items) * (Features(e) + 1));
+}
+
+void BM_XGBoostContributions(benchmark::State& state, std::string key, int items, bool approx) {
   Engines& e = EnginesFor(key);
   const std::vector<float> rows = e.rows(items);
   DMatrixHandle matrix;
   CheckXgb(XGDMatrixCreateFromMat(rows.data(), items, Features(e), NAN, &matrix));
-  const char* config =
-      "{\"type\":2,\"training\":false,\"iteration_begin\":0,\"iteration_end\":0,"
-      "\"strict_shape\":false}";
   for (auto _ : state) {
-    const bst_ulong* shape;
-    bst_ulong dim;
-    const float* result;
-    CheckXgb(XGBoosterPredictFromDMatrix(e.booster, matrix, config, &shape, &dim, &result));
-    benchmark::DoNotOptimize(result);
+    std::vector<float> out = XGBoostContributions(e, items, approx, matrix);
+    benchmark::DoNotOptimize(out.data());
   }
   CheckXgb(XGDMatrixFree(matrix));
+  state.SetItemsProcessed(state.iterations() * items);
+}
+
+enum class Explainer { kExact, kApprox, kClassic };
+
+// rankwire's contributions of `items` rows, checked against XGBoost's first
+// (within 1e-5, relative above 1), or the comparison is void.
+void BM_Explain(benchmark::State& state, std::string key, int items, Explainer which) {
+  Engines& e = EnginesFor(key);
+  const std::vector<float> rows = e.rows(items);
+  const size_t width = Features(e) + 1;
+  std::vector<float> out(items * width);
+  std::vector<double> row_out(width);
+  std::function<void()> explain;
+  std::unique_ptr<rankwire::xgb::TreeShap> exact;
+  std::unique_ptr<rankwire::xgb::ApproxContributions> approx;
+  std::unique_ptr<rankwire::xgb::ReferenceTreeShap> classic;
+  if (which == Explainer::kExact) {
+    exact = std::make_unique<rankwire::xgb::TreeShap>(*e.model);
+    explain = [&] { exact->Contributions(rows.data(), items, Features(e), out.data()); };
+    state.SetLabel(std::string(exact->kernel_name()));
+  } else if (which == Explainer::kApprox) {
+    approx = std::make_unique<rankwire::xgb::ApproxContributions>(*e.model);
+    explain = [&] { approx->Contributions(rows.data(), items, Features(e), out.data()); };
+  } else {
+    classic = std::make_unique<rankwire::xgb::ReferenceTreeShap>(*e.model);
+    explain = [&] {
+      for (int r = 0; r < items; ++r) {
+        classic->Contributions(rows.data() + r * Features(e), row_out.data());
+        std::copy(row_out.begin(), row_out.end(), out.begin() + r * width);
+      }
+    };
+  }
+  DMatrixHandle matrix;
+  CheckXgb(XGDMatrixCreateFromMat(rows.data(), items, Features(e), NAN, &matrix));
+  const std::vector<float> theirs =
+      XGBoostContributions(e, items, which == Explainer::kApprox, matrix);
+  CheckXgb(XGDMatrixFree(matrix));
+  explain();
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (std::abs(out[i] - theirs[i]) > 1e-5 * std::max(1.0f, std::abs(theirs[i]))) {
+      state.SkipWithError("rankwire's contributions differ from XGBoost's");
+      return;
+    }
+  }
+  for (auto _ : state) {
+    explain();
+    benchmark::DoNotOptimize(out.data());
+  }
   state.SetItemsProcessed(state.iterations() * items);
 }
 
@@ -330,34 +394,40 @@ void BM_RankerScore(benchmark::State& state, bool xgboost) {
   state.SetItemsProcessed(state.iterations() * WorkloadRequest().candidates_size());
 }
 
-void BM_TreeShap(benchmark::State& state, int items) {
-  Engines& e = EnginesFor("w0300/d6");
-  const rankwire::xgb::TreeShap shap(*e.model);
-  const std::vector<float> rows = e.rows(items);
-  std::vector<double> out(Features(e) + 1);
-  for (auto _ : state) {
-    for (int r = 0; r < items; ++r) {
-      shap.Contributions(rows.data() + static_cast<size_t>(r) * Features(e), out.data());
-    }
-    benchmark::DoNotOptimize(out.data());
-  }
-  state.SetItemsProcessed(state.iterations() * items);
+// --explain=exact: the load that precomputes TreeSHAP's tables.
+rankwire::server::XGBoostScorerOptions ExactOptions() {
+  rankwire::server::XGBoostScorerOptions options;
+  options.mode = rankwire::server::ExplainMode::kExact;
+  return options;
 }
 
-// Parse + XGBoostScorer: what the server builds from a file's bytes.
+// Parse + XGBoostScorer: what the server builds from a file's bytes (with
+// --explain=exact).
 void BM_Load(benchmark::State& state, std::string key) {
   Engines& e = EnginesFor(key);
   for (auto _ : state) {
     auto model = XGBoostModel::Parse(e.json, "generated");
-    rankwire::server::XGBoostScorer scorer(*model, "bench", "1", {});
+    rankwire::server::XGBoostScorer scorer(*model, "bench", "1", ExactOptions());
     benchmark::DoNotOptimize(scorer.MemoryBytes());
   }
-  const rankwire::server::XGBoostScorer scorer(*e.model, "bench", "1", {});
+  const rankwire::server::XGBoostScorer scorer(*e.model, "bench", "1", ExactOptions());
   const double nodes = static_cast<double>(e.model->num_nodes());
   state.counters["nodes"] = nodes;
   state.counters["json_MB"] = e.json.size() / 1e6;
   state.counters["B_per_node"] = scorer.MemoryBytes() / nodes;
   state.counters["eval_B_per_node"] = scorer.evaluator().MemoryBytes() / nodes;
+  state.counters["shap_B_per_node"] = scorer.ExplainMemoryBytes() / nodes;
+  state.counters["approx_B_per_node"] =
+      rankwire::xgb::ApproxContributions(*e.model).MemoryBytes() / nodes;
+}
+
+// TreeShap's precomputation alone (part of load/).
+void BM_ShapBuild(benchmark::State& state, std::string key) {
+  Engines& e = EnginesFor(key);
+  for (auto _ : state) {
+    const rankwire::xgb::TreeShap shap(*e.model);
+    benchmark::DoNotOptimize(shap.MemoryBytes());
+  }
 }
 
 // The server's whole load of the file: read, parse, build, check request.
@@ -366,7 +436,8 @@ void BM_LoadServer(benchmark::State& state, std::string key) {
   rankwire::server::ModelPlan::Entry entry;
   entry.path = e.path;
   entry.name_hint = "bench";
-  const rankwire::server::ModelLoadOptions options;
+  rankwire::server::ModelLoadOptions options;
+  options.explain = ExactOptions();
   for (auto _ : state) {
     auto loaded = rankwire::server::LoadModel(entry, options);
     if (!loaded.ok()) Die(loaded.status().ToString());
@@ -430,12 +501,15 @@ class RatioReporter : public benchmark::ConsoleReporter {
   void Finalize() override {
     SweepTable();
     WorkloadTable();
+    ExplainTable();
     LoadTable();
   }
 
  private:
   void SweepTable();
   void WorkloadTable();
+  void ExplainTable();
+  void ExplainTargets();
   void LoadTable();
 
   std::string csv_path_;
@@ -499,8 +573,11 @@ void RatioReporter::WorkloadTable() {
   row("rankwire TreeEvaluator (portable kernel)", w["scalar"]);
   row("Ranker::Score, XGBoost model (score phase)", w["ranker_xgboost"]);
   row("Ranker::Score, shipped linear model", w["ranker_linear"]);
-  row("TreeSHAP, 10 items (--explain_items=10)", times_["w0300/d6/n0010"]["treeshap"]);
-  row("XGBoost's TreeSHAP (pred_contribs), 10 items", times_["w0300/d6/n0010"]["xgboost_treeshap"]);
+  auto& shown = times_["w0300/d6/n0010"];
+  row("TreeSHAP, 10 items (--explain=exact)", shown["shap_exact"]);
+  row("Saabas, 10 items (--explain=approx)", shown["shap_approx"]);
+  row("XGBoost's pred_contribs, 10 items", shown["xgboost_contribs"]);
+  row("XGBoost's approx_contribs, 10 items", shown["xgboost_approx"]);
   if (!w["xgboost"].empty()) {
     const RatioStats s = StatsOf(Ratios(w["xgboost"], w["rankwire"]));
     std::printf("  XGBoost / rankwire: %.2fx [%.2f-%.2f]\n", s.median, s.min, s.max);
@@ -514,16 +591,86 @@ void RatioReporter::WorkloadTable() {
   }
 }
 
+void RatioReporter::ExplainTable() {
+  bool header = false;
+  for (auto& [cell, engines] : times_) {
+    const auto& exact = engines["shap_exact"];
+    const auto& approx = engines["shap_approx"];
+    const auto& xgb_exact = engines["xgboost_contribs"];
+    const auto& xgb_approx = engines["xgboost_approx"];
+    if (exact.empty() || approx.empty() || xgb_exact.empty() || xgb_approx.empty()) continue;
+    if (!header) {
+      std::printf(
+          "\nExplanations (CPU us per call; ratio = XGBoost / rankwire, median of paired "
+          "repetitions and their range; us/row: rankwire's per explained row)\n%-16s %10s %10s "
+          "%7s %13s %9s %9s %9s %7s %13s %7s\n",
+          "cell", "exact", "pred_con", "ratio", "range", "us/row", "approx", "approx_c", "ratio",
+          "range", "us/row");
+      header = true;
+    }
+    int items = 1;
+    std::sscanf(cell.c_str() + cell.rfind('n') + 1, "%d", &items);
+    const RatioStats e = StatsOf(Ratios(xgb_exact, exact));
+    const RatioStats a = StatsOf(Ratios(xgb_approx, approx));
+    std::printf(
+        "%-16s %10.1f %10.1f %6.1fx %6.1f-%5.1fx %9.2f %9.1f %9.1f %6.1fx %6.1f-%5.1fx %7.2f\n",
+        cell.c_str(), Median(exact), Median(xgb_exact), e.median, e.min, e.max,
+        Median(exact) / items, Median(approx), Median(xgb_approx), a.median, a.min, a.max,
+        Median(approx) / items);
+  }
+  if (header) ExplainTargets();
+}
+
+// Issue 47's targets, from this run's cells.
+void RatioReporter::ExplainTargets() {
+  auto& d6 = times_["t0300/d6/n0010"];
+  auto& w10 = times_["w0300/d6/n0010"];
+  std::printf("Targets (one thread, this run):\n");
+  if (!d6["shap_exact"].empty() && !d6["xgboost_contribs"].empty()) {
+    const RatioStats s = StatsOf(Ratios(d6["xgboost_contribs"], d6["shap_exact"]));
+    std::printf(
+        "  exact, 10 rows, 300 trees, depth 6: pred_contribs / rankwire %.1fx [%.1f-%.1f] "
+        "(target >= 10x, moonshot 30x): %s\n",
+        s.median, s.min, s.max, s.median >= 10 ? "met" : "MISSED");
+  }
+  if (!w10["shap_exact"].empty() && !w10["xgboost_contribs"].empty()) {
+    const RatioStats s = StatsOf(Ratios(w10["xgboost_contribs"], w10["shap_exact"]));
+    std::printf("  the same on the shipped request's model (w0300/d6): %.1fx [%.1f-%.1f]\n",
+                s.median, s.min, s.max);
+  }
+  if (!d6["shap_exact"].empty() && !d6["shap_classic"].empty()) {
+    const RatioStats s = StatsOf(Ratios(d6["shap_classic"], d6["shap_exact"]));
+    std::printf("  classic algorithm (rankwire before) / exact: %.1fx [%.1f-%.1f]\n", s.median,
+                s.min, s.max);
+  }
+  const auto& scoring = times_["w0300/d6/n0500"]["rankwire"];
+  if (!w10["shap_approx"].empty() && !scoring.empty()) {
+    const RatioStats s = StatsOf(Ratios(w10["shap_approx"], scoring));
+    std::printf(
+        "  approx of 10 rows / TreeEvaluator scoring 500 (w0300/d6): %.3f [%.3f-%.3f] "
+        "(target <= 0.1): %s\n",
+        s.median, s.min, s.max, s.median <= 0.1 ? "met" : "MISSED");
+  }
+  if (!w10["shap_exact"].empty() && !scoring.empty()) {
+    const RatioStats s = StatsOf(Ratios(w10["shap_exact"], scoring));
+    std::printf("  exact of 10 rows / TreeEvaluator scoring 500 (w0300/d6): %.3f [%.3f-%.3f]\n",
+                s.median, s.min, s.max);
+  }
+}
+
 void RatioReporter::LoadTable() {
   bool header = false;
   for (auto& [cell, engines] : times_) {
     if (engines["load"].empty()) continue;
     if (!header) {
       std::printf(
-          "\nLoad (CPU ms, median): parse + build what the server holds; the server's "
-          "whole load (read, parse, build, check request); XGBoost's load\n%-10s %8s "
-          "%8s %9s %8s %8s %8s %8s\n",
-          "model", "parse", "server", "xgboost", "nodes", "JSON MB", "B/node", "eval B");
+          "\nLoad (CPU ms, median): parse + build what the server holds (the evaluator and "
+          "TreeSHAP's tables); TreeSHAP's tables alone; the server's whole load (read, parse, "
+          "build, check request); XGBoost's load. Bytes per node held: all, the evaluator, "
+          "TreeSHAP, Saabas (XGBoost holds 36: a 20-byte node, 16 of statistics)\n%-10s %8s "
+          "%8s %8s %9s %8s %8s %8s %8s %8s %8s\n",
+          "model", "parse", "shap", "server", "xgboost", "nodes", "JSON MB", "B/node", "eval B",
+          "shap B", "approx B");
       header = true;
     }
     auto ms = [&](const char* engine) {
@@ -531,16 +678,32 @@ void RatioReporter::LoadTable() {
       return t.empty() ? NAN : Median(t) / 1e3;
     };
     auto& c = counters_[cell];
-    std::printf("%-10s %8.2f %8.2f %9.2f %8.0f %8.2f %8.1f %8.1f\n", cell.c_str(), ms("load"),
-                ms("load_server"), ms("xgboost_load"), c["nodes"], c["json_MB"], c["B_per_node"],
-                c["eval_B_per_node"]);
+    std::printf("%-10s %8.2f %8.2f %8.2f %9.2f %8.0f %8.2f %8.1f %8.1f %8.1f %8.1f\n", cell.c_str(),
+                ms("load"), ms("shap_build"), ms("load_server"), ms("xgboost_load"), c["nodes"],
+                c["json_MB"], c["B_per_node"], c["eval_B_per_node"], c["shap_B_per_node"],
+                c["approx_B_per_node"]);
   }
 }
 
+void Us(benchmark::internal::Benchmark* b) {
+  b->Unit(benchmark::kMicrosecond)->MeasureProcessCPUTime();
+}
+
+// The four explanation engines on one model and row count.
+void RegisterExplain(const std::string& key, int items) {
+  const std::string cell = absl::StrFormat("%s/n%04d", key, items);
+  Us(benchmark::RegisterBenchmark(("shap_exact/" + cell).c_str(), BM_Explain, key, items,
+                                  Explainer::kExact));
+  Us(benchmark::RegisterBenchmark(("shap_approx/" + cell).c_str(), BM_Explain, key, items,
+                                  Explainer::kApprox));
+  Us(benchmark::RegisterBenchmark(("xgboost_contribs/" + cell).c_str(), BM_XGBoostContributions,
+                                  key, items, false));
+  Us(benchmark::RegisterBenchmark(("xgboost_approx/" + cell).c_str(), BM_XGBoostContributions, key,
+                                  items, true));
+}
+
 void RegisterAll() {
-  auto us = [](benchmark::internal::Benchmark* b) {
-    b->Unit(benchmark::kMicrosecond)->MeasureProcessCPUTime();
-  };
+  const auto us = Us;
   for (int trees : {100, 300, 500, 1000}) {
     for (int depth : {4, 5, 6, 7, 8}) {
       const std::string key = absl::StrFormat("t%04d/d%d", trees, depth);
@@ -560,12 +723,16 @@ void RegisterAll() {
   us(benchmark::RegisterBenchmark("scalar/w0300/d6/n0500", BM_Rankwire, w, 500, true));
   us(benchmark::RegisterBenchmark("ranker_xgboost/w0300/d6/n0500", BM_RankerScore, true));
   us(benchmark::RegisterBenchmark("ranker_linear/w0300/d6/n0500", BM_RankerScore, false));
-  us(benchmark::RegisterBenchmark("treeshap/w0300/d6/n0010", BM_TreeShap, 10));
-  us(benchmark::RegisterBenchmark("xgboost_treeshap/w0300/d6/n0010", BM_XGBoostContributions, w,
-                                  10));
+  RegisterExplain(w, 10);
+  for (int depth : {4, 5, 6, 7, 8}) {
+    for (int items : {1, 10, 100}) RegisterExplain(absl::StrFormat("t0300/d%d", depth), items);
+  }
+  us(benchmark::RegisterBenchmark("shap_classic/t0300/d6/n0010", BM_Explain, "t0300/d6", 10,
+                                  Explainer::kClassic));
   for (int depth : {4, 6, 8}) {
     const std::string key = absl::StrFormat("t0300/d%d", depth);
     us(benchmark::RegisterBenchmark(("load/" + key).c_str(), BM_Load, key));
+    us(benchmark::RegisterBenchmark(("shap_build/" + key).c_str(), BM_ShapBuild, key));
     us(benchmark::RegisterBenchmark(("load_server/" + key).c_str(), BM_LoadServer, key));
     us(benchmark::RegisterBenchmark(("xgboost_load/" + key).c_str(), BM_XGBoostLoad, key));
   }

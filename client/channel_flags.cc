@@ -9,6 +9,21 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "client/tls.h"
+#include "codec/builtin_codecs.h"
+
+ABSL_FLAG(std::string, target, "localhost:50051",
+          "Server: host:port, dns:///name:port (every address of the name), "
+          "ipv4:a:port,b:port (a list of replicas) or host:port,host:port (each resolved at "
+          "start); calls are balanced over them by --lb_policy.");
+ABSL_FLAG(std::string, codec, "",
+          absl::StrCat("Codecs to accept, most preferred first, comma-separated (empty: the "
+                       "server's default). Known: ",
+                       rankwire::BuiltinCodecNames(), "."));
+ABSL_FLAG(std::string, log_mode, "default", "default, store, inline or none.");
+ABSL_FLAG(uint32_t, candidates, 500, "Candidates per generated request.");
+ABSL_FLAG(uint32_t, top_n, 10, "Items each response shows: read in full, as a caller does.");
+ABSL_FLAG(uint64_t, seed, 20261129, "Workload seed of the generated requests.");
+ABSL_FLAG(int, deadline_ms, 5000, "Per-call deadline.");
 
 ABSL_FLAG(std::string, lb_policy, "round_robin",
           "Load balancing over the addresses the target resolves to: round_robin "
@@ -25,6 +40,9 @@ ABSL_FLAG(std::string, tls_cert_file, "",
 ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file.");
 ABSL_FLAG(std::string, tls_server_name, "",
           "Name to verify in the server's certificate instead of the target's host.");
+ABSL_FLAG(std::string, grpc_transport_args, rankwire::rpc::kDefaultTransportArgs,
+          "gRPC HTTP/2 and TCP arguments of the channel, name=value,... (empty: gRPC's "
+          "defaults).");
 ABSL_FLAG(std::string, service_config, "",
           "A gRPC service config (JSON, or @file) that replaces --lb_policy, "
           "--max_attempts and --health_service.");
@@ -36,6 +54,10 @@ absl::StatusOr<ChannelOptions> ChannelOptionsFromFlags() {
   options.lb_policy = absl::GetFlag(FLAGS_lb_policy);
   options.max_attempts = absl::GetFlag(FLAGS_max_attempts);
   options.health_service = absl::GetFlag(FLAGS_health_service);
+  absl::StatusOr<rpc::TransportArgs> transport =
+      rpc::ParseTransportArgs(absl::GetFlag(FLAGS_grpc_transport_args));
+  if (!transport.ok()) return transport.status();
+  options.transport_args = *std::move(transport);
   std::string config = absl::GetFlag(FLAGS_service_config);
   if (absl::StartsWith(config, "@")) {
     std::ifstream in(config.substr(1));

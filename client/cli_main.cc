@@ -1,15 +1,19 @@
 // rankwire-cli: the operator's tool. By default it sends a generated
 // RankRequest (the workload generator's, so it is the benchmarks' payload),
-// prints the top-N items, the codec used, the response size and the
-// server's and client's phase timings, and the logs of the items shown.
+// prints the top-N items, the codec, model and experiment bucket used, the
+// response size and the server's and client's phase timings, and the logs
+// of the items shown (fetched from the log store right after the call).
 //   --request_file   send a saved request (JSON or binary) instead: replay
-//   --dump_request   write the request it would send (JSON) and stop
+//   --dump_request   write the request it would send (JSON, or binary for
+//                    a .bin file) and stop
 //   --save_response  write the RankResponse as received
 //   --compare        one call per codec and log placement, as a table
 //   --fetch_logs_for the stored logs of a past request's --items
 //   --health         health of every replica behind --target, one line each
-//   --model_features the features a model file reads
-//   --models         the models a server ranks with now
+//   --models         the models every replica ranks with now, one line each
+//   --reload_models  ReloadModels on every replica's health port
+//   --model_features the features a model file reads, checked as a server
+//                    with the same model flags would
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -28,29 +32,24 @@
 #include "base/flags.h"
 #include "base/status_macros.h"
 #include "client/channel_flags.h"
+#include "client/cli_fleet.h"
 #include "client/rank_client.h"
 #include "client/replicas.h"
 #include "client/request_file.h"
 #include "codec/builtin_codecs.h"
 #include "rank/v1/rank.grpc.pb.h"
 #include "rpc/status.h"
+#include "server/model_flags.h"
 #include "server/model_loader.h"
 #include "server/model_path.h"
 #include "workload/workload.h"
 
-ABSL_FLAG(std::string, target, "localhost:50051",
-          "Server: host:port, dns:///name:port (every address of the name) or "
-          "ipv4:a:port,b:port (a list of replicas).");
-ABSL_FLAG(std::string, codec, "",
-          absl::StrCat("Codecs to accept, most preferred first, comma-separated (empty: the "
-                       "server's default). Known: ",
-                       rankwire::BuiltinCodecNames(), "."));
-ABSL_FLAG(uint32_t, candidates, 500, "Candidates in the generated request.");
-ABSL_FLAG(uint64_t, seed, 20261129, "Workload seed.");
+// --target, --codec, --log_mode, --candidates, --top_n, --seed and
+// --deadline_ms are client/channel_flags.cc's (shared with rankwire-loadgen);
+// the model flags (--model_max_bytes, --xgboost_*, --explain_*,
+// --allow_unsupplied_features) are server/model_flags.cc's (shared with
+// rankwire-server).
 ABSL_FLAG(uint64_t, sequence, 0, "Which request of the seeded workload to send.");
-ABSL_FLAG(uint32_t, top_n, 10, "Items to show.");
-ABSL_FLAG(std::string, log_mode, "default", "default, store, inline or none.");
-ABSL_FLAG(int, deadline_ms, 5000, "Per-call deadline.");
 ABSL_FLAG(std::string, metrics, "score.ctr,score.cvr,score.rel,recall.source",
           "Metrics to print per item, comma-separated.");
 ABSL_FLAG(bool, fetch_logs, true, "Fetch and print the logs of the items shown.");
@@ -62,31 +61,57 @@ ABSL_FLAG(bool, health, false,
           "Only ask grpc.health.v1.Health/Check, for the server (\"\") and "
           "rank.v1.RankService, of every replica behind --target (each address of an ipv4: "
           "list or of a dns: name, or each of a comma list): one line per replica with its "
-          "address; fail unless every one is SERVING for both.");
+          "address; fail unless every one is SERVING for both (see --wait_ms).");
 ABSL_FLAG(std::string, request_file, "",
           "Send this RankRequest instead of a generated one: protobuf JSON (as --dump_request "
           "writes it) or binary (a caller's captured bytes), to replay a caller's request. "
           "--codec and --log_mode, when given, replace its accept_codecs and log_mode; "
           "--candidates, --seed, --sequence and --top_n shape generated requests only.");
 ABSL_FLAG(std::string, dump_request, "",
-          "Write the request the call would send, as protobuf JSON, to this file (\"-\": "
-          "standard output), and exit without calling.");
+          "Write the request the call would send to this file (\"-\": standard output), and "
+          "exit without calling: protobuf JSON, or the binary wire form for a file ending in "
+          ".bin or .pb (see --dump_format).");
+ABSL_FLAG(std::string, dump_format, "auto",
+          "--dump_request's form: auto (binary for .bin and .pb files, else JSON), json or "
+          "binary.");
 ABSL_FLAG(std::string, save_response, "",
           "Write the RankResponse as received (a binary rank.v1.RankResponse: header and the "
           "codec's body) to this file.");
 ABSL_FLAG(std::string, fetch_logs_for, "",
           "Only read the stored logs of this request id (a past call's, while they live: the "
-          "server's --log_ttl_ms) for the --items given, and print one line per item.");
+          "server's --log_ttl_ms, 1 s by default) for the --items given, and print one line "
+          "per item. To see a request's logs at once, send it instead (--request_file): the "
+          "logs of the items shown are fetched right after the call.");
 ABSL_FLAG(std::string, items, "", "Item ids for --fetch_logs_for, comma-separated.");
 ABSL_FLAG(std::string, model_features, "",
           "Only load this model (a file, a directory of versions or a bucket manifest's "
-          "directory), as rankwire-server --model would, with its load checks (a relative "
-          "path is also looked up in the shipped models), and print each model's version "
-          "and what it reads: the item features callers send in "
-          "RankRequest.item_feature_names, and its user.* and ctx.* inputs.");
+          "directory), as rankwire-server --model would with the same model flags "
+          "(--model_max_bytes, --xgboost_max_depth, --xgboost_allow_unnamed_features, "
+          "--allow_unsupplied_features, --explain_*), with its load checks (a relative path "
+          "is also looked up in the shipped models), and print each model's version and what "
+          "it reads: the item features callers send in RankRequest.item_feature_names, and "
+          "its user.* and ctx.* inputs; or, exit status 1, what such a server would refuse and "
+          "why.");
 ABSL_FLAG(bool, models, false,
-          "Only ask the server at --target which models it ranks with now (per experiment "
-          "bucket: name@version, kind, file, load time) and the last refused reload.");
+          "Only ask every replica behind --target (as --health does) which models it ranks "
+          "with now, one line per replica: generation, each experiment bucket's "
+          "name@version, kind, file and load time, and its last refused load (kept until a "
+          "newer one) with its time and reason.");
+ABSL_FLAG(std::string, expect_model, "",
+          "With --models: fail (exit status 1) unless every replica serves exactly these "
+          "models: name@version, comma-separated, in any order and bucket (a canary: "
+          "old@1,new@2; after it: new@2). With --wait_ms, wait for it: a rollout watched to "
+          "its end.");
+ABSL_FLAG(int, wait_ms, 0,
+          "With --health or --models: ask again every 100 ms, up to this long, until every "
+          "replica is SERVING (--health) or answers and serves --expect_model (--models), "
+          "then print the last round (0: ask once). For a server still starting, or a model "
+          "on its way.");
+ABSL_FLAG(bool, reload_models, false,
+          "Only call rank.v1.ModelService/ReloadModels on every replica behind --target, "
+          "which names their plaintext health ports (--health_port of servers run with "
+          "--model_admin_rpc; no TLS there), one line per replica: loaded, unchanged, or "
+          "refused with the reason while the old models serve on (exit status 1).");
 
 namespace rankwire::client {
 namespace {
@@ -191,10 +216,12 @@ absl::Status SaveResponse(const RankReply& reply, const std::string& path) {
 void PrintReply(const RankReply& reply, uint32_t top_n, uint32_t topn_us) {
   const rank::v1::ResponseHeader& h = reply.header();
   absl::PrintF(
-      "response: codec=%s format=%d items=%d bytes=%d body_bytes=%d log_mode=%s%s model=%s\n",
+      "response: codec=%s format=%d items=%d bytes=%d body_bytes=%d log_mode=%s%s model=%s "
+      "bucket=%s\n",
       h.codec(), h.format_version(), h.item_count(), reply.response_bytes(), reply.body_bytes(),
       rank::v1::LogMode_Name(h.log_mode()),
-      h.log_key().empty() ? "" : absl::StrCat(" log_key=", h.log_key()), h.model_version());
+      h.log_key().empty() ? "" : absl::StrCat(" log_key=", h.log_key()), h.model_version(),
+      h.experiment_bucket().empty() ? "(none)" : h.experiment_bucket());
   absl::PrintF("call: peer=%s\n", reply.call().peer);
   const rank::v1::ServerTimings& st = h.timings();
   absl::PrintF(
@@ -394,44 +421,6 @@ absl::Status Compare(const RankClient& client, const CodecRegistry& codecs) {
   return absl::OkStatus();
 }
 
-// --health: asks each replica behind --target on a channel of its own
-// without client-side health checking (which would hide a NOT_SERVING
-// replica from the call), and prints one line per replica.
-absl::Status Health(ChannelOptions options) {
-  options.health_service.clear();
-  options.lb_policy = "pick_first";
-  if (!options.service_config.empty()) {
-    return absl::InvalidArgumentError("--health takes no --service_config");
-  }
-  ASSIGN_OR_RETURN(std::vector<Replica> replicas, ReplicasOf(absl::GetFlag(FLAGS_target)));
-  CallOptions call;
-  call.deadline = absl::Milliseconds(absl::GetFlag(FLAGS_deadline_ms));
-  size_t serving = 0;
-  for (const Replica& replica : replicas) {
-    ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel, MakeChannel(replica.target, options));
-    std::string line = absl::StrCat("health ", replica.address, ":");
-    bool ok = true;
-    for (const std::string service : {"", "rank.v1.RankService"}) {
-      absl::StatusOr<HealthStatus> status = CheckHealth(channel.get(), service, call);
-      if (!status.ok()) {
-        absl::StrAppend(&line, " error ", status.status().ToString());
-        ok = false;
-        break;
-      }
-      absl::StrAppend(&line, " ", service.empty() ? "server" : service, "=",
-                      HealthStatusName(*status));
-      ok &= *status == HealthStatus::kServing;
-    }
-    absl::PrintF("%s\n", line);
-    serving += ok;
-  }
-  if (serving < replicas.size()) {
-    return absl::UnavailableError(
-        absl::StrCat(replicas.size() - serving, " of ", replicas.size(), " replicas not serving"));
-  }
-  return absl::OkStatus();
-}
-
 // One model's inputs, as --model_features and --models print them.
 void PrintInputs(const std::vector<std::string>& item, const std::vector<std::string>& user,
                  const std::vector<std::string>& context, absl::string_view indent) {
@@ -450,14 +439,35 @@ void PrintInputs(const std::vector<std::string>& item, const std::vector<std::st
 }
 
 // --model_features: what a model (file, version directory or bucket
-// manifest) reads, loaded and checked as the server loads it.
+// manifest) reads, loaded and checked as a server with the same model flags
+// loads it; what such a server would refuse, and why, otherwise.
 absl::Status ModelFeatures(const std::string& flag) {
+  ASSIGN_OR_RETURN(server::ModelLoadOptions load, server::ModelLoadOptionsFromFlags());
+  auto refused = [](const std::string& what, const absl::Status& status) {
+    return absl::Status(
+        status.code(),
+        absl::StrCat("a server with these model flags would refuse ", what, " (reason ",
+                     server::RefusalReason(status), "): ", status.message()));
+  };
   ASSIGN_OR_RETURN(std::string path, server::ResolveModelPath(flag, server::ExecutablePath()));
-  ASSIGN_OR_RETURN(server::ModelPlan plan, server::PlanModels(path));
-  for (const server::ModelPlan::Entry& entry : plan.entries) {
-    ASSIGN_OR_RETURN(server::LoadedModel loaded, server::LoadModel(entry, {}));
-    const server::Model& model = *loaded.model;
-    RETURN_IF_ERROR(server::CheckModel(model, plan.supplied, false, {}));
+  absl::StatusOr<server::ModelPlan> plan = server::PlanModels(path);
+  if (!plan.ok()) return refused(path, plan.status());
+  absl::Status first_refusal;
+  for (const server::ModelPlan::Entry& entry : plan->entries) {
+    absl::StatusOr<server::LoadedModel> loaded = server::LoadModel(entry, load);
+    absl::Status checked = loaded.status();
+    if (loaded.ok()) {
+      checked =
+          server::CheckModel(*loaded->model, plan->supplied, load.allow_unsupplied_features, {});
+    }
+    if (!checked.ok()) {
+      if (plan->entries.size() > 1) {  // One line per refused bucket; the last is the summary.
+        absl::FPrintF(stderr, "rankwire-cli: %s\n", refused(entry.path, checked).ToString());
+      }
+      if (first_refusal.ok()) first_refusal = refused(entry.path, checked);
+      continue;
+    }
+    const server::Model& model = *loaded->model;
     absl::PrintF("model %s (%s) from %s%s\n", model.full_version(), model.kind(), entry.path,
                  entry.bucket.empty()
                      ? ""
@@ -465,43 +475,55 @@ absl::Status ModelFeatures(const std::string& flag) {
     const server::ModelInputs& in = model.inputs();
     PrintInputs(in.item, in.user, in.context, "");
   }
-  return absl::OkStatus();
-}
-
-// --models: what the server at --target ranks with now (ModelService).
-absl::Status Models(const ChannelOptions& options) {
-  ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
-                   MakeChannel(absl::GetFlag(FLAGS_target), options));
-  auto stub = rank::v1::ModelService::NewStub(channel);
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::milliseconds(absl::GetFlag(FLAGS_deadline_ms)));
-  rank::v1::GetModelsResponse response;
-  RETURN_IF_ERROR(FromGrpcStatus(stub->GetModels(&context, {}, &response)));
-  absl::PrintF("%s: generation %d from %s\n", absl::GetFlag(FLAGS_target), response.generation(),
-               response.source());
-  for (const rank::v1::ServedModel& m : response.models()) {
-    absl::PrintF(
-        "  %s%s@%s (%s) from %s, loaded in %d ms\n",
-        m.bucket().empty() ? "" : absl::StrFormat("bucket %s (%d%%): ", m.bucket(), m.percent()),
-        m.name(), m.version(), m.kind(), m.path(), m.load_ms());
+  if (!first_refusal.ok() && plan->entries.size() > 1) {
+    return absl::Status(first_refusal.code(),
+                        "a server with these model flags would refuse the "
+                        "models above");
   }
-  if (!response.last_failure().empty()) {
-    absl::PrintF("  last refused reload (%s): %s\n", response.last_failure_reason(),
-                 response.last_failure());
-  }
-  return absl::OkStatus();
+  return first_refusal;
 }
 
 // --dump_request: the request written, no call made.
 absl::Status DumpRequest(const std::string& path) {
+  const std::string form = absl::GetFlag(FLAGS_dump_format);
+  RequestFileFormat format = RequestFileFormatFor(path);
+  if (form == "json") {
+    format = RequestFileFormat::kJson;
+  } else if (form == "binary") {
+    format = RequestFileFormat::kBinary;
+  } else if (form != "auto") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--dump_format=", form, ": expected auto, json or binary"));
+  }
   ASSIGN_OR_RETURN(rank::v1::RankRequest request, RequestToSend());
-  RETURN_IF_ERROR(WriteRequestJson(request, path));
+  RETURN_IF_ERROR(WriteRequestFile(request, path, format));
   if (path != "-") {
-    absl::FPrintF(stderr, "rankwire-cli: wrote request %s (%d candidates) to %s\n",
-                  request.request_id(), request.candidates_size(), path);
+    absl::FPrintF(stderr, "rankwire-cli: wrote request %s (%d candidates, %s) to %s\n",
+                  request.request_id(), request.candidates_size(),
+                  format == RequestFileFormat::kJson ? "JSON" : "binary", path);
   }
   return absl::OkStatus();
+}
+
+// --health, --models and --reload_models: the fleet's commands.
+absl::Status Fleet(ChannelOptions channel_options) {
+  FleetOptions fleet;
+  fleet.target = absl::GetFlag(FLAGS_target);
+  fleet.channel = std::move(channel_options);
+  fleet.deadline = absl::Milliseconds(absl::GetFlag(FLAGS_deadline_ms));
+  fleet.wait = absl::Milliseconds(std::max(0, absl::GetFlag(FLAGS_wait_ms)));
+  fleet.expect_model = absl::GetFlag(FLAGS_expect_model);
+  if (!fleet.expect_model.empty() && !absl::GetFlag(FLAGS_models)) {
+    return absl::InvalidArgumentError("--expect_model goes with --models");
+  }
+  if (absl::GetFlag(FLAGS_health)) return HealthOfReplicas(fleet);
+  if (absl::GetFlag(FLAGS_models)) return ModelsOfReplicas(fleet);
+  if (fleet.wait > absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "--wait_ms goes with --health or --models (--reload_models answers once the models "
+        "are loaded or refused)");
+  }
+  return ReloadReplicas(fleet);
 }
 
 absl::Status Run() {
@@ -512,11 +534,16 @@ absl::Status Run() {
     return DumpRequest(path);
   }
   ASSIGN_OR_RETURN(ChannelOptions channel_options, ChannelOptionsFromFlags());
-  if (absl::GetFlag(FLAGS_health)) return Health(channel_options);
-  if (absl::GetFlag(FLAGS_models)) return Models(channel_options);
+  if (absl::GetFlag(FLAGS_health) || absl::GetFlag(FLAGS_models) ||
+      absl::GetFlag(FLAGS_reload_models)) {
+    return Fleet(std::move(channel_options));
+  }
+  if (FlagGiven("wait_ms") || FlagGiven("expect_model")) {
+    return absl::InvalidArgumentError("--wait_ms and --expect_model go with --health or --models");
+  }
   ASSIGN_OR_RETURN(CodecRegistry codecs, MakeBuiltinCodecs(BuiltinCodecOptions{}));
-  ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
-                   MakeChannel(absl::GetFlag(FLAGS_target), channel_options));
+  ASSIGN_OR_RETURN(std::string target, ChannelTargetOf(absl::GetFlag(FLAGS_target)));
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel, MakeChannel(target, channel_options));
   RankClient client(std::move(channel), &codecs);
   if (!absl::GetFlag(FLAGS_fetch_logs_for).empty()) return FetchLogsFor(client);
   if (absl::GetFlag(FLAGS_compare)) {
@@ -532,6 +559,9 @@ absl::Status Run() {
 }  // namespace rankwire::client
 
 int main(int argc, char** argv) {
+  // Line by line, also into a pipe or a file: an operator's `| grep` or a
+  // log sees each line when it is printed, in order with stderr's.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   rankwire::ParseFlags(
       argc, argv,
       "Sends a generated 500-candidate RankRequest (or a saved one) and prints "
@@ -541,7 +571,8 @@ int main(int argc, char** argv) {
       "  rankwire-cli --fetch_logs_for=REQUEST_ID --items=sku-1,sku-2\n"
       "  rankwire-cli --target=dns:///rankwire.default.svc.cluster.local:50051 --health\n"
       "  rankwire-cli --model_features=server/models/ecom_search_lr.model\n"
-      "  rankwire-cli --target=localhost:50051 --models\n"
+      "  rankwire-cli --target=ipv4:10.0.0.7:50051,10.0.0.8:50051 --models\n"
+      "  rankwire-cli --target=localhost:50061 --reload_models   # the health port\n"
       "  rankwire-cli --compare");
   absl::Status s = rankwire::client::Run();
   if (!s.ok()) {

@@ -43,24 +43,17 @@
 #include "base/thread_sched.h"
 #include "client/channel_flags.h"
 #include "client/rank_client.h"
+#include "client/replicas.h"
 #include "codec/builtin_codecs.h"
 #include "rpc/status.h"
 #include "workload/workload.h"
 
-ABSL_FLAG(std::string, target, "localhost:50051",
-          "Server: host:port, dns:///name:port or ipv4:a:port,b:port (replicas are "
-          "balanced by --lb_policy).");
-ABSL_FLAG(std::string, codec, "",
-          absl::StrCat("Codecs to accept, comma-separated (empty: server default). Known: ",
-                       rankwire::BuiltinCodecNames(), "."));
-ABSL_FLAG(std::string, log_mode, "default", "default, store, inline or none.");
-ABSL_FLAG(uint32_t, candidates, 500, "Candidates per request.");
-ABSL_FLAG(uint32_t, top_n, 10, "Items each response's caller decodes fully.");
+// --target, --codec, --log_mode, --candidates, --top_n, --seed and
+// --deadline_ms are client/channel_flags.cc's (shared with rankwire-cli).
 ABSL_FLAG(uint32_t, distinct_requests, 64, "Distinct requests, cycled.");
 ABSL_FLAG(bool, fresh_request_ids, false,
           "Give every call a request id of its own (the request's, then the run, the caller "
           "and the call), as real traffic has: each call's logs get a key of their own.");
-ABSL_FLAG(uint64_t, seed, 20261129, "Workload seed.");
 ABSL_FLAG(int, concurrency, 4, "Caller threads (one channel each).");
 ABSL_FLAG(bool, shared_channel, false,
           "All caller threads share one channel (as one central-control process does).");
@@ -73,7 +66,6 @@ ABSL_FLAG(int, latency_slice_us, 100,
 ABSL_FLAG(double, duration_s, 10,
           "Measured seconds (at most: SIGTERM/SIGINT ends the run early and prints the result).");
 ABSL_FLAG(double, warmup_s, 2, "Unmeasured seconds first.");
-ABSL_FLAG(int, deadline_ms, 5000, "Per-call deadline.");
 ABSL_FLAG(std::string, label, "", "A label echoed in the output (for scripts).");
 ABSL_FLAG(bool, json, false, "Print one JSON object instead of text.");
 ABSL_FLAG(std::string, calls_file, "",
@@ -231,6 +223,7 @@ struct Plan {
   std::string run;  // What makes this run's request ids its own.
   const CodecRegistry* codecs = nullptr;
   ChannelOptions channel_options;
+  std::string target;  // --target, a comma list resolved (ChannelTargetOf).
   std::shared_ptr<grpc::Channel> shared_channel;  // nullptr: a channel per thread.
 };
 
@@ -266,7 +259,7 @@ void CallLoop(const Plan& plan, int w, Worker* me) {
   // The options were checked when the shared channel was made.
   RankClient client(plan.shared_channel != nullptr
                         ? plan.shared_channel
-                        : *MakeChannel(absl::GetFlag(FLAGS_target), plan.channel_options),
+                        : *MakeChannel(plan.target, plan.channel_options),
                     plan.codecs);
   const std::vector<grpc::ByteBuffer>& requests = *plan.requests;
   // Open loop: this thread's share of the rate, phase-shifted.
@@ -465,14 +458,17 @@ int Run() {
   std::signal(SIGTERM, RequestStop);
   std::signal(SIGINT, RequestStop);
   absl::StatusOr<ChannelOptions> channel_options = ChannelOptionsFromFlags();
+  absl::StatusOr<std::string> target = ChannelTargetOf(absl::GetFlag(FLAGS_target));
   absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
-      channel_options.ok() ? MakeChannel(absl::GetFlag(FLAGS_target), *channel_options)
-                           : channel_options.status();
+      !target.ok()           ? target.status()
+      : channel_options.ok() ? MakeChannel(*target, *channel_options)
+                             : channel_options.status();
   if (!channel.ok()) {
     absl::FPrintF(stderr, "rankwire-loadgen: %s\n", channel.status().ToString());
     return 1;
   }
   plan.channel_options = *channel_options;
+  plan.target = *target;
   if (absl::GetFlag(FLAGS_shared_channel)) plan.shared_channel = *channel;
   std::vector<Worker> workers(plan.concurrency);
   std::vector<std::thread> threads;

@@ -108,6 +108,7 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& ta
   args.SetServiceConfigJSON(config);
   args.SetInt(GRPC_ARG_SERVICE_CONFIG_DISABLE_RESOLUTION, 1);
   args.SetInt(GRPC_ARG_PER_RPC_RETRY_BUFFER_SIZE, options.retry_buffer_bytes);
+  rpc::ApplyTransportArgs(options.transport_args, &args);
   if (options.max_reconnect_backoff_ms > 0) {
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
                 std::min(1000, options.max_reconnect_backoff_ms));

@@ -32,6 +32,7 @@
 #include "codec/registry.h"
 #include "rank/v1/rank.grpc.pb.h"
 #include "rank/v1/rank.pb.h"
+#include "rpc/transport_args.h"
 
 namespace rankwire::client {
 
@@ -129,6 +130,9 @@ struct ChannelOptions {
   // gRPC's default (120 s) leaves a replica restarted on the same address
   // (a crashed container in its pod) without traffic for minutes.
   int max_reconnect_backoff_ms = 2000;
+  // HTTP/2 and TCP arguments (rpc/transport_args.h): the client's window
+  // and frame size are what the server's responses are sent within.
+  rpc::TransportArgs transport_args = rpc::DefaultTransportArgs();
 };
 
 // The service config JSON for `options` (options.service_config if set).

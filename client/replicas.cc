@@ -8,8 +8,10 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "base/status_macros.h"
 
 namespace rankwire::client {
 namespace {
@@ -60,7 +62,34 @@ absl::StatusOr<std::vector<Replica>> Resolve(absl::string_view hostport) {
   return replicas;
 }
 
+bool IsCommaList(const std::string& target) {
+  for (absl::string_view scheme : {"ipv4:", "ipv6:", "dns:", "unix:"}) {
+    if (absl::StartsWith(target, scheme)) return false;
+  }
+  return absl::StrContains(target, ',');
+}
+
 }  // namespace
+
+absl::StatusOr<std::string> ChannelTargetOf(const std::string& target) {
+  if (!IsCommaList(target)) return target;
+  std::string scheme;
+  std::vector<std::string> addresses;
+  for (absl::string_view element : absl::StrSplit(target, ',', absl::SkipEmpty())) {
+    ASSIGN_OR_RETURN(std::vector<Replica> resolved, Resolve(element));
+    for (const Replica& r : resolved) {
+      const std::string family = r.target.substr(0, r.target.find(':') + 1);
+      if (!scheme.empty() && family != scheme) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            target, ": mixes IPv4 and IPv6 addresses, which one gRPC channel cannot list"));
+      }
+      scheme = family;
+      addresses.push_back(r.address);
+    }
+  }
+  if (addresses.empty()) return absl::InvalidArgumentError(absl::StrCat(target, ": no address"));
+  return absl::StrCat(scheme, absl::StrJoin(addresses, ","));
+}
 
 absl::StatusOr<std::vector<Replica>> ReplicasOf(const std::string& target) {
   if (target.empty()) return absl::InvalidArgumentError("empty target");

@@ -6,7 +6,8 @@
 //   "dns:///rankwire.ns.svc:50051"         every address the name resolves
 //                                          to now (a headless Service: every
 //                                          ready pod)
-//   "a:50051,b:50051"                      each, as written
+//   "a:50051,b:50051"                      each, as written (ChannelTargetOf
+//                                          resolves them for one channel)
 //   "localhost:50051", "unix:/path"        that one target
 //
 // Example:
@@ -32,6 +33,14 @@ struct Replica {
 // InvalidArgument for an empty target or a list element without a port;
 // NotFound if a dns: name does not resolve.
 absl::StatusOr<std::vector<Replica>> ReplicasOf(const std::string& target);
+
+// The gRPC target a channel balancing over `target`'s replicas dials: the
+// target itself, except for a comma list ("a:50051,b:50051", which gRPC
+// would take for one DNS name), whose elements are resolved now into one
+// "ipv4:" (or "ipv6:") list. InvalidArgument for a malformed list or one
+// mixing IPv4 and IPv6 addresses; NotFound for a name that does not
+// resolve.
+absl::StatusOr<std::string> ChannelTargetOf(const std::string& target);
 
 }  // namespace rankwire::client
 

@@ -32,6 +32,22 @@ TEST(ReplicasTest, ACommaListIsEachTargetAsWritten) {
               ElementsAre("a.example:1 a.example:1", "b.example:2 b.example:2"));
 }
 
+// A comma list, which gRPC would take for one DNS name, becomes one ipv4:
+// list for a balancing channel; other targets are left as they are.
+TEST(ReplicasTest, ACommaListIsResolvedForOneChannel) {
+  absl::StatusOr<std::string> t = ChannelTargetOf("127.0.0.1:1,127.0.0.2:2");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(*t, "ipv4:127.0.0.1:1,127.0.0.2:2");
+  for (const std::string same : {"localhost:50051", "ipv4:10.0.0.1:1,10.0.0.2:2",
+                                 "dns:///rankwire.default.svc.cluster.local:50051"}) {
+    EXPECT_EQ(ChannelTargetOf(same).value_or("error"), same);
+  }
+  EXPECT_EQ(ChannelTargetOf("127.0.0.1:1,[::1]:2").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ChannelTargetOf("127.0.0.1:1,no-such-host.invalid:2").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
 TEST(ReplicasTest, OneTargetIsOneReplica) {
   EXPECT_THAT(Addresses("localhost:50051"), ElementsAre("localhost:50051 localhost:50051"));
   EXPECT_THAT(Addresses("unix:/tmp/s"), ElementsAre("unix:/tmp/s unix:/tmp/s"));

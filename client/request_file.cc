@@ -7,6 +7,7 @@
 #include <iterator>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace rankwire::client {
@@ -96,14 +97,25 @@ std::string RequestJson(const rank::v1::RankRequest& request) {
 }
 
 absl::Status WriteRequestJson(const rank::v1::RankRequest& request, const std::string& path) {
-  const std::string json = RequestJson(request);
+  return WriteRequestFile(request, path, RequestFileFormat::kJson);
+}
+
+RequestFileFormat RequestFileFormatFor(absl::string_view path) {
+  return absl::EndsWith(path, ".bin") || absl::EndsWith(path, ".pb") ? RequestFileFormat::kBinary
+                                                                     : RequestFileFormat::kJson;
+}
+
+absl::Status WriteRequestFile(const rank::v1::RankRequest& request, const std::string& path,
+                              RequestFileFormat format) {
+  const std::string bytes =
+      format == RequestFileFormat::kJson ? RequestJson(request) : request.SerializeAsString();
   if (path == "-") {
-    std::fwrite(json.data(), 1, json.size(), stdout);
+    std::fwrite(bytes.data(), 1, bytes.size(), stdout);
     std::fflush(stdout);
     return absl::OkStatus();
   }
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << json;
+  out << bytes;
   out.close();
   if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
   return absl::OkStatus();

@@ -8,6 +8,7 @@
 // Example:
 //   ASSIGN_OR_RETURN(rank::v1::RankRequest request, ReadRequestFile("req.json"));
 //   RETURN_IF_ERROR(WriteRequestJson(request, "copy.json"));
+//   RETURN_IF_ERROR(WriteRequestFile(request, "copy.bin", RequestFileFormatFor("copy.bin")));
 //
 // Thread safety: functions of the file system only.
 #ifndef RANKWIRE_CLIENT_REQUEST_FILE_H_
@@ -43,6 +44,21 @@ std::string RequestJson(const rank::v1::RankRequest& request);
 // RequestJson() to `path` ("-": standard output). Internal if it cannot be
 // written.
 absl::Status WriteRequestJson(const rank::v1::RankRequest& request, const std::string& path);
+
+// The two forms ReadRequestFile reads.
+enum class RequestFileFormat {
+  kJson,    // RequestJson(): for people, and for editing.
+  kBinary,  // The wire bytes, as a caller sends them.
+};
+
+// The form a file's name asks for: binary for a name ending in ".bin" or
+// ".pb" (a captured request), JSON otherwise.
+RequestFileFormat RequestFileFormatFor(absl::string_view path);
+
+// The request in `format` to `path` ("-": standard output). Internal if it
+// cannot be written.
+absl::Status WriteRequestFile(const rank::v1::RankRequest& request, const std::string& path,
+                              RequestFileFormat format);
 
 }  // namespace rankwire::client
 

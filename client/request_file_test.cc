@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <limits>
 
 #include "gmock/gmock.h"
@@ -77,6 +78,25 @@ TEST(RequestFileTest, BinaryIsReadAsIs) {
     std::ofstream out(path, std::ios::binary);
     out << request.SerializeAsString();
   }
+  absl::StatusOr<rank::v1::RankRequest> read = ReadRequestFile(path);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*read, request));
+  std::remove(path.c_str());
+}
+
+// A name ending in .bin (or .pb) is written as the wire bytes; any other as
+// JSON. Both read back to the same request.
+TEST(RequestFileTest, ABinFileIsWrittenAsTheWireBytes) {
+  EXPECT_EQ(RequestFileFormatFor("captured.bin"), RequestFileFormat::kBinary);
+  EXPECT_EQ(RequestFileFormatFor("captured.pb"), RequestFileFormat::kBinary);
+  EXPECT_EQ(RequestFileFormatFor("request.json"), RequestFileFormat::kJson);
+  EXPECT_EQ(RequestFileFormatFor("-"), RequestFileFormat::kJson);
+  const rank::v1::RankRequest request = Generated();
+  const std::string path = TempPath("captured.bin");
+  ASSERT_TRUE(WriteRequestFile(request, path, RequestFileFormatFor(path)).ok());
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(bytes, request.SerializeAsString());
   absl::StatusOr<rank::v1::RankRequest> read = ReadRequestFile(path);
   ASSERT_TRUE(read.ok()) << read.status();
   EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*read, request));

@@ -46,6 +46,7 @@ set(RANKWIRE_PUBLIC_HEADERS
   codec/registry.h
   codec/result_bound.h
   rpc/status.h
+  rpc/transport_args.h
 )
 
 set(RANKWIRE_INSTALL_INCLUDEDIR ${CMAKE_INSTALL_INCLUDEDIR}/rankwire)

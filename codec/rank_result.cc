@@ -346,6 +346,27 @@ size_t RankResult::AddItem(absl::string_view id, double score, uint32_t position
   return scores_.size() - 1;
 }
 
+void RankResult::AddRankedItems(absl::Span<const absl::string_view> ids, const double* scores,
+                                const uint32_t* order, size_t count) {
+  const size_t first = scores_.size();
+  size_t bytes = 0;
+  for (size_t r = 0; r < count; ++r) bytes += ids[order[r]].size();
+  size_t at = id_bytes_.size();
+  id_bytes_.resize(at + bytes);
+  id_ends_.resize(first + count);
+  scores_.resize(first + count);
+  positions_.resize(first + count);
+  for (size_t r = 0; r < count; ++r) {
+    const uint32_t c = order[r];
+    const absl::string_view id = ids[c];
+    if (!id.empty()) std::memcpy(&id_bytes_[at], id.data(), id.size());
+    at += id.size();
+    id_ends_[first + r] = at;
+    scores_[first + r] = scores[c];
+    positions_[first + r] = static_cast<uint32_t>(r + 1);
+  }
+}
+
 void RankResult::SetLog(size_t i, absl::string_view log) {
   if (log_spans_.size() < size()) log_spans_.resize(size());
   log_spans_[i] = LogSpan{log_bytes_.size(), static_cast<uint32_t>(log.size())};
@@ -353,20 +374,10 @@ void RankResult::SetLog(size_t i, absl::string_view log) {
   has_logs_ = has_logs_ || !log.empty();
 }
 
-Column& RankResult::Cell(size_t item, uint32_t key) {
+void RankResult::ReserveStringBytes(uint32_t key, size_t entries, size_t bytes) {
   Column& c = columns_[key];
-  c.Resize(std::max(item + 1, size()));
-  c.MarkPresent(item);
-  return c;
-}
-
-void RankResult::SetInt(size_t item, uint32_t key, int64_t v) { Cell(item, key).ints_[item] = v; }
-void RankResult::SetFloat(size_t item, uint32_t key, float v) { Cell(item, key).floats_[item] = v; }
-void RankResult::SetDouble(size_t item, uint32_t key, double v) {
-  Cell(item, key).doubles_[item] = v;
-}
-void RankResult::SetStringCode(size_t item, uint32_t key, uint32_t code) {
-  Cell(item, key).codes_[item] = code;
+  c.entry_bytes_.reserve(c.entry_bytes_.size() + bytes);
+  c.entry_ends_.reserve(c.entry_ends_.size() + entries);
 }
 
 uint32_t RankResult::AddStringEntry(uint32_t key, absl::string_view v) {

@@ -398,6 +398,11 @@ class RankResult {
   void Reserve(size_t items, size_t id_bytes = 0);
   // Appends an item with no metrics; returns its index.
   size_t AddItem(absl::string_view id, double score, uint32_t position);
+  // Appends `count` items with no metrics, the r-th at position r + 1 with
+  // id ids[order[r]] and score scores[order[r]] (a ranking's output in rank
+  // order, from columns in candidate order), in one step.
+  void AddRankedItems(absl::Span<const absl::string_view> ids, const double* scores,
+                      const uint32_t* order, size_t count);
   absl::string_view id(size_t i) const {
     const uint64_t begin = i == 0 ? 0 : id_ends_[i - 1];
     return absl::string_view(id_bytes_.data() + begin, id_ends_[i] - begin);
@@ -419,16 +424,22 @@ class RankResult {
   size_t log_bytes() const { return log_bytes_.size(); }
 
   // Cells. REQUIRES: item < size(), key < key_count(), the key's type.
-  void SetInt(size_t item, uint32_t key, int64_t v);
-  void SetFloat(size_t item, uint32_t key, float v);
-  void SetDouble(size_t item, uint32_t key, double v);
+  // Inline: a decoder sets hundreds of thousands of cells a second.
+  void SetInt(size_t item, uint32_t key, int64_t v) { Cell(item, key).ints_[item] = v; }
+  void SetFloat(size_t item, uint32_t key, float v) { Cell(item, key).floats_[item] = v; }
+  void SetDouble(size_t item, uint32_t key, double v) { Cell(item, key).doubles_[item] = v; }
   void SetString(size_t item, uint32_t key, absl::string_view v) {
     SetStringCode(item, key, AddStringEntry(key, v));
   }
   // A string key's entries: AddStringEntry adds one (no search for an equal
   // one) and returns its code; SetStringCode gives an item that value.
   uint32_t AddStringEntry(uint32_t key, absl::string_view v);
-  void SetStringCode(size_t item, uint32_t key, uint32_t code);
+  void SetStringCode(size_t item, uint32_t key, uint32_t code) {
+    Cell(item, key).codes_[item] = code;
+  }
+  // Room for `entries` more entries of `bytes` bytes in all in a string
+  // key's column (a decoder that knows about how many it will add).
+  void ReserveStringBytes(uint32_t key, size_t entries, size_t bytes);
   // Any type, as its key says. InvalidArgument if `v`'s type is not the
   // key's, or item or key is out of range.
   absl::Status Set(size_t item, uint32_t key, const MetricRef& v);
@@ -464,7 +475,13 @@ class RankResult {
   void ResetKeys(absl::Span<const MetricKey> keys);
 
  private:
-  Column& Cell(size_t item, uint32_t key);
+  Column& Cell(size_t item, uint32_t key) {
+    Column& c = columns_[key];
+    const size_t items = item + 1 > size() ? item + 1 : size();
+    if (items > c.slots_) c.Resize(items);
+    c.MarkPresent(item);
+    return c;
+  }
   // The key's column sized for every item and all marked present; with
   // `zero`, the slots not present before are zeroed.
   Column& WholeColumn(uint32_t key, bool zero);

@@ -23,6 +23,17 @@ PACKAGES=(
   python3-grpcio python3-protobuf python3-zstandard python3-yaml python3-matplotlib
   # `pip install ./python` offline, into a venv (docs/CLIENTS.md, "Python")
   python3-setuptools python3-wheel python3-pip python3-venv
+  # the Java client (java/, docs/CLIENTS.md "Java"): `mvn -o` builds it from
+  # /usr/share/maven-repo. grpc-java's POMs name gson, animal-sniffer and the
+  # common protos, and its run time needs perfmark and javax.annotation, none
+  # of which libgrpc-java pulls in; the Maven plugins the pom uses; zstd-jni
+  # for rankbin-zstd blocks; JUnit 4 and Surefire for the tests.
+  openjdk-17-jdk-headless maven libgrpc-java libnetty-java libprotobuf-java
+  protobuf-compiler-grpc-java-plugin libperfmark-java libgeronimo-annotation-1.3-spec-java
+  libgoogle-gson-java libanimal-sniffer-java libgoogle-common-protos-java libzstd-jni-java
+  libmaven-compiler-plugin-java libmaven-resources-plugin-java libmaven-jar-plugin-java
+  libmaven-install-plugin-java libexec-maven-plugin-java libbuild-helper-maven-plugin-java
+  junit4 libsurefire-java
   clang-14 libclang-rt-14-dev llvm-14
   # the conventions CI checks: scripts/tidy.sh, scripts/format_check.sh
   clang-tidy-14 clang-format-14

@@ -74,100 +74,179 @@ LinearScorer::LinearScorer(LinearModel model) : model_(std::move(model)) {
   outputs_ = OutputsOf(model_);
 }
 
-void LinearScorer::BindAtoms(const RequestView& request, const float* features,
-                             const std::vector<int>& column, size_t n, double* atoms) const {
-  for (size_t a = 0; a < model_.atoms().size(); ++a) {
-    const Linear::Atom& atom = model_.atoms()[a];
-    double* out = atoms + a * n;
-    if (atom.source != Linear::Source::kItem) {
-      double raw = 0;
-      if (atom.source == Linear::Source::kUser) {
-        const double* value = request.FindUserFeature(atom.name);
-        raw = value == nullptr ? 0.0 : *value;
-      } else {
-        const absl::string_view* value = request.FindContext(atom.name);
-        if (value == nullptr || !absl::SimpleAtod(*value, &raw) || !std::isfinite(raw)) raw = 0;
+namespace linear_internal {
+
+// What ScoreBlocks reads: the request's item feature columns and the
+// model's heads and terms, flattened.
+struct AtomPlan {
+  const float* column = nullptr;  // Null: a constant, already in the block.
+  LinearModel::TransformKind transform = LinearModel::TransformKind::kIdentity;
+  double a = 0, b = 0;
+};
+struct ScorePlan {
+  const AtomPlan* atoms;
+  size_t atom_count;
+  const LinearModel* model;
+  size_t terms;
+  const double* source_boost;
+  const uint32_t* source_code;
+  double** contrib_columns;  // Room for the most terms a head has.
+};
+
+// Items are scored kBlock at a time: a block's transformed inputs
+// (atoms x kBlock doubles, 10 KB for the shipped model), its logits and
+// its running log score stay in L1 while every head and term reads them,
+// instead of each pass over all n items streaming them through L2.
+constexpr size_t kBlock = 64;
+
+// The block's transformed item inputs (the constant ones are filled once
+// per request by the caller).
+inline void BindBlock(const ScorePlan& plan, size_t c0, size_t m, double* __restrict atoms) {
+  using Kind = LinearModel::TransformKind;
+  for (size_t a = 0; a < plan.atom_count; ++a) {
+    const AtomPlan& at = plan.atoms[a];
+    if (at.column == nullptr) continue;
+    const float* __restrict in = at.column + c0;
+    double* __restrict out = atoms + a * kBlock;
+    switch (at.transform) {
+      case Kind::kIdentity:
+        for (size_t c = 0; c < m; ++c) out[c] = in[c];
+        break;
+      case Kind::kLog1p:
+        for (size_t c = 0; c < m; ++c) out[c] = std::max(static_cast<double>(in[c]), 0.0);
+        Log1pNonNegativeArray(out, out, m);
+        break;
+      case Kind::kClip: {
+        const double lo = at.a, hi = at.b;
+        for (size_t c = 0; c < m; ++c) out[c] = std::clamp(static_cast<double>(in[c]), lo, hi);
+        break;
       }
-      Fill(out, n, Linear::ApplyTransform(atom, raw));
-      continue;
-    }
-    const int col = column[static_cast<size_t>(atom_feature_[a])];
-    if (col < 0) {
-      Fill(out, n, 0.0);  // A feature the request does not carry is 0.
-      continue;
-    }
-    const float* in = features + static_cast<size_t>(col) * n;
-    switch (atom.transform) {
-      case Linear::TransformKind::kIdentity:
-        for (size_t c = 0; c < n; ++c) out[c] = in[c];
+      case Kind::kScale: {
+        const double d = at.a;
+        for (size_t c = 0; c < m; ++c) out[c] = in[c] / d;
         break;
-      case Linear::TransformKind::kLog1p:
-        for (size_t c = 0; c < n; ++c) out[c] = std::max(static_cast<double>(in[c]), 0.0);
-        Log1pNonNegativeArray(out, out, n);
-        break;
-      case Linear::TransformKind::kClip:
-        for (size_t c = 0; c < n; ++c) {
-          out[c] = std::clamp(static_cast<double>(in[c]), atom.a, atom.b);
-        }
-        break;
-      case Linear::TransformKind::kScale:
-        for (size_t c = 0; c < n; ++c) out[c] = in[c] / atom.a;
-        break;
+      }
     }
   }
 }
 
-void LinearScorer::Score(const ScoreInput& in, double* score, double* values) const {
-  const size_t n = in.n;
-  thread_local std::vector<double> atoms, log_score, source_boost;
-  atoms.resize(model_.atoms().size() * n);
-  BindAtoms(in.request, in.features, in.column, n, atoms.data());
-  const size_t heads = model_.heads().size();
-  log_score.assign(n, 0.0);  // sum_h e_h log p_h
+// One head over one block: its terms' contributions and its logit (into
+// their value columns), p, and e * log p into log_score.
+inline void HeadBlock(const LinearModel::Head& h, const double* __restrict atoms, size_t m,
+                      double* __restrict logit, double* __restrict p,
+                      double* const* __restrict contrib_columns, double* __restrict log_score,
+                      double* __restrict tmp) {
+  for (size_t c = 0; c < m; ++c) logit[c] = h.bias;
   size_t t = 0;
-  for (size_t hi = 0; hi < heads; ++hi) {
-    const Linear::Head& h = model_.heads()[hi];
-    double* p = values + hi * n;
-    double* logit = values + (heads + hi) * n;
-    Fill(logit, n, h.bias);
-    for (const Linear::Term& term : h.terms) {
-      double* contrib = values + (2 * heads + t) * n;
-      const double* lhs = atoms.data() + static_cast<size_t>(term.lhs) * n;
-      const double* rhs = atoms.data() + static_cast<size_t>(term.rhs) * n;
-      const double w = term.weight;
-      switch (term.op) {
-        case Linear::Op::kAtom:
-          for (size_t c = 0; c < n; ++c) contrib[c] = w * lhs[c];
-          break;
-        case Linear::Op::kProduct:
-          for (size_t c = 0; c < n; ++c) contrib[c] = w * (lhs[c] * rhs[c]);
-          break;
-        case Linear::Op::kAbsDiff:
-          for (size_t c = 0; c < n; ++c) contrib[c] = w * std::fabs(lhs[c] - rhs[c]);
-          break;
-      }
-      for (size_t c = 0; c < n; ++c) logit[c] += contrib[c];
-      ++t;
+  for (const LinearModel::Term& term : h.terms) {
+    double* __restrict contrib = contrib_columns[t++];
+    const double* __restrict lhs = atoms + static_cast<size_t>(term.lhs) * kBlock;
+    const double* __restrict rhs = atoms + static_cast<size_t>(term.rhs) * kBlock;
+    const double w = term.weight;
+    switch (term.op) {
+      case LinearModel::Op::kAtom:
+        for (size_t c = 0; c < m; ++c) contrib[c] = w * lhs[c];
+        break;
+      case LinearModel::Op::kProduct:
+        for (size_t c = 0; c < m; ++c) contrib[c] = w * (lhs[c] * rhs[c]);
+        break;
+      case LinearModel::Op::kAbsDiff:
+        for (size_t c = 0; c < m; ++c) contrib[c] = w * std::fabs(lhs[c] - rhs[c]);
+        break;
     }
-    // p = 1 / (1 + exp(-logit)); log p = -log1p(exp(-logit)).
-    for (size_t c = 0; c < n; ++c) p[c] = -logit[c];
-    ExpArray(p, p, n);  // exp(-logit), for now.
-    if (h.exponent != 0) {
-      Log1pNonNegativeArray(p, score, n);  // `score` is scratch until the end.
-      for (size_t c = 0; c < n; ++c) log_score[c] -= h.exponent * score[c];
-    }
-    for (size_t c = 0; c < n; ++c) p[c] = 1.0 / (1.0 + p[c]);
+    for (size_t c = 0; c < m; ++c) logit[c] += contrib[c];
   }
-  // score = boost * prod_h p_h^e_h = boost * exp(sum_h e_h log p_h); the
-  // boost per distinct recall source (a handful), then per candidate.
-  ExpArray(log_score.data(), score, n);
-  double* boost = values + (2 * heads + terms_) * n;
+  // p = 1 / (1 + exp(-logit)); log p = -log1p(exp(-logit)).
+  for (size_t c = 0; c < m; ++c) p[c] = -logit[c];
+  ExpArray(p, p, m);  // exp(-logit), for now.
+  if (h.exponent != 0) {
+    Log1pNonNegativeArray(p, tmp, m);
+    for (size_t c = 0; c < m; ++c) log_score[c] -= h.exponent * tmp[c];
+  }
+  for (size_t c = 0; c < m; ++c) p[c] = 1.0 / (1.0 + p[c]);
+}
+
+// Every block: the same arithmetic, element by element and in the same
+// order, as one pass per term over all items did (so the same bits), in
+// AVX-512, AVX2 or SSE2 vectors as the CPU has them (no FMA in any clone:
+// -ffp-contract=off in CMakeLists.txt keeps every host's scores alike).
+__attribute__((target_clones("avx512f", "avx2", "default"))) void ScoreBlocks(
+    const ScorePlan& plan, size_t n, double* score, double* values, double* scratch) {
+  const std::vector<LinearModel::Head>& heads = plan.model->heads();
+  const size_t head_count = heads.size();
+  double* atoms = scratch;
+  double* log_score = atoms + plan.atom_count * kBlock;
+  double* tmp = log_score + kBlock;
+  double** contrib_columns = plan.contrib_columns;
+  for (size_t c0 = 0; c0 < n; c0 += kBlock) {
+    const size_t m = std::min(kBlock, n - c0);
+    BindBlock(plan, c0, m, atoms);
+    for (size_t c = 0; c < m; ++c) log_score[c] = 0.0;  // sum_h e_h log p_h
+    size_t t = 0;
+    for (size_t hi = 0; hi < head_count; ++hi) {
+      const LinearModel::Head& h = heads[hi];
+      for (size_t j = 0; j < h.terms.size(); ++j) {
+        contrib_columns[j] = values + (2 * head_count + t + j) * n + c0;
+      }
+      HeadBlock(h, atoms, m, values + (head_count + hi) * n + c0, values + hi * n + c0,
+                contrib_columns, log_score, tmp);
+      t += h.terms.size();
+    }
+    // score = boost * prod_h p_h^e_h = boost * exp(sum_h e_h log p_h).
+    ExpArray(log_score, score + c0, m);
+    double* __restrict boost = values + (2 * head_count + plan.terms) * n + c0;
+    const uint32_t* __restrict code = plan.source_code + c0;
+    for (size_t c = 0; c < m; ++c) {
+      boost[c] = plan.source_boost[code[c]];
+      score[c0 + c] *= boost[c];
+    }
+  }
+}
+
+}  // namespace linear_internal
+
+void LinearScorer::Score(const ScoreInput& in, double* score, double* values) const {
+  using linear_internal::kBlock;
+  const size_t n = in.n;
+  const size_t atom_count = model_.atoms().size();
+  thread_local std::vector<double> scratch, source_boost;
+  thread_local std::vector<linear_internal::AtomPlan> atoms;
+  thread_local std::vector<double*> contrib_columns;
+  scratch.resize((atom_count + 2) * kBlock);
+  atoms.resize(atom_count);
+  // Each atom: a request column to transform block by block, or a constant
+  // (user and context inputs, features the request lacks) put in the
+  // block's row once.
+  for (size_t a = 0; a < atom_count; ++a) {
+    const Linear::Atom& atom = model_.atoms()[a];
+    linear_internal::AtomPlan& plan = atoms[a];
+    plan = {nullptr, atom.transform, atom.a, atom.b};
+    double constant = 0;
+    if (atom.source != Linear::Source::kItem) {
+      double raw = 0;
+      if (atom.source == Linear::Source::kUser) {
+        const double* value = in.request.FindUserFeature(atom.name);
+        raw = value == nullptr ? 0.0 : *value;
+      } else {
+        const absl::string_view* value = in.request.FindContext(atom.name);
+        if (value == nullptr || !absl::SimpleAtod(*value, &raw) || !std::isfinite(raw)) raw = 0;
+      }
+      constant = Linear::ApplyTransform(atom, raw);
+    } else if (const int col = in.column[static_cast<size_t>(atom_feature_[a])]; col >= 0) {
+      plan.column = in.features + static_cast<size_t>(col) * n;
+      continue;
+    }  // Else a feature the request does not carry: 0.
+    Fill(scratch.data() + a * kBlock, kBlock, constant);
+  }
   source_boost.resize(in.sources.size());
   for (size_t k = 0; k < in.sources.size(); ++k) source_boost[k] = model_.Boost(in.sources[k]);
-  for (size_t c = 0; c < n; ++c) {
-    boost[c] = source_boost[in.source_code[c]];
-    score[c] *= boost[c];
-  }
+  size_t most_terms = 0;
+  for (const Linear::Head& h : model_.heads()) most_terms = std::max(most_terms, h.terms.size());
+  contrib_columns.resize(most_terms);
+  const linear_internal::ScorePlan plan{
+      atoms.data(),          atom_count, &model_, terms_, source_boost.data(), in.source_code,
+      contrib_columns.data()};
+  linear_internal::ScoreBlocks(plan, n, score, values, scratch.data());
 }
 
 }  // namespace rankwire::server

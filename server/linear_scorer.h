@@ -43,10 +43,6 @@ class LinearScorer final : public Model {
   const LinearModel& model() const { return model_; }
 
  private:
-  // Each input over the candidates, transformed: atoms[a * n + c].
-  void BindAtoms(const RequestView& request, const float* features, const std::vector<int>& column,
-                 size_t n, double* atoms) const;
-
   LinearModel model_;
   ModelInputs inputs_;
   std::vector<int> atom_feature_;  // Per atom: its index in inputs_.item, or -1.

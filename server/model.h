@@ -58,9 +58,11 @@ struct ModelOutputs {
   // " | explain=" ("name:value name:value ..."; empty for other items).
   bool explains = false;
   size_t explain_top_k = 0;
-  // At most this many items per request are explained (the first
-  // min(top_n, explain_items) in rank order): explanations cost far more per
-  // item than scoring, and a caller must not be able to make them unbounded.
+  // How many items a request that does not say (RankRequest.explain_items)
+  // gets explained: the first min(top_n, explain_items) in rank order. A
+  // request may ask for up to --max_explain_items (the request validator's
+  // limit): explanations cost more per item than scoring, and a caller must
+  // not be able to make them unbounded.
   size_t explain_items = 0;
   // The longest explanation text an item's line can carry.
   size_t explain_text_bound = 0;

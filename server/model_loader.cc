@@ -10,6 +10,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -29,6 +30,10 @@ namespace rankwire::server {
 namespace {
 
 constexpr uint64_t kMaxManifestBytes = 1 << 20;
+// What a manifest error shows: the smallest whole manifest.
+constexpr char kManifestForm[] =
+    "a manifest is a header, its lines and an end, e.g. the three lines "
+    "\"rankwire-manifest 1\" / \"model <file or version directory>\" / \"end\"";
 
 absl::Status ManifestError(const std::string& path, int line, absl::string_view problem) {
   return WithReason(absl::InvalidArgumentError(absl::StrCat(path, ":", line, ": ", problem)),
@@ -169,7 +174,10 @@ absl::Status ParseManifest(const std::string& path, const std::string& text, Mod
     if (end) return ManifestError(path, number, "a directive after \"end\"");
     if (!header) {
       if (t.size() != 2 || t[0] != "rankwire-manifest" || t[1] != "1") {
-        return ManifestError(path, number, "expected the header \"rankwire-manifest 1\"");
+        return ManifestError(
+            path, number,
+            absl::StrCat("the header line \"rankwire-manifest 1\" is missing (the first line is \"",
+                         absl::StripAsciiWhitespace(line), "\"); ", kManifestForm));
       }
       header = true;
       continue;
@@ -211,11 +219,12 @@ absl::Status ParseManifest(const std::string& path, const std::string& text, Mod
       return ManifestError(path, number, absl::StrCat("unknown directive \"", t[0], "\""));
     }
   }
-  if (!header) return ManifestError(path, number, "empty manifest");
+  if (!header) return ManifestError(path, number, absl::StrCat("empty manifest; ", kManifestForm));
   if (!end) {
     return WithReason(ManifestError(path, number,
-                                    "no \"end\" line: the manifest is truncated (or was read "
-                                    "while being written)"),
+                                    absl::StrCat("no \"end\" line: the manifest is truncated (or "
+                                                 "was read while being written); ",
+                                                 kManifestForm)),
                       "truncated");
   }
   if (single) return absl::OkStatus();
@@ -226,6 +235,27 @@ absl::Status ParseManifest(const std::string& path, const std::string& text, Mod
   }
   plan->bucketed = true;
   return absl::OkStatus();
+}
+
+// A .json file's first bytes: InvalidArgument (reason "empty" or
+// "invalid_model") unless they can start XGBoost's JSON.
+absl::Status CheckJsonStart(const std::string& path, absl::string_view text) {
+  if (text.empty()) {
+    return WithReason(
+        absl::InvalidArgumentError(absl::StrCat(path, ": not valid JSON: the file is empty")),
+        "empty");
+  }
+  if (text[0] == '{') return absl::OkStatus();
+  const absl::string_view first = text.substr(0, std::min(text.find('\n'), size_t{40}));
+  return WithReason(
+      absl::InvalidArgumentError(absl::StrCat(
+          path, ": not valid JSON: it starts with \"", absl::CHexEscape(first),
+          "\", not '{' as an XGBoost model saved with save_model(\"x.json\") does",
+          absl::StartsWith(text, "rankwire-model ") ||
+                  absl::StrContains(text.substr(0, 4096), "\nrankwire-model ")
+              ? " (it is a linear model: name it <version>.model, or any name not ending in .json)"
+              : "")),
+      "invalid_model");
 }
 
 // 12 hex digits of the file's bytes: a version for a model that names none.
@@ -309,6 +339,15 @@ absl::Status CheckShape(const Model& model, const RankResult& result, const Outp
 
 }  // namespace
 
+std::string RefusalReason(const absl::Status& status) {
+  if (std::optional<std::string> reason = ReasonOf(status)) {
+    for (const char* known : kRefusalReasons) {
+      if (*reason == known) return *reason;
+    }
+  }
+  return status.code() == absl::StatusCode::kUnimplemented ? "unsupported" : "invalid_model";
+}
+
 absl::StatusOr<ModelPlan> PlanModels(const std::string& source) {
   ModelPlan plan;
   plan.source = source;
@@ -343,6 +382,9 @@ absl::StatusOr<LoadedModel> LoadModel(const ModelPlan::Entry& entry,
   LoadedModel loaded;
   loaded.stamp = file.stamp;
   const absl::string_view text = absl::StripLeadingAsciiWhitespace(file.bytes);
+  // A file named .json is read as JSON whatever it holds, so an empty or
+  // non-JSON one is told so (not taken for a broken linear model).
+  if (absl::EndsWith(entry.path, ".json")) RETURN_IF_ERROR(CheckJsonStart(entry.path, text));
   if (!text.empty() && text[0] == '{') {
     xgb::XGBoostLoadOptions xgboost = options.xgboost;
     xgboost.max_file_bytes = options.max_file_bytes;

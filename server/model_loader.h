@@ -23,14 +23,23 @@
 //   context_features city_tier
 //   end
 //
+// The header line and "end" are required (a manifest without its "end" may
+// be half written); an error without them shows the smallest manifest:
+//
+//   rankwire-manifest 1
+//   model ecom_search_lr.model
+//   end
+//
 // Paths are relative to the manifest's directory. Percents sum to 100.
 // Instead of bucket lines, one line "model <model file or version
 // directory>" serves one model to every user (its own experiment buckets,
 // if it names any, label them): a directory whose manifest names the model
 // to serve, such as a Kubernetes ConfigMap of models.
 //
-// A file's format is its content's: XGBoost JSON (Booster.save_model)
-// starts with '{'; anything else is the linear format. Its name@version:
+// A file's format: a file named *.json is XGBoost JSON (Booster.save_model),
+// whatever it holds (an empty or non-JSON one is refused as not valid JSON);
+// any other name goes by content: '{' starts XGBoost JSON, anything else is
+// the linear format. Its name@version:
 // the linear file's own "name" and "version" lines; for XGBoost, the
 // booster attributes rankwire_name / rankwire_version if set, else the
 // file's stem (the directory's name for a versioned file) and the file
@@ -63,6 +72,25 @@ inline constexpr char kManifestName[] = "rankwire.manifest";
 // How many older versions of a version directory a server starting with
 // no model tries after the newest is refused.
 inline constexpr size_t kMaxOlderVersions = 8;
+
+// Every reason a model can be refused for (base/status_reason.h), as
+// counted in rankwire_model_reload_failures_total{reason}.
+inline constexpr const char* kRefusalReasons[] = {
+    "not_found",       "permission_denied",
+    "not_a_file",      "too_large",
+    "file_changed",    "io",
+    "empty",           "truncated",
+    "invalid_number",  "unknown_transform",
+    "unknown_feature", "check_failed",
+    "manifest",        "invalid_model",
+    "unsupported",
+};
+
+// The reason a refusal is counted under: its own if it carries one of
+// kRefusalReasons, else "unsupported" for UNIMPLEMENTED (valid, but not
+// something rankwire serves) and "invalid_model" for the rest (a model
+// that breaks a rule of its format).
+std::string RefusalReason(const absl::Status& status);
 
 struct ModelLoadOptions {
   // Largest model file read (a larger one is refused unread).

@@ -105,6 +105,13 @@ TEST_F(ModelLoaderTest, ABadManifestIsRefusedWithItsLineAndReason) {
       {"rankwire-manifest 1\nbucket a 100 lin.model\n", "no \"end\" line", "truncated"},
       {"rankwire-manifest 1\nfrobnicate\nend\n", ":2: unknown directive", "manifest"},
       {"", "empty manifest", "manifest"},
+      // The canary's last step taken literally: the model line alone.
+      {"model lin.model\n",
+       ":1: the header line \"rankwire-manifest 1\" is missing (the first line is \"model "
+       "lin.model\")",
+       "manifest"},
+      {"rankwire-manifest 1\nmodel lin.model\n",
+       "no \"end\" line: the manifest is truncated (or was read while being written)", "truncated"},
   };
   for (const Case& c : cases) {
     Write(kManifestName, c.text);
@@ -112,6 +119,13 @@ TEST_F(ModelLoaderTest, ABadManifestIsRefusedWithItsLineAndReason) {
     ASSERT_FALSE(plan.ok()) << c.text;
     EXPECT_THAT(std::string(plan.status().message()), HasSubstr(c.message)) << c.text;
     EXPECT_EQ(ReasonOf(plan.status()).value_or("none"), c.reason) << c.text;
+    if (c.reason != "manifest" || c.text.empty() || c.text[0] != 'r') {
+      // A missing header or end is shown the whole form.
+      EXPECT_THAT(std::string(plan.status().message()),
+                  HasSubstr("the three lines \"rankwire-manifest 1\" / \"model <file or version "
+                            "directory>\" / \"end\""))
+          << c.text;
+    }
   }
   // A missing file is the load's error (the plan names it).
   Write(kManifestName, "rankwire-manifest 1\nbucket a 100 gone.model\nend\n");
@@ -120,6 +134,43 @@ TEST_F(ModelLoaderTest, ABadManifestIsRefusedWithItsLineAndReason) {
   absl::StatusOr<LoadedModel> loaded = LoadModel(plan->entries[0], {});
   EXPECT_EQ(ReasonOf(loaded.status()).value_or("none"), "not_found");
   EXPECT_THAT(std::string(loaded.status().message()), HasSubstr("gone.model"));
+}
+
+// A file named .json is read as JSON: empty, text and cut-off files all get
+// "not valid JSON", each with its reason; other names go by content.
+TEST_F(ModelLoaderTest, AJsonFileIsReadAsJson) {
+  struct Case {
+    std::string text;
+    std::string message;
+    std::string reason;
+  };
+  const Case cases[] = {
+      {"", "ranker.json: not valid JSON: the file is empty", "empty"},
+      {"  \n", "ranker.json: not valid JSON: the file is empty", "empty"},
+      {"hello world\n", "ranker.json: not valid JSON: it starts with \"hello world\", not '{'",
+       "invalid_model"},
+      {shipped_, "(it is a linear model: name it <version>.model", "invalid_model"},
+      {"{\"learner\": {\"attributes\": {", "ranker.json: not valid JSON (truncated?)", "truncated"},
+  };
+  ModelPlan::Entry entry;
+  entry.path = (dir_ / "ranker.json").string();
+  for (const Case& c : cases) {
+    Write("ranker.json", c.text);
+    absl::StatusOr<LoadedModel> loaded = LoadModel(entry, {});
+    ASSERT_FALSE(loaded.ok()) << c.text;
+    EXPECT_EQ(loaded.status().code(), absl::StatusCode::kInvalidArgument) << loaded.status();
+    EXPECT_THAT(std::string(loaded.status().message()), HasSubstr(c.message));
+    EXPECT_EQ(ReasonOf(loaded.status()).value_or("none"), c.reason) << loaded.status();
+  }
+  // The same bytes under another name: the linear format's errors (and a
+  // linear model loads).
+  Write("ranker.model", "");
+  entry.path = (dir_ / "ranker.model").string();
+  absl::StatusOr<LoadedModel> loaded = LoadModel(entry, {});
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_THAT(std::string(loaded.status().message()), HasSubstr("empty model file"));
+  Write("ranker.model", shipped_);
+  EXPECT_TRUE(LoadModel(entry, {}).ok());
 }
 
 TEST_F(ModelLoaderTest, TheCheckRefusesAModelWhoseScoresAreNotFinite) {

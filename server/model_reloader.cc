@@ -14,30 +14,6 @@
 namespace rankwire::server {
 namespace {
 
-// Every reason a reload can fail for (base/status_reason.h), so each
-// series exists from the start; an error without one counts as
-// "invalid_model" (a model that breaks a rule of its format) or
-// "unsupported" (valid, but not something rankwire serves).
-constexpr const char* kReasons[] = {
-    "not_found",       "permission_denied",
-    "not_a_file",      "too_large",
-    "file_changed",    "io",
-    "empty",           "truncated",
-    "invalid_number",  "unknown_transform",
-    "unknown_feature", "check_failed",
-    "manifest",        "invalid_model",
-    "unsupported",
-};
-
-std::string ReasonFor(const absl::Status& status) {
-  if (std::optional<std::string> reason = ReasonOf(status)) {
-    for (const char* known : kReasons) {
-      if (*reason == known) return *reason;
-    }
-  }
-  return status.code() == absl::StatusCode::kUnimplemented ? "unsupported" : "invalid_model";
-}
-
 int64_t NowUnixMs() { return absl::ToUnixMillis(absl::Now()); }
 
 }  // namespace
@@ -55,7 +31,7 @@ ModelReloader::ModelReloader(ModelReloadOptions options, MetricsRegistry* regist
   if (registry == nullptr) return;
   metrics_->reloads = registry->AddCounter(
       "rankwire_model_reloads_total", "Model sets swapped in since start-up (not the first load).");
-  for (const char* reason : kReasons) {
+  for (const char* reason : kRefusalReasons) {
     metrics_->failures[reason] =
         registry->AddCounter("rankwire_model_reload_failures_total",
                              "Reloads refused (the old models kept serving), by reason.",
@@ -124,7 +100,7 @@ absl::StatusOr<std::unique_ptr<ModelReloader>> ModelReloader::Start(ModelReloadO
       spdlog::error(
           "no model loads from {} ({}): {}; serving nothing (health NOT_SERVING, Rank "
           "UNAVAILABLE) until one does, looking again every {} and on SIGHUP",
-          reloader->options_.source, ReasonFor(loaded.status()),
+          reloader->options_.source, RefusalReason(loaded.status()),
           std::string(loaded.status().message()),
           absl::FormatDuration(reloader->options_.poll_interval));
     }
@@ -197,7 +173,7 @@ absl::StatusOr<std::shared_ptr<const ModelSet>> ModelReloader::Build(const Model
         if (!older.ok()) continue;
         CountFailure(loaded.status());
         spdlog::error("model {} refused ({}): {}; starting on the older version {}", entry.path,
-                      ReasonFor(loaded.status()), std::string(loaded.status().message()),
+                      RefusalReason(loaded.status()), std::string(loaded.status().message()),
                       entry.older[i].path);
         used = &entry.older[i];
         loaded = std::move(older);
@@ -231,7 +207,7 @@ absl::StatusOr<LoadedModel> ModelReloader::LoadChecked(const ModelPlan::Entry& e
 }
 
 void ModelReloader::CountFailure(const absl::Status& status) {
-  const std::string reason = ReasonFor(status);
+  const std::string reason = RefusalReason(status);
   if (auto it = metrics_->failures.find(reason); it != metrics_->failures.end()) {
     it->second->Increment();
   }
@@ -254,7 +230,12 @@ absl::StatusOr<bool> ModelReloader::ReloadLocked(absl::string_view trigger, bool
   } else {
     fingerprint.files.emplace_back(absl::StrCat("error: ", plan.status().message()), FileStamp{});
   }
-  if (current != nullptr && fingerprint == loaded_) return false;
+  if (current != nullptr && fingerprint == loaded_) {
+    // Nothing changed. A poll says nothing; an operator's SIGHUP or RPC is
+    // told so.
+    if (!poll) LogUnchanged(trigger, *current);
+    return false;
+  }
   // A poll does not retry what failed until something changes.
   if (poll && has_failed_ && fingerprint == failed_) return false;
 
@@ -265,20 +246,22 @@ absl::StatusOr<bool> ModelReloader::ReloadLocked(absl::string_view trigger, bool
   if (!next.ok()) {
     has_failed_ = true;
     failed_ = std::move(fingerprint);
+    // Logged before it is counted and kept for GetModels, so whoever sees
+    // the refusal there finds its line in the log.
     if (current == nullptr) {
       // Start() reports its own failure; later ones, with still no model
       // serving, are reported here.
       if (started_) {
-        CountFailure(next.status());
         spdlog::error("models ({}): still no model loads, reason {}: {}", std::string(trigger),
-                      ReasonFor(next.status()), std::string(next.status().message()));
+                      RefusalReason(next.status()), std::string(next.status().message()));
+        CountFailure(next.status());
       }
       return next.status();
     }
-    CountFailure(next.status());
     spdlog::error("model reload ({}) refused, reason {}: {}; still serving {}",
-                  std::string(trigger), ReasonFor(next.status()),
+                  std::string(trigger), RefusalReason(next.status()),
                   std::string(next.status().message()), current->Summary());
+    CountFailure(next.status());
     return next.status();
   }
   if (current != nullptr && current->bucketed() == (*next)->bucketed() &&
@@ -287,28 +270,29 @@ absl::StatusOr<bool> ModelReloader::ReloadLocked(absl::string_view trigger, bool
     // refused file removed, a manifest comment edited): nothing to swap.
     loaded_ = std::move(fingerprint);
     has_failed_ = false;
+    LogUnchanged(trigger, *current);
     return false;
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  serving_.Swap(*next);
-  loaded_ = std::move(fingerprint);
-  has_failed_ = false;
-  const bool first = current == nullptr;
-  metrics_->load_seconds.store(seconds);
-  if (current != nullptr && metrics_->reloads != nullptr) metrics_->reloads->Increment();
-  if (!first) {
-    // (Start-up on an older version keeps the newest's refusal on record.)
-    absl::MutexLock lock(&state_mu_);
-    last_failure_reason_.clear();
-    last_failure_.clear();
-    last_failure_unix_ms_ = 0;
-  }
+  // Logged before the swap, so whoever sees the new models (a response,
+  // GetModels) finds the line. The last refusal stays on record (GetModels)
+  // until a newer one replaces it: a good load does not hide a bad one.
   spdlog::info("models ({}): generation {} serving {} from {}, loaded in {:.1f} ms{}",
                std::string(trigger), generation, (*next)->Summary(), options_.source, seconds * 1e3,
                current == nullptr ? "" : absl::StrCat(" (was ", current->Summary(), ")"));
-  if (first && options_.on_first_model) options_.on_first_model();
+  serving_.Swap(*next);
+  loaded_ = std::move(fingerprint);
+  has_failed_ = false;
+  metrics_->load_seconds.store(seconds);
+  if (current != nullptr && metrics_->reloads != nullptr) metrics_->reloads->Increment();
+  if (current == nullptr && options_.on_first_model) options_.on_first_model();
   return true;
+}
+
+void ModelReloader::LogUnchanged(absl::string_view trigger, const ModelSet& current) {
+  spdlog::info("models ({}): unchanged, generation {} serving {} from {}", std::string(trigger),
+               current.generation(), current.Summary(), options_.source);
 }
 
 absl::StatusOr<bool> ModelReloader::Reload(absl::string_view trigger) {

@@ -15,6 +15,10 @@
 // stays SERVING, an error line names the file, line and reason, and
 // rankwire_model_reload_failures_total{reason} counts it. A poll does not
 // retry a failed plan until something in it changes again (or a SIGHUP).
+// Every reload asked for (SIGHUP, the RPC) logs its outcome: the models
+// loaded, "unchanged", or refused with the reason; a poll logs only what
+// changes. Describe() keeps the last refusal, with its time, until a newer
+// one replaces it (a later good load does not clear it).
 //
 // Metrics: rankwire_model_info{bucket,name,version,kind} (1 per loaded
 // model), rankwire_model_reloads_total, rankwire_model_reload_failures_total
@@ -91,7 +95,8 @@ class ModelReloader {
   // signal-waiting thread).
   void RequestReload(absl::string_view trigger);
 
-  // The loaded models, and the last failure since the last swap.
+  // The loaded models, and the last refused load (kept, with its time,
+  // until a newer refusal replaces it).
   rank::v1::GetModelsResponse Describe() const;
 
  private:
@@ -112,6 +117,8 @@ class ModelReloader {
   absl::StatusOr<bool> ReloadLocked(absl::string_view trigger, bool poll)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
   void CountFailure(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
+  // The outcome line of a reload that found nothing to change.
+  void LogUnchanged(absl::string_view trigger, const ModelSet& current);
   std::shared_ptr<Counter> RequestCounter(const std::string& bucket, const std::string& version);
   void PollLoop();
 

@@ -1,5 +1,6 @@
 #include "server/model_service.h"
 
+#include "absl/strings/str_cat.h"
 #include "rpc/status.h"
 
 namespace rankwire::server {
@@ -23,8 +24,10 @@ grpc::ServerUnaryReactor* ModelServiceImpl::ReloadModels(grpc::CallbackServerCon
   }
   absl::StatusOr<bool> reloaded = reloader_->Reload("rpc");
   if (!reloaded.ok()) {
-    // The new models were refused; the old ones serve on.
-    reactor->Finish(ToGrpcStatus(absl::FailedPreconditionError(reloaded.status().message())));
+    // The new models were refused; the old ones serve on. The reason as
+    // counted in rankwire_model_reload_failures_total{reason}.
+    reactor->Finish(ToGrpcStatus(absl::FailedPreconditionError(absl::StrCat(
+        "reason ", RefusalReason(reloaded.status()), ": ", reloaded.status().message()))));
     return reactor;
   }
   *response = reloader_->Describe();

@@ -130,6 +130,22 @@ ThreadState& ThisThread() {
   return state;
 }
 
+namespace {
+
+// The set a request ranks with. None while no model has loaded (the
+// server started with a broken model and says NOT_SERVING): UNAVAILABLE,
+// which clients retry on another replica.
+absl::StatusOr<std::shared_ptr<const ModelSet>> ServingSet(const ServingModels& serving) {
+  std::shared_ptr<const ModelSet> set = serving.Current();
+  if (set == nullptr) {
+    return absl::UnavailableError(
+        "no model loaded yet (GetModels says why); this replica's health is NOT_SERVING");
+  }
+  return set;
+}
+
+}  // namespace
+
 absl::StatusOr<EncodedResponse> RankHandler::Handle(const RequestView& request,
                                                     Clock::time_point started,
                                                     uint32_t deserialize_us, Deadline deadline,
@@ -145,13 +161,7 @@ absl::StatusOr<EncodedResponse> RankHandler::Handle(const RequestView& request,
   // "validate": everything decided before any ranking work.
   const rank::v1::LogMode log_mode = EffectiveLogMode(request);
   // Held to the end: a reload meanwhile does not change this request's model.
-  const std::shared_ptr<const ModelSet> models = models_->Current();
-  if (models == nullptr) {
-    // Started while no model loads (health says NOT_SERVING): another
-    // replica can rank this (UNAVAILABLE is what clients retry elsewhere).
-    return absl::UnavailableError(
-        "no model loaded yet (GetModels says why); this replica's health is NOT_SERVING");
-  }
+  ASSIGN_OR_RETURN(const std::shared_ptr<const ModelSet> models, ServingSet(*models_));
   const ModelSet::Route route = models->RouteOf(request.user_id);
   const Ranker& ranker = route.served.ranker;
   absl::Status admitted = ValidateRequest(request, options_.limits, route.served.feature_values);

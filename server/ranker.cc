@@ -50,41 +50,43 @@ inline int32_t SmallWholeNumber(float v) {
   return (same | big) & in_range;
 }
 
-// The candidates' ids, sources, recall ranks and features (copied: the
-// log values outlive the request's bytes), and per feature whether every
-// value is whole.
+// The candidates' recall ranks and sources (coded by the parse; copied:
+// the log values outlive the request's bytes), and per feature whether
+// every value is whole. The features and ids are read from the request
+// (the scorer and Build read the parse's columns, not a copy) and copied
+// into the log values only when there are log lines (CopyRequestColumns).
 void Gather(const RequestView& request, RankWorkspace* ws) {
   LogValues& v = ws->v;
   const size_t n = request.n;
   const size_t f_count = request.feature_names();
   v.n = n;
-  v.features.assign(request.features.begin(), request.features.begin() + f_count * n);
-  v.id_ends.resize(n);
   v.recall_rank.assign(request.recall_rank.begin(), request.recall_rank.end());
-  v.source_code.resize(n);
-  v.ids.clear();
-  v.sources.clear();
-  for (size_t c = 0; c < n; ++c) {
-    v.ids.append(request.item_id[c].data(), request.item_id[c].size());
-    v.id_ends[c] = static_cast<uint32_t>(v.ids.size());
-    // Sources repeat (a handful of recall channels, often in runs): the
-    // last one first, then a short list.
-    const absl::string_view source = request.recall_source[c];
-    uint32_t code = c > 0 ? v.source_code[c - 1] : 0;
-    if (code >= v.sources.size() || v.sources[code] != source) {
-      code = 0;
-      while (code < v.sources.size() && v.sources[code] != source) ++code;
-    }
-    if (code == v.sources.size()) v.sources.emplace_back(source);
-    v.source_code[c] = code;
-  }
+  v.source_code.assign(request.source_code.begin(), request.source_code.end());
+  v.sources.resize(request.sources.size());
+  for (size_t s = 0; s < request.sources.size(); ++s)
+    v.sources[s].assign(request.sources[s].data(), request.sources[s].size());
   // Per feature, over its column: a loop the compiler vectorizes.
   ws->integral.resize(f_count);
   for (size_t f = 0; f < f_count; ++f) {
-    const float* column = v.features.data() + f * n;
+    const float* column = request.features.data() + f * n;
     int32_t whole = -1;
     for (size_t c = 0; c < n; ++c) whole &= SmallWholeNumber(column[c]);
     ws->integral[f] = static_cast<uint8_t>(whole != 0);
+  }
+}
+
+// The request's features and ids, into the log values (which outlive the
+// request's bytes): what Gather left in the request, for log lines.
+void CopyRequestColumns(const RequestView& request, LogValues* v) {
+  const size_t n = request.n;
+  v->features.assign(request.features.begin(),
+                     request.features.begin() + request.feature_names() * n);
+  v->id_ends.resize(n);
+  v->ids.clear();
+  v->ids.reserve(request.item_id_bytes);
+  for (size_t c = 0; c < n; ++c) {
+    v->ids.append(request.item_id[c].data(), request.item_id[c].size());
+    v->id_ends[c] = static_cast<uint32_t>(v->ids.size());
   }
 }
 
@@ -245,8 +247,8 @@ void FillLogHeader(const Model& model, const std::string& bucket, const RequestV
 }
 
 // The model's metrics and the features, in rank order.
-void EmitScoreColumns(const Model& model, const RankWorkspace::Schema& k, const RankWorkspace& ws,
-                      RankResult* result) {
+void EmitScoreColumns(const Model& model, const RequestView& request,
+                      const RankWorkspace::Schema& k, const RankWorkspace& ws, RankResult* result) {
   const LogValues& v = ws.v;
   const size_t n = v.n;
   const uint32_t* order = v.order.data();
@@ -264,7 +266,7 @@ void EmitScoreColumns(const Model& model, const RankWorkspace::Schema& k, const 
     }
   }
   for (size_t f = 0; f < k.feature.size(); ++f) {
-    const float* in = v.features.data() + f * n;
+    const float* in = request.features.data() + f * n;
     if (ws.integral[f]) {
       int64_t* out = result->OverwriteInts(k.feature[f]);
       for (size_t r = 0; r < n; ++r) out[r] = static_cast<int64_t>(in[order[r]]);
@@ -296,17 +298,20 @@ void EmitItemColumns(const Model& model, const std::string& bucket, const RankWo
 }
 
 // The shown items' explanations: metrics of those items only (the other
-// items have none), and the text of each for the log line.
+// items have none), and the text of each for the log line. The request says
+// how many (validated against --max_explain_items), else the model's
+// default.
 void Explain(const Model& model, const RequestView& request, const RankWorkspace::Schema& k,
              RankWorkspace* ws, RankResult* result) {
   const ModelOutputs& outputs = *model.outputs();
   LogValues& v = ws->v;
   v.explanations.clear();
   if (!outputs.explains) return;
-  const size_t shown = std::min<size_t>({request.top_n, v.n, outputs.explain_items});
+  const size_t wanted = request.explain_items.value_or(outputs.explain_items);
+  const size_t shown = std::min<size_t>({request.top_n, v.n, wanted});
   std::vector<uint32_t> candidates(v.order.begin(), v.order.begin() + shown);
   std::vector<Explanation> explanations;
-  model.Explain(request, v.features.data(), ws->feature_column, v.n, candidates,
+  model.Explain(request, request.features.data(), ws->feature_column, v.n, candidates,
                 outputs.explain_top_k, &explanations);
   v.explanations.assign(v.n, std::string());
   for (size_t r = 0; r < explanations.size() && r < shown; ++r) {
@@ -334,8 +339,9 @@ void Ranker::Score(const RequestView& request, RankWorkspace* ws) const {
   LogValues& v = ws->v;
   v.score.resize(v.n);
   v.model_values.resize(model.outputs()->value_columns * v.n);
-  model.Score(ScoreInput{request, v.features.data(), column, v.n, v.source_code.data(), v.sources},
-              v.score.data(), v.model_values.data());
+  model.Score(
+      ScoreInput{request, request.features.data(), column, v.n, v.source_code.data(), v.sources},
+      v.score.data(), v.model_values.data());
   Order(ws);
 }
 
@@ -345,15 +351,13 @@ void Ranker::Build(const RequestView& request, const std::string& bucket, LogDet
   const RankWorkspace::Schema& k = SchemaFor(model, request, ws);
   result->ResetKeys(k.keys);
   const LogValues& v = ws->v;
-  result->Reserve(v.n, v.ids.size());
-  for (size_t r = 0; r < v.n; ++r) {
-    const uint32_t c = v.order[r];
-    result->AddItem(v.id(c), v.score[c], static_cast<uint32_t>(r + 1));
-  }
-  EmitScoreColumns(model, k, *ws, result);
+  result->Reserve(v.n, request.item_id_bytes);
+  result->AddRankedItems(request.item_id, v.score.data(), v.order.data(), v.n);
+  EmitScoreColumns(model, request, k, *ws, result);
   EmitItemColumns(model, bucket, k, *ws, result);
   Explain(model, request, k, ws, result);
   if (detail == LogDetail::kInline) {
+    CopyRequestColumns(request, &ws->v);
     FillLogHeader(model, bucket, request, &ws->v);
     const LogLineFormat format(ws->v);
     std::string line;
@@ -368,6 +372,7 @@ void Ranker::Build(const RequestView& request, const std::string& bucket, LogDet
 std::unique_ptr<LogValues> Ranker::TakeLogValues(const RequestView& request,
                                                  const std::string& bucket,
                                                  RankWorkspace* ws) const {
+  CopyRequestColumns(request, &ws->v);
   std::unique_ptr<LogValues> values = ws->log_values_pool->Exchange(&ws->v, ws->log_values_pool);
   FillLogHeader(*model_, bucket, request, values.get());
   return values;

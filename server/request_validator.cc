@@ -215,11 +215,59 @@ size_t FirstDuplicateId(const RequestView& request, absl::Status* status) {
   return SIZE_MAX;
 }
 
+// The message for candidate c's first refused feature value. REQUIRES: it
+// has one.
+absl::Status BadFeatureOf(const RequestView& request, size_t c, FeatureValues values) {
+  const bool nan_ok = values == FeatureValues::kFiniteOrNan;
+  for (size_t f = 0; f < request.feature_names(); ++f) {
+    const float v = request.feature(f, c);
+    if (nan_ok ? std::isinf(v) : !std::isfinite(v)) {
+      return Invalid(absl::StrCat(
+          "candidates[", c, "].features[", f, "] (", request.item_feature_names[f], ") is ", v,
+          nan_ok ? "; feature values must be finite, or NaN for a missing value"
+                 : "; feature values must be finite"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ValidateCandidates from what the parse found (RequestView::checks), in
+// the same order of precedence: reads no candidate but the ones it names.
+absl::Status ValidateCheckedCandidates(const RequestView& request, const RequestLimits& limits,
+                                       FeatureValues values) {
+  const RequestView::CandidateChecks& k = request.checks;
+  size_t first_basic = k.first_bad_field;
+  const size_t m = request.feature_names();
+  if (k.min_features != m || k.max_features != m) {
+    for (size_t c = 0; c < request.n && c < first_basic; ++c) {
+      if (request.feature_count[c] != m) first_basic = c;
+    }
+  }
+  const size_t first_value =
+      values == FeatureValues::kFiniteOrNan ? k.first_infinite : k.first_non_finite;
+  const size_t first_duplicate = k.first_duplicate;
+  if (first_basic != SIZE_MAX && first_basic <= first_value && first_basic <= first_duplicate) {
+    return ValidateCandidate(request, first_basic, limits);
+  }
+  if (first_value != SIZE_MAX && first_value <= first_duplicate) {
+    return BadFeatureOf(request, first_value, values);
+  }
+  if (first_duplicate == SIZE_MAX) return absl::OkStatus();
+  return Invalid(absl::StrCat("duplicate item id \"", request.item_id[first_duplicate],
+                              "\" at candidates[", k.duplicate_of, "] and candidates[",
+                              first_duplicate, "]"));
+}
+
 // The candidates' rules, reported as a walk in candidate order would find
 // them first: per candidate its id, source, rank and feature count, then
 // its feature values, then whether its id is a repeat.
 absl::Status ValidateCandidates(const RequestView& request, const RequestLimits& limits,
                                 FeatureValues values) {
+  // The parse found them already, against these limits.
+  if (request.checks.done && request.checks.max_id_bytes == limits.max_id_bytes &&
+      request.checks.max_recall_source_bytes == limits.max_recall_source_bytes) {
+    return ValidateCheckedCandidates(request, limits, values);
+  }
   absl::Status basic;
   size_t first_basic = SIZE_MAX;
   for (size_t c = 0; c < request.n; ++c) {
@@ -253,6 +301,10 @@ absl::Status ValidateRequest(const RequestView& request, const RequestLimits& li
   if (request.top_n < 1 || request.top_n > n) {
     return Invalid(absl::StrCat("top_n ", request.top_n, " is out of range [1, ", n,
                                 "] (1 to the number of candidates)"));
+  }
+  if (request.explain_items.value_or(0) > limits.max_explain_items) {
+    return Invalid(absl::StrCat("explain_items ", *request.explain_items, " exceeds the limit of ",
+                                limits.max_explain_items, " (--max_explain_items)"));
   }
   if (auto s = ValidateFeatureNames(request, limits); !s.ok()) return s;
   if (auto s = ValidateUserAndContext(request, limits); !s.ok()) return s;
@@ -301,7 +353,8 @@ RequestField FieldOf(int number) {
     case 4:
     case 9:
     case 11:
-      return {kVarint, nullptr};  // scene, time, top_n, log_mode
+    case 12:
+      return {kVarint, nullptr};  // scene, time, top_n, log_mode, explain_items
     case 5:
       return {kDelimited, "user features"};
     case 6:
@@ -363,7 +416,7 @@ size_t MaxRequestBytes(const RequestLimits& l) {
   const uint64_t user_feature = LengthDelimited(LengthDelimited(l.max_feature_name_bytes) + 9);
   const uint64_t context_entry = LengthDelimited(LengthDelimited(l.max_context_key_bytes) +
                                                  LengthDelimited(l.max_context_value_bytes));
-  const uint64_t total = 2 * LengthDelimited(l.max_id_bytes) + 4 * kVarintField +
+  const uint64_t total = 2 * LengthDelimited(l.max_id_bytes) + 5 * kVarintField +
                          uint64_t{l.max_user_features} * user_feature +
                          uint64_t{l.max_context_entries} * context_entry +
                          uint64_t{l.max_item_features} * LengthDelimited(l.max_feature_name_bytes) +

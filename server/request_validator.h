@@ -41,6 +41,7 @@ struct RequestLimits {
   uint32_t max_context_key_bytes = 64;     // context keys
   uint32_t max_context_value_bytes = 512;  // context values (the query is one)
   uint32_t max_codec_name_bytes = 64;      // accept_codecs[]
+  uint32_t max_explain_items = 100;        // explain_items (--max_explain_items)
 };
 
 // Which item feature values a request may carry: finite ones, or (for a

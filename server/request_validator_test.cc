@@ -30,6 +30,7 @@ TEST(RequestValidatorTest, EachProblemIsNamed) {
       {[](auto* r) { r->clear_candidates(); }, "no candidates"},
       {[](auto* r) { r->set_top_n(0); }, "top_n 0 is out of range [1, 500]"},
       {[](auto* r) { r->set_top_n(501); }, "top_n 501 is out of range [1, 500]"},
+      {[](auto* r) { r->set_explain_items(101); }, "explain_items 101 exceeds the limit of 100"},
       {[](auto* r) { r->set_log_mode(static_cast<rank::v1::LogMode>(9)); },
        "log_mode 9 is not a known LogMode"},
       {[](auto* r) { r->set_item_feature_names(3, ""); }, "item_feature_names[3] is empty"},
@@ -141,6 +142,7 @@ rank::v1::RankRequest MaximalRequest(const RequestLimits& l) {
   r.set_request_time_ms(INT64_MAX);
   r.set_top_n(l.max_candidates);
   r.set_log_mode(rank::v1::LOG_MODE_STORE);
+  r.set_explain_items(l.max_explain_items);
   for (uint32_t i = 0; i < l.max_user_features; ++i) {
     (*r.mutable_user_features())[text('f', l.max_feature_name_bytes, i)] = 0.5;
   }

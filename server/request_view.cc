@@ -26,6 +26,10 @@ class Wire {
   bool done() const { return p_ == end_; }
 
   bool Varint(uint64_t* v) {
+    if (p_ != end_ && static_cast<uint8_t>(*p_) < 0x80) {  // Most tags and lengths.
+      *v = static_cast<uint8_t>(*p_++);
+      return true;
+    }
     uint64_t result = 0;
     for (int shift = 0; shift < 70; shift += 7) {
       if (p_ == end_) return false;
@@ -145,6 +149,13 @@ class Parser {
  private:
   bool Field(Wire& in, uint32_t number, int wire_type);
   bool Candidate(absl::string_view bytes);
+  // A kept candidate's rules (ids, sources, ranks, repeats) and its
+  // source's code.
+  void CheckCandidate(size_t c, absl::string_view id, absl::string_view source, uint32_t rank);
+  uint32_t SourceCode(absl::string_view source);
+  // Whether `id` repeats an earlier candidate's (candidate c's own is
+  // added otherwise).
+  void CheckRepeat(size_t c, absl::string_view id);
   // PrescanRequest's walk of a candidate whose length runs past the end.
   void ScanTruncatedCandidate(absl::string_view rest);
   bool CandidateFeatures(Wire& in, int wire_type, FeatureSource* features);
@@ -160,6 +171,8 @@ class Parser {
   // PrescanRequest's verdicts, in its order; then the parser's.
   absl::Status Verdict(bool malformed) const;
   void ScatterFeatures();
+  // The first candidates with a non-finite and an infinite feature value.
+  void CheckValues();
   // Whether entry `count` (0-based) of a limited field is still kept.
   static bool Keep(uint32_t count, uint32_t limit) { return count < limit; }
 
@@ -174,6 +187,41 @@ class Parser {
   std::vector<FeatureSource> feature_sources_;
   std::vector<std::vector<float>> slow_;
 };
+
+// Candidate indexes by id hash, per thread, reused: an open-addressing
+// table grown as candidates are added (the count is known only at the end).
+struct IdTable {
+  std::vector<uint32_t> slots;
+  size_t used = 0;
+};
+
+IdTable& ThreadIdTable() {
+  thread_local IdTable table;
+  return table;
+}
+
+// A cheap hash of an id's bytes (ids are ~10-60 bytes of text): 8 bytes at
+// a time, multiplied in, then mixed. Only for the table above.
+inline uint64_t IdHash(absl::string_view id) {
+  constexpr uint64_t kMul = 0x9e3779b97f4a7c15ULL;
+  uint64_t h = id.size() * kMul;
+  const char* p = id.data();
+  size_t left = id.size();
+  for (; left >= 8; left -= 8, p += 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    h = (h ^ w) * kMul;
+    h ^= h >> 29;
+  }
+  if (left > 0) {
+    uint64_t w = 0;
+    std::memcpy(&w, p, left);
+    h = (h ^ w) * kMul;
+  }
+  h ^= h >> 32;
+  h *= 0xd6e8feb86659fd93ULL;
+  return h ^ (h >> 32);
+}
 
 uint32_t LimitOf(uint32_t number, const RequestLimits& limits) {
   switch (number) {
@@ -224,6 +272,7 @@ int WireTypeOf(uint32_t number) {
     case 4:
     case 9:
     case 11:
+    case 12:
       return kVarint;
     default:
       return -1;
@@ -236,14 +285,25 @@ absl::Status Parser::Parse(absl::string_view bytes) {
   v_.request_time_ms = 0;
   v_.top_n = 0;
   v_.log_mode = 0;
+  v_.explain_items.reset();
   v_.accept_codecs.clear();
   v_.user_features.clear();
   v_.context.clear();
   v_.item_feature_names.clear();
   v_.item_id.clear();
+  v_.item_id_bytes = 0;
   v_.recall_source.clear();
   v_.recall_rank.clear();
   v_.feature_count.clear();
+  v_.source_code.clear();
+  v_.sources.clear();
+  v_.checks = RequestView::CandidateChecks();
+  v_.checks.max_id_bytes = limits_.max_id_bytes;
+  v_.checks.max_recall_source_bytes = limits_.max_recall_source_bytes;
+  v_.checks.min_features = UINT32_MAX;
+  IdTable& ids = ThreadIdTable();
+  ids.slots.assign(1024, UINT32_MAX);
+  ids.used = 0;
   feature_sources_.clear();
   Wire in(bytes, &content_bad_);
   bool malformed = false;
@@ -265,12 +325,14 @@ absl::Status Parser::Parse(absl::string_view bytes) {
   }
   if (absl::Status s = Verdict(malformed); !s.ok()) return s;
   v_.n = v_.item_id.size();
+  if (v_.n == 0) v_.checks.min_features = 0;
   ScatterFeatures();
+  v_.checks.done = true;
   return absl::OkStatus();
 }
 
 bool Parser::Field(Wire& in, uint32_t number, int wire_type) {
-  if (number > 11 || WireTypeOf(number) != wire_type) {
+  if (number > 12 || WireTypeOf(number) != wire_type) {
     ++unknown_;  // Protobuf keeps it as an unknown field.
     return in.Skip(wire_type);
   }
@@ -322,6 +384,9 @@ bool Parser::Field(Wire& in, uint32_t number, int wire_type) {
     case 11:
       v_.log_mode = static_cast<int32_t>(value);
       return true;
+    case 12:
+      v_.explain_items = static_cast<uint32_t>(value);
+      return true;
     default:
       return true;
   }
@@ -359,12 +424,65 @@ bool Parser::Candidate(absl::string_view bytes) {
     if (!ok) return false;
   }
   if (!keep) return true;
+  CheckCandidate(v_.item_id.size(), id, source, rank);
   v_.item_id.push_back(id);
+  v_.item_id_bytes += id.size();
   v_.recall_source.push_back(source);
   v_.recall_rank.push_back(rank);
   v_.feature_count.push_back(features.count);
   feature_sources_.push_back(features);
   return true;
+}
+
+void Parser::CheckCandidate(size_t c, absl::string_view id, absl::string_view source,
+                            uint32_t rank) {
+  RequestView::CandidateChecks& k = v_.checks;
+  if (k.first_bad_field == SIZE_MAX && (id.empty() || id.size() > k.max_id_bytes ||
+                                        source.size() > k.max_recall_source_bytes || rank < 1)) {
+    k.first_bad_field = c;
+  }
+  v_.source_code.push_back(SourceCode(source));
+  if (k.first_duplicate == SIZE_MAX) CheckRepeat(c, id);
+}
+
+uint32_t Parser::SourceCode(absl::string_view source) {
+  // Sources repeat (a handful of recall channels, often in runs): the last
+  // one first, then the short list.
+  const std::vector<absl::string_view>& sources = v_.sources;
+  uint32_t code = v_.source_code.empty() ? 0 : v_.source_code.back();
+  if (code < sources.size() && sources[code] == source) return code;
+  for (code = 0; code < sources.size(); ++code) {
+    if (sources[code] == source) return code;
+  }
+  v_.sources.push_back(source);
+  return code;
+}
+
+void Parser::CheckRepeat(size_t c, absl::string_view id) {
+  IdTable& table = ThreadIdTable();
+  if (2 * (table.used + 1) > table.slots.size()) {
+    // Grow: every kept candidate so far goes in again (ids are distinct).
+    table.slots.assign(2 * table.slots.size(), UINT32_MAX);
+    const size_t mask = table.slots.size() - 1;
+    for (size_t e = 0; e < c; ++e) {
+      size_t slot = IdHash(v_.item_id[e]) & mask;
+      while (table.slots[slot] != UINT32_MAX) slot = (slot + 1) & mask;
+      table.slots[slot] = static_cast<uint32_t>(e);
+    }
+  }
+  const size_t mask = table.slots.size() - 1;
+  size_t slot = IdHash(id) & mask;
+  while (table.slots[slot] != UINT32_MAX) {
+    const uint32_t other = table.slots[slot];
+    if (v_.item_id[other] == id) {
+      v_.checks.first_duplicate = c;
+      v_.checks.duplicate_of = other;
+      return;
+    }
+    slot = (slot + 1) & mask;
+  }
+  table.slots[slot] = static_cast<uint32_t>(c);
+  ++table.used;
 }
 
 void Parser::ScanTruncatedCandidate(absl::string_view rest) {
@@ -521,12 +639,40 @@ void Parser::ScatterFeatures() {
   const size_t m = v_.item_feature_names.size();
   v_.features.resize(m * n);
   float* out = v_.features.data();
+  RequestView::CandidateChecks& k = v_.checks;
   for (size_t c = 0; c < n; ++c) {
     const FeatureSource& f = feature_sources_[c];
+    k.min_features = std::min(k.min_features, f.count);
+    k.max_features = std::max(k.max_features, f.count);
     const size_t have = std::min<size_t>(f.count, m);
     const char* in = f.slow >= 0 ? reinterpret_cast<const char*>(slow_[f.slow].data()) : f.packed;
     for (size_t j = 0; j < have; ++j) std::memcpy(out + j * n + c, in + 4 * j, 4);
     for (size_t j = have; j < m; ++j) out[j * n + c] = 0.0f;
+  }
+  CheckValues();
+}
+
+void Parser::CheckValues() {
+  // Each value's exponent bits: all ones is a NaN or an infinity (an
+  // infinity when the mantissa is 0 too). Column by column, just written
+  // (a loop the compiler vectorizes); candidate by candidate only when a
+  // column has one.
+  const size_t count = v_.features.size();
+  const uint32_t* bits = reinterpret_cast<const uint32_t*>(v_.features.data());
+  // Signed compares (the magnitude fits), which SSE2 has.
+  int32_t non_finite = 0;
+  for (size_t i = 0; i < count; ++i) {
+    non_finite |= static_cast<int32_t>(bits[i] & 0x7fffffffu) > 0x7f7fffff;
+  }
+  if (non_finite == 0) return;
+  RequestView::CandidateChecks& k = v_.checks;
+  const size_t n = v_.n;
+  for (size_t c = 0; c < n && k.first_infinite == SIZE_MAX; ++c) {
+    for (size_t j = 0; j < v_.item_feature_names.size(); ++j) {
+      const uint32_t magnitude = bits[j * n + c] & 0x7fffffffu;
+      if (magnitude >= 0x7f800000u && k.first_non_finite == SIZE_MAX) k.first_non_finite = c;
+      if (magnitude == 0x7f800000u && k.first_infinite == SIZE_MAX) k.first_infinite = c;
+    }
   }
 }
 
@@ -567,7 +713,37 @@ OwnedRequestView::OwnedRequestView(const rank::v1::RankRequest& request,
                                    const RequestLimits& limits)
     : status_(RequestViewOf(request, limits, &bytes_, &view_)) {}
 
+namespace {
+
+// Whether every byte is below 0x80: ids, names and sources nearly always
+// are. Whole words, the last one overlapping, no per-byte loop.
+bool AllAscii(const char* p, size_t n) {
+  constexpr uint64_t kHigh = 0x8080808080808080ULL;
+  uint64_t acc = 0;
+  if (n >= 8) {
+    for (size_t i = 0; i + 8 <= n; i += 8) {
+      uint64_t w;
+      std::memcpy(&w, p + i, 8);
+      acc |= w;
+    }
+    uint64_t last;
+    std::memcpy(&last, p + n - 8, 8);
+    return ((acc | last) & kHigh) == 0;
+  }
+  if (n >= 4) {
+    uint32_t a, b;
+    std::memcpy(&a, p, 4);
+    std::memcpy(&b, p + n - 4, 4);
+    return ((a | b) & 0x80808080u) == 0;
+  }
+  for (size_t i = 0; i < n; ++i) acc |= static_cast<uint8_t>(p[i]);
+  return acc < 0x80;
+}
+
+}  // namespace
+
 bool IsValidUtf8(absl::string_view s) {
+  if (AllAscii(s.data(), s.size())) return true;
   const auto* p = reinterpret_cast<const uint8_t*>(s.data());
   const auto* end = p + s.size();
   while (p < end) {

@@ -15,8 +15,13 @@
 // groups. Each refusal is INVALID_ARGUMENT with the message the protobuf
 // path gave (request_view_test.cc checks the two against each other).
 //
-// ValidateRequest (request_validator.h) then checks the input contract on
-// the view.
+// The same pass finds what the input contract's per-candidate rules need
+// (CandidateChecks below): the first candidate whose id, source or rank
+// breaks a limit, the first with a non-finite or infinite feature value,
+// the first whose id an earlier one has, and each candidate's recall
+// source as a code into the request's distinct sources. ValidateRequest
+// (request_validator.h) then checks the contract on the view without
+// reading the candidates again.
 //
 // Thread safety: a view is plain data; parse into it from one thread.
 #ifndef RANKWIRE_SERVER_REQUEST_VIEW_H_
@@ -24,6 +29,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,6 +49,8 @@ struct RequestView {
   int64_t request_time_ms = 0;
   uint32_t top_n = 0;
   int32_t log_mode = 0;  // rank.v1.LogMode.
+  // How many shown items to explain; absent: the server's default.
+  std::optional<uint32_t> explain_items;
   std::vector<absl::string_view> accept_codecs;
   // Maps: one entry per distinct key (the last value on the wire wins), in
   // the order keys first occur.
@@ -53,6 +61,7 @@ struct RequestView {
   // Candidates.
   size_t n = 0;
   std::vector<absl::string_view> item_id;
+  size_t item_id_bytes = 0;  // Of all ids together.
   std::vector<absl::string_view> recall_source;
   std::vector<uint32_t> recall_rank;
   // How many features each candidate carries on the wire, and the first
@@ -60,6 +69,25 @@ struct RequestView {
   // candidate with fewer has zeros past its count).
   std::vector<uint32_t> feature_count;
   std::vector<float> features;
+  // Per candidate, its recall source as an index into `sources` (the
+  // distinct ones, in first-seen order).
+  std::vector<uint32_t> source_code;
+  std::vector<absl::string_view> sources;
+
+  // What the parse found about the candidates' rules, for ValidateRequest.
+  // SIZE_MAX: no such candidate.
+  struct CandidateChecks {
+    bool done = false;  // Filled by the parse (false: validation walks).
+    // The limits the parse checked ids and sources against.
+    uint32_t max_id_bytes = 0;
+    uint32_t max_recall_source_bytes = 0;
+    size_t first_bad_field = SIZE_MAX;            // Empty or long id, long source, rank 0.
+    uint32_t min_features = 0, max_features = 0;  // Over feature_count.
+    size_t first_non_finite = SIZE_MAX;           // A NaN or an infinity among its features.
+    size_t first_infinite = SIZE_MAX;
+    size_t first_duplicate = SIZE_MAX;  // Its id is candidate duplicate_of's.
+    size_t duplicate_of = 0;
+  } checks;
 
   size_t feature_names() const { return item_feature_names.size(); }
   float feature(size_t f, size_t c) const { return features[f * n + c]; }

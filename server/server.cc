@@ -291,6 +291,7 @@ absl::Status Server::State::StartGrpc() {
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, o.reuse_port ? 1 : 0);
   builder.SetMaxReceiveMessageSize(static_cast<int>(o.max_request_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(o.max_response_bytes));
+  rpc::ApplyTransportArgs(o.transport_args, &builder);
   builder.RegisterService(rank_service.get());
   builder.RegisterService(log_service.get());
   model_service = std::make_unique<ModelServiceImpl>(

@@ -36,6 +36,7 @@
 #include "codec/builtin_codecs.h"
 #include "logstore/log_store.h"
 #include "rank/v1/rank.pb.h"
+#include "rpc/transport_args.h"
 #include "server/admission.h"
 #include "server/metrics.h"
 #include "server/model_reloader.h"
@@ -102,6 +103,8 @@ struct ServerOptions {
   int metrics_port = 9464;                                   // -1: off, 0: a free port.
   std::string metrics_address;                               // Empty: `address`.
   absl::Duration max_connection_age = absl::ZeroDuration();  // Zero: never.
+  // HTTP/2 and TCP arguments of the gRPC port (rpc/transport_args.h).
+  rpc::TransportArgs transport_args = rpc::DefaultTransportArgs();
   uint32_t phase_cpu_sample_every = 32;
 
   // Stop(): serve this long reporting NOT_SERVING, then let calls finish

@@ -23,10 +23,12 @@
 #include "codec/builtin_codecs.h"
 #include "logstore/log_store.h"
 #include "server/admission.h"
+#include "server/model_flags.h"
 #include "server/model_path.h"
 #include "server/protobuf_log.h"
 #include "server/server.h"
 #include "server/tls.h"
+#include "server/xgboost_scorer.h"
 #include "spdlog/spdlog.h"
 #ifdef RANKWIRE_JEMALLOC_CONF
 #include "server/jemalloc_conf.h"
@@ -57,20 +59,9 @@ ABSL_FLAG(bool, model_fail_fast, false,
           "newest older one that loads.");
 ABSL_FLAG(bool, model_admin_rpc, false,
           "Serve ModelService.ReloadModels on the health port (--health_port).");
-ABSL_FLAG(uint64_t, model_max_bytes, uint64_t{256} << 20,
-          "Largest model file read; a larger one is refused without being read.");
-ABSL_FLAG(int, xgboost_max_depth, 16, "Deepest XGBoost tree accepted at load.");
-ABSL_FLAG(bool, xgboost_allow_unnamed_features, false,
-          "Accept an XGBoost model saved without feature names (its features are then "
-          "f0..f{n-1}, bound to item features of those names).");
-ABSL_FLAG(uint32_t, explain_top_k, 3,
-          "Contributions per explained item, for models that explain (XGBoost: TreeSHAP); "
-          "0: none.");
-ABSL_FLAG(uint32_t, explain_items, 10,
-          "Items explained per request, at most (the first min(top_n, this) in rank order).");
-ABSL_FLAG(bool, allow_unsupplied_features, false,
-          "Load a model that reads features a bucket manifest's feature lists say callers do "
-          "not send (they then score as missing).");
+// The model flags (--model_max_bytes, --xgboost_*, --explain_*,
+// --allow_unsupplied_features) are server/model_flags.cc's, shared with
+// rankwire-cli --model_features.
 ABSL_FLAG(uint32_t, max_candidates, 1000, "Most candidates a request may carry.");
 ABSL_FLAG(int, max_message_bytes, 64 << 20,
           "Largest response message, in bytes (1 MiB .. 2 GiB - 1); a request whose response "
@@ -139,6 +130,9 @@ ABSL_FLAG(int, drain_ms, 0,
           "On SIGTERM/SIGINT, how long to keep serving while reporting NOT_SERVING "
           "on the health service, so load balancers move traffic away first.");
 ABSL_FLAG(int, log_flush_ms, 2000, "On shutdown, how long to flush queued logs.");
+ABSL_FLAG(std::string, grpc_transport_args, rankwire::rpc::kDefaultTransportArgs,
+          "gRPC HTTP/2 and TCP arguments of the gRPC port, name=value,... (empty: "
+          "gRPC's defaults); docs/OPERATING.md says why these.");
 ABSL_FLAG(int, max_connection_age_ms, 0,
           "Close each client connection (with GOAWAY, after its calls finish) this "
           "long after it opened, so clients re-resolve DNS and spread over replicas "
@@ -406,19 +400,8 @@ absl::Status WorkFromFlags(ServerOptions* o) {
     return absl::InvalidArgumentError("--model_poll_interval must be >= 0");
   }
   o->model_admin_rpc = absl::GetFlag(FLAGS_model_admin_rpc);
-  o->model_load.max_file_bytes = absl::GetFlag(FLAGS_model_max_bytes);
-  o->model_load.xgboost.max_depth = absl::GetFlag(FLAGS_xgboost_max_depth);
-  if (o->model_load.xgboost.max_depth < 1 || o->model_load.xgboost.max_depth > 64) {
-    return absl::InvalidArgumentError("--xgboost_max_depth must be 1..64");
-  }
-  o->model_load.xgboost.allow_unnamed_features =
-      absl::GetFlag(FLAGS_xgboost_allow_unnamed_features);
-  o->model_load.explain.explain_top_k = absl::GetFlag(FLAGS_explain_top_k);
-  o->model_load.explain.explain_items = absl::GetFlag(FLAGS_explain_items);
-  if (o->model_load.explain.explain_top_k > 64 || o->model_load.explain.explain_items > 1000) {
-    return absl::InvalidArgumentError("--explain_top_k must be <= 64 and --explain_items <= 1000");
-  }
-  o->model_load.allow_unsupplied_features = absl::GetFlag(FLAGS_allow_unsupplied_features);
+  ASSIGN_OR_RETURN(o->model_load, ModelLoadOptionsFromFlags());
+  o->limits.max_explain_items = o->model_load.explain.max_explain_items;
   return MessageLimitsFromFlags(o);
 }
 
@@ -433,6 +416,8 @@ absl::Status EdgesFromFlags(ServerOptions* o) {
   o->metrics_port = absl::GetFlag(FLAGS_metrics_port);
   o->metrics_address = absl::GetFlag(FLAGS_metrics_address);
   o->max_connection_age = absl::Milliseconds(absl::GetFlag(FLAGS_max_connection_age_ms));
+  ASSIGN_OR_RETURN(o->transport_args,
+                   rpc::ParseTransportArgs(absl::GetFlag(FLAGS_grpc_transport_args)));
   o->phase_cpu_sample_every = absl::GetFlag(FLAGS_phase_cpu_sample_every);
   o->drain = absl::Milliseconds(absl::GetFlag(FLAGS_drain_ms));
   o->shutdown_grace = absl::Milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms));

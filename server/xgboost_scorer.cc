@@ -19,7 +19,8 @@ constexpr size_t kNumberTextBound = 13;
 std::shared_ptr<const ModelOutputs> OutputsOf(const std::vector<std::string>& names,
                                               const XGBoostScorerOptions& options) {
   auto out = std::make_shared<ModelOutputs>();
-  out->explains = options.explain_top_k > 0 && options.explain_items > 0;
+  out->explains = options.mode != ExplainMode::kNone && options.explain_top_k > 0 &&
+                  (options.explain_items > 0 || options.max_explain_items > 0);
   out->explain_top_k = options.explain_top_k;
   out->explain_items = options.explain_items;
   size_t longest = 0;
@@ -38,6 +39,26 @@ uint32_t IndexIn(std::vector<std::string>& names, absl::string_view name) {
 
 }  // namespace
 
+absl::StatusOr<ExplainMode> ParseExplainMode(absl::string_view name) {
+  for (ExplainMode mode : {ExplainMode::kNone, ExplainMode::kExact, ExplainMode::kApprox}) {
+    if (name == ExplainModeName(mode)) return mode;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown explain mode \"", name, "\": exact, approx or none"));
+}
+
+absl::string_view ExplainModeName(ExplainMode mode) {
+  switch (mode) {
+    case ExplainMode::kNone:
+      return "none";
+    case ExplainMode::kExact:
+      return "exact";
+    case ExplainMode::kApprox:
+      return "approx";
+  }
+  return "?";
+}
+
 XGBoostScorer::XGBoostScorer(const xgb::XGBoostModel& model, std::string name, std::string version,
                              const XGBoostScorerOptions& options)
     : name_(std::move(name)),
@@ -45,8 +66,12 @@ XGBoostScorer::XGBoostScorer(const xgb::XGBoostModel& model, std::string name, s
       full_version_(absl::StrCat(name_, "@", version_)),
       feature_names_(model.feature_names()),
       evaluator_(model),
-      shap_(model),
       outputs_(OutputsOf(model.feature_names(), options)) {
+  if (outputs_->explains && options.mode == ExplainMode::kExact) {
+    shap_ = std::make_unique<xgb::TreeShap>(model);
+  } else if (outputs_->explains && options.mode == ExplainMode::kApprox) {
+    approx_ = std::make_unique<xgb::ApproxContributions>(model);
+  }
   for (const std::string& feature : feature_names_) {
     absl::string_view bare = feature;
     const xgb::FeatureSource source = xgb::SourceOfFeature(bare);
@@ -111,37 +136,47 @@ void XGBoostScorer::Explain(const RequestView& request, const float* features,
                             const std::vector<uint32_t>& shown, size_t top_k,
                             std::vector<Explanation>* out) const {
   out->clear();
+  if (shown.empty() || (shap_ == nullptr && approx_ == nullptr)) return;
   const size_t stride = feature_names_.size();
-  thread_local std::vector<float> row;
-  thread_local std::vector<double> contributions;
+  const size_t width = stride + 1;  // the features' contributions, then the bias
+  thread_local std::vector<float> rows, contributions;
   thread_local std::vector<uint32_t> order;
-  row.resize(stride);
-  contributions.resize(stride + 1);
+  rows.resize(shown.size() * stride);
+  contributions.resize(shown.size() * width);
+  GatherRows(request, features, column, n, shown.data(), shown.size(), rows.data());
+  if (shap_ != nullptr) {
+    shap_->Contributions(rows.data(), shown.size(), stride, contributions.data());
+  } else {
+    approx_->Contributions(rows.data(), shown.size(), stride, contributions.data());
+  }
   out->resize(shown.size());
   for (size_t i = 0; i < shown.size(); ++i) {
-    GatherRows(request, features, column, n, &shown[i], 1, row.data());
-    shap_.Contributions(row.data(), contributions.data());
+    const float* c = contributions.data() + i * width;
     // The largest by magnitude (not the bias); features with no
-    // contribution say nothing and are left out. Ties keep model order.
+    // contribution say nothing and are left out (as is NaN, which a model
+    // with zero-cover nodes can give). Ties keep model order.
     order.clear();
     for (uint32_t f = 0; f < stride; ++f) {
-      if (contributions[f] != 0) order.push_back(f);
+      if (c[f] != 0 && !std::isnan(c[f])) order.push_back(f);
     }
     const size_t k = std::min(top_k, order.size());
-    std::partial_sort(order.begin(), order.begin() + k, order.end(), [](uint32_t a, uint32_t b) {
-      const double x = std::fabs(contributions[a]), y = std::fabs(contributions[b]);
+    std::partial_sort(order.begin(), order.begin() + k, order.end(), [c](uint32_t a, uint32_t b) {
+      const float x = std::fabs(c[a]), y = std::fabs(c[b]);
       return x > y || (x == y && a < b);
     });
     auto& list = (*out)[i].contributions;
-    for (size_t e = 0; e < k; ++e) {
-      list.emplace_back(feature_names_[order[e]], static_cast<float>(contributions[order[e]]));
-    }
+    for (size_t e = 0; e < k; ++e) list.emplace_back(feature_names_[order[e]], c[order[e]]);
   }
+}
+
+size_t XGBoostScorer::ExplainMemoryBytes() const {
+  if (shap_ != nullptr) return shap_->MemoryBytes();
+  return approx_ != nullptr ? approx_->MemoryBytes() : 0;
 }
 
 size_t XGBoostScorer::MemoryBytes() const {
   size_t bytes =
-      evaluator_.MemoryBytes() + shap_.MemoryBytes() + bindings_.capacity() * sizeof(Binding);
+      evaluator_.MemoryBytes() + ExplainMemoryBytes() + bindings_.capacity() * sizeof(Binding);
   for (const std::vector<std::string>* names :
        {&feature_names_, &inputs_.item, &inputs_.user, &inputs_.context}) {
     bytes += names->capacity() * sizeof(std::string);

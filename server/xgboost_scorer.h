@@ -8,9 +8,12 @@
 // Scores are TreeEvaluator's (bit-exact XGBoost predictions: the
 // objective's output). The model adds no value columns or metrics of its
 // own; it explains: the first min(top_n, explain_items) items in rank order
-// carry their explain_top_k largest TreeSHAP contributions (by magnitude,
-// in margin space, as XGBoost's pred_contribs) as metrics
-// "explain.<k>.feature" / "explain.<k>.contribution" and in their log line.
+// (explain_items: the request's, else the options') carry their
+// explain_top_k largest contributions by magnitude, in margin space, as
+// metrics "explain.<k>.feature" / "explain.<k>.contribution" and in their
+// log line: exact TreeSHAP (TreeShap, XGBoost's pred_contribs) or Saabas'
+// approximation (ApproxContributions, XGBoost's approx_contribs). The rows
+// explained are gathered and explained together.
 //
 // Thread safety: immutable; Score and Explain keep scratch per thread.
 #ifndef RANKWIRE_SERVER_XGBOOST_SCORER_H_
@@ -20,18 +23,39 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "server/model.h"
+#include "server/xgboost/approx_contributions.h"
 #include "server/xgboost/tree_evaluator.h"
 #include "server/xgboost/tree_shap.h"
 #include "server/xgboost/xgboost_model.h"
 
 namespace rankwire::server {
 
+// How an XGBoost model explains its shown items (--explain).
+enum class ExplainMode {
+  kNone,    // no explanations, no explain.* keys
+  kExact,   // TreeSHAP: XGBoost's pred_contribs
+  kApprox,  // Saabas: XGBoost's approx_contribs
+};
+// "none", "exact" or "approx"; InvalidArgument otherwise.
+absl::StatusOr<ExplainMode> ParseExplainMode(absl::string_view name);
+absl::string_view ExplainModeName(ExplainMode mode);
+
 struct XGBoostScorerOptions {
+  // Saabas by default: ~4 us per explained item against exact TreeSHAP's
+  // ~30 (300 trees, depth 6), so the default explanations cost a request
+  // ~1.2x of its CPU, not ~1.6x (docs/MODELS.md, "Explanations").
+  ExplainMode mode = ExplainMode::kApprox;
   // Contributions per explained item (0: no explanations).
   size_t explain_top_k = 3;
-  // Items explained per request, at most.
+  // Items explained when the request does not say (--explain_items).
   size_t explain_items = 10;
+  // The most a request may ask for (--max_explain_items; the request
+  // validator enforces it): with 0 and explain_items 0 nothing is ever
+  // explained, and the result has no explain.* keys.
+  size_t max_explain_items = 100;
 };
 
 class XGBoostScorer final : public Model {
@@ -54,9 +78,11 @@ class XGBoostScorer final : public Model {
 
   const xgb::TreeEvaluator& evaluator() const { return evaluator_; }
   size_t num_features() const { return feature_names_.size(); }
-  // Bytes this model holds: the evaluator's node arrays, TreeSHAP's copy of
-  // the trees, the feature names and bindings.
+  // Bytes this model holds: the evaluator's node arrays, the explainer's
+  // tables, the feature names and bindings.
   size_t MemoryBytes() const;
+  // The explainer's share of MemoryBytes().
+  size_t ExplainMemoryBytes() const;
 
  private:
   // Where model feature f's value comes from.
@@ -76,7 +102,9 @@ class XGBoostScorer final : public Model {
   std::vector<Binding> bindings_;
   ModelInputs inputs_;
   xgb::TreeEvaluator evaluator_;
-  xgb::TreeShap shap_;
+  // The explainer --explain asks for (neither for kNone).
+  std::unique_ptr<xgb::TreeShap> shap_;
+  std::unique_ptr<xgb::ApproxContributions> approx_;
   std::shared_ptr<const ModelOutputs> outputs_;
 };
 

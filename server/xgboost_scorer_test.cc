@@ -1,17 +1,23 @@
 // XGBoostScorer's memory: what MemoryBytes() says is what the heap holds,
 // and a loaded model holds at most twice what XGBoost itself keeps per node.
 // (How long a load takes is measured by bench/xgboost_bench's load cells,
-// not here.)
+// not here.) Its explanations in each --explain mode.
 #include "server/xgboost_scorer.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <new>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "server/request_view.h"
+#include "server/xgboost/approx_contributions.h"
+#include "server/xgboost/tree_shap.h"
 #include "server/xgboost/xgboost_model.h"
 #include "server/xgboost/xgboost_test_util.h"
 
@@ -96,6 +102,86 @@ TEST(XGBoostScorerTest, AModelHoldsAtMostTwiceXGBoostsBytesPerNode) {
                 static_cast<double>(held.heap) / held.nodes);
     EXPECT_LE(held.heap, static_cast<int64_t>(2 * held.nodes * kXGBoostNodeBytes));
   }
+}
+
+TEST(XGBoostScorerTest, ExplainModesByName) {
+  for (ExplainMode mode : {ExplainMode::kNone, ExplainMode::kExact, ExplainMode::kApprox}) {
+    absl::StatusOr<ExplainMode> parsed = ParseExplainMode(ExplainModeName(mode));
+    ASSERT_TRUE(parsed.ok());
+    EXPECT_EQ(*parsed, mode);
+  }
+  EXPECT_EQ(ParseExplainMode("shap").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// A request whose items carry the model's features x0..x5 (x1, x2 as the
+// user feature "age" and the context value "hour_of_day").
+rank::v1::RankRequest ExplainRequest(const std::vector<float>& rows, size_t n) {
+  rank::v1::RankRequest request;
+  request.set_request_id("r");
+  request.set_top_n(static_cast<uint32_t>(n));
+  (*request.mutable_user_features())["age"] = rows[1];
+  (*request.mutable_context())["hour_of_day"] = absl::StrCat(rows[2]);
+  for (const char* name : {"x0", "x3", "x4", "x5"}) request.add_item_feature_names(name);
+  for (size_t c = 0; c < n; ++c) {
+    rank::v1::Candidate* candidate = request.add_candidates();
+    candidate->set_item_id(absl::StrCat("i", c));
+    for (int f : {0, 3, 4, 5}) candidate->add_features(rows[c * 6 + f]);
+  }
+  return request;
+}
+
+TEST(XGBoostScorerTest, ExplainsTheShownItemsInEachMode) {
+  xgb::testing::ModelSpec spec = xgb::testing::RandomModel(11, 40, 5, 6);
+  spec.feature_names[1] = "user.age";
+  spec.feature_names[2] = "ctx.hour_of_day";
+  absl::StatusOr<xgb::XGBoostModel> model =
+      xgb::XGBoostModel::Parse(xgb::testing::ModelJson(spec), "generated");
+  ASSERT_TRUE(model.ok()) << model.status();
+  // Rows share the user and context values (a request's; the context's as
+  // text, so one that prints exactly).
+  std::vector<float> rows = xgb::testing::RandomRows(4, 20, 6, 0.0f);
+  for (size_t c = 0; c < 20; ++c) rows[c * 6 + 1] = 0.75f, rows[c * 6 + 2] = -1.5f;
+  const rank::v1::RankRequest request = ExplainRequest(rows, 20);
+  const OwnedRequestView view(request);
+  ASSERT_TRUE(view.status().ok()) << view.status();
+  const std::vector<uint32_t> shown = {7, 3, 19};
+  const xgb::TreeShap exact(*model);
+  const xgb::ApproxContributions approx(*model);
+  for (ExplainMode mode : {ExplainMode::kExact, ExplainMode::kApprox}) {
+    XGBoostScorerOptions options;
+    options.mode = mode;
+    const XGBoostScorer scorer(*model, "m", "1", options);
+    ASSERT_TRUE(scorer.outputs()->explains);
+    std::vector<int> column(scorer.inputs().item.size());
+    for (size_t i = 0; i < column.size(); ++i) {
+      const auto& names = request.item_feature_names();
+      column[i] = static_cast<int>(std::find(names.begin(), names.end(), scorer.inputs().item[i]) -
+                                   names.begin());
+    }
+    std::vector<Explanation> out;
+    scorer.Explain(view, view.view().features.data(), column, 20, shown, 3, &out);
+    ASSERT_EQ(out.size(), shown.size());
+    for (size_t i = 0; i < shown.size(); ++i) {
+      std::vector<float> want(7);
+      if (mode == ExplainMode::kExact) {
+        exact.Contributions(rows.data() + shown[i] * 6, 1, 6, want.data());
+      } else {
+        approx.Contributions(rows.data() + shown[i] * 6, 1, 6, want.data());
+      }
+      // The three largest by magnitude, largest first.
+      std::vector<int> order = {0, 1, 2, 3, 4, 5};
+      std::sort(order.begin(), order.end(),
+                [&](int a, int b) { return std::fabs(want[a]) > std::fabs(want[b]); });
+      ASSERT_EQ(out[i].contributions.size(), 3u);
+      for (size_t k = 0; k < 3; ++k) {
+        EXPECT_EQ(out[i].contributions[k].first, spec.feature_names[order[k]]);
+        EXPECT_EQ(out[i].contributions[k].second, want[order[k]]);
+      }
+    }
+  }
+  XGBoostScorerOptions none;
+  none.mode = ExplainMode::kNone;
+  EXPECT_FALSE(XGBoostScorer(*model, "m", "1", none).outputs()->explains);
 }
 
 }  // namespace

@@ -242,6 +242,7 @@ class RankbinView final : public ResultView {
                                                         absl::string_view name) const;
   // Materialize(), one block of items at a time.
   struct Budget;
+  void ReservePlainStrings(RankResult* result) const;
   absl::Status MaterializeBlock(size_t b, Budget* budget, RankResult* result) const;
   // Item i's values into item `item` of `result`.
   absl::Status MaterializeValues(size_t i, const ItemRecord& rec, Budget* budget, size_t item,
@@ -951,6 +952,7 @@ absl::StatusOr<RankResult> RankbinView::Materialize() const {
       }
     }
   }
+  ReservePlainStrings(&result);
   for (size_t b = 0; b < values_.count; ++b) {
     if (absl::Status s = MaterializeBlock(b, &budget, &result); !s.ok()) return s;
   }
@@ -963,6 +965,25 @@ absl::StatusOr<RankResult> RankbinView::Materialize() const {
     }
   }
   return result;
+}
+
+void RankbinView::ReservePlainStrings(RankResult* result) const {
+  // Plain (no dictionary) string keys' entries: room reserved up front, an
+  // equal share each of the values' stored bytes (which bound all of them
+  // together, so this is at most the payload's size), so that a column of
+  // long strings is not copied again every time its buffer doubles (a
+  // third of decoding 500 items of six 150-300 B strings).
+  const auto plain_string = [](const Key& k) {
+    return k.model_index != kNone && k.dict_size == 0 &&
+           k.code == static_cast<uint8_t>(TypeCode::kString);
+  };
+  size_t plain = 0;
+  for (const Key& k : keys_) plain += plain_string(k) ? 1 : 0;
+  if (plain == 0) return;
+  const size_t share = values_.data.size() / plain;
+  for (const Key& k : keys_) {
+    if (plain_string(k)) result->ReserveStringBytes(k.model_index, n_, share);
+  }
 }
 
 absl::Status RankbinView::MaterializeBlock(size_t b, Budget* budget, RankResult* result) const {

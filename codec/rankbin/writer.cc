@@ -66,6 +66,12 @@ char* Scratch(size_t n) {
   return buffer.get();
 }
 
+// A string key's column as WriteRun writes it.
+struct StringColumn {
+  const Column* column;
+  const uint32_t* remap;  // Null: plain strings.
+};
+
 // A set of keys items carry, in key-table order, and the same keys in wire
 // order, split by type.
 struct Shape {
@@ -77,6 +83,10 @@ struct Shape {
   // Bytes of the numbers: doubles and floats exactly, ints at their
   // longest varint.
   uint64_t numbers_bound = 0;
+  // What WriteRun reads, found once per encode (not per run of items):
+  // the number columns' arrays in wire order, and the string columns.
+  std::vector<const void*> columns;
+  std::vector<StringColumn> strings;
 };
 
 // A string key's encoding: a dictionary of its distinct referenced entries
@@ -85,12 +95,6 @@ struct StringKey {
   bool use_dict = false;
   std::vector<absl::string_view> dict;
   std::vector<uint32_t> remap;  // Column entry code -> dictionary index.
-};
-
-// A string key's column as WriteRun writes it.
-struct StringColumn {
-  const Column* column;
-  const uint32_t* remap;  // Null: plain strings.
 };
 
 // What an Encoder keeps between calls on a thread: vectors reused, so an
@@ -113,8 +117,6 @@ struct EncoderScratch {
   std::vector<uint64_t> values_long_strings;
   std::vector<uint64_t> log_block_raw;
   std::vector<char> shape_entries;
-  std::vector<const void*> columns;  // Per wire position of the shape being written.
-  std::vector<StringColumn> string_columns;
   // Built once a result has more than kLinearShapesMax shapes; its keys are
   // views of the shapes' own key vectors.
   absl::flat_hash_map<absl::Span<const uint32_t>, uint32_t> shape_index;
@@ -169,6 +171,8 @@ class Encoder {
   absl::Status WriteLogs(coding::Writer& w);
   // The values of items [begin, end), which all have shape `shape`.
   void WriteRun(coding::Writer& out, size_t begin, size_t end, const Shape& shape);
+  // The shape's columns for WriteRun, once the string keys are decided.
+  void PrepareColumns(Shape& shape) const;
   template <typename Fill>
   absl::Status WriteBlocks(coding::Writer& w, const std::vector<uint64_t>& raw_bounds,
                            absl::FunctionRef<bool(size_t)> candidate, Fill fill);
@@ -370,9 +374,15 @@ absl::Status Encoder::CountUses(uint32_t k, bool* dict_worth_trying) {
   const uint32_t* codes = c.codes();
   const bool dense = c.present_count() == n_;
   // Distinct strings among the first kDictSample present items (compared by
-  // value: entries may repeat a string).
+  // value: entries may repeat a string). Not hashed at all when the column
+  // has too few entries for either verdict below to refuse a dictionary
+  // (a recall source, a bucket: a handful of entries); no longer hashed
+  // once the first 16 were all distinct, when that refuses it.
   s_.sample_strings.clear();
+  const bool sample = entries >= 16 || entries > kDictSample * o_.dict_distinct_threshold;
+  const bool decided_at_16 = o_.dict_distinct_threshold < 1;
   size_t distinct16 = 0;
+  size_t sample_end = sample ? kDictSample : 0;
   for (size_t i = 0, seen = 0; i < n_; ++i) {
     if (!dense && !c.present(i)) continue;
     const uint32_t code = codes[i];
@@ -381,8 +391,14 @@ absl::Status Encoder::CountUses(uint32_t k, bool* dict_worth_trying) {
           absl::StrCat("rankbin: item ", i, " (", r_.id(i), "): metric \"", r_.key(k).name,
                        "\" has string code ", code, " of ", entries, " entries"));
     }
-    if (seen < kDictSample) s_.sample_strings.insert(c.entry(code));
-    if (++seen == 16) distinct16 = s_.sample_strings.size();
+    if (seen < sample_end) {
+      s_.sample_strings.insert(c.entry(code));
+      if (seen + 1 == 16) {
+        distinct16 = s_.sample_strings.size();
+        if (distinct16 == 16 && decided_at_16) sample_end = 0;
+      }
+    }
+    ++seen;
     ++uses[code];
   }
   // The sample's verdicts, as ORC decides (long distinct strings are then
@@ -535,40 +551,39 @@ void Encoder::WriteItems(coding::Writer& w) {
   }
 }
 
-void Encoder::WriteRun(coding::Writer& out, size_t begin, size_t end, const Shape& shape) {
-  // The shape's columns, in wire order, once per run of items: the number
-  // arrays, and for strings what writing one value needs.
-  std::vector<const void*>& cols = s_.columns;
-  std::vector<StringColumn>& strings = s_.string_columns;
-  strings.clear();
-  cols.resize(shape.int_end);
+void Encoder::PrepareColumns(Shape& shape) const {
+  shape.columns.resize(shape.int_end);
+  shape.strings.clear();
   for (size_t j = 0; j < shape.wire.size(); ++j) {
     const Column& c = r_.column(shape.wire[j]);
     switch (c.type()) {
       case MetricType::kDouble:
-        cols[j] = c.doubles();
+        shape.columns[j] = c.doubles();
         break;
       case MetricType::kFloat:
-        cols[j] = c.floats();
+        shape.columns[j] = c.floats();
         break;
       case MetricType::kInt:
-        cols[j] = c.ints();
+        shape.columns[j] = c.ints();
         break;
       case MetricType::kString: {
         const StringKey& sk = s_.strings[shape.wire[j]];
-        strings.push_back(StringColumn{&c, sk.use_dict ? sk.remap.data() : nullptr});
+        shape.strings.push_back(StringColumn{&c, sk.use_dict ? sk.remap.data() : nullptr});
         break;
       }
     }
   }
+}
+
+void Encoder::WriteRun(coding::Writer& out, size_t begin, size_t end, const Shape& shape) {
   // Everything the loop reads in locals: stores through the writer's char
   // pointer may alias any memory, so members would be reloaded per value.
-  const void* const* col = cols.data();
+  const void* const* col = shape.columns.data();
   const uint32_t double_end = shape.double_end;
   const uint32_t float_end = shape.float_end;
   const uint32_t int_end = shape.int_end;
-  const StringColumn* string_cols = strings.data();
-  const size_t string_count = strings.size();
+  const StringColumn* string_cols = shape.strings.data();
+  const size_t string_count = shape.strings.size();
   uint32_t* values_offset = s_.values_offset.data();
   coding::Writer w = out;
   const char* const values_start = w.position() - w.written();
@@ -644,6 +659,7 @@ absl::Status Encoder::WriteValues(coding::Writer& w) {
     }
   }
   s_.values_offset.resize(n_);
+  for (size_t d = 0; d < shape_count_; ++d) PrepareColumns(s_.shapes[d]);
   return WriteBlocks(
       w, bounds, [&](size_t b) { return ValuesCandidate(b); },
       [&](size_t block, coding::Writer& bw) -> absl::Status {

@@ -59,6 +59,12 @@ def main(target: str) -> int:
         ids: List[str] = [item.id for item in top]
         try:
             logs = client.fetch_logs(request.request_id, ids, timeout=0.1)
+            missing = [i for i in ids if logs[i] is None]
+            if missing:
+                # Logs reach the store a few milliseconds after the response:
+                # ask once more, a little later; never in a loop.
+                time.sleep(0.05)
+                logs.update(client.fetch_logs(request.request_id, missing, timeout=0.1))
         except rankwire.RpcError as e:
             print(f"logs unavailable ({e.code.name})", file=sys.stderr)
             return 0  # Logs are for debugging: ranking succeeded.

@@ -13,8 +13,12 @@ portable kernel and the reference walk) and with Booster.predict. Fails on:
   - a score more than 1e-6 relative from XGBoost's predict (output_margin
     False; some models also with output_margin True);
   - any difference in the ranking of a query's rows (50 rows a query);
-  - a TreeSHAP contribution (first rows of each model) more than 1e-5 from
-    pred_contribs=True, bias column included.
+  - a contribution (the first --contribs_rows rows of each model, bias
+    column included) more than 1e-5 (relative above 1) from XGBoost's:
+    TreeShap (xgboost_score --contribs=exact, the AVX-512 kernel where the
+    CPU has it; the portable kernel too for every fourth model) against
+    pred_contribs=True, ApproxContributions (--contribs=approx) against
+    pred_contribs=True, approx_contribs=True.
 
 Prints one line per model and a summary; exits non-zero on any failure.
 """
@@ -77,14 +81,16 @@ def plant_thresholds(rng, model_path, x):
         x[row, feature] = np.float32(value)
 
 
-def run_scorer(scorer, model_path, rows, workdir, kernel, margin, contribs_rows):
+def run_scorer(scorer, model_path, rows, workdir, kernel, margin, contribs_rows,
+               contribs="exact", shap_kernel="auto"):
     rows_path = os.path.join(workdir, "rows.f32")
     out_path = os.path.join(workdir, "scores.f32")
     contribs_path = os.path.join(workdir, "contribs.f64")
     rows.astype("<f4").tofile(rows_path)
     cmd = [scorer, "--model=" + model_path, "--rows=" + rows_path, "--out=" + out_path,
            "--kernel=" + kernel, "--contribs_rows=%d" % contribs_rows,
-           "--contribs_out=" + contribs_path]
+           "--contribs_out=" + contribs_path, "--contribs=" + contribs,
+           "--shap_kernel=" + shap_kernel]
     if margin:
         cmd.append("--margin")
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
@@ -102,6 +108,29 @@ def ranking_differences(ours, theirs):
         b = np.argsort(-theirs[q:q + QUERY], kind="stable")
         diffs += int(np.any(a != b))
     return diffs
+
+
+def check_contributions(args, booster, model_path, test, index, workdir, totals):
+    """Exact and approximate contributions against XGBoost's, bias included."""
+    rows = test[:args.contribs_rows]
+    dtest = xgb.DMatrix(rows, feature_names=feature_names(), missing=np.nan)
+    failures = []
+    runs = [("exact", "auto", False), ("approx", "auto", True)]
+    if index % 4 == 0:
+        runs.append(("exact", "portable", False))
+    for mode, shap_kernel, approx in runs:
+        theirs = booster.predict(dtest, pred_contribs=True, approx_contribs=approx)
+        _, ours = run_scorer(args.scorer, model_path, rows, workdir, "auto", False, len(rows),
+                             mode, shap_kernel)
+        err = np.abs(ours - theirs) / np.maximum(1.0, np.abs(theirs))
+        key = mode
+        totals[key + "_max"] = max(totals[key + "_max"], float(err.max()))
+        totals[key + "_values"] += ours.size
+        totals[key + "_identical"] += int(np.sum(ours == theirs))
+        if err.max() > CONTRIB_TOL:
+            failures.append("%s contributions (%s kernel) differ by %g" %
+                            (mode, shap_kernel, err.max()))
+    return failures
 
 
 def check_model(args, rng, index, objective, depth, trees, workdir, totals):
@@ -127,9 +156,7 @@ def check_model(args, rng, index, objective, depth, trees, workdir, totals):
     for kernel in kernels:
         for margin in ([False, True] if kernel == "auto" and index % 2 == 0 else [False]):
             expected = booster.predict(dtest, output_margin=margin)
-            contribs_rows = args.contribs_rows if kernel == "auto" and not margin else 0
-            ours, contribs = run_scorer(args.scorer, model_path, test, workdir, kernel, margin,
-                                        contribs_rows)
+            ours, _ = run_scorer(args.scorer, model_path, test, workdir, kernel, margin, 0)
             rel = np.abs(ours - expected) / np.maximum(np.abs(expected), np.finfo(np.float32).tiny)
             rel[ours == expected] = 0
             bad = int(np.sum(rel > SCORE_RTOL))
@@ -142,13 +169,7 @@ def check_model(args, rng, index, objective, depth, trees, workdir, totals):
             if bad or rank_diffs:
                 failures.append("%s: %d rows over %g relative (max %g), %d queries ranked "
                                 "differently" % (label, bad, SCORE_RTOL, rel.max(), rank_diffs))
-            if contribs is not None:
-                theirs = booster.predict(dtest, pred_contribs=True)[:contribs_rows]
-                err = np.abs(contribs - theirs) / np.maximum(1.0, np.abs(theirs))
-                totals["contrib_max"] = max(totals["contrib_max"], float(err.max()))
-                totals["contrib_rows"] += contribs_rows
-                if err.max() > CONTRIB_TOL:
-                    failures.append("contributions differ by %g" % err.max())
+    failures += check_contributions(args, booster, model_path, test, index, workdir, totals)
     print("model %2d %-17s depth %d trees %3d: %d rows, %s" %
           (index, objective, depth, trees, len(test), "; ".join(failures) or "ok"), flush=True)
     return failures
@@ -159,10 +180,12 @@ def main():
     parser.add_argument("--scorer", required=True)
     parser.add_argument("--train_rows", type=int, default=1000)
     parser.add_argument("--test_rows", type=int, default=1500)
-    parser.add_argument("--contribs_rows", type=int, default=10)
+    parser.add_argument("--contribs_rows", type=int, default=40)
     args = parser.parse_args()
     rng = np.random.default_rng(39)
-    totals = {"rows": 0, "exact": 0, "max_rel": 0.0, "contrib_max": 0.0, "contrib_rows": 0}
+    totals = {"rows": 0, "exact": 0, "max_rel": 0.0}
+    for mode in ("exact", "approx"):
+        totals.update({mode + "_max": 0.0, mode + "_values": 0, mode + "_identical": 0})
     failed = 0
     start = time.time()
     with tempfile.TemporaryDirectory() as workdir:
@@ -175,9 +198,11 @@ def main():
                                                workdir, totals))
                     index += 1
     print("%d models, %d rows scored, %d bit-identical to XGBoost, max relative difference %g; "
-          "%d rows explained, max contribution difference %g; %.1f s" %
-          (index, totals["rows"], totals["exact"], totals["max_rel"], totals["contrib_rows"],
-           totals["contrib_max"], time.time() - start))
+          "contributions: exact %d values (%d identical to pred_contribs), max difference %g; "
+          "approx %d values (%d identical to approx_contribs), max difference %g; %.1f s" %
+          (index, totals["rows"], totals["exact"], totals["max_rel"], totals["exact_values"],
+           totals["exact_identical"], totals["exact_max"], totals["approx_values"],
+           totals["approx_identical"], totals["approx_max"], time.time() - start))
     print("%d passed, %d failed" % (index - failed, failed))
     return 1 if failed else 0
 

@@ -1,11 +1,12 @@
 // xgboost_score: loads an XGBoost JSON model and scores a file of rows with
-// TreeEvaluator (or the reference walk), optionally with TreeSHAP
-// contributions for the first rows. The Python parity test drives it; it is
-// also the quickest way to check a model file before serving it.
+// TreeEvaluator (or the reference walk), optionally with contributions for
+// the first rows. The Python parity test drives it; it is also the quickest
+// way to check a model file before serving it.
 //
 //   xgboost_score --model=m.json --rows=rows.f32 --out=scores.f32
 //       [--margin] [--kernel=auto|scalar|avx512|reference]
-//       [--contribs_rows=10 --contribs_out=contribs.f64]
+//       [--contribs_rows=10 --contribs_out=contribs.f64
+//        [--contribs=exact|approx|reference] [--shap_kernel=auto|portable]]
 //
 // rows.f32: float32 little-endian, row-major, num_features per row (model
 // feature order), NaN = missing. scores.f32: one float32 per row.
@@ -22,8 +23,10 @@
 #include "absl/strings/str_cat.h"
 #include "base/flags.h"
 #include "base/status_macros.h"
+#include "server/xgboost/approx_contributions.h"
 #include "server/xgboost/tree_evaluator.h"
 #include "server/xgboost/tree_shap.h"
+#include "server/xgboost/tree_shap_reference.h"
 #include "server/xgboost/xgboost_model.h"
 
 ABSL_FLAG(std::string, model, "", "XGBoost model saved as JSON");
@@ -33,11 +36,17 @@ ABSL_FLAG(bool, margin, false, "write margins (output_margin=True), not transfor
 ABSL_FLAG(std::string, kernel, "auto", "auto, scalar, avx512 or reference (the plain walk)");
 ABSL_FLAG(int, contribs_rows, 0, "TreeSHAP contributions for this many first rows");
 ABSL_FLAG(std::string, contribs_out, "", "where to write them: float64, features + bias per row");
+ABSL_FLAG(std::string, contribs, "exact",
+          "exact (TreeShap: pred_contribs), approx (ApproxContributions: approx_contribs) or "
+          "reference (ReferenceTreeShap, the classic algorithm)");
+ABSL_FLAG(std::string, shap_kernel, "auto", "TreeShap's kernel: auto or portable");
 ABSL_FLAG(int, max_depth, 16, "deepest tree accepted");
 ABSL_FLAG(bool, allow_unnamed_features, false, "accept a model without feature names (f0, ...)");
 
 namespace {
 
+using rankwire::xgb::ApproxContributions;
+using rankwire::xgb::ReferenceTreeShap;
 using rankwire::xgb::TreeEvaluator;
 using rankwire::xgb::TreeShap;
 using rankwire::xgb::XGBoostModel;
@@ -86,6 +95,39 @@ absl::Status ScoreRows(const XGBoostModel& model, const std::vector<float>& rows
   return absl::OkStatus();
 }
 
+// The first `explained` rows' contributions (--contribs), features + bias
+// per row.
+absl::Status Explain(const XGBoostModel& model, const std::vector<float>& rows, size_t explained,
+                     std::vector<double>* contribs) {
+  const size_t features = model.num_features();
+  const std::string mode = absl::GetFlag(FLAGS_contribs);
+  contribs->resize(explained * (features + 1));
+  if (mode == "reference") {
+    const ReferenceTreeShap shap(model);
+    for (size_t r = 0; r < explained; ++r) {
+      shap.Contributions(rows.data() + r * features, contribs->data() + r * (features + 1));
+    }
+    return absl::OkStatus();
+  }
+  std::vector<float> out(contribs->size());
+  if (mode == "exact") {
+    const std::string kernel = absl::GetFlag(FLAGS_shap_kernel);
+    if (kernel != "auto" && kernel != "portable") {
+      return absl::InvalidArgumentError(absl::StrCat("unknown --shap_kernel ", kernel));
+    }
+    const TreeShap shap(model,
+                        kernel == "auto" ? TreeShap::Kernel::kAuto : TreeShap::Kernel::kPortable);
+    shap.Contributions(rows.data(), explained, features, out.data());
+  } else if (mode == "approx") {
+    const ApproxContributions approx(model);
+    approx.Contributions(rows.data(), explained, features, out.data());
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("unknown --contribs ", mode));
+  }
+  std::copy(out.begin(), out.end(), contribs->begin());
+  return absl::OkStatus();
+}
+
 absl::Status Run() {
   rankwire::xgb::XGBoostLoadOptions options;
   options.max_depth = absl::GetFlag(FLAGS_max_depth);
@@ -113,12 +155,8 @@ absl::Status Run() {
   RETURN_IF_ERROR(WriteAll(absl::GetFlag(FLAGS_out), scores.data(), scores.size() * sizeof(float)));
   const size_t explained = std::min<size_t>(absl::GetFlag(FLAGS_contribs_rows), scores.size());
   if (explained == 0) return absl::OkStatus();
-  const TreeShap shap(model);
-  std::vector<double> contribs(explained * (model.num_features() + 1));
-  for (size_t r = 0; r < explained; ++r) {
-    shap.Contributions(rows.data() + r * model.num_features(),
-                       contribs.data() + r * (model.num_features() + 1));
-  }
+  std::vector<double> contribs;
+  RETURN_IF_ERROR(Explain(model, rows, explained, &contribs));
   return WriteAll(absl::GetFlag(FLAGS_contribs_out), contribs.data(),
                   contribs.size() * sizeof(double));
 }

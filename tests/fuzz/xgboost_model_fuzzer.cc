@@ -1,8 +1,9 @@
 // libFuzzer target: the XGBoost model loader (server/xgboost/xgboost_model.h)
 // over any bytes. Parse must return a Status, never crash or hang; a model it
 // accepts must be safe to use: TreeEvaluator (every kernel) scores a few rows
-// exactly as the reference walk does, and TreeSHAP explains one without
-// fault. Inputs are capped at 64 KiB so each run stays fast.
+// exactly as the reference walk does, and its rows are explained without
+// fault: exact TreeSHAP (every kernel), the approximation, and the classic
+// algorithm. Inputs are capped at 64 KiB so each run stays fast.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -11,8 +12,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "server/xgboost/approx_contributions.h"
 #include "server/xgboost/tree_evaluator.h"
 #include "server/xgboost/tree_shap.h"
+#include "server/xgboost/tree_shap_reference.h"
 #include "server/xgboost/xgboost_model.h"
 #include "tests/fuzz/view_checks.h"
 
@@ -45,7 +48,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                           absl::StrCat("row ", r, ": ", out[r], " vs ", want));
     }
   }
-  std::vector<double> contributions(features + 1);
-  rankwire::xgb::TreeShap(*model).Contributions(rows.data() + 2 * features, contributions.data());
+  using rankwire::xgb::TreeShap;
+  std::vector<float> contributions(n_rows * (features + 1));
+  std::vector<TreeShap::Kernel> shap_kernels = {TreeShap::Kernel::kPortable};
+  if (TreeShap::Avx512Available()) shap_kernels.push_back(TreeShap::Kernel::kAvx512);
+  for (TreeShap::Kernel kernel : shap_kernels) {
+    TreeShap(*model, kernel).Contributions(rows.data(), n_rows, features, contributions.data());
+  }
+  rankwire::xgb::ApproxContributions(*model).Contributions(rows.data(), n_rows, features,
+                                                           contributions.data());
+  std::vector<double> reference(features + 1);
+  rankwire::xgb::ReferenceTreeShap(*model).Contributions(rows.data() + 2 * features,
+                                                         reference.data());
   return 0;
 }

@@ -4,7 +4,8 @@ and a project outside the tree builds against it and ranks (issue 38).
 InstallTest (ctest install.client) installs this build to a temporary
 prefix and checks:
   - the layout: the static libraries, the CMake package, the pkg-config
-    file, rankwire-server and its models;
+    file, rankwire-server and its models, rankwire-cli and rankwire-loadgen;
+    each component (client, server, tools) alone installs its own files;
   - the public headers are the documented set, closed under #include (every
     rankwire header one includes is installed too), and compile from the
     prefix alone;
@@ -117,7 +118,7 @@ class InstallTest(unittest.TestCase):
     # The layout, the headers, the paths.
 
     def test_layout(self):
-        for path in (["bin", "rankwire-server"],
+        for path in (["bin", "rankwire-server"], ["bin", "rankwire-cli"], ["bin", "rankwire-loadgen"],
                      ["share", "rankwire", "models", "ecom_search_lr.model"],
                      ["include", "rankwire", "rank", "v1", "rank.proto"],
                      ["lib", "cmake", "rankwire", "rankwireConfig.cmake"],
@@ -128,6 +129,31 @@ class InstallTest(unittest.TestCase):
         libs = sorted(f for f in os.listdir(self.installed("lib")) if f.endswith(".a"))
         self.assertEqual(libs, [f"librankwire_{n}.a" for n in
                                 ("base", "client", "codec", "compression", "proto", "rpc")])
+
+    def test_components_install_what_the_docs_say(self):
+        # docs/CLIENTS.md ("Installing it") and OPERATING.md ("Trying it on
+        # one machine"): client, server and tools, each alone.
+        cmake = os.environ.get("RANKWIRE_CMAKE", "cmake")
+        expected = {
+            "client": {"lib/librankwire_client.a", "lib/pkgconfig/rankwire-client.pc",
+                       "include/rankwire/client/rank_client.h"},
+            "server": {"bin/rankwire-server", "share/rankwire/models/ecom_search_lr.model"},
+            "tools": {"bin/rankwire-cli", "bin/rankwire-loadgen"},
+        }
+        for component, files in expected.items():
+            with self.subTest(component=component):
+                prefix = os.path.join(self.dir, "component-" + component)
+                self.run_checked(cmake, "--install", self.build, "--component", component,
+                                 "--prefix", prefix)
+                found = set()
+                for dirpath, _, names in os.walk(prefix):
+                    found.update(os.path.relpath(os.path.join(dirpath, n), prefix) for n in names)
+                self.assertTrue(files <= found, sorted(files - found))
+                others = set().union(*(f for c, f in expected.items() if c != component))
+                self.assertFalse(others & found, sorted(others & found))
+        tools = os.path.join(self.dir, "component-tools", "bin")
+        self.run_checked(os.path.join(tools, "rankwire-cli"), "--help")
+        self.run_checked(os.path.join(tools, "rankwire-loadgen"), "--help")
 
     def test_public_headers_are_the_documented_set(self):
         self.assertEqual(self.public_headers(), documented_headers())

@@ -20,6 +20,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
@@ -220,6 +221,55 @@ TEST_F(ModelReloadTest, APollSeesAConfigMapSymlinkSwapWithinItsInterval) {
   // few ms; the bound leaves room for a loaded CI machine).
   EXPECT_LT(absl::Now() - swapped, absl::Seconds(2));
   EXPECT_THAT(server->Output(), HasSubstr("models (poll): generation 2"));
+}
+
+// Waits up to 5 s for the server's output to hold `text`.
+bool WaitForOutput(const ServerProcess& server, absl::string_view text) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  while (absl::Now() < deadline) {
+    if (absl::StrContains(server.Output(), text)) return true;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return false;
+}
+
+// An operator's SIGHUP is answered in the log whatever it finds: unchanged,
+// refused with the reason, or loaded. GetModels keeps the refusal, with its
+// time, after the next good load (until a newer refusal replaces it).
+TEST_F(ModelReloadTest, EverySighupLogsItsOutcomeAndTheLastRefusalIsKept) {
+  Write(dir_ / "1.model", LinearModel("v1"));
+  auto server = Start(
+      {absl::StrCat("--model=", dir_.string()), "--model_poll_interval=0", "--health_port=0"});
+  ASSERT_NE(server, nullptr);
+  ASSERT_TRUE(server->Signal(SIGHUP).ok());
+  EXPECT_TRUE(WaitForOutput(*server,
+                            "models (SIGHUP): unchanged, generation 1 serving "
+                            "ecom_search_lr@v1 from "))
+      << server->Output();
+  EXPECT_EQ(Models(HealthTarget(*server)).last_failure_reason(), "");
+
+  const std::string good = LinearModel("v2");
+  Write(dir_ / "2.model", good.substr(0, good.find("\nweight cvr")));
+  ASSERT_TRUE(server->Signal(SIGHUP).ok());
+  EXPECT_TRUE(WaitForOutput(*server, "model reload (SIGHUP) refused, reason truncated: "))
+      << server->Output();
+  const rank::v1::GetModelsResponse refused = Models(HealthTarget(*server));
+  EXPECT_EQ(refused.last_failure_reason(), "truncated");
+  EXPECT_THAT(refused.last_failure(), HasSubstr("2.model"));
+  EXPECT_GT(refused.last_failure_unix_ms(), 0);
+
+  Write(dir_ / "3.model", LinearModel("v3"));
+  ASSERT_TRUE(server->Signal(SIGHUP).ok());
+  EXPECT_TRUE(WaitForVersion(*server, "ecom_search_lr@v3"));
+  EXPECT_THAT(server->Output(), HasSubstr("models (SIGHUP): generation 2 serving "
+                                          "ecom_search_lr@v3"));
+  const rank::v1::GetModelsResponse kept = Models(HealthTarget(*server));
+  EXPECT_EQ(kept.generation(), 2u);
+  EXPECT_EQ(kept.last_failure_reason(), "truncated");
+  EXPECT_EQ(kept.last_failure(), refused.last_failure());
+  EXPECT_EQ(kept.last_failure_unix_ms(), refused.last_failure_unix_ms());
+  ASSERT_EQ(kept.models_size(), 1);
+  EXPECT_GE(kept.models(0).loaded_unix_ms(), kept.last_failure_unix_ms());
 }
 
 // Every bad model: refused with its reason counted and logged with the

@@ -7,16 +7,20 @@
 #include <sys/types.h>
 
 #include <dirent.h>
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "gmock/gmock.h"
@@ -405,8 +409,150 @@ TEST(CliHealthTest, OneLinePerReplicaWithItsAddress) {
 TEST_F(CliTest, ModelsPrintsWhatTheServerRanksWith) {
   CommandResult r = Cli({target_, "--models"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr(": generation 1 from "));
-  EXPECT_THAT(r.out, HasSubstr("  ecom_search_lr@2026.11.3 (linear) from "));
+  EXPECT_THAT(r.out, HasSubstr(absl::StrCat("models ", server_->target(), ": generation 1 from ")));
+  EXPECT_THAT(r.out, HasSubstr(": ecom_search_lr@2026.11.3 (linear) from "));
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+}
+
+TEST_F(CliTest, TheResponseLineNamesTheModelAndTheExperimentBucket) {
+  CommandResult r = Cli({target_, "--candidates=20", "--fetch_logs=false"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(std::regex_search(
+      r.out, std::regex(R"(\n?response: .* model=ecom_search_lr@2026\.11\.3 bucket=\S+\n)")))
+      << r.out;
+}
+
+TEST_F(CliTest, ADumpedBinFileIsTheWireBytes) {
+  CommandResult dumped = Cli({"--candidates=30", "--dump_request=" + dir_.File("captured.bin")});
+  ASSERT_EQ(dumped.exit_code, 0) << dumped.err;
+  EXPECT_THAT(dumped.err, HasSubstr("(30 candidates, binary)"));
+  absl::StatusOr<std::string> bytes = test::ReadFileBytes(dir_.File("captured.bin"));
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  rank::v1::RankRequest request;
+  ASSERT_TRUE(request.ParseFromString(*bytes));
+  EXPECT_EQ(request.candidates_size(), 30);
+  // --dump_format overrides the name; the binary file reads back to JSON.
+  CommandResult json = Cli({"--request_file=" + dir_.File("captured.bin"), "--dump_request=-"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_THAT(json.out, HasSubstr("\"request_id\": \"" + request.request_id() + "\""));
+  CommandResult forced = Cli({"--candidates=30", "--dump_format=binary", "--dump_request=-"});
+  ASSERT_EQ(forced.exit_code, 0) << forced.err;
+  rank::v1::RankRequest from_stdout;  // (Maps are written in no fixed order.)
+  ASSERT_TRUE(from_stdout.ParseFromString(forced.out));
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(from_stdout, request));
+  CommandResult bad = Cli({"--dump_format=yaml", "--dump_request=-"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_THAT(bad.err, HasSubstr("expected auto, json or binary"));
+}
+
+// Two replicas over one model directory, each with its admin RPC on its
+// health port: --models and --reload_models answer per replica, by address.
+class CliFleetTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Model("1.model", "2026.11.3");
+    for (auto* server : {&a_, &b_}) {
+      absl::StatusOr<std::unique_ptr<ServerProcess>> s =
+          ServerProcess::Start({"--model=" + dir_.File("models"), "--model_poll_interval=0",
+                                "--health_port=0", "--model_admin_rpc", "--log_mode=none"});
+      ASSERT_TRUE(s.ok()) << s.status();
+      *server = *std::move(s);
+    }
+  }
+  void Model(const std::string& name, const std::string& version) {
+    std::ifstream in(RANKWIRE_MODEL_PATH);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    dir_.Write(
+        "models/" + name,
+        absl::StrReplaceAll(text, {{"\nversion 2026.11.3\n", "\nversion " + version + "\n"}}));
+  }
+  static std::string Health(const ServerProcess& server) {
+    std::smatch m;
+    const std::string out = server.Output();
+    EXPECT_TRUE(std::regex_search(out, m, std::regex(R"(health_port=(\d+))"))) << out;
+    return absl::StrCat("127.0.0.1:", m.size() > 1 ? m[1].str() : "0");
+  }
+  TempDir dir_;
+  std::unique_ptr<ServerProcess> a_, b_;
+};
+
+TEST_F(CliFleetTest, ModelsAsksEveryReplicaOnceByItsAddress) {
+  for (const std::string list : {"ipv4:", ""}) {  // An ipv4: list and the comma form.
+    CommandResult r =
+        Cli({absl::StrCat("--target=", list, a_->target(), ",", b_->target()), "--models"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::vector<std::string> lines = absl::StrSplit(r.out, '\n', absl::SkipEmpty());
+    ASSERT_EQ(lines.size(), 2u) << r.out;
+    EXPECT_THAT(lines[0], HasSubstr(absl::StrCat("models ", a_->target(), ": generation 1")));
+    EXPECT_THAT(lines[1], HasSubstr(absl::StrCat("models ", b_->target(), ": generation 1")));
+  }
+  const std::string both = absl::StrCat("--target=", a_->target(), ",", b_->target());
+  CommandResult missing = Cli({both, "--models", "--expect_model=ecom_search_lr@2026.12.1"});
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_THAT(missing.err, HasSubstr("2 of 2 replicas do not serve ecom_search_lr@2026.12.1"));
+  CommandResult met = Cli({both, "--models", "--expect_model=ecom_search_lr@2026.11.3"});
+  EXPECT_EQ(met.exit_code, 0) << met.err;
+  EXPECT_THAT(met.out, HasSubstr("2 of 2 replicas serve ecom_search_lr@2026.11.3\n"));
+  // Exactly these: one more (or fewer) than served is not met.
+  CommandResult more =
+      Cli({both, "--models", "--expect_model=ecom_search_lr@2026.11.3,ecom_search_lr@2026.12.1"});
+  EXPECT_NE(more.exit_code, 0);
+}
+
+TEST_F(CliFleetTest, ReloadModelsSaysWhatEachReplicaDid) {
+  const std::string health = absl::StrCat("--target=", Health(*a_), ",", Health(*b_));
+  CommandResult unchanged = Cli({health, "--reload_models"});
+  ASSERT_EQ(unchanged.exit_code, 0) << unchanged.err;
+  EXPECT_THAT(unchanged.out,
+              HasSubstr(absl::StrCat("reload ", Health(*a_), ": unchanged, generation 1")));
+  EXPECT_THAT(a_->Output(), HasSubstr("models (rpc): unchanged, generation 1"));
+
+  Model("2.model", "2026.12.1");
+  CommandResult loaded = Cli({health, "--reload_models"});
+  ASSERT_EQ(loaded.exit_code, 0) << loaded.err;
+  EXPECT_THAT(loaded.out,
+              HasSubstr(absl::StrCat("reload ", Health(*b_), ": loaded, generation 2 from ")));
+  EXPECT_THAT(loaded.out, HasSubstr("ecom_search_lr@2026.12.1 (linear)"));
+
+  dir_.Write("models/3.model", "rankwire-model 1\nname x\n");
+  CommandResult refused = Cli({health, "--reload_models"});
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_THAT(refused.out,
+              HasSubstr(absl::StrCat("reload ", Health(*a_), ": refused: reason truncated: ")));
+  EXPECT_THAT(refused.out, HasSubstr("still serving generation 2"));
+  EXPECT_THAT(refused.err, HasSubstr("2 of 2 replicas refused the new models"));
+  // The refusal stays on record with its reason after the next good load.
+  std::filesystem::remove(dir_.File("models/3.model"));
+  Model("4.model", "2026.12.2");
+  ASSERT_EQ(Cli({health, "--reload_models"}).exit_code, 0);
+  CommandResult models = Cli({absl::StrCat("--target=", a_->target()), "--models",
+                              "--expect_model=ecom_search_lr@2026.12.2"});
+  EXPECT_EQ(models.exit_code, 0) << models.err;
+  EXPECT_THAT(models.out, HasSubstr("; last refused "));
+  EXPECT_THAT(models.out, HasSubstr(" (truncated): " + dir_.File("models/3.model")));
+
+  // The main port refuses the admin RPC, and says where it is served.
+  CommandResult main_port = Cli({absl::StrCat("--target=", a_->target()), "--reload_models"});
+  EXPECT_NE(main_port.exit_code, 0);
+  EXPECT_THAT(main_port.out, HasSubstr("error PERMISSION_DENIED: ReloadModels is served on the "
+                                       "health port only"));
+}
+
+TEST_F(CliFleetTest, WaitMsWaitsForAModelToArriveOnEveryReplica) {
+  Model("2.model", "2026.12.1");
+  // Each replica told to reload in a while (SIGHUP), the CLI already waiting.
+  std::thread later([&] {
+    absl::SleepFor(absl::Milliseconds(300));
+    EXPECT_TRUE(a_->Signal(SIGHUP).ok());
+    EXPECT_TRUE(b_->Signal(SIGHUP).ok());
+  });
+  CommandResult r = Cli({absl::StrCat("--target=", a_->target(), ",", b_->target()), "--models",
+                         "--expect_model=ecom_search_lr@2026.12.1", "--wait_ms=20000"});
+  later.join();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("2 of 2 replicas serve ecom_search_lr@2026.12.1"));
+  EXPECT_THAT(a_->Output(), HasSubstr("models (SIGHUP): generation 2 serving "
+                                      "ecom_search_lr@2026.12.1"));
 }
 
 TEST(CliModelTest, ModelFeaturesListsWhatTheModelReads) {
@@ -422,6 +568,31 @@ TEST(CliModelTest, ModelFeaturesListsWhatTheModelReads) {
   CommandResult missing = Cli({"--model_features=/nonexistent/m.model"});
   EXPECT_NE(missing.exit_code, 0);
   EXPECT_THAT(missing.err, HasSubstr("/nonexistent/m.model"));
+}
+
+// --model_features takes the server's model flags and says what a server
+// started with them would refuse, with the reason it would count.
+TEST(CliModelTest, ModelFeaturesRefusesWhatAServerWithTheSameFlagsWould) {
+  const std::string model = absl::StrCat("--model_features=", RANKWIRE_MODEL_PATH);
+  CommandResult small = Cli({model, "--model_max_bytes=1000"});
+  EXPECT_NE(small.exit_code, 0);
+  EXPECT_THAT(small.err, HasSubstr("a server with these model flags would refuse"));
+  EXPECT_THAT(small.err, HasSubstr("(reason too_large)"));
+  EXPECT_EQ(Cli({model, "--xgboost_max_depth=0"}).exit_code, 1);
+  TempDir dir;
+  CommandResult empty = Cli({"--model_features=" + dir.Write("ranker.json", "")});
+  EXPECT_NE(empty.exit_code, 0);
+  EXPECT_THAT(empty.err, HasSubstr("(reason empty): " + dir.File("ranker.json") +
+                                   ": not valid JSON: the file is empty"));
+  // A manifest listing what callers send, and a model reading more.
+  dir.Write("m/lin.model", *test::ReadFileBytes(RANKWIRE_MODEL_PATH));
+  dir.Write("m/rankwire.manifest",
+            "rankwire-manifest 1\nmodel lin.model\nitem_features price\nend\n");
+  CommandResult unsupplied = Cli({"--model_features=" + dir.File("m")});
+  EXPECT_NE(unsupplied.exit_code, 0);
+  EXPECT_THAT(unsupplied.err, HasSubstr("(reason unknown_feature)"));
+  CommandResult allowed = Cli({"--model_features=" + dir.File("m"), "--allow_unsupplied_features"});
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.err;
 }
 
 }  // namespace

@@ -3,8 +3,12 @@
 // tests/interop/test_python_conformance.py can require the two readers to
 // agree value for value. `--request` writes the benchmarks' request instead
 // (request 0 of the default workload), for python/bench/bench_top10.py.
+// `--corpus DIR` adds a case for each input of the codec fuzzer's corpus
+// (tests/fuzz/corpus/codec: the first byte picks the codec, as in
+// codec_fuzzer.cc) that a built-in codec reads, for the Java client's
+// conformance test (java/).
 //
-//   rankwire_conformance_dump OUT_DIR [RANDOM_RESULTS]
+//   rankwire_conformance_dump OUT_DIR [RANDOM_RESULTS] [--corpus DIR]
 //   rankwire_conformance_dump --request FILE    # the benchmarks' request only
 //
 // Cases: seeded random results (tests/support/random_result.h, as the
@@ -22,11 +26,15 @@
 // of the double's bits, TYPE rank.v1.MetricType's number, KEY an index into
 // "keys", and VALUE "i:<decimal>", "f:<float bits>", "d:<double bits>" or
 // "s:<hex>". The outcome is the C++ codec's Decode (Open + Materialize).
+#include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <random>
 #include <string>
@@ -37,6 +45,7 @@
 #include "absl/strings/str_cat.h"
 #include "codec/builtin_codecs.h"
 #include "codec/rankbin/rankbin_codec.h"
+#include "tests/codecs/codecs_under_test.h"
 #include "tests/support/random_result.h"
 #include "workload/workload.h"
 
@@ -137,7 +146,43 @@ void DamagedCases(Writer& w, const std::string& name, const Codec& codec, const 
   }
 }
 
-int Run(const std::string& dir, int random_results) {
+// The codec fuzzer's corpus: each input whose first byte picks a built-in
+// codec (by its index in test::MakeCodecsUnderTest(), as codec_fuzzer.cc
+// does), as a case of that codec with the rest of the input as its body.
+void CorpusCases(Writer& w, const std::string& corpus,
+                 const std::vector<std::pair<std::string, const Codec*>>& builtin) {
+  absl::StatusOr<CodecRegistry> fuzzed = test::MakeCodecsUnderTest({});
+  if (!fuzzed.ok()) std::abort();
+  const std::vector<std::string> names = fuzzed->Names();
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(corpus)) {
+    if (entry.is_regular_file()) files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  for (const std::filesystem::path& file : files) {
+    std::ifstream in(file, std::ios::binary);
+    const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (data.empty()) continue;
+    const std::string& name = names[static_cast<unsigned char>(data[0]) % names.size()];
+    for (const auto& [label, codec] : builtin) {
+      if (label != name) continue;
+      const std::string body = data.substr(1);
+      w.Case(absl::StrCat("corpus/", file.filename().string()), *codec, w.WritePayload(body), "",
+             body);
+    }
+  }
+}
+
+int Run(const std::string& dir, int random_results, const std::string& corpus) {
+  // The directory is made if missing (docs/CLIENTS.md runs it on a fresh
+  // path); one that cannot be written is an error, not a silent no-op.
+  std::error_code made;
+  std::filesystem::create_directories(dir, made);
+  if (made || !std::ofstream(dir + "/cases.json")) {
+    std::fprintf(stderr, "cannot write to %s: %s\n", dir.c_str(),
+                 made ? made.message().c_str() : std::strerror(errno));
+    return 1;
+  }
   std::vector<std::unique_ptr<CodecRegistry>> registries;
   std::vector<std::pair<std::string, const Codec*>> codecs;
   // The built-in codecs `names` of a registry made with `options`.
@@ -198,7 +243,16 @@ int Run(const std::string& dir, int random_results) {
                    w.WritePayload(payload));
     }
   }
-  std::ofstream(dir + "/cases.json") << "{\"cases\": [\n" << w.json << "\n]}\n";
+  if (!corpus.empty()) {
+    CorpusCases(w, corpus, {codecs[0], codecs[1], codecs[2]});
+  }
+  std::ofstream cases(dir + "/cases.json");
+  cases << "{\"cases\": [\n" << w.json << "\n]}\n";
+  cases.close();
+  if (!cases) {
+    std::fprintf(stderr, "cannot write %s/cases.json\n", dir.c_str());
+    return 1;
+  }
 
   std::printf("wrote %d payloads and their decodes to %s\n", w.files, dir.c_str());
   return 0;
@@ -217,12 +271,18 @@ int WriteRequest(const std::string& file) {
 
 int main(int argc, char** argv) {
   if (argc == 3 && std::string(argv[1]) == "--request") return rankwire::WriteRequest(argv[2]);
-  if (argc < 2 || argc > 3) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::string corpus;
+  if (args.size() >= 2 && args[args.size() - 2] == "--corpus") {
+    corpus = args.back();
+    args.resize(args.size() - 2);
+  }
+  if (args.empty() || args.size() > 2) {
     std::fprintf(stderr,
-                 "usage: %s OUT_DIR [RANDOM_RESULTS (default 200)]\n"
+                 "usage: %s OUT_DIR [RANDOM_RESULTS (default 200)] [--corpus DIR]\n"
                  "       %s --request FILE\n",
                  argv[0], argv[0]);
     return 2;
   }
-  return rankwire::Run(argv[1], argc == 3 ? std::atoi(argv[2]) : 200);
+  return rankwire::Run(args[0], args.size() == 2 ? std::atoi(args[1].c_str()) : 200, corpus);
 }

@@ -208,6 +208,45 @@ class ClientTest(unittest.TestCase):
             self.assertEqual(len(client.rank(make_request(candidates=3), timeout=5)), 3)
 
 
+class AdminTest(unittest.TestCase):
+    """rankwire.admin: GetModels on any port, ReloadModels on the health port."""
+
+    def test_get_and_reload_models(self):
+        with tempfile.TemporaryDirectory() as models:
+            with open(os.environ["RANKWIRE_MODEL_PATH"]) as f:
+                shipped = f.read()
+            with open(os.path.join(models, "1.model"), "w") as f:
+                f.write(shipped)
+            server = ServerFixture("--model=" + models, "--model_poll_interval=0",
+                                   "--health_port=0", "--model_admin_rpc", "--log_mode=none")
+            try:
+                main, health = f"127.0.0.1:{server.port}", f"127.0.0.1:{server.health_port}"
+                served = rankwire.admin.get_models(main, timeout=10)
+                self.assertEqual(served.generation, 1)
+                self.assertEqual([(m.name, m.version) for m in served.models],
+                                 [("ecom_search_lr", "2026.11.3")])
+                self.assertEqual(rankwire.admin.reload_models(health, timeout=10).generation, 1)
+                with open(os.path.join(models, "2.model"), "w") as f:
+                    f.write(shipped.replace("\nversion 2026.11.3\n", "\nversion 2026.12.1\n"))
+                reloaded = rankwire.admin.reload_models(health, timeout=10)
+                self.assertEqual((reloaded.generation, reloaded.models[0].version),
+                                 (2, "2026.12.1"))
+                with open(os.path.join(models, "3.model"), "w") as f:
+                    f.write(shipped[:len(shipped) // 2])
+                with self.assertRaises(rankwire.RpcError) as refused:
+                    rankwire.admin.reload_models(health, timeout=10)
+                self.assertEqual(refused.exception.code, grpc.StatusCode.FAILED_PRECONDITION)
+                self.assertIn("reason truncated: ", refused.exception.details)
+                self.assertIn("3.model", refused.exception.details)
+                kept = rankwire.admin.get_models(health, timeout=10)
+                self.assertEqual((kept.generation, kept.last_failure_reason), (2, "truncated"))
+                with self.assertRaises(rankwire.RpcError) as denied:
+                    rankwire.admin.reload_models(main, timeout=10)
+                self.assertEqual(denied.exception.code, grpc.StatusCode.PERMISSION_DENIED)
+            finally:
+                server.close()
+
+
 class ServerSettingsTest(unittest.TestCase):
     def test_server_default_codec(self):
         server = ServerFixture("--codec=rankbin-zstd")

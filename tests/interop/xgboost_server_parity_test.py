@@ -29,9 +29,13 @@ Fails on:
   - a score more than 1e-6 relative from XGBoost's (output_margin False);
   - any request whose order differs from a stable argsort of XGBoost's
     predictions (the server orders by score, ties in request order);
-  - an explained item (the first min(top_n, --explain_items)) whose
-    explain.<k>.feature / .contribution are not the top-k of pred_contribs
-    by magnitude (zeros left out, ties in model order), within 1e-5;
+  - an explained item (the first min(top_n, explain_items): the request's
+    explain_items, absent in some requests, 0 or another count in others,
+    else --explain_items) whose explain.<k>.feature / .contribution are
+    not the top-k of pred_contribs by magnitude (zeros left out, ties in
+    model order), within 1e-5; an item past them that is explained;
+  - a request asking for more than --max_explain_items explained items
+    that is not refused with INVALID_ARGUMENT;
   - a response from another model than the one just loaded.
 
 Also decodes one rankbin response per model with the rankwire package and
@@ -66,6 +70,9 @@ SCORE_RTOL = 1e-6
 CONTRIB_TOL = 1e-5
 EXPLAIN_TOP_K = 4
 EXPLAIN_ITEMS = 6
+MAX_EXPLAIN_ITEMS = 20
+# Per request, in turn: explain_items absent (the server's 6), 0, 2, 15.
+EXPLAIN_ASKS = [None, 0, 2, 15]
 # Candidates per request: one request of each size per model (2,000 rows).
 REQUEST_SIZES = [1, 3, 40, 1000, 456, 500]
 F32_TINY = np.finfo(np.float32).tiny
@@ -212,7 +219,9 @@ class Server:
             [os.environ["RANKWIRE_SERVER_BIN"], "--port=0", "--health_port=0",
              "--metrics_port=-1", "--address=127.0.0.1", "--model=" + model_dir,
              "--model_poll_interval=0", "--model_admin_rpc",
-             "--explain_top_k=%d" % EXPLAIN_TOP_K, "--explain_items=%d" % EXPLAIN_ITEMS],
+             "--explain=exact", "--explain_top_k=%d" % EXPLAIN_TOP_K,
+             "--explain_items=%d" % EXPLAIN_ITEMS,
+             "--max_explain_items=%d" % MAX_EXPLAIN_ITEMS],
             stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 30
         match = None
@@ -309,7 +318,8 @@ def check_request(server, booster, names, req, version, totals):
     if ids != list(np.argsort(-expected, kind="stable")):
         totals["rank_diffs"] += 1
         failures.append("%s ranked differently" % req.msg.request_id)
-    shown = items[:min(req.msg.top_n, EXPLAIN_ITEMS)]
+    asked = req.msg.explain_items if req.msg.HasField("explain_items") else EXPLAIN_ITEMS
+    shown = items[:min(req.msg.top_n, asked)]
     if shown:
         rows = req.rows[[int(item.item_id[3:]) for item in shown]]
         contribs = booster.predict(xgb.DMatrix(rows, feature_names=names, missing=np.nan,
@@ -358,6 +368,21 @@ def check_rankbin(server, req, response):
     return []
 
 
+def check_explain_limit(server, req):
+    """A request asking for more explained items than --max_explain_items is
+    refused, naming the field."""
+    msg = rank_pb2.RankRequest()
+    msg.CopyFrom(req.msg)
+    msg.explain_items = MAX_EXPLAIN_ITEMS + 1
+    try:
+        server.rank(msg, timeout=30)
+    except grpc.RpcError as e:
+        if e.code() == grpc.StatusCode.INVALID_ARGUMENT and "explain_items" in e.details():
+            return []
+        return ["explain_items over the limit: %s %s" % (e.code(), e.details())]
+    return ["explain_items over the limit was served"]
+
+
 def check_model(server, model_dir, rng, index, objective, depth, trees, totals):
     names = model_features(rng)
     booster = train(rng, index, objective, depth, trees, names)
@@ -374,12 +399,17 @@ def check_model(server, model_dir, rng, index, objective, depth, trees, totals):
     splits = split_points(booster, names)
     for source in (ABSENT, "user.", "ctx."):
         totals["split_on"][source] += any(name.startswith(source) for name, _ in splits)
-    for n in REQUEST_SIZES:
+    for r, n in enumerate(REQUEST_SIZES):
         req = Request(rng, index, n, names, splits)
+        ask = EXPLAIN_ASKS[(index + r) % len(EXPLAIN_ASKS)]
+        if ask is not None:
+            req.msg.explain_items = ask
         got, response = check_request(server, booster, names, req, version, totals)
         failures += got
         if n == 40:
             failures += check_rankbin(server, req, response)
+    if index % 10 == 1:
+        failures += check_explain_limit(server, req)
     print("model %2d %-17s depth %d trees %3d load %3d ms: %s" %
           (index, objective, depth, trees, served.load_ms, "; ".join(failures[:3]) or "ok"),
           flush=True)

@@ -18,10 +18,11 @@ payload specification.
 Public names: Client, service_config, DEFAULT_SERVICE_CONFIG; Result, Item,
 DecodedResult, DecodedItem, MetricType, Value, Limits; open_response,
 open_payload, CODECS; the exceptions (rankwire.errors); the modules
-rank_pb2 (the rank.v1 messages), logs (stored log values) and rankbin.
+rank_pb2 (the rank.v1 messages), logs (stored log values), rankbin, and
+admin (rank.v1.ModelService: get_models, reload_models).
 """
 
-from . import logs, rank_pb2, rankbin
+from . import admin, logs, rank_pb2, rankbin
 from ._model import DecodedItem, DecodedResult, Item, Limits, MetricType, Value
 from .client import DEFAULT_SERVICE_CONFIG, Client, service_config
 from .errors import (ChecksumError, Error, FormatError, LimitError, RpcError, TruncatedError,
@@ -36,5 +37,5 @@ __all__ = [
     "open_response", "open_payload", "CODECS",
     "Error", "FormatError", "TruncatedError", "ChecksumError", "UnsupportedVersionError",
     "LimitError", "UnknownCodecError", "RpcError",
-    "rank_pb2", "logs", "rankbin",
+    "rank_pb2", "logs", "rankbin", "admin",
 ]

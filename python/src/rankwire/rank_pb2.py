@@ -13,7 +13,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12rank/v1/rank.proto\x12\x07rank.v1\"Z\n\tCandidate\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\x15\n\rrecall_source\x18\x02 \x01(\t\x12\x13\n\x0brecall_rank\x18\x03 \x01(\r\x12\x10\n\x08\x66\x65\x61tures\x18\x04 \x03(\x02\"\xd0\x03\n\x0bRankRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x1d\n\x05scene\x18\x02 \x01(\x0e\x32\x0e.rank.v1.Scene\x12\x0f\n\x07user_id\x18\x03 \x01(\t\x12\x17\n\x0frequest_time_ms\x18\x04 \x01(\x03\x12=\n\ruser_features\x18\x05 \x03(\x0b\x32&.rank.v1.RankRequest.UserFeaturesEntry\x12\x32\n\x07\x63ontext\x18\x06 \x03(\x0b\x32!.rank.v1.RankRequest.ContextEntry\x12\x1a\n\x12item_feature_names\x18\x07 \x03(\t\x12&\n\ncandidates\x18\x08 \x03(\x0b\x32\x12.rank.v1.Candidate\x12\r\n\x05top_n\x18\t \x01(\r\x12\x15\n\raccept_codecs\x18\n \x03(\t\x12\"\n\x08log_mode\x18\x0b \x01(\x0e\x32\x10.rank.v1.LogMode\x1a\x33\n\x11UserFeaturesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x1a.\n\x0c\x43ontextEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xb0\x01\n\rServerTimings\x12\x1e\n\x16request_deserialize_us\x18\x01 \x01(\r\x12\x13\n\x0bvalidate_us\x18\x02 \x01(\r\x12\x0f\n\x07rank_us\x18\x03 \x01(\r\x12\x16\n\x0elog_enqueue_us\x18\x04 \x01(\r\x12\x1d\n\x15response_serialize_us\x18\x05 \x01(\r\x12\x10\n\x08total_us\x18\x06 \x01(\r\x12\x10\n\x08queue_us\x18\x07 \x01(\r\"\x8e\x02\n\x0eResponseHeader\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\r\n\x05\x63odec\x18\x02 \x01(\t\x12\x16\n\x0e\x66ormat_version\x18\x03 \x01(\r\x12\x12\n\nitem_count\x18\x04 \x01(\r\x12\'\n\x07timings\x18\x05 \x01(\x0b\x32\x16.rank.v1.ServerTimings\x12\"\n\x08log_mode\x18\x06 \x01(\x0e\x32\x10.rank.v1.LogMode\x12\x0f\n\x07log_key\x18\x07 \x01(\t\x12\x15\n\rmodel_version\x18\x08 \x01(\t\x12\x1d\n\x15unknown_item_features\x18\t \x03(\t\x12\x19\n\x11\x65xperiment_bucket\x18\n \x01(\t\"y\n\x0cRankResponse\x12\'\n\x06header\x18\x01 \x01(\x0b\x32\x17.rank.v1.ResponseHeader\x12%\n\x06result\x18\x02 \x01(\x0b\x32\x13.rank.v1.RankResultH\x00\x12\x11\n\x07payload\x18\x03 \x01(\x0cH\x00\x42\x06\n\x04\x62ody\"\xae\x01\n\nRankedItem\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\x12\x10\n\x08position\x18\x03 \x01(\r\x12\x31\n\x07metrics\x18\x04 \x03(\x0b\x32 .rank.v1.RankedItem.MetricsEntry\x12\x0b\n\x03log\x18\x05 \x01(\t\x1a.\n\x0cMetricsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xb5\x01\n\nRankResult\x12\"\n\x05items\x18\x01 \x03(\x0b\x32\x13.rank.v1.RankedItem\x12:\n\x0cmetric_types\x18\x02 \x03(\x0b\x32$.rank.v1.RankResult.MetricTypesEntry\x1aG\n\x10MetricTypesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\"\n\x05value\x18\x02 \x01(\x0e\x32\x13.rank.v1.MetricType:\x02\x38\x01\"8\n\x10\x46\x65tchLogsRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08item_ids\x18\x02 \x03(\t\";\n\x0cItemLogEntry\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\r\n\x05\x66ound\x18\x02 \x01(\x08\x12\x0b\n\x03log\x18\x03 \x01(\t\"8\n\x11\x46\x65tchLogsResponse\x12#\n\x04logs\x18\x01 \x03(\x0b\x32\x15.rank.v1.ItemLogEntry\"\x12\n\x10GetModelsRequest\"\x15\n\x13ReloadModelsRequest\"\xda\x01\n\x0bServedModel\x12\x0e\n\x06\x62ucket\x18\x01 \x01(\t\x12\x0f\n\x07percent\x18\x02 \x01(\r\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x0f\n\x07version\x18\x04 \x01(\t\x12\x0c\n\x04kind\x18\x05 \x01(\t\x12\x0c\n\x04path\x18\x06 \x01(\t\x12\x16\n\x0eloaded_unix_ms\x18\x07 \x01(\x03\x12\x0f\n\x07load_ms\x18\x08 \x01(\r\x12\x15\n\ritem_features\x18\t \x03(\t\x12\x15\n\ruser_features\x18\n \x03(\t\x12\x18\n\x10\x63ontext_features\x18\x0b \x03(\t\"\xae\x01\n\x11GetModelsResponse\x12\x0e\n\x06source\x18\x01 \x01(\t\x12$\n\x06models\x18\x02 \x03(\x0b\x32\x14.rank.v1.ServedModel\x12\x12\n\ngeneration\x18\x03 \x01(\x04\x12\x1b\n\x13last_failure_reason\x18\x04 \x01(\t\x12\x14\n\x0clast_failure\x18\x05 \x01(\t\x12\x1c\n\x14last_failure_unix_ms\x18\x06 \x01(\x03*l\n\x05Scene\x12\x15\n\x11SCENE_UNSPECIFIED\x10\x00\x12\x10\n\x0cSCENE_SEARCH\x10\x01\x12\x15\n\x11SCENE_DETAIL_PAGE\x10\x02\x12\x13\n\x0fSCENE_HOME_FEED\x10\x03\x12\x0e\n\nSCENE_CART\x10\x04*[\n\x07LogMode\x12\x14\n\x10LOG_MODE_DEFAULT\x10\x00\x12\x13\n\x0fLOG_MODE_INLINE\x10\x01\x12\x12\n\x0eLOG_MODE_STORE\x10\x02\x12\x11\n\rLOG_MODE_NONE\x10\x03*\x85\x01\n\nMetricType\x12\x1b\n\x17METRIC_TYPE_UNSPECIFIED\x10\x00\x12\x13\n\x0fMETRIC_TYPE_INT\x10\x01\x12\x15\n\x11METRIC_TYPE_FLOAT\x10\x02\x12\x16\n\x12METRIC_TYPE_DOUBLE\x10\x03\x12\x16\n\x12METRIC_TYPE_STRING\x10\x04\x32\x42\n\x0bRankService\x12\x33\n\x04Rank\x12\x14.rank.v1.RankRequest\x1a\x15.rank.v1.RankResponse2P\n\nLogService\x12\x42\n\tFetchLogs\x12\x19.rank.v1.FetchLogsRequest\x1a\x1a.rank.v1.FetchLogsResponse2\x9c\x01\n\x0cModelService\x12\x42\n\tGetModels\x12\x19.rank.v1.GetModelsRequest\x1a\x1a.rank.v1.GetModelsResponse\x12H\n\x0cReloadModels\x12\x1c.rank.v1.ReloadModelsRequest\x1a\x1a.rank.v1.GetModelsResponseB\x03\xf8\x01\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12rank/v1/rank.proto\x12\x07rank.v1\"Z\n\tCandidate\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\x15\n\rrecall_source\x18\x02 \x01(\t\x12\x13\n\x0brecall_rank\x18\x03 \x01(\r\x12\x10\n\x08\x66\x65\x61tures\x18\x04 \x03(\x02\"\xfe\x03\n\x0bRankRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x1d\n\x05scene\x18\x02 \x01(\x0e\x32\x0e.rank.v1.Scene\x12\x0f\n\x07user_id\x18\x03 \x01(\t\x12\x17\n\x0frequest_time_ms\x18\x04 \x01(\x03\x12=\n\ruser_features\x18\x05 \x03(\x0b\x32&.rank.v1.RankRequest.UserFeaturesEntry\x12\x32\n\x07\x63ontext\x18\x06 \x03(\x0b\x32!.rank.v1.RankRequest.ContextEntry\x12\x1a\n\x12item_feature_names\x18\x07 \x03(\t\x12&\n\ncandidates\x18\x08 \x03(\x0b\x32\x12.rank.v1.Candidate\x12\r\n\x05top_n\x18\t \x01(\r\x12\x15\n\raccept_codecs\x18\n \x03(\t\x12\"\n\x08log_mode\x18\x0b \x01(\x0e\x32\x10.rank.v1.LogMode\x12\x1a\n\rexplain_items\x18\x0c \x01(\rH\x00\x88\x01\x01\x1a\x33\n\x11UserFeaturesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x1a.\n\x0c\x43ontextEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x10\n\x0e_explain_items\"\xb0\x01\n\rServerTimings\x12\x1e\n\x16request_deserialize_us\x18\x01 \x01(\r\x12\x13\n\x0bvalidate_us\x18\x02 \x01(\r\x12\x0f\n\x07rank_us\x18\x03 \x01(\r\x12\x16\n\x0elog_enqueue_us\x18\x04 \x01(\r\x12\x1d\n\x15response_serialize_us\x18\x05 \x01(\r\x12\x10\n\x08total_us\x18\x06 \x01(\r\x12\x10\n\x08queue_us\x18\x07 \x01(\r\"\x8e\x02\n\x0eResponseHeader\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\r\n\x05\x63odec\x18\x02 \x01(\t\x12\x16\n\x0e\x66ormat_version\x18\x03 \x01(\r\x12\x12\n\nitem_count\x18\x04 \x01(\r\x12\'\n\x07timings\x18\x05 \x01(\x0b\x32\x16.rank.v1.ServerTimings\x12\"\n\x08log_mode\x18\x06 \x01(\x0e\x32\x10.rank.v1.LogMode\x12\x0f\n\x07log_key\x18\x07 \x01(\t\x12\x15\n\rmodel_version\x18\x08 \x01(\t\x12\x1d\n\x15unknown_item_features\x18\t \x03(\t\x12\x19\n\x11\x65xperiment_bucket\x18\n \x01(\t\"y\n\x0cRankResponse\x12\'\n\x06header\x18\x01 \x01(\x0b\x32\x17.rank.v1.ResponseHeader\x12%\n\x06result\x18\x02 \x01(\x0b\x32\x13.rank.v1.RankResultH\x00\x12\x11\n\x07payload\x18\x03 \x01(\x0cH\x00\x42\x06\n\x04\x62ody\"\xae\x01\n\nRankedItem\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\x12\x10\n\x08position\x18\x03 \x01(\r\x12\x31\n\x07metrics\x18\x04 \x03(\x0b\x32 .rank.v1.RankedItem.MetricsEntry\x12\x0b\n\x03log\x18\x05 \x01(\t\x1a.\n\x0cMetricsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xb5\x01\n\nRankResult\x12\"\n\x05items\x18\x01 \x03(\x0b\x32\x13.rank.v1.RankedItem\x12:\n\x0cmetric_types\x18\x02 \x03(\x0b\x32$.rank.v1.RankResult.MetricTypesEntry\x1aG\n\x10MetricTypesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\"\n\x05value\x18\x02 \x01(\x0e\x32\x13.rank.v1.MetricType:\x02\x38\x01\"8\n\x10\x46\x65tchLogsRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08item_ids\x18\x02 \x03(\t\";\n\x0cItemLogEntry\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\r\n\x05\x66ound\x18\x02 \x01(\x08\x12\x0b\n\x03log\x18\x03 \x01(\t\"8\n\x11\x46\x65tchLogsResponse\x12#\n\x04logs\x18\x01 \x03(\x0b\x32\x15.rank.v1.ItemLogEntry\"\x12\n\x10GetModelsRequest\"\x15\n\x13ReloadModelsRequest\"\xda\x01\n\x0bServedModel\x12\x0e\n\x06\x62ucket\x18\x01 \x01(\t\x12\x0f\n\x07percent\x18\x02 \x01(\r\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x0f\n\x07version\x18\x04 \x01(\t\x12\x0c\n\x04kind\x18\x05 \x01(\t\x12\x0c\n\x04path\x18\x06 \x01(\t\x12\x16\n\x0eloaded_unix_ms\x18\x07 \x01(\x03\x12\x0f\n\x07load_ms\x18\x08 \x01(\r\x12\x15\n\ritem_features\x18\t \x03(\t\x12\x15\n\ruser_features\x18\n \x03(\t\x12\x18\n\x10\x63ontext_features\x18\x0b \x03(\t\"\xae\x01\n\x11GetModelsResponse\x12\x0e\n\x06source\x18\x01 \x01(\t\x12$\n\x06models\x18\x02 \x03(\x0b\x32\x14.rank.v1.ServedModel\x12\x12\n\ngeneration\x18\x03 \x01(\x04\x12\x1b\n\x13last_failure_reason\x18\x04 \x01(\t\x12\x14\n\x0clast_failure\x18\x05 \x01(\t\x12\x1c\n\x14last_failure_unix_ms\x18\x06 \x01(\x03*l\n\x05Scene\x12\x15\n\x11SCENE_UNSPECIFIED\x10\x00\x12\x10\n\x0cSCENE_SEARCH\x10\x01\x12\x15\n\x11SCENE_DETAIL_PAGE\x10\x02\x12\x13\n\x0fSCENE_HOME_FEED\x10\x03\x12\x0e\n\nSCENE_CART\x10\x04*[\n\x07LogMode\x12\x14\n\x10LOG_MODE_DEFAULT\x10\x00\x12\x13\n\x0fLOG_MODE_INLINE\x10\x01\x12\x12\n\x0eLOG_MODE_STORE\x10\x02\x12\x11\n\rLOG_MODE_NONE\x10\x03*\x85\x01\n\nMetricType\x12\x1b\n\x17METRIC_TYPE_UNSPECIFIED\x10\x00\x12\x13\n\x0fMETRIC_TYPE_INT\x10\x01\x12\x15\n\x11METRIC_TYPE_FLOAT\x10\x02\x12\x16\n\x12METRIC_TYPE_DOUBLE\x10\x03\x12\x16\n\x12METRIC_TYPE_STRING\x10\x04\x32\x42\n\x0bRankService\x12\x33\n\x04Rank\x12\x14.rank.v1.RankRequest\x1a\x15.rank.v1.RankResponse2P\n\nLogService\x12\x42\n\tFetchLogs\x12\x19.rank.v1.FetchLogsRequest\x1a\x1a.rank.v1.FetchLogsResponse2\x9c\x01\n\x0cModelService\x12\x42\n\tGetModels\x12\x19.rank.v1.GetModelsRequest\x1a\x1a.rank.v1.GetModelsResponse\x12H\n\x0cReloadModels\x12\x1c.rank.v1.ReloadModelsRequest\x1a\x1a.rank.v1.GetModelsResponseB\x03\xf8\x01\x01\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'rank.v1.rank_pb2', globals())
@@ -29,52 +29,52 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _RANKEDITEM_METRICSENTRY._serialized_options = b'8\001'
   _RANKRESULT_METRICTYPESENTRY._options = None
   _RANKRESULT_METRICTYPESENTRY._serialized_options = b'8\001'
-  _SCENE._serialized_start=2144
-  _SCENE._serialized_end=2252
-  _LOGMODE._serialized_start=2254
-  _LOGMODE._serialized_end=2345
-  _METRICTYPE._serialized_start=2348
-  _METRICTYPE._serialized_end=2481
+  _SCENE._serialized_start=2190
+  _SCENE._serialized_end=2298
+  _LOGMODE._serialized_start=2300
+  _LOGMODE._serialized_end=2391
+  _METRICTYPE._serialized_start=2394
+  _METRICTYPE._serialized_end=2527
   _CANDIDATE._serialized_start=31
   _CANDIDATE._serialized_end=121
   _RANKREQUEST._serialized_start=124
-  _RANKREQUEST._serialized_end=588
-  _RANKREQUEST_USERFEATURESENTRY._serialized_start=489
-  _RANKREQUEST_USERFEATURESENTRY._serialized_end=540
-  _RANKREQUEST_CONTEXTENTRY._serialized_start=542
-  _RANKREQUEST_CONTEXTENTRY._serialized_end=588
-  _SERVERTIMINGS._serialized_start=591
-  _SERVERTIMINGS._serialized_end=767
-  _RESPONSEHEADER._serialized_start=770
-  _RESPONSEHEADER._serialized_end=1040
-  _RANKRESPONSE._serialized_start=1042
-  _RANKRESPONSE._serialized_end=1163
-  _RANKEDITEM._serialized_start=1166
-  _RANKEDITEM._serialized_end=1340
-  _RANKEDITEM_METRICSENTRY._serialized_start=1294
-  _RANKEDITEM_METRICSENTRY._serialized_end=1340
-  _RANKRESULT._serialized_start=1343
-  _RANKRESULT._serialized_end=1524
-  _RANKRESULT_METRICTYPESENTRY._serialized_start=1453
-  _RANKRESULT_METRICTYPESENTRY._serialized_end=1524
-  _FETCHLOGSREQUEST._serialized_start=1526
-  _FETCHLOGSREQUEST._serialized_end=1582
-  _ITEMLOGENTRY._serialized_start=1584
-  _ITEMLOGENTRY._serialized_end=1643
-  _FETCHLOGSRESPONSE._serialized_start=1645
-  _FETCHLOGSRESPONSE._serialized_end=1701
-  _GETMODELSREQUEST._serialized_start=1703
-  _GETMODELSREQUEST._serialized_end=1721
-  _RELOADMODELSREQUEST._serialized_start=1723
-  _RELOADMODELSREQUEST._serialized_end=1744
-  _SERVEDMODEL._serialized_start=1747
-  _SERVEDMODEL._serialized_end=1965
-  _GETMODELSRESPONSE._serialized_start=1968
-  _GETMODELSRESPONSE._serialized_end=2142
-  _RANKSERVICE._serialized_start=2483
-  _RANKSERVICE._serialized_end=2549
-  _LOGSERVICE._serialized_start=2551
-  _LOGSERVICE._serialized_end=2631
-  _MODELSERVICE._serialized_start=2634
-  _MODELSERVICE._serialized_end=2790
+  _RANKREQUEST._serialized_end=634
+  _RANKREQUEST_USERFEATURESENTRY._serialized_start=517
+  _RANKREQUEST_USERFEATURESENTRY._serialized_end=568
+  _RANKREQUEST_CONTEXTENTRY._serialized_start=570
+  _RANKREQUEST_CONTEXTENTRY._serialized_end=616
+  _SERVERTIMINGS._serialized_start=637
+  _SERVERTIMINGS._serialized_end=813
+  _RESPONSEHEADER._serialized_start=816
+  _RESPONSEHEADER._serialized_end=1086
+  _RANKRESPONSE._serialized_start=1088
+  _RANKRESPONSE._serialized_end=1209
+  _RANKEDITEM._serialized_start=1212
+  _RANKEDITEM._serialized_end=1386
+  _RANKEDITEM_METRICSENTRY._serialized_start=1340
+  _RANKEDITEM_METRICSENTRY._serialized_end=1386
+  _RANKRESULT._serialized_start=1389
+  _RANKRESULT._serialized_end=1570
+  _RANKRESULT_METRICTYPESENTRY._serialized_start=1499
+  _RANKRESULT_METRICTYPESENTRY._serialized_end=1570
+  _FETCHLOGSREQUEST._serialized_start=1572
+  _FETCHLOGSREQUEST._serialized_end=1628
+  _ITEMLOGENTRY._serialized_start=1630
+  _ITEMLOGENTRY._serialized_end=1689
+  _FETCHLOGSRESPONSE._serialized_start=1691
+  _FETCHLOGSRESPONSE._serialized_end=1747
+  _GETMODELSREQUEST._serialized_start=1749
+  _GETMODELSREQUEST._serialized_end=1767
+  _RELOADMODELSREQUEST._serialized_start=1769
+  _RELOADMODELSREQUEST._serialized_end=1790
+  _SERVEDMODEL._serialized_start=1793
+  _SERVEDMODEL._serialized_end=2011
+  _GETMODELSRESPONSE._serialized_start=2014
+  _GETMODELSRESPONSE._serialized_end=2188
+  _RANKSERVICE._serialized_start=2529
+  _RANKSERVICE._serialized_end=2595
+  _LOGSERVICE._serialized_start=2597
+  _LOGSERVICE._serialized_end=2677
+  _MODELSERVICE._serialized_start=2680
+  _MODELSERVICE._serialized_end=2836
 # @@protoc_insertion_point(module_scope)
