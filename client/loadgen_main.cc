@@ -36,6 +36,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/flags.h"
@@ -72,6 +73,10 @@ ABSL_FLAG(std::string, calls_file, "",
           "Write every measured call to this file, one line each: when it was due (Unix "
           "microseconds), its latency (us), its status code name, and the model version "
           "that answered (tab-separated; for latency around events such as a model reload).");
+ABSL_FLAG(int, calls_stream_ms, 0,
+          "With --calls_file: append the calls completed in each interval of this many ms, "
+          "in the order they completed, so another process can follow a long run (a soak); "
+          "0: write every call at the end, in the order they were due.");
 
 namespace rankwire::client {
 namespace {
@@ -98,7 +103,10 @@ struct CallRecord {
 
 struct Worker {
   std::vector<Sample> samples;
-  std::vector<CallRecord> calls;  // With --calls_file only.
+  // With --calls_file only; taken by the streaming thread with
+  // --calls_stream_ms.
+  absl::Mutex calls_mu;
+  std::vector<CallRecord> calls ABSL_GUARDED_BY(calls_mu);
   // Calls the server refused with RESOURCE_EXHAUSTED (admission control):
   // not errors; their latency is reported apart.
   std::vector<double> rejected_us;
@@ -291,6 +299,7 @@ void CallLoop(const Plan& plan, int w, Worker* me) {
     me->last_done = std::max(me->last_done, done);
     ++me->by_status[status.ok() ? "OK" : absl::StatusCodeToString(status.code())];
     if (record_calls) {
+      const absl::MutexLock lock(&me->calls_mu);
       me->calls.push_back(
           CallRecord{absl::ToUnixMicros(unix_at_start + absl::FromChrono(sent - steady_at_start)),
                      Micros(done - sent), status.code(),
@@ -317,27 +326,83 @@ void CallLoop(const Plan& plan, int w, Worker* me) {
   }
 }
 
+void PrintCall(FILE* out, const CallRecord& c) {
+  std::fprintf(out, "%lld\t%.1f\t%s\t%s\n", static_cast<long long>(c.due_unix_us), c.latency_us,
+               absl::StatusCodeToString(c.code).c_str(), c.model_version.c_str());
+}
+
 // --calls_file: every worker's measured calls, in the order they were due.
-absl::Status WriteCalls(const std::string& path, const std::vector<Worker>& workers) {
-  std::vector<const CallRecord*> calls;
-  for (const Worker& w : workers) {
-    for (const CallRecord& c : w.calls) calls.push_back(&c);
+absl::Status WriteCalls(const std::string& path, std::vector<Worker>& workers) {
+  std::vector<CallRecord> calls;
+  for (Worker& w : workers) {
+    const absl::MutexLock lock(&w.calls_mu);
+    calls.insert(calls.end(), w.calls.begin(), w.calls.end());
   }
-  std::sort(calls.begin(), calls.end(), [](const CallRecord* a, const CallRecord* b) {
-    return a->due_unix_us < b->due_unix_us;
-  });
+  std::sort(calls.begin(), calls.end(),
+            [](const CallRecord& a, const CallRecord& b) { return a.due_unix_us < b.due_unix_us; });
   FILE* out = std::fopen(path.c_str(), "w");
   if (out == nullptr) {
     return absl::UnavailableError(absl::StrCat("--calls_file ", path, ": ", std::strerror(errno)));
   }
-  for (const CallRecord* c : calls) {
-    std::fprintf(out, "%lld\t%.1f\t%s\t%s\n", static_cast<long long>(c->due_unix_us), c->latency_us,
-                 absl::StatusCodeToString(c->code).c_str(), c->model_version.c_str());
-  }
+  for (const CallRecord& c : calls) PrintCall(out, c);
   return std::fclose(out) == 0
              ? absl::OkStatus()
              : absl::UnavailableError(absl::StrCat("--calls_file ", path, ": write failed"));
 }
+
+// --calls_stream_ms: a thread that appends the calls completed since its
+// last pass to --calls_file every interval (flushed, so a reader following
+// the file sees them), and the rest when stopped.
+class CallsStream {
+ public:
+  static absl::StatusOr<std::unique_ptr<CallsStream>> Open(const std::string& path,
+                                                           absl::Duration every,
+                                                           std::vector<Worker>* workers) {
+    FILE* out = std::fopen(path.c_str(), "w");
+    if (out == nullptr) {
+      return absl::UnavailableError(
+          absl::StrCat("--calls_file ", path, ": ", std::strerror(errno)));
+    }
+    return std::unique_ptr<CallsStream>(new CallsStream(out, every, workers));
+  }
+  ~CallsStream() { Stop(); }
+
+  // Writes what is left; false if a write failed.
+  bool Stop() {
+    if (out_ == nullptr) return ok_;
+    done_.Notify();
+    thread_.join();
+    Pass();
+    ok_ = std::fclose(out_) == 0 && ok_;
+    out_ = nullptr;
+    return ok_;
+  }
+
+ private:
+  CallsStream(FILE* out, absl::Duration every, std::vector<Worker>* workers)
+      : out_(out), workers_(workers), thread_([this, every] {
+          while (!done_.WaitForNotificationWithTimeout(every)) Pass();
+        }) {}
+
+  void Pass() {
+    std::vector<CallRecord> taken;
+    for (Worker& w : *workers_) {
+      {
+        const absl::MutexLock lock(&w.calls_mu);
+        taken.swap(w.calls);
+      }
+      for (const CallRecord& c : taken) PrintCall(out_, c);
+      taken.clear();
+    }
+    ok_ = std::fflush(out_) == 0 && ok_;
+  }
+
+  FILE* out_;
+  std::vector<Worker>* workers_;
+  absl::Notification done_;
+  bool ok_ = true;  // Written by the thread until Stop() has joined it.
+  std::thread thread_;
+};
 
 // The measured calls of all workers, pooled.
 struct Summary {
@@ -471,17 +536,33 @@ int Run() {
   plan.target = *target;
   if (absl::GetFlag(FLAGS_shared_channel)) plan.shared_channel = *channel;
   std::vector<Worker> workers(plan.concurrency);
+  const std::string calls_path = absl::GetFlag(FLAGS_calls_file);
+  std::unique_ptr<CallsStream> stream;
+  if (const int every_ms = absl::GetFlag(FLAGS_calls_stream_ms);
+      every_ms > 0 && !calls_path.empty()) {
+    absl::StatusOr<std::unique_ptr<CallsStream>> opened =
+        CallsStream::Open(calls_path, absl::Milliseconds(every_ms), &workers);
+    if (!opened.ok()) {
+      absl::FPrintF(stderr, "rankwire-loadgen: %s\n", opened.status().ToString());
+      return 1;
+    }
+    stream = *std::move(opened);
+  }
   std::vector<std::thread> threads;
   threads.reserve(plan.concurrency);
   for (int w = 0; w < plan.concurrency; ++w) {
     threads.emplace_back([&plan, &workers, w] { CallLoop(plan, w, &workers[w]); });
   }
   for (std::thread& t : threads) t.join();
-  if (const std::string path = absl::GetFlag(FLAGS_calls_file); !path.empty()) {
-    if (absl::Status s = WriteCalls(path, workers); !s.ok()) {
-      absl::FPrintF(stderr, "rankwire-loadgen: %s\n", s.ToString());
-      return 1;
-    }
+  const absl::Status written =
+      stream != nullptr    ? (stream->Stop() ? absl::OkStatus()
+                                             : absl::UnavailableError(absl::StrCat(
+                                                   "--calls_file ", calls_path, ": write failed")))
+      : calls_path.empty() ? absl::OkStatus()
+                           : WriteCalls(calls_path, workers);
+  if (!written.ok()) {
+    absl::FPrintF(stderr, "rankwire-loadgen: %s\n", written.ToString());
+    return 1;
   }
   const Summary summary = Summarize(workers, plan);
   if (absl::GetFlag(FLAGS_json)) {
