@@ -10,6 +10,11 @@
 // measured from the scheduled time, so a slow server is not hidden by
 // callers that wait for it (no coordinated omission).
 // SIGTERM or SIGINT ends the run early; the result is still printed.
+//
+// --fresh_request_ids gives every call a request id of its own, as
+// central-control sends them, so a server's logs fill the log store under
+// its TTL instead of rewriting --distinct_requests keys (the log
+// benchmarks use it).
 #include <grpcpp/support/proto_buffer_writer.h>
 
 #include <algorithm>
@@ -47,6 +52,9 @@
 // --target, --codec, --log_mode, --candidates, --top_n, --seed and
 // --deadline_ms are client/channel_flags.cc's (shared with rankwire-cli).
 ABSL_FLAG(uint32_t, distinct_requests, 64, "Distinct requests, cycled.");
+ABSL_FLAG(bool, fresh_request_ids, false,
+          "Give every call a request id of its own (the request's, then the run, the caller "
+          "and the call), as real traffic has: each call's logs get a key of their own.");
 ABSL_FLAG(int, concurrency, 4, "Caller threads (one channel each).");
 ABSL_FLAG(bool, shared_channel, false,
           "All caller threads share one channel (as one central-control process does).");
@@ -176,13 +184,33 @@ absl::StatusOr<std::vector<grpc::ByteBuffer>> MakeRequests() {
   const workload::WorkloadGenerator generator(options);
   std::vector<grpc::ByteBuffer> requests;
   for (uint32_t i = 0; i < std::max(1u, absl::GetFlag(FLAGS_distinct_requests)); ++i) {
+    rank::v1::RankRequest request = generator.Make(i);
+    if (absl::GetFlag(FLAGS_fresh_request_ids)) {
+      // The id goes in front of each call's bytes (FreshId): here, the rest.
+      request.clear_request_id();
+    }
     grpc::ByteBuffer bytes;
     bool own = false;
-    RETURN_IF_ERROR(FromGrpcStatus(grpc::SerializationTraits<rank::v1::RankRequest>::Serialize(
-        generator.Make(i), &bytes, &own)));
+    RETURN_IF_ERROR(FromGrpcStatus(
+        grpc::SerializationTraits<rank::v1::RankRequest>::Serialize(request, &bytes, &own)));
     requests.push_back(std::move(bytes));
   }
   return requests;
+}
+
+// A request's bytes with a request id of its own in front: field 1
+// (request_id) as protobuf writes it, then the request's other fields,
+// shared, not copied. Unique to this run (`run`), caller and call.
+grpc::ByteBuffer FreshId(const grpc::ByteBuffer& rest, absl::string_view run, int caller,
+                         uint64_t call) {
+  const std::string id = absl::StrCat("lg-", run, "-", caller, "-", call);
+  std::string head(1, '\x0a');                   // Field 1, length-delimited.
+  head.push_back(static_cast<char>(id.size()));  // Below 128 bytes: one varint byte.
+  head += id;
+  std::vector<grpc::Slice> slices;
+  (void)rest.Dump(&slices);
+  slices.insert(slices.begin(), grpc::Slice(head));
+  return grpc::ByteBuffer(slices.data(), slices.size());
 }
 
 // Set by SIGTERM/SIGINT: the callers stop and the result is printed, so a
@@ -199,6 +227,8 @@ struct Plan {
   size_t top_n = 10;
   CallOptions call;
   const std::vector<grpc::ByteBuffer>* requests = nullptr;
+  bool fresh_ids = false;
+  std::string run;  // What makes this run's request ids its own.
   const CodecRegistry* codecs = nullptr;
   ChannelOptions channel_options;
   std::string target;  // --target, a comma list resolved (ChannelTargetOf).
@@ -220,6 +250,8 @@ Plan PlanFromFlags(const std::vector<grpc::ByteBuffer>* requests, const CodecReg
   plan.call.deadline = absl::Milliseconds(absl::GetFlag(FLAGS_deadline_ms));
   plan.requests = requests;
   plan.codecs = codecs;
+  plan.fresh_ids = absl::GetFlag(FLAGS_fresh_request_ids);
+  plan.run = absl::StrCat(absl::Hex(absl::ToUnixMicros(absl::Now())));
   return plan;
 }
 
@@ -253,8 +285,13 @@ void CallLoop(const Plan& plan, int w, Worker* me) {
       next += Seconds(interval_s);
     }
     if (sent >= plan.end || stop_requested.load()) break;
-    const grpc::ByteBuffer& request = requests[(n * plan.concurrency + w) % requests.size()];
-    absl::StatusOr<RankReply> reply = client.RankSerialized(request, plan.call);
+    const grpc::ByteBuffer* request = &requests[(n * plan.concurrency + w) % requests.size()];
+    grpc::ByteBuffer fresh;
+    if (plan.fresh_ids) {
+      fresh = FreshId(*request, plan.run, w, n);
+      request = &fresh;
+    }
+    absl::StatusOr<RankReply> reply = client.RankSerialized(*request, plan.call);
     const Clock::time_point top_start = Clock::now();
     const absl::Status status = reply.ok() ? ReadTopN(*reply, plan.top_n) : reply.status();
     const Clock::time_point done = Clock::now();

@@ -84,8 +84,8 @@ class LogRecordBuilder {
   void ItemId() { Slot(SlotKind::kItemId); }
   void Int(int64_t value);
   void String(absl::string_view text);
-  // Numbers are coded in batches (EncodeLogNumbers): a run of them is held
-  // until the next slot of another kind or the end of the line.
+  // Numbers are coded in runs: a run of them is held until the next slot
+  // of another kind or the end of the line.
   inline void Number(double value);
   // `count` number slots, each after its literal label: a line's features,
   // a head's terms. After the first line the labels are not looked at and

@@ -392,8 +392,7 @@ std::unique_ptr<LogValues> Ranker::TakeLogValues(const RequestView& request,
                                                  const std::string& bucket,
                                                  RankWorkspace* ws) const {
   CopyRequestColumns(request, &ws->v);
-  auto values = std::make_unique<LogValues>(std::move(ws->v));
-  ws->v = LogValues();
+  std::unique_ptr<LogValues> values = ws->log_values_pool->Exchange(&ws->v, ws->log_values_pool);
   FillLogHeader(*model_, bucket, request, values.get());
   return values;
 }

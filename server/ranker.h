@@ -91,6 +91,8 @@ struct RankWorkspace {
   // contribution, boosts and scores, ids, sources and recall ranks, and the
   // rank order.
   LogValues v;
+  // Where TakeLogValues() gets memory for `v` back from the log writers.
+  std::shared_ptr<LogValuesPool> log_values_pool = std::make_shared<LogValuesPool>();
   std::vector<uint8_t> integral;  // Per item feature: every value whole.
   SortScratch sort;
   // Per model item feature, the request column it reads (-1: none), kept
@@ -144,7 +146,8 @@ class Ranker {
   void Build(const RequestView& request, const std::string& bucket, LogDetail detail,
              RankWorkspace* ws, RankResult* result) const;
   // The values of the last Score()'s log lines, moved out of `ws` (which
-  // then reallocates them on its next call), for a log writer to format.
+  // gets the memory of values already written back in their place,
+  // LogValuesPool), for a log writer to store.
   std::unique_ptr<LogValues> TakeLogValues(const RequestView& request, const std::string& bucket,
                                            RankWorkspace* ws) const;
   // A renderer of `values`' lines for the log store.

@@ -7,10 +7,11 @@ line, decoded per docs/LOGS.md by the package's decoder (rankwire.logs).
     python -m rankwire.logs --redis 127.0.0.1:6379 --key 'rank:log:REQ' --item 'a,b' --item c
 
 Without items it reads the whole hash (HGETALL) and prints every item the
-key holds, in rank order for blocks. With items (--items, comma-separated,
-and/or --item, repeatable, for ids that hold a comma) it reads them the way
-LOGS.md's "Reading" says: one HMGET of the layout, block 0 and the ids, and
-a second HMGET of the other blocks only if some ids are not in block 0.
+key holds, in rank order for columns and blocks. With items (--items,
+comma-separated, and/or --item, repeatable, for ids that hold a comma) it
+reads them the way LOGS.md's "Reading" says: one HMGET of the layout, "#0"
+(the top items, or block 0 of older servers) and the ids, and a second
+HMGET ("#1", or the other blocks) only if some ids are not in "#0".
 
 Output, one item per line, in the order read or asked:
 
