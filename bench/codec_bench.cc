@@ -590,6 +590,7 @@ std::vector<Payload> MakeShapePayloads(bool probe) {
     add("probe_widesparse", WideSparseResult(500, kSeed + 7));
     add("probe_longid", LongIdResult(500, kSeed + 8));
     add("probe_bare", BareResult(500, kSeed + 9));
+    add("probe_explained", ExplainedResult(500, kSeed + 11));
   }
   return out;
 }

@@ -9,6 +9,9 @@ within a minute. Per row and round:
     (/proc/<pid>/task/*/schedstat, nanoseconds) over the requests answered;
   - context switches per request (voluntary + involuntary, every thread);
   - Redis CPU per request, for rows that log to Redis;
+  - Redis CPU two ways, for rows that log to Redis: its threads' schedstat
+    over the Rank calls answered, and INFO cpu (used_cpu_sys + used_cpu_user)
+    over the requests whose logs it stored (rankwire_log_items_total);
   - the server's own phase accounting (rankwire_server_phase_cpu_seconds_total,
     the thread CPU time of each phase: request parse, validate, score,
     result build, encode, log hand-off on the ranking thread; log format
@@ -41,7 +44,13 @@ Rows (--rows picks some):
 Ratios are taken within a round (against the floor, and against
 protobuf/inline), then their median and range over rounds are reported. The
 phase table adds the floor's CPU per request as "transport" and checks that
-transport + phases is within 10 % of the measured total.
+transport + phases is within 10 % of the measured total. The log path's
+targets (issue 44) follow: the server's CPU for logs, rankbin/redis −
+rankbin/none within a round, with the floor beside it, and Redis's CPU.
+
+Every call carries a request id of its own (rankwire-loadgen
+--fresh_request_ids), as central-control's do, so logs fill the store under
+their TTL (--cycled_ids: the 64 cycled ids of earlier runs).
 
 With an xgboost row, each round ends with bench/xgboost_bench's cells for the
 same model and request on the server's CPU (no server running): the
@@ -208,6 +217,21 @@ def phase_cpu(metrics_port):
     return out
 
 
+def stored_lines(metrics_port):
+    """rankwire_log_items_total{outcome="stored"} (0 if absent)."""
+    if metrics_port < 0:
+        return 0.0
+    text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics").read().decode()
+    m = re.search(r'^rankwire_log_items_total\{outcome="stored"\} (\S+)$', text, re.M)
+    return float(m.group(1)) if m else 0.0
+
+
+def redis_info_cpu_s(redis):
+    """Redis's own CPU count: INFO cpu used_cpu_sys + used_cpu_user."""
+    info = redis.cli("INFO", "cpu")
+    return sum(float(m.group(1)) for m in re.finditer(r"used_cpu_(?:sys|user):([\d.]+)", info))
+
+
 def phase_means(before, after):
     """Mean CPU µs per call of each phase between two phase_cpu() readings."""
     out = {}
@@ -221,7 +245,8 @@ def phase_means(before, after):
 def loadgen(args, port, seconds, qps=0.0, warmup=0.0, transport=None):
     cmd = ["taskset", "-c", LOAD_CPU, os.path.join(args.build, "client", "rankwire-loadgen"),
            f"--target=127.0.0.1:{port}", f"--concurrency={args.concurrency}",
-           f"--duration_s={seconds}", f"--warmup_s={warmup}", f"--qps={qps}", "--json"]
+           f"--duration_s={seconds}", f"--warmup_s={warmup}", f"--qps={qps}", "--json",
+           f"--fresh_request_ids={'false' if args.cycled_ids else 'true'}"]
     if transport is not None:
         cmd.append(f"--grpc_transport_args={transport}")
     # Exit status 2: the run finished but some calls failed; the JSON says
@@ -247,11 +272,15 @@ def measure(args, row, redis, qps=0.0):
         loadgen(args, server.port, 1.0, qps=qps, transport=transport)  # Warm-up.
         cpu0, cs0 = proc_cpu_ns(server.proc.pid)
         rcpu0, _ = proc_cpu_ns(redis.proc.pid)
+        rinfo0, stored0 = redis_info_cpu_s(redis), stored_lines(server.metrics_port)
         phases0 = phase_cpu(server.metrics_port)
         result = loadgen(args, server.port, args.seconds, qps=qps, transport=transport)
         cpu1, cs1 = proc_cpu_ns(server.proc.pid)
         rcpu1, _ = proc_cpu_ns(redis.proc.pid)
+        rinfo1 = redis_info_cpu_s(redis)
         phases1 = phase_cpu(server.metrics_port)
+        time.sleep(0.1)  # The writers' last batch.
+        stored1 = stored_lines(server.metrics_port)
     finally:
         server.close()
     n = max(result["requests"], 1)
@@ -263,6 +292,9 @@ def measure(args, row, redis, qps=0.0):
         "cpu_us": (cpu1 - cpu0) / 1e3 / n,
         "cs": (cs1 - cs0) / n,
         "redis_us": (rcpu1 - rcpu0) / 1e3 / n if "redis" in row else None,
+        # Requests stored: lines stored over the candidates per request.
+        "redis_info_us": ((rinfo1 - rinfo0) * 1e6 / ((stored1 - stored0) / args.candidates)
+                          if "redis" in row and stored1 > stored0 else None),
         "p50_us": result.get("p50_us"),
         "p99_us": result.get("p99_us"),
         "phases": phase_means(phases0, phases1),
@@ -382,6 +414,24 @@ def phase_report(rounds, rows):
                      f" | {med(sums)} | {med([r[row]['cpu_us'] for r in rounds])} | "
                      f"{med(ratios)} |")
     return lines
+
+
+def log_targets_report(rounds, rows):
+    """Issue 44's CPU targets from the same rounds: the server's CPU for logs
+    (rankbin/redis − rankbin/none, per round) beside the floor, and Redis's
+    CPU per request both ways."""
+    if "rankbin/redis" not in rows or "rankbin/none" not in rows:
+        return []
+    logs = [r["rankbin/redis"]["cpu_us"] - r["rankbin/none"]["cpu_us"] for r in rounds]
+    floor = [r["floor"]["cpu_us"] for r in rounds if "floor" in r]
+    per_call = [r["rankbin/redis"]["redis_us"] for r in rounds]
+    per_stored = [r["rankbin/redis"]["redis_info_us"] for r in rounds]
+    return ["### The log path's targets (issue 44; closed loop, each row at its peak)", "",
+            "| target | goal | measured (median [range] over rounds) |", "|---|---|---:|",
+            f"| server CPU for logs: rankbin/redis − rankbin/none | ≤ 25 µs | {med(logs)} µs "
+            f"(the floor: {med(floor)} µs) |",
+            f"| Redis CPU per Rank call (its threads' schedstat) | ≤ 20 µs | {med(per_call)} µs |",
+            f"| Redis CPU per request stored (INFO cpu) | ≤ 20 µs | {med(per_stored)} µs |"]
 
 
 def cache_report(rounds):
@@ -514,6 +564,11 @@ def main():
     parser.add_argument("--open", action="store_true",
                         help="also run each row open loop at --open_fraction of its peak")
     parser.add_argument("--open_fraction", type=float, default=0.8)
+    parser.add_argument("--candidates", type=int, default=500,
+                        help="candidates per request (the load generator's default)")
+    parser.add_argument("--cycled_ids", action="store_true",
+                        help="cycle the load generator's 64 request ids instead of a fresh id "
+                             "per call")
     parser.add_argument("--out", help="also write the markdown report here")
     parser.add_argument("--no_hot", action="store_true",
                         help="skip request_bench's hot in-process cells (BM_Hot) each round")
@@ -537,6 +592,8 @@ def main():
                  f"{args.concurrency} callers.", ""]
         lines += report(closed, args.rows, "Closed loop (peak rate)")
         lines += [""] + phase_report(closed, args.rows)
+        if "floor" in args.rows:
+            lines += [""] + log_targets_report(closed, args.rows)
         if "rankbin/none" in args.rows and not args.no_hot:
             lines += [""] + cache_report(closed)
         if any(r.startswith("xgboost/") for r in args.rows):

@@ -83,8 +83,6 @@ ABSL_FLAG(std::string, variants, "text:1,record:1,record:2",
           "Writer-ceiling variants <representation>:<writers>, representation text, zstd "
           "(text, zstd at --compress_level) or record");
 ABSL_FLAG(int, read_samples, 2000, "Top-10 reads per representation for the read latency");
-ABSL_FLAG(std::string, log_numbers, "auto",
-          "How records code their numbers, as the server's --log_numbers: auto, avx2, scalar");
 ABSL_FLAG(int, dict_kb, 64, "Size of the trained zstd dictionary, KB");
 
 namespace rankwire::logstore {
@@ -245,7 +243,7 @@ std::string CpuBusy(const CpuTimes& a, const CpuTimes& b) {
 
 // ---------------------------------------------------------------------------
 
-enum class Rep { kText, kZstd, kZstdDict, kBlocks };
+enum class Rep { kText, kZstd, kZstdDict, kColumns };
 
 const char* RepName(Rep rep) {
   switch (rep) {
@@ -255,8 +253,8 @@ const char* RepName(Rep rep) {
       return "text zstd (Z)";
     case Rep::kZstdDict:
       return "text zstd + dictionary";
-    case Rep::kBlocks:
-      return "blocks (layout 2)";
+    case Rep::kColumns:
+      return "columns (layout 3)";
   }
   return "?";
 }
@@ -301,8 +299,9 @@ SinkEntry Encode(Rep rep, RequestLogs logs, const Dictionary& dict, ZSTD_CCtx* c
   SinkEntry entry;
   entry.key = absl::StrCat("rank:log:", logs.request_id);
   std::vector<ItemLog> items;
-  if (rep == Rep::kBlocks) {
-    if (!logs.renderer->RenderBlocks(16, &entry.fields)) std::exit(3);
+  if (rep == Rep::kColumns) {
+    if (!logs.renderer->RenderColumns(&entry.fields)) std::exit(3);
+    entry.keep = logs.renderer;  // "#1" points into it.
   } else {
     logs.renderer->Render(&items);
   }
@@ -424,7 +423,7 @@ void MeasureRepresentation(const test::RedisProcess& redis, const rankwire::Rank
 
 struct Variant {
   std::string name;
-  Rep rep = Rep::kBlocks;
+  Rep rep = Rep::kColumns;
   size_t writers = 1;
 };
 
@@ -482,8 +481,8 @@ CeilingSample MeasureCeiling(const test::RedisProcess& redis, const rankwire::Ra
   LogStoreConfig config;
   config.backend = LogStoreConfig::Backend::kRedis;
   config.redis_addr = redis.address();
-  config.format =
-      variant.rep == Rep::kBlocks ? LogStoreConfig::Format::kBlocks : LogStoreConfig::Format::kText;
+  config.format = variant.rep == Rep::kColumns ? LogStoreConfig::Format::kColumns
+                                               : LogStoreConfig::Format::kText;
   config.compress = variant.rep == Rep::kZstd;
   config.compress_level = absl::GetFlag(FLAGS_compress_level);
   config.writers = variant.writers;
@@ -610,7 +609,7 @@ int Main() {
                                absl::GetFlag(FLAGS_ttl_ms));
 
   // 0. Representations, interleaved rounds.
-  const Rep reps[] = {Rep::kText, Rep::kZstd, Rep::kZstdDict, Rep::kBlocks};
+  const Rep reps[] = {Rep::kText, Rep::kZstd, Rep::kZstdDict, Rep::kColumns};
   std::vector<RepResult> rep_results(4);
   for (int round = 0; round < absl::GetFlag(FLAGS_memory_rounds); ++round) {
     for (int k = 0; k < 4; ++k) {
@@ -663,8 +662,8 @@ int Main() {
       v.rep = Rep::kText;
     } else if (parts[0] == "zstd") {
       v.rep = Rep::kZstd;
-    } else if (parts[0] == "blocks" || parts[0] == "record") {
-      v.rep = Rep::kBlocks;
+    } else if (parts[0] == "columns" || parts[0] == "blocks" || parts[0] == "record") {
+      v.rep = Rep::kColumns;
     } else {
       std::cerr << "variant '" << spec << "': unknown representation\n";
       return 2;
@@ -749,14 +748,5 @@ int main(int argc, char** argv) {
   rankwire::ParseFlags(argc, argv,
                        "Log store writer ceiling and Redis memory per request; see "
                        "scripts/bench_logstore.sh.");
-  absl::StatusOr<rankwire::logstore::LogNumberPath> path =
-      rankwire::logstore::ParseLogNumberPath(absl::GetFlag(FLAGS_log_numbers));
-  if (!path.ok()) {
-    std::fprintf(stderr, "--log_numbers: %s\n", std::string(path.status().message()).c_str());
-    return 2;
-  }
-  rankwire::logstore::LimitLogNumberPath(*path);
-  std::fprintf(stderr, "log numbers: %s\n",
-               rankwire::logstore::LogNumberPathName(rankwire::logstore::ActiveLogNumberPath()));
   return rankwire::logstore::Main();
 }

@@ -323,6 +323,44 @@ RankResult LongIdResult(size_t items, uint64_t seed) {
   return WithItems(std::move(r), rows);
 }
 
+// What the ranker returns with explanations (an XGBoost model): 38 keys
+// every item has (doubles, floats, ints, a recall source of 6 values), and
+// "explain.<k>.feature" / "explain.<k>.contribution" for k = 1..5 in the
+// top 10 items only.
+RankResult ExplainedResult(size_t items, uint64_t seed) {
+  Rng rng(seed);
+  RankResult r;
+  std::vector<RankedItem> rows;
+  std::vector<uint32_t> doubles, floats, ints, features, contributions;
+  AddKeys(r, "score.", 8, MetricType::kDouble, &doubles);
+  AddKeys(r, "feat.", 18, MetricType::kFloat, &floats);
+  AddKeys(r, "rank.", 11, MetricType::kInt, &ints);
+  const uint32_t source = r.AddKey("recall.source", MetricType::kString);
+  for (int e = 1; e <= 5; ++e) {
+    features.push_back(r.AddKey(absl::StrCat("explain.", e, ".feature"), MetricType::kString));
+    contributions.push_back(
+        r.AddKey(absl::StrCat("explain.", e, ".contribution"), MetricType::kFloat));
+  }
+  for (size_t i = 0; i < items; ++i) {
+    RankedItem& item = AddItem(rows, rng, i);
+    for (uint32_t k : doubles) item.metrics.push_back({k, MetricValue::Double(Uniform(rng))});
+    for (uint32_t k : floats) {
+      item.metrics.push_back({k, MetricValue::Float(static_cast<float>(Uniform(rng)))});
+    }
+    for (uint32_t k : ints) {
+      item.metrics.push_back({k, MetricValue::Int(static_cast<int64_t>(Pick(rng, 1000)))});
+    }
+    item.metrics.push_back({source, MetricValue::String(kStages[Pick(rng, 6)])});
+    if (i >= 10) continue;
+    for (size_t e = 0; e < features.size(); ++e) {
+      item.metrics.push_back({features[e], MetricValue::String(absl::StrCat("f", Pick(rng, 18)))});
+      item.metrics.push_back(
+          {contributions[e], MetricValue::Float(static_cast<float>(Uniform(rng) - 0.5))});
+    }
+  }
+  return WithItems(std::move(r), rows);
+}
+
 RankResult BareResult(size_t items, uint64_t seed) {
   Rng rng(seed);
   RankResult r;

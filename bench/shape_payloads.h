@@ -33,13 +33,16 @@ RankResult MixedResult(size_t items, uint64_t seed);
 
 // Probe shapes (codec_bench --probe): distinct short strings; 20-80 B
 // strings from 300 values; 1-60 of 60 keys per item in random order; 8 of
-// 3000 keys per item; 80 B ids with 1.6 KB logs; items with no metrics.
+// 3000 keys per item; 80 B ids with 1.6 KB logs; items with no metrics; a
+// ranker's explained result (38 keys in every item, 5 explanation
+// features and contributions in the top 10 items only).
 RankResult DistinctShortResult(size_t items, uint64_t seed);
 RankResult MediumRepeatResult(size_t items, uint64_t seed);
 RankResult RaggedResult(size_t items, uint64_t seed);
 RankResult WideSparseResult(size_t items, uint64_t seed);
 RankResult LongIdResult(size_t items, uint64_t seed);
 RankResult BareResult(size_t items, uint64_t seed);
+RankResult ExplainedResult(size_t items, uint64_t seed);
 
 }  // namespace rankwire::bench
 

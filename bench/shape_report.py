@@ -33,7 +33,8 @@ PROBES = [("probe_distinctshort", "distinct short strings (4 keys, 9-15 B, every
           ("probe_ragged", "1-60 of 60 keys per item, random order"),
           ("probe_widesparse", "8 of 3000 keys per item"),
           ("probe_longid", "80 B ids, 5 doubles, 1.6 KB log"),
-          ("probe_bare", "no metrics, no log")]
+          ("probe_bare", "no metrics, no log"),
+          ("probe_explained", "38 keys, 10 explanation keys in the top 10 items only")]
 SIZES = [10, 100, 500, 2000, 5000]
 
 

@@ -321,7 +321,9 @@ void BM_XGBoostContributions(benchmark::State& state, std::string key, int items
   state.SetItemsProcessed(state.iterations() * items);
 }
 
-enum class Explainer { kExact, kApprox, kClassic };
+// kApprox: what XGBoostModel builds for --explain=approx (its tables when
+// they fit issue 39's memory bound); kApproxWalk: the lean walk.
+enum class Explainer { kExact, kApprox, kApproxWalk, kClassic };
 
 // rankwire's contributions of `items` rows, checked against XGBoost's first
 // (within 1e-5, relative above 1), or the comparison is void.
@@ -339,9 +341,17 @@ void BM_Explain(benchmark::State& state, std::string key, int items, Explainer w
     exact = std::make_unique<rankwire::xgboost::TreeShap>(*e.model);
     explain = [&] { exact->Contributions(rows.data(), items, Features(e), out.data()); };
     state.SetLabel(std::string(exact->kernel_name()));
-  } else if (which == Explainer::kApprox) {
-    approx = std::make_unique<rankwire::xgboost::ApproxContributions>(*e.model);
+  } else if (which == Explainer::kApprox || which == Explainer::kApproxWalk) {
+    size_t budget = 0;  // the walk
+    if (which == Explainer::kApprox) {
+      rankwire::XGBoostModelOptions options;
+      options.mode = rankwire::ExplainMode::kApprox;
+      const rankwire::XGBoostModel scorer(*e.model, "bench", "1", options);
+      budget = scorer.approx()->MemoryBytes();  // the same choice
+    }
+    approx = std::make_unique<rankwire::xgboost::ApproxContributions>(*e.model, budget);
     explain = [&] { approx->Contributions(rows.data(), items, Features(e), out.data()); };
+    state.SetLabel(approx->uses_tables() ? "tables" : "walk");
   } else {
     classic = std::make_unique<rankwire::xgboost::ReferenceTreeShap>(*e.model);
     explain = [&] {
@@ -353,8 +363,8 @@ void BM_Explain(benchmark::State& state, std::string key, int items, Explainer w
   }
   DMatrixHandle matrix;
   CheckXgb(XGDMatrixCreateFromMat(rows.data(), items, Features(e), NAN, &matrix));
-  const std::vector<float> theirs =
-      XGBoostContributions(e, items, which == Explainer::kApprox, matrix);
+  const std::vector<float> theirs = XGBoostContributions(
+      e, items, which == Explainer::kApprox || which == Explainer::kApproxWalk, matrix);
   CheckXgb(XGDMatrixFree(matrix));
   explain();
   for (size_t i = 0; i < out.size(); ++i) {
@@ -577,6 +587,7 @@ void RatioReporter::WorkloadTable() {
   auto& shown = times_["w0300/d6/n0010"];
   row("TreeSHAP, 10 items (--explain=exact)", shown["shap_exact"]);
   row("Saabas, 10 items (--explain=approx)", shown["shap_approx"]);
+  row("Saabas, 10 items, the lean walk", shown["shap_approx_walk"]);
   row("XGBoost's pred_contribs, 10 items", shown["xgboost_contribs"]);
   row("XGBoost's approx_contribs, 10 items", shown["xgboost_approx"]);
   if (!w["xgboost"].empty()) {
@@ -652,6 +663,11 @@ void RatioReporter::ExplainTargets() {
         "(target <= 0.1): %s\n",
         s.median, s.min, s.max, s.median <= 0.1 ? "met" : "MISSED");
   }
+  if (!w10["shap_approx_walk"].empty() && !scoring.empty()) {
+    const RatioStats s = StatsOf(Ratios(w10["shap_approx_walk"], scoring));
+    std::printf("  the same with the lean walk (deeper models' layout): %.3f [%.3f-%.3f]\n",
+                s.median, s.min, s.max);
+  }
   if (!w10["shap_exact"].empty() && !scoring.empty()) {
     const RatioStats s = StatsOf(Ratios(w10["shap_exact"], scoring));
     std::printf("  exact of 10 rows / TreeEvaluator scoring 500 (w0300/d6): %.3f [%.3f-%.3f]\n",
@@ -725,6 +741,8 @@ void RegisterAll() {
   us(benchmark::RegisterBenchmark("ranker_xgboost/w0300/d6/n0500", BM_RankerScore, true));
   us(benchmark::RegisterBenchmark("ranker_linear/w0300/d6/n0500", BM_RankerScore, false));
   RegisterExplain(w, 10);
+  Us(benchmark::RegisterBenchmark("shap_approx_walk/w0300/d6/n0010", BM_Explain, w, 10,
+                                  Explainer::kApproxWalk));
   for (int depth : {4, 5, 6, 7, 8}) {
     for (int items : {1, 10, 100}) RegisterExplain(absl::StrFormat("t0300/d%d", depth), items);
   }

@@ -10,6 +10,11 @@
 // measured from the scheduled time, so a slow server is not hidden by
 // callers that wait for it (no coordinated omission).
 // SIGTERM or SIGINT ends the run early; the result is still printed.
+//
+// --fresh_request_ids gives every call a request id of its own, as
+// central-control sends them, so a server's logs fill the log store under
+// its TTL instead of rewriting --distinct_requests keys (the log
+// benchmarks use it).
 #include <grpcpp/support/proto_buffer_writer.h>
 
 #include <algorithm>
@@ -31,6 +36,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/flags.h"
@@ -46,6 +52,9 @@
 // --target, --codec, --log_mode, --candidates, --top_n, --seed and
 // --deadline_ms are client/channel_flags.cc's (shared with rankwire-cli).
 ABSL_FLAG(uint32_t, distinct_requests, 64, "Distinct requests, cycled.");
+ABSL_FLAG(bool, fresh_request_ids, false,
+          "Give every call a request id of its own (the request's, then the run, the caller "
+          "and the call), as real traffic has: each call's logs get a key of their own.");
 ABSL_FLAG(int, concurrency, 4, "Caller threads (one channel each).");
 ABSL_FLAG(bool, shared_channel, false,
           "All caller threads share one channel (as one central-control process does).");
@@ -64,6 +73,10 @@ ABSL_FLAG(std::string, calls_file, "",
           "Write every measured call to this file, one line each: when it was due (Unix "
           "microseconds), its latency (us), its status code name, and the model version "
           "that answered (tab-separated; for latency around events such as a model reload).");
+ABSL_FLAG(int, calls_stream_ms, 0,
+          "With --calls_file: append the calls completed in each interval of this many ms, "
+          "in the order they completed, so another process can follow a long run (a soak); "
+          "0: write every call at the end, in the order they were due.");
 
 namespace rankwire::client {
 namespace {
@@ -90,7 +103,10 @@ struct CallRecord {
 
 struct Worker {
   std::vector<Sample> samples;
-  std::vector<CallRecord> calls;  // With --calls_file only.
+  // With --calls_file only; taken by the streaming thread with
+  // --calls_stream_ms.
+  absl::Mutex calls_mu;
+  std::vector<CallRecord> calls ABSL_GUARDED_BY(calls_mu);
   // Calls the server refused with RESOURCE_EXHAUSTED (admission control):
   // not errors; their latency is reported apart.
   std::vector<double> rejected_us;
@@ -168,13 +184,33 @@ absl::StatusOr<std::vector<grpc::ByteBuffer>> MakeRequests() {
   const workload::WorkloadGenerator generator(options);
   std::vector<grpc::ByteBuffer> requests;
   for (uint32_t i = 0; i < std::max(1u, absl::GetFlag(FLAGS_distinct_requests)); ++i) {
+    rank::v1::RankRequest request = generator.Make(i);
+    if (absl::GetFlag(FLAGS_fresh_request_ids)) {
+      // The id goes in front of each call's bytes (FreshId): here, the rest.
+      request.clear_request_id();
+    }
     grpc::ByteBuffer bytes;
     bool own = false;
-    RETURN_IF_ERROR(FromGrpcStatus(grpc::SerializationTraits<rank::v1::RankRequest>::Serialize(
-        generator.Make(i), &bytes, &own)));
+    RETURN_IF_ERROR(FromGrpcStatus(
+        grpc::SerializationTraits<rank::v1::RankRequest>::Serialize(request, &bytes, &own)));
     requests.push_back(std::move(bytes));
   }
   return requests;
+}
+
+// A request's bytes with a request id of its own in front: field 1
+// (request_id) as protobuf writes it, then the request's other fields,
+// shared, not copied. Unique to this run (`run`), caller and call.
+grpc::ByteBuffer FreshId(const grpc::ByteBuffer& rest, absl::string_view run, int caller,
+                         uint64_t call) {
+  const std::string id = absl::StrCat("lg-", run, "-", caller, "-", call);
+  std::string head(1, '\x0a');                   // Field 1, length-delimited.
+  head.push_back(static_cast<char>(id.size()));  // Below 128 bytes: one varint byte.
+  head += id;
+  std::vector<grpc::Slice> slices;
+  (void)rest.Dump(&slices);
+  slices.insert(slices.begin(), grpc::Slice(head));
+  return grpc::ByteBuffer(slices.data(), slices.size());
 }
 
 // Set by SIGTERM/SIGINT: the callers stop and the result is printed, so a
@@ -191,6 +227,8 @@ struct Plan {
   size_t top_n = 10;
   CallOptions call;
   const std::vector<grpc::ByteBuffer>* requests = nullptr;
+  bool fresh_ids = false;
+  std::string run;  // What makes this run's request ids its own.
   const CodecRegistry* codecs = nullptr;
   ChannelOptions channel_options;
   std::string target;  // --target, a comma list resolved (ChannelTargetOf).
@@ -212,6 +250,8 @@ Plan PlanFromFlags(const std::vector<grpc::ByteBuffer>* requests, const CodecReg
   plan.call.deadline = absl::Milliseconds(absl::GetFlag(FLAGS_deadline_ms));
   plan.requests = requests;
   plan.codecs = codecs;
+  plan.fresh_ids = absl::GetFlag(FLAGS_fresh_request_ids);
+  plan.run = absl::StrCat(absl::Hex(absl::ToUnixMicros(absl::Now())));
   return plan;
 }
 
@@ -245,8 +285,13 @@ void CallLoop(const Plan& plan, int w, Worker* me) {
       next += Seconds(interval_s);
     }
     if (sent >= plan.end || stop_requested.load()) break;
-    const grpc::ByteBuffer& request = requests[(n * plan.concurrency + w) % requests.size()];
-    absl::StatusOr<RankReply> reply = client.RankSerialized(request, plan.call);
+    const grpc::ByteBuffer* request = &requests[(n * plan.concurrency + w) % requests.size()];
+    grpc::ByteBuffer fresh;
+    if (plan.fresh_ids) {
+      fresh = FreshId(*request, plan.run, w, n);
+      request = &fresh;
+    }
+    absl::StatusOr<RankReply> reply = client.RankSerialized(*request, plan.call);
     const Clock::time_point top_start = Clock::now();
     const absl::Status status = reply.ok() ? ReadTopN(*reply, plan.top_n) : reply.status();
     const Clock::time_point done = Clock::now();
@@ -254,6 +299,7 @@ void CallLoop(const Plan& plan, int w, Worker* me) {
     me->last_done = std::max(me->last_done, done);
     ++me->by_status[status.ok() ? "OK" : absl::StatusCodeToString(status.code())];
     if (record_calls) {
+      const absl::MutexLock lock(&me->calls_mu);
       me->calls.push_back(
           CallRecord{absl::ToUnixMicros(unix_at_start + absl::FromChrono(sent - steady_at_start)),
                      Micros(done - sent), status.code(),
@@ -280,27 +326,83 @@ void CallLoop(const Plan& plan, int w, Worker* me) {
   }
 }
 
+void PrintCall(FILE* out, const CallRecord& c) {
+  std::fprintf(out, "%lld\t%.1f\t%s\t%s\n", static_cast<long long>(c.due_unix_us), c.latency_us,
+               absl::StatusCodeToString(c.code).c_str(), c.model_version.c_str());
+}
+
 // --calls_file: every worker's measured calls, in the order they were due.
-absl::Status WriteCalls(const std::string& path, const std::vector<Worker>& workers) {
-  std::vector<const CallRecord*> calls;
-  for (const Worker& w : workers) {
-    for (const CallRecord& c : w.calls) calls.push_back(&c);
+absl::Status WriteCalls(const std::string& path, std::vector<Worker>& workers) {
+  std::vector<CallRecord> calls;
+  for (Worker& w : workers) {
+    const absl::MutexLock lock(&w.calls_mu);
+    calls.insert(calls.end(), w.calls.begin(), w.calls.end());
   }
-  std::sort(calls.begin(), calls.end(), [](const CallRecord* a, const CallRecord* b) {
-    return a->due_unix_us < b->due_unix_us;
-  });
+  std::sort(calls.begin(), calls.end(),
+            [](const CallRecord& a, const CallRecord& b) { return a.due_unix_us < b.due_unix_us; });
   FILE* out = std::fopen(path.c_str(), "w");
   if (out == nullptr) {
     return absl::UnavailableError(absl::StrCat("--calls_file ", path, ": ", std::strerror(errno)));
   }
-  for (const CallRecord* c : calls) {
-    std::fprintf(out, "%lld\t%.1f\t%s\t%s\n", static_cast<long long>(c->due_unix_us), c->latency_us,
-                 absl::StatusCodeToString(c->code).c_str(), c->model_version.c_str());
-  }
+  for (const CallRecord& c : calls) PrintCall(out, c);
   return std::fclose(out) == 0
              ? absl::OkStatus()
              : absl::UnavailableError(absl::StrCat("--calls_file ", path, ": write failed"));
 }
+
+// --calls_stream_ms: a thread that appends the calls completed since its
+// last pass to --calls_file every interval (flushed, so a reader following
+// the file sees them), and the rest when stopped.
+class CallsStream {
+ public:
+  static absl::StatusOr<std::unique_ptr<CallsStream>> Open(const std::string& path,
+                                                           absl::Duration every,
+                                                           std::vector<Worker>* workers) {
+    FILE* out = std::fopen(path.c_str(), "w");
+    if (out == nullptr) {
+      return absl::UnavailableError(
+          absl::StrCat("--calls_file ", path, ": ", std::strerror(errno)));
+    }
+    return std::unique_ptr<CallsStream>(new CallsStream(out, every, workers));
+  }
+  ~CallsStream() { Stop(); }
+
+  // Writes what is left; false if a write failed.
+  bool Stop() {
+    if (out_ == nullptr) return ok_;
+    done_.Notify();
+    thread_.join();
+    Pass();
+    ok_ = std::fclose(out_) == 0 && ok_;
+    out_ = nullptr;
+    return ok_;
+  }
+
+ private:
+  CallsStream(FILE* out, absl::Duration every, std::vector<Worker>* workers)
+      : out_(out), workers_(workers), thread_([this, every] {
+          while (!done_.WaitForNotificationWithTimeout(every)) Pass();
+        }) {}
+
+  void Pass() {
+    std::vector<CallRecord> taken;
+    for (Worker& w : *workers_) {
+      {
+        const absl::MutexLock lock(&w.calls_mu);
+        taken.swap(w.calls);
+      }
+      for (const CallRecord& c : taken) PrintCall(out_, c);
+      taken.clear();
+    }
+    ok_ = std::fflush(out_) == 0 && ok_;
+  }
+
+  FILE* out_;
+  std::vector<Worker>* workers_;
+  absl::Notification done_;
+  bool ok_ = true;  // Written by the thread until Stop() has joined it.
+  std::thread thread_;
+};
 
 // The measured calls of all workers, pooled.
 struct Summary {
@@ -434,17 +536,33 @@ int Run() {
   plan.target = *target;
   if (absl::GetFlag(FLAGS_shared_channel)) plan.shared_channel = *channel;
   std::vector<Worker> workers(plan.concurrency);
+  const std::string calls_path = absl::GetFlag(FLAGS_calls_file);
+  std::unique_ptr<CallsStream> stream;
+  if (const int every_ms = absl::GetFlag(FLAGS_calls_stream_ms);
+      every_ms > 0 && !calls_path.empty()) {
+    absl::StatusOr<std::unique_ptr<CallsStream>> opened =
+        CallsStream::Open(calls_path, absl::Milliseconds(every_ms), &workers);
+    if (!opened.ok()) {
+      absl::FPrintF(stderr, "rankwire-loadgen: %s\n", opened.status().ToString());
+      return 1;
+    }
+    stream = *std::move(opened);
+  }
   std::vector<std::thread> threads;
   threads.reserve(plan.concurrency);
   for (int w = 0; w < plan.concurrency; ++w) {
     threads.emplace_back([&plan, &workers, w] { CallLoop(plan, w, &workers[w]); });
   }
   for (std::thread& t : threads) t.join();
-  if (const std::string path = absl::GetFlag(FLAGS_calls_file); !path.empty()) {
-    if (absl::Status s = WriteCalls(path, workers); !s.ok()) {
-      absl::FPrintF(stderr, "rankwire-loadgen: %s\n", s.ToString());
-      return 1;
-    }
+  const absl::Status written =
+      stream != nullptr    ? (stream->Stop() ? absl::OkStatus()
+                                             : absl::UnavailableError(absl::StrCat(
+                                                   "--calls_file ", calls_path, ": write failed")))
+      : calls_path.empty() ? absl::OkStatus()
+                           : WriteCalls(calls_path, workers);
+  if (!written.ok()) {
+    absl::FPrintF(stderr, "rankwire-loadgen: %s\n", written.ToString());
+    return 1;
   }
   const Summary summary = Summarize(workers, plan);
   if (absl::GetFlag(FLAGS_json)) {

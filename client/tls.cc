@@ -5,10 +5,6 @@
 
 namespace rankwire::client {
 
-absl::StatusOr<std::string> ReadPemFile(const std::string& path) {
-  return rankwire::ReadPemFile(path);
-}
-
 absl::StatusOr<ClientSecurity> MakeClientSecurity(const ClientTlsFiles& files) {
   if (files.cert_file.empty() != files.key_file.empty()) {
     return absl::InvalidArgumentError(

@@ -36,10 +36,6 @@ struct ClientSecurity {
 // NotFound/PermissionDenied for an unreadable file.
 absl::StatusOr<ClientSecurity> MakeClientSecurity(const ClientTlsFiles& files);
 
-// The contents of a PEM file: NotFound / PermissionDenied naming it, or
-// InvalidArgument if it holds no "-----BEGIN" block.
-absl::StatusOr<std::string> ReadPemFile(const std::string& path);
-
 }  // namespace rankwire::client
 
 #endif  // RANKWIRE_CLIENT_TLS_H_

@@ -23,7 +23,7 @@
 // A ResultView and its ItemRefs may be read from many threads; views fill
 // internal caches (decompressed blocks) under their own synchronization.
 //
-// Adding a codec takes three steps (brpc's protocol.h lists its own the
+// Adding a codec takes four steps (brpc's protocol.h lists its own the
 // same way):
 //
 //   1. Write it: codec/<name>/<name>_codec.{h,cc}, a Codec subclass with
@@ -38,6 +38,14 @@
 //   3. Build it: one line in rankwire_codec's source list in
 //      codec/CMakeLists.txt,
 //        <name>/<name>_codec.cc
+//   4. Read it in the other clients: the Python package's reader (a class
+//      with _view.View's methods, python/src/rankwire/) named in _READERS
+//      (python/src/rankwire/_result.py) with the RankResponse field its
+//      bodies travel in, and its name in CODECS there; the Java client's
+//      ResultView.open (java/src/main/java/io/rankwire/ResultView.java).
+//      The conformance dump (tests/interop/conformance_dump.cc) writes
+//      every built-in codec's payloads, so interop.python_conformance and
+//      java.client's ConformanceIT fail until both read it.
 //
 // Nothing outside codec/ names a codec or knows its layout: the server
 // negotiates the new codec, sizes its responses with its own estimate and
@@ -51,7 +59,8 @@
 // writes them (the ctest fuzz.seeds_current fails until it has).
 // tests/codecs/identity_codec.* is a worked example that lives only in
 // tests/: registered in tests/codecs/codecs_under_test.cc instead of step
-// 2, built by tests/codecs/CMakeLists.txt instead of step 3.
+// 2, built by tests/codecs/CMakeLists.txt instead of step 3, and (not a
+// built-in: no client reads it) without step 4.
 #ifndef RANKWIRE_CODEC_CODEC_H_
 #define RANKWIRE_CODEC_CODEC_H_
 

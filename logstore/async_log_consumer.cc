@@ -76,7 +76,6 @@ AsyncLogConsumer::AsyncLogConsumer(const LogStoreConfig& config,
       compress_level_(config.compress_level),
       writer_nice_(config.writer_nice),
       linger_(std::max(config.linger, absl::ZeroDuration())),
-      block_items_(std::max<uint32_t>(1, config.block_items)),
       cpu_sample_every_(config.cpu_sample_every),
       writer_cpus_(config.writer_cpus),
       sinks_(std::move(sinks)) {
@@ -103,20 +102,22 @@ std::future<LogReceipt> AsyncLogConsumer::Consume(RequestLogs logs) {
   bool store_down = false;
   {
     absl::MutexLock lock(&mu_);
+    counts_.handed += items;
     if (stopping_) {
       shut_down = true;
-      items_dropped_shutdown_.fetch_add(items, std::memory_order_relaxed);
+      counts_.dropped_shutdown += items;
     } else if (queue_.size() < capacity_requests_ && queue_bytes_ + bytes <= capacity_bytes_) {
       queue_.push_back(Pending{std::move(logs), bytes, std::move(promise)});
       queue_bytes_ += bytes;
-      requests_enqueued_.fetch_add(1, std::memory_order_relaxed);
-      items_enqueued_.fetch_add(items, std::memory_order_relaxed);
+      ++counts_.requests_enqueued;
+      counts_.enqueued += items;
+      counts_.queued += items;
       return future;
     } else if (!StoreFailing()) {
-      items_dropped_queue_full_.fetch_add(items, std::memory_order_relaxed);
+      counts_.dropped_queue_full += items;
     } else {
       store_down = true;
-      items_dropped_store_error_.fetch_add(items, std::memory_order_relaxed);
+      counts_.dropped_store_error += items;
     }
   }
   // Dropped: complete outside the lock. The warning line for queue-full
@@ -161,12 +162,17 @@ void AsyncLogConsumer::WriterLoop(size_t index) {
         cancelled.swap(queue_);
         queue_bytes_ = 0;
         for (const Pending& p : cancelled) {
-          items_dropped_shutdown_.fetch_add(ItemCount(p.logs), std::memory_order_relaxed);
+          const size_t items = ItemCount(p.logs);
+          counts_.queued -= items;
+          counts_.dropped_shutdown += items;
         }
       } else {
         size_t batch_bytes = 0;
         while (!queue_.empty() && batch.size() < batch_requests_ &&
                (batch.empty() || batch_bytes + queue_.front().bytes <= kMaxBatchBytes)) {
+          const size_t items = ItemCount(queue_.front().logs);
+          counts_.queued -= items;
+          counts_.writing += items;
           batch_bytes += queue_.front().bytes;
           queue_bytes_ -= queue_.front().bytes;
           batch.push_back(std::move(queue_.front()));
@@ -207,14 +213,15 @@ void AsyncLogConsumer::WriteBatch(LogSink& sink, std::vector<Pending>& batch) {
     entry.key = KeyFor(logs.request_id);
     items[i] = ItemCount(logs);
     // Lines handed over unrendered are made here, off the ranking path:
-    // as blocks (written straight into the entry's fields: the layout, then
-    // the blocks) or as text to be tagged below.
+    // as columns (the layout and "#0" written into the entry's fields, "#1"
+    // mostly pieces of the renderer's memory, which the entry keeps alive)
+    // or as text to be tagged below.
     if (logs.renderer) {
-      if (format_ != LogStoreConfig::Format::kBlocks ||
-          !logs.renderer->RenderBlocks(block_items_, &entry.fields)) {
+      if (format_ != LogStoreConfig::Format::kColumns ||
+          !logs.renderer->RenderColumns(&entry.fields)) {
         logs.renderer->Render(&logs.items);
       }
-      logs.renderer.reset();
+      entry.keep = std::move(logs.renderer);
     }
     for (ItemLog& item : logs.items) {
       EncodeLogValue(compress_, compress_level_, &item.text);
@@ -226,21 +233,30 @@ void AsyncLogConsumer::WriteBatch(LogSink& sink, std::vector<Pending>& batch) {
   const int64_t format_ns = cpu.Lap();
   // The sink may move from the entries.
   std::vector<absl::Status> results = sink.Write(absl::MakeSpan(entries), ttl_);
-  for (size_t i = 0; i < batch.size(); ++i) {
-    absl::Status status = i < results.size()
-                              ? std::move(results[i])
-                              : absl::InternalError("log sink returned too few results");
-    if (status.ok()) {
-      items_stored_.fetch_add(items[i], std::memory_order_relaxed);
-      bytes_stored_.fetch_add(value_bytes[i], std::memory_order_relaxed);
-      batch[i].promise.set_value(
-          LogReceipt{LogReceipt::Outcome::kStored, items[i], absl::OkStatus()});
-    } else {
-      items_dropped_store_error_.fetch_add(items[i], std::memory_order_relaxed);
-      batch[i].promise.set_value(
-          LogReceipt{LogReceipt::Outcome::kDropped, items[i], std::move(status)});
+  std::vector<LogReceipt> receipts(batch.size());
+  uint64_t stored_bytes = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      absl::Status status = i < results.size()
+                                ? std::move(results[i])
+                                : absl::InternalError("log sink returned too few results");
+      counts_.writing -= items[i];
+      if (status.ok()) {
+        counts_.stored += items[i];
+        stored_bytes += value_bytes[i];
+        receipts[i] = LogReceipt{LogReceipt::Outcome::kStored, items[i], absl::OkStatus()};
+      } else if (IsOutcomeUnknown(status)) {
+        counts_.unknown += items[i];
+        receipts[i] = LogReceipt{LogReceipt::Outcome::kUnknown, items[i], std::move(status)};
+      } else {
+        counts_.dropped_store_error += items[i];
+        receipts[i] = LogReceipt{LogReceipt::Outcome::kDropped, items[i], std::move(status)};
+      }
     }
   }
+  bytes_stored_.fetch_add(stored_bytes, std::memory_order_relaxed);
+  for (size_t i = 0; i < batch.size(); ++i) batch[i].promise.set_value(std::move(receipts[i]));
   if (cpu.sampling()) {
     format_cpu_ns_.fetch_add(static_cast<uint64_t>(format_ns), std::memory_order_relaxed);
     store_cpu_ns_.fetch_add(static_cast<uint64_t>(cpu.Lap()), std::memory_order_relaxed);
@@ -249,7 +265,11 @@ void AsyncLogConsumer::WriteBatch(LogSink& sink, std::vector<Pending>& batch) {
 }
 
 void AsyncLogConsumer::ReportQueueFullDrops() {
-  const uint64_t dropped = items_dropped_queue_full_.load(std::memory_order_relaxed);
+  uint64_t dropped = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    dropped = counts_.dropped_queue_full;
+  }
   if (dropped == queue_full_reported_) return;
   uint64_t suppressed = 0;
   if (!queue_full_throttle_.Allow(&suppressed)) return;
@@ -285,13 +305,16 @@ LogStats AsyncLogConsumer::stats() const {
     absl::MutexLock lock(&mu_);
     s.queue_requests = queue_.size();
     s.queue_bytes = queue_bytes_;
+    s.items_handed = counts_.handed;
+    s.requests_enqueued = counts_.requests_enqueued;
+    s.items_enqueued = counts_.enqueued;
+    s.items_stored = counts_.stored;
+    s.items_dropped_queue_full = counts_.dropped_queue_full;
+    s.items_dropped_store_error = counts_.dropped_store_error;
+    s.items_dropped_shutdown = counts_.dropped_shutdown;
+    s.items_unknown = counts_.unknown;
+    s.items_in_flight = counts_.queued + counts_.writing;
   }
-  s.requests_enqueued = requests_enqueued_.load(std::memory_order_relaxed);
-  s.items_enqueued = items_enqueued_.load(std::memory_order_relaxed);
-  s.items_stored = items_stored_.load(std::memory_order_relaxed);
-  s.items_dropped_queue_full = items_dropped_queue_full_.load(std::memory_order_relaxed);
-  s.items_dropped_store_error = items_dropped_store_error_.load(std::memory_order_relaxed);
-  s.items_dropped_shutdown = items_dropped_shutdown_.load(std::memory_order_relaxed);
   s.bytes_stored = bytes_stored_.load(std::memory_order_relaxed);
   s.format_cpu_ns = format_cpu_ns_.load(std::memory_order_relaxed);
   s.store_cpu_ns = store_cpu_ns_.load(std::memory_order_relaxed);

@@ -15,8 +15,8 @@
 // A writer thread takes up to batch_requests requests at a time: after a
 // write it lets the next batch gather for up to `linger` (or until it is
 // full), so under load a writer wakes once per batch rather than once per
-// request; an idle writer takes the first request at once. It renders them (blocks,
-// log_blocks.h, or text, log_value.h, compressing if asked), hands
+// request; an idle writer takes the first request at once. It renders them (columns,
+// log_columns.h, or text, log_value.h, compressing if asked), hands
 // the batch to its sink in one call (one pipelined round trip) and
 // completes each future with the sink's per-request outcome. Writers share
 // the queue, so rendering and writing scale over them; each runs at
@@ -25,11 +25,14 @@
 // calls LogSink::Poll() every few tens of milliseconds so a sink that is
 // down reconnects without waiting for traffic.
 //
-// Every future completes, exactly once, with kStored or kDropped; counters
-// are updated before the future completes, so a caller that has waited on a
-// future sees it counted in stats(). Each item handed to Consume() ends up
-// in exactly one of items_stored or the items_dropped_* counters;
-// items_enqueued counts the ones that entered the queue.
+// Every future completes, exactly once, with kStored, kDropped or kUnknown
+// (sent whole, no answer); counters are updated before the future
+// completes, so a caller that has waited on a future sees it counted in
+// stats(). Each item handed to Consume() is counted in items_handed and
+// ends up in exactly one of items_stored, the items_dropped_* counters or
+// items_unknown; until then it is in flight. The counters change together
+// under the queue's lock, so every stats() holds LogStats's identity
+// exactly; items_enqueued counts the ones that entered the queue.
 //
 // Ownership: owns the sinks and the writer threads. The destructor calls
 // Shutdown(kDestructorFlushTimeout).
@@ -64,7 +67,7 @@ class AsyncLogConsumer final : public LogConsumer {
  public:
   // How long the destructor lets the writer flush the queue.
   static constexpr absl::Duration kDestructorFlushTimeout = absl::Seconds(1);
-  // A batch stops growing at this many value bytes even if batch_requests
+  // A batch stops growing at this many queued bytes even if batch_requests
   // is not reached, which bounds the sink's per-round-trip buffers.
   static constexpr size_t kMaxBatchBytes = size_t{8} << 20;
   // The longest TTL accepted. Logs live for a second or so; a bound keeps
@@ -130,7 +133,6 @@ class AsyncLogConsumer final : public LogConsumer {
   const int compress_level_;
   const int writer_nice_;
   const absl::Duration linger_;
-  const uint32_t block_items_;
   const uint32_t cpu_sample_every_;
   const std::vector<int> writer_cpus_;
   // sinks_[i] is used by writer thread i only (up() and reconnects() by any).
@@ -142,12 +144,22 @@ class AsyncLogConsumer final : public LogConsumer {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;  // Also: no longer accepting.
   absl::Time flush_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
 
-  std::atomic<uint64_t> requests_enqueued_{0};
-  std::atomic<uint64_t> items_enqueued_{0};
-  std::atomic<uint64_t> items_stored_{0};
-  std::atomic<uint64_t> items_dropped_queue_full_{0};
-  std::atomic<uint64_t> items_dropped_store_error_{0};
-  std::atomic<uint64_t> items_dropped_shutdown_{0};
+  // The line counts (LogStats), changed together under mu_ so that a
+  // stats() snapshot adds up: items queued and items in writers' hands are
+  // the ones in flight.
+  struct Counts {
+    uint64_t handed = 0;
+    uint64_t requests_enqueued = 0;
+    uint64_t enqueued = 0;
+    uint64_t stored = 0;
+    uint64_t dropped_queue_full = 0;
+    uint64_t dropped_store_error = 0;
+    uint64_t dropped_shutdown = 0;
+    uint64_t unknown = 0;
+    uint64_t queued = 0;
+    uint64_t writing = 0;
+  };
+  Counts counts_ ABSL_GUARDED_BY(mu_);
   std::atomic<uint64_t> bytes_stored_{0};
   std::atomic<uint64_t> format_cpu_ns_{0};
   std::atomic<uint64_t> store_cpu_ns_{0};

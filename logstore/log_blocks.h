@@ -1,5 +1,8 @@
-// Log blocks: a request's log lines stored as their typed values, a block
-// of items per hash field, and rendered back to the exact text on read.
+// Log blocks (layout version 2): a request's log lines stored as their
+// typed values, a block of items per hash field, rendered back to the exact
+// text on read. Servers before columns (log_columns.h, layout version 3)
+// wrote them; this is their reader, kept so that a store written during a
+// rolling upgrade stays readable. Nothing writes blocks any more.
 //
 // Every line of a request is the same literal text (its header, labels)
 // with the item's values in between, so the store keeps (docs/LOGS.md
@@ -20,12 +23,10 @@
 //
 // Rendering is piece[0] value[0] piece[1] ... value[n-1] piece[n]; a
 // number renders as absl::SixDigits of its binary32 value (printf's %g), a
-// position slot as the item's 1-based position. Nothing is formatted when
-// the block is written: the writer copies values.
+// position slot as the item's 1-based position.
 //
-// Writing: a BlockLayout, then a BlocksWriter fed column by column in slot
-// order (every block at once). Reading: BlockLayout::Parse, then a
-// BlockReader per block.
+// Reading: BlockLayout::Parse, then a BlockReader per block. (Serialize
+// writes a layout, for tests that build blocks by hand.)
 //
 // Thread safety: plain values; a writer or reader is used by one thread.
 #ifndef RANKWIRE_LOGSTORE_LOG_BLOCKS_H_
@@ -43,9 +44,9 @@
 
 namespace rankwire::logstore {
 
-// The hash field that holds a request's layout. Item ids are never empty
-// (the request validator refuses them), so it cannot collide with an item
-// of a per-item format.
+// The hash field that holds a request's layout (every version). Item ids
+// are never empty (the request validator refuses them), so it cannot
+// collide with an item of a per-item format.
 inline constexpr absl::string_view kLayoutField = "";
 
 inline constexpr char kBlocksLayoutTag = 'L';
@@ -59,6 +60,9 @@ enum class LogSlot : uint8_t {
   kString = 3,    // An entry of the layout's string table.
   kNumber = 4,    // A binary32 number, rendered with six significant digits.
   kPosition = 5,  // The item's 1-based position: no bytes in the block.
+  // Layout version 3 only (log_columns.h): the item's 1-based place in the
+  // request (the order the candidates came in); no bytes.
+  kRequestIndex = 6,
 };
 
 // How a block stores one number column.
@@ -109,40 +113,6 @@ struct BlockLayout {
   static absl::StatusOr<BlockLayout> Parse(absl::string_view value);
   // Whether a layout value is version 2 (blocks), without parsing it.
   static bool IsBlocks(absl::string_view value);
-};
-
-// Writes every block of a request, column by column: one call per slot of
-// the layout, in order (kPosition slots take none), each with the slot's
-// values for all the layout's items in position order; then block(b).
-// Each block's share of a number column is stored in the cheapest form its
-// values allow (NumberForm). Column by column, the choices for one slot
-// follow each other, and they mostly agree from block to block: taken in
-// block order, mispredicted branches cost the writer twice as much.
-//
-//   BlocksWriter writer(layout, ids);
-//   writer.ItemIds(ids); writer.Numbers(column_1); writer.Numbers(column_2); ...
-//   for (size_t b = 0; b < writer.blocks(); ++b) fields->Add(LogBlockField(b), writer.block(b));
-class BlocksWriter {
- public:
-  // `ids`: the items' ids in position order (layout.items of them), which
-  // size each block's region once, from above; ItemIds() writes them.
-  BlocksWriter(const BlockLayout& layout, const absl::string_view* ids);
-  void ItemIds(const absl::string_view* ids);
-  void Ints(const int64_t* values);
-  void Strings(const uint32_t* indexes);
-  void Numbers(const float* values);
-  size_t blocks() const { return end_.size(); }
-  absl::string_view block(size_t b) const {
-    return absl::string_view(buffer_.get() + start_[b], end_[b] - start_[b]);
-  }
-
- private:
-  // All blocks in one buffer, each in a region sized from above: block b
-  // is [start_[b], end_[b]), its room up to start_[b + 1].
-  std::unique_ptr<char[]> buffer_;
-  std::vector<size_t> start_;
-  std::vector<size_t> end_;
-  std::vector<uint32_t> begin_;  // Per block its first item, then the item count.
 };
 
 // One block, parsed against its layout: the items' ids, and each item's

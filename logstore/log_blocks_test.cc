@@ -1,5 +1,7 @@
-// Log blocks: layouts and blocks written and read back, each number form,
-// and corrupt values refused with DataLoss, never a crash or a wrong line.
+// Log blocks (layout version 2, which servers no longer write but readers
+// read): layouts and blocks built as LOGS.md specifies and read back, each
+// number form, and corrupt values refused with DataLoss, never a crash or
+// a wrong line.
 #include "logstore/log_blocks.h"
 
 #include <cmath>
@@ -12,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "tests/support/log_blocks_v2.h"
 
 namespace rankwire::logstore {
 namespace {
@@ -36,18 +39,17 @@ struct Written {
 };
 
 // Writes `numbers` (one per item) with ids "sku-<i>", ints i * 7 - 3 and
-// strings i % 3, and the lines they must render to.
-Written Write(const std::vector<float>& numbers, uint32_t top, uint32_t block) {
+// strings i % 3 (numbers in `form`), and the lines they must render to.
+Written Write(const std::vector<float>& numbers, uint32_t top, uint32_t block,
+              test_util::V2Form form = test_util::V2Form()) {
   Written w;
   const uint32_t n = static_cast<uint32_t>(numbers.size());
   w.layout = TestLayout(n, top, block);
   std::vector<std::string> id_storage;
-  std::vector<absl::string_view> ids;
   std::vector<int64_t> ints;
   std::vector<uint32_t> codes;
   for (uint32_t i = 0; i < n; ++i) id_storage.push_back(absl::StrCat("sku-", i));
   for (uint32_t i = 0; i < n; ++i) {
-    ids.push_back(id_storage[i]);
     ints.push_back(int64_t{i} * 7 - 3);
     codes.push_back(i % 3);
     std::string line = absl::StrCat("id=", id_storage[i], " pos=", i + 1, " n=", ints[i],
@@ -55,14 +57,11 @@ Written Write(const std::vector<float>& numbers, uint32_t top, uint32_t block) {
     AppendLogNumberText(numbers[i], &line);
     w.expected.push_back(line + ";");
   }
-  BlocksWriter writer(w.layout, ids.data());
-  writer.ItemIds(ids.data());
-  writer.Ints(ints.data());
-  writer.Strings(codes.data());
-  writer.Numbers(numbers.data());
-  for (size_t b = 0; b < writer.blocks(); ++b) w.blocks.emplace_back(writer.block(b));
+  w.blocks = test_util::WriteV2Blocks(w.layout, id_storage, ints, codes, numbers, form);
   return w;
 }
+
+test_util::V2Form Form(NumberForm form, int scale = 0) { return test_util::V2Form{form, scale}; }
 
 // Every item of `w`, read back through a parsed layout, renders its line.
 void ExpectReadBack(const Written& w) {
@@ -100,56 +99,21 @@ TEST(LogBlocksTest, BlocksSplitTheTopItemsFromTheRest) {
 }
 
 TEST(LogBlocksTest, EveryNumberFormReadsBack) {
-  // Constant, whole numbers, one top byte, raw (mixed signs and sizes).
-  ExpectReadBack(Write(std::vector<float>(20, 0.25f), 4, 8));
-  ExpectReadBack(Write({0, 1, -2, 3, 16777215, -16777215, 7, 8}, 8, 8));
-  ExpectReadBack(Write({0.5f, 0.75f, 0.875f, 0.99f, 0.51f}, 5, 5));
+  ExpectReadBack(Write(std::vector<float>(20, 0.25f), 4, 8, Form(NumberForm::kConstant)));
+  ExpectReadBack(Write({0, 1, -2, 3, 16777215, -16777215, 7, 8}, 8, 8, Form(NumberForm::kWhole)));
+  ExpectReadBack(Write({0.5f, 0.75f, 0.875f, 0.99f, 0.51f}, 5, 5, Form(NumberForm::kTopByte)));
   ExpectReadBack(Write({1e-30f, -3.5f, 1e30f, 0.1f, 123456.7f}, 2, 2));
-}
-
-// The number column's form byte of a Write() of one block: after the tag,
-// the count, the ids (prefix "sku-"), the ints and the string codes.
-uint8_t FormOf(const Written& w) {
-  const std::string& block = w.blocks[0];
-  size_t p = 2 + 1 + 4;  // 'B', count (< 128), prefix length and "sku-".
-  for (uint32_t j = 0; j < w.layout.BlockSize(0); ++j) p += 1 + static_cast<uint8_t>(block[p]);
-  for (uint32_t j = 0; j < 2 * w.layout.BlockSize(0); ++j) {
-    while (static_cast<uint8_t>(block[p]) >= 0x80) ++p;
-    ++p;
-  }
-  return static_cast<uint8_t>(block[p]);
-}
-
-TEST(LogBlocksTest, TwoTopBytesAndShortDecimalsAreStoredSmaller) {
-  // Both sides of a power of two: two top bytes, 27 bytes instead of 32.
-  // (Seven digits and more: no short decimals.)
-  const std::vector<float> halves = {0.3123457f, 0.6123457f, 0.2612346f, 0.9912346f,
-                                     0.5012346f, 0.4912346f, 0.7012346f, 0.3112346f};
-  Written w = Write(halves, 8, 8);
-  ExpectReadBack(w);
-  EXPECT_EQ(FormOf(w), static_cast<uint8_t>(NumberForm::kTwoTops));
-  const std::vector<float> signs = {1.5123457f, -1.5123457f, 1.2512346f, -1.7512346f,
-                                    1.0123457f, -1.0123457f, 1.1123457f, -1.9123457f};
-  w = Write(signs, 8, 8);
-  ExpectReadBack(w);
-  EXPECT_EQ(FormOf(w), static_cast<uint8_t>(NumberForm::kTwoTops));
-  // Prices with two decimals (what requests carry): varints of the cents.
-  const std::vector<float> prices = {78.7f, 54.65f, 40.93f, 21.73f, 445.18f, 71.31f, 9.99f, 0.5f};
-  w = Write(prices, 8, 8);
-  ExpectReadBack(w);
-  EXPECT_EQ(FormOf(w), static_cast<uint8_t>(NumberForm::kDecimal));
-  const std::vector<float> rates = {-0.11f, -0.33f, -0.22f, 0.0f, -0.11f, -0.44f, -0.33f, -0.11f};
-  w = Write(rates, 8, 8);
-  ExpectReadBack(w);
-  EXPECT_EQ(FormOf(w), static_cast<uint8_t>(NumberForm::kDecimal));
-  // A decimal scale guessed from the first values, then a block that is
-  // not decimal at it: stored another way, still exact.
-  std::vector<float> mixed = prices;
-  for (int i = 0; i < 8; ++i) mixed.push_back(0.1234567f * (i + 1));
-  ExpectReadBack(Write(mixed, 8, 8));
-  // -0, NaN, infinities and values past 2^31 / 10^k are never decimals.
-  const float inf = std::numeric_limits<float>::infinity();
-  ExpectReadBack(Write({0.25f, -0.0f, 0.5f, inf, 0.75f, std::nanf(""), 3e9f, -inf}, 8, 8));
+  // Both sides of a power of two: two top bytes.
+  ExpectReadBack(Write({0.3123457f, 0.6123457f, 0.2612346f, 0.9912346f, 0.5012346f, 0.4912346f,
+                        0.7012346f, 0.3112346f},
+                       8, 8, Form(NumberForm::kTwoTops)));
+  ExpectReadBack(
+      Write({1.5123457f, -1.5123457f, 1.2512346f, -1.7512346f}, 4, 4, Form(NumberForm::kTwoTops)));
+  // Prices with two decimals, negative rates: the binary32 of d * 10^-k.
+  ExpectReadBack(Write({78.7f, 54.65f, 40.93f, 21.73f, 445.18f, 71.31f, 9.99f, 0.5f}, 8, 8,
+                       Form(NumberForm::kDecimal, 2)));
+  ExpectReadBack(Write({-0.11f, -0.33f, -0.22f, 0.0f, -0.11f, -0.44f, -0.33f, -0.11f}, 8, 8,
+                       Form(NumberForm::kDecimal, 2)));
 }
 
 TEST(LogBlocksTest, OddNumbersRenderAsSixDigits) {
@@ -174,18 +138,10 @@ TEST(LogBlocksTest, MinusZeroIsNotStoredAsAWholeNumber) {
   EXPECT_NE(w.expected[0].find("x=-0;"), std::string::npos);
 }
 
-TEST(LogBlocksTest, IdsShareTheirPrefixOnce) {
-  Written w = Write(std::vector<float>(16, 1.5f), 16, 16);
-  // "sku-" once, then the suffixes: far less than 16 full ids.
-  EXPECT_EQ(w.blocks.size(), 1u);
-  EXPECT_NE(w.blocks[0].find("sku-"), std::string::npos);
-  EXPECT_EQ(w.blocks[0].find("sku-", w.blocks[0].find("sku-") + 1), std::string::npos);
-}
-
 TEST(LogBlocksTest, CorruptLayoutsAndBlocksAreDataLossNeverACrash) {
   std::vector<float> numbers;
   for (int i = 0; i < 40; ++i) numbers.push_back(i % 3 == 0 ? i : 0.37f * i);
-  const Written w = Write(numbers, 10, 16);
+  const Written w = Write(numbers, 10, 16, Form(NumberForm::kTopByte));
   const std::string layout_value = w.layout.Serialize();
   // Every truncation of the layout, and of each block, is refused.
   for (size_t cut = 0; cut < layout_value.size(); ++cut) {
@@ -217,7 +173,7 @@ TEST(LogBlocksTest, CorruptLayoutsAndBlocksAreDataLossNeverACrash) {
   }
   // Unknown kinds, forms and versions.
   std::string bad_version = layout_value;
-  bad_version[1] = 3;
+  bad_version[1] = 4;
   EXPECT_FALSE(BlockLayout::Parse(bad_version).ok());
   EXPECT_FALSE(BlockLayout::IsBlocks(bad_version));
 }
@@ -233,7 +189,7 @@ std::string OneItemBlock(const std::string& number) {
          number;
 }
 
-TEST(LogBlocksTest, WhatTheWriterNeverWritesIsRefused) {
+TEST(LogBlocksTest, WhatNoServerWritesIsRefused) {
   // A version-2 layout has exactly one item id slot.
   BlockLayout layout = TestLayout(1, 1, 16);
   layout.kinds[0] = LogSlot::kPosition;
@@ -252,6 +208,17 @@ TEST(LogBlocksTest, WhatTheWriterNeverWritesIsRefused) {
   absl::StatusOr<BlockLayout> none = BlockLayout::Parse(TestLayout(0, 1, 16).Serialize());
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(BlockReader::Parse(*none, 0, std::string("B\x00\x00", 3)).ok());
+  // An empty item id, whether or not anyone asks for it.
+  EXPECT_EQ(
+      BlockReader::Parse(*one, 0, std::string("B\x01\x00\x00\x00\x00", 6) + raw).status().code(),
+      absl::StatusCode::kDataLoss);
+  // A varint not in its shortest form (the count 1 as two bytes).
+  EXPECT_EQ(
+      BlockReader::Parse(
+          *one, 0, std::string("B\x81\x00\x00\x01", 5) + "a" + std::string("\x00\x00", 2) + raw)
+          .status()
+          .code(),
+      absl::StatusCode::kDataLoss);
   const std::map<std::string, std::string> bad = {
       {"unknown form", std::string("\x06\x00\x00\xc0\x3f", 5)},
       {"two tops out of order", std::string("\x04\x3f\x3e\x01\x00\x00\xc0", 7)},
@@ -280,6 +247,9 @@ TEST(LogBlocksTest, HostileLayoutsCannotAskForUnboundedWork) {
   layout = TestLayout(10, 0, 16);  // A first block of no items.
   EXPECT_FALSE(BlockLayout::Parse(layout.Serialize()).ok());
   layout = TestLayout(10, 3, 0);
+  EXPECT_FALSE(BlockLayout::Parse(layout.Serialize()).ok());
+  // block_items 0 is refused beside no items too.
+  layout = TestLayout(0, 1, 0);
   EXPECT_FALSE(BlockLayout::Parse(layout.Serialize()).ok());
 }
 

@@ -51,7 +51,8 @@ void LogRecordBuilder::CaptureSlot(SlotKind kind) {
 }
 
 void LogRecordBuilder::FlushNumbers() {
-  char* end = EncodeLogNumbers(held_, held_count_, Reserve(held_count_ * kMaxLogNumberBytes));
+  char* end = Reserve(held_count_ * kMaxLogNumberBytes);
+  for (size_t i = 0; i < held_count_; ++i) end = EncodeLogNumber(held_[i], end);
   size_ = static_cast<size_t>(end - buffer_.get());
   held_count_ = 0;
 }

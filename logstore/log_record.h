@@ -13,10 +13,10 @@
 //     significant decimal digits, which is what the text shows).
 //
 // Rendering is literal[0] value[0] literal[1] value[1] ... literal[n]. The
-// bytes are specified in docs/LOGS.md; tests/interop/log_decoder.py is an
-// independent decoder. A number slot renders as absl::SixDigits does
-// (printf "%g"), so the text is byte-identical to the line the ranker
-// formats inline.
+// bytes are specified in docs/LOGS.md; python/src/rankwire/logs.py is an
+// independent decoder (tests/interop/test_log_decoder.py). A number slot
+// renders as absl::SixDigits does (printf "%g"), so the text is
+// byte-identical to the line the ranker formats inline.
 //
 // Writing: a LogRecordBuilder per request. The producer describes each line
 // with Literal/ItemId/Int/String/Number calls; the literals of the first
@@ -84,8 +84,8 @@ class LogRecordBuilder {
   void ItemId() { Slot(SlotKind::kItemId); }
   void Int(int64_t value);
   void String(absl::string_view text);
-  // Numbers are coded in batches (EncodeLogNumbers): a run of them is held
-  // until the next slot of another kind or the end of the line.
+  // Numbers are coded in runs: a run of them is held until the next slot
+  // of another kind or the end of the line.
   inline void Number(double value);
   // `count` number slots, each after its literal label: a line's features,
   // a head's terms. After the first line the labels are not looked at and

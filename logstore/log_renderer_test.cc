@@ -92,16 +92,18 @@ class GivingUpRenderer final : public LogRenderer {
   void Render(std::vector<ItemLog>* items) override {
     for (int i = 0; i < 3; ++i) items->push_back(ItemLog{absl::StrCat("sku-", i), "text line"});
   }
-  bool RenderBlocks(uint32_t /*block_items*/, PackedFields* fields) override {
+  bool RenderColumns(PackedFields* fields) override {
     const PackedFields::Mark start = fields->mark();
-    fields->Add("", "L\x02half a layout");
-    fields->Add("#0", "Bnot a block");
+    fields->Add("", "L\x03half a layout");
+    fields->Add("#0", "Tnot a top");
+    const absl::string_view pieces[] = {"A", "not all"};
+    fields->AddPieces("#1", pieces);
     fields->RollBack(start);
     return false;
   }
 };
 
-TEST(LogRendererTest, ARendererThatGivesUpOnBlocksIsStoredAsTextOnly) {
+TEST(LogRendererTest, ARendererThatGivesUpOnColumnsIsStoredAsTextOnly) {
   auto table = std::make_shared<MemoryLogTable>();
   absl::StatusOr<LogStore> store = OpenMemoryLogStore(LogStoreConfig{}, table);
   ASSERT_TRUE(store.ok()) << store.status();

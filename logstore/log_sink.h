@@ -13,6 +13,7 @@
 #define RANKWIRE_LOGSTORE_LOG_SINK_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,16 +30,27 @@ namespace rankwire::logstore {
 struct SinkEntry {
   std::string key;
   PackedFields fields;  // Never empty.
+  // What the fields' pieces point into (PackedFields::AddPieces): kept
+  // alive until the entry is gone.
+  std::shared_ptr<const void> keep;
 };
+
+// A write's outcome when its bytes went out whole but no answer came (a
+// timeout, a lost connection): the store may hold it or not. `why` says
+// what happened; the consumer counts the entry as unknown, not dropped.
+absl::Status OutcomeUnknown(const absl::Status& why);
+bool IsOutcomeUnknown(const absl::Status& status);
 
 class LogSink {
  public:
   virtual ~LogSink() = default;
 
   // Stores every entry (its fields, then an expiry of `ttl` on its key) and
-  // returns one status per entry, in order. OK means stored; kUnavailable
-  // means the store could not be reached; other codes are the store's
-  // refusal of that entry. The sink may move from the entries.
+  // returns one status per entry, in order. OK means stored;
+  // IsOutcomeUnknown means it was sent whole and no answer came;
+  // kUnavailable otherwise means the store could not be reached (the entry
+  // was not stored); other codes are the store's refusal of that entry.
+  // The sink may move from the entries.
   virtual std::vector<absl::Status> Write(absl::Span<SinkEntry> batch, absl::Duration ttl) = 0;
 
   // Called by the writer when it has nothing to write, about every

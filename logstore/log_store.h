@@ -11,12 +11,13 @@
 // Keys: one per request, KeyFor(request_id) = key_prefix + request_id
 // ("rank:log:req-1"), a hash written whole (DEL + HSET + PEXPIRE in one
 // MULTI/EXEC, so a reused request id replaces the earlier logs). With
-// Format::kBlocks (the default) the hash holds the request's layout (field
-// "") and its items' values in blocks by position (fields "#0", "#1", ...;
-// log_blocks.h), the first block being the caller's top_n items; with
-// Format::kText one field per item (the item id), 'T' + text or 'Z' + a
-// zstd frame of it. Readers read both, and the per-item records servers of
-// layout version 1 wrote ('R', log_record.h). docs/LOGS.md specifies the
+// Format::kColumns (the default) the hash holds the request's layout
+// (field "", version 3), its top_n items' values (field "#0") and every
+// item's values as the ranker holds them, column by column (field "#1";
+// log_columns.h); with Format::kText one field per item (the item id), 'T'
+// + text or 'Z' + a zstd frame of it. Readers read both, and what servers
+// of earlier versions wrote: blocks (layout version 2, log_blocks.h) and
+// per-item records (version 1, log_record.h). docs/LOGS.md specifies the
 // bytes.
 //
 // Thread safety: LogConsumer::Consume and LogReader::Fetch are safe from many
@@ -56,15 +57,15 @@ class LogRenderer {
   virtual size_t ItemCount() const = 0;
   virtual size_t EstimatedBytes() const = 0;
   // Appends one ItemLog per item: ItemCount() of them, which the consumer
-  // counts as stored or dropped. Called once (this or RenderRecords).
+  // counts as stored or dropped. Called once (this or RenderColumns).
   virtual void Render(std::vector<ItemLog>* items) = 0;
-  // The structured form (log_blocks.h): appends the layout field "" and
-  // the block fields "#0", "#1", ... (later blocks of `block_items` items)
-  // to `fields`, which render to the same text Render() makes. False if
-  // this renderer has no structured form (then `fields` is as it was and
-  // Render() is used).
-  virtual bool RenderBlocks(uint32_t block_items, PackedFields* fields) {
-    (void)block_items;
+  // The structured form (log_columns.h): appends the fields "" (the
+  // layout), "#0" and "#1" to `fields`, which render to the same text
+  // Render() makes. "#1" may be pieces of memory the renderer holds
+  // (PackedFields::AddPieces): the renderer must outlive the fields' use.
+  // False if this renderer has no structured form (then `fields` is as it
+  // was and Render() is used).
+  virtual bool RenderColumns(PackedFields* fields) {
     (void)fields;
     return false;
   }
@@ -81,22 +82,35 @@ struct RequestLogs {
 
 // How one Consume() ended.
 struct LogReceipt {
-  enum class Outcome { kStored, kDropped };
+  // kUnknown: the write went out whole but no answer came (a timeout, a
+  // lost connection): the store may or may not hold the logs.
+  enum class Outcome { kStored, kDropped, kUnknown };
   Outcome outcome = Outcome::kDropped;
   size_t items = 0;
   // Why it was dropped (kUnavailable: store down; kResourceExhausted: queue
-  // full; kCancelled: shut down before it was written).
+  // full; kCancelled: shut down before it was written), or why the outcome
+  // is unknown.
   absl::Status status;
 };
 
-// Counters since start. Items are per-item log lines.
+// Counters since start. Items are per-item log lines. Every line handed
+// to Consume() is in exactly one of stored, a dropped_* counter, unknown or
+// in flight (queued, or in a writer's hands), so
+//
+//   items_handed = items_stored + items_dropped_* + items_unknown + items_in_flight
+//
+// holds in every LogStats (stats() reads them together), and once the
+// writers are idle, in_flight is 0.
 struct LogStats {
+  uint64_t items_handed = 0;
   uint64_t requests_enqueued = 0;
   uint64_t items_enqueued = 0;
   uint64_t items_stored = 0;
   uint64_t items_dropped_queue_full = 0;
   uint64_t items_dropped_store_error = 0;
   uint64_t items_dropped_shutdown = 0;
+  uint64_t items_unknown = 0;
+  uint64_t items_in_flight = 0;
   uint64_t bytes_stored = 0;  // Value bytes sent to the store (after compression).
   // The writers' CPU time over a sample of batches (LogStoreConfig::
   // cpu_sample_every): making the values, and writing them; the mean per
@@ -154,15 +168,13 @@ class LogReader {
 
 struct LogStoreConfig {
   enum class Backend { kMemory, kRedis, kRedisCluster };
-  // How lines handed over as renderers are stored: blocks of typed values
-  // (the default: ~7x less Redis memory than text, nothing formatted on the
-  // write path) or text ('T', or 'Z' with `compress`). Lines handed over as
-  // text are always stored as text.
-  enum class Format { kBlocks, kText };
+  // How lines handed over as renderers are stored: columns of typed values
+  // (the default: a fraction of text's Redis memory, nothing formatted on
+  // the write path) or text ('T', or 'Z' with `compress`). Lines handed
+  // over as text are always stored as text.
+  enum class Format { kColumns, kText };
   Backend backend = Backend::kMemory;
-  Format format = Format::kBlocks;
-  // Items per block after the first (which holds the request's top_n).
-  uint32_t block_items = 16;
+  Format format = Format::kColumns;
   // host:port; for kRedisCluster a comma-separated list of seed nodes.
   std::string redis_addr = "127.0.0.1:6379";
   std::string redis_password;  // AUTH when not empty.

@@ -6,9 +6,16 @@
 // (1,000 arguments per request, each through its own length formatting).
 // The in-process store and tests read the fields back (Cursor, ForEach).
 //
+// A value may also be added as pieces that stay where they are
+// (AddPieces): the log writer's largest value is mostly the ranker's own
+// columns, sent to the socket from their memory (one sendmsg of many
+// pieces, Wire()) instead of copied here first. Whoever owns those pieces
+// keeps them alive while the fields are used (SinkEntry::keep).
+//
 // Example:
 //   PackedFields fields;
 //   fields.Add("sku-1", "Tthe line");
+//   fields.AddPieces("#1", {column_a, column_b});
 //   fields.ForEach([](absl::string_view name, absl::string_view value) {...});
 //
 // Thread safety: a plain value; one writer at a time.
@@ -18,9 +25,12 @@
 #include <cassert>
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace rankwire::logstore {
 
@@ -35,13 +45,19 @@ class PackedFields {
     capacity_ = std::exchange(other.capacity_, 0);
     count_ = std::exchange(other.count_, 0);
     value_bytes_ = std::exchange(other.value_bytes_, 0);
+    external_ = std::move(other.external_);
+    other.external_.clear();
     return *this;
   }
+  // A copy shares the pieces AddPieces added (it does not copy them).
   PackedFields(const PackedFields& other) { *this = other; }
   PackedFields& operator=(const PackedFields& other);
 
   // Appends a field.
   void Add(absl::string_view name, absl::string_view value);
+  // Appends a field whose value is `pieces` end to end. The pieces are not
+  // copied: they must outlive every use of this object.
+  void AddPieces(absl::string_view name, absl::Span<const absl::string_view> pieces);
 
   // Fields and bytes so far; a mark to roll back to (a renderer that finds
   // it cannot finish takes back what it added).
@@ -51,8 +67,9 @@ class PackedFields {
     size_t bytes = 0;
     size_t count = 0;
     size_t value_bytes = 0;
+    size_t external = 0;
   };
-  Mark mark() const { return Mark{size_, count_, value_bytes_}; }
+  Mark mark() const { return Mark{size_, count_, value_bytes_, external_.size()}; }
   // REQUIRES: `m` is a mark of this object's, taken no earlier than the
   // last RollBack to an earlier mark.
   void RollBack(Mark m) {
@@ -60,35 +77,37 @@ class PackedFields {
     size_ = m.bytes;
     count_ = m.count;
     value_bytes_ = m.value_bytes;
+    external_.resize(m.external);
   }
   void Reserve(size_t bytes) {
     if (capacity_ - size_ < bytes) Grow(bytes);
   }
 
   // The fields' bulk strings, name value name value ..., as sent after
-  // "HSET key".
-  absl::string_view wire() const { return absl::string_view(buffer_.get(), size_); }
+  // "HSET key": appended to `pieces` (the buffer's bytes between the
+  // pieces AddPieces added, and those pieces).
+  void Wire(std::vector<absl::string_view>* pieces) const;
+  // The same in one string (a copy: for tests).
+  std::string WireBytes() const;
   // The values' bytes alone (what the store is said to hold).
   size_t value_bytes() const { return value_bytes_; }
 
   // Reads the fields back in the order added:
   //   PackedFields::Cursor c(fields);
   //   for (absl::string_view name, value; c.Next(&name, &value);) ...
-  // Valid while `fields` is not changed.
+  // Valid while `fields` is not changed; a value added as pieces is joined
+  // into the cursor's own string, valid until the next Next().
   class Cursor {
    public:
-    explicit Cursor(const PackedFields& fields) : p_(fields.buffer_.get()), left_(fields.count_) {}
-    bool Next(absl::string_view* name, absl::string_view* value) {
-      if (left_ == 0) return false;
-      --left_;
-      *name = NextBulk(&p_);
-      *value = NextBulk(&p_);
-      return true;
-    }
+    explicit Cursor(const PackedFields& fields) : fields_(fields), left_(fields.count_) {}
+    bool Next(absl::string_view* name, absl::string_view* value);
 
    private:
-    const char* p_;
+    const PackedFields& fields_;
+    size_t at_ = 0;        // Offset in the buffer.
+    size_t external_ = 0;  // The next piece AddPieces added.
     size_t left_;
+    std::string joined_;
   };
 
   // Calls f(name, value) for every field, in the order added.
@@ -103,7 +122,8 @@ class PackedFields {
   static constexpr size_t kMaxHeader = 23;
   // Writes `bytes` as a bulk string at `p`; returns its end.
   static char* PutBulk(char* p, absl::string_view bytes);
-  static absl::string_view NextBulk(const char** p);
+  // The bulk string's header at `*p`: its length; *p moves past the header.
+  static size_t NextHeader(const char** p);
   void Grow(size_t bytes);
   char* Reserved(size_t bytes) {
     Reserve(bytes);
@@ -115,6 +135,12 @@ class PackedFields {
   size_t capacity_ = 0;
   size_t count_ = 0;
   size_t value_bytes_ = 0;
+  // Pieces of values added by AddPieces, each after buffer byte `at`.
+  struct External {
+    size_t at = 0;
+    absl::string_view piece;
+  };
+  std::vector<External> external_;
 };
 
 }  // namespace rankwire::logstore

@@ -28,7 +28,7 @@ TEST(PackedFieldsTest, FieldsAreBulkStringsInOrder) {
   PackedFields fields;
   fields.Add("sku-1", "Tline");
   fields.Add("", "");
-  EXPECT_EQ(fields.wire(), "$5\r\nsku-1\r\n$5\r\nTline\r\n$0\r\n\r\n$0\r\n\r\n");
+  EXPECT_EQ(fields.WireBytes(), "$5\r\nsku-1\r\n$5\r\nTline\r\n$0\r\n\r\n$0\r\n\r\n");
   EXPECT_EQ(fields.size(), 2u);
   EXPECT_EQ(fields.value_bytes(), 5u);
   EXPECT_EQ(Read(fields), (Fields{{"sku-1", "Tline"}, {"", ""}}));
@@ -77,7 +77,7 @@ TEST(PackedFieldsTest, AMovedFromObjectIsEmptyAndUsable) {
   PackedFields moved = std::move(fields);
   EXPECT_EQ(Read(moved), (Fields{{"a", "1"}}));
   EXPECT_TRUE(fields.empty());  // NOLINT(bugprone-use-after-move): what is tested.
-  EXPECT_EQ(fields.wire(), "");
+  EXPECT_EQ(fields.WireBytes(), "");
   EXPECT_EQ(fields.value_bytes(), 0u);
   fields.Add("c", "3");
   PackedFields copy = fields;

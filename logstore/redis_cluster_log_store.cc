@@ -202,6 +202,9 @@ std::vector<absl::Status> RedisClusterSink::Write(absl::Span<SinkEntry> batch, a
   for (size_t i = 0; i < batch.size(); ++i) pending.emplace_back(i, std::string());
   bool node_failed = false;
   absl::flat_hash_set<std::string> resent;  // Nodes resent to after a lost connection.
+  // Entries some round sent whole and got no answer for: they may have
+  // run, so unless a later round stores them their outcome is unknown.
+  std::vector<bool> unanswered(batch.size(), false);
   for (int round = 0; round < 3 && !pending.empty(); ++round) {
     // Group by node, keeping the batch's order within each node.
     absl::flat_hash_map<std::string, NodeBatch> nodes;
@@ -227,7 +230,9 @@ std::vector<absl::Status> RedisClusterSink::Write(absl::Span<SinkEntry> batch, a
     }
     RoundOutcome outcome;
     for (const std::string& address : order) {
-      ReadFromNode(router_, address, nodes[address], results, pending, outcome, resent);
+      NodeBatch& node = nodes[address];
+      ReadFromNode(router_, address, node, results, pending, outcome, resent);
+      for (size_t k = node.confirmed; k < node.sent; ++k) unanswered[node.routes[k].entry] = true;
     }
     node_failed |= outcome.node_failed;
     stale_ |= outcome.stale;
@@ -238,6 +243,9 @@ std::vector<absl::Status> RedisClusterSink::Write(absl::Span<SinkEntry> batch, a
     }
   }
   RecordAttempt(!node_failed);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (!results[i].ok() && unanswered[i]) results[i] = OutcomeUnknown(results[i]);
+  }
   size_t failed = 0;
   const absl::Status* first = nullptr;
   for (const absl::Status& status : results) {

@@ -74,8 +74,11 @@ bool RedisCommandWriter::SendWrite(RedisConnection& connection, const SinkEntry&
   AppendBulk(entry.key, &tail_);
   AppendBulk(ttl_ms, &tail_);
   tail_.append("*1\r\n$4\r\nEXEC\r\n");
-  const absl::string_view pieces[] = {head_, entry.fields.wire(), tail_};
-  return connection.WriteWithin(pieces, budget);
+  pieces_.clear();
+  pieces_.push_back(head_);
+  entry.fields.Wire(&pieces_);
+  pieces_.push_back(tail_);
+  return connection.WriteWithin(pieces_, budget);
 }
 
 bool RedisCommandWriter::AppendRead(redisContext* context, absl::string_view key,

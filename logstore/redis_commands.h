@@ -53,8 +53,9 @@ class RedisCommandWriter {
   // Sends `entry`'s transaction on `connection` within `budget`; with
   // `asking`, an ASKING first (the reply count grows by one). The commands
   // around HSET's fields are formatted here and the fields are sent from
-  // the entry's own memory (RedisConnection::WriteWithin). False on an I/O
-  // error (the connection's IoError says which).
+  // the entry's own memory and its pieces' (RedisConnection::WriteWithin:
+  // sendmsg of them all). False on an I/O error (the connection's IoError
+  // says which).
   bool SendWrite(RedisConnection& connection, const SinkEntry& entry, absl::string_view ttl_ms,
                  IoBudget* budget, bool asking = false);
   // Queues HMGET key fields... (optionally after ASKING).
@@ -64,6 +65,7 @@ class RedisCommandWriter {
  private:
   std::string head_;  // [ASKING] MULTI, DEL key, HSET's header
   std::string tail_;  // PEXPIRE key ttl, EXEC
+  std::vector<absl::string_view> pieces_;
   std::vector<const char*> argv_;
   std::vector<size_t> argv_len_;
 };

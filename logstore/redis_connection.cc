@@ -191,9 +191,9 @@ bool RedisConnection::FlushWithin(IoBudget* budget) {
 bool RedisConnection::WriteWithin(absl::Span<const absl::string_view> pieces, IoBudget* budget) {
   if (sdslen(context_->obuf) > 0 && !FlushWithin(budget)) return false;
   budget->woke = std::chrono::steady_clock::now();
-  constexpr size_t kMaxPieces = 64;
-  size_t next = 0;    // The first piece not sent in whole.
-  size_t offset = 0;  // Bytes of it already sent.
+  constexpr size_t kMaxPieces = 256;  // Below IOV_MAX (1024).
+  size_t next = 0;                    // The first piece not sent in whole.
+  size_t offset = 0;                  // Bytes of it already sent.
   bool moved = true;
   while (next < pieces.size()) {
     iovec iov[kMaxPieces];

@@ -106,17 +106,26 @@ std::vector<absl::Status> RedisLogSink::Write(absl::Span<SinkEntry> batch, absl:
   std::vector<absl::Status> results(batch.size());
   const std::string ttl_ms = absl::StrCat(std::max<int64_t>(1, absl::ToInt64Milliseconds(ttl)));
   size_t done = 0;  // Entries with a reply (stored or refused).
+  size_t sent = 0;  // Entries whose transaction went out whole, on some connection.
   bool retried = false;
+  // Entries from `from` on failed with `why`: those sent whole may have
+  // run (their outcome is unknown), the rest did not.
+  const auto fail_from = [&](size_t from, const absl::Status& why) {
+    for (size_t i = from; i < batch.size(); ++i) {
+      results[i] = i < sent ? OutcomeUnknown(why) : why;
+    }
+    LogError(why, batch.size() - from);
+  };
   while (done < batch.size()) {
     if (!EnsureConnected()) {
-      absl::Status down = absl::UnavailableError(
-          absl::StrCat("redis ", address_, " is down (", last_error_.message(), ")"));
-      std::fill(results.begin() + done, results.end(), down);
-      LogError(down, batch.size() - done);
+      fail_from(done, absl::UnavailableError(absl::StrCat("redis ", address_, " is down (",
+                                                          last_error_.message(), ")")));
       return results;
     }
-    absl::Status lost =
-        WritePipeline(batch.subspan(done), ttl_ms, absl::MakeSpan(results).subspan(done), &done);
+    size_t sent_now = done;
+    absl::Status lost = WritePipeline(batch.subspan(done), ttl_ms,
+                                      absl::MakeSpan(results).subspan(done), &done, &sent_now);
+    sent = std::max(sent, sent_now);
     if (lost.ok()) {
       last_io_ = absl::Now();
       break;
@@ -129,8 +138,7 @@ std::vector<absl::Status> RedisLogSink::Write(absl::Span<SinkEntry> batch, absl:
     // reset). A timeout is not retried: the server is slow, and the writer
     // has already waited one I/O timeout.
     if (retried || timed_out) {
-      std::fill(results.begin() + done, results.end(), lost);
-      LogError(lost, batch.size() - done);
+      fail_from(done, lost);
       return results;
     }
     retried = true;
@@ -149,20 +157,22 @@ std::vector<absl::Status> RedisLogSink::Write(absl::Span<SinkEntry> batch, absl:
 
 absl::Status RedisLogSink::WritePipeline(absl::Span<const SinkEntry> entries,
                                          const std::string& ttl_ms,
-                                         absl::Span<absl::Status> results, size_t* done) {
+                                         absl::Span<absl::Status> results, size_t* done,
+                                         size_t* sent) {
   // What the batch may take on Redis's socket in all, sending and reading
   // (not the formatting between sends): a server that takes the bytes or
   // gives the replies a trickle at a time cannot hold the writer longer
   // (IoBudget).
   IoBudget budget(options_.connect.io_timeout);
   // Each request's transaction goes to the socket from the entry's own
-  // memory (one sendmsg of the commands around its packed fields), so
+  // memory (one sendmsg of the commands around its fields' pieces), so
   // Redis executes request i while request i+1 is being sent; replies (a
   // few bytes each) are read after the last one.
   for (const SinkEntry& entry : entries) {
     if (!commands_.SendWrite(*connection_, entry, ttl_ms, &budget)) {
       return connection_->IoError("write logs");
     }
+    ++*sent;
   }
   for (size_t i = 0; i < entries.size(); ++i) {
     RedisReplyPtr replies[kRepliesPerWrite];

@@ -14,8 +14,11 @@
 // own with exponential backoff between attempts. A connection found dead on
 // use (Redis restarted while it was idle) is replaced and the unconfirmed
 // part of the batch retried once; that is safe because a request's
-// transaction is idempotent. A timeout is not retried. Errors go to spdlog, at
-// most one line per second with a count of the ones held back.
+// transaction is idempotent. A timeout is not retried. An entry that went
+// to the socket whole but got no answer (a timeout, a connection lost after
+// it) may have run: its outcome is unknown (OutcomeUnknown), not a drop.
+// Errors go to spdlog, at most one line per second with a count of the ones
+// held back.
 //
 // Thread safety: see LogSink (one writer thread; up() and reconnects() from
 // any thread).
@@ -73,10 +76,11 @@ class RedisLogSink final : public LogSink {
   void Disconnect(const absl::Status& why);
   void LogError(const absl::Status& status, size_t dropped_entries);
   // Sends `entries` as one pipeline on the current connection and fills
-  // `results`, adding one to `*done` per entry with a reply. Returns the
+  // `results`, adding one to `*sent` per entry whose transaction went to
+  // the socket whole and one to `*done` per entry with a reply. Returns the
   // I/O error that ended it early, if any.
   absl::Status WritePipeline(absl::Span<const SinkEntry> entries, const std::string& ttl_ms,
-                             absl::Span<absl::Status> results, size_t* done);
+                             absl::Span<absl::Status> results, size_t* done, size_t* sent);
 
   const RedisSinkOptions options_;
   const std::string address_;

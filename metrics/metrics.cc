@@ -1,6 +1,9 @@
 #include "metrics/metrics.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -31,6 +34,24 @@ std::string EscapeLabelValue(absl::string_view v) {
     }
   }
   return out;
+}
+
+// A sample value (or a bucket bound) as Prometheus reads it back exactly:
+// a whole number held in a double (counts, bytes, nanoseconds: exact up to
+// 2^53) in full, anything else in the shortest form that round-trips, and
+// NaN and the infinities as the text format spells them. absl::StrCat
+// writes six significant digits, so a counter past 999,999 moved in steps
+// (1113399 lines read back as 1.1134e+06) and rate() over it was wrong.
+std::string FormatValue(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  constexpr double kExactIntegers = 9007199254740992.0;  // 2^53
+  if (v == std::trunc(v) && std::fabs(v) < kExactIntegers) {
+    return absl::StrCat(static_cast<int64_t>(v));
+  }
+  char buffer[32];
+  const std::to_chars_result r = std::to_chars(buffer, buffer + sizeof(buffer), v);
+  return std::string(buffer, r.ptr);
 }
 
 }  // namespace
@@ -168,7 +189,7 @@ std::string MetricsRegistry::RenderPrometheus() const {
     for (const Series& s : f->series) {
       if (s.collect) {
         for (const auto& [labels, value] : s.collect()) {
-          absl::StrAppend(&out, SeriesName(f->name, labels), " ", value, "\n");
+          absl::StrAppend(&out, SeriesName(f->name, labels), " ", FormatValue(value), "\n");
         }
       } else if (s.labeled) {
         for (const auto& [value, count] : s.labeled->Snapshot()) {
@@ -178,7 +199,7 @@ std::string MetricsRegistry::RenderPrometheus() const {
       } else if (s.counter) {
         absl::StrAppend(&out, SeriesName(f->name, s.labels), " ", s.counter->value(), "\n");
       } else if (s.gauge) {
-        absl::StrAppend(&out, SeriesName(f->name, s.labels), " ", s.gauge(), "\n");
+        absl::StrAppend(&out, SeriesName(f->name, s.labels), " ", FormatValue(s.gauge()), "\n");
       } else if (s.histogram) {
         const Histogram& h = *s.histogram;
         std::vector<uint64_t> counts = h.BucketCounts();
@@ -186,12 +207,12 @@ std::string MetricsRegistry::RenderPrometheus() const {
         const std::string bucket = absl::StrCat(f->name, "_bucket");
         for (size_t i = 0; i < counts.size(); ++i) {
           cumulative += counts[i];
-          std::string le = i < h.bounds().size() ? absl::StrCat("le=\"", h.bounds()[i], "\"")
-                                                 : std::string("le=\"+Inf\"");
+          std::string le = absl::StrCat(
+              "le=\"", FormatValue(i < h.bounds().size() ? h.bounds()[i] : INFINITY), "\"");
           absl::StrAppend(&out, SeriesName(bucket, s.labels, le), " ", cumulative, "\n");
         }
-        absl::StrAppend(&out, SeriesName(absl::StrCat(f->name, "_sum"), s.labels), " ", h.sum(),
-                        "\n");
+        absl::StrAppend(&out, SeriesName(absl::StrCat(f->name, "_sum"), s.labels), " ",
+                        FormatValue(h.sum()), "\n");
         absl::StrAppend(&out, SeriesName(absl::StrCat(f->name, "_count"), s.labels), " ",
                         cumulative, "\n");
       }

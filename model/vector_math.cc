@@ -105,7 +105,4 @@ __attribute__((target_clones("avx2", "default"))) void Log1pNonNegativeArray(con
   for (size_t i = 0; i < n; ++i) out[i] = Log1pKernel(x[i]);
 }
 
-double FastExp(double x) { return ExpKernel(x); }
-double FastLog1pNonNegative(double x) { return Log1pKernel(x); }
-
 }  // namespace rankwire

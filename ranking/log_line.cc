@@ -1,7 +1,6 @@
 #include "ranking/log_line.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -104,9 +103,9 @@ std::string LogLineFormat::Text(size_t rank) const {
   return out;
 }
 
-logstore::BlockLayout LogLineFormat::Layout(uint32_t block_items) const {
+logstore::ColumnsLayout LogLineFormat::Layout() const {
   using logstore::LogSlot;
-  logstore::BlockLayout layout;
+  logstore::ColumnsLayout layout;
   layout.pieces = pieces_;
   for (const Field& f : fields_) {
     switch (f.source) {
@@ -117,6 +116,8 @@ logstore::BlockLayout LogLineFormat::Layout(uint32_t block_items) const {
         layout.kinds.push_back(LogSlot::kPosition);
         break;
       case Field::kPreRank:
+        layout.kinds.push_back(LogSlot::kRequestIndex);
+        break;
       case Field::kRecallRank:
         layout.kinds.push_back(LogSlot::kInt);
         break;
@@ -133,77 +134,40 @@ logstore::BlockLayout LogLineFormat::Layout(uint32_t block_items) const {
   layout.strings.insert(layout.strings.end(), explanation_strings_.begin(),
                         explanation_strings_.end());
   layout.items = static_cast<uint32_t>(v_.n);
-  layout.top_items = std::max<uint32_t>(1, std::min<uint32_t>(v_.top_n, layout.items));
-  layout.block_items = std::max<uint32_t>(1, block_items);
+  layout.top_items =
+      layout.items == 0 ? 0 : std::max<uint32_t>(1, std::min<uint32_t>(v_.top_n, layout.items));
   return layout;
 }
 
-namespace {
-
-// out[j] = column[order[j]] as binary32, for a column of doubles or floats.
-template <typename T>
-void Gather(const T* column, const uint32_t* order, uint32_t count, float* out) {
-#pragma GCC unroll 8
-  for (uint32_t j = 0; j < count; ++j) out[j] = static_cast<float>(column[order[j]]);
-}
-
-}  // namespace
-
-void LogLineFormat::WriteBlocks(const logstore::BlockLayout& layout,
-                                logstore::PackedFields* fields) const {
+void LogLineFormat::WriteColumns(logstore::ColumnsWriter* writer) const {
   const size_t n = v_.n;
-  const uint32_t count = static_cast<uint32_t>(n);
-  const uint32_t* order = v_.order.data();
-  // Each column gathered into rank order once (its values, a few KB, stay
-  // in cache while the ranks pick them), then split into the blocks.
-  thread_local std::vector<absl::string_view> ids;
-  thread_local std::vector<int64_t> ints;
-  thread_local std::vector<uint32_t> codes;
-  thread_local std::vector<float> numbers;
-  ids.resize(n);
-  ints.resize(n);
-  codes.resize(n);
-  numbers.resize(n);
-  for (uint32_t j = 0; j < count; ++j) ids[j] = v_.id(order[j]);
-  logstore::BlocksWriter writer(layout, ids.data());
+  std::vector<uint32_t> codes;
   for (const Field& f : fields_) {
     switch (f.source) {
       case Field::kItemId:
-        writer.ItemIds(ids.data());
+        writer->ItemIds(v_.ids, v_.id_ends.data());
         break;
       case Field::kPosition:
-        break;
       case Field::kPreRank:
-        for (uint32_t j = 0; j < count; ++j) ints[j] = static_cast<int64_t>(order[j]) + 1;
-        writer.Ints(ints.data());
         break;
       case Field::kRecallRank:
-        for (uint32_t j = 0; j < count; ++j) ints[j] = v_.recall_rank[order[j]];
-        writer.Ints(ints.data());
+        writer->Ints(v_.recall_rank.data());
         break;
       case Field::kSource:
-        for (uint32_t j = 0; j < count; ++j) codes[j] = v_.source_code[order[j]];
-        writer.Strings(codes.data());
+        writer->Strings(v_.source_code.data());
         break;
       case Field::kExplanation:
-        for (uint32_t j = 0; j < count; ++j) codes[j] = ExplanationIndex(order[j]);
-        writer.Strings(codes.data());
+        codes.resize(n);
+        for (size_t c = 0; c < n; ++c) codes[c] = ExplanationIndex(c);
+        writer->Strings(codes.data());
         break;
       case Field::kFeature:
-        Gather(v_.features.data() + f.index * n, order, count, numbers.data());
-        writer.Numbers(numbers.data());
+        writer->Numbers(v_.features.data() + f.index * n);
         break;
       default:
-        Gather(NumberColumn(f), order, count, numbers.data());
-        writer.Numbers(numbers.data());
+        writer->Numbers(NumberColumn(f));
         break;
     }
-  }
-  char name[24];
-  for (size_t b = 0; b < writer.blocks(); ++b) {
-    name[0] = '#';
-    const char* end = std::to_chars(name + 1, name + sizeof name, b).ptr;
-    fields->Add(absl::string_view(name, static_cast<size_t>(end - name)), writer.block(b));
   }
 }
 
@@ -249,6 +213,12 @@ class RankLogRenderer final : public logstore::LogRenderer {
  public:
   explicit RankLogRenderer(std::unique_ptr<LogValues> values)
       : values_(std::move(values)), held_bytes_(HeldBytes(*values_)) {}
+  ~RankLogRenderer() override {
+    writer_.reset();  // It points into the values.
+    if (std::shared_ptr<LogValuesPool> home = std::move(values_->home)) {
+      home->Give(std::move(values_));
+    }
+  }
 
   size_t ItemCount() const override { return values_->n; }
   // What the queued values hold (the queue's byte bound is on memory): the
@@ -264,13 +234,20 @@ class RankLogRenderer final : public logstore::LogRenderer {
     }
   }
 
-  bool RenderBlocks(uint32_t block_items, logstore::PackedFields* fields) override {
-    LogLineFormat format(*values_);
-    const logstore::BlockLayout layout = format.Layout(block_items);
-    // About 5 bytes per value slot and a block's header: one allocation.
-    fields->Reserve(values_->n * (5 * layout.kinds.size() + 16) + 8192);
-    fields->Add(logstore::kLayoutField, layout.Serialize());
-    format.WriteBlocks(layout, fields);
+  bool RenderColumns(logstore::PackedFields* fields) override {
+    const LogLineFormat format(*values_);
+    const logstore::ColumnsLayout layout = format.Layout();
+    // The layout and "#0" are copied into `fields` (a few KB); "#1" stays
+    // in the values and the writer, which this renderer holds.
+    writer_ = std::make_unique<logstore::ColumnsWriter>(layout, values_->order.data());
+    format.WriteColumns(writer_.get());
+    std::string layout_value;
+    layout_value.reserve(2048);
+    layout.AppendTo(&layout_value);
+    fields->Reserve(layout_value.size() + writer_->top().size() + 256);
+    fields->Add(logstore::kLayoutField, layout_value);
+    fields->Add(logstore::kTopField, writer_->top());
+    fields->AddPieces(logstore::kAllField, writer_->all());
     return true;
   }
 
@@ -286,9 +263,32 @@ class RankLogRenderer final : public logstore::LogRenderer {
 
   std::unique_ptr<LogValues> values_;
   size_t held_bytes_;
+  std::unique_ptr<logstore::ColumnsWriter> writer_;  // Once RenderColumns ran.
 };
 
 }  // namespace
+
+std::unique_ptr<LogValues> LogValuesPool::Exchange(LogValues* values,
+                                                   std::shared_ptr<LogValuesPool> self) {
+  std::unique_ptr<LogValues> spare;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!free_.empty()) {
+      spare = std::move(free_.back());
+      free_.pop_back();
+    }
+  }
+  auto out = std::make_unique<LogValues>(std::move(*values));
+  *values = spare != nullptr ? std::move(*spare) : LogValues();
+  out->home = std::move(self);
+  return out;
+}
+
+void LogValuesPool::Give(std::unique_ptr<LogValues> values) {
+  values->outputs.reset();  // A reloaded model's outputs are not kept alive.
+  absl::MutexLock lock(&mu_);
+  if (free_.size() < capacity_) free_.push_back(std::move(values));
+}
 
 std::unique_ptr<logstore::LogRenderer> MakeLogRenderer(std::unique_ptr<LogValues> values) {
   return std::make_unique<RankLogRenderer>(std::move(values));

@@ -9,15 +9,17 @@
 //
 // (one line). LogLineFormat holds it as literal pieces and value fields;
 // from that one description it writes the text (the inline path), the log
-// store's layout and blocks (logstore/log_blocks.h: the values as they are,
-// rendered back to the same text when read), and bounds the text's size.
+// store's layout and columns (logstore/log_columns.h: the values as the
+// ranker holds them, rendered back to the same text when read), and bounds
+// the text's size.
 // A NUMBER is the value as binary32, printed with six significant digits
 // (absl::SixDigits, printf's %g), on every path.
 //
 // LogValues are the values a request's lines are made of, as the ranker
 // computed them, in candidate order with the rank order beside them: the
 // ranker hands them over (moved, not copied) when logs go to the store, and
-// a log writer thread writes them, off the ranking path.
+// a log writer thread sends them to the store, mostly from their own
+// memory, off the ranking path.
 //
 // Thread safety: plain values; a LogLineFormat is used by one thread.
 #ifndef RANKWIRE_RANKING_LOG_LINE_H_
@@ -30,12 +32,16 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
-#include "logstore/log_blocks.h"
+#include "absl/synchronization/mutex.h"
+#include "logstore/log_columns.h"
 #include "logstore/log_store.h"
 #include "model/model.h"
 
 namespace rankwire {
+
+class LogValuesPool;
 
 // A request's values for its log lines. Arrays are in candidate order
 // (candidate c's value at [c], or [k * n + c] for the k-th feature, head or
@@ -70,6 +76,8 @@ struct LogValues {
   // With a model that explains: per candidate, its explanation text
   // ("name:value ..."), empty for the candidates not shown.
   std::vector<std::string> explanations;
+  // Where these values go back once written (LogValuesPool), if anywhere.
+  std::shared_ptr<LogValuesPool> home;
 
   absl::string_view id(size_t c) const {
     const uint32_t begin = c == 0 ? 0 : id_ends[c - 1];
@@ -86,12 +94,13 @@ class LogLineFormat {
   void AppendText(size_t rank, std::string* out) const;
   std::string Text(size_t rank) const;
 
-  // The store's layout for these lines: the first block holds the
-  // request's top_n items (at least one), later ones `block_items`.
-  logstore::BlockLayout Layout(uint32_t block_items) const;
-  // Every block of `layout` (this format's Layout()), appended to `fields`
-  // as "#0", "#1", ...
-  void WriteBlocks(const logstore::BlockLayout& layout, logstore::PackedFields* fields) const;
+  // The store's layout for these lines: "#0" holds the request's top_n
+  // items (at least one, at most all).
+  logstore::ColumnsLayout Layout() const;
+  // Every column of the lines, in slot order, into `writer` (made with
+  // this format's Layout() and the values' order). The writer may keep
+  // pointers into the values (ids, float columns).
+  void WriteColumns(logstore::ColumnsWriter* writer) const;
 
   // An upper bound on the text of one line: fixed_bytes + |id| + |source|;
   // shared_bytes of it are the same text in every line, in `fields` runs
@@ -126,8 +135,8 @@ class LogLineFormat {
   // The double column of a number field that is not a feature.
   const double* NumberColumn(const Field& f) const;
   // The string table of a request's lines: the recall sources, then (for a
-  // model that explains) each explanation, at explanation_base_ + c... see
-  // Layout().
+  // model that explains) the distinct explanations; candidate c's
+  // explanation is entry ExplanationIndex(c).
   uint32_t ExplanationIndex(size_t c) const;
 
   const LogValues& v_;
@@ -139,8 +148,36 @@ class LogLineFormat {
   std::vector<Field> fields_;
 };
 
+// LogValues whose memory goes round between a ranking thread and the log
+// writers: the ranker moves a request's values out of its workspace
+// (Exchange) and gets a written request's memory back in their place, so
+// that the next request fills vectors of the right size instead of
+// allocating (and zero-filling) ~200 KB of fresh ones; the writer's
+// renderer gives the values back (Give) once the store has them. Without
+// it a ranking thread paid for that memory on every call (a memset of its
+// score and model columns showed in its profile).
+//
+// Thread safety: Exchange and Give are safe from any thread.
+class LogValuesPool {
+ public:
+  explicit LogValuesPool(size_t capacity = 8) : capacity_(capacity) {}
+  // The values of `*values` moved into a LogValues of their own (whose
+  // `home` is this pool); `*values` then holds a returned LogValues's
+  // memory (contents unspecified) or is empty.
+  std::unique_ptr<LogValues> Exchange(LogValues* values, std::shared_ptr<LogValuesPool> self);
+  // Keeps `values` for a later Exchange (drops them past the capacity).
+  void Give(std::unique_ptr<LogValues> values);
+
+ private:
+  const size_t capacity_;
+  absl::Mutex mu_;
+  std::vector<std::unique_ptr<LogValues>> free_ ABSL_GUARDED_BY(mu_);
+};
+
 // The deferred form of a request's lines for the log store: the values,
-// written as blocks (or as text) when a log writer asks.
+// written as columns (or as text) when a log writer asks. It holds the
+// values (and the columns' writer) while the store's fields point into
+// them, then gives the values to their `home` pool, if any.
 std::unique_ptr<logstore::LogRenderer> MakeLogRenderer(std::unique_ptr<LogValues> values);
 
 }  // namespace rankwire

@@ -1,7 +1,7 @@
 // The log line from its one description: every item's line read back from
-// the store (blocks, rendered on read) equals the line sent inline, for
+// the store (columns, rendered on read) equals the line sent inline, for
 // real ranked requests, odd values and odd ids, through the in-process
-// store and a real Redis; and blocks keep the store small.
+// store and a real Redis; and columns keep the store small.
 #include "ranking/log_line.h"
 
 #include <cmath>
@@ -14,7 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "logstore/log_blocks.h"
+#include "logstore/log_columns.h"
 #include "logstore/log_store.h"
 #include "tests/support/log_test_util.h"
 #include "tests/support/redis_process.h"
@@ -83,39 +83,39 @@ class LogLineTest : public ShippedModelTest {
   }
 };
 
-TEST_F(LogLineTest, BlocksRenderEveryItemByteIdenticalToTheInlineLine) {
+TEST_F(LogLineTest, ColumnsRenderEveryItemByteIdenticalToTheInlineLine) {
   for (uint64_t seed = 0; seed < 30; ++seed) {
     const uint32_t candidates = seed < 10 ? 1 + static_cast<uint32_t>(seed) * 57 : 500;
     const rank::v1::RankRequest request = Request(seed, candidates, 1 + seed % 20);
     const RankResult inline_result = ranker_->Rank(request, LogDetail::kInline).result;
     RankOutput deferred = ranker_->Rank(request, LogDetail::kDeferred);
     logstore::PackedFields fields;
-    ASSERT_TRUE(deferred.logs->RenderBlocks(16, &fields));
-    std::optional<logstore::BlockLayout> layout;
-    size_t item = 0;
-    size_t b = 0;
-    logstore::PackedFields::Cursor cursor(fields);
-    for (absl::string_view name, value; cursor.Next(&name, &value);) {
-      if (name.empty()) {
-        absl::StatusOr<logstore::BlockLayout> parsed = logstore::BlockLayout::Parse(value);
-        ASSERT_TRUE(parsed.ok()) << parsed.status();
-        layout = *parsed;
-        continue;
-      }
-      ASSERT_TRUE(layout.has_value()) << "the layout comes first";
-      ASSERT_EQ(name, logstore::LogBlockField(b));
-      absl::StatusOr<logstore::BlockReader> block = logstore::BlockReader::Parse(*layout, b, value);
-      ASSERT_TRUE(block.ok()) << block.status();
-      for (size_t j = 0; j < block->size(); ++j, ++item) {
-        ASSERT_EQ(block->id(j), inline_result.id(item));
-        absl::StatusOr<std::string> text = block->Render(j);
-        ASSERT_TRUE(text.ok()) << text.status();
-        ASSERT_EQ(*text, inline_result.log(item)) << "seed " << seed << " item " << item;
-      }
-      ++b;
+    ASSERT_TRUE(deferred.logs->RenderColumns(&fields));
+    std::vector<std::string> names, values;
+    fields.ForEach([&](absl::string_view name, absl::string_view value) {
+      names.emplace_back(name);
+      values.emplace_back(value);
+    });
+    ASSERT_EQ(names, (std::vector<std::string>{"", "#0", "#1"}));
+    absl::StatusOr<logstore::ColumnsLayout> layout = logstore::ColumnsLayout::Parse(values[0]);
+    ASSERT_TRUE(layout.ok()) << layout.status();
+    absl::StatusOr<logstore::ColumnsReader> top =
+        logstore::ColumnsReader::ParseTop(*layout, values[1]);
+    absl::StatusOr<logstore::ColumnsReader> all =
+        logstore::ColumnsReader::ParseAll(*layout, values[2]);
+    ASSERT_TRUE(top.ok()) << top.status();
+    ASSERT_TRUE(all.ok()) << all.status();
+    ASSERT_EQ(top->size(), std::min<uint32_t>(request.top_n(), candidates));
+    ASSERT_EQ(all->size(), inline_result.size());
+    for (size_t j = 0; j < top->size(); ++j) {
+      ASSERT_EQ(top->id(j), inline_result.id(j));
+      ASSERT_EQ(*top->Render(j), inline_result.log(j)) << "seed " << seed << " item " << j;
     }
-    EXPECT_EQ(item, inline_result.size());
-    EXPECT_EQ(layout->BlockSize(0), std::min<uint32_t>(request.top_n(), candidates));
+    for (size_t c = 0; c < all->size(); ++c) {
+      const size_t position = all->position(c);
+      ASSERT_EQ(all->id(c), inline_result.id(position));
+      ASSERT_EQ(*all->Render(c), inline_result.log(position)) << "seed " << seed << " item " << c;
+    }
   }
 }
 
@@ -146,14 +146,14 @@ TEST_F(LogLineTest, EveryItemReadBackFromRedisIsIdentical) {
   for (uint64_t seed = 200; seed < 203; ++seed)
     ExpectStoredEqualsInline(*store, Request(seed, 500));
   ExpectStoredEqualsInline(*store, OddRequest(300));
-  // The hash: the layout, then a block of the top 10 and 31 of 16 items.
+  // The hash: the layout, the top 10, every item.
   const std::string key = "rank:log:" + Request(200, 500).request_id();
   absl::StatusOr<test::RedisReply> fields = (*redis)->Command({"HLEN", key});
   ASSERT_TRUE(fields.ok()) << fields.status();
-  EXPECT_EQ(fields->integer, 1 + 1 + 31);
+  EXPECT_EQ(fields->integer, 3);
   absl::StatusOr<test::RedisReply> layout = (*redis)->Command({"HGET", key, ""});
   ASSERT_TRUE(layout.ok()) << layout.status();
-  EXPECT_TRUE(logstore::BlockLayout::IsBlocks(layout->str));
+  EXPECT_TRUE(logstore::ColumnsLayout::IsColumns(layout->str));
 }
 
 TEST_F(LogLineTest, TextFormatStillStoresTheSameText) {
@@ -165,13 +165,14 @@ TEST_F(LogLineTest, TextFormatStillStoresTheSameText) {
   ExpectStoredEqualsInline(*store, Request(300, 200));
 }
 
-TEST_F(LogLineTest, BlocksAreAFractionOfTheText) {
+TEST_F(LogLineTest, ColumnsAreAFractionOfTheText) {
   const rank::v1::RankRequest request = Request(1, 500);
   RankOutput deferred = ranker_->Rank(request, LogDetail::kDeferred);
   logstore::PackedFields fields;
-  ASSERT_TRUE(deferred.logs->RenderBlocks(16, &fields));
+  ASSERT_TRUE(deferred.logs->RenderColumns(&fields));
   const RankResult inline_result = ranker_->Rank(request, LogDetail::kInline).result;
-  // ~190 bytes of values per item against ~1.2 KB of text.
+  // ~190 bytes of values per item (48 numbers, mostly 4 bytes each) against
+  // ~1.2 KB of text.
   EXPECT_LT(fields.value_bytes() * 5, inline_result.log_bytes())
       << fields.value_bytes() << " vs " << inline_result.log_bytes();
 }

@@ -135,45 +135,6 @@ inline uint64_t DescendingKey(double score) {
   return ~ascending;
 }
 
-// Best first; ties keep request order. An LSD radix sort over the keys'
-// bytes (stable, so ties stay in candidate order), skipping the bytes in
-// which every key agrees (the high bytes of scores of one magnitude): a
-// few passes over 500 keys, no comparisons to mispredict.
-void Order(RankWorkspace* ws) {
-  LogValues& v = ws->v;
-  const size_t n = v.n;
-  std::vector<uint64_t>& keys = ws->sort_keys;
-  std::vector<uint64_t>& keys_tmp = ws->sort_keys_tmp;
-  std::vector<uint32_t>& order_tmp = ws->sort_order_tmp;
-  keys.resize(n);
-  keys_tmp.resize(n);
-  order_tmp.resize(n);
-  v.order.resize(n);
-  for (size_t c = 0; c < n; ++c) {
-    keys[c] = DescendingKey(v.score[c]);
-    v.order[c] = static_cast<uint32_t>(c);
-  }
-  uint32_t count[256];
-  for (int shift = 0; shift < 64; shift += 8) {
-    std::fill(count, count + 256, 0);
-    for (size_t i = 0; i < n; ++i) ++count[(keys[i] >> shift) & 0xff];
-    if (n == 0 || count[(keys[0] >> shift) & 0xff] == n) continue;  // All agree.
-    uint32_t sum = 0;
-    for (uint32_t& c : count) {
-      const uint32_t here = c;
-      c = sum;
-      sum += here;
-    }
-    for (size_t i = 0; i < n; ++i) {
-      const uint32_t at = count[(keys[i] >> shift) & 0xff]++;
-      keys_tmp[at] = keys[i];
-      order_tmp[at] = v.order[i];
-    }
-    keys.swap(keys_tmp);
-    v.order.swap(order_tmp);
-  }
-}
-
 // The key table for a request with these feature names and integral flags.
 void BuildSchema(const Model& model, const RequestView& request,
                  const std::vector<uint8_t>& integral, RankWorkspace::Schema* k) {
@@ -330,6 +291,64 @@ void Explain(const Model& model, const RequestView& request, const RankWorkspace
 
 }  // namespace
 
+void OrderBestFirst(absl::Span<const double> score, SortScratch* scratch,
+                    std::vector<uint32_t>* order) {
+  const size_t n = score.size();
+  std::vector<uint64_t>& keys = scratch->keys;
+  std::vector<uint32_t>& high = scratch->high;
+  std::vector<uint32_t>& high_tmp = scratch->high_tmp;
+  std::vector<uint32_t>& order_tmp = scratch->order_tmp;
+  keys.resize(n);
+  high.resize(n);
+  high_tmp.resize(n);
+  order_tmp.resize(n);
+  order->resize(n);
+  // One pass: the keys, and the histogram of each byte of their high half.
+  uint32_t count[4][256] = {};
+  for (size_t c = 0; c < n; ++c) {
+    const uint64_t key = DescendingKey(score[c]);
+    const auto h = static_cast<uint32_t>(key >> 32);
+    keys[c] = key;
+    high[c] = h;
+    (*order)[c] = static_cast<uint32_t>(c);
+    ++count[0][h & 0xff];
+    ++count[1][(h >> 8) & 0xff];
+    ++count[2][(h >> 16) & 0xff];
+    ++count[3][h >> 24];
+  }
+  for (int b = 0; b < 4; ++b) {
+    const int shift = 8 * b;
+    uint32_t* at = count[b];
+    if (n == 0 || at[(high[0] >> shift) & 0xff] == n) continue;  // All agree.
+    uint32_t sum = 0;
+    for (int d = 0; d < 256; ++d) {
+      const uint32_t here = at[d];
+      at[d] = sum;
+      sum += here;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t to = at[(high[i] >> shift) & 0xff]++;
+      high_tmp[to] = high[i];
+      order_tmp[to] = (*order)[i];
+    }
+    high.swap(high_tmp);
+    order->swap(order_tmp);
+  }
+  // Runs of equal high halves are in index order (the sort is stable):
+  // order each by the whole key, then the index.
+  uint32_t* o = order->data();
+  for (size_t i = 0; i < n;) {
+    size_t j = i + 1;
+    while (j < n && high[j] == high[i]) ++j;
+    if (j - i > 1) {
+      std::sort(o + i, o + j, [&keys](uint32_t a, uint32_t b) {
+        return keys[a] != keys[b] ? keys[a] < keys[b] : a < b;
+      });
+    }
+    i = j;
+  }
+}
+
 void Ranker::Score(const RequestView& request, RankWorkspace* ws) const {
   const Model& model = *model_;
   Gather(request, ws);
@@ -340,7 +359,7 @@ void Ranker::Score(const RequestView& request, RankWorkspace* ws) const {
   model.Score(
       ScoreInput{request, request.features.data(), column, v.n, v.source_code.data(), v.sources},
       v.score.data(), v.model_values.data());
-  Order(ws);
+  OrderBestFirst(v.score, &ws->sort, &v.order);
 }
 
 void Ranker::Build(const RequestView& request, const std::string& bucket, LogDetail detail,
@@ -371,8 +390,7 @@ std::unique_ptr<LogValues> Ranker::TakeLogValues(const RequestView& request,
                                                  const std::string& bucket,
                                                  RankWorkspace* ws) const {
   CopyRequestColumns(request, &ws->v);
-  auto values = std::make_unique<LogValues>(std::move(ws->v));
-  ws->v = LogValues();
+  std::unique_ptr<LogValues> values = ws->log_values_pool->Exchange(&ws->v, ws->log_values_pool);
   FillLogHeader(*model_, bucket, request, values.get());
   return values;
 }

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "codec/rank_result.h"
 #include "codec/result_bound.h"
 #include "logstore/log_store.h"
@@ -67,6 +68,20 @@ struct OutputShape {
   size_t line_fields = 0;
 };
 
+// The memory OrderBestFirst sorts in, kept from call to call.
+struct SortScratch {
+  std::vector<uint64_t> keys;  // Per candidate: its score as a key.
+  std::vector<uint32_t> high, high_tmp, order_tmp;
+};
+
+// The candidates' rank order: indexes of `score` best first, ties (== ,
+// so -0 and +0 too) in index order, into *order. A stable LSD radix sort
+// of the keys' high 32 bits, skipping the bytes in which every key agrees,
+// then each run of equal high bits (scores within ~1e-6 of each other:
+// rare but for ties) ordered by the whole key. Ranker::Score's sort.
+void OrderBestFirst(absl::Span<const double> score, SortScratch* scratch,
+                    std::vector<uint32_t>* order);
+
 // What a ranking computes, by column, reused from call to call. Opaque to
 // callers but for keeping one per thread.
 struct RankWorkspace {
@@ -75,9 +90,10 @@ struct RankWorkspace {
   // contribution, boosts and scores, ids, sources and recall ranks, and the
   // rank order.
   LogValues v;
+  // Where TakeLogValues() gets memory for `v` back from the log writers.
+  std::shared_ptr<LogValuesPool> log_values_pool = std::make_shared<LogValuesPool>();
   std::vector<uint8_t> integral;  // Per item feature: every value whole.
-  std::vector<uint64_t> sort_keys, sort_keys_tmp;
-  std::vector<uint32_t> sort_order_tmp;
+  SortScratch sort;
   // Per model item feature, the request column it reads (-1: none), kept
   // while the model and the request's feature names repeat.
   std::vector<int> feature_column;
@@ -127,7 +143,8 @@ class Ranker {
   void Build(const RequestView& request, const std::string& bucket, LogDetail detail,
              RankWorkspace* ws, RankResult* result) const;
   // The values of the last Score()'s log lines, moved out of `ws` (which
-  // then reallocates them on its next call), for a log writer to format.
+  // gets the memory of values already written back in their place,
+  // LogValuesPool), for a log writer to store.
   std::unique_ptr<LogValues> TakeLogValues(const RequestView& request, const std::string& bucket,
                                            RankWorkspace* ws) const;
   // A renderer of `values`' lines for the log store.

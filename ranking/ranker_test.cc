@@ -1,9 +1,13 @@
 #include "ranking/ranker.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "codec/protobuf/protobuf_codec.h"
 #include "gmock/gmock.h"
@@ -246,6 +250,45 @@ TEST_F(RankerTest, DeferredLogsChargeTheQueueForTheValuesTheyHold) {
     const size_t estimate = out.logs->EstimatedBytes();
     EXPECT_GE(estimate, values) << candidates;
     EXPECT_LE(estimate, 2 * values + 4096) << candidates;
+  }
+}
+
+// OrderBestFirst against std::stable_sort by score, best first: ties (and
+// -0 against +0) in index order; scores apart only in their low bits (one
+// run of equal high halves, sorted by the whole key); negatives, zeros,
+// infinities; empty and one-element inputs.
+TEST(OrderBestFirstTest, MatchesAStableSortByScore) {
+  std::mt19937_64 rng(45);
+  std::uniform_real_distribution<double> unit(0, 1);
+  std::vector<std::vector<double>> inputs = {{}, {0.5}, {-0.0, 0.0, -0.0, 0.0}};
+  for (size_t n : {2, 17, 500, 5000}) {
+    std::vector<double> random(n), ties(n), close(n), mixed(n);
+    for (size_t i = 0; i < n; ++i) {
+      random[i] = unit(rng);
+      ties[i] = static_cast<double>(rng() % 5) / 4;
+      close[i] = 0.25;
+      for (uint64_t k = rng() % 64; k > 0; --k) close[i] = std::nextafter(close[i], 1.0);
+      const double pick[] = {-1e300,
+                             -2.5,
+                             -0.0,
+                             0.0,
+                             1e-310,
+                             3.0,
+                             unit(rng) - 0.5,
+                             std::numeric_limits<double>::infinity()};
+      mixed[i] = pick[rng() % 8];
+    }
+    for (auto* v : {&random, &ties, &close, &mixed}) inputs.push_back(*v);
+  }
+  SortScratch scratch;
+  std::vector<uint32_t> order;
+  for (const std::vector<double>& score : inputs) {
+    std::vector<uint32_t> want(score.size());
+    for (size_t i = 0; i < want.size(); ++i) want[i] = static_cast<uint32_t>(i);
+    std::stable_sort(want.begin(), want.end(),
+                     [&score](uint32_t a, uint32_t b) { return score[a] > score[b]; });
+    OrderBestFirst(score, &scratch, &order);
+    EXPECT_EQ(order, want) << score.size() << " scores";
   }
 }
 

@@ -4,12 +4,17 @@
 # and runs those tests:
 #   - the worker pool (server/worker_pool_test) and admission control
 #     (server/admission_test) with many threads at once;
+#   - the model set's atomic swap under readers (ranking/model_set_test) and
+#     the reloader (server/model_reloader_test: its poll thread beside
+#     synchronous reloads);
 #   - the async log consumer and its writers against a real redis-server
 #     (logstore_test: the Redis and in-process backends' behavioural suite,
 #     reconnects, a stalled store);
 #   - the real server, itself built with TSan, ranking, logging to Redis,
 #     overloaded, and draining on SIGTERM (server_integration_test and
-#     hostile_integration_test, a selection).
+#     hostile_integration_test, a selection), and reloading models on
+#     SIGHUP while callers rank (model_reload_integration_test, a
+#     selection).
 # Any TSan report, from a test or from a server it started, fails the run:
 # reports go to files (TSAN_OPTIONS log_path) which are printed at the end.
 # Debian's abseil is not instrumented; cmake/RankwireTsan.cmake makes its
@@ -37,8 +42,8 @@ CC=clang-14 CXX=clang++-14 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebI
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
   -DCMAKE_CXX_FLAGS="-Werror=thread-safety" \
   -DRANKWIRE_BUILD_TESTS=ON -DRANKWIRE_BUILD_BENCHMARKS=OFF >/dev/null
-tests=(worker_pool_test admission_test logstore_test server_integration_test
-       hostile_integration_test)
+tests=(worker_pool_test admission_test model_set_test model_reloader_test logstore_test
+       server_integration_test hostile_integration_test model_reload_integration_test)
 # Every product library too: this clang build is also the check of the
 # ABSL_GUARDED_BY / ABSL_EXCLUSIVE_LOCKS_REQUIRED annotations
 # (-Wthread-safety, an error here), which g++ ignores; one clang build in CI
@@ -67,6 +72,8 @@ run() {
 t1=$SECONDS
 run server/worker_pool_test
 run server/admission_test
+run ranking/model_set_test
+run server/model_reloader_test
 # The consumer, its writers and the sinks; not the record and value
 # encodings, which are single-threaded.
 run logstore/logstore_test \
@@ -74,6 +81,10 @@ run logstore/logstore_test \
 run tests/integration/server_integration_test --gtest_filter='*Logs*:*Redis*:*Sigterm*'
 run tests/integration/hostile_integration_test \
   --gtest_filter='*Overload*:*AdmittedPastTheWorkers*:*StalledLogStore*'
+# SIGHUP reloads (the reloader's thread) while two callers rank on the
+# serving threads, and the replaced models freed.
+run tests/integration/model_reload_integration_test \
+  --gtest_filter='*ManyReloadsUnderLoadFailNothingAndLeakNothing*:*SighupLoadsTheNewestVersion*'
 echo "tsan.sh: tests took $((SECONDS - t1)) s"
 
 if compgen -G "$reports/tsan*" >/dev/null; then

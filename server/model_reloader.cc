@@ -302,6 +302,11 @@ absl::StatusOr<bool> ModelReloader::Reload(absl::string_view trigger) {
   return ReloadLocked(trigger, false);
 }
 
+absl::StatusOr<bool> ModelReloader::PollOnce() {
+  absl::MutexLock lock(&reload_mu_);
+  return ReloadLocked("poll", true);
+}
+
 void ModelReloader::RequestReload(absl::string_view trigger) {
   absl::MutexLock lock(&poll_mu_);
   requested_ = std::string(trigger);
@@ -327,11 +332,10 @@ void ModelReloader::PollLoop() {
       trigger = requested_;
       requested_.clear();
     }
-    absl::MutexLock lock(&reload_mu_);
     if (trigger.empty()) {
-      ReloadLocked("poll", true).IgnoreError();
+      PollOnce().IgnoreError();
     } else {
-      ReloadLocked(trigger, false).IgnoreError();
+      Reload(trigger).IgnoreError();
     }
   }
 }

@@ -91,6 +91,11 @@ class ModelReloader {
   // error (with its reason) if the new models were refused. `trigger`
   // ("SIGHUP", "poll", "rpc") is for the log line.
   absl::StatusOr<bool> Reload(absl::string_view trigger);
+  // One look, as the poll thread takes every --model_poll_interval, now,
+  // on this thread: loads what changed (true), but does not retry a
+  // refused plan until something in it changes again, and logs only a
+  // change.
+  absl::StatusOr<bool> PollOnce();
   // Asks the reloader's thread to Reload() soon; returns at once (for a
   // signal-waiting thread).
   void RequestReload(absl::string_view trigger);

@@ -66,16 +66,29 @@ void ExportLogStats(MetricsRegistry* registry, const logstore::LogConsumer* cons
     return [consumer, field]() { return static_cast<double>(consumer->stats().*field); };
   };
   using S = logstore::LogStats;
-  constexpr absl::string_view kItems = "rankwire_log_items_total";
-  constexpr absl::string_view kItemsHelp = "Per-item log lines by outcome.";
-  registry->AddGauge(kItems, kItemsHelp, stat(&S::items_enqueued), "outcome=\"enqueued\"");
-  registry->AddGauge(kItems, kItemsHelp, stat(&S::items_stored), "outcome=\"stored\"");
-  registry->AddGauge(kItems, kItemsHelp, stat(&S::items_dropped_queue_full),
-                     "outcome=\"dropped_queue_full\"");
-  registry->AddGauge(kItems, kItemsHelp, stat(&S::items_dropped_store_error),
-                     "outcome=\"dropped_store_error\"");
-  registry->AddGauge(kItems, kItemsHelp, stat(&S::items_dropped_shutdown),
-                     "outcome=\"dropped_shutdown\"");
+  // Every series of one scrape from one stats() snapshot, so that
+  // handed = stored + dropped_* + unknown + in_flight holds in what is read
+  // (enqueued is how many of handed entered the queue).
+  registry->AddCollector(
+      "rankwire_log_items_total",
+      "Per-item log lines by outcome: handed to the log path, then stored, dropped (by "
+      "reason), unknown (sent, no answer) or in flight; enqueued: entered the queue.",
+      "gauge", [consumer] {
+        const S s = consumer->stats();
+        MetricsRegistry::Collected out;
+        for (const auto& [outcome, value] :
+             {std::pair<const char*, uint64_t>{"handed", s.items_handed},
+              {"enqueued", s.items_enqueued},
+              {"stored", s.items_stored},
+              {"dropped_queue_full", s.items_dropped_queue_full},
+              {"dropped_store_error", s.items_dropped_store_error},
+              {"dropped_shutdown", s.items_dropped_shutdown},
+              {"unknown", s.items_unknown},
+              {"in_flight", s.items_in_flight}}) {
+          out.emplace_back(MetricsRegistry::Label("outcome", outcome), static_cast<double>(value));
+        }
+        return out;
+      });
   registry->AddGauge("rankwire_log_bytes_stored_total", "Log value bytes written to the store.",
                      stat(&S::bytes_stored));
   registry->AddGauge("rankwire_log_queue_requests", "Requests waiting in the log queue.",
@@ -435,9 +448,11 @@ void Server::Stop() {
   if (s.store.consumer) {
     s.store.consumer->Shutdown(s.options.log_flush);
     const logstore::LogStats stats = s.store.consumer->stats();
-    spdlog::info("log store flushed: stored={} dropped(queue_full={} store_error={} shutdown={})",
-                 stats.items_stored, stats.items_dropped_queue_full,
-                 stats.items_dropped_store_error, stats.items_dropped_shutdown);
+    spdlog::info(
+        "log store flushed: handed={} stored={} dropped(queue_full={} store_error={} "
+        "shutdown={}) unknown={}",
+        stats.items_handed, stats.items_stored, stats.items_dropped_queue_full,
+        stats.items_dropped_store_error, stats.items_dropped_shutdown, stats.items_unknown);
   }
 }
 

@@ -21,7 +21,6 @@
 #include "base/thread_sched.h"
 #include "codec/builtin_codec_flags.h"
 #include "codec/builtin_codecs.h"
-#include "logstore/log_number.h"
 #include "logstore/log_store.h"
 #include "server/admission.h"
 #include "model/model_flags.h"
@@ -79,13 +78,11 @@ ABSL_FLAG(std::string, logstore, "memory",
 ABSL_FLAG(std::string, redis_addr, "127.0.0.1:6379",
           "Redis host:port for --logstore=redis; for redis-cluster a comma-separated list "
           "of seed nodes.");
-ABSL_FLAG(std::string, log_format, "blocks",
-          "How stored logs are kept: blocks (the values, typed, in blocks of items by "
-          "position; rendered to the same text on read; \"record\" is accepted as its older "
-          "name) or text ('T' values per item, 'Z' with --log_compress).");
-ABSL_FLAG(uint32_t, log_block_items, 16,
-          "Items per stored log block after the first, which holds the request's top_n "
-          "items (fetching those reads one block).");
+ABSL_FLAG(std::string, log_format, "columns",
+          "How stored logs are kept: columns (the values as the ranker holds them, a column "
+          "per value slot, and the top_n items' values apart; rendered to the same text on "
+          "read; \"blocks\" and \"record\" are accepted as older names) or text ('T' values "
+          "per item, 'Z' with --log_compress).");
 ABSL_FLAG(uint32_t, log_writers, 0,
           "Log writer threads, each with its own store connection (0: one per two usable "
           "CPUs, 1..8).");
@@ -108,12 +105,9 @@ ABSL_FLAG(uint32_t, phase_cpu_sample_every, 32,
 ABSL_FLAG(int, log_writer_nice, 10,
           "Nice value of the log writer thread: ranking threads get the CPU first.");
 ABSL_FLAG(std::string, log_numbers, "auto",
-          "How the log writers code numbers: auto (eight at a time with AVX-512 where the CPU "
-          "has it, else four at a time with AVX2, else one at a time), avx2 (never AVX-512: "
-          "for CPUs that slow their clock for 512-bit work) or scalar. Every way writes the "
-          "same bytes.");
-ABSL_FLAG(bool, log_number_avx512, true,
-          "Deprecated (kept so existing flagfiles start): false is --log_numbers=avx2.");
+          "Ignored (kept so flagfiles of earlier versions start): log writers no longer code "
+          "numbers, they store them as binary32.");
+ABSL_FLAG(bool, log_number_avx512, true, "Ignored (kept so flagfiles of earlier versions start).");
 ABSL_FLAG(int, rank_worker_nice, 0,
           "Nice value of the ranking worker threads (0: the process's); above it, gRPC's "
           "threads (admitting, refusing, sending) also get a larger share of the CPU.");
@@ -281,23 +275,16 @@ absl::StatusOr<std::vector<int>> SetAsideRankCpus() {
   return rank_cpus;
 }
 
-// --log_numbers (and the deprecated --log_number_avx512), applied
-// process-wide: how the log writers code numbers (logstore/log_number.h).
-absl::Status ApplyLogNumbersFlag() {
-  absl::StatusOr<logstore::LogNumberPath> number_path =
-      logstore::ParseLogNumberPath(absl::GetFlag(FLAGS_log_numbers));
-  if (!number_path.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--log_numbers: ", number_path.status().message()));
+// --log_numbers and --log_number_avx512 said how log writers coded numbers
+// (layout versions 1 and 2); writers now store binary32 as it is. Flagfiles
+// of earlier versions (deploy/flags/production.flags set --log_numbers)
+// still start, with a warning when they ask for something.
+void WarnIgnoredLogNumberFlags() {
+  if (absl::GetFlag(FLAGS_log_numbers) != "auto" || !absl::GetFlag(FLAGS_log_number_avx512)) {
+    spdlog::warn(
+        "--log_numbers and --log_number_avx512 are ignored: log writers store numbers "
+        "as binary32");
   }
-  if (!absl::GetFlag(FLAGS_log_number_avx512)) {
-    spdlog::warn("--log_number_avx512=false is deprecated: use --log_numbers=avx2");
-    if (*number_path == logstore::LogNumberPath::kAvx512) {
-      number_path = logstore::LogNumberPath::kAvx2;
-    }
-  }
-  logstore::LimitLogNumberPath(*number_path);
-  return absl::OkStatus();
 }
 
 absl::StatusOr<logstore::LogStoreConfig> LogStoreConfigFromFlags() {
@@ -314,17 +301,15 @@ absl::StatusOr<logstore::LogStoreConfig> LogStoreConfigFromFlags() {
         absl::StrCat("--logstore=", backend, ": expected memory, redis or redis-cluster"));
   }
   const std::string format = absl::GetFlag(FLAGS_log_format);
-  if (format == "blocks" || format == "record") {
-    config.format = logstore::LogStoreConfig::Format::kBlocks;
+  if (format == "columns" || format == "blocks" || format == "record") {
+    config.format = logstore::LogStoreConfig::Format::kColumns;
   } else if (format == "text") {
     config.format = logstore::LogStoreConfig::Format::kText;
   } else {
     return absl::InvalidArgumentError(
-        absl::StrCat("--log_format=", format, ": expected blocks or text"));
+        absl::StrCat("--log_format=", format, ": expected columns or text"));
   }
   config.writers = absl::GetFlag(FLAGS_log_writers);
-  config.block_items = absl::GetFlag(FLAGS_log_block_items);
-  if (config.block_items == 0) return absl::InvalidArgumentError("--log_block_items must be >= 1");
   if (absl::GetFlag(FLAGS_log_ttl_ms) <= 0) {
     return absl::InvalidArgumentError("--log_ttl_ms must be positive");
   }
@@ -471,7 +456,7 @@ absl::Status Run() {
   // Now that the slice and CPUs above are set: jemalloc's threads inherit them.
   const int jemalloc_background_error = StartJemallocBackgroundThreads();
 #endif
-  RETURN_IF_ERROR(ApplyLogNumbersFlag());
+  WarnIgnoredLogNumberFlags();
   RETURN_IF_ERROR(WorkFromFlags(&options));
   RETURN_IF_ERROR(AdmissionFromFlags(&options));
   RETURN_IF_ERROR(EdgesFromFlags(&options));
@@ -504,8 +489,7 @@ absl::Status Run() {
       server->max_inline_rank());
   // The allocator linked in (server/malloc.cmake); benchmarks compare builds by it.
   spdlog::info(
-      "allocator={} log_numbers={} rank_worker_cpus={}", RANKWIRE_MALLOC_NAME,
-      logstore::LogNumberPathName(logstore::ActiveLogNumberPath()),
+      "allocator={} rank_worker_cpus={}", RANKWIRE_MALLOC_NAME,
       options.rank_worker_cpus.empty() ? "any" : absl::StrJoin(options.rank_worker_cpus, ","));
 #ifdef RANKWIRE_JEMALLOC_CONF
   LogJemallocOptions(jemalloc_background_error);

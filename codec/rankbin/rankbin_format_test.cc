@@ -912,6 +912,28 @@ TEST(WriterTest, TheShapeIndexIsGivenUpOnlyWhenItFindsLittle) {
   EXPECT_EQ(ShapeCount(RoundTrip(result(20, 300), kRankbinCodecName)), 20u);
 }
 
+// A ranker's explanations: dense keys, and sparse ones present only in the
+// top items and again in later ones, plus one key present nowhere: 11, 64
+// (the most the writer follows as bits per item) or 71 sparse keys give
+// two shapes either way, and the payload round-trips.
+TEST(WriterTest, FewOrManySparseKeysGiveTheSameShapes) {
+  for (uint32_t sparse : {10u, 63u, 70u}) {
+    RowResult r;
+    for (uint32_t k = 0; k < 40 + sparse + 1; ++k) {
+      r.AddKey(absl::StrCat("k", k), k % 2 == 0 ? MetricType::kDouble : MetricType::kString);
+    }
+    for (size_t i = 0; i < 100; ++i) {
+      const bool explained = i < 10 || (i >= 50 && i < 55);
+      RankedItem& item = AppendItem(r, i);
+      for (uint32_t k = 0; k < 40 + (explained ? sparse : 0); ++k) {
+        item.metrics.push_back({k, k % 2 == 0 ? MetricValue::Double(k + 0.5 * i)
+                                              : MetricValue::String(absl::StrCat("s", i % 3))});
+      }
+    }
+    EXPECT_EQ(ShapeCount(RoundTrip(r, kRankbinCodecName)), 2u) << sparse << " sparse keys";
+  }
+}
+
 TEST(WriterTest, ShapesOfAnEarlierResultDoNotLeakIntoTheNext) {
   const auto result = [](size_t keys, size_t shapes, size_t items) {
     RowResult r;

@@ -1,6 +1,7 @@
 #include "model/xgboost/approx_contributions.h"
 
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -68,18 +69,37 @@ TEST(ApproxContributionsTest, EqualsXGBoostsArithmeticBitForBit) {
     for (int features : {2, 12}) {
       const XGBoostSpec model = Parse(testing::RandomModel(depth + features, 40, depth, features));
       const std::vector<float> rows = testing::RandomRows(depth, 35, features);
-      const ApproxContributions approx(model);
-      const size_t width = features + 1;
-      std::vector<float> out(35 * width);
-      approx.Contributions(rows.data(), 35, features, out.data());
-      for (size_t r = 0; r < 35; ++r) {
-        const std::vector<float> want = Saabas(model, rows.data() + r * features);
-        for (size_t f = 0; f < width; ++f) {
-          ASSERT_EQ(out[r * width + f], want[f])
-              << "depth " << depth << " features " << features << " row " << r << " col " << f;
+      // Both layouts: the walk (no bytes for tables), the tables.
+      for (const size_t budget : {size_t{0}, SIZE_MAX}) {
+        const ApproxContributions approx(model, budget);
+        ASSERT_EQ(approx.uses_tables(), budget != 0);
+        const size_t width = features + 1;
+        std::vector<float> out(35 * width);
+        approx.Contributions(rows.data(), 35, features, out.data());
+        for (size_t r = 0; r < 35; ++r) {
+          const std::vector<float> want = Saabas(model, rows.data() + r * features);
+          for (size_t f = 0; f < width; ++f) {
+            ASSERT_EQ(out[r * width + f], want[f])
+                << "depth " << depth << " features " << features << " row " << r << " col " << f
+                << (budget != 0 ? " tables" : " walk");
+          }
         }
       }
     }
+  }
+}
+
+TEST(ApproxContributionsTest, TablesExactlyWhenTheirBytesFit) {
+  for (int depth : {2, 6, 10}) {
+    const XGBoostSpec model = Parse(testing::RandomModel(depth, 30, depth, 20));
+    const size_t tables = ApproxContributions(model).MemoryBytes();
+    const ApproxContributions fits(model, tables);
+    const ApproxContributions short_one(model, tables - 1);
+    EXPECT_TRUE(fits.uses_tables()) << depth;
+    EXPECT_EQ(fits.MemoryBytes(), tables) << depth;
+    EXPECT_FALSE(short_one.uses_tables()) << depth;
+    // The walk holds 24 B per node; the tables more, the deeper the trees.
+    EXPECT_LT(short_one.MemoryBytes(), tables) << depth;
   }
 }
 
@@ -96,4 +116,4 @@ TEST(ApproxContributionsTest, ASingleLeafModelHasOnlyABias) {
 }
 
 }  // namespace
-}  // namespace rankwire::xgboostoost
+}  // namespace rankwire::xgboostoostoost

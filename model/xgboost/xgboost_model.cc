@@ -15,6 +15,9 @@ constexpr float kMissing = std::numeric_limits<float>::quiet_NaN();
 // The longest text AppendLogNumberText writes for a binary32 ("%g": sign,
 // six digits, point, exponent): "-1.17549e-38".
 constexpr size_t kNumberTextBound = 13;
+// What XGBoost 1.7 keeps per node: RegTree::Node (20 bytes) and
+// RTreeNodeStat (16); xgboost_scorer_test checks a model holds at most twice.
+constexpr size_t kXGBoostNodeBytes = 36;
 
 std::shared_ptr<const ModelOutputs> OutputsOf(const std::vector<std::string>& names,
                                               const XGBoostModelOptions& options) {
@@ -67,11 +70,6 @@ XGBoostModel::XGBoostModel(const xgboost::XGBoostSpec& model, std::string name, 
       feature_names_(model.feature_names()),
       evaluator_(model),
       outputs_(OutputsOf(model.feature_names(), options)) {
-  if (outputs_->explains && options.mode == ExplainMode::kExact) {
-    shap_ = std::make_unique<xgboost::TreeShap>(model);
-  } else if (outputs_->explains && options.mode == ExplainMode::kApprox) {
-    approx_ = std::make_unique<xgboost::ApproxContributions>(model);
-  }
   for (const std::string& feature : feature_names_) {
     absl::string_view bare = feature;
     const xgboost::FeatureSource source = xgboost::SourceOfFeature(bare);
@@ -86,6 +84,16 @@ XGBoostModel::XGBoostModel(const xgboost::XGBoostSpec& model, std::string name, 
         bindings_.push_back({source, IndexIn(inputs_.context, bare.substr(4))});
         break;
     }
+  }
+  if (outputs_->explains && options.mode == ExplainMode::kExact) {
+    shap_ = std::make_unique<xgboost::TreeShap>(model);
+  } else if (outputs_->explains && options.mode == ExplainMode::kApprox) {
+    // Saabas' faster tables only where the model then still holds at most
+    // twice XGBoost's bytes per node (issue 39), less a sixteenth for what
+    // MemoryBytes() does not see (this object, the outputs, the allocator).
+    const size_t bound = 2 * kXGBoostNodeBytes * model.num_nodes() / 16 * 15;
+    const size_t held = MemoryBytes();
+    approx_ = std::make_unique<xgboost::ApproxContributions>(model, bound > held ? bound - held : 0);
   }
 }
 

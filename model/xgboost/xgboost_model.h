@@ -76,6 +76,8 @@ class XGBoostModel final : public Model {
   const std::string& BucketOf(absl::string_view user_id) const override;
 
   const xgboost::TreeEvaluator& evaluator() const { return evaluator_; }
+  // --explain=approx's explainer (null in other modes), as the server built it.
+  const xgboost::ApproxContributions* approx() const { return approx_.get(); }
   size_t num_features() const { return feature_names_.size(); }
   // Bytes this model holds: the evaluator's node arrays, the explainer's
   // tables, the feature names and bindings.

@@ -17,8 +17,9 @@ portable kernel and the reference walk) and with Booster.predict. Fails on:
     column included) more than 1e-5 (relative above 1) from XGBoost's:
     TreeShap (xgboost_score --contribs=exact, the AVX-512 kernel where the
     CPU has it; the portable kernel too for every fourth model) against
-    pred_contribs=True, ApproxContributions (--contribs=approx) against
-    pred_contribs=True, approx_contribs=True.
+    pred_contribs=True, ApproxContributions against pred_contribs=True,
+    approx_contribs=True in both its layouts (--contribs=approx: the leaves'
+    tables; --contribs=approx_walk: the lean walk).
 
 Prints one line per model and a summary; exits non-zero on any failure.
 """
@@ -115,7 +116,7 @@ def check_contributions(args, booster, model_path, test, index, workdir, totals)
     rows = test[:args.contribs_rows]
     dtest = xgb.DMatrix(rows, feature_names=feature_names(), missing=np.nan)
     failures = []
-    runs = [("exact", "auto", False), ("approx", "auto", True)]
+    runs = [("exact", "auto", False), ("approx", "auto", True), ("approx_walk", "auto", True)]
     if index % 4 == 0:
         runs.append(("exact", "portable", False))
     for mode, shap_kernel, approx in runs:
@@ -184,7 +185,7 @@ def main():
     args = parser.parse_args()
     rng = np.random.default_rng(39)
     totals = {"rows": 0, "exact": 0, "max_rel": 0.0}
-    for mode in ("exact", "approx"):
+    for mode in ("exact", "approx", "approx_walk"):
         totals.update({mode + "_max": 0.0, mode + "_values": 0, mode + "_identical": 0})
     failed = 0
     start = time.time()
@@ -199,10 +200,12 @@ def main():
                     index += 1
     print("%d models, %d rows scored, %d bit-identical to XGBoost, max relative difference %g; "
           "contributions: exact %d values (%d identical to pred_contribs), max difference %g; "
-          "approx %d values (%d identical to approx_contribs), max difference %g; %.1f s" %
+          "approx %d values (%d identical to approx_contribs), max difference %g; "
+          "approx_walk %d values (%d identical), max difference %g; %.1f s" %
           (index, totals["rows"], totals["exact"], totals["max_rel"], totals["exact_values"],
            totals["exact_identical"], totals["exact_max"], totals["approx_values"],
-           totals["approx_identical"], totals["approx_max"], time.time() - start))
+           totals["approx_identical"], totals["approx_max"], totals["approx_walk_values"],
+           totals["approx_walk_identical"], totals["approx_walk_max"], time.time() - start))
     print("%d passed, %d failed" % (index - failed, failed))
     return 1 if failed else 0
 

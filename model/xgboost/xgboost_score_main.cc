@@ -6,12 +6,13 @@
 //   xgboost_score --model=m.json --rows=rows.f32 --out=scores.f32
 //       [--margin] [--kernel=auto|scalar|avx512|reference]
 //       [--contribs_rows=10 --contribs_out=contribs.f64
-//        [--contribs=exact|approx|reference] [--shap_kernel=auto|portable]]
+//        [--contribs=exact|approx|approx_walk|reference] [--shap_kernel=auto|portable]]
 //
 // rows.f32: float32 little-endian, row-major, num_features per row (model
 // feature order), NaN = missing. scores.f32: one float32 per row.
 // contribs.f64: float64, (num_features + 1) per row, bias last.
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -37,8 +38,9 @@ ABSL_FLAG(std::string, kernel, "auto", "auto, scalar, avx512 or reference (the p
 ABSL_FLAG(int, contribs_rows, 0, "TreeSHAP contributions for this many first rows");
 ABSL_FLAG(std::string, contribs_out, "", "where to write them: float64, features + bias per row");
 ABSL_FLAG(std::string, contribs, "exact",
-          "exact (TreeShap: pred_contribs), approx (ApproxContributions: approx_contribs) or "
-          "reference (ReferenceTreeShap, the classic algorithm)");
+          "exact (TreeShap: pred_contribs), approx (ApproxContributions with its tables: "
+          "approx_contribs), approx_walk (the same, its lean walk) or reference "
+          "(ReferenceTreeShap, the classic algorithm)");
 ABSL_FLAG(std::string, shap_kernel, "auto", "TreeShap's kernel: auto or portable");
 ABSL_FLAG(int, max_depth, 16, "deepest tree accepted");
 ABSL_FLAG(bool, allow_unnamed_features, false, "accept a model without feature names (f0, ...)");
@@ -118,8 +120,9 @@ absl::Status Explain(const XGBoostSpec& model, const std::vector<float>& rows, s
     const TreeShap shap(model,
                         kernel == "auto" ? TreeShap::Kernel::kAuto : TreeShap::Kernel::kPortable);
     shap.Contributions(rows.data(), explained, features, out.data());
-  } else if (mode == "approx") {
-    const ApproxContributions approx(model);
+  } else if (mode == "approx" || mode == "approx_walk") {
+    // approx: with the leaves' tables; approx_walk: the lean walk.
+    const ApproxContributions approx(model, mode == "approx" ? SIZE_MAX : 0);
     approx.Contributions(rows.data(), explained, features, out.data());
   } else {
     return absl::InvalidArgumentError(absl::StrCat("unknown --contribs ", mode));

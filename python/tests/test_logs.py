@@ -1,5 +1,7 @@
-"""rankwire.logs against values built here from docs/LOGS.md: layout 2 and
-blocks (every slot kind and number form), text values, layout 1 records;
+"""rankwire.logs against values built here from docs/LOGS.md: layout 3 and
+its columns (every slot kind and number form, and every refusal whatever
+ids are asked for), layout 2 and blocks (every slot kind and number form),
+text values, layout 1 records;
 the reading logic over a fake HMGET; every truncation and damage raising a
 rankwire error. Against a real Redis and server: tests/interop/test_log_decoder.py."""
 
@@ -108,6 +110,139 @@ class Store:
     def hmget(self, fields: List[bytes]) -> List[Optional[bytes]]:
         self.calls.append(list(fields))
         return [self.fields.get(f) for f in fields]
+
+
+# Layout version 3: "id=<id> pos=<position> pre=<request index> n=<int>
+# src=<string> x=<number> y=<number>|".
+V3_PIECES = [b"id=", b" pos=", b" pre=", b" n=", b" src=", b" x=", b" y=", b"|"]
+V3_KINDS = [logs.SLOT_ITEM_ID, logs.SLOT_POSITION, logs.SLOT_REQUEST_INDEX, logs.SLOT_INT,
+            logs.SLOT_STRING, logs.SLOT_NUMBER, logs.SLOT_NUMBER]
+
+
+def layout_v3(items: int, top: int) -> bytes:
+    out = b"L\x03" + varint(items) + varint(top) + varint(len(V3_KINDS))
+    for piece, kind in zip(V3_PIECES, V3_KINDS):
+        out += lp(piece) + bytes([kind])
+    out += lp(V3_PIECES[-1]) + varint(len(STRINGS))
+    return out + b"".join(lp(s) for s in STRINGS)
+
+
+def ints(values: Sequence[int], width: int = 2) -> bytes:
+    return bytes([width]) + b"".join(v.to_bytes(width, "little") for v in values)
+
+
+def columns(tag: bytes, order: Sequence[int], rows: Sequence[int], store: "Columns3",
+            x: bytes = b"", y: bytes = b"") -> bytes:
+    """A "#0" or "#1" value: `order`, then the columns of items `rows`."""
+    ids = [store.IDS[c] for c in rows]
+    out = tag + ints(order) + ints([len(i) for i in ids], 1) + b"".join(ids)
+    out += ints([store.INTS[c] for c in rows], 4) + ints([store.SRCS[c] for c in rows], 1)
+    out += x or b"\x00" + b"".join(F32.pack(store.XS[c]) for c in rows)
+    return out + (y or b"\x03" + ints([int(store.YS[c]) for c in rows]))
+
+
+class Columns3:
+    """A request of 5 items stored in columns, 2 of them in "#0", ranked
+    in the order ORDER (request indexes by position)."""
+
+    IDS = [b"sku-1", b"sku-2", b"sku-\n\x00\xc3\xa9", b"sku-4", b"x"]
+    INTS = [7, 3, 0, 2**32 - 1, 65536]
+    SRCS = [0, 1, 1, 0, 1]
+    XS = [0.1, -0.0, 1e-40, 3.4e38, 1.2345650]
+    YS = [1.0, 2.0, 3.0, 65535.0, 0.0]
+    ORDER = [3, 0, 4, 1, 2]
+
+    def __init__(self) -> None:
+        self.fields: Dict[bytes, bytes] = {
+            b"": layout_v3(5, 2),
+            b"#0": columns(b"T", self.ORDER[:2], self.ORDER[:2], self),
+            b"#1": columns(b"A", self.ORDER, range(5), self),
+        }
+        self.calls: List[List[bytes]] = []
+
+    def lines(self) -> Dict[str, str]:
+        out = {}
+        for r, c in enumerate(self.ORDER):
+            text = b"id=%s pos=%d pre=%d n=%d src=%s x=%s y=%s|" % (
+                self.IDS[c], r + 1, c + 1, self.INTS[c], STRINGS[self.SRCS[c]],
+                b"%g" % f32(self.XS[c]), b"%g" % self.YS[c])
+            out[self.IDS[c].decode()] = text.decode()
+        return out
+
+    def hmget(self, fields: List[bytes]) -> List[Optional[bytes]]:
+        self.calls.append(list(fields))
+        return [self.fields.get(f) for f in fields]
+
+
+class ColumnsTest(unittest.TestCase):
+    def test_decode_key_renders_every_item_in_position_order(self):
+        store = Columns3()
+        got = logs.decode_key(store.fields)
+        self.assertEqual(got, store.lines())
+        self.assertEqual(list(got), [store.IDS[c].decode() for c in store.ORDER])
+        self.assertEqual(got["sku-4"], "id=sku-4 pos=1 pre=4 n=4294967295 src=bm25 "
+                                       "x=3.4e+38 y=65535|")
+
+    def test_fetch_top_in_one_round_trip_the_rest_in_two(self):
+        store = Columns3()
+        want = store.lines()
+        self.assertEqual(logs.fetch(store.hmget, ["sku-1", "sku-4"]),
+                         {"sku-1": want["sku-1"], "sku-4": want["sku-4"]})
+        self.assertEqual(len(store.calls), 1)
+        self.assertEqual(logs.fetch(store.hmget, ["x", "nope", "#1"]),
+                         {"x": want["x"], "nope": None, "#1": None})
+        self.assertEqual(store.calls[-1], [b"", b"#0", b"#1"])
+
+    def test_every_number_form(self):
+        store = Columns3()
+        rows = range(5)
+        forms = {  # x in each form; y as whole numbers of width 1, 2 and 4.
+            "constant": b"\x01" + F32.pack(0.5),
+            "top byte": b"\x02\x3f" + b"".join(F32.pack(0.5 + c / 10)[:3] for c in rows),
+        }
+        for name, x in forms.items():
+            for width in (1, 2, 4):
+                y = b"\x03" + ints([c for c in rows], width)
+                store.fields[b"#1"] = columns(b"A", store.ORDER, rows, store, x, y)
+                store.fields[b"#0"] = columns(b"T", store.ORDER[:2], store.ORDER[:2], store,
+                                              x[:2] + x[2 + 3 * 3:2 + 3 * 4] + x[2:5]
+                                              if name == "top byte" else x,
+                                              b"\x03" + ints(store.ORDER[:2], width))
+                got = logs.decode_key(store.fields)
+                for c in rows:
+                    value = 0.5 if name == "constant" else f32(0.5 + c / 10)
+                    self.assertIn(b" x=%s y=%d|" % (b"%g" % value, c),
+                                  got[store.IDS[c].decode()].encode("utf-8", "surrogateescape"))
+
+    def test_the_refusals_are_unconditional(self):
+        """Each value read is refused whole, whatever ids were asked for: the
+        four cases an outside decoder once read differently, and the rest."""
+        good = Columns3()
+        twice = columns(b"A", good.ORDER, [0, 1, 2, 3, 0], good)  # sku-1 twice
+        empty = bytearray(good.fields[b"#1"])
+        empty[1 + 1 + 10 + 1] = 0  # The first id's length 0 (its bytes then follow as the next)
+        long_varint = good.fields[b""].replace(b"L\x03\x05\x02", b"L\x03\x85\x00\x02", 1)
+        cases = {
+            "an id twice in #1, asked or not": {b"#1": twice},
+            "an empty id": {b"#1": bytes(empty)},
+            "a varint not in its shortest form": {b"": long_varint},
+            "top_items 0 beside items": {b"": layout_v3(5, 0)},
+            "top_items 0 beside no items, with #0": {b"": layout_v3(0, 0)},
+            "#0 disagreeing with #1": {b"#0": columns(b"T", [3, 1], [3, 1], good)},
+            "an order past the items": {b"#1": columns(b"A", [5, 0, 4, 1, 2], range(5), good)},
+            "an integer width of 3": {b"#1": good.fields[b"#1"].replace(b"A\x02", b"A\x03", 1)},
+            "bytes after the last column": {b"#1": good.fields[b"#1"] + b"\x00"},
+            "layout version 4": {b"": b"L\x04" + good.fields[b""][2:]},
+        }
+        for what, change in cases.items():
+            with self.subTest(what):
+                store = Columns3()
+                store.fields.update(change)
+                with self.assertRaises(rankwire.Error):
+                    logs.decode_key(store.fields)
+                # Asked for an id of "#0" and one only "#1" has (x): both read.
+                with self.assertRaises(rankwire.Error):
+                    logs.fetch(store.hmget, ["sku-4", "x"])
 
 
 class BlocksTest(unittest.TestCase):
@@ -263,7 +398,7 @@ class BlocksTest(unittest.TestCase):
             with self.subTest(what), self.assertRaises(rankwire.FormatError):
                 logs.decode_key(fields)
         with self.assertRaises(rankwire.UnsupportedVersionError):
-            logs.Layout(b"L\x03")
+            logs.Layout(b"L\x04")
 
     def test_fetch_refuses_an_item_field_beside_blocks(self):
         store = Store()

@@ -7,7 +7,7 @@ import unittest
 
 import rankwire
 from rankwire import MetricType, rank_pb2
-from rankwire.protobuf_view import parse_metric_text
+from rankwire._protobuf_view import parse_metric_text
 
 from tests import payloads
 

@@ -142,7 +142,7 @@ class DashboardTest(unittest.TestCase):
             r"histogram_quantile\(0\.5, sum by \(le, phase\)",
             r"rankwire_response_body_bytes_bucket",                 # response bytes
             r"rankwire_log_items_total",                            # stored / dropped
-            r'outcome=~"dropped_\.\*"',
+            r'outcome=~"dropped_\.\*\|unknown"',
             r"rankwire_log_queue_requests",                         # queue depth
             r"rankwire_rank_rpcs_in_flight",                        # in flight
             r"rankwire_serving",                                    # draining replicas

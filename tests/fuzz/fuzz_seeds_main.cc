@@ -33,11 +33,13 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "logstore/log_blocks.h"
+#include "logstore/log_columns.h"
 #include "logstore/log_record.h"
 #include "logstore/log_value.h"
 #include "rank/v1/rank.pb.h"
 #include "model/xgboost/xgboost_test_util.h"
 #include "tests/codecs/codecs_under_test.h"
+#include "tests/support/log_blocks_v2.h"
 #include "tests/support/random_result.h"
 #include "tests/support/row_result.h"
 
@@ -287,13 +289,11 @@ void AddLogHashSeeds(std::map<std::string, std::string>& seeds) {
   layout.top_items = 4;
   layout.block_items = 8;
   std::vector<std::string> ids;
-  std::vector<absl::string_view> views;
   std::vector<int64_t> pre;
   std::vector<uint32_t> src;
   std::vector<std::vector<float>> numbers(6);
   for (int j = 0; j < 20; ++j) ids.push_back(absl::StrCat("sku-", 1000 + j * 7));
   for (int j = 0; j < 20; ++j) {
-    views.push_back(ids[j]);
     pre.push_back(20 - j);
     src.push_back(j % 2);
     numbers[0].push_back(0.1234567f * j - 1);
@@ -304,13 +304,26 @@ void AddLogHashSeeds(std::map<std::string, std::string>& seeds) {
     numbers[5].push_back(0.01f * (1000 + 37 * j));
   }
   std::vector<std::string> values = {layout.Serialize()};
-  logstore::BlocksWriter writer(layout, views.data());
-  writer.ItemIds(views.data());
-  writer.Ints(pre.data());
-  writer.Strings(src.data());
-  for (const std::vector<float>& column : numbers) writer.Numbers(column.data());
-  for (size_t b = 0; b < writer.blocks(); ++b) values.emplace_back(writer.block(b));
+  // Block by block, each number column in the form its values were made
+  // for (the layout has one number slot per form; a block writes them all
+  // in one form here, so each block takes another).
+  const logstore::NumberForm forms[] = {logstore::NumberForm::kRaw, logstore::NumberForm::kTopByte,
+                                        logstore::NumberForm::kTwoTops};
+  for (size_t b = 0; b < layout.BlockCount(); ++b) {
+    logstore::test_util::V2Form form{forms[b % 3], 0};
+    std::vector<std::string> blocks =
+        logstore::test_util::WriteV2Blocks(layout, ids, pre, src, numbers[b % 3], form);
+    values.push_back(blocks[b]);
+  }
   seeds["hash.blocks"] = HashSeed(values);
+  values.resize(2);
+  values.push_back(logstore::test_util::WriteV2Blocks(
+      layout, ids, pre, src, numbers[5],
+      logstore::test_util::V2Form{logstore::NumberForm::kDecimal, 2})[1]);
+  values.push_back(logstore::test_util::WriteV2Blocks(
+      layout, ids, pre, src, numbers[3],
+      logstore::test_util::V2Form{logstore::NumberForm::kWhole, 0})[2]);
+  seeds["hash.blocks_decimal_whole"] = HashSeed(values);
   std::string text = "Treq=r1 item=sku-1 pos=1 | feats price=78.7";
   std::string compressed = text.substr(1) + text.substr(1) + text.substr(1);
   logstore::EncodeLogValue(/*compress=*/true, 1, &compressed);
@@ -322,26 +335,71 @@ void AddLogHashSeeds(std::map<std::string, std::string>& seeds) {
   seeds["hash.v1_text"] = HashSeed({v1_layout, text, compressed});
 }
 
-// Seeds of the log_record target: mode byte 0 + doubles, mode byte 1 +
-// a 2-byte layout length + a layout + a record, mode byte 3 + a hash
-// (AddLogHashSeeds).
-void AddLogRecordSeeds(std::map<std::string, std::string>& seeds) {
-  const auto doubles = [](std::vector<double> values) {
-    std::string seed(1, '\0');
-    for (double v : values) seed.append(reinterpret_cast<const char*>(&v), sizeof v);
-    return seed;
-  };
-  const double inf = std::numeric_limits<double>::infinity();
-  seeds["numbers.edge_values"] =
-      doubles({0.0, -0.0, 1.0, 0.5, 999999.5, 99999.95, 1e-18, 9.99999e-19, 1e12, 5e-324, inf, -inf,
-               std::numeric_limits<double>::quiet_NaN(), 0.123456, 78.7, 1234567.0});
-  std::vector<double> ranker_like;
-  std::mt19937_64 rng(5);
-  for (int i = 0; i < 48; ++i) {
-    ranker_like.push_back((std::uniform_real_distribution<double>(-1, 3)(rng)) *
-                          std::pow(10.0, i % 7 - 3));
+// Seeds of mode 0 (a request's hash in layout version 3, written by the
+// server's writer: every number form, an int and a string column, odd
+// ids) and mode 2 (values to write and read back).
+void AddLogColumnsSeeds(std::map<std::string, std::string>& seeds) {
+  logstore::ColumnsLayout layout;
+  layout.pieces = {"req=r1 item=", " pos=", " pre=",   " src=", "#", " raw=",
+                   " same=",       " top=", " whole=", " odd=", ""};
+  layout.kinds = {logstore::LogSlot::kItemId,       logstore::LogSlot::kPosition,
+                  logstore::LogSlot::kRequestIndex, logstore::LogSlot::kString,
+                  logstore::LogSlot::kInt,          logstore::LogSlot::kNumber,
+                  logstore::LogSlot::kNumber,       logstore::LogSlot::kNumber,
+                  logstore::LogSlot::kNumber,       logstore::LogSlot::kNumber};
+  layout.strings = {"vector_ann", "text_bm25"};
+  layout.items = 20;
+  layout.top_items = 4;
+  std::string ids;
+  std::vector<uint32_t> ends, order, src, recall;
+  std::vector<std::vector<float>> numbers(4);
+  std::vector<double> odd;
+  for (uint32_t c = 0; c < 20; ++c) {
+    absl::StrAppend(&ids, c % 4 == 0 ? "\n\"#0" : "sku-", 1000 + c * 7);
+    ends.push_back(static_cast<uint32_t>(ids.size()));
+    order.push_back((c * 7 + 3) % 20);
+    src.push_back(c % 2);
+    recall.push_back(c * 4000);
+    numbers[0].push_back(0.1234567f * c - 1);
+    numbers[1].push_back(0.25f);
+    numbers[2].push_back(0.5f + 0.0123457f * c);
+    numbers[3].push_back(static_cast<float>(c * 3));
+    const double odd_values[] = {-0.0,
+                                 1e-45,
+                                 std::numeric_limits<double>::infinity(),
+                                 std::numeric_limits<double>::quiet_NaN(),
+                                 3.4e38,
+                                 1.2345650};
+    odd.push_back(odd_values[c % 6]);
   }
-  seeds["numbers.ranker_like"] = doubles(ranker_like);
+  logstore::ColumnsWriter writer(layout, order.data());
+  writer.ItemIds(ids, ends.data());
+  writer.Strings(src.data());
+  writer.Ints(recall.data());
+  for (const std::vector<float>& column : numbers) writer.Numbers(column.data());
+  writer.Numbers(odd.data());
+  std::string all;
+  for (absl::string_view piece : writer.all()) all.append(piece.data(), piece.size());
+  std::string seed = HashSeed({layout.Serialize(), std::string(writer.top()), all});
+  seed[0] = '\0';
+  seeds["columns.request"] = seed;
+  std::string written = std::string("\x02\x13\x03", 3);
+  for (float v : {0.5f, -0.0f, 1e-40f, 255.0f, 65535.0f, 65536.0f, 0.75f, 2.0f}) {
+    written.append(reinterpret_cast<const char*>(&v), 4);
+  }
+  seeds["columns.written"] = written;
+  // Whole numbers up to 255 (one byte each: libFuzzer's first find, a
+  // float converted to a signed char).
+  written = std::string("\x02\x07\x02", 3);
+  for (float v : {255.0f, 0.0f, 128.0f, 7.0f}) written.append(reinterpret_cast<const char*>(&v), 4);
+  seeds["columns.written_whole"] = written;
+}
+
+// Seeds of the log_record target: mode byte 0 + a columns hash, mode byte 1
+// + a 2-byte layout length + a layout + a record, mode byte 2 + values to
+// write, mode byte 3 + a blocks hash (AddLogHashSeeds).
+void AddLogRecordSeeds(std::map<std::string, std::string>& seeds) {
+  AddLogColumnsSeeds(seeds);
   logstore::LogRecordBuilder b;
   b.Literal("req=r1 item=");
   b.ItemId();

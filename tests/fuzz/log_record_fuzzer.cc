@@ -1,22 +1,28 @@
 // libFuzzer target: the stored-log coding and its readers (docs/LOGS.md;
-// logstore/log_record.h, log_number.h, log_blocks.h, log_value.h, and
-// LogReader::FetchBefore in log_store.h) over any bytes. The first byte
-// picks what the rest is (its value mod 4):
-//   0, 2  doubles (8 bytes each, any bit pattern): EncodeLogNumbers (AVX-512
-//      where the CPU has it) must write exactly the bytes EncodeLogNumber
-//      writes for each, in an output buffer of exactly the size it
-//      requires, and every slot must read back (ReadLogNumber) to a value
-//      SixDigits renders as it renders the input;
+// logstore/log_columns.h, log_blocks.h, log_record.h, log_number.h,
+// log_value.h, and LogReader::FetchBefore in log_store.h) over any bytes.
+// The first byte picks what the rest is (its value mod 4):
+//   0  a request's hash in layout version 3: values each after a 2-byte
+//      little-endian length, fields "", "#0", "#1": ColumnsLayout::Parse,
+//      ColumnsReader::ParseTop and ParseAll with every item rendered,
+//      CheckTopAgrees, and LogReader::FetchBefore of "#0"'s ids, "#1"'s
+//      last id and a few others must each return a value or
+//      DataLoss/ResourceExhausted, never crash or read past the bytes;
 //   1  a layout value and a record value (a 2-byte little-endian length
 //      splits them), as a reader finds them in Redis: LogLayout::Parse and
 //      Render must return a value or DataLoss/ResourceExhausted, never
 //      crash or read past the bytes;
-//   3  a request's hash: values each after a 2-byte little-endian length,
-//      field "" first, then "#0", "#1", ...: BlockLayout::Parse and
-//      BlockReader::Parse of each block with every item rendered, each
-//      value as a text value (DecodeLogValue), and LogReader::FetchBefore
-//      of block 0's ids and a few others over that hash must each return
-//      a value or DataLoss/ResourceExhausted, never crash.
+//   2  a request's values (the rest as item count, top count, then
+//      binary32 bit patterns, any): ColumnsWriter writes them and the
+//      reader must give back, for every item, the text the values render
+//      to (every number form, NaN, -0 and subnormals included);
+//   3  a request's hash in layout version 2: values each after a 2-byte
+//      little-endian length, field "" first, then "#0", "#1", ...:
+//      BlockLayout::Parse and BlockReader::Parse of each block with every
+//      item rendered, each value as a text value (DecodeLogValue), and
+//      LogReader::FetchBefore of block 0's ids and a few others over that
+//      hash must each return a value or DataLoss/ResourceExhausted, never
+//      crash.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -31,39 +37,13 @@
 #include "absl/strings/string_view.h"
 #include "codec/coding.h"
 #include "logstore/log_blocks.h"
-#include "logstore/log_number.h"
+#include "logstore/log_columns.h"
 #include "logstore/log_record.h"
 #include "logstore/log_store.h"
 #include "logstore/log_value.h"
 #include "tests/fuzz/view_checks.h"
 
 namespace {
-
-std::string SixDigits(double v) { return absl::StrCat(absl::SixDigits(v)); }
-
-void Numbers(const uint8_t* data, size_t size) {
-  const size_t count = size / 8;
-  std::vector<double> values(count);
-  if (count > 0) std::memcpy(values.data(), data, count * 8);
-  const size_t room = count * rankwire::logstore::kMaxLogNumberBytes;
-  // Exactly the room EncodeLogNumbers requires, so a sanitizer sees a
-  // write past it.
-  std::unique_ptr<char[]> batch(new char[room > 0 ? room : 1]);
-  const char* batch_end = rankwire::logstore::EncodeLogNumbers(values.data(), count, batch.get());
-  std::string one_by_one;
-  for (double v : values) rankwire::logstore::AppendLogNumber(v, &one_by_one);
-  RANKWIRE_FUZZ_CHECK(
-      absl::string_view(batch.get(), static_cast<size_t>(batch_end - batch.get())) == one_by_one,
-      "EncodeLogNumbers differs from EncodeLogNumber");
-  rankwire::coding::Reader in(one_by_one, "slots");
-  for (double v : values) {
-    absl::StatusOr<double> read = rankwire::logstore::ReadLogNumber(in);
-    RANKWIRE_FUZZ_CHECK(read.ok(), read.status().ToString());
-    RANKWIRE_FUZZ_CHECK(SixDigits(*read) == SixDigits(v),
-                        absl::StrCat(SixDigits(v), " read back as ", SixDigits(*read)));
-  }
-  RANKWIRE_FUZZ_CHECK(in.empty(), "bytes left after the last slot");
-}
 
 void Record(const uint8_t* data, size_t size) {
   if (size < 2) return;
@@ -120,15 +100,146 @@ class HashReader : public rankwire::logstore::LogReader {
   std::map<std::string, std::string> fields_;
 };
 
-void Hash(const uint8_t* data, size_t size) {
-  namespace ls = rankwire::logstore;
+// Values each after a 2-byte little-endian length, at most `most`.
+std::vector<std::string> Values(const uint8_t* data, size_t size, size_t most) {
   std::vector<std::string> values;
-  while (size >= 2 && values.size() < 64) {
+  while (size >= 2 && values.size() < most) {
     const size_t n = std::min<size_t>(size - 2, data[0] | size_t{data[1]} << 8);
     values.emplace_back(reinterpret_cast<const char*>(data + 2), n);
     data += 2 + n;
     size -= 2 + n;
   }
+  return values;
+}
+
+void RenderAll(const rankwire::logstore::ColumnsReader& reader, std::vector<std::string>* ids) {
+  for (size_t j = 0; j < reader.size(); ++j) {
+    if (ids->size() < 8) ids->emplace_back(reader.id(j));
+    absl::StatusOr<std::string> text = reader.Render(j);
+    if (!text.ok()) RANKWIRE_FUZZ_CHECK(Refused(text.status()), text.status().ToString());
+  }
+}
+
+void Columns(const uint8_t* data, size_t size) {
+  namespace ls = rankwire::logstore;
+  std::vector<std::string> values = Values(data, size, 3);
+  if (values.empty()) return;
+  std::map<std::string, std::string> fields;
+  const char* names[] = {"", "#0", "#1"};
+  for (size_t i = 0; i < values.size(); ++i) fields[names[i]] = values[i];
+  std::vector<std::string> ids = {"nope", "#1"};
+  absl::StatusOr<ls::ColumnsLayout> layout = ls::ColumnsLayout::Parse(values[0]);
+  if (!layout.ok()) RANKWIRE_FUZZ_CHECK(Refused(layout.status()), layout.status().ToString());
+  std::optional<ls::ColumnsReader> top, all;
+  if (layout.ok() && values.size() > 1) {
+    absl::StatusOr<ls::ColumnsReader> t = ls::ColumnsReader::ParseTop(*layout, values[1]);
+    if (t.ok()) {
+      RenderAll(*t, &ids);
+      top = *std::move(t);
+    } else {
+      RANKWIRE_FUZZ_CHECK(Refused(t.status()), t.status().ToString());
+    }
+  }
+  if (layout.ok() && values.size() > 2) {
+    absl::StatusOr<ls::ColumnsReader> a = ls::ColumnsReader::ParseAll(*layout, values[2]);
+    if (a.ok()) {
+      if (a->size() > 0) ids.emplace_back(a->id(a->size() - 1));
+      RenderAll(*a, &ids);
+      all = *std::move(a);
+    } else {
+      RANKWIRE_FUZZ_CHECK(Refused(a.status()), a.status().ToString());
+    }
+  }
+  if (top.has_value() && all.has_value()) {
+    const absl::Status agree = ls::CheckTopAgrees(*top, *all);
+    if (!agree.ok()) RANKWIRE_FUZZ_CHECK(Refused(agree), agree.ToString());
+  }
+  HashReader reader(std::move(fields));
+  absl::StatusOr<std::vector<std::optional<std::string>>> got = reader.Fetch("r", ids);
+  if (got.ok()) {
+    RANKWIRE_FUZZ_CHECK(got->size() == ids.size(), "FetchBefore answered another count");
+  } else {
+    RANKWIRE_FUZZ_CHECK(Refused(got.status()), got.status().ToString());
+  }
+}
+
+// Writes a request of the input's values as columns and reads it back.
+void WriteAndRead(const uint8_t* data, size_t size) {
+  namespace ls = rankwire::logstore;
+  if (size < 2) return;
+  const uint32_t n = 1 + data[0] % 64;
+  const uint32_t t = 1 + data[1] % n;
+  data += 2;
+  size -= 2;
+  // Two number columns (floats, then doubles widened from floats) and an
+  // int column, from the input's bits (repeated to fill the columns).
+  std::vector<float> f(n), g(n);
+  std::vector<double> d(n);
+  std::vector<uint32_t> ints(n), order(n);
+  for (uint32_t c = 0; c < n; ++c) {
+    uint32_t bits[3] = {};
+    for (int k = 0; k < 3; ++k) {
+      for (int byte = 0; byte < 4 && size > 0; ++byte) {
+        const size_t at = (12 * size_t{c} + 4 * size_t(k) + size_t(byte)) % size;
+        bits[k] |= uint32_t{data[at]} << (8 * byte);
+      }
+    }
+    std::memcpy(&f[c], &bits[0], 4);
+    std::memcpy(&g[c], &bits[1], 4);
+    d[c] = g[c];
+    ints[c] = bits[2] >> (bits[2] % 24);
+    order[c] = (c * 7 + bits[2]) % n;
+  }
+  // A permutation: each index once.
+  std::vector<bool> used(n);
+  for (uint32_t& o : order) {
+    while (used[o]) o = (o + 1) % n;
+    used[o] = true;
+  }
+  ls::ColumnsLayout layout;
+  layout.items = n;
+  layout.top_items = t;
+  layout.pieces = {"id=", " p=", " r=", " i=", " f=", " d=", ";"};
+  layout.kinds = {ls::LogSlot::kItemId, ls::LogSlot::kPosition, ls::LogSlot::kRequestIndex,
+                  ls::LogSlot::kInt,    ls::LogSlot::kNumber,   ls::LogSlot::kNumber};
+  std::string ids;
+  std::vector<uint32_t> ends;
+  for (uint32_t c = 0; c < n; ++c) {
+    absl::StrAppend(&ids, "i", c);
+    ends.push_back(static_cast<uint32_t>(ids.size()));
+  }
+  ls::ColumnsWriter writer(layout, order.data());
+  writer.ItemIds(ids, ends.data());
+  writer.Ints(ints.data());
+  writer.Numbers(f.data());
+  writer.Numbers(d.data());
+  std::string all_value;
+  for (absl::string_view piece : writer.all()) all_value.append(piece.data(), piece.size());
+  const std::string top_value(writer.top());
+  absl::StatusOr<ls::ColumnsReader> top = ls::ColumnsReader::ParseTop(layout, top_value);
+  absl::StatusOr<ls::ColumnsReader> all = ls::ColumnsReader::ParseAll(layout, all_value);
+  RANKWIRE_FUZZ_CHECK(top.ok(), top.status().ToString());
+  RANKWIRE_FUZZ_CHECK(all.ok(), all.status().ToString());
+  for (uint32_t r = 0; r < n; ++r) {
+    const uint32_t c = order[r];
+    std::string want = absl::StrCat("id=i", c, " p=", r + 1, " r=", c + 1, " i=", ints[c], " f=");
+    ls::AppendLogNumberText(f[c], &want);
+    want += " d=";
+    ls::AppendLogNumberText(static_cast<float>(d[c]), &want);
+    want += ";";
+    absl::StatusOr<std::string> got = all->Render(c);
+    RANKWIRE_FUZZ_CHECK(got.ok() && *got == want, absl::StrCat("\"#1\" item ", c, ": ", want));
+    if (r < t) {
+      got = top->Render(r);
+      RANKWIRE_FUZZ_CHECK(got.ok() && *got == want, absl::StrCat("\"#0\" item ", r, ": ", want));
+    }
+  }
+  RANKWIRE_FUZZ_CHECK(ls::CheckTopAgrees(*top, *all).ok(), "\"#0\" and \"#1\" disagree");
+}
+
+void Hash(const uint8_t* data, size_t size) {
+  namespace ls = rankwire::logstore;
+  std::vector<std::string> values = Values(data, size, 64);
   if (values.empty()) return;
   std::map<std::string, std::string> fields;
   fields[""] = values[0];
@@ -166,14 +277,17 @@ void Hash(const uint8_t* data, size_t size) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   switch (data[0] % 4) {
+    case 0:
+      Columns(data + 1, size - 1);
+      break;
     case 1:
       Record(data + 1, size - 1);
       break;
-    case 3:
-      Hash(data + 1, size - 1);
+    case 2:
+      WriteAndRead(data + 1, size - 1);
       break;
     default:
-      Numbers(data + 1, size - 1);
+      Hash(data + 1, size - 1);
       break;
   }
   return 0;

@@ -8,12 +8,15 @@ from a real redis-server and every item's decoded line must equal its
 inline line, byte for byte:
 
 - through rankwire.logs.decode_key (the whole hash), rankwire.logs.fetch
-  (LOGS.md's "Reading": one HMGET, then the other blocks only if needed),
-  and the tools/ CLI;
-- in every stored form: blocks (several block sizes), text ('T'), text
-  compressed ('Z'), and layout version 1 records built here by hand from
-  LOGS.md out of the same request's values (numbers as decimals, zeros and
-  raw doubles, negative ones included);
+  (LOGS.md's "Reading": one HMGET, then "#1" only if needed), and the
+  tools/ CLI;
+- in every stored form: columns (layout version 3, what servers write),
+  text ('T'), text compressed ('Z'), and the layouts older servers wrote,
+  built here by hand from LOGS.md out of the same request's values:
+  version 2 blocks (every number form, several block sizes; read through
+  the server's FetchLogs too, as during a rolling upgrade) and version 1
+  records (numbers as decimals, zeros and raw doubles, negative ones
+  included);
 - over 1 to 2,000 items with varied top_n, every scene, ids, user ids,
   request ids, recall sources, feature names and context values with
   non-ASCII and control characters (newline, tab, NUL, DEL, quotes), and
@@ -212,13 +215,22 @@ def zigzag(v):
     return (v << 1) ^ (v >> 63)
 
 
+def stored_items(fields):
+    """(layout, [(item id, [each slot's text])] in position order) of a
+    columns hash."""
+    layout = logs.Layout(fields[b""])
+    everything = logs.Columns(layout, fields[b"#1"], True)
+    return layout, [(everything.ids[c], everything.values(c)) for c in everything.order]
+
+
 def to_version_1(fields):
-    """A blocks hash rewritten as LOGS.md's layout version 1 and per-item
+    """A columns hash rewritten as LOGS.md's layout version 1 and per-item
     records ('R'), with a few items as 'T' and 'Z' values, as a server
     before blocks stored it: ({field: value}, {number form: count})."""
     import zstandard
-    layout = logs.Layout(fields[b""])
-    kinds = [logs.SLOT_INT if k == logs.SLOT_POSITION else k for k in layout.kinds]
+    layout, items = stored_items(fields)
+    kinds = [logs.SLOT_INT if k in (logs.SLOT_POSITION, logs.SLOT_REQUEST_INDEX) else k
+             for k in layout.kinds]
     out = bytearray(b"L\x01" + varint(len(kinds)))
     for piece, kind in zip(layout.pieces, kinds):
         out += lp(piece) + bytes([kind])
@@ -228,25 +240,93 @@ def to_version_1(fields):
     v1 = {b"": bytes(out)}
     index = {s: i for i, s in enumerate(layout.strings)}
     forms = {}
-    for b, name in enumerate(layout.block_fields()):
-        block = logs.decode_block(layout, b, fields[name])
-        for j, item_id in enumerate(block.ids):
-            if j % 11 == 5:
-                v1[item_id] = b"T" + block.line_bytes(j)
-                continue
-            if j % 11 == 7:
-                v1[item_id] = b"Z" + zstandard.ZstdCompressor().compress(block.line_bytes(j))
-                continue
-            record = bytearray(b"R")
-            for kind, text in zip(kinds, block.values(j)):
-                if kind == logs.SLOT_INT:
-                    record += varint(zigzag(int(text)))
-                elif kind == logs.SLOT_STRING:
-                    record += varint(index[text])
-                elif kind == logs.SLOT_NUMBER:
-                    record += v1_number(text, forms)
-            v1[item_id] = bytes(record)
+    for j, (item_id, values) in enumerate(items):
+        line = layout.pieces[0] + b"".join(v + p for v, p in zip(values, layout.pieces[1:]))
+        if j % 11 == 5:
+            v1[item_id] = b"T" + line
+            continue
+        if j % 11 == 7:
+            v1[item_id] = b"Z" + zstandard.ZstdCompressor().compress(line)
+            continue
+        record = bytearray(b"R")
+        for kind, text in zip(kinds, values):
+            if kind == logs.SLOT_INT:
+                record += varint(zigzag(int(text)))
+            elif kind == logs.SLOT_STRING:
+                record += varint(index[text])
+            elif kind == logs.SLOT_NUMBER:
+                record += v1_number(text, forms)
+        v1[item_id] = bytes(record)
     return v1, forms
+
+
+def v2_numbers(texts, forms):
+    """A version 2 number column (LOGS.md) of the binary32 values that print
+    as `texts`, in the smallest form it allows; counts the form used."""
+    bits = [struct.unpack("<I", F32.pack(float(t)))[0] for t in texts]
+    tops = sorted({b >> 24 for b in bits})
+    low3 = b"".join(struct.pack("<I", b)[:3] for b in bits)
+    values = [f32_bits(b) for b in bits]
+    for k in range(1, 7):  # Short decimals: the binary32 of d * 10^-k.
+        ds = [round(v * 10 ** k) if math.isfinite(v) else None for v in values]
+        if all(d is not None and abs(d) < 2 ** 31 and f32(d * [1e-1, 1e-2, 1e-3, 1e-4, 1e-5,
+               1e-6][k - 1]) == v and not (v == 0 and math.copysign(1, v) < 0)
+               for d, v in zip(ds, values)) and len(set(bits)) > 1:
+            forms.add("decimal")
+            return bytes([5, k]) + b"".join(varint(zigzag(d)) for d in ds)
+    if len(set(bits)) == 1 and len(bits) > 1:
+        forms.add("constant")
+        return bytes([3]) + F32.pack(values[0])
+    if all(v == int(v) and abs(v) < 2 ** 24 and bits[j] != 0x80000000
+           for j, v in enumerate(values) if math.isfinite(v)) and all(map(math.isfinite, values)):
+        forms.add("whole")
+        return bytes([2]) + b"".join(varint(zigzag(int(v))) for v in values)
+    if len(tops) == 1:
+        forms.add("top byte")
+        return bytes([1, tops[0]]) + low3
+    if len(tops) == 2:
+        forms.add("two top bytes")
+        flags = bytearray((len(bits) + 7) // 8)
+        for j, b in enumerate(bits):
+            flags[j // 8] |= (b >> 24 == tops[1]) << (j % 8)
+        return bytes([4, tops[0], tops[1]]) + bytes(flags) + low3
+    forms.add("raw")
+    return bytes([0]) + b"".join(F32.pack(v) for v in values)
+
+
+def to_version_2(fields, top_n, block_items):
+    """A columns hash rewritten as LOGS.md's layout version 2 and blocks,
+    as a server before columns stored it: ({field: value}, {forms used})."""
+    layout, items = stored_items(fields)
+    kinds = [logs.SLOT_INT if k == logs.SLOT_REQUEST_INDEX else k for k in layout.kinds]
+    top = max(1, min(top_n, len(items)))
+    out = bytearray(b"L\x02" + varint(len(items)) + varint(top) + varint(block_items) +
+                    varint(len(kinds)))
+    for piece, kind in zip(layout.pieces, kinds):
+        out += lp(piece) + bytes([kind])
+    out += lp(layout.pieces[-1]) + varint(len(layout.strings))
+    for text in layout.strings:
+        out += lp(text)
+    v2, forms = {b"": bytes(out)}, set()
+    index = {text: i for i, text in enumerate(layout.strings)}
+    starts = [0] + list(range(top, len(items), block_items))
+    for b, start in enumerate(starts):
+        block = items[start:starts[b + 1] if b + 1 < len(starts) else len(items)]
+        out = bytearray(b"B" + varint(len(block)))
+        for slot, kind in enumerate(kinds):
+            column = [values[slot] for _, values in block]
+            if kind == logs.SLOT_ITEM_ID:
+                ids = [item_id for item_id, _ in block]
+                prefix = os.path.commonprefix(ids)
+                out += lp(prefix) + b"".join(lp(i[len(prefix):]) for i in ids)
+            elif kind == logs.SLOT_INT:
+                out += b"".join(varint(zigzag(int(t))) for t in column)
+            elif kind == logs.SLOT_STRING:
+                out += b"".join(varint(index[t]) for t in column)
+            elif kind == logs.SLOT_NUMBER:
+                out += v2_numbers(column, forms)
+        v2[b"#%d" % b] = bytes(out)
+    return v2, forms
 
 
 class LogDecoderTest(unittest.TestCase):
@@ -350,9 +430,9 @@ class LogDecoderTest(unittest.TestCase):
         rows = [json.loads(line) for line in stdout.decode().splitlines()]
         return {row["item_id"]: row["log"] for row in rows}, [row["item_id"] for row in rows]
 
-    # -- blocks ------------------------------------------------------------
+    # -- columns -----------------------------------------------------------
 
-    def test_blocks_1_to_2000_items_every_scene(self):
+    def test_columns_1_to_2000_items_every_scene(self):
         server = self.server()
         rng = random.Random(5)
         scenes = list(rank_pb2.Scene.values())
@@ -362,24 +442,11 @@ class LogDecoderTest(unittest.TestCase):
             with self.subTest(n=n, top_n=top_n):
                 request = odd_request(seed, n, top_n, scenes[seed % len(scenes)])
                 want, key, _ = self.rank_both_ways(server, request)
-                blocks = 1 + -(-max(n - top_n, 0) // 16)
-                fields = self.wait_for(key, 1 + blocks)
-                self.assertEqual(set(fields), {b""} | {b"#%d" % b for b in range(blocks)})
-                self.check_reads(key, want, top_n, rng, blocks > 1)
+                fields = self.wait_for(key, 3)
+                self.assertEqual(set(fields), {b"", b"#0", b"#1"})
+                self.check_reads(key, want, top_n, rng, n > top_n)
         ttl = self.resp.command("PTTL", key)
         self.assertTrue(0 < ttl <= TTL_MS, ttl)
-
-    def test_blocks_of_other_sizes(self):
-        rng = random.Random(6)
-        for block_items in (1, 7, 1000):
-            server = self.server(f"--log_block_items={block_items}")
-            for seed, (n, top_n) in enumerate([(1, 1), (20, 3), (1001, 1)], start=100):
-                with self.subTest(block_items=block_items, n=n):
-                    request = odd_request(seed + block_items, n, top_n, rank_pb2.SCENE_CART)
-                    want, key, _ = self.rank_both_ways(server, request)
-                    blocks = 1 + -(-max(n - top_n, 0) // block_items)
-                    self.wait_for(key, 1 + blocks)
-                    self.check_reads(key, want, top_n, rng, blocks > 1)
 
     def test_inf_nan_and_overflowing_numbers(self):
         server = self.server(f"--model={self.model}")
@@ -390,7 +457,7 @@ class LogDecoderTest(unittest.TestCase):
         for seed, (n, top_n) in enumerate([(40, 5), (300, 300), (1000, 16)], start=200):
             request = odd_request(seed, n, top_n, rank_pb2.SCENE_HOME_FEED, odd_model=True)
             want, key, _ = self.rank_both_ways(server, request)
-            self.wait_for(key, 1 + 1 + -(-max(n - top_n, 0) // 16))
+            self.wait_for(key, 3)
             self.check_reads(key, want, top_n, rng, n > top_n)
             for line in want.values():
                 seen.update(w for w in odd_texts if w in line)
@@ -425,7 +492,7 @@ class LogDecoderTest(unittest.TestCase):
                                                    start=400):
             request = odd_request(seed, n, 10, rank_pb2.SCENE_SEARCH, odd_model=odd_model)
             want, key, _ = self.rank_both_ways(srv, request)
-            fields = self.wait_for(key, 1 + 1 + -(-(n - 10) // 16))
+            fields = self.wait_for(key, 3)
             v1, forms = to_version_1(fields)
             tags = {value[:1] for value in v1.values()}
             self.assertEqual(tags, {b"L", b"R", b"T", b"Z"})
@@ -440,6 +507,35 @@ class LogDecoderTest(unittest.TestCase):
             lines, _ = self.cli_json("--key", v1_key.decode(), "--item", list(want)[3])
             self.assertEqual(lines, {list(want)[3]: want[list(want)[3]]})
 
+    # -- layout version 2 --------------------------------------------------
+
+    def test_version_2_blocks_built_from_logs_md(self):
+        """Blocks as servers before columns wrote them, read by this decoder
+        and by the server's own reader (FetchLogs): the rolling upgrade."""
+        server = self.server()
+        odd = self.server(f"--model={self.model}")
+        rng = random.Random(11)
+        forms = set()
+        for seed, (srv, n, top_n, block_items, odd_model) in enumerate(
+                [(server, 60, 10, 16, False), (odd, 200, 5, 7, True), (server, 1, 1, 1, False),
+                 (server, 301, 300, 1000, False)], start=600):
+            with self.subTest(n=n, block_items=block_items):
+                request = odd_request(seed, n, top_n, rank_pb2.SCENE_CART, odd_model=odd_model)
+                want, key, _ = self.rank_both_ways(srv, request)
+                v2, used = to_version_2(self.wait_for(key, 3), top_n, block_items)
+                forms |= used
+                self.resp.command("DEL", key)
+                self.resp.command("HSET", key, *[x for item in v2.items() for x in item])
+                blocks = len(v2) - 1
+                self.check_reads(key, want, top_n, rng, blocks > 1)
+                ids = list(want)
+                sample = list(dict.fromkeys(ids[:top_n] + rng.sample(ids, min(n, 20))))
+                with rankwire.Client(f"127.0.0.1:{srv.port}") as client:
+                    self.assertEqual(client.fetch_logs(request.request_id, sample, timeout=10),
+                                     {i: want[i] for i in sample})
+        self.assertLessEqual({"raw", "whole", "decimal", "top byte", "two top bytes", "constant"},
+                             forms)
+
     # -- the CLI -----------------------------------------------------------
 
     def test_the_cli(self):
@@ -448,11 +544,11 @@ class LogDecoderTest(unittest.TestCase):
             server = self.server(*flags)
             request = odd_request(500 + len(flags), 300, 10, rank_pb2.SCENE_SEARCH)
             want, key, _ = self.rank_both_ways(server, request)
-            self.wait_for(key, 1 + 1 + -(-290 // 16) if not flags else 300)
+            self.wait_for(key, 3 if not flags else 300)
             with self.subTest(flags=flags, read="whole key"):
                 lines, order = self.cli_json("--request", request.request_id)
                 self.assertEqual(lines, want)
-                if not flags:  # Blocks come in rank order.
+                if not flags:  # Columns come in rank order.
                     self.assertEqual(order, list(want))
             with self.subTest(flags=flags, read="items"):
                 ids = rng.sample(list(want), 5)

@@ -22,12 +22,46 @@ rank_pb2 (the rank.v1 messages), logs (stored log values), rankbin, and
 admin (rank.v1.ModelService: get_models, reload_models).
 """
 
-from . import admin, logs, rank_pb2, rankbin
+import importlib
+from typing import Any
+
+from . import rankbin
 from ._model import DecodedItem, DecodedResult, Item, Limits, MetricType, Value
-from .client import DEFAULT_SERVICE_CONFIG, Client, service_config
 from .errors import (ChecksumError, Error, FormatError, LimitError, RpcError, TruncatedError,
                      UnknownCodecError, UnsupportedVersionError)
-from .result import CODECS, Result, open_payload, open_response
+
+# Imported on first use, so `import rankwire.logs` (the stored log decoder)
+# needs neither grpc nor protobuf (docs/LOGS.md): name -> (module, attribute;
+# None for the module itself).
+_LAZY = {
+    "Client": ("client", "Client"),
+    "service_config": ("client", "service_config"),
+    "DEFAULT_SERVICE_CONFIG": ("client", "DEFAULT_SERVICE_CONFIG"),
+    "Result": ("_result", "Result"),
+    "open_response": ("_result", "open_response"),
+    "open_payload": ("_result", "open_payload"),
+    "CODECS": ("_result", "CODECS"),
+    "rank_pb2": ("rank_pb2", None),
+    "admin": ("admin", None),
+    "client": ("client", None),
+    # Lazy too, so `python -m rankwire.logs` runs it once, as __main__.
+    "logs": ("logs", None),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'rankwire' has no attribute {name!r}")
+    module_name, attribute = _LAZY[name]
+    module = importlib.import_module(f".{module_name}", __name__)
+    value = module if attribute is None else getattr(module, attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> Any:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __version__ = "0.1.0"
 

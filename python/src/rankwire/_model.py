@@ -1,6 +1,6 @@
 """What a Result is made of: metric types, items (lazy), decoded items, caps.
 
-Public through `rankwire`; the readers (rankbin.py, protobuf_view.py) make
+Public through `rankwire`; the readers (rankbin.py, _protobuf_view.py) make
 the Items.
 """
 
@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Dict, List, Optional, Union
+from typing import Dict, List, Optional, Union
 
-if TYPE_CHECKING:
-    from ._view import View
+try:
+    from typing import Protocol
+except ImportError:  # Python < 3.8
+    Protocol = object  # type: ignore[assignment,misc]
 
 __all__ = ["MetricType", "Value", "Limits", "Item", "DecodedItem", "DecodedResult"]
 
@@ -41,6 +43,21 @@ class Limits:
     max_materialized_bytes: int = 256 << 20
 
 
+class ItemReader(Protocol):
+    """What an Item reads its lazy parts through: its result's view
+    (_view.View), by the item's index. The view keeps whatever it needs to
+    find them (rankbin: the item's shape and values offset)."""
+
+    def item_metric(self, index: int, name: str) -> Optional[Value]:
+        ...
+
+    def item_metrics(self, index: int) -> Dict[str, Value]:
+        ...
+
+    def item_log(self, index: int) -> str:
+        ...
+
+
 class Item:
     """One item of a Result, read lazily.
 
@@ -50,10 +67,10 @@ class Item:
     it keeps its Result's bytes alive.
     """
 
-    __slots__ = ("_view", "index", "id", "score", "position", "_cursor_a", "_cursor_b")
+    __slots__ = ("_view", "index", "id", "score", "position")
 
-    def __init__(self, view: "View", index: int, item_id: str, score: float, position: int,
-                 cursor_a: object = None, cursor_b: int = 0) -> None:
+    def __init__(self, view: ItemReader, index: int, item_id: str, score: float,
+                 position: int) -> None:
         self._view = view
         #: 0-based index in the result (rank order).
         self.index = index
@@ -63,23 +80,21 @@ class Item:
         self.score = score
         #: The 1-based rank the server gave.
         self.position = position
-        self._cursor_a = cursor_a
-        self._cursor_b = cursor_b
 
     def metric(self, name: str) -> Optional[Value]:
         """The item's value of metric `name`, or None if it has none."""
-        return self._view.item_metric(self, name)
+        return self._view.item_metric(self.index, name)
 
     def metrics(self) -> Dict[str, Value]:
         """Every metric of the item, name -> value (rankbin: in the order the
         payload lists them; protobuf: in map order)."""
-        return self._view.item_metrics(self)
+        return self._view.item_metrics(self.index)
 
     @property
     def log(self) -> str:
         """The item's log line when logs were sent inline; "" otherwise
         (fetch stored logs with Client.fetch_logs)."""
-        return self._view.item_log(self)
+        return self._view.item_log(self.index)
 
     def __repr__(self) -> str:
         return (f"Item(index={self.index}, id={self.id!r}, score={self.score!r}, "

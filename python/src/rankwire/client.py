@@ -26,7 +26,7 @@ import grpc
 from . import rank_pb2
 from ._model import Limits
 from .errors import RpcError
-from .result import Result, open_response
+from ._result import Result, open_response
 
 __all__ = ["Client", "service_config", "DEFAULT_SERVICE_CONFIG"]
 

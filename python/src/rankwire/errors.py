@@ -18,9 +18,10 @@ docs/FORMAT.md raises a `FormatError` from the read that meets the damage
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-import grpc
+if TYPE_CHECKING:  # Not at run time: `import rankwire.logs` must not need grpc.
+    import grpc
 
 __all__ = [
     "Error",
@@ -73,7 +74,7 @@ class RpcError(Error):
     The grpc.RpcError it wraps is the exception's __cause__.
     """
 
-    def __init__(self, method: str, code: grpc.StatusCode, details: Optional[str]) -> None:
+    def __init__(self, method: str, code: "grpc.StatusCode", details: Optional[str]) -> None:
         super().__init__(f"{method}: {code.name}: {details or ''}")
         self.method = method
         self.code = code

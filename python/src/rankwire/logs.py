@@ -5,15 +5,17 @@ reads whichever store it uses and returns text. This module is for callers
 that read the log store's Redis themselves. It is written from docs/LOGS.md
 alone and reads every form that page specifies:
 
-- layout version 2 (field ``""``) and blocks of typed values (fields
-  ``"#0"``, ``"#1"``, ...), what servers write with ``--log_format=blocks``;
+- layout version 3 (field ``""``), the top items (field ``"#0"``) and every
+  item's values as columns (field ``"#1"``), what servers write with
+  ``--log_format=columns``;
 - text values (tag ``T``, or ``Z``: a zstd frame of the text), one field per
   item id, with ``--log_format=text``;
-- layout version 1 and per-item records (tag ``R``), from older servers.
+- layout version 2 and blocks (fields ``"#0"``, ``"#1"``, ...), and layout
+  version 1 and per-item records (tag ``R``), from older servers.
 
 Two entry points::
 
-    # The items you show, in one round trip (two when some are past block 0),
+    # The items you show, in one round trip (two when some are not in "#0"),
     # given any function that runs HMGET on the request's key:
     lines = rankwire.logs.fetch(
         lambda fields: redis.hmget(rankwire.logs.key(request_id), fields), item_ids)
@@ -27,12 +29,13 @@ Lines and ids are `str`. Servers write UTF-8, but nothing here validates it:
 bytes that are not UTF-8 come back as lone surrogates, and
 ``s.encode("utf-8", "surrogateescape")`` gives the stored bytes back.
 
-Bad bytes never come back as a line: an unknown tag, another layout version,
-bytes after a value's last field, a block of the wrong size, an index out
-of range, a duplicate item id, or any other inconsistency LOGS.md names
-raises a `rankwire.FormatError` (a `TruncatedError` when a value is cut
-short). A value that would decode to more than a reader cap raises a
-`rankwire.LimitError`. Functions are pure and thread-safe.
+Bad bytes never come back as a line: every value read is checked whole
+against LOGS.md's refusals, whichever ids were asked for (an unknown tag,
+another layout version, a varint not in its shortest form, bytes after a
+value's last field, an index out of range, an empty or duplicate item id,
+...) and raises a `rankwire.FormatError` (a `TruncatedError` when a value
+is cut short). A value that would decode to more than a reader cap raises
+a `rankwire.LimitError`. Functions are pure and thread-safe.
 """
 
 from __future__ import annotations
@@ -41,16 +44,16 @@ import struct
 from typing import (Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple,
                     Union)
 
-from ._coding import count, length_prefixed, truncated, varint
+from ._coding import truncated, varint
 from ._zstd import decompress_exact, single_frame_size
 from .errors import Error, FormatError, LimitError, UnsupportedVersionError
 
 __all__ = [
     "KEY_PREFIX", "LAYOUT_FIELD", "MAX_LOG_BYTES", "MAX_ITEMS", "MAX_DECODED_BYTES",
     "SLOT_ITEM_ID", "SLOT_INT", "SLOT_STRING", "SLOT_NUMBER", "SLOT_POSITION",
-    "Layout", "Block", "KeyRewrittenError",
-    "key", "block_field", "decode_block", "decode_text", "decode_record", "decode_value",
-    "decode_key", "fetch", "format_number",
+    "SLOT_REQUEST_INDEX", "Layout", "Block", "Columns", "KeyRewrittenError",
+    "key", "block_field", "decode_block", "decode_text", "decode_record",
+    "decode_value", "decode_key", "fetch", "format_number",
 ]
 
 #: Every request's hash is `KEY_PREFIX + request_id`.
@@ -58,10 +61,13 @@ KEY_PREFIX = b"rank:log:"
 #: The field holding the request's layout (the empty string).
 LAYOUT_FIELD = b""
 
-#: Slot kinds (a layout's `kinds`); SLOT_POSITION is layout version 2 only.
+#: Slot kinds (a layout's `kinds`); SLOT_POSITION is layout versions 2 and
+#: 3 only, SLOT_REQUEST_INDEX version 3 only.
 SLOT_ITEM_ID, SLOT_INT, SLOT_STRING, SLOT_NUMBER, SLOT_POSITION = 1, 2, 3, 4, 5
+SLOT_REQUEST_INDEX = 6
 _V1_KINDS = (SLOT_ITEM_ID, SLOT_INT, SLOT_STRING, SLOT_NUMBER)
-_V2_KINDS = _V1_KINDS + (SLOT_POSITION,)
+_KINDS = {1: _V1_KINDS, 2: _V1_KINDS + (SLOT_POSITION,),
+          3: _V1_KINDS + (SLOT_POSITION, SLOT_REQUEST_INDEX)}
 
 # Number forms of a block's number column.
 _FORM_RAW, _FORM_TOP_BYTE, _FORM_WHOLE, _FORM_CONSTANT, _FORM_TWO_TOPS, _FORM_DECIMAL = range(6)
@@ -130,6 +136,29 @@ def _corrupt(what: str) -> FormatError:
     return FormatError(f"logs: {what}")
 
 
+def _varint(data: bytes, p: int, end: int, what: str) -> Tuple[int, int]:
+    """A varint in its shortest form (LOGS.md: any other is damage)."""
+    v, q = varint(data, p, end, what)
+    if q - p > 1 and data[q - 1] == 0:
+        raise _corrupt(f"{what}: a varint not in its shortest form at offset {p}")
+    return v, q
+
+
+def _count(data: bytes, p: int, end: int, min_bytes_each: int, what: str) -> Tuple[int, int]:
+    n, p = _varint(data, p, end, what)
+    if n * min_bytes_each > end - p:
+        raise _corrupt(f"{what} {n} exceeds the remaining {end - p} bytes")
+    return n, p
+
+
+def _string(data: bytes, p: int, end: int, what: str) -> Tuple[int, int]:
+    """A varint length, then that many bytes: (their start, their end)."""
+    n, p = _varint(data, p, end, what)
+    if n > end - p:
+        raise truncated("logs", what, p)
+    return p, p + n
+
+
 class Layout:
     """A request's layout (the ``L`` value of field ``""``): the literal
     pieces around the slots, each slot's kind, the string table, and (for
@@ -152,27 +181,29 @@ class Layout:
         self.version = data[1]
         p = 2
         self.items = self.top_items = self.block_items = 0
-        if self.version == 2:
-            self.items, p = varint(data, p, end, "layout item count")
-            self.top_items, p = varint(data, p, end, "layout top items")
-            self.block_items, p = varint(data, p, end, "layout block items")
+        if self.version not in _KINDS:
+            raise UnsupportedVersionError(f"logs: unknown layout version {self.version}")
+        if self.version >= 2:
+            self.items, p = _varint(data, p, end, "layout item count")
+            self.top_items, p = _varint(data, p, end, "layout top items")
+            if self.version == 2:
+                self.block_items, p = _varint(data, p, end, "layout block items")
             if self.items > MAX_ITEMS:
                 raise LimitError(f"logs: the layout announces {self.items} items "
                                  f"(this reader's cap is {MAX_ITEMS})")
             if self.items > 0 and self.top_items == 0:
                 raise _corrupt("layout has items but block 0 holds none (top_items 0)")
-            if self.block_items == 0:
+            if self.version == 2 and self.block_items == 0:
                 raise _corrupt("layout has block_items 0")
-            kinds = _V2_KINDS
-        elif self.version == 1:
-            kinds = _V1_KINDS
-        else:
-            raise UnsupportedVersionError(f"logs: unknown layout version {self.version}")
-        slots, p = count(data, p, end, 2, "layout slot count")
+            if self.version == 3 and (self.top_items > self.items or
+                                      (self.items == 0) != (self.top_items == 0)):
+                raise _corrupt(f"top_items {self.top_items} of {self.items} items")
+        kinds = _KINDS[self.version]
+        slots, p = _count(data, p, end, 2, "layout slot count")
         self.pieces: List[bytes] = []
         self.kinds: List[int] = []
         for _ in range(slots):
-            a, p = length_prefixed(data, p, end, "layout piece")
+            a, p = _string(data, p, end, "layout piece")
             self.pieces.append(data[a:p])
             if p >= end:
                 raise truncated("logs", "layout slot kind", p)
@@ -181,18 +212,18 @@ class Layout:
                 raise _corrupt(f"unknown slot kind {kind} in a version {self.version} layout")
             self.kinds.append(kind)
             p += 1
-        a, p = length_prefixed(data, p, end, "layout last piece")
+        a, p = _string(data, p, end, "layout last piece")
         self.pieces.append(data[a:p])
-        n, p = count(data, p, end, 1, "layout string count")
+        n, p = _count(data, p, end, 1, "layout string count")
         self.strings: List[bytes] = []
         for _ in range(n):
-            a, p = length_prefixed(data, p, end, "layout string")
+            a, p = _string(data, p, end, "layout string")
             self.strings.append(data[a:p])
         if p != end:
             raise _corrupt(f"{end - p} bytes after the layout")
-        if self.version == 2 and self.kinds.count(SLOT_ITEM_ID) != 1:
-            raise _corrupt(f"a version 2 layout with {self.kinds.count(SLOT_ITEM_ID)} item id "
-                           "slots (it has exactly one)")
+        if self.version >= 2 and self.kinds.count(SLOT_ITEM_ID) != 1:
+            raise _corrupt(f"a version {self.version} layout with "
+                           f"{self.kinds.count(SLOT_ITEM_ID)} item id slots (it has exactly one)")
         self._literal = sum(len(piece) for piece in self.pieces)
 
     def block_count(self) -> int:
@@ -275,7 +306,7 @@ def decode_block(layout: Layout, index: int, value: Bytes) -> Block:
     begin, stop = layout.block_range(index)
     expected = stop - begin
     # The item id column holds at least one byte per item.
-    n, p = count(data, 1, end, 1, "block item count")
+    n, p = _count(data, 1, end, 1, "block item count")
     if n != expected:
         raise _corrupt(f"block {index} holds {n} items; its layout says {expected}")
     columns: List[List[bytes]] = []
@@ -284,22 +315,24 @@ def decode_block(layout: Layout, index: int, value: Bytes) -> Block:
     for kind in layout.kinds:
         column: List[bytes]
         if kind == SLOT_ITEM_ID:
-            a, p = length_prefixed(data, p, end, "item id prefix")
+            a, p = _string(data, p, end, "item id prefix")
             prefix = data[a:p]
             column = []
             for _ in range(n):
-                a, p = length_prefixed(data, p, end, "item id suffix")
+                a, p = _string(data, p, end, "item id suffix")
                 column.append(prefix + data[a:p])
+                if not column[-1]:
+                    raise _corrupt(f"an empty item id in block {index}")
             ids = column
         elif kind == SLOT_INT:
             column = []
             for _ in range(n):
-                z, p = varint(data, p, end, "int")
+                z, p = _varint(data, p, end, "int")
                 column.append(b"%d" % ((z >> 1) ^ -(z & 1)))
         elif kind == SLOT_STRING:
             column = []
             for _ in range(n):
-                i, p = varint(data, p, end, "string index")
+                i, p = _varint(data, p, end, "string index")
                 if i >= len(strings):
                     raise _corrupt(f"string index {i} of a table of {len(strings)}")
                 column.append(strings[i])
@@ -343,7 +376,7 @@ def _number_column(data: bytes, p: int, end: int, n: int) -> Tuple[List[bytes], 
     if form == _FORM_WHOLE:
         column = []
         for _ in range(n):
-            z, p = varint(data, p, end, "whole number")
+            z, p = _varint(data, p, end, "whole number")
             v = (z >> 1) ^ -(z & 1)
             if not -_WHOLE_LIMIT < v < _WHOLE_LIMIT:
                 raise _corrupt(f"whole number {v} is not below 2^24 in magnitude")
@@ -365,7 +398,7 @@ def _number_column(data: bytes, p: int, end: int, n: int) -> Tuple[List[bytes], 
             raise _corrupt(f"decimal scale {scale} (1..{_MAX_DECIMAL_SCALE})")
         column = []
         for _ in range(n):
-            z, p = varint(data, p, end, "decimal digits")
+            z, p = _varint(data, p, end, "decimal digits")
             d = (z >> 1) ^ -(z & 1)
             if not -_DECIMAL_LIMIT < d < _DECIMAL_LIMIT:
                 raise _corrupt(f"decimal digits {d} are not below 2^31 in magnitude")
@@ -398,6 +431,158 @@ def _two_tops_column(data: bytes, p: int, end: int, n: int) -> Tuple[List[bytes]
     return [format_number(x) for (x,) in _F32.iter_unpack(raw)], stop
 
 
+# --- Layout version 3 (columns): "#0" holds the top items, "#1" every item. ---
+
+_INT_FORMATS = {1: "<%dB", 2: "<%dH", 4: "<%dI"}
+_COLUMN_RAW, _COLUMN_CONSTANT, _COLUMN_TOP_BYTE, _COLUMN_WHOLE = range(4)
+
+
+def _ints(data: bytes, p: int, end: int, n: int, what: str) -> Tuple[List[int], int]:
+    """An integer array: width (1, 2 or 4), then n little-endian values."""
+    if p >= end:
+        raise truncated("logs", what, p)
+    width = data[p]
+    if width not in _INT_FORMATS:
+        raise _corrupt(f"{what}: integer width {width} (1, 2 or 4)")
+    stop = p + 1 + width * n
+    if stop > end:
+        raise truncated("logs", what, p)
+    return list(struct.unpack_from(_INT_FORMATS[width] % n, data, p + 1)), stop
+
+
+def _columns_numbers(data: bytes, p: int, end: int, n: int) -> Tuple[List[bytes], int]:
+    form = data[p] if p < end else -1
+    size = {_COLUMN_RAW: 4 * n, _COLUMN_CONSTANT: 4, _COLUMN_TOP_BYTE: 1 + 3 * n}.get(form, 1)
+    if p + 1 + size > end:
+        raise truncated("logs", "number column", p)
+    p += 1
+    if form == _COLUMN_RAW:
+        return [format_number(x) for (x,) in _F32.iter_unpack(data[p:p + 4 * n])], p + 4 * n
+    if form == _COLUMN_CONSTANT:
+        return [format_number(_F32.unpack_from(data, p)[0])] * n, p + 4
+    if form == _COLUMN_TOP_BYTE:
+        top, p = data[p:p + 1], p + 1
+        raw = b"".join(data[q:q + 3] + top for q in range(p, p + 3 * n, 3))
+        return [format_number(x) for (x,) in _F32.iter_unpack(raw)], p + 3 * n
+    if form == _COLUMN_WHOLE:  # The binary32 of each integer.
+        values, p = _ints(data, p, end, n, "whole numbers")
+        return [format_number(_F32.unpack(_F32.pack(float(v)))[0]) for v in values], p
+    raise _corrupt(f"unknown number form {form}")
+
+
+class Columns:
+    """Field "#0" (`all_items` False: the top items, in position order) or
+    "#1" (every item, in request order) of a version 3 layout, decoded and
+    checked whole: each item's id, position, request index and line."""
+
+    __slots__ = ("layout", "ids", "order", "positions", "_columns")
+
+    def __init__(self, layout: Layout, value: Bytes, all_items: bool) -> None:
+        data, name = bytes(value), "#1" if all_items else "#0"
+        end, n = len(data), layout.items if all_items else layout.top_items
+        if layout.version != 3 or layout.items == 0:
+            raise _corrupt(f'a "{name}" beside a layout of version {layout.version} '
+                           f"and {layout.items} items")
+        if data[:1] != (b"A" if all_items else b"T"):
+            raise _corrupt(f'"{name}" holds tag {data[:1]!r}')
+        self.layout = layout
+        self.order, p = _ints(data, 1, end, n, "order")
+        if max(self.order) >= layout.items or len(set(self.order)) != n:
+            raise _corrupt(f'"{name}": an order past the items or with an index twice')
+        self.positions = list(range(n))
+        indexes = self.order
+        if all_items:
+            for r, c in enumerate(self.order):
+                self.positions[c] = r
+            indexes = list(range(n))
+        self._columns: List[List[bytes]] = []
+        for kind in layout.kinds:
+            if kind in (SLOT_INT, SLOT_STRING, SLOT_ITEM_ID):
+                values, p = _ints(data, p, end, n, "ints")
+            if kind == SLOT_ITEM_ID:
+                if 0 in values or p + sum(values) > end:
+                    raise _corrupt(f'"{name}": an empty item id, or ids past the value')
+                column = []
+                for length in values:
+                    column.append(data[p:p + length])
+                    p += length
+                self.ids = column
+                if len(set(column)) != n:
+                    raise _corrupt(f'an item id twice in "{name}"')
+            elif kind == SLOT_INT:
+                column = [b"%d" % v for v in values]
+            elif kind == SLOT_STRING:
+                if values and max(values) >= len(layout.strings):
+                    raise _corrupt(f'"{name}": a string index past the table')
+                column = [layout.strings[i] for i in values]
+            elif kind == SLOT_NUMBER:
+                column, p = _columns_numbers(data, p, end, n)
+            elif kind == SLOT_POSITION:
+                column = [b"%d" % (r + 1) for r in self.positions]
+            else:  # SLOT_REQUEST_INDEX
+                column = [b"%d" % (c + 1) for c in indexes]
+            self._columns.append(column)
+        if p != end:
+            raise _corrupt(f'{end - p} bytes after "{name}"\'s last column')
+        if len(self.ids) * layout._literal > MAX_DECODED_BYTES:
+            raise LimitError(f'logs: "{name}" would render past {MAX_DECODED_BYTES} bytes')
+
+    def values(self, j: int) -> List[bytes]:
+        """The text of each slot's value for the item `j`, in slot order."""
+        return [column[j] for column in self._columns]
+
+    def line(self, j: int) -> str:
+        """The line of the value's item `j`."""
+        pieces = self.layout.pieces
+        return _as_text(pieces[0] + b"".join(v + p for v, p in zip(self.values(j), pieces[1:])))
+
+
+def _agree(top: Columns, everything: Columns) -> None:  # "#0" repeats "#1"'s first items.
+    for j, c in enumerate(top.order):
+        if everything.positions[c] != j or top.line(j) != everything.line(c):
+            raise _corrupt(f'"#0" and "#1" disagree on position {j + 1}')
+
+
+def _decode_key_v3(layout: Layout, fields: Mapping[bytes, Bytes]) -> Dict[str, str]:
+    """Every line of a version 3 hash, in position order."""
+    expected = {LAYOUT_FIELD, b"#0", b"#1"} if layout.items else {LAYOUT_FIELD}
+    if set(fields) != expected:
+        raise _corrupt(f"a version 3 hash with fields {sorted(fields)!r}")
+    if not layout.items:
+        return {}
+    top, everything = Columns(layout, fields[b"#0"], False), Columns(layout, fields[b"#1"], True)
+    _agree(top, everything)
+    return {_as_text(everything.ids[c]): everything.line(c) for c in everything.order}
+
+
+def _fetch_v3(hmget: Hmget, layout: Layout, values: List[Optional[bytes]],
+              wanted: List[bytes]) -> Optional[Dict[bytes, str]]:
+    """{id: line} of the ids found; None when the key was written again
+    between the two round trips."""
+    own = {b"#0", b"#1"} if layout.items else set()
+    for item_id, value in zip(wanted, values[2:]):
+        if value is not None and item_id not in own:
+            raise _corrupt(f"item {item_id!r} has a field of its own beside the layout")
+    if values[1] is None:
+        if layout.items:
+            raise _corrupt('no "#0" beside a layout of items')
+        return {}
+    top = Columns(layout, values[1], False)  # Refuses one beside a layout of no items.
+    found = {i: top.line(j) for j, i in enumerate(top.ids) if i in set(wanted)}
+    if set(wanted) <= set(found) or layout.top_items == layout.items:  # "#1" has no more.
+        return found
+    again = _call(hmget, [LAYOUT_FIELD, b"#0", b"#1"])
+    if again[0] != layout.raw or again[1] != values[1]:
+        return None
+    if again[2] is None:
+        raise _corrupt('no "#1" beside a layout of items')
+    everything = Columns(layout, again[2], True)
+    _agree(top, everything)
+    return {i: everything.line(c) for c, i in enumerate(everything.ids) if i in set(wanted)}
+
+# --- End of layout version 3. ---
+
+
 def decode_text(value: Bytes) -> str:
     """The line of a ``T`` or ``Z`` value."""
     data = bytes(value)
@@ -415,7 +600,7 @@ def decode_text(value: Bytes) -> str:
 
 
 def _record_number(data: bytes, p: int, end: int) -> Tuple[float, int]:
-    u, p = varint(data, p, end, "record number")
+    u, p = _varint(data, p, end, "record number")
     code, negative, m = u & 31, (u >> 5) & 1, u >> 6
     if code != _SPECIAL:
         if not 1 <= m <= 999999:
@@ -452,10 +637,10 @@ def decode_record(layout: Layout, item_id: ItemId, value: Bytes) -> str:
         if kind == SLOT_ITEM_ID:
             out.append(_as_bytes(item_id))
         elif kind == SLOT_INT:
-            z, p = varint(data, p, end, "record int")
+            z, p = _varint(data, p, end, "record int")
             out.append(b"%d" % ((z >> 1) ^ -(z & 1)))
         elif kind == SLOT_STRING:
-            i, p = varint(data, p, end, "record string index")
+            i, p = _varint(data, p, end, "record string index")
             if i >= len(layout.strings):
                 raise _corrupt(f"string index {i} of a table of {len(layout.strings)}")
             out.append(layout.strings[i])
@@ -493,6 +678,8 @@ def decode_key(fields: Mapping[bytes, Bytes]) -> Dict[str, str]:
     layout_value = fields.get(LAYOUT_FIELD)
     layout = Layout(layout_value) if layout_value is not None else None
     out: Dict[str, str] = {}
+    if layout is not None and layout.version == 3:
+        return _decode_key_v3(layout, fields)
     if layout is None or layout.version == 1:
         total = 0
         for name, value in fields.items():
@@ -552,6 +739,8 @@ def _fetch_once(hmget: Hmget, wanted: List[bytes]) -> Optional[Dict[bytes, str]]
     values = _call(hmget, fields)
     layout = Layout(values[0]) if values[0] is not None else None
     found: Dict[bytes, str] = {}
+    if layout is not None and layout.version == 3:
+        return _fetch_v3(hmget, layout, values, wanted)
     if layout is None or layout.version == 1:
         # Text values, records, or nothing stored: one value per id.
         total = 0
@@ -568,11 +757,12 @@ def _fetch_once(hmget: Hmget, wanted: List[bytes]) -> Optional[Dict[bytes, str]]
         if value is not None and item_id not in blocks:
             raise _corrupt(f"item {item_id!r} has a field of its own beside the blocks")
     todo = set(wanted)
+    seen: Set[bytes] = set()
     total = 0
     if values[1] is not None:
         if layout.block_count() == 0:
             raise _corrupt("a block \"#0\" beside a layout without items")
-        total += _take(decode_block(layout, 0, values[1]), todo, found)
+        total += _take(decode_block(layout, 0, values[1]), todo, found, seen)
     if not todo or layout.block_count() <= 1:
         return found
     more = [LAYOUT_FIELD] + layout.block_fields()[1:]
@@ -581,22 +771,20 @@ def _fetch_once(hmget: Hmget, wanted: List[bytes]) -> Optional[Dict[bytes, str]]
         return None
     for b, value in enumerate(again[1:], start=1):
         if value is not None:
-            total += _take(decode_block(layout, b, value), todo, found)
+            total += _take(decode_block(layout, b, value), todo, found, seen)
             _check_total(total)
     return found
 
 
-def _take(block: Block, todo: Set[bytes], found: Dict[bytes, str]) -> int:
+def _take(block: Block, todo: Set[bytes], found: Dict[bytes, str], seen: Set[bytes]) -> int:
     """Moves the ids of `todo` that `block` holds to `found`; returns the
-    bytes rendered. Every id of the block is checked against the others
-    (an id twice in a block is damage), not only the wanted ones, and
-    against the ids found in earlier blocks."""
-    if len(set(block.ids)) != len(block.ids):
-        raise _corrupt(f"an item id appears twice in block {block.index}")
+    bytes rendered. Every id of the block is checked against the ids of
+    every block read (`seen`): an id twice is damage, asked for or not."""
     rendered = 0
     for j, item_id in enumerate(block.ids):
-        if item_id in found:
-            raise _corrupt(f"item id {item_id!r} of block {block.index} is in an earlier block")
+        if item_id in seen:
+            raise _corrupt(f"item id {item_id!r} of block {block.index} is in a block already")
+        seen.add(item_id)
         if item_id in todo:
             found[item_id] = block.line(j)
             rendered += len(found[item_id])
@@ -609,3 +797,10 @@ def _call(hmget: Hmget, fields: List[bytes]) -> List[Optional[bytes]]:
     if len(values) != len(fields):
         raise ValueError(f"hmget returned {len(values)} values for {len(fields)} fields")
     return [None if v is None else bytes(v) for v in values]
+
+
+if __name__ == "__main__":  # python -m rankwire.logs: the command line (_log_tool.py).
+    import sys
+
+    from rankwire._log_tool import main
+    sys.exit(main())

@@ -232,6 +232,9 @@ class RankbinView:
         self._mv = memoryview(buf)
         self._limits = limits
         self._lock = threading.Lock()
+        # Per item made (item(i)): its shape and values offset, read from its
+        # record then, so its metrics need not read the record again.
+        self._cursors: Dict[int, Tuple[int, int]] = {}
         self._decoded_total = 0
         self._name_index: Optional[Dict[str, int]] = None
         self._shapes: List[_Shape] = []
@@ -509,33 +512,40 @@ class RankbinView:
 
     def item(self, i: int) -> Item:
         a, z, score, position, shape, values_offset = self._record(i)
-        return Item(self, i, text(self._buf, a, z), score, position, shape, values_offset)
+        self._cursors[i] = (shape, values_offset)
+        return Item(self, i, text(self._buf, a, z), score, position)
 
-    def _values_of(self, item: Item) -> Tuple[Buffer, int, int, _Shape]:
-        """Where item's values start in its decoded VALUES block, the block's
-        end, and its shape."""
+    def _values_of(self, index: int) -> Tuple[Buffer, int, int, _Shape]:
+        """Where item `index`'s values start in its decoded VALUES block, the
+        block's end, and its shape."""
+        cursor = self._cursors.get(index)
+        if cursor is None:
+            cursor = self._record(index)[4:]
+        return self._values_at(index, *cursor)
+
+    def _values_at(self, index: int, shape_id: int,
+                   offset: int) -> Tuple[Buffer, int, int, _Shape]:
         try:
-            shape = self._shape(item._cursor_a)  # type: ignore[arg-type]
+            shape = self._shape(shape_id)
         except FormatError as e:
-            raise type(e)(f"{_CONTEXT}: item {item.index}: {e}") from e
-        data, start, end = self._block(self._values, item.index // self.block_items)
-        offset = item._cursor_b
+            raise type(e)(f"{_CONTEXT}: item {index}: {e}") from e
+        data, start, end = self._block(self._values, index // self.block_items)
         if offset > end - start:
-            raise _error(f"item {item.index} values offset {offset} is past its block "
+            raise _error(f"item {index} values offset {offset} is past its block "
                          f"({end - start} bytes)")
         return data, start + offset, end, shape
 
-    def item_metrics(self, item: Item) -> Dict[str, Value]:
+    def item_metrics(self, index: int) -> Dict[str, Value]:
         self._name_to_key()  # A dict by name needs the names unique.
-        data, p, end, shape = self._values_of(item)
+        data, p, end, shape = self._values_of(index)
         values, _ = _decode_values(data, p, end, shape.plan)
         return dict(zip(shape.names, values))
 
-    def item_metric(self, item: Item, name: str) -> Optional[Value]:
+    def item_metric(self, index: int, name: str) -> Optional[Value]:
         k = self._name_to_key().get(name)
         if k is None:
             return None
-        data, p, end, shape = self._values_of(item)
+        data, p, end, shape = self._values_of(index)
         found = shape.where(self._codes).get(k)
         if found is None:
             return None
@@ -547,10 +557,10 @@ class RankbinView:
                 p = _skip_value(data, p, end, self._codes[before])
         return _read_value(data, p, end, self._codes[k], self._dicts[k])
 
-    def item_log(self, item: Item) -> str:
+    def item_log(self, index: int) -> str:
         if self._logs is None:
             return ""
-        b, k = divmod(item.index, self.block_items)
+        b, k = divmod(index, self.block_items)
         data, start, end = self._block(self._logs, b)
         offsets = self._logs.log_offsets.get(b)
         if offsets is None or k >= len(offsets):
@@ -600,8 +610,7 @@ class RankbinView:
             log_p = logs[1]
         for i in range(b * self.block_items, min(self.size, (b + 1) * self.block_items)):
             a, z, score, position, shape_id, values_offset = self._record(i)
-            item = Item(self, i, "", score, position, shape_id, values_offset)
-            data, p, end, shape = self._values_of(item)
+            data, p, end, shape = self._values_at(i, shape_id, values_offset)
             self._charge(budget, (z - a) + _MATERIALIZED_BYTES_PER_KEY * len(shape.keys))
             values, string_bytes = _decode_values(data, p, end, shape.plan)
             self._charge(budget, string_bytes)

@@ -130,7 +130,7 @@ class ProtobufView:
         if not 0 <= i < self.size:
             raise IndexError(f"item {i} out of range ({self.size} items)")
         m = self._items[i]
-        return Item(self, i, m.item_id, m.score, m.position, m)
+        return Item(self, i, m.item_id, m.score, m.position)
 
     def _value(self, index: int, name: str, text: str) -> Value:
         type_ = self._types.get(name)
@@ -141,23 +141,23 @@ class ProtobufView:
         except FormatError as e:
             raise FormatError(f"protobuf: item {index} metric {name!r}: {e}") from None
 
-    def item_metric(self, item: Item, name: str) -> Optional[Value]:
-        metrics = item._cursor_a.metrics  # type: ignore[union-attr]
+    def item_metric(self, index: int, name: str) -> Optional[Value]:
+        metrics = self._items[index].metrics
         if name not in metrics:
             return None
-        return self._value(item.index, name, metrics[name])
+        return self._value(index, name, metrics[name])
 
-    def item_metrics(self, item: Item) -> Dict[str, Value]:
-        return {name: self._value(item.index, name, text)
-                for name, text in item._cursor_a.metrics.items()}  # type: ignore[union-attr]
+    def item_metrics(self, index: int) -> Dict[str, Value]:
+        return {name: self._value(index, name, text)
+                for name, text in self._items[index].metrics.items()}
 
-    def item_log(self, item: Item) -> str:
-        return item._cursor_a.log  # type: ignore[union-attr]
+    def item_log(self, index: int) -> str:
+        return str(self._items[index].log)
 
     def materialize(self) -> DecodedResult:
         items: List[DecodedItem] = []
         for i in range(self.size):
             item = self.item(i)
             items.append(DecodedItem(item.id, item.score, item.position,
-                                     self.item_metrics(item), item.log))
+                                     self.item_metrics(i), item.log))
         return DecodedResult(self.keys(), items)

@@ -22,9 +22,9 @@ from . import rank_pb2
 from ._coding import Buffer
 from ._model import DecodedResult, Item, Limits, MetricType
 from ._view import View
-from .envelope import PAYLOAD_FIELD, RESULT_FIELD, parse_envelope
+from ._envelope import PAYLOAD_FIELD, RESULT_FIELD, parse_envelope
 from .errors import FormatError, UnknownCodecError
-from .protobuf_view import ProtobufView
+from ._protobuf_view import ProtobufView
 from .rankbin import RankbinView
 
 __all__ = ["Result", "open_response", "open_payload", "CODECS"]
