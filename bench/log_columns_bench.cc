@@ -49,7 +49,7 @@
 #include "base/thread_sched.h"
 #include "logstore/log_sink.h"
 #include "logstore/log_store.h"
-#include "logstore/packed_fields.h"
+#include "logstore/format/packed_fields.h"
 #include "model/linear/linear_model.h"
 #include "ranking/ranker.h"
 #include "workload/workload.h"

@@ -9,7 +9,7 @@
 //
 // (one line). LogLineFormat holds it as literal pieces and value fields;
 // from that one description it writes the text (the inline path), the log
-// store's layout and columns (logstore/log_columns.h: the values as the
+// store's layout and columns (logstore/format/log_columns.h: the values as the
 // ranker holds them, rendered back to the same text when read), and bounds
 // the text's size.
 // A NUMBER is the value as binary32, printed with six significant digits
@@ -35,7 +35,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
-#include "logstore/log_columns.h"
+#include "logstore/format/log_columns.h"
 #include "logstore/log_store.h"
 #include "model/model.h"
 

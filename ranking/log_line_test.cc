@@ -14,7 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "logstore/log_columns.h"
+#include "logstore/format/log_columns.h"
 #include "logstore/log_store.h"
 #include "tests/support/log_test_util.h"
 #include "tests/support/redis_process.h"

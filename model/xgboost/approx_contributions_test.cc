@@ -116,4 +116,4 @@ TEST(ApproxContributionsTest, ASingleLeafModelHasOnlyABias) {
 }
 
 }  // namespace
-}  // namespace rankwire::xgboostoostoost
+}  // namespace rankwire::xgboostoostoostoost

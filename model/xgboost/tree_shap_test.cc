@@ -159,4 +159,4 @@ TEST(TreeShapTest, ReportsItsMemory) {
 }
 
 }  // namespace
-}  // namespace rankwire::xgboostoostoost
+}  // namespace rankwire::xgboostoostoostoost

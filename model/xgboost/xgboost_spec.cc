@@ -539,4 +539,4 @@ absl::StatusOr<std::vector<int>> XGBoostSpec::BindFeatures(absl::Span<const std:
   return bound;
 }
 
-}  // namespace rankwire::xgboostoostoost
+}  // namespace rankwire::xgboostoostoostoost

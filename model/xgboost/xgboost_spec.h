@@ -146,6 +146,6 @@ class XGBoostSpec {
   int max_depth_ = 0;
 };
 
-}  // namespace rankwire::xgboostoostoost
+}  // namespace rankwire::xgboostoostoostoost
 
 #endif  // RANKWIRE_MODEL_XGBOOST_XGBOOST_SPEC_H_

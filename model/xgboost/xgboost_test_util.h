@@ -162,6 +162,6 @@ inline std::vector<float> RandomRows(uint32_t seed, size_t n, int num_feature,
   return rows;
 }
 
-}  // namespace rankwire::xgboostoostoostoost::testing
+}  // namespace rankwire::xgboostoostoostoostoost::testing
 
 #endif  // RANKWIRE_MODEL_XGBOOST_XGBOOST_TEST_UTIL_H_

@@ -2,7 +2,7 @@
 // still read: what EncodeLogNumber writes reads back (ReadLogNumber) to the
 // value SixDigits shows, every cut of a slot is DataLoss, and a varint not
 // in its shortest form is refused. log_record_test checks whole records.
-#include "logstore/log_number.h"
+#include "logstore/format/log_number.h"
 
 #include <string>
 

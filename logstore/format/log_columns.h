@@ -31,8 +31,8 @@
 // lists whatever is asked of it afterwards.
 //
 // Thread safety: plain values; a writer or reader is used by one thread.
-#ifndef RANKWIRE_LOGSTORE_LOG_COLUMNS_H_
-#define RANKWIRE_LOGSTORE_LOG_COLUMNS_H_
+#ifndef RANKWIRE_LOGSTORE_FORMAT_LOG_COLUMNS_H_
+#define RANKWIRE_LOGSTORE_FORMAT_LOG_COLUMNS_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -43,7 +43,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "codec/coding.h"
-#include "logstore/log_blocks.h"
+#include "logstore/format/log_blocks.h"
 
 namespace rankwire::logstore {
 
@@ -201,4 +201,4 @@ absl::Status CheckTopAgrees(const ColumnsReader& top, const ColumnsReader& all);
 
 }  // namespace rankwire::logstore
 
-#endif  // RANKWIRE_LOGSTORE_LOG_COLUMNS_H_
+#endif  // RANKWIRE_LOGSTORE_FORMAT_LOG_COLUMNS_H_

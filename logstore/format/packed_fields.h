@@ -19,8 +19,8 @@
 //   fields.ForEach([](absl::string_view name, absl::string_view value) {...});
 //
 // Thread safety: a plain value; one writer at a time.
-#ifndef RANKWIRE_LOGSTORE_PACKED_FIELDS_H_
-#define RANKWIRE_LOGSTORE_PACKED_FIELDS_H_
+#ifndef RANKWIRE_LOGSTORE_FORMAT_PACKED_FIELDS_H_
+#define RANKWIRE_LOGSTORE_FORMAT_PACKED_FIELDS_H_
 
 #include <cassert>
 #include <cstddef>
@@ -145,4 +145,4 @@ class PackedFields {
 
 }  // namespace rankwire::logstore
 
-#endif  // RANKWIRE_LOGSTORE_PACKED_FIELDS_H_
+#endif  // RANKWIRE_LOGSTORE_FORMAT_PACKED_FIELDS_H_

@@ -1,11 +1,11 @@
-#include "logstore/log_number.h"
+#include "logstore/format/log_number.h"
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "logstore/log_reading.h"
+#include "logstore/format/log_reading.h"
 
 namespace rankwire::logstore {
 namespace {

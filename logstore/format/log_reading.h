@@ -6,8 +6,8 @@
 // (docs/FORMAT.md) and are not checked this way.
 //
 // Thread safety: pure functions over a caller's Reader.
-#ifndef RANKWIRE_LOGSTORE_LOG_READING_H_
-#define RANKWIRE_LOGSTORE_LOG_READING_H_
+#ifndef RANKWIRE_LOGSTORE_FORMAT_LOG_READING_H_
+#define RANKWIRE_LOGSTORE_FORMAT_LOG_READING_H_
 
 #include <cstdint>
 
@@ -32,4 +32,4 @@ uint64_t LogCount(coding::Reader& r, uint64_t min_bytes_each, const char* what);
 
 }  // namespace rankwire::logstore
 
-#endif  // RANKWIRE_LOGSTORE_LOG_READING_H_
+#endif  // RANKWIRE_LOGSTORE_FORMAT_LOG_READING_H_

@@ -29,8 +29,8 @@
 // writes a layout, for tests that build blocks by hand.)
 //
 // Thread safety: plain values; a writer or reader is used by one thread.
-#ifndef RANKWIRE_LOGSTORE_LOG_BLOCKS_H_
-#define RANKWIRE_LOGSTORE_LOG_BLOCKS_H_
+#ifndef RANKWIRE_LOGSTORE_FORMAT_LOG_BLOCKS_H_
+#define RANKWIRE_LOGSTORE_FORMAT_LOG_BLOCKS_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -148,4 +148,4 @@ void AppendLogNumberText(float value, std::string* out);
 
 }  // namespace rankwire::logstore
 
-#endif  // RANKWIRE_LOGSTORE_LOG_BLOCKS_H_
+#endif  // RANKWIRE_LOGSTORE_FORMAT_LOG_BLOCKS_H_

@@ -1,4 +1,4 @@
-#include "logstore/log_value.h"
+#include "logstore/format/log_value.h"
 
 #include <string>
 

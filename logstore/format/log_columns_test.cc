@@ -2,7 +2,7 @@
 // through ColumnsReader as the values it was given, in every number form,
 // and the reader refuses, whole and whatever is asked of it afterwards,
 // every value LOGS.md says it refuses.
-#include "logstore/log_columns.h"
+#include "logstore/format/log_columns.h"
 
 #include <cmath>
 #include <cstring>
@@ -13,7 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "logstore/packed_fields.h"
+#include "logstore/format/packed_fields.h"
 
 namespace rankwire::logstore {
 namespace {

@@ -10,8 +10,8 @@
 // with EncodeLogNumber.
 //
 // Thread safety: the coding and reading functions are safe from any thread.
-#ifndef RANKWIRE_LOGSTORE_LOG_NUMBER_H_
-#define RANKWIRE_LOGSTORE_LOG_NUMBER_H_
+#ifndef RANKWIRE_LOGSTORE_FORMAT_LOG_NUMBER_H_
+#define RANKWIRE_LOGSTORE_FORMAT_LOG_NUMBER_H_
 
 #include <cstddef>
 #include <string>
@@ -40,4 +40,4 @@ absl::StatusOr<double> ReadLogNumber(coding::Reader& in);
 
 }  // namespace rankwire::logstore
 
-#endif  // RANKWIRE_LOGSTORE_LOG_NUMBER_H_
+#endif  // RANKWIRE_LOGSTORE_FORMAT_LOG_NUMBER_H_

@@ -16,8 +16,8 @@
 //   absl::StatusOr<std::string> text = DecodeLogValue(value);  // the line
 //
 // Thread safety: pure functions; safe from any thread.
-#ifndef RANKWIRE_LOGSTORE_LOG_VALUE_H_
-#define RANKWIRE_LOGSTORE_LOG_VALUE_H_
+#ifndef RANKWIRE_LOGSTORE_FORMAT_LOG_VALUE_H_
+#define RANKWIRE_LOGSTORE_FORMAT_LOG_VALUE_H_
 
 #include <cstddef>
 #include <optional>
@@ -59,4 +59,4 @@ absl::Status DecodeLogValues(absl::string_view request_id, const std::optional<s
 
 }  // namespace rankwire::logstore
 
-#endif  // RANKWIRE_LOGSTORE_LOG_VALUE_H_
+#endif  // RANKWIRE_LOGSTORE_FORMAT_LOG_VALUE_H_

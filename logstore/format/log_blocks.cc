@@ -1,4 +1,4 @@
-#include "logstore/log_blocks.h"
+#include "logstore/format/log_blocks.h"
 
 #include <algorithm>
 #include <charconv>
@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "codec/coding.h"
-#include "logstore/log_reading.h"
+#include "logstore/format/log_reading.h"
 
 namespace rankwire::logstore {
 namespace {

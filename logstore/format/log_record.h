@@ -33,8 +33,8 @@
 //   absl::StatusOr<std::string> text = RenderLogRecord(layout, "sku-1", values[0]);
 //
 // Thread safety: a builder is used by one thread; the functions are pure.
-#ifndef RANKWIRE_LOGSTORE_LOG_RECORD_H_
-#define RANKWIRE_LOGSTORE_LOG_RECORD_H_
+#ifndef RANKWIRE_LOGSTORE_FORMAT_LOG_RECORD_H_
+#define RANKWIRE_LOGSTORE_FORMAT_LOG_RECORD_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -46,9 +46,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "logstore/log_blocks.h"
-#include "logstore/log_number.h"
-#include "logstore/packed_fields.h"
+#include "logstore/format/log_blocks.h"
+#include "logstore/format/log_number.h"
+#include "logstore/format/packed_fields.h"
 
 namespace rankwire::logstore {
 
@@ -183,4 +183,4 @@ absl::StatusOr<std::string> RenderLogRecord(absl::string_view layout, absl::stri
 
 }  // namespace rankwire::logstore
 
-#endif  // RANKWIRE_LOGSTORE_LOG_RECORD_H_
+#endif  // RANKWIRE_LOGSTORE_FORMAT_LOG_RECORD_H_

@@ -1,9 +1,9 @@
-// Structured log records (logstore/log_record.h) are faithful: the text a
+// Structured log records (logstore/format/log_record.h) are faithful: the text a
 // reader gets back is byte-identical to the line the ranker formats inline,
 // for EVERY item of real ranker output, through the in-process store and a
 // real redis-server; the number coding renders exactly what SixDigits
 // renders for any double; corrupt values give DataLoss, never a crash.
-#include "logstore/log_record.h"
+#include "logstore/format/log_record.h"
 
 #include <cmath>
 #include <cstring>
@@ -18,7 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "logstore/log_store.h"
-#include "logstore/log_value.h"
+#include "logstore/format/log_value.h"
 #include "tests/support/log_test_util.h"
 
 namespace rankwire::logstore {

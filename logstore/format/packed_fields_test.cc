@@ -2,7 +2,7 @@
 // Add writes reads back the same through ForEach
 // and is exactly the bytes Redis expects (checked against a real Redis in
 // redis_log_store_test); a mark rolls back what a renderer added.
-#include "logstore/packed_fields.h"
+#include "logstore/format/packed_fields.h"
 
 #include <string>
 #include <utility>

@@ -1,4 +1,4 @@
-#include "logstore/log_reading.h"
+#include "logstore/format/log_reading.h"
 
 namespace rankwire::logstore {
 

@@ -2,7 +2,7 @@
 // read): layouts and blocks built as LOGS.md specifies and read back, each
 // number form, and corrupt values refused with DataLoss, never a crash or
 // a wrong line.
-#include "logstore/log_blocks.h"
+#include "logstore/format/log_blocks.h"
 
 #include <cmath>
 #include <cstring>

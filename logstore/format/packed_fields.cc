@@ -1,4 +1,4 @@
-#include "logstore/packed_fields.h"
+#include "logstore/format/packed_fields.h"
 
 #include <algorithm>
 #include <charconv>

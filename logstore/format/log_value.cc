@@ -1,8 +1,8 @@
-#include "logstore/log_value.h"
+#include "logstore/format/log_value.h"
 
 #include "absl/strings/str_cat.h"
 #include "codec/compression.h"
-#include "logstore/log_record.h"
+#include "logstore/format/log_record.h"
 
 namespace rankwire::logstore {
 

@@ -1,4 +1,4 @@
-#include "logstore/log_columns.h"
+#include "logstore/format/log_columns.h"
 
 #include <emmintrin.h>  // SSE2: every x86-64 CPU has it.
 
@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "codec/coding.h"
-#include "logstore/log_reading.h"
+#include "logstore/format/log_reading.h"
 
 namespace rankwire::logstore {
 namespace {

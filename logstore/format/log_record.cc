@@ -1,4 +1,4 @@
-#include "logstore/log_record.h"
+#include "logstore/format/log_record.h"
 
 #include <algorithm>
 #include <charconv>
@@ -9,7 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "codec/coding.h"
-#include "logstore/log_number.h"
+#include "logstore/format/log_number.h"
 
 namespace rankwire::logstore {
 namespace {
