@@ -60,6 +60,7 @@
 #include "logstore/log_store.h"
 #include "logstore/format/log_value.h"
 #include "logstore/redis_log_sink.h"
+#include "model/linear/linear_model.h"
 #include "ranking/ranker.h"
 #include "tests/support/redis_process.h"
 #include "workload/workload.h"

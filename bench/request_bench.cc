@@ -197,7 +197,7 @@ class HotRequest {
   explicit HotRequest(uint32_t candidates)
       : codecs_(*MakeBuiltinCodecs(BuiltinCodecOptions{})),
         codec_(codecs_.Find("rankbin")),
-        ranker_(Model()),
+        ranker_(std::make_shared<LinearModel>(*Model())),
         budget_(64 << 20) {
     workload::WorkloadOptions options;
     options.candidates = candidates;
