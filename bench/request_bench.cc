@@ -24,12 +24,12 @@
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "grpcpp/support/slice.h"
-#include "rank/v1/rank.pb.h"
 #include "model/linear/linear_model.h"
+#include "rank/v1/rank.pb.h"
 #include "ranking/ranker.h"
+#include "ranking/response_budget.h"
 #include "request/request_validator.h"
 #include "request/request_view.h"
-#include "ranking/response_budget.h"
 #include "workload/workload.h"
 
 namespace rankwire::bench {
@@ -127,7 +127,8 @@ BENCHMARK(BM_ParseAndValidate)->Apply(Args);
 // The shipped model, loaded once.
 const rankwire::LinearSpec* Model() {
   static const rankwire::LinearSpec* model = [] {
-    absl::StatusOr<rankwire::LinearSpec> loaded = rankwire::LinearSpec::LoadFile(RANKWIRE_MODEL_PATH);
+    absl::StatusOr<rankwire::LinearSpec> loaded =
+        rankwire::LinearSpec::LoadFile(RANKWIRE_MODEL_PATH);
     return loaded.ok() ? new rankwire::LinearSpec(*std::move(loaded)) : nullptr;
   }();
   return model;
