@@ -19,7 +19,8 @@ bool IsRankwireFlagFile(absl::string_view path) {
   // are defined outside our source folders.
   if (absl::StrContains(path, "absl/")) return false;
   for (absl::string_view folder :
-       {"server/", "client/", "bench/", "tests/", "codec/", "logstore/", "base/"}) {
+       {"server/", "client/", "bench/", "tests/", "codec/", "logstore/", "base/", "model/",
+        "ranking/", "request/", "metrics/"}) {
     if (absl::StrContains(path, folder)) return true;
   }
   return false;

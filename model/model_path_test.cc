@@ -39,11 +39,11 @@ TEST_F(ModelPathTest, AbsolutePathIsUsedAsIs) {
 }
 
 TEST_F(ModelPathTest, BuildTreeModelsNextToTheBinary) {
-  Touch(root_ / "build/model/models/ecom.model");
+  Touch(root_ / "build/server/models/ecom.model");
   absl::StatusOr<std::string> p = ResolveModelPath(
       "model/models/ecom.model", (root_ / "build/server/rankwire-server").string());
   ASSERT_TRUE(p.ok()) << p.status();
-  EXPECT_EQ(*p, (root_ / "build/model/models/ecom.model").string());
+  EXPECT_EQ(*p, (root_ / "build/server/models/ecom.model").string());
 }
 
 TEST_F(ModelPathTest, InstallPrefixShare) {
