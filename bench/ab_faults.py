@@ -17,7 +17,7 @@ import argparse
 import statistics
 import subprocess
 
-from ab_util import alternate, print_ratios
+from harness import alternate, print_ratios
 
 CASES = [("stringheavy", "encode"), ("manykeys", "encode"), ("mixed", "encode"),
          ("stringheavy", "decode"), ("manykeys", "decode"), ("mixed", "decode")]

@@ -80,12 +80,7 @@ import tempfile
 import time
 import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
-from e2e_bench import MODEL, Redis, free_port  # noqa: E402
-
-SERVER_CPU = "1"
-LOAD_CPU = "0"
+from harness import LOAD_CPU, ROOT, SERVER_CPU, Floor, Redis, Server, cell, loadgen, rotated
 
 ROWS = {
     "rankbin/none": ["--codec=rankbin", "--log_mode=none"],
@@ -148,60 +143,22 @@ def proc_cpu_ns(pid):
     return cpu, switches
 
 
-class Process:
-    """A server process pinned to SERVER_CPU that prints its port on start-up."""
-
-    def __init__(self, argv, pattern):
-        self.log = tempfile.NamedTemporaryFile(mode="w+", suffix=".log", delete=False)
-        self.proc = subprocess.Popen(["taskset", "-c", SERVER_CPU, *argv],
-                                     stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            with open(self.log.name) as f:
-                m = re.search(pattern, f.read())
-            if m:
-                self.match = m
-                return
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.05)
-        raise RuntimeError(f"{argv[0]} did not start: " + open(self.log.name).read())
-
-    def close(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        os.unlink(self.log.name)
-
-
 def start_server(args, row, redis):
     flags = ROWS[row]
     if "--logstore=redis" in flags:
         flags = [*flags, f"--redis_addr=127.0.0.1:{redis.port}"]
-    model = args.xgboost_model if row.startswith("xgboost/") else MODEL
-    binary = os.path.join(args.build, "server", "rankwire-server")
-    p = Process([binary, "--port=0", "--metrics_port=0", "--address=127.0.0.1",
-                 f"--model={model}", f"--max_concurrent_rank={args.max_concurrent}", *flags,
-                 *args.server_flag],
-                r"listening port=(\d+) metrics_port=(-?\d+)")
-    p.port, p.metrics_port = int(p.match.group(1)), int(p.match.group(2))
-    return p
+    kw = {"model": args.xgboost_model} if row.startswith("xgboost/") else {}
+    return Server(args.build, [f"--max_concurrent_rank={args.max_concurrent}", *flags,
+                               *args.server_flag], **kw)
 
 
 def start_floor(args, redis, transport=None):
     real = start_server(args, "rankbin/none", redis)
-    extra = [] if transport is None else [f"--grpc_transport_args={transport}"]
     try:
-        floor = Process([os.path.join(args.build, "bench", "serve_floor"), "--port=0",
-                         f"--record_from=127.0.0.1:{real.port}", "--codec=rankbin", *extra],
-                        r"listening port=(\d+) response_bytes=(\d+)")
+        return Floor(args.build, real.port,
+                     [] if transport is None else [f"--grpc_transport_args={transport}"])
     finally:
         real.close()
-    floor.port, floor.metrics_port = int(floor.match.group(1)), -1
-    return floor
 
 
 def phase_cpu(metrics_port):
@@ -242,19 +199,11 @@ def phase_means(before, after):
     return out
 
 
-def loadgen(args, port, seconds, qps=0.0, warmup=0.0, transport=None):
-    cmd = ["taskset", "-c", LOAD_CPU, os.path.join(args.build, "client", "rankwire-loadgen"),
-           f"--target=127.0.0.1:{port}", f"--concurrency={args.concurrency}",
-           f"--duration_s={seconds}", f"--warmup_s={warmup}", f"--qps={qps}", "--json",
-           f"--fresh_request_ids={'false' if args.cycled_ids else 'true'}"]
+def run_load(args, port, seconds, qps, transport):
+    extra = [f"--fresh_request_ids={'false' if args.cycled_ids else 'true'}"]
     if transport is not None:
-        cmd.append(f"--grpc_transport_args={transport}")
-    # Exit status 2: the run finished but some calls failed; the JSON says
-    # how many and the first error, which the round's line reports.
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    if done.returncode not in (0, 2):
-        raise subprocess.CalledProcessError(done.returncode, cmd, done.stdout, done.stderr)
-    result = json.loads(done.stdout)
+        extra.append(f"--grpc_transport_args={transport}")
+    result = loadgen(args.build, port, seconds, qps=qps, concurrency=args.concurrency, extra=extra)
     if result.get("errors"):
         print(f"  {result['errors']} failed calls (first: {result.get('first_error')})",
               file=sys.stderr)
@@ -269,12 +218,12 @@ def measure(args, row, redis, qps=0.0):
     else:
         server = start_server(args, row, redis)
     try:
-        loadgen(args, server.port, 1.0, qps=qps, transport=transport)  # Warm-up.
+        run_load(args, server.port, 1.0, qps, transport)  # Warm-up.
         cpu0, cs0 = proc_cpu_ns(server.proc.pid)
         rcpu0, _ = proc_cpu_ns(redis.proc.pid)
         rinfo0, stored0 = redis_info_cpu_s(redis), stored_lines(server.metrics_port)
         phases0 = phase_cpu(server.metrics_port)
-        result = loadgen(args, server.port, args.seconds, qps=qps, transport=transport)
+        result = run_load(args, server.port, args.seconds, qps, transport)
         cpu1, cs1 = proc_cpu_ns(server.proc.pid)
         rcpu1, _ = proc_cpu_ns(redis.proc.pid)
         rinfo1 = redis_info_cpu_s(redis)
@@ -299,17 +248,6 @@ def measure(args, row, redis, qps=0.0):
         "p99_us": result.get("p99_us"),
         "phases": phase_means(phases0, phases1),
     }
-
-
-def med(values):
-    values = [v for v in values if v is not None]
-    if not values:
-        return "–"
-    m = statistics.median(values)
-    fmt = (lambda v: f"{v:.2f}") if m < 10 else (lambda v: f"{v:.0f}")
-    if len(values) == 1:
-        return fmt(m)
-    return f"{fmt(m)} [{fmt(min(values))}–{fmt(max(values))}]"
 
 
 def evaluator_cells(args):
@@ -351,7 +289,7 @@ def hot_cells(args):
 def run_rounds(args, redis, rows, qps_by_row=None):
     rounds = []
     for r in range(args.rounds):
-        order = rows[r % len(rows):] + rows[:r % len(rows)]  # Rotate the order.
+        order = rotated(rows, r)
         got = {}
         for row in order:
             qps = qps_by_row.get(row, 0.0) if qps_by_row else 0.0
@@ -383,11 +321,11 @@ def report(rounds, rows, title):
                     out.append(r[num_row][field] / r[den_row][field])
             return out
         lines.append(
-            f"| {row} | {med([p['qps'] for p in per])} | {med([p['cpu_us'] for p in per])} | "
-            f"{med(ratio(row, 'floor', 'cpu_us'))} | {med(ratio('protobuf/inline', row, 'cpu_us'))} | "
-            f"{med([p['cs'] for p in per])} | {med(ratio(row, 'floor', 'cs'))} | "
-            f"{med([p['redis_us'] for p in per])} | {med([p['p50_us'] for p in per])} | "
-            f"{med([p['p99_us'] for p in per])} | {sum(p['errors'] for p in per)} |")
+            f"| {row} | {cell([p['qps'] for p in per])} | {cell([p['cpu_us'] for p in per])} | "
+            f"{cell(ratio(row, 'floor', 'cpu_us'))} | {cell(ratio('protobuf/inline', row, 'cpu_us'))} | "
+            f"{cell([p['cs'] for p in per])} | {cell(ratio(row, 'floor', 'cs'))} | "
+            f"{cell([p['redis_us'] for p in per])} | {cell([p['p50_us'] for p in per])} | "
+            f"{cell([p['p99_us'] for p in per])} | {sum(p['errors'] for p in per)} |")
     return lines
 
 
@@ -407,12 +345,12 @@ def phase_report(rounds, rows):
             s = r["floor"]["cpu_us"] + sum(r[row]["phases"].get(p, 0.0) for p in PHASES)
             sums.append(s)
             ratios.append(s / r[row]["cpu_us"])
-        floor = med([r["floor"]["cpu_us"] for r in rounds if "floor" in r])
+        floor = cell([r["floor"]["cpu_us"] for r in rounds if "floor" in r])
         for p in PHASES:
-            cells.append(med([r[row]["phases"].get(p) for r in rounds]))
+            cells.append(cell([r[row]["phases"].get(p) for r in rounds]))
         lines.append(f"| {row} | {floor} | " + " | ".join(cells) +
-                     f" | {med(sums)} | {med([r[row]['cpu_us'] for r in rounds])} | "
-                     f"{med(ratios)} |")
+                     f" | {cell(sums)} | {cell([r[row]['cpu_us'] for r in rounds])} | "
+                     f"{cell(ratios)} |")
     return lines
 
 
@@ -428,10 +366,10 @@ def log_targets_report(rounds, rows):
     per_stored = [r["rankbin/redis"]["redis_info_us"] for r in rounds]
     return ["### The log path's targets (issue 44; closed loop, each row at its peak)", "",
             "| target | goal | measured (median [range] over rounds) |", "|---|---|---:|",
-            f"| server CPU for logs: rankbin/redis − rankbin/none | ≤ 25 µs | {med(logs)} µs "
-            f"(the floor: {med(floor)} µs) |",
-            f"| Redis CPU per Rank call (its threads' schedstat) | ≤ 20 µs | {med(per_call)} µs |",
-            f"| Redis CPU per request stored (INFO cpu) | ≤ 20 µs | {med(per_stored)} µs |"]
+            f"| server CPU for logs: rankbin/redis − rankbin/none | ≤ 25 µs | {cell(logs)} µs "
+            f"(the floor: {cell(floor)} µs) |",
+            f"| Redis CPU per Rank call (its threads' schedstat) | ≤ 20 µs | {cell(per_call)} µs |",
+            f"| Redis CPU per request stored (INFO cpu) | ≤ 20 µs | {cell(per_stored)} µs |"]
 
 
 def cache_report(rounds):
@@ -445,7 +383,7 @@ def cache_report(rounds):
         srv = [r["rankbin/none"]["phases"].get(phase) for r in rounds if "rankbin/none" in r]
         hot = [r["hot"].get(phase) for r in rounds if "hot" in r]
         ratio = [a / b for a, b in zip(srv, hot) if a and b]
-        lines.append(f"| {phase} | {med(srv)} | {med(hot)} | {med(ratio)} |")
+        lines.append(f"| {phase} | {cell(srv)} | {cell(hot)} | {cell(ratio)} |")
     for r in rounds:
         if "hot" in r and "rankbin/none" in r:
             hot_sum.append(sum(r["hot"].get(p) or 0 for p in ["parse", "validate", "score",
@@ -453,10 +391,10 @@ def cache_report(rounds):
             server_sum.append(sum(r["rankbin/none"]["phases"].get(p, 0) for p in
                                   ["parse", "validate", "score", "build", "encode"]))
     ratio = [a / b for a, b in zip(server_sum, hot_sum) if b]
-    lines.append(f"| sum of the five (hot target ≤ 40) | {med(server_sum)} | {med(hot_sum)} | "
-                 f"{med(ratio)} |")
+    lines.append(f"| sum of the five (hot target ≤ 40) | {cell(server_sum)} | {cell(hot_sum)} | "
+                 f"{cell(ratio)} |")
     lines.append(f"| the five in sequence on one thread (BM_Hot/all) | | "
-                 f"{med([r['hot'].get('all') for r in rounds if 'hot' in r])} | |")
+                 f"{cell([r['hot'].get('all') for r in rounds if 'hot' in r])} | |")
     return lines
 
 
@@ -471,7 +409,7 @@ def targets_report(closed, opened, rows):
             return f"| {what} | – | {goal} | – |"
         m = statistics.median(values)
         ok = m >= goal if higher else m <= goal
-        return (f"| {what} | {med(values)} | {'≥' if higher else '≤'} {goal} | "
+        return (f"| {what} | {cell(values)} | {'≥' if higher else '≤'} {goal} | "
                 f"{'met' if ok else '**missed**'} |")
     lines = ["### Issue 45's targets (median [range] of per-round ratios)", "",
              "| target | measured | goal | |", "|---|---:|---:|---|"]
@@ -498,9 +436,9 @@ def targets_report(closed, opened, rows):
     for after, before in (("floor", "floor/grpc-defaults"),
                           ("rankbin/none", "rankbin/none/grpc-defaults")):
         if after in rows and before in rows:
-            lines.append(f"| {before} | {med([r[before]['cpu_us'] for r in closed])} | 1.00 |")
-            lines.append(f"| {after} | {med([r[after]['cpu_us'] for r in closed])} | "
-                         f"{med(ratios(closed, after, before))} |")
+            lines.append(f"| {before} | {cell([r[before]['cpu_us'] for r in closed])} | 1.00 |")
+            lines.append(f"| {after} | {cell([r[after]['cpu_us'] for r in closed])} | "
+                         f"{cell(ratios(closed, after, before))} |")
     return lines
 
 
@@ -519,10 +457,10 @@ def xgboost_report(rounds, rows):
     for row in ["xgboost/none"] + EXPLAIN_ROWS:
         if row in rows and "rankbin/none" in rows:
             lines.append(f"| server CPU, {row} − rankbin/none | "
-                         f"{med(diff(row, 'rankbin/none', 'cpu_us'))} |")
+                         f"{cell(diff(row, 'rankbin/none', 'cpu_us'))} |")
             for phase in ("score", "build"):
                 lines.append(f"| server {phase} phase, {row} − rankbin/none | "
-                             f"{med(phase_diff(row, 'rankbin/none', phase))} |")
+                             f"{cell(phase_diff(row, 'rankbin/none', phase))} |")
     for row in EXPLAIN_ROWS:
         if row in rows and "xgboost/none" in rows:
             ratios = [r[row]["cpu_us"] / r["xgboost/none"]["cpu_us"]
@@ -531,15 +469,15 @@ def xgboost_report(rounds, rows):
             if row == "xgboost/default" and ratios:
                 verdict = " (target <= 1.5: %s)" % (
                     "met" if statistics.median(ratios) <= 1.5 else "MISSED")
-            lines.append(f"| server CPU, {row} ÷ xgboost/none{verdict} | {med(ratios)} |")
+            lines.append(f"| server CPU, {row} ÷ xgboost/none{verdict} | {cell(ratios)} |")
             per_item = [d / SHOWN_ITEMS for d in diff(row, "xgboost/none", "cpu_us")]
             lines.append(f"| server CPU per explained item, ({row} − xgboost/none) ÷ "
-                         f"{SHOWN_ITEMS} | {med(per_item)} |")
+                         f"{SHOWN_ITEMS} | {cell(per_item)} |")
     cells = [r["evaluator"] for r in rounds if "evaluator" in r]
     for name, what in EVALUATOR_CELLS.items():
-        lines.append(f"| xgboost_bench {name}: {what} | {med([c.get(name) for c in cells])} |")
+        lines.append(f"| xgboost_bench {name}: {what} | {cell([c.get(name) for c in cells])} |")
     lines.append("| xgboost_bench Ranker::Score, XGBoost − linear | " +
-                 med([c["ranker_xgboost/w0300/d6/n0500"] - c["ranker_linear/w0300/d6/n0500"]
+                 cell([c["ranker_xgboost/w0300/d6/n0500"] - c["ranker_linear/w0300/d6/n0500"]
                       for c in cells]) + " |")
     return lines
 

@@ -21,107 +21,38 @@ import json
 import os
 import re
 import shutil
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MODEL = os.path.join(ROOT, "server", "models", "ecom_search_lr.model")
+from harness import ROOT, Redis, Server, loadgen, med
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+
+def writer_cpu_seconds(pid):
+    """CPU time of the log writer threads (rankwire-logw) of `pid`, summed."""
+    total = 0.0
+    task_dir = f"/proc/{pid}/task"
+    for tid in os.listdir(task_dir):
+        try:
+            with open(f"{task_dir}/{tid}/comm") as f:
+                if f.read().strip() != "rankwire-logw":
+                    continue
+            with open(f"{task_dir}/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except OSError:
+            continue
+    return total
 
 
-class Redis:
-    def __init__(self, workdir):
-        self.port = free_port()
-        self.proc = subprocess.Popen(
-            ["taskset", "-c", "0", "redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no", "--dir", workdir],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for _ in range(200):
-            if subprocess.run(["redis-cli", "-p", str(self.port), "ping"],
-                              capture_output=True, text=True).stdout.strip() == "PONG":
-                return
-            time.sleep(0.05)
-        raise RuntimeError("redis-server did not start")
-
-    def cli(self, *args):
-        return subprocess.run(["redis-cli", "-p", str(self.port), *args],
-                              capture_output=True, text=True).stdout
-
-    def used_memory(self):
-        return int(re.search(r"used_memory:(\d+)", self.cli("INFO", "memory")).group(1))
-
-    def dbsize(self):
-        return int(self.cli("DBSIZE").strip() or 0)
-
-    def close(self):
-        self.proc.terminate()
-        self.proc.wait()
-
-
-class Server:
-    """A rankwire-server pinned to `cpus` (CPU 1 unless told); in `link`'s
-    network namespace when given."""
-
-    def __init__(self, build, flags, link=None, binary=None, cpus="1"):
-        self.log = tempfile.NamedTemporaryFile(mode="w+", suffix=".log", delete=False)
-        self.host = link.server_ip if link else "127.0.0.1"
-        prefix = ["ip", "netns", "exec", link.netns] if link else []
-        binary = binary or os.path.join(build, "server", "rankwire-server")
-        self.proc = subprocess.Popen(
-            [*prefix, "taskset", "-c", cpus, binary, "--port=0",
-             "--metrics_port=0", f"--address={self.host}", "--model=" + MODEL, *flags],
-            stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 15
-        while time.time() < deadline:
-            with open(self.log.name) as f:
-                m = re.search(r"listening port=(\d+) metrics_port=(\d+)", f.read())
-            if m:
-                self.port, self.metrics_port = int(m.group(1)), int(m.group(2))
-                return
-            time.sleep(0.05)
-        raise RuntimeError("server did not start: " + open(self.log.name).read())
-
-    def metrics(self):
-        text = urllib.request.urlopen(f"http://{self.host}:{self.metrics_port}/metrics").read().decode()
-        out = {}
-        for line in text.splitlines():
-            if line and not line.startswith("#"):
-                name, value = line.rsplit(" ", 1)
-                out[name] = float(value)
-        return out
-
-    def writer_cpu_seconds(self):
-        """CPU time of the log writer threads (rankwire-logw), summed."""
-        total = 0.0
-        task_dir = f"/proc/{self.proc.pid}/task"
-        for tid in os.listdir(task_dir):
-            try:
-                with open(f"{task_dir}/{tid}/comm") as f:
-                    if f.read().strip() != "rankwire-logw":
-                        continue
-                with open(f"{task_dir}/{tid}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-            except OSError:
-                continue
-        return total
-
-    def close(self):
-        self.proc.terminate()
-        self.proc.wait(20)
-        os.unlink(self.log.name)
+def start_server(build, flags, link=None, binary=None):
+    """A rankwire-server on CPU 1; in `link`'s network namespace when given."""
+    if link is None:
+        return Server(build, flags, binary=binary)
+    return Server(build, flags, host=link.server_ip, prefix=["ip", "netns", "exec", link.netns],
+                  binary=binary)
 
 
 class Link:
@@ -178,20 +109,6 @@ class Link:
         subprocess.run(["ip", "netns", "del", self.netns], capture_output=True)
 
 
-def loadgen(build, server, qps, seconds, concurrency, extra=(), warmup=2):
-    cmd = ["taskset", "-c", "0", os.path.join(build, "client", "rankwire-loadgen"),
-           f"--target={server.host}:{server.port}", f"--qps={qps}", f"--duration_s={seconds}",
-           f"--warmup_s={warmup}", f"--concurrency={concurrency}", "--json", *extra]
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    if not out.stdout.strip():
-        raise RuntimeError("loadgen failed: " + out.stderr)
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def med(values):
-    return statistics.median(values) if values else float("nan")
-
-
 def spread(values):
     return f"{min(values):.0f}–{max(values):.0f}" if values else "-"
 
@@ -217,15 +134,18 @@ def run_variant(args, server_spec, codec, logs, link):
     loop at --qps (4 callers), closed loop (2 callers). `server_spec` is
     (binary or None, extra flags)."""
     binary, extra = server_spec
-    server = Server(args.build, [f"--codec={codec}", f"--log_mode={logs}", "--logstore=memory",
-                                 *extra], link=link, binary=binary)
+    server = start_server(args.build, [f"--codec={codec}", f"--log_mode={logs}",
+                                       "--logstore=memory", *extra], link, binary)
     out = {}
     try:
         if link is None:
-            out["unloaded"] = loadgen(args.build, server, 10, args.unloaded_seconds, 1, warmup=1)
-        out["open"] = loadgen(args.build, server, args.qps, args.seconds, 4)
+            out["unloaded"] = loadgen(args.build, server.port, args.unloaded_seconds, qps=10,
+                                      concurrency=1, warmup=1, host=server.host)
+        out["open"] = loadgen(args.build, server.port, args.seconds, qps=args.qps, concurrency=4,
+                              warmup=2, host=server.host)
         before = server.metrics()
-        out["closed"] = loadgen(args.build, server, 0, args.seconds, 2)
+        out["closed"] = loadgen(args.build, server.port, args.seconds, qps=0, concurrency=2,
+                                warmup=2, host=server.host)
         time.sleep(1.0)  # Let the writer finish what is queued.
         after = server.metrics()
         key = 'rankwire_log_items_total{outcome="%s"}'
@@ -431,10 +351,12 @@ def logstore_experiment(args):
         for rnd in range(args.rounds):
             order = variants[rnd % len(variants):] + variants[:rnd % len(variants)]
             for name, flags in order:
-                server = Server(args.build, ["--codec=rankbin", *flags])
+                server = start_server(args.build, ["--codec=rankbin", *flags])
                 try:
-                    results[name].append(loadgen(args.build, server, args.qps, args.seconds, 4))
-                    peak[name].append(loadgen(args.build, server, 0, args.seconds, 2))
+                    results[name].append(loadgen(args.build, server.port, args.seconds,
+                                                 qps=args.qps, warmup=2))
+                    peak[name].append(loadgen(args.build, server.port, args.seconds,
+                                              concurrency=2, warmup=2))
                 finally:
                     server.close()
                 print(f"round {rnd + 1} logs {name}: p99 {results[name][-1]['p99_us']:.0f} us, "
@@ -454,13 +376,14 @@ def logstore_experiment(args):
                 for name, flags in order:
                     redis.cli("FLUSHALL", "SYNC")
                     base = redis.used_memory()
-                    server = Server(args.build, ["--codec=rankbin", *flags])
+                    server = start_server(args.build, ["--codec=rankbin", *flags])
                     try:
-                        run = loadgen(args.build, server, peak_qps * fraction, args.seconds, 4)
+                        run = loadgen(args.build, server.port, args.seconds,
+                                      qps=peak_qps * fraction, warmup=2)
                         used, keys = redis.used_memory(), redis.dbsize()
                         time.sleep(1.5)  # Let the writers finish what is queued.
                         m = server.metrics()
-                        cpu = server.writer_cpu_seconds()
+                        cpu = writer_cpu_seconds(server.proc.pid)
                     finally:
                         server.close()
                     g = lambda k: m.get(f'rankwire_log_items_total{{outcome="{k}"}}', float("nan"))

@@ -39,7 +39,6 @@ import re
 import shutil
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -47,8 +46,8 @@ import urllib.request
 
 import grpc
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHIPPED = os.path.join(ROOT, "server", "models", "ecom_search_lr.model")
+import harness
+from harness import MODEL as SHIPPED, ROOT
 
 
 def model_text(version):
@@ -78,28 +77,20 @@ def percentile(values, p):
     return values[min(len(values) - 1, int(p * (len(values) - 1) + 0.5))]
 
 
-class Server:
-    def __init__(self, build, model_dir, log_path):
-        self.log_path = log_path
-        args = ["taskset", "-c", "0", os.path.join(build, "server", "rankwire-server"),
-                "--address=127.0.0.1", "--port=0", "--metrics_port=0", "--health_port=0",
-                "--model=" + model_dir, "--model_poll_interval=0", "--model_admin_rpc",
-                "--codec=rankbin", "--log_mode=store"]
-        self.proc = subprocess.Popen(args, stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            m = re.search(r"listening port=(\d+) metrics_port=(\d+).*?health_port=(\d+)",
-                          open(log_path).read())
-            if m:
-                self.port, self.metrics_port, self.health_port = map(int, m.groups())
-                return
-            time.sleep(0.05)
-        raise RuntimeError("server did not start:\n" + open(log_path).read())
+class Server(harness.Server):
+    """The server on CPU 0 (the load generator on CPU 1), serving a model
+    directory, reloads by SIGHUP or ModelService.ReloadModels."""
+
+    def __init__(self, build, model_dir):
+        super().__init__(build, ["--health_port=0", "--model_poll_interval=0",
+                                 "--model_admin_rpc", "--codec=rankbin", "--log_mode=store"],
+                         cpus="0", model=model_dir)
+        self.health_port = int(re.search(r"health_port=(\d+)", self.log_text()).group(1))
 
     def swaps(self):
         """(unix seconds, trigger, load ms) of every swap after start-up."""
         out = []
-        for line in open(self.log_path):
+        for line in self.log_text().splitlines():
             m = re.match(r"\[(\d+-\d+-\d+ \d+:\d+:\d+\.\d+)\] \[info\] models \((\w+)\): "
                          r"generation (\d+).* loaded in ([\d.]+) ms", line)
             if m and int(m.group(3)) > 1:
@@ -107,19 +98,13 @@ class Server:
                 out.append((stamp + float("0" + m.group(1)[19:]), m.group(2), float(m.group(4))))
         return out
 
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(timeout=30)
 
-
-def loadgen(build, server, seconds, qps=0, calls_file=None, concurrency=4):
-    args = ["taskset", "-c", "1", os.path.join(build, "client", "rankwire-loadgen"),
-            "--target=127.0.0.1:%d" % server.port, "--concurrency=%d" % concurrency,
-            "--duration_s=%g" % seconds, "--warmup_s=1", "--json", "--log_mode=store",
-            "--codec=rankbin", "--qps=%g" % qps]
-    if calls_file:
-        args.append("--calls_file=" + calls_file)
-    return subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+def loadgen(build, server, seconds, qps=0, calls_file=None):
+    """In the background: a Popen whose stdout is the JSON summary."""
+    extra = ["--log_mode=store", "--codec=rankbin"] + (["--calls_file=" + calls_file]
+                                                       if calls_file else [])
+    return harness.loadgen(build, server.port, seconds, qps=qps, warmup=1, cpu="1", extra=extra,
+                           background=True)
 
 
 def reload_rpc(server):
@@ -136,7 +121,7 @@ def one_run(args, run):
     os.mkdir(models)
     version = 1
     open(os.path.join(models, "1.model"), "w").write(model_text("b1"))
-    server = Server(args.build, models, os.path.join(tmp, "server.log"))
+    server = Server(args.build, models)
     try:
         peak = json.loads(loadgen(args.build, server, args.peak_s).communicate()[0])["qps"]
         qps = 0.8 * peak
@@ -243,7 +228,7 @@ def one_run(args, run):
             "models_live": live,
         }
     finally:
-        server.stop()
+        server.close()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
