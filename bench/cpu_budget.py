@@ -250,15 +250,14 @@ def measure(args, row, redis, qps=0.0):
     }
 
 
-def evaluator_cells(args):
-    """xgboost_bench's cells for the xgboost rows' model and request, on the
-    server's CPU: name -> CPU µs per call."""
-    out_path = os.path.join(tempfile.gettempdir(), f"xgboost_bench_{os.getpid()}.json")
-    names = "|".join(re.escape(n) for n in EVALUATOR_CELLS)
-    subprocess.run(["taskset", "-c", SERVER_CPU, os.path.join(args.build, "bench", "xgboost_bench"),
-                    f"--benchmark_filter=^({names})/", "--benchmark_repetitions=1",
-                    "--benchmark_min_time=0.5", f"--benchmark_out={out_path}",
-                    "--benchmark_out_format=json"],
+def gbench_cells(args, binary, pattern, min_time):
+    """A Google Benchmark binary of bench/ on the server's CPU (no server
+    running), the cells matching `pattern`: run name -> CPU µs per call."""
+    out_path = os.path.join(tempfile.gettempdir(), f"{binary}_{os.getpid()}.json")
+    subprocess.run(["taskset", "-c", SERVER_CPU, os.path.join(args.build, "bench", binary),
+                    f"--benchmark_filter={pattern}", "--benchmark_repetitions=1",
+                    f"--benchmark_min_time={0.01 if args.quick else min_time}",
+                    f"--benchmark_out={out_path}", "--benchmark_out_format=json"],
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with open(out_path) as f:
         runs = json.load(f)["benchmarks"]
@@ -268,21 +267,15 @@ def evaluator_cells(args):
             for r in runs if r.get("run_type") == "iteration"}
 
 
+def evaluator_cells(args):
+    """xgboost_bench's cells for the xgboost rows' model and request."""
+    names = "|".join(re.escape(n) for n in EVALUATOR_CELLS)
+    return gbench_cells(args, "xgboost_bench", f"^({names})/", 0.5)
+
+
 def hot_cells(args):
-    """request_bench's BM_Hot cells on the server's CPU (no server running):
-    phase -> CPU µs per call, hot in-process."""
-    out_path = os.path.join(tempfile.gettempdir(), f"request_bench_{os.getpid()}.json")
-    subprocess.run(["taskset", "-c", SERVER_CPU, os.path.join(args.build, "bench", "request_bench"),
-                    "--benchmark_filter=^BM_Hot/", "--benchmark_repetitions=1",
-                    "--benchmark_min_time=0.3", f"--benchmark_out={out_path}",
-                    "--benchmark_out_format=json"],
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    with open(out_path) as f:
-        runs = json.load(f)["benchmarks"]
-    os.unlink(out_path)
-    scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
-    by_name = {r["run_name"]: r["cpu_time"] * scale[r["time_unit"]]
-               for r in runs if r.get("run_type") == "iteration"}
+    """request_bench's BM_Hot cells: phase -> CPU µs per call, hot in-process."""
+    by_name = gbench_cells(args, "request_bench", "^BM_Hot/", 0.3)
     return {phase: by_name.get(name) for phase, name in HOT_CELLS.items()}
 
 
@@ -510,7 +503,14 @@ def main():
     parser.add_argument("--out", help="also write the markdown report here")
     parser.add_argument("--no_hot", action="store_true",
                         help="skip request_bench's hot in-process cells (BM_Hot) each round")
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke run (seconds): one 1 s round of the floor, rankbin/none, "
+                             "rankbin/redis and xgboost/none; hot cells 0.01 s")
     args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.seconds = 1, 1
+        if args.rows == DEFAULT_ROWS:
+            args.rows = ["floor", "rankbin/none", "rankbin/redis", "xgboost/none"]
 
     workdir = tempfile.mkdtemp(prefix="cpu_budget_")
     if not args.xgboost_model and any(r.startswith("xgboost/") for r in args.rows):

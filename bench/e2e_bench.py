@@ -485,7 +485,13 @@ def main():
     parser.add_argument("--plot", help="write the latency plot (PNG) here")
     parser.add_argument("--raw", help="keep every run's results (JSON) here, as they come")
     parser.add_argument("--from_raw", help="report (and plot) a --raw file instead of running")
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke run (seconds): one 1 s round of two codec rows, loopback")
     args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.seconds, args.unloaded_seconds, args.qps = 1, 1, 1, 20
+        args.link, args.only = "off", args.only or "codecs"
+        args.variants = args.variants or ["protobuf/inline", "rankbin/store"]
     if args.sweep_rounds < 1 or args.rounds < 1:
         parser.error("--rounds and --sweep_rounds must be at least 1")
     cpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout

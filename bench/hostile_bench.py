@@ -311,7 +311,11 @@ def main():
                         help="run every load generator at this nice value (19: the callers "
                              "yield CPU 0 to the server's threads there, the nearest this host "
                              "comes to callers on other machines)")
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke run (seconds): one 2 s round of each part, 10 refusals")
     args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.seconds, args.refusals = 1, 2, 10
     if args.callers_nice:
         CALLERS.extend(["nice", "-n", str(args.callers_nice)])
     load = open("/proc/loadavg").read().split()[:3]

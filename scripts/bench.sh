@@ -12,7 +12,9 @@
 #      min-max spread over rounds, ratios against protobuf taken within each
 #      round) and the target checks, ready to paste into BENCHMARKS.md
 #      or a dated note in docs/bench-notes/;
-#   4. with --shapes PNG, also prints the payload-shape sweep and the scaling
+#   4. with --quick, one round of 0.01 s per row and no warm-up: a smoke run
+#      (seconds; ctest bench.codec), not numbers to keep;
+#   5. with --shapes PNG, also prints the payload-shape sweep and the scaling
 #      table (bench/shape_report.py) and draws the scaling plot into PNG;
 #      with --probe, codec_bench also runs the probe shapes (payloads unlike
 #      the sweep's, bench/shape_payloads.h) and the report has their table.
@@ -30,7 +32,7 @@
 # docs/bench-notes/2026-12-03-probe-shapes-warmup.md).
 #
 # Usage: scripts/bench.sh [--rounds N] [--min-time SECONDS] [--warmup SECONDS] [--cpu N]
-#                         [--filter REGEX]
+#                         [--filter REGEX] [--quick]
 #                         [--no-build] [--out FILE.md] [--shapes PNG] [--probe]
 # Environment overrides: BENCH_ROUNDS (5), BENCH_MIN_TIME (0.1),
 # BENCH_WARMUP (0.05), BENCH_CPU (1),
@@ -66,6 +68,7 @@ while [[ $# -gt 0 ]]; do
     --filter) filter=$2; shift 2 ;;
     --filter=*) filter=${1#*=}; shift ;;
     --no-build) do_build=0; shift ;;
+    --quick) rounds=1; min_time=0.01; warmup=0; shift ;;
     --out) out=$2; shift 2 ;;
     --out=*) out=${1#*=}; shift ;;
     --shapes) shapes_plot=$2; shift 2 ;;

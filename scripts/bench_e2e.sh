@@ -7,6 +7,7 @@
 #   ROUNDS=5 SECONDS_PER_RUN=10 QPS=150 scripts/bench_e2e.sh
 #   ONLY=logstore scripts/bench_e2e.sh          # SWEEP_ROUNDS=3: rounds of its drop sweep
 #   LINK=off scripts/bench_e2e.sh              # loopback only (LINK=on: fail without it)
+#   scripts/bench_e2e.sh --no-build --quick     # smoke run, seconds (ctest bench.e2e)
 # Every codec row also runs across a 1 Gbit/s link (the server in its own
 # network namespace, a veth pair shaped with tc htb) when the machine allows
 # namespaces (root); otherwise the output says so and runs loopback only.
@@ -16,7 +17,15 @@
 # Writes bench/results/e2e.md and prints it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh rankwire-server rankwire-loadgen
+build_first=1
+extra=()
+for a in "$@"; do
+  case "$a" in
+    --no-build) build_first=0 ;;
+    *) extra+=("$a") ;;
+  esac
+done
+if ((build_first)); then scripts/setup.sh rankwire-server rankwire-loadgen; fi
 mkdir -p bench/results
 args=(--build "${BUILD_DIR:-build}" --rounds "${ROUNDS:-3}" --seconds "${SECONDS_PER_RUN:-8}"
       --qps "${QPS:-100}" --sweep_rounds "${SWEEP_ROUNDS:-3}")
@@ -25,4 +34,4 @@ args+=(--link "${LINK:-auto}" --plot "${PLOT:-docs/img/e2e_latency.png}")
 mkdir -p "$(dirname "${PLOT:-docs/img/e2e_latency.png}")"
 # shellcheck disable=SC2206
 [[ -n "${SERVERS:-}" ]] && args+=(--servers ${SERVERS})
-/usr/bin/python3 bench/e2e_bench.py "${args[@]}" | tee bench/results/e2e.md
+/usr/bin/python3 bench/e2e_bench.py "${args[@]}" "${extra[@]}" | tee bench/results/e2e.md
