@@ -278,8 +278,11 @@ def main():
              sum(r["failed_near_swap"] for r in runs), [r["models_live"] for r in runs]))
     if args.json:
         json.dump(runs, open(args.json, "w"), indent=1)
-    ok = all(r["failed_calls"] == 0 and r["reload_errors"] == 0 and r["models_live"] == 1
-             for r in runs)
+    # --quick is a smoke test on a shared host: refusals under overload
+    # (RESOURCE_EXHAUSTED) are load, not a broken reload; other failures are.
+    refused_ok = {"RESOURCE_EXHAUSTED"} if args.quick else set()
+    ok = all((r["failed_calls"] == 0 or set(r["failed_codes"]) <= refused_ok) and
+             r["reload_errors"] == 0 and r["models_live"] == 1 for r in runs)
     return 0 if ok else 1
 
 
