@@ -46,6 +46,7 @@
 #include "base/thread_sched.h"
 #include "rank/v1/rank.grpc.pb.h"
 #include "rpc/transport_args.h"
+#include "request/log_mode.h"
 #include "workload/workload.h"
 
 ABSL_FLAG(int, port, 0, "Port to listen on (0: a free one, printed).");
@@ -71,7 +72,7 @@ absl::StatusOr<std::string> Record(const std::string& target) {
     options.accept_codecs.emplace_back(c);
   }
   absl::StatusOr<rank::v1::LogMode> mode =
-      rankwire::workload::ParseLogMode(absl::GetFlag(FLAGS_log_mode));
+      rankwire::ParseLogMode(absl::GetFlag(FLAGS_log_mode));
   if (!mode.ok()) return mode.status();
   options.log_mode = *mode;
   const rank::v1::RankRequest request =

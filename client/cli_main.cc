@@ -43,6 +43,7 @@
 #include "model/model_loader.h"
 #include "ranking/model_check.h"
 #include "model/model_path.h"
+#include "request/log_mode.h"
 #include "workload/workload.h"
 
 // --target, --codec, --log_mode, --candidates, --top_n, --seed and
@@ -183,7 +184,7 @@ absl::StatusOr<rank::v1::RankRequest> RequestToSend() {
   std::vector<std::string> accept =
       absl::StrSplit(absl::GetFlag(FLAGS_codec), ',', absl::SkipEmpty());
   ASSIGN_OR_RETURN(rank::v1::LogMode log_mode,
-                   workload::ParseLogMode(absl::GetFlag(FLAGS_log_mode)));
+                   ParseLogMode(absl::GetFlag(FLAGS_log_mode)));
   const std::string file = absl::GetFlag(FLAGS_request_file);
   if (file.empty()) return GeneratedRequest(accept, log_mode);
   for (const char* shaping : {"candidates", "seed", "sequence", "top_n"}) {

@@ -47,6 +47,7 @@
 #include "client/replicas.h"
 #include "codec/builtin_codecs.h"
 #include "rpc/status.h"
+#include "request/log_mode.h"
 #include "workload/workload.h"
 
 // --target, --codec, --log_mode, --candidates, --top_n, --seed and
@@ -166,7 +167,7 @@ absl::StatusOr<std::vector<grpc::ByteBuffer>> MakeRequests() {
   options.top_n = absl::GetFlag(FLAGS_top_n);
   options.accept_codecs = absl::StrSplit(absl::GetFlag(FLAGS_codec), ',', absl::SkipEmpty());
   absl::StatusOr<rank::v1::LogMode> log_mode =
-      workload::ParseLogMode(absl::GetFlag(FLAGS_log_mode));
+      ParseLogMode(absl::GetFlag(FLAGS_log_mode));
   if (!log_mode.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--log_mode: ", log_mode.status().message()));
   }

@@ -119,11 +119,6 @@ struct ServerOptions {
   std::function<void(MetricsRegistry*)> register_metrics;
 };
 
-// "store", "inline" or "none" as the server's default log mode;
-// InvalidArgument otherwise ("default" is a request's word for "the
-// server's").
-absl::StatusOr<rank::v1::LogMode> ParseServerLogMode(absl::string_view name);
-
 class Server {
  public:
   // InvalidArgument for options out of range, NotFound or InvalidArgument

@@ -26,6 +26,7 @@
 #include "model/model_flags.h"
 #include "model/model_path.h"
 #include "server/protobuf_log.h"
+#include "request/log_mode.h"
 #include "server/server.h"
 #include "server/tls.h"
 #include "model/xgboost/xgboost_model.h"
@@ -185,7 +186,7 @@ namespace {
 // The server's default log mode: any named mode but "default", which only
 // a request can say (it means "the server's").
 absl::StatusOr<rank::v1::LogMode> ServerLogMode(const std::string& mode) {
-  absl::StatusOr<rank::v1::LogMode> parsed = ParseServerLogMode(mode);
+  absl::StatusOr<rank::v1::LogMode> parsed = ParseLogMode(mode, /*allow_default=*/false);
   if (!parsed.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--log_mode=", mode, ": expected store, inline or none"));
