@@ -145,12 +145,6 @@ class Redis:
         return subprocess.run(["redis-cli", "-p", str(self.port), *args],
                               capture_output=True, text=True).stdout
 
-    def used_memory(self):
-        return int(re.search(r"used_memory:(\d+)", self.cli("INFO", "memory")).group(1))
-
-    def dbsize(self):
-        return int(self.cli("DBSIZE").strip() or 0)
-
     def close(self):
         if self.proc.poll() is None:
             self.proc.kill()  # Also when stopped (SIGSTOP): no persistence to flush.

@@ -41,7 +41,7 @@ import sys
 import tempfile
 import time
 
-from harness import ROOT, Server, cell, loadgen, parse_loadgen
+from harness import ROOT, Server, cell, loadgen, parse_loadgen, rotated
 
 
 # Prefix of every load generator command: `nice -n N` with --callers_nice.
@@ -165,7 +165,7 @@ def overload(args):
                     for n in (0, -5, -10)]
     rows = {name: [] for name, _ in variants}
     for r in range(args.rounds):
-        order = variants[r % len(variants):] + variants[:r % len(variants)]
+        order = rotated(variants, r)
         for name, flags in order:
             base, over, probe = overload_round(args, flags)
             rows[name].append((base, over, probe))

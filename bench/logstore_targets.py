@@ -78,7 +78,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python", "src"))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import harness  # noqa: E402
-from harness import LOAD_CPU, SERVER_CPU, Floor, cell, failed_calls, parse_loadgen  # noqa: E402
+from harness import (LOAD_CPU, SERVER_CPU, Floor, cell, failed_calls, parse_loadgen,  # noqa: E402
+                     rotated)
 
 SEED = 20261129
 # rankwire_log_items_total's outcomes: handed = stored + dropped_* + unknown
@@ -267,7 +268,7 @@ def run_cpu(args, servers, redis):
     rows = ["floor", "off", "redis", *[v["name"] for v in args.variants]]
     rounds = []
     for p in range(args.pairs):
-        order = rows[p % len(rows):] + rows[:p % len(rows)]
+        order = rotated(rows, p)
         got = {}
         for row in order:
             got[row] = cpu_window(args, servers[row], redis, args.cpu_seconds)
@@ -484,7 +485,7 @@ def run_drops(args, servers, redis, peak, peak_redis):
         print(f"80 % of the logs-in-Redis peak: {w['qps']:.0f} qps, dropped "
               f"{w['dropped']:.0f} of {w['handed']:.0f}", file=sys.stderr)
     for r in range(args.overload_rounds):
-        order = ["off", "redis"] if r % 2 == 0 else ["redis", "off"]
+        order = rotated(["off", "redis"], r)
         got = {}
         for row in order:
             got[row] = open_window(args, servers[row], 1.2 * peak, args.overload_seconds,
