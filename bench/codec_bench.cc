@@ -40,7 +40,6 @@
 #include "bench/shape_payloads.h"
 #include "codec/builtin_codecs.h"
 #include "codec/protobuf/protobuf_codec.h"
-#include "codec/rankbin/rankbin_codec.h"
 #include "rank/v1/rank.pb.h"
 
 #ifndef RANKWIRE_MODEL_PATH
@@ -424,25 +423,6 @@ int main(int argc, char** argv) {
     AddCodecRows(p, &entries);
     AddProtobufRows(p, &entries);
     AddModelFloorRows(p, &entries);
-  }
-  // What format 1.1's zstd checksum costs the encoder (these payloads are
-  // not 1.1-valid, so they are only encoded).
-  for (Payload& p : payloads) {
-    const auto* zstd = static_cast<const rankwire::RankbinCodec*>(codecs.Find("rankbin-zstd"));
-    rankwire::rankbin::WriterOptions options = zstd->writer_options();
-    options.zstd_checksum = false;
-    entries.push_back({absl::StrCat("BM_Encode/rankbin-zstd-nochecksum/", p.variant),
-                       [&p, options](benchmark::State& state) {
-                         for (auto _ : state) {
-                           auto b = rankwire::rankbin::WriteRankbin(p.result, options);
-                           if (!b.ok()) {
-                             state.SkipWithError(b.status().ToString().c_str());
-                             break;
-                           }
-                           benchmark::DoNotOptimize(b->data());
-                           benchmark::ClobberMemory();
-                         }
-                       }});
   }
   static std::vector<Payload> shapes = MakeShapePayloads(probe);
   std::vector<Entry> scaling;

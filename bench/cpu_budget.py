@@ -70,6 +70,7 @@ Usage:
 """
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -199,31 +200,25 @@ def phase_means(before, after):
     return out
 
 
-def run_load(args, port, seconds, qps, transport):
-    extra = [f"--fresh_request_ids={'false' if args.cycled_ids else 'true'}"]
-    if transport is not None:
-        extra.append(f"--grpc_transport_args={transport}")
-    result = loadgen(args.build, port, seconds, qps=qps, concurrency=args.concurrency, extra=extra)
-    if result.get("errors"):
-        print(f"  {result['errors']} failed calls (first: {result.get('first_error')})",
-              file=sys.stderr)
-    return result
-
-
 def measure(args, row, redis, qps=0.0):
     """One row once: start, warm up, measure, stop."""
     transport = "" if row in GRPC_DEFAULTS else None
+    extra = [f"--fresh_request_ids={'false' if args.cycled_ids else 'true'}"]
+    if transport is not None:
+        extra.append(f"--grpc_transport_args={transport}")
+    load = functools.partial(loadgen, args.build, qps=qps, concurrency=args.concurrency,
+                             extra=extra)
     if row.startswith("floor"):
         server = start_floor(args, redis, transport)
     else:
         server = start_server(args, row, redis)
     try:
-        run_load(args, server.port, 1.0, qps, transport)  # Warm-up.
+        load(server.port, 1.0)  # Warm-up.
         cpu0, cs0 = proc_cpu_ns(server.proc.pid)
         rcpu0, _ = proc_cpu_ns(redis.proc.pid)
         rinfo0, stored0 = redis_info_cpu_s(redis), stored_lines(server.metrics_port)
         phases0 = phase_cpu(server.metrics_port)
-        result = run_load(args, server.port, args.seconds, qps, transport)
+        result = load(server.port, args.seconds)
         cpu1, cs1 = proc_cpu_ns(server.proc.pid)
         rcpu1, _ = proc_cpu_ns(redis.proc.pid)
         rinfo1 = redis_info_cpu_s(redis)
@@ -232,6 +227,9 @@ def measure(args, row, redis, qps=0.0):
         stored1 = stored_lines(server.metrics_port)
     finally:
         server.close()
+    if result.get("errors"):
+        print(f"  {result['errors']} failed calls (first: {result.get('first_error')})",
+              file=sys.stderr)
     n = max(result["requests"], 1)
     errors = sum(v for k, v in result.get("by_status", {}).items() if k != "OK")
     return {

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 
-from harness import ROOT, Server, loadgen, med
+from harness import ROOT, Server, cell, loadgen, med
 
 
 
@@ -87,10 +87,6 @@ class Link:
         subprocess.run(["ip", "netns", "del", self.netns], capture_output=True)
 
 
-def spread(values):
-    return f"{min(values):.0f}–{max(values):.0f}" if values else "-"
-
-
 def drop_text(runs):
     fractions = [r.get("log_drop_fraction") for r in runs]
     fractions = [f for f in fractions if f is not None]
@@ -154,9 +150,9 @@ def codec_table(args, runs, variants, alloc, net):
         ratio_qps = med([a["qps"] / b["qps"] for a, b in zip(c, c_base)])
         row = (f"| `--codec={v[0]} --log_mode={v[1]}` | {med([r['response_bytes'] for r in o]):.0f} | "
                f"{100 * med([r['response_bytes'] for r in o]) / med([r['response_bytes'] for r in o_base]):.1f}% | "
-               f"{med([r['p50_us'] for r in o]):.0f} | {med(p99):.0f} [{spread(p99)}] | {ratio_p99:.2f} | "
+               f"{med([r['p50_us'] for r in o]):.0f} | {cell(p99, '{:.0f}')} | {ratio_p99:.2f} | "
                f"{med([r['client_decode_p50_us'] for r in o]):.1f} | "
-               f"{med([r['qps'] for r in c]):.0f} [{spread([r['qps'] for r in c])}] | {ratio_qps:.2f} | "
+               f"{cell([r['qps'] for r in c], '{:.0f}')} | {ratio_qps:.2f} | "
                f"{drop_text(c)} |")
         if net == "loopback":
             unloaded = [r["unloaded"]["server_serialize_p50_us"] for r in rs]
@@ -180,8 +176,7 @@ def allocator_table(runs, variants, allocs):
         cells = []
         for a in allocs:
             rs = runs[(a, "loopback") + v[:2]]
-            cells.append(f"{med([r['closed']['qps'] for r in rs]):.0f} "
-                         f"[{spread([r['closed']['qps'] for r in rs])}]")
+            cells.append(cell([r["closed"]["qps"] for r in rs], "{:.0f}"))
             cells.append(f"{med([r['closed']['server_serialize_p50_us'] for r in rs]):.0f}")
         unl = [r["unloaded"]["server_serialize_p50_us"] for r in runs[(allocs[0], "loopback") + v[:2]]]
         lines.append(f"| `--codec={v[0]} --log_mode={v[1]}` | " + " | ".join(cells) +

@@ -42,7 +42,6 @@ import statistics
 import sys
 import tempfile
 import time
-import urllib.request
 
 import grpc
 
@@ -53,14 +52,6 @@ from harness import MODEL as SHIPPED, ROOT
 def model_text(version):
     text = open(SHIPPED).read()
     return text.replace("\nversion 2026.11.3\n", "\nversion %s\n" % version)
-
-
-def metric(port, name):
-    page = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5).read().decode()
-    for line in page.splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    return None
 
 
 def rss_bytes(pid):
@@ -169,7 +160,7 @@ def one_run(args, run):
             end = time.time() + seconds
             while time.time() < end:
                 rss.append(rss_bytes(server.proc.pid))
-                allocated.append(metric(server.metrics_port, "rankwire_malloc_allocated_bytes"))
+                allocated.append(server.metrics().get("rankwire_malloc_allocated_bytes"))
                 time.sleep(0.1)
             return statistics.median(rss), statistics.median(allocated), rss
 
@@ -194,7 +185,7 @@ def one_run(args, run):
         rss_after, alloc_after, _ = sample(3)
         channel.close()
         load_summary = json.loads(load.communicate()[0])
-        live = metric(server.metrics_port, "rankwire_models_live")
+        live = server.metrics().get("rankwire_models_live")
         loads_ms = [s[2] for s in server.swaps()]
         return {
             "run": run,
