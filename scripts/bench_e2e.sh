@@ -17,15 +17,8 @@
 # Writes bench/results/e2e.md and prints it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build_first=1
-extra=()
-for a in "$@"; do
-  case "$a" in
-    --no-build) build_first=0 ;;
-    *) extra+=("$a") ;;
-  esac
-done
-if ((build_first)); then scripts/setup.sh rankwire-server rankwire-loadgen; fi
+# --no-build (first): use the binaries in BUILD_DIR as they are.
+if [[ "${1:-}" == --no-build ]]; then shift; else scripts/setup.sh rankwire-server rankwire-loadgen; fi
 mkdir -p bench/results
 args=(--build "${BUILD_DIR:-build}" --rounds "${ROUNDS:-3}" --seconds "${SECONDS_PER_RUN:-8}"
       --qps "${QPS:-100}")
@@ -34,4 +27,4 @@ args+=(--link "${LINK:-auto}" --plot "${PLOT:-docs/img/e2e_latency.png}")
 mkdir -p "$(dirname "${PLOT:-docs/img/e2e_latency.png}")"
 # shellcheck disable=SC2206
 [[ -n "${SERVERS:-}" ]] && args+=(--servers ${SERVERS})
-/usr/bin/python3 bench/e2e_bench.py "${args[@]}" "${extra[@]}" | tee bench/results/e2e.md
+/usr/bin/python3 bench/e2e_bench.py "${args[@]}" "$@" | tee bench/results/e2e.md

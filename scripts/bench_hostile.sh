@@ -9,17 +9,10 @@
 # Writes bench/results/hostile.md and prints it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build_first=1
-extra=()
-for a in "$@"; do
-  case "$a" in
-    --no-build) build_first=0 ;;
-    *) extra+=("$a") ;;
-  esac
-done
-if ((build_first)); then scripts/setup.sh rankwire-server rankwire-loadgen; fi
+# --no-build (first): use the binaries in BUILD_DIR as they are.
+if [[ "${1:-}" == --no-build ]]; then shift; else scripts/setup.sh rankwire-server rankwire-loadgen; fi
 mkdir -p bench/results
 args=(--build "${BUILD_DIR:-build}" --rounds "${ROUNDS:-5}" --seconds "${SECONDS_PER_RUN:-5}"
       --limit "${LIMIT:-2}")
 [[ -n "${ONLY:-}" ]] && args+=(--only "$ONLY")
-/usr/bin/python3 bench/hostile_bench.py "${args[@]}" "${extra[@]}" | tee bench/results/hostile.md
+/usr/bin/python3 bench/hostile_bench.py "${args[@]}" "$@" | tee bench/results/hostile.md
