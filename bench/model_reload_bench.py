@@ -243,8 +243,8 @@ def main():
     parser.add_argument("--json", help="write the runs here")
     args = parser.parse_args()
     if args.quick:
-        args.runs, args.peak_s, args.load_s, args.every_s, args.swaps = 1, 2, 8, 2.5, 2
-        args.reloads = 20
+        args.runs, args.peak_s, args.load_s, args.every_s, args.swaps = 1, 2, 6, 2.5, 2
+        args.reloads, args.reloads_s, args.settle_s = 20, 1, 1
     runs = [one_run(args, r) for r in range(args.runs)]
     keys = ["peak_qps", "open_loop_qps", "calls", "failed_calls", "failed_near_swap", "swaps",
             "p99_steady_us", "p99_around_swap_us", "p99_ratio", "reloads_per_s", "load_ms_median",
