@@ -24,12 +24,12 @@
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "grpcpp/support/slice.h"
-#include "rank/v1/rank.pb.h"
 #include "model/linear/linear_model.h"
+#include "rank/v1/rank.pb.h"
 #include "ranking/ranker.h"
+#include "ranking/response_budget.h"
 #include "request/request_validator.h"
 #include "request/request_view.h"
-#include "ranking/response_budget.h"
 #include "workload/workload.h"
 
 namespace rankwire::bench {
@@ -127,7 +127,8 @@ BENCHMARK(BM_ParseAndValidate)->Apply(Args);
 // The shipped model, loaded once.
 const rankwire::LinearSpec* Model() {
   static const rankwire::LinearSpec* model = [] {
-    absl::StatusOr<rankwire::LinearSpec> loaded = rankwire::LinearSpec::LoadFile(RANKWIRE_MODEL_PATH);
+    absl::StatusOr<rankwire::LinearSpec> loaded =
+        rankwire::LinearSpec::LoadFile(RANKWIRE_MODEL_PATH);
     return loaded.ok() ? new rankwire::LinearSpec(*std::move(loaded)) : nullptr;
   }();
   return model;
@@ -197,7 +198,7 @@ class HotRequest {
   explicit HotRequest(uint32_t candidates)
       : codecs_(*MakeBuiltinCodecs(BuiltinCodecOptions{})),
         codec_(codecs_.Find("rankbin")),
-        ranker_(Model()),
+        ranker_(std::make_shared<LinearModel>(*Model())),
         budget_(64 << 20) {
     workload::WorkloadOptions options;
     options.candidates = candidates;

@@ -19,8 +19,9 @@ absl::StatusOr<RankResult> SeedResult(const std::string& model_path, LogPlacemen
   // Without logs the ranker's result is the same but for them
   // (rank_handler_test's InlineLogsTravelStoredLogsDoNot).
   return ranker
-      .Rank(workload.Make(sequence), placement == LogPlacement::kInline ? rankwire::LogDetail::kInline
-                                                                        : rankwire::LogDetail::kNone)
+      .Rank(workload.Make(sequence), placement == LogPlacement::kInline
+                                         ? rankwire::LogDetail::kInline
+                                         : rankwire::LogDetail::kNone)
       .result;
 }
 

@@ -65,19 +65,19 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "benchmark/benchmark.h"
-#include "model/linear/linear_spec.h"
 #include "model/linear/linear_model.h"
+#include "model/linear/linear_spec.h"
 #include "model/model_loader.h"
-#include "ranking/model_check.h"
-#include "ranking/ranker.h"
-#include "request/request_view.h"
 #include "model/xgboost/approx_contributions.h"
 #include "model/xgboost/tree_evaluator.h"
 #include "model/xgboost/tree_shap.h"
 #include "model/xgboost/tree_shap_reference.h"
+#include "model/xgboost/xgboost_model.h"
 #include "model/xgboost/xgboost_spec.h"
 #include "model/xgboost/xgboost_test_util.h"
-#include "model/xgboost/xgboost_model.h"
+#include "ranking/model_check.h"
+#include "ranking/ranker.h"
+#include "request/request_view.h"
 #include "workload/workload.h"
 #include "xgboost/c_api.h"
 
@@ -384,8 +384,8 @@ void BM_Explain(benchmark::State& state, std::string key, int items, Explainer w
 void BM_RankerScore(benchmark::State& state, bool xgboost) {
   std::shared_ptr<const rankwire::Model> model;
   if (xgboost) {
-    model = std::make_shared<rankwire::XGBoostModel>(
-        *EnginesFor("w0300/d6").model, "bench", "1", rankwire::XGBoostModelOptions{});
+    model = std::make_shared<rankwire::XGBoostModel>(*EnginesFor("w0300/d6").model, "bench", "1",
+                                                     rankwire::XGBoostModelOptions{});
   } else {
     auto linear = rankwire::LinearSpec::LoadFile(RANKWIRE_MODEL_PATH);
     if (!linear.ok()) Die(linear.status().ToString());
@@ -452,8 +452,7 @@ void BM_LoadServer(benchmark::State& state, std::string key) {
   for (auto _ : state) {
     auto loaded = rankwire::LoadModel(entry, options);
     if (!loaded.ok()) Die(loaded.status().ToString());
-    const absl::Status checked =
-        rankwire::CheckModel(*loaded->model, std::nullopt, false, {});
+    const absl::Status checked = rankwire::CheckModel(*loaded->model, std::nullopt, false, {});
     if (!checked.ok()) Die(checked.ToString());
   }
 }

@@ -37,13 +37,13 @@
 #include "client/replicas.h"
 #include "client/request_file.h"
 #include "codec/builtin_codecs.h"
-#include "rank/v1/rank.grpc.pb.h"
-#include "rpc/status.h"
 #include "model/model_flags.h"
 #include "model/model_loader.h"
-#include "ranking/model_check.h"
 #include "model/model_path.h"
+#include "rank/v1/rank.grpc.pb.h"
+#include "ranking/model_check.h"
 #include "request/log_mode.h"
+#include "rpc/status.h"
 #include "workload/workload.h"
 
 // --target, --codec, --log_mode, --candidates, --top_n, --seed and
@@ -183,8 +183,7 @@ rank::v1::RankRequest GeneratedRequest(const std::vector<std::string>& accept,
 absl::StatusOr<rank::v1::RankRequest> RequestToSend() {
   std::vector<std::string> accept =
       absl::StrSplit(absl::GetFlag(FLAGS_codec), ',', absl::SkipEmpty());
-  ASSIGN_OR_RETURN(rank::v1::LogMode log_mode,
-                   ParseLogMode(absl::GetFlag(FLAGS_log_mode)));
+  ASSIGN_OR_RETURN(rank::v1::LogMode log_mode, ParseLogMode(absl::GetFlag(FLAGS_log_mode)));
   const std::string file = absl::GetFlag(FLAGS_request_file);
   if (file.empty()) return GeneratedRequest(accept, log_mode);
   for (const char* shaping : {"candidates", "seed", "sequence", "top_n"}) {

@@ -20,9 +20,9 @@
 #include "base/stable_hash.h"
 #include "base/status_macros.h"
 #include "base/status_reason.h"
-#include "rank/v1/rank.pb.h"
-#include "model/linear/linear_spec.h"
 #include "model/linear/linear_model.h"
+#include "model/linear/linear_spec.h"
+#include "rank/v1/rank.pb.h"
 #include "request/request_view.h"
 
 namespace rankwire {
@@ -332,7 +332,7 @@ absl::StatusOr<LoadedModel> LoadModel(const ModelPlan::Entry& entry,
                           : !entry.version_hint.empty() ? entry.version_hint
                                                         : ContentVersion(file.bytes);
     loaded.model = std::make_shared<const XGBoostModel>(model, std::move(name), std::move(version),
-                                                         options.explain);
+                                                        options.explain);
     return loaded;
   }
   ASSIGN_OR_RETURN(LinearSpec model, LinearSpec::Parse(file.bytes, entry.path));

@@ -62,9 +62,9 @@
 #include "absl/status/statusor.h"
 #include "base/read_file.h"
 #include "model/model.h"
-#include "request/request_validator.h"
-#include "model/xgboost/xgboost_spec.h"
 #include "model/xgboost/xgboost_model.h"
+#include "model/xgboost/xgboost_spec.h"
+#include "request/request_validator.h"
 
 namespace rankwire {
 

@@ -1,6 +1,7 @@
 #include "ranking/model_check.h"
 
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -24,35 +25,35 @@ std::string Shipped() {
   return text.str();
 }
 
-absl::StatusOr<LinearModel> Linear(const std::string& text) {
+absl::StatusOr<std::shared_ptr<const LinearModel>> Linear(const std::string& text) {
   absl::StatusOr<LinearSpec> spec = LinearSpec::Parse(text, "check.model");
   if (!spec.ok()) return spec.status();
-  return LinearModel(*std::move(spec));
+  return std::make_shared<const LinearModel>(*std::move(spec));
 }
 
 TEST(ModelCheckTest, TheShippedModelPasses) {
-  absl::StatusOr<LinearModel> model = Linear(Shipped());
+  absl::StatusOr<std::shared_ptr<const LinearModel>> model = Linear(Shipped());
   ASSERT_TRUE(model.ok()) << model.status();
-  EXPECT_TRUE(CheckModel(*model, std::nullopt, false, RequestLimits{}).ok());
+  EXPECT_TRUE(CheckModel(**model, std::nullopt, false, RequestLimits{}).ok());
 }
 
 TEST(ModelCheckTest, TheCheckRefusesAModelWhoseScoresAreNotFinite) {
   // p = sigmoid(-800) and exponent -1: every number finite in the file, an
   // infinite score.
-  absl::StatusOr<LinearModel> model =
+  absl::StatusOr<std::shared_ptr<const LinearModel>> model =
       Linear(absl::StrReplaceAll(Shipped(), {{"head ctr -3.20 1.00", "head ctr -800 -1"}}));
   ASSERT_TRUE(model.ok()) << model.status();
-  absl::Status check = CheckModel(*model, std::nullopt, false, RequestLimits{});
+  absl::Status check = CheckModel(**model, std::nullopt, false, RequestLimits{});
   EXPECT_EQ(ReasonOf(check).value_or("none"), "check_failed");
   EXPECT_THAT(std::string(check.message()), HasSubstr("not finite"));
 }
 
 TEST(ModelCheckTest, AModelReadingMoreFeaturesThanARequestCarriesIsRefused) {
-  absl::StatusOr<LinearModel> model = Linear(Shipped());
+  absl::StatusOr<std::shared_ptr<const LinearModel>> model = Linear(Shipped());
   ASSERT_TRUE(model.ok()) << model.status();
   RequestLimits limits;
   limits.max_item_features = 1;
-  absl::Status check = CheckModel(*model, std::nullopt, false, limits);
+  absl::Status check = CheckModel(**model, std::nullopt, false, limits);
   EXPECT_EQ(ReasonOf(check).value_or("none"), "check_failed");
   EXPECT_THAT(std::string(check.message()), HasSubstr("a request carries at most 1"));
 }

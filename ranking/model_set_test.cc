@@ -16,8 +16,8 @@
 #include "base/stable_hash.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "model/linear/linear_spec.h"
 #include "model/linear/linear_model.h"
+#include "model/linear/linear_spec.h"
 
 namespace rankwire {
 namespace {

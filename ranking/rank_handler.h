@@ -22,14 +22,14 @@
 #include "base/cpu_sampler.h"
 #include "codec/registry.h"
 #include "logstore/log_store.h"
+#include "metrics/server_metrics.h"
 #include "rank/v1/rank.pb.h"
 #include "ranking/encoded_response.h"
 #include "ranking/model_set.h"
 #include "ranking/ranker.h"
+#include "ranking/response_budget.h"
 #include "request/request_validator.h"
 #include "request/request_view.h"
-#include "ranking/response_budget.h"
-#include "metrics/server_metrics.h"
 
 namespace rankwire {
 

@@ -271,10 +271,9 @@ void Explain(const Model& model, const RequestView& request, const RankWorkspace
   const size_t shown = std::min<size_t>({request.top_n, v.n, wanted});
   std::vector<uint32_t> candidates(v.order.begin(), v.order.begin() + shown);
   std::vector<Explanation> explanations;
-  model.Explain(
-      ScoreInput{request, request.features.data(), ws->feature_column, v.n, v.source_code.data(),
-                 v.sources},
-      candidates, outputs.explain_top_k, &explanations);
+  model.Explain(ScoreInput{request, request.features.data(), ws->feature_column, v.n,
+                           v.source_code.data(), v.sources},
+                candidates, outputs.explain_top_k, &explanations);
   v.explanations.assign(v.n, std::string());
   for (size_t r = 0; r < explanations.size() && r < shown; ++r) {
     std::string& text = v.explanations[candidates[r]];

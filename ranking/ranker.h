@@ -34,9 +34,9 @@
 #include "codec/rank_result.h"
 #include "codec/result_bound.h"
 #include "logstore/log_store.h"
+#include "model/model.h"
 #include "rank/v1/rank.pb.h"
 #include "ranking/log_line.h"
-#include "model/model.h"
 #include "request/request_view.h"
 
 namespace rankwire {

@@ -1,6 +1,5 @@
 #include "server/model_reloader.h"
 
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -8,9 +7,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "ranking/model_check.h"
 #include "base/status_reason.h"
 #include "base/thread_sched.h"
+#include "ranking/model_check.h"
 #include "spdlog/spdlog.h"
 
 namespace rankwire {

@@ -44,9 +44,9 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "rank/v1/rank.pb.h"
 #include "metrics/metrics.h"
 #include "model/model_loader.h"
+#include "rank/v1/rank.pb.h"
 #include "ranking/model_set.h"
 
 namespace rankwire {

@@ -11,8 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "base/cpu_sampler.h"
 #include "base/status_macros.h"
-#include "rpc/status.h"
 #include "request/request_validator.h"
+#include "rpc/status.h"
 #include "spdlog/spdlog.h"
 
 namespace rankwire {

@@ -25,10 +25,10 @@
 #include <string>
 
 #include "logstore/log_store.h"
-#include "rank/v1/rank.grpc.pb.h"
-#include "server/admission.h"
-#include "ranking/rank_handler.h"
 #include "metrics/server_metrics.h"
+#include "rank/v1/rank.grpc.pb.h"
+#include "ranking/rank_handler.h"
+#include "server/admission.h"
 #include "server/worker_pool.h"
 
 namespace rankwire {

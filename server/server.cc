@@ -16,10 +16,10 @@
 #include "absl/synchronization/mutex.h"
 #include "base/status_macros.h"
 #include "metrics/metrics_http.h"
+#include "metrics/server_metrics.h"
+#include "ranking/ranker.h"
 #include "server/model_service.h"
 #include "server/rank_service.h"
-#include "ranking/ranker.h"
-#include "metrics/server_metrics.h"
 #include "server/worker_pool.h"
 #include "spdlog/spdlog.h"
 

@@ -35,13 +35,13 @@
 #include "absl/time/time.h"
 #include "codec/builtin_codecs.h"
 #include "logstore/log_store.h"
-#include "rank/v1/rank.pb.h"
-#include "rpc/transport_args.h"
-#include "server/admission.h"
 #include "metrics/metrics.h"
-#include "server/model_reloader.h"
+#include "rank/v1/rank.pb.h"
 #include "ranking/rank_handler.h"
 #include "request/request_validator.h"
+#include "rpc/transport_args.h"
+#include "server/admission.h"
+#include "server/model_reloader.h"
 #include "server/tls.h"
 
 namespace rankwire {

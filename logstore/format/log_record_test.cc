@@ -17,8 +17,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "logstore/log_store.h"
 #include "logstore/format/log_value.h"
+#include "logstore/log_store.h"
 #include "tests/support/log_test_util.h"
 
 namespace rankwire::logstore {

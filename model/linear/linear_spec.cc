@@ -80,8 +80,7 @@ double LinearSpec::ApplyTransform(const Atom& atom, double raw) {
   return raw;
 }
 
-absl::StatusOr<LinearSpec> LinearSpec::LoadFile(const std::string& path,
-                                                  uint64_t max_file_bytes) {
+absl::StatusOr<LinearSpec> LinearSpec::LoadFile(const std::string& path, uint64_t max_file_bytes) {
   ASSIGN_OR_RETURN(CheckedFile file, ReadFileChecked(path, max_file_bytes));
   return Parse(file.bytes, path);
 }
@@ -290,7 +289,7 @@ class ModelParser {
 };
 
 absl::StatusOr<LinearSpec> LinearSpec::Parse(absl::string_view text,
-                                               absl::string_view source_name) {
+                                             absl::string_view source_name) {
   ModelParser parser(source_name);
   int line_number = 0;
   for (absl::string_view raw : absl::StrSplit(text, '\n')) {

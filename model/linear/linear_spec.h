@@ -63,7 +63,7 @@ class LinearSpec {
   // (base/status_reason.h) where one applies: the file's, "empty",
   // "truncated" (no "end" line), "invalid_number", "unknown_transform".
   static absl::StatusOr<LinearSpec> LoadFile(const std::string& path,
-                                              uint64_t max_file_bytes = uint64_t{64} << 20);
+                                             uint64_t max_file_bytes = uint64_t{64} << 20);
 
   const std::string& name() const { return name_; }
   const std::string& version() const { return version_; }

@@ -304,4 +304,4 @@ void ApproxContributions::Contributions(const float* rows, size_t n_rows, size_t
   for (size_t r = 0; r < n_rows; ++r) out[r * width + num_features_] = bias_;
 }
 
-}  // namespace rankwire::xgboostoostoost
+}  // namespace rankwire::xgboost

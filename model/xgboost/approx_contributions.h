@@ -113,6 +113,6 @@ class ApproxContributions {
   std::vector<Step> steps_;
 };
 
-}  // namespace rankwire::xgboostoostoost
+}  // namespace rankwire::xgboost
 
 #endif  // RANKWIRE_MODEL_XGBOOST_APPROX_CONTRIBUTIONS_H_

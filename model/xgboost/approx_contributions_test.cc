@@ -116,4 +116,4 @@ TEST(ApproxContributionsTest, ASingleLeafModelHasOnlyABias) {
 }
 
 }  // namespace
-}  // namespace rankwire::xgboostoostoostoost
+}  // namespace rankwire::xgboost

@@ -32,4 +32,4 @@ float ContributionBias(const XGBoostSpec& model) {
   return bias + model.base_margin();
 }
 
-}  // namespace rankwire::xgboostoostoostoost
+}  // namespace rankwire::xgboost

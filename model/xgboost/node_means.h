@@ -24,6 +24,6 @@ std::vector<float> NodeMeans(const XGBoostTree& tree);
 // base_margin, as XGBoost sums them.
 float ContributionBias(const XGBoostSpec& model);
 
-}  // namespace rankwire::xgboostoostoostoost
+}  // namespace rankwire::xgboost
 
 #endif  // RANKWIRE_MODEL_XGBOOST_NODE_MEANS_H_

@@ -363,4 +363,4 @@ void TreeEvaluator::ScoreBlocksAvx512(const float* blocks, int n_blocks, float* 
 
 #endif
 
-}  // namespace rankwire::xgboostoostoostoost
+}  // namespace rankwire::xgboost

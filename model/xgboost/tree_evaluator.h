@@ -107,6 +107,6 @@ class TreeEvaluator {
   std::vector<float> leaf_;
 };
 
-}  // namespace rankwire::xgboostoostoostoost
+}  // namespace rankwire::xgboost
 
 #endif  // RANKWIRE_MODEL_XGBOOST_TREE_EVALUATOR_H_

@@ -110,4 +110,4 @@ TEST(TreeEvaluatorTest, MemoryIsWithinTwiceXGBoostsNodes) {
 }
 
 }  // namespace
-}  // namespace rankwire::xgboostoostoostoost
+}  // namespace rankwire::xgboost

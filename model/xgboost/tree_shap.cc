@@ -623,4 +623,4 @@ void TreeShap::Contributions(const float* rows, size_t n_rows, size_t row_stride
   }
 }
 
-}  // namespace rankwire::xgboostoostoostoost
+}  // namespace rankwire::xgboost

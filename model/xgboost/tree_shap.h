@@ -116,6 +116,6 @@ class TreeShap {
   int max_points_ = 1;
 };
 
-}  // namespace rankwire::xgboostoostoostoost
+}  // namespace rankwire::xgboost
 
 #endif  // RANKWIRE_MODEL_XGBOOST_TREE_SHAP_H_

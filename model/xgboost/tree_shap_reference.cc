@@ -171,4 +171,4 @@ void ReferenceTreeShap::Contributions(const float* row, double* out) const {
   for (size_t f = 0; f <= bias; ++f) out[f] = total[f];
 }
 
-}  // namespace rankwire::xgboostoostoostoost
+}  // namespace rankwire::xgboost

@@ -58,6 +58,6 @@ class ReferenceTreeShap {
   std::vector<std::vector<float>> mean_;  // per tree, per node: expected value
 };
 
-}  // namespace rankwire::xgboostoostoostoost
+}  // namespace rankwire::xgboost
 
 #endif  // RANKWIRE_MODEL_XGBOOST_TREE_SHAP_REFERENCE_H_

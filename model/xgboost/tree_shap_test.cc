@@ -159,4 +159,4 @@ TEST(TreeShapTest, ReportsItsMemory) {
 }
 
 }  // namespace
-}  // namespace rankwire::xgboostoostoostoost
+}  // namespace rankwire::xgboost

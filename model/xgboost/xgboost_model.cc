@@ -63,7 +63,7 @@ absl::string_view ExplainModeName(ExplainMode mode) {
 }
 
 XGBoostModel::XGBoostModel(const xgboost::XGBoostSpec& model, std::string name, std::string version,
-                             const XGBoostModelOptions& options)
+                           const XGBoostModelOptions& options)
     : name_(std::move(name)),
       version_(std::move(version)),
       full_version_(absl::StrCat(name_, "@", version_)),
@@ -93,13 +93,14 @@ XGBoostModel::XGBoostModel(const xgboost::XGBoostSpec& model, std::string name, 
     // MemoryBytes() does not see (this object, the outputs, the allocator).
     const size_t bound = 2 * kXGBoostNodeBytes * model.num_nodes() / 16 * 15;
     const size_t held = MemoryBytes();
-    approx_ = std::make_unique<xgboost::ApproxContributions>(model, bound > held ? bound - held : 0);
+    approx_ =
+        std::make_unique<xgboost::ApproxContributions>(model, bound > held ? bound - held : 0);
   }
 }
 
 void XGBoostModel::GatherRows(const RequestView& request, const float* features,
-                               const std::vector<int>& column, size_t n, const uint32_t* which,
-                               size_t count, float* rows) const {
+                              const std::vector<int>& column, size_t n, const uint32_t* which,
+                              size_t count, float* rows) const {
   const size_t stride = feature_names_.size();
   for (size_t f = 0; f < stride; ++f) {
     const Binding& b = bindings_[f];

@@ -62,7 +62,7 @@ class XGBoostModel final : public Model {
  public:
   // `name` and `version` make full_version() "name@version".
   XGBoostModel(const xgboost::XGBoostSpec& model, std::string name, std::string version,
-                const XGBoostModelOptions& options);
+               const XGBoostModelOptions& options);
 
   absl::string_view kind() const override { return "xgboost"; }
   const std::string& full_version() const override { return full_version_; }

@@ -15,11 +15,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "request/request_view.h"
 #include "model/xgboost/approx_contributions.h"
 #include "model/xgboost/tree_shap.h"
 #include "model/xgboost/xgboost_spec.h"
 #include "model/xgboost/xgboost_test_util.h"
+#include "request/request_view.h"
 
 // Every operator new in this binary counts its bytes (a size prefix, so
 // delete can subtract them whatever the allocator). Out of line, so that the
@@ -160,9 +160,9 @@ TEST(XGBoostModelTest, ExplainsTheShownItemsInEachMode) {
     }
     std::vector<Explanation> out;
     const std::vector<std::string> no_sources;
-    scorer.Explain(ScoreInput{view.view(), view.view().features.data(), column, 20, nullptr,
-                              no_sources},
-                   shown, 3, &out);
+    scorer.Explain(
+        ScoreInput{view.view(), view.view().features.data(), column, 20, nullptr, no_sources},
+        shown, 3, &out);
     ASSERT_EQ(out.size(), shown.size());
     for (size_t i = 0; i < shown.size(); ++i) {
       std::vector<float> want(7);

@@ -484,14 +484,14 @@ absl::Status ModelReader::CheckTree(XGBoostTree& tree, size_t index) {
 }
 
 absl::StatusOr<XGBoostSpec> XGBoostSpec::Parse(absl::string_view json,
-                                                 absl::string_view source_name,
-                                                 const XGBoostLoadOptions& options) {
+                                               absl::string_view source_name,
+                                               const XGBoostLoadOptions& options) {
   simdjson::padded_string padded(json.data(), json.size());
   return ModelReader(source_name, options).Read(padded);
 }
 
 absl::StatusOr<XGBoostSpec> XGBoostSpec::LoadFile(const std::string& path,
-                                                    const XGBoostLoadOptions& options) {
+                                                  const XGBoostLoadOptions& options) {
   ASSIGN_OR_RETURN(CheckedFile file, ReadFileChecked(path, options.max_file_bytes));
   return Parse(file.bytes, path, options);
 }
@@ -518,7 +518,7 @@ float XGBoostSpec::PredictMargin(const float* row) const {
 }
 
 absl::StatusOr<std::vector<int>> XGBoostSpec::BindFeatures(absl::Span<const std::string> columns,
-                                                            bool allow_unbound) const {
+                                                           bool allow_unbound) const {
   absl::flat_hash_map<absl::string_view, int> by_name;
   for (size_t i = 0; i < columns.size(); ++i) by_name.emplace(columns[i], static_cast<int>(i));
   std::vector<int> bound(feature_names_.size(), -1);
@@ -539,4 +539,4 @@ absl::StatusOr<std::vector<int>> XGBoostSpec::BindFeatures(absl::Span<const std:
   return bound;
 }
 
-}  // namespace rankwire::xgboostoostoostoost
+}  // namespace rankwire::xgboost

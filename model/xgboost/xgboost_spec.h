@@ -92,7 +92,7 @@ class XGBoostSpec {
   // the tree and node), kUnimplemented for a valid model rankwire does not
   // serve (other objectives, dart, multi-class, categorical splits).
   static absl::StatusOr<XGBoostSpec> Parse(absl::string_view json, absl::string_view source_name,
-                                            const XGBoostLoadOptions& options = {});
+                                           const XGBoostLoadOptions& options = {});
   // Parse of the file's bytes, read with ReadFileChecked (base/read_file.h):
   // a file larger than options.max_file_bytes is refused
   // (kResourceExhausted) before it is read; kNotFound if missing. Errors
@@ -100,7 +100,7 @@ class XGBoostSpec {
   // "truncated", "invalid_number", and for the rest of Parse's checks none
   // (the code says: kInvalidArgument, kUnimplemented).
   static absl::StatusOr<XGBoostSpec> LoadFile(const std::string& path,
-                                               const XGBoostLoadOptions& options = {});
+                                              const XGBoostLoadOptions& options = {});
 
   Objective objective() const { return objective_; }
   // The model's name and version as training set them
@@ -146,6 +146,6 @@ class XGBoostSpec {
   int max_depth_ = 0;
 };
 
-}  // namespace rankwire::xgboostoostoostoost
+}  // namespace rankwire::xgboost
 
 #endif  // RANKWIRE_MODEL_XGBOOST_XGBOOST_SPEC_H_

@@ -263,4 +263,4 @@ TEST(XGBoostModelTest, BindsFeaturesByNameAndKnowsTheirSource) {
 }
 
 }  // namespace
-}  // namespace rankwire::xgboostoostoostoost
+}  // namespace rankwire::xgboost

@@ -162,6 +162,6 @@ inline std::vector<float> RandomRows(uint32_t seed, size_t n, int num_feature,
   return rows;
 }
 
-}  // namespace rankwire::xgboostoostoostoostoost::testing
+}  // namespace rankwire::xgboost::testing
 
 #endif  // RANKWIRE_MODEL_XGBOOST_XGBOOST_TEST_UTIL_H_

@@ -39,8 +39,8 @@
 #include "logstore/format/log_blocks.h"
 #include "logstore/format/log_columns.h"
 #include "logstore/format/log_record.h"
-#include "logstore/log_store.h"
 #include "logstore/format/log_value.h"
+#include "logstore/log_store.h"
 #include "tests/fuzz/view_checks.h"
 
 namespace {

@@ -56,9 +56,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     TreeShap(*model, kernel).Contributions(rows.data(), n_rows, features, contributions.data());
   }
   rankwire::xgboost::ApproxContributions(*model).Contributions(rows.data(), n_rows, features,
-                                                           contributions.data());
+                                                               contributions.data());
   std::vector<double> reference(features + 1);
   rankwire::xgboost::ReferenceTreeShap(*model).Contributions(rows.data() + 2 * features,
-                                                         reference.data());
+                                                             reference.data());
   return 0;
 }

@@ -30,8 +30,8 @@
 #include "codec/builtin_codecs.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "rank/v1/rank.grpc.pb.h"
 #include "model/xgboost/xgboost_test_util.h"
+#include "rank/v1/rank.grpc.pb.h"
 #include "tests/support/server_process.h"
 #include "workload/workload.h"
 
