@@ -27,10 +27,8 @@ from harness import ROOT, Server, cell, loadgen, med
 
 def start_server(build, flags, link=None, binary=None):
     """A rankwire-server on CPU 1; in `link`'s network namespace when given."""
-    if link is None:
-        return Server(build, flags, binary=binary)
-    return Server(build, flags, host=link.server_ip, prefix=["ip", "netns", "exec", link.netns],
-                  binary=binary)
+    where = {"host": link.server_ip, "prefix": ["ip", "netns", "exec", link.netns]} if link else {}
+    return Server(build, flags, binary=binary, **where)
 
 
 class Link:

@@ -76,7 +76,6 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python", "src"))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
 import harness  # noqa: E402
 from harness import (LOAD_CPU, SERVER_CPU, Floor, cell, failed_calls, parse_loadgen,  # noqa: E402
                      rotated)
@@ -108,7 +107,7 @@ class Redis(harness.Redis):
     """harness.Redis, which can also be frozen (SIGSTOP) and killed."""
 
     def resp(self):
-        from log_decoder import Resp  # tools/log_decoder.py's RESP client
+        from rankwire._log_tool import Resp  # the log tool's RESP client
         return Resp("127.0.0.1", self.port)
 
     def cpu_ns(self):
