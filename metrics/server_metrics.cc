@@ -95,6 +95,7 @@ const char* PhaseName(Phase phase) {
 void ExportServerInfo(MetricsRegistry* registry,
                       const std::vector<std::pair<std::string, std::string>>& labels) {
   std::vector<std::string> parts;
+  parts.reserve(labels.size());
   for (const auto& [name, value] : labels) parts.push_back(MetricsRegistry::Label(name, value));
   registry->AddGauge(
       "rankwire_server_info", "This replica's configuration (always 1).", [] { return 1.0; },

@@ -37,8 +37,8 @@ namespace rankwire {
 // between sets: a reload that changes only the manifest keeps the models
 // whose files did not change.
 struct ServedModel {
-  ServedModel(std::string bucket, int percent, std::string path, FileStamp stamp,
-              std::shared_ptr<const Model> model);
+  ServedModel(std::string bucket_name, int share, std::string file, FileStamp file_stamp,
+              std::shared_ptr<const Model> loaded);
 
   std::string bucket;  // The manifest's name; empty: one model for all.
   int percent = 100;

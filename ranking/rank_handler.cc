@@ -75,7 +75,7 @@ RankHandler::RankHandler(const ServingModels* models, const CodecRegistry* codec
       codecs_(codecs),
       logs_(logs),
       metrics_(metrics),
-      options_(std::move(options)),
+      options_(options),
       budget_(options_.max_response_bytes) {
   // A programmer error, not input: fail at start-up rather than on the
   // first request that negotiates no codec.

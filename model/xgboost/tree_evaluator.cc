@@ -200,13 +200,13 @@ void TreeEvaluator::ScoreBlocks(const float* blocks, int n_blocks, float* acc) c
     return;
   }
   for (int b = 0; b < n_blocks; ++b) {
-    ScoreBlockScalar(blocks + b * block_floats_, acc + b * kLanes);
+    ScoreBlockScalar(blocks + b * block_floats_, acc + static_cast<ptrdiff_t>(b) * kLanes);
   }
 }
 
 void TreeEvaluator::ScoreMargin(const float* rows, size_t n_rows, size_t row_stride,
                                 float* out) const {
-  constexpr size_t kPass = kMaxBlocks * kLanes;
+  constexpr size_t kPass = size_t{kMaxBlocks} * kLanes;
   std::vector<float> blocks(kMaxBlocks * block_floats_);
   alignas(64) float acc[kPass];
   for (size_t start = 0; start < n_rows; start += kPass) {
@@ -296,7 +296,8 @@ constexpr int kLanes = 16;
 template <int kBlocks>
 RANKWIRE_TARGET_AVX512 void WalkAvx512(const Arrays& a, const float* blocks, float* acc) {
   __m512 sum[kBlocks];
-  for (int b = 0; b < kBlocks; ++b) sum[b] = _mm512_loadu_ps(acc + b * kLanes);
+  for (int b = 0; b < kBlocks; ++b)
+    sum[b] = _mm512_loadu_ps(acc + static_cast<ptrdiff_t>(b) * kLanes);
   for (size_t i = 0; i < a.n_trees; ++i) {
     const internal::EvalTree& tree = a.trees[i];
     const int32_t* slot = a.slot + tree.nodes;
@@ -329,7 +330,8 @@ RANKWIRE_TARGET_AVX512 void WalkAvx512(const Arrays& a, const float* blocks, flo
       sum[b] = _mm512_add_ps(sum[b], _mm512_i32gather_ps(j[b], leaf, 4));
     }
   }
-  for (int b = 0; b < kBlocks; ++b) _mm512_storeu_ps(acc + b * kLanes, sum[b]);
+  for (int b = 0; b < kBlocks; ++b)
+    _mm512_storeu_ps(acc + static_cast<ptrdiff_t>(b) * kLanes, sum[b]);
 }
 
 }  // namespace
@@ -357,7 +359,7 @@ void TreeEvaluator::ScoreBlocksAvx512(const float* blocks, int n_blocks, float* 
 
 void TreeEvaluator::ScoreBlocksAvx512(const float* blocks, int n_blocks, float* acc) const {
   for (int b = 0; b < n_blocks; ++b) {
-    ScoreBlockScalar(blocks + b * block_floats_, acc + b * kLanes);
+    ScoreBlockScalar(blocks + b * block_floats_, acc + static_cast<ptrdiff_t>(b) * kLanes);
   }
 }
 

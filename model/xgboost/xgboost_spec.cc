@@ -162,7 +162,7 @@ absl::StatusOr<int64_t> ModelReader::IntStringField(dom::object object, absl::st
 }
 
 absl::StatusOr<XGBoostSpec> ModelReader::Read(simdjson::padded_string_view json) {
-  if (json.size() == 0) return WithReason(Error("empty file"), "empty");
+  if (json.empty()) return WithReason(Error("empty file"), "empty");
   if (json.size() > 1 && json.data()[0] == '{' && json.data()[1] != '"' &&
       !std::isspace(static_cast<unsigned char>(json.data()[1])) && json.data()[1] != '}') {
     return Unsupported(
