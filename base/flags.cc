@@ -18,8 +18,8 @@ bool IsRankwireFlagFile(absl::string_view path) {
   // Abseil's own flags (absl/flags/...) and those of the libraries we link
   // are defined outside our source folders.
   if (absl::StrContains(path, "absl/")) return false;
-  for (absl::string_view folder :
-       {"server/", "client/", "bench/", "tests/", "codec/", "logstore/", "base/"}) {
+  for (absl::string_view folder : {"server/", "client/", "bench/", "tests/", "codec/", "logstore/",
+                                   "base/", "model/", "ranking/", "request/", "metrics/"}) {
     if (absl::StrContains(path, folder)) return true;
   }
   return false;

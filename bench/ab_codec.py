@@ -17,7 +17,7 @@ import argparse
 import json
 import subprocess
 
-from ab_util import alternate, print_ratios
+from harness import alternate, print_ratios
 
 
 def run(binary, args):

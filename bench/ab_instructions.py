@@ -4,7 +4,7 @@ callgrind: repeatable to the instruction on a host whose wall time drifts
 1.4-2.5x within a minute (where ab_codec.py's ratios spread 0.6-2.0x).
 Instructions are not time (cache misses, branch mispredictions and the
 allocator's page faults do not show), so a change is judged on both:
-this for what the code does, ab_codec.py / ab_faults.py for what it costs.
+this for what the code does, ab_codec.py for what it costs.
 
 For each shape, operation and item count, each binary runs the operation
 N and 2N times under callgrind with only the measured function collected

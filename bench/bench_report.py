@@ -24,8 +24,7 @@ import sys
 OP_ORDER = ["Encode", "Serialize", "Memcpy", "MemcpyAlloc", "GatherFloor", "Decode", "ModelCopy", "Parse", "Open", "Top10",
             "Verify"]
 ENCODE_SIDE = {"Encode", "Serialize", "Memcpy", "MemcpyAlloc", "GatherFloor"}
-FORMAT_ORDER = ["model", "protobuf", "rankbin", "rankbin-zstd", "tuned-protobuf", "tuned-protobuf-arena",
-                "flatbuffers", "capnp"]
+FORMAT_ORDER = ["model", "protobuf", "rankbin", "rankbin-zstd"]
 VARIANT_ORDER = ["logs_inline", "logs_store"]
 NAME_RE = re.compile(r"^BM_(?P<op>[A-Za-z0-9]+)/(?P<fmt>[^/]+)/(?P<variant>[^/]+)$")
 
@@ -223,15 +222,6 @@ def size_check(res, label, name, base, goal_pct):
     return Check(label, f"≤ {goal_pct}%", f"{pct:.1f}% ({b:,} B)", None, None, ok, margin)
 
 
-def smaller_check(res, label, name, other):
-    b, o = res.bytes(name), res.bytes(other)
-    if not b or not o:
-        return Check(label, "smaller", "n/a", None, None, None, "benchmark missing")
-    ok = b < o
-    margin = f"{100 * (1 - b / o):.1f}% smaller" if ok else f"{100 * (b / o - 1):.1f}% larger"
-    return Check(label, "smaller", f"{b:,} vs {o:,} B", None, None, ok, margin)
-
-
 def target_checks(res):
     v = "logs_inline"
     rb, rz = f"BM_Encode/rankbin/{v}", f"BM_Encode/rankbin-zstd/{v}"
@@ -258,13 +248,6 @@ def target_checks(res):
                    "BM_Encode/rankbin/logs_store", pb, 15),
         size_check(res, "logs in the store: `rankbin-zstd` response vs protobuf with logs inline",
                    "BM_Encode/rankbin-zstd/logs_store", pb, 15),
-        speed_check(res, "`rankbin` encode vs FlatBuffers encode", f"BM_Encode/flatbuffers/{v}",
-                    rb, 1),
-        speed_check(res, "`rankbin` encode vs Cap'n Proto encode", f"BM_Encode/capnp/{v}", rb, 1),
-        smaller_check(res, "`rankbin` bytes vs FlatBuffers", f"BM_Encode/rankbin/{v}",
-                      f"BM_Encode/flatbuffers/{v}"),
-        smaller_check(res, "`rankbin` bytes vs Cap'n Proto", f"BM_Encode/rankbin/{v}",
-                      f"BM_Encode/capnp/{v}"),
     ]
 
 

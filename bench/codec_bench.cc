@@ -1,8 +1,8 @@
 // Codec micro-benchmarks on the seed-shaped payload (bench/seed_payload.h):
 // every registered codec (encode, full decode, top-10 lazy read, bytes), the
-// protobuf baseline's serialize-only and parse-only, memcpy floors, and
-// reference rows for tuned protobuf, FlatBuffers and Cap'n Proto
-// (bench/reference_formats.h).
+// protobuf baseline's serialize-only and parse-only and memcpy floors.
+// (Rows for a tuned protobuf, FlatBuffers and Cap'n Proto were a 2026-11-29
+// study, out of the tree since issue 46: docs/bench-notes/2026-12-07-bench-tidy.md.)
 //
 // Then the payload-shape sweep (bench/shape_payloads.h, its own generators):
 // the codecs and the protobuf baseline on shape_strings, shape_longstrings, shape_fewkeys,
@@ -21,6 +21,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -30,26 +31,42 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "bench/reference_formats.h"
+#include "absl/strings/string_view.h"
 #include "bench/seed_payload.h"
 #include "bench/shape_payloads.h"
-#include "capnp/serialize.h"
 #include "codec/builtin_codecs.h"
-#include "codec/protobuf_codec.h"
-#include "codec/rankbin/rankbin_codec.h"
-#include "google/protobuf/arena.h"
+#include "codec/protobuf/protobuf_codec.h"
 #include "rank/v1/rank.pb.h"
 
 #ifndef RANKWIRE_MODEL_PATH
-#error "RANKWIRE_MODEL_PATH must name server/models/ecom_search_lr.model"
+#error "RANKWIRE_MODEL_PATH must name model/models/ecom_search_lr.model"
 #endif
 
 namespace rankwire::bench {
 namespace {
 
 constexpr size_t kTopN = 10;
+
+// What a reader touched, so the compiler cannot drop the reads.
+struct Touched {
+  uint64_t bits = 0;
+  size_t chars = 0;
+
+  void Number(double v) {
+    uint64_t b;
+    std::memcpy(&b, &v, sizeof(b));
+    bits = (bits ^ b) + 1;
+  }
+  void Integer(int64_t v) { bits = (bits ^ static_cast<uint64_t>(v)) + 1; }
+  void Text(absl::string_view s) {
+    chars += s.size();
+    bits += 1;
+  }
+};
 
 [[noreturn]] void Die(const std::string& what) {
   std::fprintf(stderr, "codec_bench: %s\n", what.c_str());
@@ -79,12 +96,6 @@ struct Payload {
   std::vector<std::pair<const Codec*, OwnedBuffer>> encoded;  // Per codec.
   rank::v1::RankResult proto;
   std::string proto_bytes;
-  tuned::Result tuned;
-  std::string tuned_bytes;
-  size_t fb_size = 0;
-  flatbuffers::DetachedBuffer fb;
-  unsigned capnp_words = 0;  // Of the single segment.
-  kj::Array<capnp::word> capnp_flat;
 };
 
 void Report(benchmark::State& state, size_t bytes, size_t items) {
@@ -95,8 +106,8 @@ void Report(benchmark::State& state, size_t bytes, size_t items) {
 
 // Reads every field of the value without branching on its type, so the
 // caller's own type dispatch (mispredicted on mixed-type metrics) does not
-// dominate a ten-item read; the reference formats' readers know each
-// column's type statically and do not branch either.
+// dominate a ten-item read (a reader that knows each column's type
+// statically would not branch either).
 void TouchMetric(Touched* t, const MetricRef& v) {
   t->Number(v.double_value());
   t->Integer(v.int_value());
@@ -333,202 +344,6 @@ void AddModelFloorRows(const Payload& p, std::vector<Entry>* out) {
                   }});
 }
 
-// An arena whose first block is preallocated and reused: the best case for
-// protobuf parsing (a server would keep one per thread).
-struct ArenaBlock {
-  explicit ArenaBlock(size_t size) : size(size), data(new char[size]) {
-    std::memset(data.get(), 0, size);
-  }
-  google::protobuf::ArenaOptions Options() const {
-    google::protobuf::ArenaOptions o;
-    o.initial_block = data.get();
-    o.initial_block_size = size;
-    o.start_block_size = 64 << 10;
-    o.max_block_size = 1 << 20;
-    return o;
-  }
-  size_t size;
-  std::unique_ptr<char[]> data;
-};
-
-void AddTunedProtobufRows(const Payload& p, std::vector<Entry>* out) {
-  const std::string& variant = p.variant;
-  const size_t n = p.result.size();
-  out->push_back(
-      {absl::StrCat("BM_Serialize/tuned-protobuf/", variant), [&p, n](benchmark::State& state) {
-         const size_t size = p.tuned_bytes.size();
-         std::unique_ptr<char[]> dst(new char[size]);
-         std::memset(dst.get(), 0, size);
-         for (auto _ : state) {
-           if (!p.tuned.SerializeToArray(dst.get(), static_cast<int>(size))) {
-             state.SkipWithError("SerializeToArray failed");
-             break;
-           }
-           benchmark::DoNotOptimize(dst.get());
-           benchmark::ClobberMemory();
-         }
-         Report(state, size, n);
-       }});
-  // From the model, like Codec::Encode: build the message, then serialize
-  // into a buffer allocated for it.
-  out->push_back(
-      {absl::StrCat("BM_Encode/tuned-protobuf/", variant), [&p, n](benchmark::State& state) {
-         for (auto _ : state) {
-           tuned::Result m;
-           absl::Status s = BuildTunedProto(p.result, &m);
-           if (!s.ok()) {
-             state.SkipWithError(s.ToString().c_str());
-             break;
-           }
-           const size_t size = m.ByteSizeLong();
-           OwnedBuffer b = OwnedBuffer::Allocate(size);
-           m.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(b.data()));
-           benchmark::DoNotOptimize(b.data());
-           benchmark::ClobberMemory();
-         }
-         Report(state, p.tuned_bytes.size(), n);
-       }});
-  out->push_back(
-      {absl::StrCat("BM_Parse/tuned-protobuf-arena/", variant), [&p, n](benchmark::State& state) {
-         const std::string& bytes = p.tuned_bytes;
-         ArenaBlock block(4 * bytes.size() + (1 << 20));
-         for (auto _ : state) {
-           google::protobuf::Arena arena(block.Options());
-           auto* m = google::protobuf::Arena::CreateMessage<tuned::Result>(&arena);
-           if (!m->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-             state.SkipWithError("ParseFromArray failed");
-             break;
-           }
-           benchmark::DoNotOptimize(m);
-         }
-         Report(state, bytes.size(), n);
-       }});
-  out->push_back(
-      {absl::StrCat("BM_Decode/tuned-protobuf-arena/", variant), [&p, n](benchmark::State& state) {
-         const std::string& bytes = p.tuned_bytes;
-         ArenaBlock block(4 * bytes.size() + (1 << 20));
-         for (auto _ : state) {
-           google::protobuf::Arena arena(block.Options());
-           auto* m = google::protobuf::Arena::CreateMessage<tuned::Result>(&arena);
-           if (!m->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-             state.SkipWithError("ParseFromArray failed");
-             break;
-           }
-           absl::StatusOr<RankResult> r = TunedProtoToModel(*m);
-           if (!r.ok()) {
-             state.SkipWithError(r.status().ToString().c_str());
-             break;
-           }
-           benchmark::DoNotOptimize(r);
-         }
-         Report(state, bytes.size(), n);
-       }});
-}
-
-void AddFlatbuffersRows(const Payload& p, std::vector<Entry>* out) {
-  const std::string& variant = p.variant;
-  const size_t n = p.result.size();
-  const absl::string_view bytes(reinterpret_cast<const char*>(p.fb.data()), p.fb.size());
-  out->push_back(
-      {absl::StrCat("BM_Encode/flatbuffers/", variant), [&p, n](benchmark::State& state) {
-         // A server would size the builder from its previous responses.
-         const size_t initial = p.fb_size + 4096;
-         for (auto _ : state) {
-           auto b = EncodeFlatbuffers(p.result, initial);
-           if (!b.ok()) {
-             state.SkipWithError(b.status().ToString().c_str());
-             break;
-           }
-           benchmark::DoNotOptimize(b->data());
-           benchmark::ClobberMemory();
-         }
-         Report(state, p.fb_size, n);
-       }});
-  out->push_back(
-      {absl::StrCat("BM_Decode/flatbuffers/", variant), [bytes, n](benchmark::State& state) {
-         for (auto _ : state) {
-           absl::StatusOr<RankResult> r = DecodeFlatbuffers(bytes);
-           if (!r.ok()) {
-             state.SkipWithError(r.status().ToString().c_str());
-             break;
-           }
-           benchmark::DoNotOptimize(r);
-         }
-         Report(state, bytes.size(), n);
-       }});
-  out->push_back({absl::StrCat("BM_Top10/flatbuffers/", variant), [bytes](benchmark::State& state) {
-                    for (auto _ : state) {
-                      Touched t;
-                      absl::Status s = TopNFlatbuffers(bytes, kTopN, &t);
-                      if (!s.ok()) {
-                        state.SkipWithError(s.ToString().c_str());
-                        break;
-                      }
-                      benchmark::DoNotOptimize(t);
-                    }
-                    Report(state, bytes.size(), kTopN);
-                  }});
-  out->push_back(
-      {absl::StrCat("BM_Verify/flatbuffers/", variant), [bytes, n](benchmark::State& state) {
-         for (auto _ : state) {
-           bool ok = VerifyFlatbuffers(bytes);
-           if (!ok) {
-             state.SkipWithError("verify failed");
-             break;
-           }
-           benchmark::DoNotOptimize(ok);
-         }
-         Report(state, bytes.size(), n);
-       }});
-}
-
-void AddCapnpRows(const Payload& p, std::vector<Entry>* out) {
-  const std::string& variant = p.variant;
-  const size_t n = p.result.size();
-  const kj::ArrayPtr<const capnp::word> words = p.capnp_flat.asPtr();
-  const size_t size = words.size() * sizeof(capnp::word);
-  out->push_back(
-      {absl::StrCat("BM_Encode/capnp/", variant), [&p, n, size](benchmark::State& state) {
-         const unsigned hint = p.capnp_words + 512;
-         for (auto _ : state) {
-           auto m = EncodeCapnp(p.result, hint);
-           if (!m.ok()) {
-             state.SkipWithError(m.status().ToString().c_str());
-             break;
-           }
-           // What a transport sends: the segments, no copy.
-           auto segments = (*m)->getSegmentsForOutput();
-           benchmark::DoNotOptimize(segments.begin());
-           benchmark::ClobberMemory();
-         }
-         Report(state, size, n);
-       }});
-  out->push_back(
-      {absl::StrCat("BM_Decode/capnp/", variant), [words, n, size](benchmark::State& state) {
-         for (auto _ : state) {
-           absl::StatusOr<RankResult> r = DecodeCapnp(words);
-           if (!r.ok()) {
-             state.SkipWithError(r.status().ToString().c_str());
-             break;
-           }
-           benchmark::DoNotOptimize(r);
-         }
-         Report(state, size, n);
-       }});
-  out->push_back({absl::StrCat("BM_Top10/capnp/", variant), [words, size](benchmark::State& state) {
-                    for (auto _ : state) {
-                      Touched t;
-                      absl::Status s = TopNCapnp(words, kTopN, &t);
-                      if (!s.ok()) {
-                        state.SkipWithError(s.ToString().c_str());
-                        break;
-                      }
-                      benchmark::DoNotOptimize(t);
-                    }
-                    Report(state, size, kTopN);
-                  }});
-}
-
 // Encodes p->result with every codec and as the protobuf baseline, and
 // checks that each gives back the model.
 void PrepareCodecs(const CodecRegistry& codecs, Payload* p) {
@@ -542,28 +357,6 @@ void PrepareCodecs(const CodecRegistry& codecs, Payload* p) {
   }
   Check(ToProto(p->result, &p->proto), "ToProto");
   p->proto_bytes = p->proto.SerializeAsString();
-}
-
-// The reference formats of the shipped payload.
-void PrepareReferences(Payload* p) {
-  Check(BuildTunedProto(p->result, &p->tuned), "tuned protobuf");
-  p->tuned_bytes = p->tuned.SerializeAsString();
-  tuned::Result parsed;
-  if (!parsed.ParseFromString(p->tuned_bytes)) Die("tuned protobuf does not parse");
-  CheckSame(p->result, Check(TunedProtoToModel(parsed), "tuned protobuf"), "tuned protobuf");
-
-  p->fb = Check(EncodeFlatbuffers(p->result, 1 << 20), "flatbuffers");
-  p->fb_size = p->fb.size();
-  CheckSame(p->result,
-            Check(DecodeFlatbuffers(
-                      absl::string_view(reinterpret_cast<const char*>(p->fb.data()), p->fb.size())),
-                  "flatbuffers"),
-            "flatbuffers");
-
-  auto message = Check(EncodeCapnp(p->result, 1 << 17), "capnp");
-  p->capnp_flat = capnp::messageToFlatArray(*message);
-  p->capnp_words = static_cast<unsigned>(p->capnp_flat.size());
-  CheckSame(p->result, Check(DecodeCapnp(p->capnp_flat.asPtr()), "capnp"), "capnp");
 }
 
 // The sweep's shapes, each from its own generator and seed.
@@ -616,10 +409,9 @@ int main(int argc, char** argv) {
   argc = kept;
 
   auto codecs = Check(rankwire::MakeBuiltinCodecs(rankwire::BuiltinCodecOptions{}), "codecs");
-  // The shipped payload (both log placements) with every reference format,
-  // then the shape sweep (bench/shape_payloads.h) with the codecs, the
-  // protobuf baseline and the model's floors (what any codec of this model
-  // must at least do on that shape).
+  // The shipped payload (both log placements), then the shape sweep (bench/shape_payloads.h) with
+  // the codecs, the protobuf baseline and the model's floors (what any codec of this model must at
+  // least do on that shape).
   static Payload payloads[2];
   payloads[0].placement = LogPlacement::kInline;
   payloads[1].placement = LogPlacement::kStore;
@@ -628,32 +420,9 @@ int main(int argc, char** argv) {
     p.variant = PlacementName(p.placement);
     p.result = Check(SeedResult(RANKWIRE_MODEL_PATH, p.placement), "seed result");
     PrepareCodecs(codecs, &p);
-    PrepareReferences(&p);
     AddCodecRows(p, &entries);
     AddProtobufRows(p, &entries);
     AddModelFloorRows(p, &entries);
-    AddTunedProtobufRows(p, &entries);
-    AddFlatbuffersRows(p, &entries);
-    AddCapnpRows(p, &entries);
-  }
-  // What format 1.1's zstd checksum costs the encoder (these payloads are
-  // not 1.1-valid, so they are only encoded).
-  for (Payload& p : payloads) {
-    const auto* zstd = static_cast<const rankwire::RankbinCodec*>(codecs.Find("rankbin-zstd"));
-    rankwire::rankbin::WriterOptions options = zstd->writer_options();
-    options.zstd_checksum = false;
-    entries.push_back({absl::StrCat("BM_Encode/rankbin-zstd-nochecksum/", p.variant),
-                       [&p, options](benchmark::State& state) {
-                         for (auto _ : state) {
-                           auto b = rankwire::rankbin::WriteRankbin(p.result, options);
-                           if (!b.ok()) {
-                             state.SkipWithError(b.status().ToString().c_str());
-                             break;
-                           }
-                           benchmark::DoNotOptimize(b->data());
-                           benchmark::ClobberMemory();
-                         }
-                       }});
   }
   static std::vector<Payload> shapes = MakeShapePayloads(probe);
   std::vector<Entry> scaling;

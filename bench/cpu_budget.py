@@ -70,6 +70,7 @@ Usage:
 """
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -80,12 +81,7 @@ import tempfile
 import time
 import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
-from e2e_bench import MODEL, Redis, free_port  # noqa: E402
-
-SERVER_CPU = "1"
-LOAD_CPU = "0"
+from harness import LOAD_CPU, ROOT, SERVER_CPU, Floor, Redis, Server, cell, loadgen, rotated
 
 ROWS = {
     "rankbin/none": ["--codec=rankbin", "--log_mode=none"],
@@ -127,7 +123,7 @@ EVALUATOR_CELLS = {
 HOT_CELLS = {"parse": "BM_Hot/parse/candidates:500", "validate": "BM_Hot/validate/candidates:500",
              "score": "BM_Hot/score/candidates:500", "build": "BM_Hot/build/candidates:500",
              "encode": "BM_Hot/encode/candidates:500", "all": "BM_Hot/all/candidates:500"}
-# Phases the server accounts for, in request order (server/server_metrics.h).
+# Phases the server accounts for, in request order (metrics/server_metrics.h).
 PHASES = ["parse", "validate", "score", "build", "encode", "log_handoff", "log_format",
           "log_store"]
 
@@ -148,60 +144,22 @@ def proc_cpu_ns(pid):
     return cpu, switches
 
 
-class Process:
-    """A server process pinned to SERVER_CPU that prints its port on start-up."""
-
-    def __init__(self, argv, pattern):
-        self.log = tempfile.NamedTemporaryFile(mode="w+", suffix=".log", delete=False)
-        self.proc = subprocess.Popen(["taskset", "-c", SERVER_CPU, *argv],
-                                     stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            with open(self.log.name) as f:
-                m = re.search(pattern, f.read())
-            if m:
-                self.match = m
-                return
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.05)
-        raise RuntimeError(f"{argv[0]} did not start: " + open(self.log.name).read())
-
-    def close(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        os.unlink(self.log.name)
-
-
 def start_server(args, row, redis):
     flags = ROWS[row]
     if "--logstore=redis" in flags:
         flags = [*flags, f"--redis_addr=127.0.0.1:{redis.port}"]
-    model = args.xgboost_model if row.startswith("xgboost/") else MODEL
-    binary = os.path.join(args.build, "server", "rankwire-server")
-    p = Process([binary, "--port=0", "--metrics_port=0", "--address=127.0.0.1",
-                 f"--model={model}", f"--max_concurrent_rank={args.max_concurrent}", *flags,
-                 *args.server_flag],
-                r"listening port=(\d+) metrics_port=(-?\d+)")
-    p.port, p.metrics_port = int(p.match.group(1)), int(p.match.group(2))
-    return p
+    kw = {"model": args.xgboost_model} if row.startswith("xgboost/") else {}
+    return Server(args.build, [f"--max_concurrent_rank={args.max_concurrent}", *flags,
+                               *args.server_flag], **kw)
 
 
 def start_floor(args, redis, transport=None):
     real = start_server(args, "rankbin/none", redis)
-    extra = [] if transport is None else [f"--grpc_transport_args={transport}"]
     try:
-        floor = Process([os.path.join(args.build, "bench", "serve_floor"), "--port=0",
-                         f"--record_from=127.0.0.1:{real.port}", "--codec=rankbin", *extra],
-                        r"listening port=(\d+) response_bytes=(\d+)")
+        return Floor(args.build, real.port,
+                     [] if transport is None else [f"--grpc_transport_args={transport}"])
     finally:
         real.close()
-    floor.port, floor.metrics_port = int(floor.match.group(1)), -1
-    return floor
 
 
 def phase_cpu(metrics_port):
@@ -242,39 +200,25 @@ def phase_means(before, after):
     return out
 
 
-def loadgen(args, port, seconds, qps=0.0, warmup=0.0, transport=None):
-    cmd = ["taskset", "-c", LOAD_CPU, os.path.join(args.build, "client", "rankwire-loadgen"),
-           f"--target=127.0.0.1:{port}", f"--concurrency={args.concurrency}",
-           f"--duration_s={seconds}", f"--warmup_s={warmup}", f"--qps={qps}", "--json",
-           f"--fresh_request_ids={'false' if args.cycled_ids else 'true'}"]
-    if transport is not None:
-        cmd.append(f"--grpc_transport_args={transport}")
-    # Exit status 2: the run finished but some calls failed; the JSON says
-    # how many and the first error, which the round's line reports.
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    if done.returncode not in (0, 2):
-        raise subprocess.CalledProcessError(done.returncode, cmd, done.stdout, done.stderr)
-    result = json.loads(done.stdout)
-    if result.get("errors"):
-        print(f"  {result['errors']} failed calls (first: {result.get('first_error')})",
-              file=sys.stderr)
-    return result
-
-
 def measure(args, row, redis, qps=0.0):
     """One row once: start, warm up, measure, stop."""
     transport = "" if row in GRPC_DEFAULTS else None
+    extra = [f"--fresh_request_ids={'false' if args.cycled_ids else 'true'}"]
+    if transport is not None:
+        extra.append(f"--grpc_transport_args={transport}")
+    load = functools.partial(loadgen, args.build, qps=qps, concurrency=args.concurrency,
+                             extra=extra)
     if row.startswith("floor"):
         server = start_floor(args, redis, transport)
     else:
         server = start_server(args, row, redis)
     try:
-        loadgen(args, server.port, 1.0, qps=qps, transport=transport)  # Warm-up.
+        load(server.port, 1.0)  # Warm-up.
         cpu0, cs0 = proc_cpu_ns(server.proc.pid)
         rcpu0, _ = proc_cpu_ns(redis.proc.pid)
         rinfo0, stored0 = redis_info_cpu_s(redis), stored_lines(server.metrics_port)
         phases0 = phase_cpu(server.metrics_port)
-        result = loadgen(args, server.port, args.seconds, qps=qps, transport=transport)
+        result = load(server.port, args.seconds)
         cpu1, cs1 = proc_cpu_ns(server.proc.pid)
         rcpu1, _ = proc_cpu_ns(redis.proc.pid)
         rinfo1 = redis_info_cpu_s(redis)
@@ -283,6 +227,9 @@ def measure(args, row, redis, qps=0.0):
         stored1 = stored_lines(server.metrics_port)
     finally:
         server.close()
+    if result.get("errors"):
+        print(f"  {result['errors']} failed calls (first: {result.get('first_error')})",
+              file=sys.stderr)
     n = max(result["requests"], 1)
     errors = sum(v for k, v in result.get("by_status", {}).items() if k != "OK")
     return {
@@ -301,26 +248,14 @@ def measure(args, row, redis, qps=0.0):
     }
 
 
-def med(values):
-    values = [v for v in values if v is not None]
-    if not values:
-        return "–"
-    m = statistics.median(values)
-    fmt = (lambda v: f"{v:.2f}") if m < 10 else (lambda v: f"{v:.0f}")
-    if len(values) == 1:
-        return fmt(m)
-    return f"{fmt(m)} [{fmt(min(values))}–{fmt(max(values))}]"
-
-
-def evaluator_cells(args):
-    """xgboost_bench's cells for the xgboost rows' model and request, on the
-    server's CPU: name -> CPU µs per call."""
-    out_path = os.path.join(tempfile.gettempdir(), f"xgboost_bench_{os.getpid()}.json")
-    names = "|".join(re.escape(n) for n in EVALUATOR_CELLS)
-    subprocess.run(["taskset", "-c", SERVER_CPU, os.path.join(args.build, "bench", "xgboost_bench"),
-                    f"--benchmark_filter=^({names})/", "--benchmark_repetitions=1",
-                    "--benchmark_min_time=0.5", f"--benchmark_out={out_path}",
-                    "--benchmark_out_format=json"],
+def gbench_cells(args, binary, pattern, min_time):
+    """A Google Benchmark binary of bench/ on the server's CPU (no server
+    running), the cells matching `pattern`: run name -> CPU µs per call."""
+    out_path = os.path.join(tempfile.gettempdir(), f"{binary}_{os.getpid()}.json")
+    subprocess.run(["taskset", "-c", SERVER_CPU, os.path.join(args.build, "bench", binary),
+                    f"--benchmark_filter={pattern}", "--benchmark_repetitions=1",
+                    f"--benchmark_min_time={0.01 if args.quick else min_time}",
+                    f"--benchmark_out={out_path}", "--benchmark_out_format=json"],
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with open(out_path) as f:
         runs = json.load(f)["benchmarks"]
@@ -330,28 +265,22 @@ def evaluator_cells(args):
             for r in runs if r.get("run_type") == "iteration"}
 
 
+def evaluator_cells(args):
+    """xgboost_bench's cells for the xgboost rows' model and request."""
+    names = "|".join(re.escape(n) for n in EVALUATOR_CELLS)
+    return gbench_cells(args, "xgboost_bench", f"^({names})/", 0.5)
+
+
 def hot_cells(args):
-    """request_bench's BM_Hot cells on the server's CPU (no server running):
-    phase -> CPU µs per call, hot in-process."""
-    out_path = os.path.join(tempfile.gettempdir(), f"request_bench_{os.getpid()}.json")
-    subprocess.run(["taskset", "-c", SERVER_CPU, os.path.join(args.build, "bench", "request_bench"),
-                    "--benchmark_filter=^BM_Hot/", "--benchmark_repetitions=1",
-                    "--benchmark_min_time=0.3", f"--benchmark_out={out_path}",
-                    "--benchmark_out_format=json"],
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    with open(out_path) as f:
-        runs = json.load(f)["benchmarks"]
-    os.unlink(out_path)
-    scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
-    by_name = {r["run_name"]: r["cpu_time"] * scale[r["time_unit"]]
-               for r in runs if r.get("run_type") == "iteration"}
+    """request_bench's BM_Hot cells: phase -> CPU µs per call, hot in-process."""
+    by_name = gbench_cells(args, "request_bench", "^BM_Hot/", 0.3)
     return {phase: by_name.get(name) for phase, name in HOT_CELLS.items()}
 
 
 def run_rounds(args, redis, rows, qps_by_row=None):
     rounds = []
     for r in range(args.rounds):
-        order = rows[r % len(rows):] + rows[:r % len(rows)]  # Rotate the order.
+        order = rotated(rows, r)
         got = {}
         for row in order:
             qps = qps_by_row.get(row, 0.0) if qps_by_row else 0.0
@@ -383,11 +312,11 @@ def report(rounds, rows, title):
                     out.append(r[num_row][field] / r[den_row][field])
             return out
         lines.append(
-            f"| {row} | {med([p['qps'] for p in per])} | {med([p['cpu_us'] for p in per])} | "
-            f"{med(ratio(row, 'floor', 'cpu_us'))} | {med(ratio('protobuf/inline', row, 'cpu_us'))} | "
-            f"{med([p['cs'] for p in per])} | {med(ratio(row, 'floor', 'cs'))} | "
-            f"{med([p['redis_us'] for p in per])} | {med([p['p50_us'] for p in per])} | "
-            f"{med([p['p99_us'] for p in per])} | {sum(p['errors'] for p in per)} |")
+            f"| {row} | {cell([p['qps'] for p in per])} | {cell([p['cpu_us'] for p in per])} | "
+            f"{cell(ratio(row, 'floor', 'cpu_us'))} | {cell(ratio('protobuf/inline', row, 'cpu_us'))} | "
+            f"{cell([p['cs'] for p in per])} | {cell(ratio(row, 'floor', 'cs'))} | "
+            f"{cell([p['redis_us'] for p in per])} | {cell([p['p50_us'] for p in per])} | "
+            f"{cell([p['p99_us'] for p in per])} | {sum(p['errors'] for p in per)} |")
     return lines
 
 
@@ -407,12 +336,12 @@ def phase_report(rounds, rows):
             s = r["floor"]["cpu_us"] + sum(r[row]["phases"].get(p, 0.0) for p in PHASES)
             sums.append(s)
             ratios.append(s / r[row]["cpu_us"])
-        floor = med([r["floor"]["cpu_us"] for r in rounds if "floor" in r])
+        floor = cell([r["floor"]["cpu_us"] for r in rounds if "floor" in r])
         for p in PHASES:
-            cells.append(med([r[row]["phases"].get(p) for r in rounds]))
+            cells.append(cell([r[row]["phases"].get(p) for r in rounds]))
         lines.append(f"| {row} | {floor} | " + " | ".join(cells) +
-                     f" | {med(sums)} | {med([r[row]['cpu_us'] for r in rounds])} | "
-                     f"{med(ratios)} |")
+                     f" | {cell(sums)} | {cell([r[row]['cpu_us'] for r in rounds])} | "
+                     f"{cell(ratios)} |")
     return lines
 
 
@@ -428,10 +357,10 @@ def log_targets_report(rounds, rows):
     per_stored = [r["rankbin/redis"]["redis_info_us"] for r in rounds]
     return ["### The log path's targets (issue 44; closed loop, each row at its peak)", "",
             "| target | goal | measured (median [range] over rounds) |", "|---|---|---:|",
-            f"| server CPU for logs: rankbin/redis − rankbin/none | ≤ 25 µs | {med(logs)} µs "
-            f"(the floor: {med(floor)} µs) |",
-            f"| Redis CPU per Rank call (its threads' schedstat) | ≤ 20 µs | {med(per_call)} µs |",
-            f"| Redis CPU per request stored (INFO cpu) | ≤ 20 µs | {med(per_stored)} µs |"]
+            f"| server CPU for logs: rankbin/redis − rankbin/none | ≤ 25 µs | {cell(logs)} µs "
+            f"(the floor: {cell(floor)} µs) |",
+            f"| Redis CPU per Rank call (its threads' schedstat) | ≤ 20 µs | {cell(per_call)} µs |",
+            f"| Redis CPU per request stored (INFO cpu) | ≤ 20 µs | {cell(per_stored)} µs |"]
 
 
 def cache_report(rounds):
@@ -445,7 +374,7 @@ def cache_report(rounds):
         srv = [r["rankbin/none"]["phases"].get(phase) for r in rounds if "rankbin/none" in r]
         hot = [r["hot"].get(phase) for r in rounds if "hot" in r]
         ratio = [a / b for a, b in zip(srv, hot) if a and b]
-        lines.append(f"| {phase} | {med(srv)} | {med(hot)} | {med(ratio)} |")
+        lines.append(f"| {phase} | {cell(srv)} | {cell(hot)} | {cell(ratio)} |")
     for r in rounds:
         if "hot" in r and "rankbin/none" in r:
             hot_sum.append(sum(r["hot"].get(p) or 0 for p in ["parse", "validate", "score",
@@ -453,10 +382,10 @@ def cache_report(rounds):
             server_sum.append(sum(r["rankbin/none"]["phases"].get(p, 0) for p in
                                   ["parse", "validate", "score", "build", "encode"]))
     ratio = [a / b for a, b in zip(server_sum, hot_sum) if b]
-    lines.append(f"| sum of the five (hot target ≤ 40) | {med(server_sum)} | {med(hot_sum)} | "
-                 f"{med(ratio)} |")
+    lines.append(f"| sum of the five (hot target ≤ 40) | {cell(server_sum)} | {cell(hot_sum)} | "
+                 f"{cell(ratio)} |")
     lines.append(f"| the five in sequence on one thread (BM_Hot/all) | | "
-                 f"{med([r['hot'].get('all') for r in rounds if 'hot' in r])} | |")
+                 f"{cell([r['hot'].get('all') for r in rounds if 'hot' in r])} | |")
     return lines
 
 
@@ -471,7 +400,7 @@ def targets_report(closed, opened, rows):
             return f"| {what} | – | {goal} | – |"
         m = statistics.median(values)
         ok = m >= goal if higher else m <= goal
-        return (f"| {what} | {med(values)} | {'≥' if higher else '≤'} {goal} | "
+        return (f"| {what} | {cell(values)} | {'≥' if higher else '≤'} {goal} | "
                 f"{'met' if ok else '**missed**'} |")
     lines = ["### Issue 45's targets (median [range] of per-round ratios)", "",
              "| target | measured | goal | |", "|---|---:|---:|---|"]
@@ -498,9 +427,9 @@ def targets_report(closed, opened, rows):
     for after, before in (("floor", "floor/grpc-defaults"),
                           ("rankbin/none", "rankbin/none/grpc-defaults")):
         if after in rows and before in rows:
-            lines.append(f"| {before} | {med([r[before]['cpu_us'] for r in closed])} | 1.00 |")
-            lines.append(f"| {after} | {med([r[after]['cpu_us'] for r in closed])} | "
-                         f"{med(ratios(closed, after, before))} |")
+            lines.append(f"| {before} | {cell([r[before]['cpu_us'] for r in closed])} | 1.00 |")
+            lines.append(f"| {after} | {cell([r[after]['cpu_us'] for r in closed])} | "
+                         f"{cell(ratios(closed, after, before))} |")
     return lines
 
 
@@ -519,10 +448,10 @@ def xgboost_report(rounds, rows):
     for row in ["xgboost/none"] + EXPLAIN_ROWS:
         if row in rows and "rankbin/none" in rows:
             lines.append(f"| server CPU, {row} − rankbin/none | "
-                         f"{med(diff(row, 'rankbin/none', 'cpu_us'))} |")
+                         f"{cell(diff(row, 'rankbin/none', 'cpu_us'))} |")
             for phase in ("score", "build"):
                 lines.append(f"| server {phase} phase, {row} − rankbin/none | "
-                             f"{med(phase_diff(row, 'rankbin/none', phase))} |")
+                             f"{cell(phase_diff(row, 'rankbin/none', phase))} |")
     for row in EXPLAIN_ROWS:
         if row in rows and "xgboost/none" in rows:
             ratios = [r[row]["cpu_us"] / r["xgboost/none"]["cpu_us"]
@@ -531,15 +460,15 @@ def xgboost_report(rounds, rows):
             if row == "xgboost/default" and ratios:
                 verdict = " (target <= 1.5: %s)" % (
                     "met" if statistics.median(ratios) <= 1.5 else "MISSED")
-            lines.append(f"| server CPU, {row} ÷ xgboost/none{verdict} | {med(ratios)} |")
+            lines.append(f"| server CPU, {row} ÷ xgboost/none{verdict} | {cell(ratios)} |")
             per_item = [d / SHOWN_ITEMS for d in diff(row, "xgboost/none", "cpu_us")]
             lines.append(f"| server CPU per explained item, ({row} − xgboost/none) ÷ "
-                         f"{SHOWN_ITEMS} | {med(per_item)} |")
+                         f"{SHOWN_ITEMS} | {cell(per_item)} |")
     cells = [r["evaluator"] for r in rounds if "evaluator" in r]
     for name, what in EVALUATOR_CELLS.items():
-        lines.append(f"| xgboost_bench {name}: {what} | {med([c.get(name) for c in cells])} |")
+        lines.append(f"| xgboost_bench {name}: {what} | {cell([c.get(name) for c in cells])} |")
     lines.append("| xgboost_bench Ranker::Score, XGBoost − linear | " +
-                 med([c["ranker_xgboost/w0300/d6/n0500"] - c["ranker_linear/w0300/d6/n0500"]
+                 cell([c["ranker_xgboost/w0300/d6/n0500"] - c["ranker_linear/w0300/d6/n0500"]
                       for c in cells]) + " |")
     return lines
 
@@ -572,7 +501,14 @@ def main():
     parser.add_argument("--out", help="also write the markdown report here")
     parser.add_argument("--no_hot", action="store_true",
                         help="skip request_bench's hot in-process cells (BM_Hot) each round")
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke run (seconds): one 1 s round of the floor, rankbin/none, "
+                             "rankbin/redis and xgboost/none; hot cells 0.01 s")
     args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.seconds = 1, 1
+        if args.rows == DEFAULT_ROWS:
+            args.rows = ["floor", "rankbin/none", "rankbin/redis", "xgboost/none"]
 
     workdir = tempfile.mkdtemp(prefix="cpu_budget_")
     if not args.xgboost_model and any(r.startswith("xgboost/") for r in args.rows):

@@ -1,16 +1,13 @@
 """End-to-end benchmark: the real server, the real load generator, a real Redis.
 
-Two experiments, each run in interleaved rounds (A B C A B C ...) because this
-machine's speed drifts within a minute; medians over rounds are reported with
-their spread, and every ratio is against the protobuf baseline (or logging
-off) measured in the same round.
-
-1. Codecs. The same requests against the same server binary, codec (and log
-   placement) switched by server flag. Open loop at --qps (latency
-   percentiles without coordinated omission), then closed loop (peak rate).
-2. Log store. Codec rankbin, logs off vs logs to Redis, same open-loop rate:
-   p99 ratio (target <= 1.05). Then at the peak rate the server sustains with
-   logging off, logging to Redis must drop nothing (counters from /metrics).
+Codecs, in interleaved rounds (A B C A B C ...) because this machine's speed
+drifts within a minute; medians over rounds are reported with their spread,
+and every ratio is against the protobuf baseline measured in the same round.
+The same requests against the same server binary, codec (and log placement)
+switched by server flag. Open loop at --qps (latency percentiles without
+coordinated omission), then closed loop (peak rate). (The log store's
+experiment, logs off against logs in Redis, is bench/logstore_targets.py's
+now: scripts/bench_logstore.sh.)
 
 Usage: e2e_bench.py --build build [--rounds 3] [--seconds 8] [--qps 100]
 The server is pinned to CPU 1; the load generator and Redis to CPU 0.
@@ -20,108 +17,18 @@ import argparse
 import json
 import os
 import re
-import shutil
-import socket
-import statistics
 import subprocess
 import sys
-import tempfile
 import time
-import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MODEL = os.path.join(ROOT, "server", "models", "ecom_search_lr.model")
+from harness import ROOT, Server, cell, loadgen, med
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
-
-class Redis:
-    def __init__(self, workdir):
-        self.port = free_port()
-        self.proc = subprocess.Popen(
-            ["taskset", "-c", "0", "redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no", "--dir", workdir],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for _ in range(200):
-            if subprocess.run(["redis-cli", "-p", str(self.port), "ping"],
-                              capture_output=True, text=True).stdout.strip() == "PONG":
-                return
-            time.sleep(0.05)
-        raise RuntimeError("redis-server did not start")
-
-    def cli(self, *args):
-        return subprocess.run(["redis-cli", "-p", str(self.port), *args],
-                              capture_output=True, text=True).stdout
-
-    def used_memory(self):
-        return int(re.search(r"used_memory:(\d+)", self.cli("INFO", "memory")).group(1))
-
-    def dbsize(self):
-        return int(self.cli("DBSIZE").strip() or 0)
-
-    def close(self):
-        self.proc.terminate()
-        self.proc.wait()
-
-
-class Server:
-    """A rankwire-server pinned to `cpus` (CPU 1 unless told); in `link`'s
-    network namespace when given."""
-
-    def __init__(self, build, flags, link=None, binary=None, cpus="1"):
-        self.log = tempfile.NamedTemporaryFile(mode="w+", suffix=".log", delete=False)
-        self.host = link.server_ip if link else "127.0.0.1"
-        prefix = ["ip", "netns", "exec", link.netns] if link else []
-        binary = binary or os.path.join(build, "server", "rankwire-server")
-        self.proc = subprocess.Popen(
-            [*prefix, "taskset", "-c", cpus, binary, "--port=0",
-             "--metrics_port=0", f"--address={self.host}", "--model=" + MODEL, *flags],
-            stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 15
-        while time.time() < deadline:
-            with open(self.log.name) as f:
-                m = re.search(r"listening port=(\d+) metrics_port=(\d+)", f.read())
-            if m:
-                self.port, self.metrics_port = int(m.group(1)), int(m.group(2))
-                return
-            time.sleep(0.05)
-        raise RuntimeError("server did not start: " + open(self.log.name).read())
-
-    def metrics(self):
-        text = urllib.request.urlopen(f"http://{self.host}:{self.metrics_port}/metrics").read().decode()
-        out = {}
-        for line in text.splitlines():
-            if line and not line.startswith("#"):
-                name, value = line.rsplit(" ", 1)
-                out[name] = float(value)
-        return out
-
-    def writer_cpu_seconds(self):
-        """CPU time of the log writer threads (rankwire-logw), summed."""
-        total = 0.0
-        task_dir = f"/proc/{self.proc.pid}/task"
-        for tid in os.listdir(task_dir):
-            try:
-                with open(f"{task_dir}/{tid}/comm") as f:
-                    if f.read().strip() != "rankwire-logw":
-                        continue
-                with open(f"{task_dir}/{tid}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-            except OSError:
-                continue
-        return total
-
-    def close(self):
-        self.proc.terminate()
-        self.proc.wait(20)
-        os.unlink(self.log.name)
+def start_server(build, flags, link=None, binary=None):
+    """A rankwire-server on CPU 1; in `link`'s network namespace when given."""
+    where = {"host": link.server_ip, "prefix": ["ip", "netns", "exec", link.netns]} if link else {}
+    return Server(build, flags, binary=binary, **where)
 
 
 class Link:
@@ -178,24 +85,6 @@ class Link:
         subprocess.run(["ip", "netns", "del", self.netns], capture_output=True)
 
 
-def loadgen(build, server, qps, seconds, concurrency, extra=(), warmup=2):
-    cmd = ["taskset", "-c", "0", os.path.join(build, "client", "rankwire-loadgen"),
-           f"--target={server.host}:{server.port}", f"--qps={qps}", f"--duration_s={seconds}",
-           f"--warmup_s={warmup}", f"--concurrency={concurrency}", "--json", *extra]
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    if not out.stdout.strip():
-        raise RuntimeError("loadgen failed: " + out.stderr)
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def med(values):
-    return statistics.median(values) if values else float("nan")
-
-
-def spread(values):
-    return f"{min(values):.0f}–{max(values):.0f}" if values else "-"
-
-
 def drop_text(runs):
     fractions = [r.get("log_drop_fraction") for r in runs]
     fractions = [f for f in fractions if f is not None]
@@ -217,15 +106,18 @@ def run_variant(args, server_spec, codec, logs, link):
     loop at --qps (4 callers), closed loop (2 callers). `server_spec` is
     (binary or None, extra flags)."""
     binary, extra = server_spec
-    server = Server(args.build, [f"--codec={codec}", f"--log_mode={logs}", "--logstore=memory",
-                                 *extra], link=link, binary=binary)
+    server = start_server(args.build, [f"--codec={codec}", f"--log_mode={logs}",
+                                       "--logstore=memory", *extra], link, binary)
     out = {}
     try:
         if link is None:
-            out["unloaded"] = loadgen(args.build, server, 10, args.unloaded_seconds, 1, warmup=1)
-        out["open"] = loadgen(args.build, server, args.qps, args.seconds, 4)
+            out["unloaded"] = loadgen(args.build, server.port, args.unloaded_seconds, qps=10,
+                                      concurrency=1, warmup=1, host=server.host)
+        out["open"] = loadgen(args.build, server.port, args.seconds, qps=args.qps, concurrency=4,
+                              warmup=2, host=server.host)
         before = server.metrics()
-        out["closed"] = loadgen(args.build, server, 0, args.seconds, 2)
+        out["closed"] = loadgen(args.build, server.port, args.seconds, qps=0, concurrency=2,
+                                warmup=2, host=server.host)
         time.sleep(1.0)  # Let the writer finish what is queued.
         after = server.metrics()
         key = 'rankwire_log_items_total{outcome="%s"}'
@@ -256,9 +148,9 @@ def codec_table(args, runs, variants, alloc, net):
         ratio_qps = med([a["qps"] / b["qps"] for a, b in zip(c, c_base)])
         row = (f"| `--codec={v[0]} --log_mode={v[1]}` | {med([r['response_bytes'] for r in o]):.0f} | "
                f"{100 * med([r['response_bytes'] for r in o]) / med([r['response_bytes'] for r in o_base]):.1f}% | "
-               f"{med([r['p50_us'] for r in o]):.0f} | {med(p99):.0f} [{spread(p99)}] | {ratio_p99:.2f} | "
+               f"{med([r['p50_us'] for r in o]):.0f} | {cell(p99, '{:.0f}')} | {ratio_p99:.2f} | "
                f"{med([r['client_decode_p50_us'] for r in o]):.1f} | "
-               f"{med([r['qps'] for r in c]):.0f} [{spread([r['qps'] for r in c])}] | {ratio_qps:.2f} | "
+               f"{cell([r['qps'] for r in c], '{:.0f}')} | {ratio_qps:.2f} | "
                f"{drop_text(c)} |")
         if net == "loopback":
             unloaded = [r["unloaded"]["server_serialize_p50_us"] for r in rs]
@@ -282,8 +174,7 @@ def allocator_table(runs, variants, allocs):
         cells = []
         for a in allocs:
             rs = runs[(a, "loopback") + v[:2]]
-            cells.append(f"{med([r['closed']['qps'] for r in rs]):.0f} "
-                         f"[{spread([r['closed']['qps'] for r in rs])}]")
+            cells.append(cell([r["closed"]["qps"] for r in rs], "{:.0f}"))
             cells.append(f"{med([r['closed']['server_serialize_p50_us'] for r in rs]):.0f}")
         unl = [r["unloaded"]["server_serialize_p50_us"] for r in runs[(allocs[0], "loopback") + v[:2]]]
         lines.append(f"| `--codec={v[0]} --log_mode={v[1]}` | " + " | ".join(cells) +
@@ -401,156 +292,15 @@ def report(args, runs, variants, allocs, nets, why, rounds):
     return "\n".join(lines)
 
 
-def logstore_experiment(args):
-    workdir = tempfile.mkdtemp()
-    redis = Redis(workdir)
-    redis_flags = ["--log_mode=store", "--logstore=redis", f"--redis_addr=127.0.0.1:{redis.port}"]
-    # off: no log lines at all; then Redis logging per stored representation
-    # (--log_format) and writer count (--log_writers).
-    stores = [("text, 1 writer", [*redis_flags, "--log_format=text", "--log_writers=1"]),
-              ("record, 1 writer", [*redis_flags, "--log_format=record", "--log_writers=1"]),
-              ("record, 2 writers", [*redis_flags, "--log_format=record", "--log_writers=2"]),
-              # The writers at nice 0: how much of the dropping is the
-              # writers losing the CPU to other processes (nice 10).
-              ("record, 2 writers, nice 0", [*redis_flags, "--log_format=record",
-                                             "--log_writers=2", "--log_writer_nice=0"]),
-              # The writers off the ranking core (--log_writer_cpus): ranking
-              # on CPU 1, writers on CPU 0, where at nice 10 they also yield
-              # to the load generator and Redis (which a production host
-              # would not put there).
-              ("record, 2 writers on CPU 0", [*redis_flags, "--log_format=record",
-                                              "--log_writers=2", "--log_writer_cpus=0"])]
-    variants = [("off", ["--log_mode=none"]), *stores]
-    results = {name: [] for name, _ in variants}
-    peak = {name: [] for name, _ in variants}
-    fractions = (0.5, 0.8, 0.9, 1.0)
-    # The sweep runs logging off too, for the p99 ratio at each rate.
-    swept = [("off", ["--log_mode=none"]), *stores]
-    sweep = {name: [] for name, _ in swept}
-    try:
-        for rnd in range(args.rounds):
-            order = variants[rnd % len(variants):] + variants[:rnd % len(variants)]
-            for name, flags in order:
-                server = Server(args.build, ["--codec=rankbin", *flags])
-                try:
-                    results[name].append(loadgen(args.build, server, args.qps, args.seconds, 4))
-                    peak[name].append(loadgen(args.build, server, 0, args.seconds, 2))
-                finally:
-                    server.close()
-                print(f"round {rnd + 1} logs {name}: p99 {results[name][-1]['p99_us']:.0f} us, "
-                      f"peak {peak[name][-1]['qps']:.0f} qps", file=sys.stderr)
-
-        # Open loop at fractions of the logging-off peak (same run), per
-        # variant, in interleaved rounds (each round runs every fraction and
-        # variant once, the variants' order rotated): drops, writer CPU per
-        # request, and Redis bytes per live request (INFO used_memory delta
-        # / DBSIZE right after the run, while the last second's keys are
-        # alive). Medians over rounds; the p99 ratio is taken per round
-        # against logging off at the same rate.
-        peak_qps = med([r["qps"] for r in peak["off"]])
-        for rnd in range(args.sweep_rounds):
-            for fraction in fractions:
-                order = swept[rnd % len(swept):] + swept[:rnd % len(swept)]
-                for name, flags in order:
-                    redis.cli("FLUSHALL", "SYNC")
-                    base = redis.used_memory()
-                    server = Server(args.build, ["--codec=rankbin", *flags])
-                    try:
-                        run = loadgen(args.build, server, peak_qps * fraction, args.seconds, 4)
-                        used, keys = redis.used_memory(), redis.dbsize()
-                        time.sleep(1.5)  # Let the writers finish what is queued.
-                        m = server.metrics()
-                        cpu = server.writer_cpu_seconds()
-                    finally:
-                        server.close()
-                    g = lambda k: m.get(f'rankwire_log_items_total{{outcome="{k}"}}', float("nan"))
-                    requests = g("enqueued") / 500
-                    sweep[name].append({
-                        "round": rnd, "fraction": fraction, "run": run, "enqueued": g("enqueued"),
-                        "stored": g("stored"),
-                        "dropped": g("dropped_queue_full") + g("dropped_store_error"),
-                        # Lines handed to the consumer: enqueued ones plus the
-                        # ones refused at the queue (store errors are enqueued).
-                        "lines": g("enqueued") + g("dropped_queue_full"),
-                        "writer_us": 1e6 * cpu / requests if requests else float("nan"),
-                        "bytes": (used - base) / keys if keys else float("nan")})
-                    print(f"round {rnd + 1} {name} at {fraction:.0%} of peak: dropped "
-                          f"{sweep[name][-1]['dropped']:.0f} of {sweep[name][-1]['lines']:.0f}, "
-                          f"p99 {run['p99_us']:.0f} us", file=sys.stderr)
-    finally:
-        redis.close()
-        shutil.rmtree(workdir, ignore_errors=True)
-
-    off = results["off"]
-    lines = [
-        f"Codec rankbin; open loop at {args.qps:.0f} qps (4 callers); {args.rounds} interleaved "
-        f"rounds of {args.seconds:.0f} s; server on CPU 1, Redis 7.0 and the load generator on "
-        f"CPU 0 (2 cores: Redis cannot have its own).",
-        "",
-        "| logging | p50 us | p99 us [spread] | p99 / off (per-round median) | p99.9 us | "
-        "peak qps (closed loop) [spread] |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    for name, _ in variants:
-        r, p = results[name], peak[name]
-        ratio = med([b["p99_us"] / a["p99_us"] for a, b in zip(off, r)])
-        lines.append(f"| {name} | {med([x['p50_us'] for x in r]):.0f} | "
-                     f"{med([x['p99_us'] for x in r]):.0f} [{spread([x['p99_us'] for x in r])}] | "
-                     f"{ratio:.3f} | {med([x['p999_us'] for x in r]):.0f} | "
-                     f"{med([x['qps'] for x in p]):.0f} [{spread([x['qps'] for x in p])}] |")
-    lines += ["", f"Open loop at fractions of the logging-off peak ({peak_qps:.0f} qps, same run), "
-              f"{args.sweep_rounds} interleaved rounds of {args.seconds:.0f} s; medians "
-              "[min–max] over rounds:",
-              "", "| variant | target qps | achieved qps | p99 us | p99 / off, same rate and round | "
-              "server-side p99 / off (handler, no queue) | dropped share | "
-              "writer CPU us / request | Redis bytes / request |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-
-    def cell(values, fmt):
-        values = [v for v in values if v == v]  # Drop NaN.
-        if not values:
-            return "-"
-        return f"{fmt(med(values))} [{fmt(min(values))}–{fmt(max(values))}]"
-
-    def share(x):
-        return x["dropped"] / x["lines"] if x["lines"] else float("nan")
-
-    for name, _ in swept:
-        for fraction in fractions:
-            runs = [x for x in sweep[name] if x["fraction"] == fraction]
-            offs = {x["round"]: x for x in sweep["off"] if x["fraction"] == fraction}
-            ratios = [x["run"]["p99_us"] / offs[x["round"]]["run"]["p99_us"] for x in runs]
-            server_ratios = [x["run"].get("server_total_p99_us", float("nan")) /
-                             offs[x["round"]]["run"].get("server_total_p99_us", float("nan"))
-                             for x in runs]
-            lines.append(
-                f"| {name} | {peak_qps * fraction:.0f} ({fraction:.0%}) | "
-                f"{med([x['run']['qps'] for x in runs]):.0f} | "
-                f"{cell([x['run']['p99_us'] for x in runs], lambda v: f'{v:.0f}')} | "
-                f"{cell(ratios, lambda v: f'{v:.2f}') if name != 'off' else '1'} | "
-                f"{cell(server_ratios, lambda v: f'{v:.2f}') if name != 'off' else '1'} | "
-                f"{cell([share(x) for x in runs], lambda v: f'{100 * v:.1f} %') if name != 'off' else '-'} | "
-                f"{cell([x['writer_us'] for x in runs], lambda v: f'{v:.0f}')} | "
-                f"{cell([x['bytes'] / 1e3 for x in runs], lambda v: f'{v:.0f} KB')} |")
-    lines += ["", "Highest tested rate at which no round dropped a line, as a share of the "
-              "logging-off peak:", ""]
-    for name, _ in stores:
-        clean = [f for f in fractions
-                 if all(x["dropped"] == 0 for x in sweep[name] if x["fraction"] == f)]
-        lines.append(f"- {name}: {max(clean):.0%}" if clean else f"- {name}: none of "
-                     f"{', '.join(f'{f:.0%}' for f in fractions)}")
-    return "\n".join(lines)
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=8)
     parser.add_argument("--qps", type=float, default=100)
-    parser.add_argument("--sweep_rounds", type=int, default=3,
-                        help="interleaved rounds of the log store's open-loop sweep")
-    parser.add_argument("--only", choices=["codecs", "logstore"])
+    parser.add_argument("--only", choices=["codecs"],
+                        help="the codec experiment (the only one since the log store's moved "
+                             "to bench/logstore_targets.py)")
     parser.add_argument("--servers", nargs="*", metavar="NAME=[BINARY][:FLAG,...]",
                         help="compare server binaries (e.g. one per allocator) or server flags "
                              "(e.g. 'two=:--rank_workers=2'), interleaved")
@@ -562,22 +312,24 @@ def main():
     parser.add_argument("--plot", help="write the latency plot (PNG) here")
     parser.add_argument("--raw", help="keep every run's results (JSON) here, as they come")
     parser.add_argument("--from_raw", help="report (and plot) a --raw file instead of running")
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke run (seconds): one 1 s round of two codec rows, loopback")
     args = parser.parse_args()
-    if args.sweep_rounds < 1 or args.rounds < 1:
-        parser.error("--rounds and --sweep_rounds must be at least 1")
+    if args.quick:
+        args.rounds, args.seconds, args.unloaded_seconds, args.qps = 1, 1, 1, 20
+        args.link = "off"
+        args.variants = args.variants or ["protobuf/inline", "rankbin/store"]
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     cpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
     model = re.search(r"Model name:\s*(.*)", cpu)
     print(f"# End-to-end results\n\nMachine: {model.group(1) if model else '?'}, "
           f"{os.cpu_count()} cores; {time.strftime('%Y-%m-%d %H:%M')}; "
           f"command: `scripts/bench_e2e.sh` (rounds={args.rounds}, seconds={args.seconds}, "
           f"qps={args.qps}).\n")
-    if args.only in (None, "codecs"):
-        print("## Codecs\n")
-        print(codec_experiment(args))
-        print()
-    if args.only in (None, "logstore"):
-        print("## Log store on vs off\n")
-        print(logstore_experiment(args))
+    print("## Codecs\n")
+    print(codec_experiment(args))
+    print()
 
 
 if __name__ == "__main__":

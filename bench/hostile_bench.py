@@ -34,7 +34,6 @@ Usage: hostile_bench.py --build build [--rounds 5] [--seconds 5] [--limit 2]
 """
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -42,28 +41,18 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e_bench import ROOT, Server  # noqa: E402  (the same server launcher)
+from harness import ROOT, Server, cell, loadgen, parse_loadgen, rotated
 
 
 # Prefix of every load generator command: `nice -n N` with --callers_nice.
 CALLERS = []
 
 
-def loadgen(build, server, concurrency, seconds, extra=()):
-    cmd = [*CALLERS, "taskset", "-c", "0", os.path.join(build, "client", "rankwire-loadgen"),
-           f"--target=127.0.0.1:{server.port}", "--codec=rankbin", "--log_mode=none",
-           f"--duration_s={seconds}", "--warmup_s=1", f"--concurrency={concurrency}", "--json",
-           *extra]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60)
-    if not out.stdout.strip():
-        raise RuntimeError(f"loadgen failed: {out.stderr}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def spread(values, fmt="{:.2f}"):
-    return (fmt.format(statistics.median(values)) + " (" + fmt.format(min(values)) + ".." +
-            fmt.format(max(values)) + ")")
+def load(build, server, concurrency, seconds, extra=(), background=False):
+    """The callers: rankbin, logs off, below the server in priority with
+    --callers_nice."""
+    return loadgen(build, server.port, seconds, concurrency=concurrency, warmup=1, prefix=CALLERS,
+                   extra=["--codec=rankbin", "--log_mode=none", *extra], background=background)
 
 
 def make_certs(workdir):
@@ -109,23 +98,16 @@ def overload_round(args, flags):
     server = Server(args.build, [f"--max_concurrent_rank={limit}", "--codec=rankbin",
                                  "--log_mode=none", *flags], cpus=cpus)
     try:
-        base = loadgen(args.build, server, limit, args.seconds)
+        base = load(args.build, server, limit, args.seconds)
         # 4L closed-loop callers; inside their run, a probe: open loop at
         # 50 qps, whose calls do not queue behind the probe's own.
-        flood = subprocess.Popen(
-            [*CALLERS, "taskset", "-c", "0", os.path.join(args.build, "client", "rankwire-loadgen"),
-             f"--target=127.0.0.1:{server.port}", "--codec=rankbin", "--log_mode=none",
-             f"--duration_s={args.seconds + 1}", "--warmup_s=1",
-             f"--concurrency={4 * limit}", "--json"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        flood = load(args.build, server, 4 * limit, args.seconds + 1, background=True)
         cpu_before = thread_cpu(server)
         time.sleep(1.5)
-        probe = loadgen(args.build, server, 2, args.seconds - 1, ["--qps=50"])
-        out, err = flood.communicate(timeout=args.seconds + 60)
+        probe = load(args.build, server, 2, args.seconds - 1, ["--qps=50"])
+        out, _ = flood.communicate(timeout=args.seconds + 60)
         cpu_after = thread_cpu(server)
-        if not out.strip():
-            raise RuntimeError(f"loadgen failed: {err}")
-        over = json.loads(out.strip().splitlines()[-1])
+        over = parse_loadgen(out)
         # Where the server's core went during the flood (its warm-up
         # included): the ranking worker, and everything else (gRPC's
         # threads, which receive and answer every call, refused or not).
@@ -150,13 +132,13 @@ def overload_table(rows):
               f"{100 * o['rank_cpu_share']:.0f} % | {o['errors'] + b['errors'] + p['errors']} |")
     ratios = [o["p99_us"] / b["p99_us"] for b, o, _ in rows]
     errors = sum(o["errors"] + b["errors"] + p["errors"] for b, o, p in rows)
-    print(f"\nadmitted p99 / unloaded p99: median {spread(ratios)}; refused calls per round: "
-          f"median {spread([o['rejected'] for _, o, _ in rows], '{:.0f}')}; refusal p50 / p99 us, "
+    print(f"\nadmitted p99 / unloaded p99: median {cell(ratios)}; refused calls per round: "
+          f"median {cell([o['rejected'] for _, o, _ in rows], '{:.0f}')}; refusal p50 / p99 us, "
           f"closed-loop callers: median "
-          f"{spread([o['rejected_p50_us'] for _, o, _ in rows], '{:.0f}')} / "
-          f"{spread([o['rejected_p99_us'] for _, o, _ in rows], '{:.0f}')}, probe: median "
-          f"{spread([p['rejected_p50_us'] for _, _, p in rows], '{:.0f}')} / "
-          f"{spread([p['rejected_p99_us'] for _, _, p in rows], '{:.0f}')}; "
+          f"{cell([o['rejected_p50_us'] for _, o, _ in rows], '{:.0f}')} / "
+          f"{cell([o['rejected_p99_us'] for _, o, _ in rows], '{:.0f}')}, probe: median "
+          f"{cell([p['rejected_p50_us'] for _, _, p in rows], '{:.0f}')} / "
+          f"{cell([p['rejected_p99_us'] for _, _, p in rows], '{:.0f}')}; "
           f"errors other than RESOURCE_EXHAUSTED: {errors}\n")
 
 
@@ -183,7 +165,7 @@ def overload(args):
                     for n in (0, -5, -10)]
     rows = {name: [] for name, _ in variants}
     for r in range(args.rounds):
-        order = variants[r % len(variants):] + variants[:r % len(variants)]
+        order = rotated(variants, r)
         for name, flags in order:
             base, over, probe = overload_round(args, flags)
             rows[name].append((base, over, probe))
@@ -216,8 +198,8 @@ def tls(args):
         rows = []
         try:
             for r in range(args.rounds):
-                p = loadgen(args.build, plain, 1, args.seconds)
-                t = loadgen(args.build, secure, 1, args.seconds, tls_flags)
+                p = load(args.build, plain, 1, args.seconds)
+                t = load(args.build, secure, 1, args.seconds, tls_flags)
                 rows.append((p, t))
                 print(f"round {r + 1}: plaintext p50 {p['p50_us']:.0f} us, TLS p50 "
                       f"{t['p50_us']:.0f} us", file=sys.stderr)
@@ -234,7 +216,7 @@ def tls(args):
     for i, (p, t) in enumerate(rows):
         print(f"| {i + 1} | {p['p50_us']:.0f} | {t['p50_us']:.0f} | "
               f"{t['p50_us'] / p['p50_us']:.2f} | {p['p99_us']:.0f} | {t['p99_us']:.0f} |")
-    print(f"\nTLS p50 / plaintext p50: median {spread(ratios)}; errors: "
+    print(f"\nTLS p50 / plaintext p50: median {cell(ratios)}; errors: "
           f"{sum(p['errors'] + t['errors'] for p, t in rows)}\n")
 
 
@@ -329,7 +311,11 @@ def main():
                         help="run every load generator at this nice value (19: the callers "
                              "yield CPU 0 to the server's threads there, the nearest this host "
                              "comes to callers on other machines)")
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke run (seconds): one 2 s round of each part, 10 refusals")
     args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.seconds, args.refusals = 1, 2, 10
     if args.callers_nice:
         CALLERS.extend(["nice", "-n", str(args.callers_nice)])
     load = open("/proc/loadavg").read().split()[:3]

@@ -47,11 +47,11 @@
 #include "absl/strings/str_split.h"
 #include "base/flags.h"
 #include "base/thread_sched.h"
+#include "logstore/format/packed_fields.h"
 #include "logstore/log_sink.h"
 #include "logstore/log_store.h"
-#include "logstore/packed_fields.h"
-#include "server/linear_model.h"
-#include "server/ranker.h"
+#include "model/linear/linear_model.h"
+#include "ranking/ranker.h"
 #include "workload/workload.h"
 
 ABSL_FLAG(int, rounds, 7, "Timed rounds (the median and range are printed)");
@@ -177,18 +177,18 @@ std::string Range(std::vector<double> v) {
 }
 
 int Run() {
-  absl::StatusOr<server::LinearModel> model = server::LinearModel::LoadFile(RANKWIRE_MODEL_PATH);
+  absl::StatusOr<rankwire::LinearSpec> model = rankwire::LinearSpec::LoadFile(RANKWIRE_MODEL_PATH);
   if (!model.ok()) {
     std::fprintf(stderr, "log_columns_bench: %s\n", model.status().ToString().c_str());
     return 1;
   }
-  const server::Ranker ranker(&*model);
+  const rankwire::Ranker ranker(std::make_shared<rankwire::LinearModel>(*model));
   workload::WorkloadOptions options;
   options.candidates = absl::GetFlag(FLAGS_candidates);
   const workload::WorkloadGenerator generator(options);
   std::vector<std::shared_ptr<logstore::LogRenderer>> renderers;
   for (int i = 0; i < std::max(1, absl::GetFlag(FLAGS_requests)); ++i) {
-    server::RankOutput out = ranker.Rank(generator.Make(i), server::LogDetail::kDeferred);
+    rankwire::RankOutput out = ranker.Rank(generator.Make(i), rankwire::LogDetail::kDeferred);
     renderers.push_back(std::move(out.logs));
   }
   const std::vector<std::string> modes = absl::StrSplit(absl::GetFlag(FLAGS_modes), ',');

@@ -68,22 +68,18 @@ import json
 import os
 import re
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
 sys.path.insert(0, os.path.join(ROOT, "python", "src"))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
-from e2e_bench import MODEL, free_port  # noqa: E402
+import harness  # noqa: E402
+from harness import (LOAD_CPU, SERVER_CPU, Floor, cell, failed_calls, parse_loadgen,  # noqa: E402
+                     rotated)
 
-SERVER_CPU = "1"
-LOAD_CPU = "0"
 SEED = 20261129
 # rankwire_log_items_total's outcomes: handed = stored + dropped_* + unknown
 # + in_flight in every scrape.
@@ -107,37 +103,11 @@ TARGETS = {
 # ---------------------------------------------------------------------------
 # Processes.
 
-class Redis:
-    """redis-server on CPU 0 (no persistence), which can be frozen, killed
-    and started again on the same port."""
-
-    def __init__(self, workdir):
-        self.workdir = workdir
-        self.port = free_port()
-        self.start()
-
-    def start(self):
-        self.proc = subprocess.Popen(
-            ["taskset", "-c", LOAD_CPU, "redis-server", "--port", str(self.port),
-             "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", self.workdir],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            if self.ping():
-                return time.time()
-            time.sleep(0.002)
-        raise RuntimeError("redis-server did not start")
-
-    def ping(self):
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as s:
-                s.sendall(b"*1\r\n$4\r\nPING\r\n")
-                return s.recv(16).startswith(b"+PONG")
-        except OSError:
-            return False
+class Redis(harness.Redis):
+    """harness.Redis, which can also be frozen (SIGSTOP) and killed."""
 
     def resp(self):
-        from log_decoder import Resp  # tools/log_decoder.py's RESP client
+        from rankwire._log_tool import Resp  # the log tool's RESP client
         return Resp("127.0.0.1", self.port)
 
     def cpu_ns(self):
@@ -178,36 +148,8 @@ class Redis:
             self.proc.wait()
 
 
-class Server:
-    """rankwire-server on CPU 1 with a metrics port."""
-
-    def __init__(self, build, flags):
-        self.log = tempfile.NamedTemporaryFile(mode="w+", suffix=".log", delete=False)
-        self.proc = subprocess.Popen(
-            ["taskset", "-c", SERVER_CPU, os.path.join(build, "server", "rankwire-server"),
-             "--port=0", "--metrics_port=0", "--address=127.0.0.1", f"--model={MODEL}", *flags],
-            stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            with open(self.log.name) as f:
-                m = re.search(r"listening port=(\d+) metrics_port=(\d+)", f.read())
-            if m:
-                self.port, self.metrics_port = int(m.group(1)), int(m.group(2))
-                return
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.05)
-        raise RuntimeError("server did not start: " + open(self.log.name).read())
-
-    def metrics(self):
-        text = urllib.request.urlopen(
-            f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5).read().decode()
-        out = {}
-        for line in text.splitlines():
-            if line and not line.startswith("#"):
-                name, value = line.rsplit(" ", 1)
-                out[name] = float(value)
-        return out
+class Server(harness.Server):
+    """harness.Server with the log counters."""
 
     def logs(self):
         """The log counters: items by outcome, queue depth, store up."""
@@ -234,54 +176,6 @@ class Server:
                 raise RuntimeError(f"log lines still in flight after {timeout} s: {c}")
             time.sleep(0.02)
 
-    def log_text(self):
-        with open(self.log.name) as f:
-            return f.read()
-
-    def close(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        os.unlink(self.log.name)
-
-
-class Floor:
-    """serve_floor on CPU 1 (bench/serve_floor.cc): answers recorded bytes of
-    the logs-off server's rankbin response and does nothing else, the
-    transport's share of a request."""
-
-    metrics_port = -1
-
-    def __init__(self, build, record_from_port):
-        self.log = tempfile.NamedTemporaryFile(mode="w+", suffix=".log", delete=False)
-        self.proc = subprocess.Popen(
-            ["taskset", "-c", SERVER_CPU, os.path.join(build, "bench", "serve_floor"), "--port=0",
-             f"--record_from=127.0.0.1:{record_from_port}", "--codec=rankbin"],
-            stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            with open(self.log.name) as f:
-                m = re.search(r"listening port=(\d+)", f.read())
-            if m:
-                self.port = int(m.group(1))
-                return
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.05)
-        raise RuntimeError("serve_floor did not start: " + open(self.log.name).read())
-
-    def close(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        os.unlink(self.log.name)
-
 
 def proc_cpu(pid):
     """(CPU ns of every thread of `pid`, {thread name: CPU ns})."""
@@ -304,42 +198,18 @@ def proc_cpu(pid):
     return total, by_name
 
 
-def loadgen(args, port, seconds, qps=0.0, concurrency=None, background=False):
-    cmd = ["taskset", "-c", LOAD_CPU, os.path.join(args.build, "client", "rankwire-loadgen"),
-           f"--target=127.0.0.1:{port}", f"--concurrency={concurrency or args.concurrency}",
-           f"--duration_s={seconds}", "--warmup_s=0", f"--qps={qps}", "--json",
-           f"--deadline_ms={args.deadline_ms}",
-           f"--fresh_request_ids={'false' if args.cycled_ids else 'true'}"]
-    if background:
-        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    return parse_loadgen(subprocess.run(cmd, capture_output=True, text=True))
-
-
-def parse_loadgen(done):
-    out = done.stdout if isinstance(done, subprocess.CompletedProcess) else done
-    try:
-        return json.loads(out.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        raise RuntimeError(f"rankwire-loadgen gave no JSON: {out!r}")
-
-
-def failed_calls(result):
-    """Calls that did not return OK (RESOURCE_EXHAUSTED refusals included)."""
-    return sum(v for k, v in result.get("by_status", {}).items() if k != "OK")
+def load(args, port, seconds, qps=0.0, concurrency=None, background=False):
+    """The load generator as every window here runs it: no warm-up, a
+    deadline, a fresh request id per call unless --cycled_ids."""
+    extra = [f"--deadline_ms={args.deadline_ms}",
+             f"--fresh_request_ids={'false' if args.cycled_ids else 'true'}"]
+    return harness.loadgen(args.build, port, seconds, qps=qps,
+                           concurrency=concurrency or args.concurrency, extra=extra,
+                           background=background)
 
 
 # ---------------------------------------------------------------------------
 # Formatting.
-
-def med(values, fmt="{:.1f}"):
-    values = [v for v in values if v is not None]
-    if not values:
-        return "–"
-    m = statistics.median(values)
-    if len(values) == 1:
-        return fmt.format(m)
-    return f"{fmt.format(m)} [{fmt.format(min(values))}–{fmt.format(max(values))}]"
-
 
 def pct(x):
     return f"{100 * x:.2f} %"
@@ -356,12 +226,12 @@ def delta(c0, c1):
 def cpu_window(args, server, redis, seconds):
     """One closed-loop window: CPU per request of the server's threads and of
     Redis (both ways), the server's sampled phases, and its log lines."""
-    loadgen(args, server.port, args.warmup)
+    load(args, server.port, args.warmup)
     has_logs = server.metrics_port >= 0
     c0 = server.drained() if has_logs else None
     cpu0, names0 = proc_cpu(server.proc.pid)
     r0, info0 = redis.cpu_ns(), redis.info_cpu_s()
-    result = loadgen(args, server.port, seconds)
+    result = load(args, server.port, seconds)
     cpu1, names1 = proc_cpu(server.proc.pid)
     r1, info1 = redis.cpu_ns(), redis.info_cpu_s()
     c1 = server.drained() if has_logs else None
@@ -397,7 +267,7 @@ def run_cpu(args, servers, redis):
     rows = ["floor", "off", "redis", *[v["name"] for v in args.variants]]
     rounds = []
     for p in range(args.pairs):
-        order = rows[p % len(rows):] + rows[:p % len(rows)]
+        order = rotated(rows, p)
         got = {}
         for row in order:
             got[row] = cpu_window(args, servers[row], redis, args.cpu_seconds)
@@ -425,8 +295,8 @@ def report_cpu(pairs, variants=()):
         on = [get(p["redis"]) for p in pairs]
         diff = [b - a for a, b in zip(off, on)]
         ratio = [d / a for d, a in zip(diff, off) if a]
-        lines.append(f"| {label} | {med(off)} | {med(on)} | {med(diff, '{:+.1f}')} | "
-                     f"{med(ratio, '{:+.3f}')} |")
+        lines.append(f"| {label} | {cell(off)} | {cell(on)} | {cell(diff, '{:+.1f}')} | "
+                     f"{cell(ratio, '{:+.3f}')} |")
 
     row("server, every thread", lambda w: w["cpu_us"])
     names = sorted({k for p in pairs for w in (p["off"], p["redis"]) for k in w["threads_us"]})
@@ -436,27 +306,27 @@ def report_cpu(pairs, variants=()):
     floor = [p["floor"]["cpu_us"] for p in pairs]
     lines += ["", "The serve floor (serve_floor: gRPC reads the request and answers recorded "
               "bytes of a rankbin response, nothing else) in the same rounds: "
-              f"**{med(floor)} µs** per request; logs off ÷ floor "
-              f"{med([p['off']['cpu_us'] / p['floor']['cpu_us'] for p in pairs], '{:.2f}')}, "
+              f"**{cell(floor)} µs** per request; logs off ÷ floor "
+              f"{cell([p['off']['cpu_us'] / p['floor']['cpu_us'] for p in pairs], '{:.2f}')}, "
               f"logs in Redis ÷ floor "
-              f"{med([p['redis']['cpu_us'] / p['floor']['cpu_us'] for p in pairs], '{:.2f}')}; "
+              f"{cell([p['redis']['cpu_us'] / p['floor']['cpu_us'] for p in pairs], '{:.2f}')}; "
               "the logs ÷ floor "
-              f"{med([p['log_us'] / p['floor']['cpu_us'] for p in pairs], '{:.2f}')}.",
+              f"{cell([p['log_us'] / p['floor']['cpu_us'] for p in pairs], '{:.2f}')}.",
               "", "| | logs off | logs in Redis |", "|---|---:|---:|",
               f"| requests / s (closed loop: each server's peak) | "
-              f"{med([p['off']['qps'] for p in pairs], '{:.0f}')} | "
-              f"{med([p['redis']['qps'] for p in pairs], '{:.0f}')} |",
+              f"{cell([p['off']['qps'] for p in pairs], '{:.0f}')} | "
+              f"{cell([p['redis']['qps'] for p in pairs], '{:.0f}')} |",
               f"| Redis CPU µs / Rank call (its threads' schedstat) | – | "
-              f"{med([p['redis']['redis_us'] for p in pairs])} |",
+              f"{cell([p['redis']['redis_us'] for p in pairs])} |",
               f"| Redis CPU µs / request stored (INFO cpu) | – | "
-              f"{med([p['redis']['redis_info_us'] for p in pairs])} |",
+              f"{cell([p['redis']['redis_info_us'] for p in pairs])} |",
               f"| failed calls | {sum(p['off']['failed'] for p in pairs)} | "
               f"{sum(p['redis']['failed'] for p in pairs)} |",
               f"| lines dropped | – | {sum(p['redis']['dropped'] for p in pairs):.0f} of "
               f"{sum(p['redis']['handed'] for p in pairs):.0f} handed |"]
     for phase in ("log_handoff", "log_format", "log_store"):
         lines.append(f"| server's sampled {phase} µs / request | – | "
-                     f"{med([p['redis']['phases_us'].get(phase) for p in pairs])} |")
+                     f"{cell([p['redis']['phases_us'].get(phase) for p in pairs])} |")
     if variants:
         lines += ["", "Variants (logs in Redis), same rounds: server CPU for logs (vs logs off), "
                   "Redis CPU, and each as a ratio to the logs-in-Redis row of the round.", "",
@@ -467,12 +337,12 @@ def report_cpu(pairs, variants=()):
             name = v["name"]
             lines.append(
                 f"| {name}{' (' + v['build'] + ')' if v['build'] else ''} | "
-                f"{' '.join(v['flags']) or '–'} | {med([p[name]['log_us'] for p in pairs], '{:+.1f}')} | "
-                f"{med([p[name]['log_us'] / p['redis']['log_us'] for p in pairs if p['redis']['log_us']], '{:.2f}')} | "
-                f"{med([p[name]['threads_us'].get('rankwire-logw', 0.0) for p in pairs])} | "
-                f"{med([p[name]['redis_us'] for p in pairs])} | "
-                f"{med([p[name]['redis_us'] / p['redis']['redis_us'] for p in pairs], '{:.2f}')} | "
-                f"{med([p[name]['qps'] for p in pairs], '{:.0f}')} |")
+                f"{' '.join(v['flags']) or '–'} | {cell([p[name]['log_us'] for p in pairs], '{:+.1f}')} | "
+                f"{cell([p[name]['log_us'] / p['redis']['log_us'] for p in pairs if p['redis']['log_us']], '{:.2f}')} | "
+                f"{cell([p[name]['threads_us'].get('rankwire-logw', 0.0) for p in pairs])} | "
+                f"{cell([p[name]['redis_us'] for p in pairs])} | "
+                f"{cell([p[name]['redis_us'] / p['redis']['redis_us'] for p in pairs], '{:.2f}')} | "
+                f"{cell([p[name]['qps'] for p in pairs], '{:.0f}')} |")
     return lines
 
 
@@ -560,10 +430,10 @@ def report_memory_fetch(m):
 # drops: open loop at fractions of the peak.
 
 def open_window(args, server, qps, seconds, redis=None):
-    loadgen(args, server.port, args.warmup, qps=qps, concurrency=args.open_concurrency)
+    load(args, server.port, args.warmup, qps=qps, concurrency=args.open_concurrency)
     c0 = server.drained()
     r0 = (redis.cpu_ns(), redis.info_cpu_s()) if redis else None
-    result = loadgen(args, server.port, seconds, qps=qps, concurrency=args.open_concurrency)
+    result = load(args, server.port, seconds, qps=qps, concurrency=args.open_concurrency)
     r1 = (redis.cpu_ns(), redis.info_cpu_s()) if redis else None
     c1 = server.drained()
     return window_result(result, c0, c1, redis, r0, r1)
@@ -614,7 +484,7 @@ def run_drops(args, servers, redis, peak, peak_redis):
         print(f"80 % of the logs-in-Redis peak: {w['qps']:.0f} qps, dropped "
               f"{w['dropped']:.0f} of {w['handed']:.0f}", file=sys.stderr)
     for r in range(args.overload_rounds):
-        order = ["off", "redis"] if r % 2 == 0 else ["redis", "off"]
+        order = rotated(["off", "redis"], r)
         got = {}
         for row in order:
             got[row] = open_window(args, servers[row], 1.2 * peak, args.overload_seconds,
@@ -659,9 +529,9 @@ def report_drops(drops, peak, peak_redis, args):
     ratios = [g["redis"]["server_p99_us"] / g["off"]["server_p99_us"]
               for g in drops["120"] if g["off"]["server_p99_us"]]
     call = [g["redis"]["p99_us"] / g["off"]["p99_us"] for g in drops["120"] if g["off"]["p99_us"]]
-    lines += ["", f"At 120 %: server p99 logs in Redis ÷ logs off, per round: {med(ratios, '{:.2f}')}"
-              f"; call p99 ratio {med(call, '{:.2f}')}; achieved qps ratio "
-              f"{med([g['redis']['qps'] / g['off']['qps'] for g in drops['120']], '{:.3f}')}."]
+    lines += ["", f"At 120 %: server p99 logs in Redis ÷ logs off, per round: {cell(ratios, '{:.2f}')}"
+              f"; call p99 ratio {cell(call, '{:.2f}')}; achieved qps ratio "
+              f"{cell([g['redis']['qps'] / g['off']['qps'] for g in drops['120']], '{:.3f}')}."]
     return lines
 
 
@@ -672,12 +542,12 @@ def run_steady(args, server, redis):
     """Open loop at --steady_qps for --steady_seconds: Redis's used_memory
     every second once the first TTL has passed, its keys, keys expired per
     second, and its CPU per request (expiry included)."""
-    loadgen(args, server.port, args.warmup, qps=args.steady_qps,
+    load(args, server.port, args.warmup, qps=args.steady_qps,
             concurrency=args.open_concurrency)
     c0 = server.drained()
     r0 = (redis.cpu_ns(), redis.info_cpu_s())
     expired0 = redis.info("stats").get("expired_keys", 0)
-    p = loadgen(args, server.port, args.steady_seconds, qps=args.steady_qps,
+    p = load(args, server.port, args.steady_seconds, qps=args.steady_qps,
                 concurrency=args.open_concurrency, background=True)
     samples, keys = [], []
     start = time.time()
@@ -728,9 +598,9 @@ def report_steady(w, args):
 
 def run_freeze(args, server, redis, peak):
     seconds = args.freeze_seconds + 2 * args.fault_margin
-    loadgen(args, server.port, args.warmup, qps=0.5 * peak, concurrency=args.open_concurrency)
+    load(args, server.port, args.warmup, qps=0.5 * peak, concurrency=args.open_concurrency)
     c0 = server.drained()
-    p = loadgen(args, server.port, seconds, qps=0.5 * peak, concurrency=args.open_concurrency,
+    p = load(args, server.port, seconds, qps=0.5 * peak, concurrency=args.open_concurrency,
                 background=True)
     time.sleep(args.fault_margin)
     os.kill(redis.proc.pid, signal.SIGSTOP)
@@ -743,9 +613,9 @@ def run_freeze(args, server, redis, peak):
 
 def run_restart(args, server, redis, peak):
     seconds = args.down_seconds + 2 * args.fault_margin + 1
-    loadgen(args, server.port, args.warmup, qps=0.5 * peak, concurrency=args.open_concurrency)
+    load(args, server.port, args.warmup, qps=0.5 * peak, concurrency=args.open_concurrency)
     c0 = server.drained()
-    p = loadgen(args, server.port, seconds, qps=0.5 * peak, concurrency=args.open_concurrency,
+    p = load(args, server.port, seconds, qps=0.5 * peak, concurrency=args.open_concurrency,
                 background=True)
     time.sleep(args.fault_margin)
     redis.kill()
@@ -818,11 +688,11 @@ def summary(got, peak):
                                                      if w.get("redis_us") is not None])
         rows += [
             ("server CPU for logs per request (logs in Redis − logs off)", "≤ 25 µs",
-             f"{med(log_us, '{:+.1f}')} µs ({med(log_ratio, '{:.3f}')} of logs off; serve "
-             f"floor {med(floor)} µs)",
+             f"{cell(log_us, '{:+.1f}')} µs ({cell(log_ratio, '{:.3f}')} of logs off; serve "
+             f"floor {cell(floor)} µs)",
              statistics.median(log_us) <= TARGETS["log_cpu_us"], False),
             ("Redis CPU per request, at every load", "≤ 20 µs",
-             f"closed loop {med(redis_us)} µs per call (schedstat), {med(info_us)} µs per "
+             f"closed loop {cell(redis_us)} µs per call (schedstat), {cell(info_us)} µs per "
              f"stored request (INFO cpu); worst load {worst:.1f} µs",
              worst <= TARGETS["redis_cpu_us"], False)]
     if mem:
@@ -865,7 +735,7 @@ def summary(got, peak):
              f"{failed120}, {'yes' if counted120 else 'no'} (dropped {dropped120})",
              failed120 == 0 and counted120, True),
             ("at 120 % of peak: ranking (server) p99 logs in Redis ÷ logs off", "≤ 1.2×",
-             f"{med(ratios120, '{:.2f}')}×",
+             f"{cell(ratios120, '{:.2f}')}×",
              statistics.median(ratios120) <= TARGETS["p99_ratio_120"], False)]
     if freeze:
         rows.append(

@@ -24,12 +24,12 @@
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "grpcpp/support/slice.h"
+#include "model/linear/linear_model.h"
 #include "rank/v1/rank.pb.h"
-#include "server/linear_model.h"
-#include "server/ranker.h"
-#include "server/request_validator.h"
-#include "server/request_view.h"
-#include "server/response_budget.h"
+#include "ranking/ranker.h"
+#include "ranking/response_budget.h"
+#include "request/request_validator.h"
+#include "request/request_view.h"
 #include "workload/workload.h"
 
 namespace rankwire::bench {
@@ -74,11 +74,11 @@ void SetBytes(benchmark::State& state, const grpc::ByteBuffer& buffer) {
 
 void BM_Prescan(benchmark::State& state) {
   const grpc::ByteBuffer request = RequestBuffer(state);
-  const server::RequestLimits limits;
+  const rankwire::RequestLimits limits;
   for (auto _ : state) {
     grpc::ByteBuffer scanned(request);
     grpc::ProtoBufferReader reader(&scanned);
-    const absl::Status status = server::PrescanRequest(&reader, limits);
+    const absl::Status status = rankwire::PrescanRequest(&reader, limits);
     if (!status.ok()) {
       state.SkipWithError(status.ToString().c_str());
       break;
@@ -106,14 +106,14 @@ BENCHMARK(BM_Parse)->Apply(Args);
 // the prescan's share of the whole.
 void BM_ParseAndValidate(benchmark::State& state) {
   const grpc::ByteBuffer request = RequestBuffer(state);
-  const server::RequestLimits limits;
+  const rankwire::RequestLimits limits;
   for (auto _ : state) {
     rank::v1::RankRequest parsed;
     if (!Parse(request, &parsed)) {
       state.SkipWithError("the request did not parse");
       break;
     }
-    const absl::Status status = server::ValidateRequest(parsed, limits);
+    const absl::Status status = rankwire::ValidateRequest(parsed, limits);
     if (!status.ok()) {
       state.SkipWithError(status.ToString().c_str());
       break;
@@ -125,10 +125,11 @@ void BM_ParseAndValidate(benchmark::State& state) {
 BENCHMARK(BM_ParseAndValidate)->Apply(Args);
 
 // The shipped model, loaded once.
-const server::LinearModel* Model() {
-  static const server::LinearModel* model = [] {
-    absl::StatusOr<server::LinearModel> loaded = server::LinearModel::LoadFile(RANKWIRE_MODEL_PATH);
-    return loaded.ok() ? new server::LinearModel(*std::move(loaded)) : nullptr;
+const rankwire::LinearSpec* Model() {
+  static const rankwire::LinearSpec* model = [] {
+    absl::StatusOr<rankwire::LinearSpec> loaded =
+        rankwire::LinearSpec::LoadFile(RANKWIRE_MODEL_PATH);
+    return loaded.ok() ? new rankwire::LinearSpec(*std::move(loaded)) : nullptr;
   }();
   return model;
 }
@@ -159,14 +160,14 @@ void BM_Shape(benchmark::State& state) {
   const std::shared_ptr<const rank::v1::RankRequest> request = ParsedRequest(state);
   if (request == nullptr) return;
   std::string storage;
-  server::RequestView view;
-  if (!server::RequestViewOf(*request, server::RequestLimits{}, &storage, &view).ok()) {
+  rankwire::RequestView view;
+  if (!rankwire::RequestViewOf(*request, rankwire::RequestLimits{}, &storage, &view).ok()) {
     state.SkipWithError("the request did not make a view");
     return;
   }
-  const server::Ranker ranker(Model());
+  const rankwire::Ranker ranker(std::make_shared<rankwire::LinearModel>(*Model()));
   for (auto _ : state) {
-    server::OutputShape shape = ranker.Shape(view);
+    rankwire::OutputShape shape = ranker.Shape(view);
     benchmark::DoNotOptimize(shape);
   }
 }
@@ -176,9 +177,9 @@ BENCHMARK(BM_Shape)->Apply(RankArgs);
 void BM_Rank(benchmark::State& state) {
   const std::shared_ptr<const rank::v1::RankRequest> request = ParsedRequest(state);
   if (request == nullptr) return;
-  const server::Ranker ranker(Model());
+  const rankwire::Ranker ranker(std::make_shared<rankwire::LinearModel>(*Model()));
   for (auto _ : state) {
-    server::RankOutput out = ranker.Rank(*request, server::LogDetail::kDeferred);
+    rankwire::RankOutput out = ranker.Rank(*request, rankwire::LogDetail::kDeferred);
     benchmark::DoNotOptimize(out);
   }
 }
@@ -197,7 +198,7 @@ class HotRequest {
   explicit HotRequest(uint32_t candidates)
       : codecs_(*MakeBuiltinCodecs(BuiltinCodecOptions{})),
         codec_(codecs_.Find("rankbin")),
-        ranker_(Model()),
+        ranker_(std::make_shared<LinearModel>(*Model())),
         budget_(64 << 20) {
     workload::WorkloadOptions options;
     options.candidates = candidates;
@@ -206,33 +207,33 @@ class HotRequest {
   }
   bool ok() const { return codec_ != nullptr && ParseOnly().ok() && ValidateOnly().ok(); }
 
-  absl::Status ParseOnly() const { return server::ParseRequestView(bytes_, limits_, &view_); }
+  absl::Status ParseOnly() const { return rankwire::ParseRequestView(bytes_, limits_, &view_); }
   absl::Status ValidateOnly() const {
-    if (absl::Status s = server::ValidateRequest(view_, limits_); !s.ok()) return s;
-    unknown_ = server::UnknownItemFeatures(view_, known_);
+    if (absl::Status s = rankwire::ValidateRequest(view_, limits_); !s.ok()) return s;
+    unknown_ = rankwire::UnknownItemFeatures(view_, known_);
     bucket_ = &ranker_.BucketOf(view_.user_id);
     ranker_.Shape(view_, *bucket_, false, &shape_);
     return budget_.Check(view_, shape_, *codec_, rank::v1::LOG_MODE_NONE, codecs_);
   }
   void ScoreOnly() const { ranker_.Score(view_, &ws_); }
   void BuildOnly() const {
-    ranker_.Build(view_, *bucket_, server::LogDetail::kNone, &ws_, &result_);
+    ranker_.Build(view_, *bucket_, rankwire::LogDetail::kNone, &ws_, &result_);
   }
   absl::StatusOr<OwnedBuffer> EncodeOnly() const { return codec_->Encode(result_); }
 
  private:
   CodecRegistry codecs_;
   const Codec* codec_;
-  server::Ranker ranker_;
-  server::ResponseBudget budget_;
-  server::RequestLimits limits_;
+  rankwire::Ranker ranker_;
+  rankwire::ResponseBudget budget_;
+  rankwire::RequestLimits limits_;
   std::string bytes_;
   absl::flat_hash_set<std::string> known_;
-  mutable server::RequestView view_;
+  mutable rankwire::RequestView view_;
   mutable std::vector<std::string> unknown_;
   mutable const std::string* bucket_ = nullptr;
-  mutable server::OutputShape shape_;
-  mutable server::RankWorkspace ws_;
+  mutable rankwire::OutputShape shape_;
+  mutable rankwire::RankWorkspace ws_;
   mutable RankResult result_;
 };
 

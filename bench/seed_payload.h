@@ -1,6 +1,6 @@
 // The benchmarks' payload: the seed-shaped RankResult, i.e. request 0 of
 // WorkloadGenerator(WorkloadOptions{}) (500 candidates) ranked by the real
-// server::Ranker with the shipped model. Every codec row measures these
+// rankwire::Ranker with the shipped model. Every codec row measures these
 // exact bytes, so their numbers can be compared with each other and with
 // the end-to-end benchmarks.
 //

@@ -45,6 +45,7 @@
 #include "base/flags.h"
 #include "base/thread_sched.h"
 #include "rank/v1/rank.grpc.pb.h"
+#include "request/log_mode.h"
 #include "rpc/transport_args.h"
 #include "workload/workload.h"
 
@@ -70,8 +71,7 @@ absl::StatusOr<std::string> Record(const std::string& target) {
   for (absl::string_view c : absl::StrSplit(absl::GetFlag(FLAGS_codec), ',', absl::SkipEmpty())) {
     options.accept_codecs.emplace_back(c);
   }
-  absl::StatusOr<rank::v1::LogMode> mode =
-      rankwire::workload::ParseLogMode(absl::GetFlag(FLAGS_log_mode));
+  absl::StatusOr<rank::v1::LogMode> mode = rankwire::ParseLogMode(absl::GetFlag(FLAGS_log_mode));
   if (!mode.ok()) return mode.status();
   options.log_mode = *mode;
   const rank::v1::RankRequest request =

@@ -10,12 +10,9 @@ then the median over rounds is reported with the min-max spread.
 """
 
 import argparse
-import os
-import statistics
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_report import load_rounds  # noqa: E402
+from bench_report import load_rounds
+from harness import med
 
 SHAPES = [("logs_inline", "(a) shipped model, logs inline"),
           ("shape_strings", "(b) string-heavy: 6 long distinct traces per item"),
@@ -40,10 +37,6 @@ SIZES = [10, 100, 500, 2000, 5000]
 
 def ratios(rounds, num, den):
     return [r[num][0] / r[den][0] for r in rounds if num in r and den in r]
-
-
-def med(xs):
-    return statistics.median(xs) if xs else float("nan")
 
 
 def cell(xs, goal, higher_is_better=True):

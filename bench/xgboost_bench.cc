@@ -34,7 +34,7 @@
 //        issue 47). The same engines on w0300/d6/n0010: explaining the shipped
 //        request's 10 shown items (--explain_items).
 //   load/ load_server/ xgboost_load/ tT/dD   parsing a model and building what
-//        the server holds (XGBoostScorer); the server's whole load (read the
+//        the server holds (XGBoostModel); the server's whole load (read the
 //        file, parse, build, the built-in check request: LoadModel +
 //        CheckModel); XGBoosterLoadModel of the same file. With the bytes the
 //        scorer holds per node.
@@ -65,26 +65,27 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "benchmark/benchmark.h"
-#include "server/linear_model.h"
-#include "server/linear_scorer.h"
-#include "server/model_loader.h"
-#include "server/ranker.h"
-#include "server/request_view.h"
-#include "server/xgboost/approx_contributions.h"
-#include "server/xgboost/tree_evaluator.h"
-#include "server/xgboost/tree_shap.h"
-#include "server/xgboost/tree_shap_reference.h"
-#include "server/xgboost/xgboost_model.h"
-#include "server/xgboost/xgboost_test_util.h"
-#include "server/xgboost_scorer.h"
+#include "model/linear/linear_model.h"
+#include "model/linear/linear_spec.h"
+#include "model/model_loader.h"
+#include "model/xgboost/approx_contributions.h"
+#include "model/xgboost/tree_evaluator.h"
+#include "model/xgboost/tree_shap.h"
+#include "model/xgboost/tree_shap_reference.h"
+#include "model/xgboost/xgboost_model.h"
+#include "model/xgboost/xgboost_spec.h"
+#include "model/xgboost/xgboost_test_util.h"
+#include "ranking/model_check.h"
+#include "ranking/ranker.h"
+#include "request/request_view.h"
 #include "workload/workload.h"
 #include "xgboost/c_api.h"
 
 namespace {
 
-using rankwire::xgb::TreeEvaluator;
-using rankwire::xgb::XGBoostModel;
-namespace xgbtest = rankwire::xgb::testing;
+using rankwire::xgboost::TreeEvaluator;
+using rankwire::xgboost::XGBoostSpec;
+namespace xgbtest = rankwire::xgboost::testing;
 
 constexpr int kSweepFeatures = 18;
 constexpr int kWorkloadTrees = 300;
@@ -122,7 +123,7 @@ std::vector<std::string> WorkloadFeatureNames() {
 }
 
 // A request's candidates as rows of model features (`names`; missing: NaN),
-// as XGBoostScorer gathers them.
+// as XGBoostModel gathers them.
 std::vector<float> RowsOf(const rank::v1::RankRequest& request,
                           const std::vector<std::string>& names) {
   const size_t n = request.candidates_size();
@@ -200,7 +201,7 @@ std::string WorkloadModel() {
 struct Engines {
   std::string json;
   std::string path;  // the JSON written to a file, for the loaders
-  std::unique_ptr<XGBoostModel> model;
+  std::unique_ptr<XGBoostSpec> model;
   std::unique_ptr<TreeEvaluator> evaluator;         // the CPU's best kernel
   std::unique_ptr<TreeEvaluator> scalar_evaluator;  // the portable one
   BoosterHandle booster = nullptr;
@@ -236,9 +237,9 @@ Engines& EnginesFor(const std::string& key) {
       return rows;
     };
   }
-  auto model = XGBoostModel::Parse(e.json, key);
+  auto model = XGBoostSpec::Parse(e.json, key);
   if (!model.ok()) Die(model.status().ToString());
-  e.model = std::make_unique<XGBoostModel>(*std::move(model));
+  e.model = std::make_unique<XGBoostSpec>(*std::move(model));
   e.evaluator = std::make_unique<TreeEvaluator>(*e.model);
   e.scalar_evaluator = std::make_unique<TreeEvaluator>(*e.model, TreeEvaluator::Kernel::kScalar);
   e.path = absl::StrCat("/tmp/xgboost_bench_", getpid(), "_", key.substr(0, 1), trees, "_d", depth,
@@ -320,7 +321,7 @@ void BM_XGBoostContributions(benchmark::State& state, std::string key, int items
   state.SetItemsProcessed(state.iterations() * items);
 }
 
-// kApprox: what XGBoostScorer builds for --explain=approx (its tables when
+// kApprox: what XGBoostModel builds for --explain=approx (its tables when
 // they fit issue 39's memory bound); kApproxWalk: the lean walk.
 enum class Explainer { kExact, kApprox, kApproxWalk, kClassic };
 
@@ -333,26 +334,26 @@ void BM_Explain(benchmark::State& state, std::string key, int items, Explainer w
   std::vector<float> out(items * width);
   std::vector<double> row_out(width);
   std::function<void()> explain;
-  std::unique_ptr<rankwire::xgb::TreeShap> exact;
-  std::unique_ptr<rankwire::xgb::ApproxContributions> approx;
-  std::unique_ptr<rankwire::xgb::ReferenceTreeShap> classic;
+  std::unique_ptr<rankwire::xgboost::TreeShap> exact;
+  std::unique_ptr<rankwire::xgboost::ApproxContributions> approx;
+  std::unique_ptr<rankwire::xgboost::ReferenceTreeShap> classic;
   if (which == Explainer::kExact) {
-    exact = std::make_unique<rankwire::xgb::TreeShap>(*e.model);
+    exact = std::make_unique<rankwire::xgboost::TreeShap>(*e.model);
     explain = [&] { exact->Contributions(rows.data(), items, Features(e), out.data()); };
     state.SetLabel(std::string(exact->kernel_name()));
   } else if (which == Explainer::kApprox || which == Explainer::kApproxWalk) {
     size_t budget = 0;  // the walk
     if (which == Explainer::kApprox) {
-      rankwire::server::XGBoostScorerOptions options;
-      options.mode = rankwire::server::ExplainMode::kApprox;
-      const rankwire::server::XGBoostScorer scorer(*e.model, "bench", "1", options);
+      rankwire::XGBoostModelOptions options;
+      options.mode = rankwire::ExplainMode::kApprox;
+      const rankwire::XGBoostModel scorer(*e.model, "bench", "1", options);
       budget = scorer.approx()->MemoryBytes();  // the same choice
     }
-    approx = std::make_unique<rankwire::xgb::ApproxContributions>(*e.model, budget);
+    approx = std::make_unique<rankwire::xgboost::ApproxContributions>(*e.model, budget);
     explain = [&] { approx->Contributions(rows.data(), items, Features(e), out.data()); };
     state.SetLabel(approx->uses_tables() ? "tables" : "walk");
   } else {
-    classic = std::make_unique<rankwire::xgb::ReferenceTreeShap>(*e.model);
+    classic = std::make_unique<rankwire::xgboost::ReferenceTreeShap>(*e.model);
     explain = [&] {
       for (int r = 0; r < items; ++r) {
         classic->Contributions(rows.data() + r * Features(e), row_out.data());
@@ -381,22 +382,22 @@ void BM_Explain(benchmark::State& state, std::string key, int items, Explainer w
 
 // Ranker::Score on the shipped request: the server's score phase.
 void BM_RankerScore(benchmark::State& state, bool xgboost) {
-  std::shared_ptr<const rankwire::server::Model> model;
+  std::shared_ptr<const rankwire::Model> model;
   if (xgboost) {
-    model = std::make_shared<rankwire::server::XGBoostScorer>(
-        *EnginesFor("w0300/d6").model, "bench", "1", rankwire::server::XGBoostScorerOptions{});
+    model = std::make_shared<rankwire::XGBoostModel>(*EnginesFor("w0300/d6").model, "bench", "1",
+                                                     rankwire::XGBoostModelOptions{});
   } else {
-    auto linear = rankwire::server::LinearModel::LoadFile(RANKWIRE_MODEL_PATH);
+    auto linear = rankwire::LinearSpec::LoadFile(RANKWIRE_MODEL_PATH);
     if (!linear.ok()) Die(linear.status().ToString());
-    model = std::make_shared<rankwire::server::LinearScorer>(*std::move(linear));
+    model = std::make_shared<rankwire::LinearModel>(*std::move(linear));
   }
   std::string storage;
-  rankwire::server::RequestView view;
-  if (!rankwire::server::RequestViewOf(WorkloadRequest(), {}, &storage, &view).ok()) {
+  rankwire::RequestView view;
+  if (!rankwire::RequestViewOf(WorkloadRequest(), {}, &storage, &view).ok()) {
     Die("the workload request has no view");
   }
-  const rankwire::server::Ranker ranker(model);
-  rankwire::server::RankWorkspace ws;
+  const rankwire::Ranker ranker(model);
+  rankwire::RankWorkspace ws;
   for (auto _ : state) {
     ranker.Score(view, &ws);
     benchmark::ClobberMemory();
@@ -405,22 +406,22 @@ void BM_RankerScore(benchmark::State& state, bool xgboost) {
 }
 
 // --explain=exact: the load that precomputes TreeSHAP's tables.
-rankwire::server::XGBoostScorerOptions ExactOptions() {
-  rankwire::server::XGBoostScorerOptions options;
-  options.mode = rankwire::server::ExplainMode::kExact;
+rankwire::XGBoostModelOptions ExactOptions() {
+  rankwire::XGBoostModelOptions options;
+  options.mode = rankwire::ExplainMode::kExact;
   return options;
 }
 
-// Parse + XGBoostScorer: what the server builds from a file's bytes (with
+// Parse + XGBoostModel: what the server builds from a file's bytes (with
 // --explain=exact).
 void BM_Load(benchmark::State& state, std::string key) {
   Engines& e = EnginesFor(key);
   for (auto _ : state) {
-    auto model = XGBoostModel::Parse(e.json, "generated");
-    rankwire::server::XGBoostScorer scorer(*model, "bench", "1", ExactOptions());
+    auto model = XGBoostSpec::Parse(e.json, "generated");
+    rankwire::XGBoostModel scorer(*model, "bench", "1", ExactOptions());
     benchmark::DoNotOptimize(scorer.MemoryBytes());
   }
-  const rankwire::server::XGBoostScorer scorer(*e.model, "bench", "1", ExactOptions());
+  const rankwire::XGBoostModel scorer(*e.model, "bench", "1", ExactOptions());
   const double nodes = static_cast<double>(e.model->num_nodes());
   state.counters["nodes"] = nodes;
   state.counters["json_MB"] = e.json.size() / 1e6;
@@ -428,14 +429,14 @@ void BM_Load(benchmark::State& state, std::string key) {
   state.counters["eval_B_per_node"] = scorer.evaluator().MemoryBytes() / nodes;
   state.counters["shap_B_per_node"] = scorer.ExplainMemoryBytes() / nodes;
   state.counters["approx_B_per_node"] =
-      rankwire::xgb::ApproxContributions(*e.model).MemoryBytes() / nodes;
+      rankwire::xgboost::ApproxContributions(*e.model).MemoryBytes() / nodes;
 }
 
 // TreeShap's precomputation alone (part of load/).
 void BM_ShapBuild(benchmark::State& state, std::string key) {
   Engines& e = EnginesFor(key);
   for (auto _ : state) {
-    const rankwire::xgb::TreeShap shap(*e.model);
+    const rankwire::xgboost::TreeShap shap(*e.model);
     benchmark::DoNotOptimize(shap.MemoryBytes());
   }
 }
@@ -443,16 +444,15 @@ void BM_ShapBuild(benchmark::State& state, std::string key) {
 // The server's whole load of the file: read, parse, build, check request.
 void BM_LoadServer(benchmark::State& state, std::string key) {
   Engines& e = EnginesFor(key);
-  rankwire::server::ModelPlan::Entry entry;
+  rankwire::ModelPlan::Entry entry;
   entry.path = e.path;
   entry.name_hint = "bench";
-  rankwire::server::ModelLoadOptions options;
+  rankwire::ModelLoadOptions options;
   options.explain = ExactOptions();
   for (auto _ : state) {
-    auto loaded = rankwire::server::LoadModel(entry, options);
+    auto loaded = rankwire::LoadModel(entry, options);
     if (!loaded.ok()) Die(loaded.status().ToString());
-    const absl::Status checked =
-        rankwire::server::CheckModel(*loaded->model, std::nullopt, false, {});
+    const absl::Status checked = rankwire::CheckModel(*loaded->model, std::nullopt, false, {});
     if (!checked.ok()) Die(checked.ToString());
   }
 }

@@ -37,17 +37,19 @@
 #include "client/replicas.h"
 #include "client/request_file.h"
 #include "codec/builtin_codecs.h"
+#include "model/model_flags.h"
+#include "model/model_loader.h"
+#include "model/model_path.h"
 #include "rank/v1/rank.grpc.pb.h"
+#include "ranking/model_check.h"
+#include "request/log_mode.h"
 #include "rpc/status.h"
-#include "server/model_flags.h"
-#include "server/model_loader.h"
-#include "server/model_path.h"
 #include "workload/workload.h"
 
 // --target, --codec, --log_mode, --candidates, --top_n, --seed and
 // --deadline_ms are client/channel_flags.cc's (shared with rankwire-loadgen);
 // the model flags (--model_max_bytes, --xgboost_*, --explain_*,
-// --allow_unsupplied_features) are server/model_flags.cc's (shared with
+// --allow_unsupplied_features) are model/model_flags.cc's (shared with
 // rankwire-server).
 ABSL_FLAG(uint64_t, sequence, 0, "Which request of the seeded workload to send.");
 ABSL_FLAG(std::string, metrics, "score.ctr,score.cvr,score.rel,recall.source",
@@ -181,8 +183,7 @@ rank::v1::RankRequest GeneratedRequest(const std::vector<std::string>& accept,
 absl::StatusOr<rank::v1::RankRequest> RequestToSend() {
   std::vector<std::string> accept =
       absl::StrSplit(absl::GetFlag(FLAGS_codec), ',', absl::SkipEmpty());
-  ASSIGN_OR_RETURN(rank::v1::LogMode log_mode,
-                   workload::ParseLogMode(absl::GetFlag(FLAGS_log_mode)));
+  ASSIGN_OR_RETURN(rank::v1::LogMode log_mode, ParseLogMode(absl::GetFlag(FLAGS_log_mode)));
   const std::string file = absl::GetFlag(FLAGS_request_file);
   if (file.empty()) return GeneratedRequest(accept, log_mode);
   for (const char* shaping : {"candidates", "seed", "sequence", "top_n"}) {
@@ -442,23 +443,23 @@ void PrintInputs(const std::vector<std::string>& item, const std::vector<std::st
 // manifest) reads, loaded and checked as a server with the same model flags
 // loads it; what such a server would refuse, and why, otherwise.
 absl::Status ModelFeatures(const std::string& flag) {
-  ASSIGN_OR_RETURN(server::ModelLoadOptions load, server::ModelLoadOptionsFromFlags());
+  ASSIGN_OR_RETURN(rankwire::ModelLoadOptions load, rankwire::ModelLoadOptionsFromFlags());
   auto refused = [](const std::string& what, const absl::Status& status) {
     return absl::Status(
         status.code(),
         absl::StrCat("a server with these model flags would refuse ", what, " (reason ",
-                     server::RefusalReason(status), "): ", status.message()));
+                     rankwire::RefusalReason(status), "): ", status.message()));
   };
-  ASSIGN_OR_RETURN(std::string path, server::ResolveModelPath(flag, server::ExecutablePath()));
-  absl::StatusOr<server::ModelPlan> plan = server::PlanModels(path);
+  ASSIGN_OR_RETURN(std::string path, rankwire::ResolveModelPath(flag, rankwire::ExecutablePath()));
+  absl::StatusOr<rankwire::ModelPlan> plan = rankwire::PlanModels(path);
   if (!plan.ok()) return refused(path, plan.status());
   absl::Status first_refusal;
-  for (const server::ModelPlan::Entry& entry : plan->entries) {
-    absl::StatusOr<server::LoadedModel> loaded = server::LoadModel(entry, load);
+  for (const rankwire::ModelPlan::Entry& entry : plan->entries) {
+    absl::StatusOr<rankwire::LoadedModel> loaded = rankwire::LoadModel(entry, load);
     absl::Status checked = loaded.status();
     if (loaded.ok()) {
       checked =
-          server::CheckModel(*loaded->model, plan->supplied, load.allow_unsupplied_features, {});
+          rankwire::CheckModel(*loaded->model, plan->supplied, load.allow_unsupplied_features, {});
     }
     if (!checked.ok()) {
       if (plan->entries.size() > 1) {  // One line per refused bucket; the last is the summary.
@@ -467,12 +468,12 @@ absl::Status ModelFeatures(const std::string& flag) {
       if (first_refusal.ok()) first_refusal = refused(entry.path, checked);
       continue;
     }
-    const server::Model& model = *loaded->model;
+    const rankwire::Model& model = *loaded->model;
     absl::PrintF("model %s (%s) from %s%s\n", model.full_version(), model.kind(), entry.path,
                  entry.bucket.empty()
                      ? ""
                      : absl::StrFormat(", bucket %s (%d%%)", entry.bucket, entry.percent));
-    const server::ModelInputs& in = model.inputs();
+    const rankwire::ModelInputs& in = model.inputs();
     PrintInputs(in.item, in.user, in.context, "");
   }
   if (!first_refusal.ok() && plan->entries.size() > 1) {
@@ -570,7 +571,7 @@ int main(int argc, char** argv) {
       "  rankwire-cli --dump_request=req.json && rankwire-cli --request_file=req.json\n"
       "  rankwire-cli --fetch_logs_for=REQUEST_ID --items=sku-1,sku-2\n"
       "  rankwire-cli --target=dns:///rankwire.default.svc.cluster.local:50051 --health\n"
-      "  rankwire-cli --model_features=server/models/ecom_search_lr.model\n"
+      "  rankwire-cli --model_features=model/models/ecom_search_lr.model\n"
       "  rankwire-cli --target=ipv4:10.0.0.7:50051,10.0.0.8:50051 --models\n"
       "  rankwire-cli --target=localhost:50061 --reload_models   # the health port\n"
       "  rankwire-cli --compare");

@@ -46,6 +46,7 @@
 #include "client/rank_client.h"
 #include "client/replicas.h"
 #include "codec/builtin_codecs.h"
+#include "request/log_mode.h"
 #include "rpc/status.h"
 #include "workload/workload.h"
 
@@ -165,8 +166,7 @@ absl::StatusOr<std::vector<grpc::ByteBuffer>> MakeRequests() {
   options.candidates = absl::GetFlag(FLAGS_candidates);
   options.top_n = absl::GetFlag(FLAGS_top_n);
   options.accept_codecs = absl::StrSplit(absl::GetFlag(FLAGS_codec), ',', absl::SkipEmpty());
-  absl::StatusOr<rank::v1::LogMode> log_mode =
-      workload::ParseLogMode(absl::GetFlag(FLAGS_log_mode));
+  absl::StatusOr<rank::v1::LogMode> log_mode = ParseLogMode(absl::GetFlag(FLAGS_log_mode));
   if (!log_mode.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--log_mode: ", log_mode.status().message()));
   }

@@ -38,7 +38,7 @@ set(RANKWIRE_PUBLIC_HEADERS
   codec/builtin_codecs.h
   codec/codec.h
   codec/envelope.h
-  codec/protobuf_codec.h
+  codec/protobuf/protobuf_codec.h
   codec/rank_result.h
   codec/rankbin/rankbin_codec.h
   codec/rankbin/reader.h

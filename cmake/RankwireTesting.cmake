@@ -22,7 +22,3 @@ function(rankwire_unit_test source)
     DISCOVERY_TIMEOUT 30
     PROPERTIES LABELS unit TIMEOUT 60)
 endfunction()
-
-# The shipped model, for tests that rank with the real one.
-set(RANKWIRE_MODEL_DEFINE
-    RANKWIRE_MODEL_PATH="${PROJECT_SOURCE_DIR}/server/models/ecom_search_lr.model")

@@ -6,7 +6,7 @@
 #include "absl/strings/str_join.h"
 
 #include "base/status_macros.h"
-#include "codec/protobuf_codec.h"
+#include "codec/protobuf/protobuf_codec.h"
 #include "codec/rankbin/rankbin_codec.h"
 
 namespace rankwire {

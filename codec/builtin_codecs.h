@@ -9,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "codec/protobuf_codec.h"
+#include "codec/protobuf/protobuf_codec.h"
 #include "codec/rankbin/reader.h"
 #include "codec/rankbin/writer.h"
 #include "codec/registry.h"

@@ -52,7 +52,7 @@
 // lists it in --codec's help; the client decodes it. The conformance suite
 // (codec/codec_conformance_test.cc), the codec fuzzer
 // (tests/fuzz/codec_fuzzer.cc), the response budget test
-// (server/response_budget_test.cc, the estimate against real sizes) and
+// (ranking/response_budget_test.cc, the estimate against real sizes) and
 // the in-process server test (tests/integration/codec_server_test.cc) run
 // every codec of tests/codecs/codecs_under_test.h, which has the built-ins.
 // Its fuzz seeds are generated: `rankwire_fuzz_seeds tests/fuzz/corpus`

@@ -37,7 +37,7 @@
 #include "absl/strings/str_cat.h"
 #include "codec/builtin_codecs.h"
 #include "codec/codec.h"
-#include "codec/protobuf_codec.h"
+#include "codec/protobuf/protobuf_codec.h"
 #include "codec/rank_result.h"
 #include "codec/rankbin/rankbin_codec.h"
 #include "gmock/gmock.h"

@@ -2,10 +2,10 @@
 // little-endian numbers and length-prefixed bytes. Every codec, the response
 // envelope (codec/envelope.cc) and the log store's records and number slots
 // (logstore/) use these. Three places read or write varints of their own,
-// each for a reason: the request parse (server/request_view.cc, which must
+// each for a reason: the request parse (request/request_view.cc, which must
 // accept and refuse exactly what protobuf's parser does, past what Reader
 // allows), the health check's one-field request (client/rank_client.cc)
-// and the log number slot's 4-byte store (logstore/log_number.cc).
+// and the log number slot's 4-byte store (logstore/format/log_number.cc).
 //
 // Writing is split in two so that an encoder can allocate its output once:
 // the *Length() functions give exact sizes, and Writer then writes into memory

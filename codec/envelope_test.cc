@@ -11,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "codec/builtin_codecs.h"
 #include "codec/coding.h"
-#include "codec/protobuf_codec.h"
+#include "codec/protobuf/protobuf_codec.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/stubs/logging.h"
 #include "gtest/gtest.h"

@@ -1,7 +1,7 @@
 // ResultBound: an upper bound on a RankResult that does not exist yet, in
 // the terms a codec needs to bound the bytes it would write for it
 // (Codec::EstimateEncodedBytes). The server fills one from a request and the
-// ranker's output shape before anything is ranked (server/response_budget.h)
+// ranker's output shape before anything is ranked (ranking/response_budget.h)
 // and asks the negotiated codec; the codec, not the server, knows its
 // layout.
 //

@@ -9,8 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/thread_sched.h"
-#include "logstore/log_record.h"
-#include "logstore/log_value.h"
+#include "logstore/format/log_record.h"
+#include "logstore/format/log_value.h"
 
 namespace rankwire::logstore {
 namespace {

@@ -9,8 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "logstore/log_blocks.h"
-#include "logstore/log_columns.h"
+#include "logstore/format/log_blocks.h"
+#include "logstore/format/log_columns.h"
 #include "logstore/log_store.h"
 #include "tests/support/log_blocks_v2.h"
 

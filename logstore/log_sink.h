@@ -20,7 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "logstore/packed_fields.h"
+#include "logstore/format/packed_fields.h"
 
 namespace rankwire::logstore {
 

@@ -37,7 +37,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "logstore/packed_fields.h"
+#include "logstore/format/packed_fields.h"
 
 namespace rankwire::logstore {
 

@@ -6,8 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "logstore/async_log_consumer.h"
-#include "logstore/log_record.h"
-#include "logstore/log_value.h"
+#include "logstore/format/log_record.h"
+#include "logstore/format/log_value.h"
 
 namespace rankwire::logstore {
 

@@ -24,7 +24,7 @@ using test_util::MakeRequest;
 using test_util::WaitFor;
 
 SinkEntry Entry(std::string key, std::vector<std::pair<std::string, std::string>> fields) {
-  SinkEntry entry{std::move(key), {}};
+  SinkEntry entry{std::move(key), {}, nullptr};
   for (auto& [name, value] : fields) entry.fields.Add(name, value);
   return entry;
 }

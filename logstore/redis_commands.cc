@@ -8,8 +8,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "logstore/log_record.h"
-#include "logstore/log_value.h"
+#include "logstore/format/log_record.h"
+#include "logstore/format/log_value.h"
 
 namespace rankwire::logstore {
 namespace {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Codec micro-benchmarks, measured the noise-resistant way:
 #
-#   1. builds bench/codec_bench (and bench/compression_study) in build-bench,
+#   1. builds bench/codec_bench in build-bench,
 #      Release, tests off;
 #   2. runs the suite pinned to one core (taskset) in interleaved rounds: each
 #      round runs every benchmark once, in an order rotated by round, with a
@@ -12,7 +12,8 @@
 #      min-max spread over rounds, ratios against protobuf taken within each
 #      round) and the target checks, ready to paste into BENCHMARKS.md
 #      or a dated note in docs/bench-notes/;
-#   4. with --study, runs the compression study too and prints its tables;
+#   4. with --quick, one round of 0.01 s per row and no warm-up: a smoke run
+#      (seconds; ctest bench.codec), not numbers to keep;
 #   5. with --shapes PNG, also prints the payload-shape sweep and the scaling
 #      table (bench/shape_report.py) and draws the scaling plot into PNG;
 #      with --probe, codec_bench also runs the probe shapes (payloads unlike
@@ -31,7 +32,7 @@
 # docs/bench-notes/2026-12-03-probe-shapes-warmup.md).
 #
 # Usage: scripts/bench.sh [--rounds N] [--min-time SECONDS] [--warmup SECONDS] [--cpu N]
-#                         [--filter REGEX] [--study] [--study-only]
+#                         [--filter REGEX] [--quick]
 #                         [--no-build] [--out FILE.md] [--shapes PNG] [--probe]
 # Environment overrides: BENCH_ROUNDS (5), BENCH_MIN_TIME (0.1),
 # BENCH_WARMUP (0.05), BENCH_CPU (1),
@@ -48,8 +49,6 @@ filter=${BENCH_FILTER:-}
 build=${BENCH_BUILD_DIR:-$root/build-bench}
 jobs=${BENCH_JOBS:-2}
 do_build=1
-do_codec=1
-do_study=0
 out=""
 shapes_plot=""
 probe_args=()
@@ -68,9 +67,8 @@ while [[ $# -gt 0 ]]; do
     --cpu=*) cpu=${1#*=}; shift ;;
     --filter) filter=$2; shift 2 ;;
     --filter=*) filter=${1#*=}; shift ;;
-    --study) do_study=1; shift ;;
-    --study-only) do_study=1; do_codec=0; shift ;;
     --no-build) do_build=0; shift ;;
+    --quick) rounds=1; min_time=0.01; warmup=0; shift ;;
     --out) out=$2; shift 2 ;;
     --out=*) out=${1#*=}; shift ;;
     --shapes) shapes_plot=$2; shift 2 ;;
@@ -88,7 +86,7 @@ fi
 if [[ $do_build == 1 ]]; then
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DRANKWIRE_BUILD_TESTS=OFF \
     -DRANKWIRE_BUILD_BENCHMARKS=ON >/dev/null
-  cmake --build "$build" -j "$jobs" --target codec_bench compression_study >/dev/null
+  cmake --build "$build" -j "$jobs" --target codec_bench >/dev/null
 fi
 
 results=$root/bench/results
@@ -97,39 +95,31 @@ stamp=$(date -u +%Y%m%dT%H%M%SZ)
 pin=(taskset -c "$cpu")
 report=""
 
-if [[ $do_codec == 1 ]]; then
-  bin=$build/bench/codec_bench
-  filter_args=()
-  [[ -n $filter ]] && filter_args=("--benchmark_filter=$filter")
-  count=$("$bin" "${probe_args[@]}" "${filter_args[@]}" --benchmark_list_tests=true | wc -l)
-  if [[ $count -eq 0 ]]; then
-    echo "bench.sh: no benchmark matches '$filter'" >&2
-    exit 1
-  fi
-  files=()
-  for ((r = 0; r < rounds; r++)); do
-    rotate=$((r * count / rounds))
-    file=$results/codec-$stamp-round$r.json
-    echo "round $((r + 1))/$rounds (rotated by $rotate of $count)" >&2
-    "${pin[@]}" "$bin" "${probe_args[@]}" "${filter_args[@]}" --rotate="$rotate" \
-      --benchmark_min_time="$min_time" --benchmark_min_warmup_time="$warmup" \
-      --benchmark_out="$file" --benchmark_out_format=json >/dev/null
-    files+=("$file")
-  done
-  revision_args=()
-  [[ -n ${BENCH_REVISION:-} ]] && revision_args=(--revision "$BENCH_REVISION")
-  report=$(cd "$root" && /usr/bin/python3 bench/bench_report.py --command "$command_line" \
-    "${revision_args[@]}" "${files[@]}")
-  if [[ -n $shapes_plot ]]; then
-    report+=$'\n\n'$(cd "$root" && /usr/bin/python3 bench/shape_report.py --plot "$shapes_plot" \
-      --command "$command_line" "${files[@]}")
-  fi
+bin=$build/bench/codec_bench
+filter_args=()
+[[ -n $filter ]] && filter_args=("--benchmark_filter=$filter")
+count=$("$bin" "${probe_args[@]}" "${filter_args[@]}" --benchmark_list_tests=true | wc -l)
+if [[ $count -eq 0 ]]; then
+  echo "bench.sh: no benchmark matches '$filter'" >&2
+  exit 1
 fi
-
-if [[ $do_study == 1 ]]; then
-  echo "compression study (pinned to cpu $cpu)" >&2
-  study=$("${pin[@]}" "$build/bench/compression_study" --rounds="$rounds")
-  report=${report:+$report$'\n\n'}$study
+files=()
+for ((r = 0; r < rounds; r++)); do
+  rotate=$((r * count / rounds))
+  file=$results/codec-$stamp-round$r.json
+  echo "round $((r + 1))/$rounds (rotated by $rotate of $count)" >&2
+  "${pin[@]}" "$bin" "${probe_args[@]}" "${filter_args[@]}" --rotate="$rotate" \
+    --benchmark_min_time="$min_time" --benchmark_min_warmup_time="$warmup" \
+    --benchmark_out="$file" --benchmark_out_format=json >/dev/null
+  files+=("$file")
+done
+revision_args=()
+[[ -n ${BENCH_REVISION:-} ]] && revision_args=(--revision "$BENCH_REVISION")
+report=$(cd "$root" && /usr/bin/python3 bench/bench_report.py --command "$command_line" \
+  "${revision_args[@]}" "${files[@]}")
+if [[ -n $shapes_plot ]]; then
+  report+=$'\n\n'$(cd "$root" && /usr/bin/python3 bench/shape_report.py --plot "$shapes_plot" \
+    --command "$command_line" "${files[@]}")
 fi
 
 printf '%s\n' "$report"

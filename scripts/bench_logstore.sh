@@ -15,11 +15,6 @@
 #   scripts/bench_logstore.sh --out docs/bench-notes/logstore-run.md --json /tmp/run.json
 #   scripts/bench_logstore.sh --only cpu --pairs 5 --variant 'l5=--log_linger_us=5000'
 #   BUILD_DIR=build-bench scripts/bench_logstore.sh --no-build
-#
-# The older standalone benchmark of stored representations (text, zstd,
-# blocks) and the writers' ceiling into Redis (bench/logstore_bench.cc):
-#
-#   scripts/bench_logstore.sh --representations [--variants=text:1,columns:1 ...]
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -27,28 +22,13 @@ build="${BUILD_DIR:-$repo/build}"
 case "$build" in /*) ;; *) build="$repo/$build" ;; esac
 
 build_first=1
-representations=0
 args=()
 for a in "$@"; do
   case "$a" in
     --no-build) build_first=0 ;;
-    --representations) representations=1 ;;
     *) args+=("$a") ;;
   esac
 done
-
-if ((representations)); then
-  if ((build_first)); then
-    cmake -S "$repo" -B "$build" -DRANKWIRE_BUILD_BENCHMARKS=ON -DRANKWIRE_BUILD_TESTS=ON >/dev/null
-    cmake --build "$build" --target logstore_bench -j 2
-  fi
-  bench="$build/bench/logstore_bench"
-  if command -v taskset >/dev/null 2>&1 && [ "$(nproc)" -ge 2 ]; then
-    exec taskset -c 0 "$bench" --redis_cpu=1 "${args[@]}"
-  fi
-  echo "bench_logstore.sh: fewer than 2 CPUs or no taskset; running unpinned" >&2
-  exec "$bench" "${args[@]}"
-fi
 
 if ((build_first)); then
   BUILD_DIR="$build" "$repo/scripts/setup.sh" rankwire-server rankwire-loadgen rankwire-cli serve_floor

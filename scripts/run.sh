@@ -36,7 +36,7 @@ if [[ "${REDIS:-0}" == 1 ]]; then
   echo "run.sh: redis-server on port $redis_port"
 fi
 
-"$SERVER" --flagfile="$FLAGFILE" --model=server/models/ecom_search_lr.model --port=0 \
+"$SERVER" --flagfile="$FLAGFILE" --model=model/models/ecom_search_lr.model --port=0 \
   "${extra[@]}" >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!
 port=""

@@ -37,8 +37,7 @@ PACKAGES=(
   clang-14 libclang-rt-14-dev llvm-14
   # the conventions CI checks: scripts/tidy.sh, scripts/format_check.sh
   clang-tidy-14 clang-format-14
-  libflatbuffers-dev flatbuffers-compiler libcapnp-dev capnproto liblz4-dev
-  # XGBoost models (server/xgboost/): simdjson parses the JSON; libxgboost and
+  # XGBoost models (model/xgboost/): simdjson parses the JSON; libxgboost and
   # its Python package train the test models and are the benchmark's baseline
   libsimdjson-dev libxgboost-dev python3-xgboost python3-numpy
   # end-to-end benchmarks (perf: profiling the server under load; iproute2:

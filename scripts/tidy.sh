@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # clang-tidy-14 with the repository's .clang-tidy over the product sources
-# (base, client, codec, logstore, rpc, server, workload; not tests, benchmarks
+# (base, client, codec, logstore, rpc, metrics, request, model, ranking,
+# server, workload; not tests, benchmarks
 # or generated code) and the product headers they include. Fails on any
 # finding.
 #
 #   scripts/tidy.sh                        # every product source
-#   scripts/tidy.sh server/ranker.cc ...   # just these
+#   scripts/tidy.sh ranking/ranker.cc ...   # just these
 #   TIDY_CHANGED_FROM=origin/main scripts/tidy.sh  # sources changed since
 #
 # Needs a configured build with its compile_commands.json and generated
@@ -22,7 +23,7 @@ command -v "$TIDY" >/dev/null || { echo "tidy.sh: $TIDY not found (apt-get insta
 [[ -f "$build/compile_commands.json" ]] ||
   { echo "tidy.sh: no $build/compile_commands.json; configure and build first (scripts/clang_thread_safety.sh)" >&2; exit 1; }
 
-product='^(base|client|codec|logstore|rpc|server|workload)/'
+product='^(base|client|codec|logstore|rpc|metrics|request|model|ranking|server|workload)/'
 if (($#)); then
   files=("$@")
 elif [[ -n "${TIDY_CHANGED_FROM:-}" ]]; then
@@ -42,7 +43,7 @@ if ((${#files[@]} == 0)); then echo "tidy.sh: no product sources to check"; exit
 
 # Product headers, by their source path or the build tree's symlinked
 # include directories (cmake/RankwireComponent.cmake).
-header_filter="^$PWD/(build[^/]*/include/[^/]+/)?(base|client|codec|logstore|rpc|server|workload)/"
+header_filter="^$PWD/(build[^/]*/include/[^/]+/)?(base|client|codec|logstore|rpc|metrics|request|model|ranking|server|workload)/"
 t0=$SECONDS
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT

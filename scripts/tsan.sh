@@ -4,7 +4,7 @@
 # and runs those tests:
 #   - the worker pool (server/worker_pool_test) and admission control
 #     (server/admission_test) with many threads at once;
-#   - the model set's atomic swap under readers (server/model_set_test) and
+#   - the model set's atomic swap under readers (ranking/model_set_test) and
 #     the reloader (server/model_reloader_test: its poll thread beside
 #     synchronous reloads);
 #   - the async log consumer and its writers against a real redis-server
@@ -72,7 +72,7 @@ run() {
 t1=$SECONDS
 run server/worker_pool_test
 run server/admission_test
-run server/model_set_test
+run ranking/model_set_test
 run server/model_reloader_test
 # The consumer, its writers and the sinks; not the record and value
 # encodings, which are single-threaded.

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace rankwire::server {
+namespace rankwire {
 
 int DefaultMaxConcurrentRank(int ranking_cpus) { return std::max(2, 2 * ranking_cpus); }
 
@@ -67,4 +67,4 @@ void AdmissionControl::RemoveUnsent(absl::string_view peer, size_t bytes) {
   if (it->second == 0) unsent_by_peer_.erase(it);
 }
 
-}  // namespace rankwire::server
+}  // namespace rankwire

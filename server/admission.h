@@ -38,7 +38,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 
-namespace rankwire::server {
+namespace rankwire {
 
 struct AdmissionOptions {
   int max_concurrent_rank = 4;
@@ -117,6 +117,6 @@ class AdmissionControl {
   absl::flat_hash_map<std::string, size_t> unsent_by_peer_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace rankwire::server
+}  // namespace rankwire
 
 #endif  // RANKWIRE_SERVER_ADMISSION_H_

@@ -8,7 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace rankwire::server {
+namespace rankwire {
 namespace {
 
 using ::testing::HasSubstr;
@@ -100,4 +100,4 @@ TEST(AdmissionTest, ConcurrentCallersLeaveNothingCounted) {
 }
 
 }  // namespace
-}  // namespace rankwire::server
+}  // namespace rankwire

@@ -9,9 +9,10 @@
 #include "base/status_macros.h"
 #include "base/status_reason.h"
 #include "base/thread_sched.h"
+#include "ranking/model_check.h"
 #include "spdlog/spdlog.h"
 
-namespace rankwire::server {
+namespace rankwire {
 namespace {
 
 int64_t NowUnixMs() { return absl::ToUnixMillis(absl::Now()); }
@@ -366,4 +367,4 @@ rank::v1::GetModelsResponse ModelReloader::Describe() const {
   return out;
 }
 
-}  // namespace rankwire::server
+}  // namespace rankwire

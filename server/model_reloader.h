@@ -1,6 +1,6 @@
 // ModelReloader keeps the server's models current without a restart, the
 // way TensorFlow Serving and Triton do: it loads what --model names
-// (server/model_loader.h), and loads it again
+// (model/model_loader.h), and loads it again
 //   - when asked (SIGHUP, or ModelService.ReloadModels when enabled), and
 //   - when a poll (every --model_poll_interval) sees a file or directory it
 //     was made from change: a rewrite, a rename over it, a new version, a
@@ -44,12 +44,12 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "metrics/metrics.h"
+#include "model/model_loader.h"
 #include "rank/v1/rank.pb.h"
-#include "server/metrics.h"
-#include "server/model_loader.h"
-#include "server/model_set.h"
+#include "ranking/model_set.h"
 
-namespace rankwire::server {
+namespace rankwire {
 
 struct ModelReloadOptions {
   // --model, resolved (ResolveModelPath).
@@ -153,6 +153,6 @@ class ModelReloader {
   std::thread poller_;
 };
 
-}  // namespace rankwire::server
+}  // namespace rankwire
 
 #endif  // RANKWIRE_SERVER_MODEL_RELOADER_H_

@@ -23,7 +23,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace rankwire::server {
+namespace rankwire {
 namespace {
 
 namespace fs = std::filesystem;
@@ -352,4 +352,4 @@ TEST_F(ModelReloaderTest, EveryRefusalKeepsTheOldModelsAndIsCountedAndKept) {
 }
 
 }  // namespace
-}  // namespace rankwire::server
+}  // namespace rankwire

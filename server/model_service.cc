@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "rpc/status.h"
 
-namespace rankwire::server {
+namespace rankwire {
 
 grpc::ServerUnaryReactor* ModelServiceImpl::GetModels(grpc::CallbackServerContext* context,
                                                       const rank::v1::GetModelsRequest*,
@@ -35,4 +35,4 @@ grpc::ServerUnaryReactor* ModelServiceImpl::ReloadModels(grpc::CallbackServerCon
   return reactor;
 }
 
-}  // namespace rankwire::server
+}  // namespace rankwire

@@ -12,7 +12,7 @@
 #include "rank/v1/rank.grpc.pb.h"
 #include "server/model_reloader.h"
 
-namespace rankwire::server {
+namespace rankwire {
 
 class ModelServiceImpl final : public rank::v1::ModelService::CallbackService {
  public:
@@ -33,6 +33,6 @@ class ModelServiceImpl final : public rank::v1::ModelService::CallbackService {
   std::string refusal_;
 };
 
-}  // namespace rankwire::server
+}  // namespace rankwire
 
 #endif  // RANKWIRE_SERVER_MODEL_SERVICE_H_

@@ -7,7 +7,7 @@
 #include "logstore/log_throttle.h"
 #include "spdlog/spdlog.h"
 
-namespace rankwire::server {
+namespace rankwire {
 namespace {
 
 // Set once by InstallProtobufLogHandler; protobuf's handler is a plain
@@ -38,4 +38,4 @@ void InstallProtobufLogHandler(absl::Duration interval) {
   google::protobuf::SetLogHandler(&Handle);
 }
 
-}  // namespace rankwire::server
+}  // namespace rankwire

@@ -11,12 +11,12 @@
 
 #include "absl/time/time.h"
 
-namespace rankwire::server {
+namespace rankwire {
 
 // Replaces libprotobuf's log handler (process-wide). FATAL messages are
 // always printed (protobuf aborts after them).
 void InstallProtobufLogHandler(absl::Duration interval = absl::Seconds(10));
 
-}  // namespace rankwire::server
+}  // namespace rankwire
 
 #endif  // RANKWIRE_SERVER_PROTOBUF_LOG_H_

@@ -11,11 +11,11 @@
 #include "absl/strings/str_cat.h"
 #include "base/cpu_sampler.h"
 #include "base/status_macros.h"
+#include "request/request_validator.h"
 #include "rpc/status.h"
-#include "server/request_validator.h"
 #include "spdlog/spdlog.h"
 
-namespace rankwire::server {
+namespace rankwire {
 namespace {
 
 // The reactor of one Rank or FetchLogs call. It lives until gRPC reports the call done
@@ -301,7 +301,7 @@ void LogServiceImpl::Serve(grpc::ServerUnaryReactor* base_reactor,
     status = absl::DeadlineExceededError(
         "the call's deadline passed while it waited for a log fetch worker");
   } else {
-    status = server::FetchLogs(reader_, *request, absl::FromChrono(deadline), response);
+    status = rankwire::FetchLogs(reader_, *request, absl::FromChrono(deadline), response);
   }
   CountFetch(metrics_, status);
   if (status.ok()) reactor->HoldUnsent(response->ByteSizeLong());
@@ -309,4 +309,4 @@ void LogServiceImpl::Serve(grpc::ServerUnaryReactor* base_reactor,
   reactor->Finish(ToGrpcStatus(status));
 }
 
-}  // namespace rankwire::server
+}  // namespace rankwire

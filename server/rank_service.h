@@ -25,13 +25,13 @@
 #include <string>
 
 #include "logstore/log_store.h"
+#include "metrics/server_metrics.h"
 #include "rank/v1/rank.grpc.pb.h"
+#include "ranking/rank_handler.h"
 #include "server/admission.h"
-#include "server/rank_handler.h"
-#include "server/server_metrics.h"
 #include "server/worker_pool.h"
 
-namespace rankwire::server {
+namespace rankwire {
 
 class RankServiceImpl final
     : public rank::v1::RankService::WithRawCallbackMethod_Rank<rank::v1::RankService::Service> {
@@ -88,6 +88,6 @@ class LogServiceImpl final : public rank::v1::LogService::CallbackService {
   std::atomic<int> in_flight_{0};
 };
 
-}  // namespace rankwire::server
+}  // namespace rankwire
 
 #endif  // RANKWIRE_SERVER_RANK_SERVICE_H_

@@ -1,5 +1,7 @@
 #include "server/server.h"
 
+#include "request/log_mode.h"
+
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
@@ -13,15 +15,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "base/status_macros.h"
-#include "server/metrics_http.h"
+#include "metrics/metrics_http.h"
+#include "metrics/server_metrics.h"
+#include "ranking/ranker.h"
 #include "server/model_service.h"
 #include "server/rank_service.h"
-#include "server/ranker.h"
-#include "server/server_metrics.h"
 #include "server/worker_pool.h"
 #include "spdlog/spdlog.h"
 
-namespace rankwire::server {
+namespace rankwire {
 namespace {
 
 // "rank.v1.RankService", the health service name clients watch.
@@ -115,17 +117,6 @@ void ExportLogStats(MetricsRegistry* registry, const logstore::LogConsumer* cons
                      [consumer]() { return consumer->stats().store_up ? 1.0 : 0.0; });
 }
 
-std::string LogModeName(rank::v1::LogMode mode) {
-  switch (mode) {
-    case rank::v1::LOG_MODE_STORE:
-      return "store";
-    case rank::v1::LOG_MODE_INLINE:
-      return "inline";
-    default:
-      return "none";
-  }
-}
-
 std::string BackendName(logstore::LogStoreConfig::Backend backend) {
   switch (backend) {
     case logstore::LogStoreConfig::Backend::kRedis:
@@ -138,14 +129,6 @@ std::string BackendName(logstore::LogStoreConfig::Backend backend) {
 }
 
 }  // namespace
-
-absl::StatusOr<rank::v1::LogMode> ParseServerLogMode(absl::string_view name) {
-  if (name == "store") return rank::v1::LOG_MODE_STORE;
-  if (name == "inline") return rank::v1::LOG_MODE_INLINE;
-  if (name == "none") return rank::v1::LOG_MODE_NONE;
-  return absl::InvalidArgumentError(
-      absl::StrCat("log mode \"", name, "\": expected store, inline or none"));
-}
 
 // Everything a server holds, in the order it is built (and torn down in
 // reverse: the gRPC servers go before what their services use).
@@ -398,7 +381,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   // opened raced with the scrape that rendered it.
   ExportServerInfo(&state->registry,
                    {{"default_codec", std::string(state->default_codec->name())},
-                    {"log_mode", LogModeName(o.log_mode)},
+                    {"log_mode", std::string(LogModeName(o.log_mode))},
                     {"logstore", o.log_store.has_value() && o.log_mode != rank::v1::LOG_MODE_NONE
                                      ? BackendName(o.log_store->backend)
                                      : "none"}});
@@ -456,4 +439,4 @@ void Server::Stop() {
   }
 }
 
-}  // namespace rankwire::server
+}  // namespace rankwire

@@ -8,7 +8,7 @@
 // Example:
 //   ServerOptions options;
 //   options.port = 0;                       // a free port
-//   options.model_path = "server/models/ecom_search_lr.model";
+//   options.model_path = "model/models/ecom_search_lr.model";
 //   absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(options);
 //   ... call 127.0.0.1:(*server)->port() ...
 //   (*server)->Stop();                      // drain, finish calls, flush logs
@@ -35,16 +35,16 @@
 #include "absl/time/time.h"
 #include "codec/builtin_codecs.h"
 #include "logstore/log_store.h"
+#include "metrics/metrics.h"
 #include "rank/v1/rank.pb.h"
+#include "ranking/rank_handler.h"
+#include "request/request_validator.h"
 #include "rpc/transport_args.h"
 #include "server/admission.h"
-#include "server/metrics.h"
 #include "server/model_reloader.h"
-#include "server/rank_handler.h"
-#include "server/request_validator.h"
 #include "server/tls.h"
 
-namespace rankwire::server {
+namespace rankwire {
 
 struct ServerOptions {
   // Where to listen (port 0: a free one, port() says which).
@@ -64,7 +64,7 @@ struct ServerOptions {
   std::string default_codec = std::string(kDefaultCodecName);
 
   // The models: a file, a directory of versions, or a directory with a
-  // bucket manifest (server/model_loader.h), and how they reload
+  // bucket manifest (model/model_loader.h), and how they reload
   // (server/model_reloader.h).
   std::string model_path;
   ModelLoadOptions model_load;
@@ -119,11 +119,6 @@ struct ServerOptions {
   std::function<void(MetricsRegistry*)> register_metrics;
 };
 
-// "store", "inline" or "none" as the server's default log mode;
-// InvalidArgument otherwise ("default" is a request's word for "the
-// server's").
-absl::StatusOr<rank::v1::LogMode> ParseServerLogMode(absl::string_view name);
-
 class Server {
  public:
   // InvalidArgument for options out of range, NotFound or InvalidArgument
@@ -161,6 +156,6 @@ class Server {
   std::unique_ptr<State> state_;
 };
 
-}  // namespace rankwire::server
+}  // namespace rankwire
 
 #endif  // RANKWIRE_SERVER_SERVER_H_

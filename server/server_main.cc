@@ -22,13 +22,14 @@
 #include "codec/builtin_codec_flags.h"
 #include "codec/builtin_codecs.h"
 #include "logstore/log_store.h"
+#include "model/model_flags.h"
+#include "model/model_path.h"
+#include "model/xgboost/xgboost_model.h"
+#include "request/log_mode.h"
 #include "server/admission.h"
-#include "server/model_flags.h"
-#include "server/model_path.h"
 #include "server/protobuf_log.h"
 #include "server/server.h"
 #include "server/tls.h"
-#include "server/xgboost_scorer.h"
 #include "spdlog/spdlog.h"
 #ifdef RANKWIRE_JEMALLOC_CONF
 #include "server/jemalloc_conf.h"
@@ -42,7 +43,7 @@ ABSL_FLAG(bool, reuse_port, false,
 ABSL_FLAG(std::string, codec, std::string(rankwire::kDefaultCodecName),
           absl::StrCat("Default response codec, one of: ", rankwire::BuiltinCodecNames(),
                        ". A request may ask for another it accepts."));
-ABSL_FLAG(std::string, model, "server/models/ecom_search_lr.model",
+ABSL_FLAG(std::string, model, "model/models/ecom_search_lr.model",
           "Ranking model: a file (the linear format or XGBoost JSON), a directory of versions "
           "(<version>.model or <version>.json: the newest serves), or a directory with a "
           "bucket manifest (rankwire.manifest: a model per experiment bucket). A relative "
@@ -60,7 +61,7 @@ ABSL_FLAG(bool, model_fail_fast, false,
 ABSL_FLAG(bool, model_admin_rpc, false,
           "Serve ModelService.ReloadModels on the health port (--health_port).");
 // The model flags (--model_max_bytes, --xgboost_*, --explain_*,
-// --allow_unsupplied_features) are server/model_flags.cc's, shared with
+// --allow_unsupplied_features) are model/model_flags.cc's, shared with
 // rankwire-cli --model_features.
 ABSL_FLAG(uint32_t, max_candidates, 1000, "Most candidates a request may carry.");
 ABSL_FLAG(int, max_message_bytes, 64 << 20,
@@ -179,13 +180,13 @@ ABSL_FLAG(int, health_port, -1,
           "Plaintext port serving only grpc.health.v1.Health (for kubelet gRPC probes, "
           "which cannot speak TLS); 0 picks a free port, -1 disables.");
 
-namespace rankwire::server {
+namespace rankwire {
 namespace {
 
 // The server's default log mode: any named mode but "default", which only
 // a request can say (it means "the server's").
 absl::StatusOr<rank::v1::LogMode> ServerLogMode(const std::string& mode) {
-  absl::StatusOr<rank::v1::LogMode> parsed = ParseServerLogMode(mode);
+  absl::StatusOr<rank::v1::LogMode> parsed = ParseLogMode(mode, /*allow_default=*/false);
   if (!parsed.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--log_mode=", mode, ": expected store, inline or none"));
@@ -516,7 +517,7 @@ absl::Status Run() {
 }
 
 }  // namespace
-}  // namespace rankwire::server
+}  // namespace rankwire
 
 int main(int argc, char** argv) {
   rankwire::ParseFlags(argc, argv,
@@ -524,7 +525,7 @@ int main(int argc, char** argv) {
                        "  rankwire-server --port=50051 --codec=rankbin --logstore=redis "
                        "--redis_addr=127.0.0.1:6379\n"
                        "  rankwire-server --flagfile=deploy/flags/local.flags");
-  absl::Status status = rankwire::server::Run();
+  absl::Status status = rankwire::Run();
   if (!status.ok()) {
     spdlog::critical("rankwire-server: {}", status.ToString());
     return 1;

@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/pem_file.h"
 
-namespace rankwire::server {
+namespace rankwire {
 namespace {
 
 // A PEM file's contents, or an error naming the flag and the file.
@@ -44,4 +44,4 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
   return grpc::SslServerCredentials(options);
 }
 
-}  // namespace rankwire::server
+}  // namespace rankwire

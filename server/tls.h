@@ -15,7 +15,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace rankwire::server {
+namespace rankwire {
 
 struct ServerTlsFiles {
   std::string cert_file;       // PEM certificate chain; empty: plaintext.
@@ -33,6 +33,6 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
 // True when `files` asks for TLS.
 inline bool UsesTls(const ServerTlsFiles& files) { return !files.cert_file.empty(); }
 
-}  // namespace rankwire::server
+}  // namespace rankwire
 
 #endif  // RANKWIRE_SERVER_TLS_H_

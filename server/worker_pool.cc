@@ -6,7 +6,7 @@
 #include "base/thread_sched.h"
 #include "spdlog/spdlog.h"
 
-namespace rankwire::server {
+namespace rankwire {
 
 WorkerPool::WorkerPool(int threads, const Placement& placement)
     : slots_(std::max(1, threads)), max_inline_(std::max(0, placement.max_inline)) {
@@ -96,4 +96,4 @@ void WorkerPool::Loop(const Placement& placement) {
   mu_.Unlock();
 }
 
-}  // namespace rankwire::server
+}  // namespace rankwire

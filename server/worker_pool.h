@@ -39,7 +39,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 
-namespace rankwire::server {
+namespace rankwire {
 
 class WorkerPool {
  public:
@@ -94,6 +94,6 @@ class WorkerPool {
   std::vector<std::thread> threads_;
 };
 
-}  // namespace rankwire::server
+}  // namespace rankwire
 
 #endif  // RANKWIRE_SERVER_WORKER_POOL_H_

@@ -10,7 +10,7 @@
 #include "absl/synchronization/blocking_counter.h"
 #include "gtest/gtest.h"
 
-namespace rankwire::server {
+namespace rankwire {
 namespace {
 
 TEST(WorkerPoolTest, EveryTaskFromManyCallersRunsOnce) {
@@ -57,4 +57,4 @@ TEST(WorkerPoolTest, TheDestructorRunsWhatIsQueued) {
 }
 
 }  // namespace
-}  // namespace rankwire::server
+}  // namespace rankwire

@@ -65,15 +65,6 @@ constexpr Source kSources[] = {
 
 }  // namespace
 
-absl::StatusOr<rank::v1::LogMode> ParseLogMode(absl::string_view name) {
-  if (name == "default") return rank::v1::LOG_MODE_DEFAULT;
-  if (name == "store") return rank::v1::LOG_MODE_STORE;
-  if (name == "inline") return rank::v1::LOG_MODE_INLINE;
-  if (name == "none") return rank::v1::LOG_MODE_NONE;
-  return absl::InvalidArgumentError(
-      absl::StrCat("log mode \"", name, "\": expected default, store, inline or none"));
-}
-
 const std::vector<std::string>& ItemFeatureNames() {
   static const auto* names = new std::vector<std::string>{
       "price",          "discount_rate",  "sales_30d",        "review_count",   "rating",

@@ -31,10 +31,6 @@ struct WorkloadOptions {
   rank::v1::LogMode log_mode = rank::v1::LOG_MODE_DEFAULT;
 };
 
-// "default", "store", "inline" or "none" as a LogMode (command-line flags of
-// the CLI and the load generator); InvalidArgument otherwise.
-absl::StatusOr<rank::v1::LogMode> ParseLogMode(absl::string_view name);
-
 // The item feature names every generated request carries, in order.
 const std::vector<std::string>& ItemFeatureNames();
 

@@ -52,7 +52,7 @@ def start_server(build):
     proc = subprocess.Popen(
         [os.path.join(build, "server", "rankwire-server"), "--port=0", "--metrics_port=-1",
          "--address=127.0.0.1",
-         "--model=" + os.path.join(HERE, "..", "..", "server", "models", "ecom_search_lr.model")],
+         "--model=" + os.path.join(HERE, "..", "..", "model", "models", "ecom_search_lr.model")],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.time() + 15
     while time.time() < deadline:

@@ -1,5 +1,5 @@
 // The codecs the conformance suite, the codec fuzzer, the seed generator,
-// the response budget test (server/response_budget_test.cc) and the
+// the response budget test (ranking/response_budget_test.cc) and the
 // in-process server test (tests/integration/codec_server_test.cc) run:
 // every built-in codec (MakeBuiltinCodecs) plus the test-only fixture
 // codecs of this folder. A new product codec is registered in

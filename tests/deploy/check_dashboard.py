@@ -44,7 +44,7 @@ def scrape_running_server():
     log = tempfile.NamedTemporaryFile(prefix="rankwire-dashboard-", suffix=".log", delete=False)
     server = subprocess.Popen(
         [SERVER, "--address=127.0.0.1", "--port=0", "--metrics_port=0", "--logstore=memory",
-         "--log_mode=store", "--model=" + os.path.join(ROOT, "server", "models",
+         "--log_mode=store", "--model=" + os.path.join(ROOT, "model", "models",
                                                       "ecom_search_lr.model")],
         stdout=log, stderr=subprocess.STDOUT)
     try:

@@ -438,7 +438,7 @@ class DeployTest(unittest.TestCase):
         # Both manifests load with the server's loader and checks: the
         # ConfigMap's (its files side by side, as the mount holds them) and
         # the image's (its absolute path mapped to the repository's models).
-        shipped = os.path.join(ROOT, "server", "models")
+        shipped = os.path.join(ROOT, "model", "models")
         with tempfile.TemporaryDirectory() as configmap, tempfile.TemporaryDirectory() as image:
             shutil.copy(os.path.join(ROOT, "deploy", "k8s", "models", "rankwire.manifest"),
                         configmap)

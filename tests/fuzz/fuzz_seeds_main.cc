@@ -27,17 +27,17 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "codec/protobuf_codec.h"
+#include "codec/protobuf/protobuf_codec.h"
 #include "codec/rank_result.h"
 #include "codec/rankbin/rankbin_codec.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
-#include "logstore/log_blocks.h"
-#include "logstore/log_columns.h"
-#include "logstore/log_record.h"
-#include "logstore/log_value.h"
+#include "logstore/format/log_blocks.h"
+#include "logstore/format/log_columns.h"
+#include "logstore/format/log_record.h"
+#include "logstore/format/log_value.h"
+#include "model/xgboost/xgboost_test_util.h"
 #include "rank/v1/rank.pb.h"
-#include "server/xgboost/xgboost_test_util.h"
 #include "tests/codecs/codecs_under_test.h"
 #include "tests/support/log_blocks_v2.h"
 #include "tests/support/random_result.h"
@@ -426,7 +426,7 @@ void AddLogRecordSeeds(std::map<std::string, std::string>& seeds) {
 // Seeds of the xgboost_model target: XGBoost 1.7 JSON models (small, random,
 // logistic, deep, with a NaN leaf) and a truncated one.
 void AddXGBoostSeeds(std::map<std::string, std::string>& seeds) {
-  namespace xt = xgb::testing;
+  namespace xt = xgboost::testing;
   xt::ModelSpec small;
   small.trees.push_back(xt::TreeSpec{{1, -1, 3, -1, -1},
                                      {2, -1, 4, -1, -1},

@@ -1,5 +1,5 @@
 // libFuzzer target: the stored-log coding and its readers (docs/LOGS.md;
-// logstore/log_columns.h, log_blocks.h, log_record.h, log_number.h,
+// logstore/format/log_columns.h, log_blocks.h, log_record.h, log_number.h,
 // log_value.h, and LogReader::FetchBefore in log_store.h) over any bytes.
 // The first byte picks what the rest is (its value mod 4):
 //   0  a request's hash in layout version 3: values each after a 2-byte
@@ -36,11 +36,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "codec/coding.h"
-#include "logstore/log_blocks.h"
-#include "logstore/log_columns.h"
-#include "logstore/log_record.h"
+#include "logstore/format/log_blocks.h"
+#include "logstore/format/log_columns.h"
+#include "logstore/format/log_record.h"
+#include "logstore/format/log_value.h"
 #include "logstore/log_store.h"
-#include "logstore/log_value.h"
 #include "tests/fuzz/view_checks.h"
 
 namespace {

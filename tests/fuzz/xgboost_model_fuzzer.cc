@@ -1,4 +1,4 @@
-// libFuzzer target: the XGBoost model loader (server/xgboost/xgboost_model.h)
+// libFuzzer target: the XGBoost model loader (model/xgboost/xgboost_spec.h)
 // over any bytes. Parse must return a Status, never crash or hang; a model it
 // accepts must be safe to use: TreeEvaluator (every kernel) scores a few rows
 // exactly as the reference walk does, and its rows are explained without
@@ -12,20 +12,20 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "server/xgboost/approx_contributions.h"
-#include "server/xgboost/tree_evaluator.h"
-#include "server/xgboost/tree_shap.h"
-#include "server/xgboost/tree_shap_reference.h"
-#include "server/xgboost/xgboost_model.h"
+#include "model/xgboost/approx_contributions.h"
+#include "model/xgboost/tree_evaluator.h"
+#include "model/xgboost/tree_shap.h"
+#include "model/xgboost/tree_shap_reference.h"
+#include "model/xgboost/xgboost_spec.h"
 #include "tests/fuzz/view_checks.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using rankwire::xgb::TreeEvaluator;
+  using rankwire::xgboost::TreeEvaluator;
   if (size > (64 << 10)) return 0;
   const absl::string_view bytes(reinterpret_cast<const char*>(data), size);
-  rankwire::xgb::XGBoostLoadOptions options;
+  rankwire::xgboost::XGBoostLoadOptions options;
   options.allow_unnamed_features = size % 2 == 0;
-  auto model = rankwire::xgb::XGBoostModel::Parse(bytes, "fuzz", options);
+  auto model = rankwire::xgboost::XGBoostSpec::Parse(bytes, "fuzz", options);
   if (!model.ok()) return 0;
   const size_t features = model->num_features();
   if (features > 4096) return 0;  // rows below would be large; the load was the test
@@ -48,17 +48,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                           absl::StrCat("row ", r, ": ", out[r], " vs ", want));
     }
   }
-  using rankwire::xgb::TreeShap;
+  using rankwire::xgboost::TreeShap;
   std::vector<float> contributions(n_rows * (features + 1));
   std::vector<TreeShap::Kernel> shap_kernels = {TreeShap::Kernel::kPortable};
   if (TreeShap::Avx512Available()) shap_kernels.push_back(TreeShap::Kernel::kAvx512);
   for (TreeShap::Kernel kernel : shap_kernels) {
     TreeShap(*model, kernel).Contributions(rows.data(), n_rows, features, contributions.data());
   }
-  rankwire::xgb::ApproxContributions(*model).Contributions(rows.data(), n_rows, features,
-                                                           contributions.data());
+  rankwire::xgboost::ApproxContributions(*model).Contributions(rows.data(), n_rows, features,
+                                                               contributions.data());
   std::vector<double> reference(features + 1);
-  rankwire::xgb::ReferenceTreeShap(*model).Contributions(rows.data() + 2 * features,
-                                                         reference.data());
+  rankwire::xgboost::ReferenceTreeShap(*model).Contributions(rows.data() + 2 * features,
+                                                             reference.data());
   return 0;
 }

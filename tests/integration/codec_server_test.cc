@@ -34,8 +34,8 @@ class CodecServerTest : public ::testing::Test {
 
   // A server on a free loopback port with every codec under test, no log
   // store and no side ports.
-  std::unique_ptr<server::Server> Start(size_t max_response_bytes = size_t{64} << 20) {
-    server::ServerOptions options;
+  std::unique_ptr<rankwire::Server> Start(size_t max_response_bytes = size_t{64} << 20) {
+    rankwire::ServerOptions options;
     options.address = "127.0.0.1";
     options.port = 0;
     options.metrics_port = -1;
@@ -44,12 +44,12 @@ class CodecServerTest : public ::testing::Test {
     options.log_store.reset();
     options.max_response_bytes = max_response_bytes;
     options.make_codecs = [](const BuiltinCodecOptions& o) { return test::MakeCodecsUnderTest(o); };
-    absl::StatusOr<std::unique_ptr<server::Server>> server = server::Server::Start(options);
+    absl::StatusOr<std::unique_ptr<rankwire::Server>> server = rankwire::Server::Start(options);
     EXPECT_TRUE(server.ok()) << server.status();
     return server.ok() ? *std::move(server) : nullptr;
   }
 
-  client::RankClient Client(const server::Server& server) {
+  client::RankClient Client(const rankwire::Server& server) {
     return client::RankClient(client::MakeChannel(absl::StrCat("127.0.0.1:", server.port())),
                               codecs_.get());
   }

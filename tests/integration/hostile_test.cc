@@ -554,7 +554,7 @@ TEST_F(HostileTest, AStalledLogStoreDelaysLogReadsNotRanking) {
 // Garbage bytes and requests with invalid UTF-8 get INVALID_ARGUMENT, and
 // the server's log does not grow with them: they are the caller's mistakes,
 // counted in rankwire_rank_rpcs_total{outcome="invalid_argument"}, and the
-// server's own parser (server/request_view.h) logs nothing.
+// server's own parser (request/request_view.h) logs nothing.
 TEST_F(HostileTest, GarbageIsInvalidArgumentAndNotLogged) {
   auto server = Start({});
   ASSERT_NE(server, nullptr);

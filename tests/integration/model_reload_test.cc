@@ -30,8 +30,8 @@
 #include "codec/builtin_codecs.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "model/xgboost/xgboost_test_util.h"
 #include "rank/v1/rank.grpc.pb.h"
-#include "server/xgboost/xgboost_test_util.h"
 #include "tests/support/server_process.h"
 #include "workload/workload.h"
 
@@ -50,7 +50,7 @@ std::string ShippedModelText() {
 }
 
 // The shipped model under another version.
-std::string LinearModel(absl::string_view version) {
+std::string LinearSpec(absl::string_view version) {
   return absl::StrReplaceAll(
       ShippedModelText(), {{"\nversion 2026.11.3\n", absl::StrCat("\nversion ", version, "\n")}});
 }
@@ -61,11 +61,11 @@ void Write(const fs::path& path, absl::string_view text) {
 
 // An XGBoost model over some of the shipped request's features and a user
 // feature.
-std::string XGBoostModel(absl::string_view version) {
-  xgb::testing::ModelSpec model = xgb::testing::RandomModel(7, 40, 5, 4);
+std::string XGBoostSpec(absl::string_view version) {
+  xgboost::testing::ModelSpec model = xgboost::testing::RandomModel(7, 40, 5, 4);
   const std::vector<std::string> items = workload::ItemFeatureNames();
   model.feature_names = {items[0], items[1], items[2], "user.user_price_pref"};
-  std::string json = xgb::testing::ModelJson(model);
+  std::string json = xgboost::testing::ModelJson(model);
   return absl::StrReplaceAll(
       json, {{"\"attributes\":{}", absl::StrCat("\"attributes\":{\"rankwire_name\":\"ctr_xgb\","
                                                 "\"rankwire_version\":\"",
@@ -171,11 +171,11 @@ class ModelReloadTest : public ::testing::Test {
 };
 
 TEST_F(ModelReloadTest, SighupLoadsTheNewestVersionAndTheServerKeepsServing) {
-  Write(dir_ / "1.model", LinearModel("v1"));
+  Write(dir_ / "1.model", LinearSpec("v1"));
   auto server = Start({absl::StrCat("--model=", dir_.string()), "--model_poll_interval=0"});
   ASSERT_NE(server, nullptr);
   EXPECT_EQ(VersionNow(*server), "ecom_search_lr@v1");
-  Write(dir_ / "2.model", LinearModel("v2"));
+  Write(dir_ / "2.model", LinearSpec("v2"));
   absl::SleepFor(absl::Milliseconds(300));
   EXPECT_EQ(VersionNow(*server), "ecom_search_lr@v1") << "no poll: only SIGHUP reloads";
   ASSERT_TRUE(server->Signal(SIGHUP).ok());
@@ -203,7 +203,7 @@ TEST_F(ModelReloadTest, SighupLoadsTheNewestVersionAndTheServerKeepsServing) {
 // which an update points at a new directory with one rename.
 TEST_F(ModelReloadTest, APollSeesAConfigMapSymlinkSwapWithinItsInterval) {
   fs::create_directory(dir_ / "..2026_12_06_01");
-  Write(dir_ / "..2026_12_06_01" / "ranker.model", LinearModel("cm1"));
+  Write(dir_ / "..2026_12_06_01" / "ranker.model", LinearSpec("cm1"));
   fs::create_directory_symlink("..2026_12_06_01", dir_ / "..data");
   fs::create_symlink("..data/ranker.model", dir_ / "ranker.model");
   auto server = Start(
@@ -211,7 +211,7 @@ TEST_F(ModelReloadTest, APollSeesAConfigMapSymlinkSwapWithinItsInterval) {
   ASSERT_NE(server, nullptr);
   EXPECT_EQ(VersionNow(*server), "ecom_search_lr@cm1");
   fs::create_directory(dir_ / "..2026_12_06_02");
-  Write(dir_ / "..2026_12_06_02" / "ranker.model", LinearModel("cm2"));
+  Write(dir_ / "..2026_12_06_02" / "ranker.model", LinearSpec("cm2"));
   fs::create_directory_symlink("..2026_12_06_02", dir_ / "..data_tmp");
   const absl::Time swapped = absl::Now();
   fs::rename(dir_ / "..data_tmp", dir_ / "..data");
@@ -237,7 +237,7 @@ bool WaitForOutput(const ServerProcess& server, absl::string_view text) {
 // refused with the reason, or loaded. GetModels keeps the refusal, with its
 // time, after the next good load (until a newer refusal replaces it).
 TEST_F(ModelReloadTest, EverySighupLogsItsOutcomeAndTheLastRefusalIsKept) {
-  Write(dir_ / "1.model", LinearModel("v1"));
+  Write(dir_ / "1.model", LinearSpec("v1"));
   auto server = Start(
       {absl::StrCat("--model=", dir_.string()), "--model_poll_interval=0", "--health_port=0"});
   ASSERT_NE(server, nullptr);
@@ -248,7 +248,7 @@ TEST_F(ModelReloadTest, EverySighupLogsItsOutcomeAndTheLastRefusalIsKept) {
       << server->Output();
   EXPECT_EQ(Models(HealthTarget(*server)).last_failure_reason(), "");
 
-  const std::string good = LinearModel("v2");
+  const std::string good = LinearSpec("v2");
   Write(dir_ / "2.model", good.substr(0, good.find("\nweight cvr")));
   ASSERT_TRUE(server->Signal(SIGHUP).ok());
   EXPECT_TRUE(WaitForOutput(*server, "model reload (SIGHUP) refused, reason truncated: "))
@@ -258,7 +258,7 @@ TEST_F(ModelReloadTest, EverySighupLogsItsOutcomeAndTheLastRefusalIsKept) {
   EXPECT_THAT(refused.last_failure(), HasSubstr("2.model"));
   EXPECT_GT(refused.last_failure_unix_ms(), 0);
 
-  Write(dir_ / "3.model", LinearModel("v3"));
+  Write(dir_ / "3.model", LinearSpec("v3"));
   ASSERT_TRUE(server->Signal(SIGHUP).ok());
   EXPECT_TRUE(WaitForVersion(*server, "ecom_search_lr@v3"));
   EXPECT_THAT(server->Output(), HasSubstr("models (SIGHUP): generation 2 serving "
@@ -275,10 +275,10 @@ TEST_F(ModelReloadTest, EverySighupLogsItsOutcomeAndTheLastRefusalIsKept) {
 // Every bad model: refused with its reason counted and logged with the
 // file, the old model serving on, health SERVING.
 TEST_F(ModelReloadTest, ABadModelNeverTakesTheServiceDown) {
-  Write(dir_ / "1.model", LinearModel("good"));
+  Write(dir_ / "1.model", LinearSpec("good"));
   auto server = Start({absl::StrCat("--model=", dir_.string()), "--model_poll_interval=50ms"});
   ASSERT_NE(server, nullptr);
-  const std::string good = LinearModel("bad");
+  const std::string good = LinearSpec("bad");
   struct Case {
     std::string reason;
     std::function<void(const fs::path&)> write;
@@ -345,7 +345,7 @@ TEST_F(ModelReloadTest, ABadModelNeverTakesTheServiceDown) {
   }
   EXPECT_EQ(Metric(*server, "rankwire_model_reloads_total"), 0);
   // Once a good version arrives, it serves.
-  Write(dir_ / absl::StrCat(version, ".model"), LinearModel("fixed"));
+  Write(dir_ / absl::StrCat(version, ".model"), LinearSpec("fixed"));
   EXPECT_TRUE(WaitForVersion(*server, "ecom_search_lr@fixed"));
 }
 
@@ -367,9 +367,9 @@ client::HealthStatus HealthOf(const ServerProcess& server, const std::string& se
 // newest older version that loads, with the refusal on record; it serves
 // the newest once that is fixed.
 TEST_F(ModelReloadTest, StartsOnTheNewestVersionThatLoads) {
-  Write(dir_ / "1.model", LinearModel("v1"));
-  Write(dir_ / "2.model", LinearModel("v2"));
-  const std::string good = LinearModel("v3");
+  Write(dir_ / "1.model", LinearSpec("v1"));
+  Write(dir_ / "2.model", LinearSpec("v2"));
+  const std::string good = LinearSpec("v3");
   Write(dir_ / "3.model", good.substr(0, good.find("\nweight cvr")));
   auto server = Start(
       {absl::StrCat("--model=", dir_.string()), "--model_poll_interval=50ms", "--health_port=0"});
@@ -396,7 +396,7 @@ TEST_F(ModelReloadTest, StartsOnTheNewestVersionThatLoads) {
 // NOT_SERVING, Rank UNAVAILABLE, GetModels saying why), and serves once a
 // good model appears.
 TEST_F(ModelReloadTest, StartsNotServingWithoutALoadableModelAndServesOnceOneLoads) {
-  const std::string good = LinearModel("late");
+  const std::string good = LinearSpec("late");
   Write(dir_ / "ranker.model", good.substr(0, good.find("\nweight cvr")));
   auto server = Start({absl::StrCat("--model=", (dir_ / "ranker.model").string()),
                        "--model_poll_interval=50ms", "--health_port=0"});
@@ -453,7 +453,7 @@ TEST_F(ModelReloadTest, FailFastExitsWhenNoModelLoads) {
   auto waiting = Start(
       {absl::StrCat("--model=", (dir_ / "later.model").string()), "--model_poll_interval=50ms"});
   ASSERT_NE(waiting, nullptr);
-  Write(dir_ / "later.model", LinearModel("appeared"));
+  Write(dir_ / "later.model", LinearSpec("appeared"));
   EXPECT_TRUE(WaitForVersion(*waiting, "ecom_search_lr@appeared"));
 }
 
@@ -461,7 +461,7 @@ TEST_F(ModelReloadTest, FailFastExitsWhenNoModelLoads) {
 // 20 ms: partial reads are refused (as truncated, or as changed while read),
 // never served, and the whole file serves once written.
 TEST_F(ModelReloadTest, AFileBeingWrittenIsNeverServedHalfWritten) {
-  Write(dir_ / "ranker.model", LinearModel("old"));
+  Write(dir_ / "ranker.model", LinearSpec("old"));
   auto server = Start(
       {absl::StrCat("--model=", (dir_ / "ranker.model").string()), "--model_poll_interval=20ms"});
   ASSERT_NE(server, nullptr);
@@ -475,7 +475,7 @@ TEST_F(ModelReloadTest, AFileBeingWrittenIsNeverServedHalfWritten) {
   });
   {
     std::ofstream out(dir_ / "ranker.model", std::ios::trunc);
-    for (absl::string_view line : absl::StrSplit(LinearModel("new"), '\n')) {
+    for (absl::string_view line : absl::StrSplit(LinearSpec("new"), '\n')) {
       out << line << '\n' << std::flush;
       absl::SleepFor(absl::Milliseconds(2));
     }
@@ -498,8 +498,8 @@ TEST_F(ModelReloadTest, AFileBeingWrittenIsNeverServedHalfWritten) {
 // half; its feature lists refuse a model reading what callers do not send.
 TEST_F(ModelReloadTest, AManifestRoutesEachUserToItsBucketsModel) {
   fs::create_directory(dir_ / "xgb");
-  Write(dir_ / "linear.model", LinearModel("lin1"));
-  Write(dir_ / "xgb" / "3.json", XGBoostModel("x3"));
+  Write(dir_ / "linear.model", LinearSpec("lin1"));
+  Write(dir_ / "xgb" / "3.json", XGBoostSpec("x3"));
   Write(dir_ / "rankwire.manifest",
         "rankwire-manifest 1\nbucket control 50 linear.model\nbucket trees 50 xgb/\nend\n");
   auto server = Start({absl::StrCat("--model=", dir_.string()), "--model_poll_interval=50ms",
@@ -536,7 +536,7 @@ TEST_F(ModelReloadTest, AManifestRoutesEachUserToItsBucketsModel) {
   EXPECT_EQ(models.models(1).user_features(0), "user_price_pref");
 
   // A new XGBoost version, then a model that reads an unsent feature.
-  Write(dir_ / "xgb" / "4.json", XGBoostModel("x4"));
+  Write(dir_ / "xgb" / "4.json", XGBoostSpec("x4"));
   const absl::Time deadline = absl::Now() + absl::Seconds(5);
   while (Models(server->target()).models(1).version() != "x4" && absl::Now() < deadline) {
     absl::SleepFor(absl::Milliseconds(20));
@@ -578,7 +578,7 @@ TEST_F(ModelReloadTest, AManifestRoutesEachUserToItsBucketsModel) {
 // Reloads, one after another, while callers rank without pause: no call
 // fails, no response mixes two versions, and the replaced models are freed.
 TEST_F(ModelReloadTest, ManyReloadsUnderLoadFailNothingAndLeakNothing) {
-  Write(dir_ / "1.model", LinearModel("r1"));
+  Write(dir_ / "1.model", LinearSpec("r1"));
   auto server = Start({absl::StrCat("--model=", dir_.string()), "--model_poll_interval=0",
                        "--health_port=0", "--model_admin_rpc", "--log_mode=store"});
   ASSERT_NE(server, nullptr);
@@ -645,7 +645,7 @@ TEST_F(ModelReloadTest, ManyReloadsUnderLoadFailNothingAndLeakNothing) {
   constexpr int kReloads = 200;
   const absl::Time reloads_started = absl::Now();
   for (int r = 2; r <= kReloads + 1; ++r) {
-    Write(dir_ / absl::StrCat(r, ".model"), LinearModel(absl::StrCat("r", r)));
+    Write(dir_ / absl::StrCat(r, ".model"), LinearSpec(absl::StrCat("r", r)));
     fs::remove(dir_ / absl::StrCat(r - 1, ".model"));
     grpc::ClientContext context;
     rank::v1::GetModelsResponse response;

@@ -28,7 +28,6 @@ inline line, byte for byte:
 Environment as test_interop.py, plus RANKWIRE_REDIS_SERVER.
 """
 
-import importlib.util
 import json
 import math
 import os
@@ -51,9 +50,9 @@ import rankwire  # noqa: E402
 from rankwire import logs, rank_pb2  # noqa: E402
 from test_interop import ServerFixture  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location("log_decoder_tool", TOOL)
-tool = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(tool)
+# The tool's code (python -m rankwire.logs); TOOL, which runs it from a
+# checkout, is what the command-line tests start.
+from rankwire import _log_tool as tool  # noqa: E402
 
 F32 = struct.Struct("<f")
 TTL_MS = 60000  # Long enough for a slow CI machine; the TTL is not tested here.

@@ -296,7 +296,7 @@ class Soak:
         self.monitor = Monitor(self)
         self.redis = fleet.Redis(self.work, args.cluster)
         self.models = fleet.ModelDir(os.path.join(self.work, "models"),
-                                     os.path.join(ROOT, "server", "models",
+                                     os.path.join(ROOT, "model", "models",
                                                   "ecom_search_lr.model"))
         # Lines handed to the log path but not yet stored or dropped are
         # at most a full queue plus the batches the writers hold.

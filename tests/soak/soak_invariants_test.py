@@ -18,7 +18,7 @@ import soak_invariants as inv  # noqa: E402
 import soak_nemesis  # noqa: E402
 
 MODEL = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
-    __file__)))), "server", "models", "ecom_search_lr.model")
+    __file__)))), "model", "models", "ecom_search_lr.model")
 
 
 def fault(kind, start, end, id_=1):

@@ -1,4 +1,4 @@
-// Layout version 2 blocks (logstore/log_blocks.h) built by hand, as
+// Layout version 2 blocks (logstore/format/log_blocks.h) built by hand, as
 // docs/LOGS.md specifies them. Servers no longer write blocks, but readers
 // read the ones a store may hold during a rolling upgrade: the reader's
 // tests and the fuzzer's seeds build them here, every number form on
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "codec/coding.h"
-#include "logstore/log_blocks.h"
+#include "logstore/format/log_blocks.h"
 
 namespace rankwire::logstore::test_util {
 

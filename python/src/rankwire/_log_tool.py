@@ -281,3 +281,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for item_id in missing:
         print(f"log_decoder: no log for item {item_id!r}", file=sys.stderr)
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

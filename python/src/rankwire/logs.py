@@ -800,7 +800,8 @@ def _call(hmget: Hmget, fields: List[bytes]) -> List[Optional[bytes]]:
 
 
 if __name__ == "__main__":  # python -m rankwire.logs: the command line (_log_tool.py).
-    import sys
+    # Run by name, not imported: _log_tool imports this module, and a module
+    # importing it back would make the two a cycle.
+    import runpy
 
-    from rankwire._log_tool import main
-    sys.exit(main())
+    runpy.run_module("rankwire._log_tool", run_name="__main__", alter_sys=True)

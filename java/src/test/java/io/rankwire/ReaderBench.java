@@ -21,7 +21,7 @@ import rank.v1.Rank.RankedItem;
  *
  * <pre>
  * java -cp "$(cat java/target/classpath.txt)" io.rankwire.ReaderBench \
- *     --server build/server/rankwire-server --model server/models/ecom_search_lr.model \
+ *     --server build/server/rankwire-server --model model/models/ecom_search_lr.model \
  *     --request FILE [--rounds 11] [--log_mode store,inline] [--round_ms 150] \
  *     [--warmup_ms 1500]
  * </pre>

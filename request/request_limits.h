@@ -1,0 +1,46 @@
+// RequestLimits: the byte and count limits of the input contract, shared by
+// the one-pass parse (request_view.h), which stops at the first field over
+// its limit, and the validator (request_validator.h), which checks the rest
+// of the contract on the parsed view. The server sets them from its flags
+// (--max_candidates, --max_explain_items, ...).
+#ifndef RANKWIRE_REQUEST_REQUEST_LIMITS_H_
+#define RANKWIRE_REQUEST_REQUEST_LIMITS_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+namespace rankwire {
+
+// Limits of the input contract. Byte limits count UTF-8 bytes (protobuf has
+// already checked that strings are UTF-8 when the request parsed).
+struct RequestLimits {
+  uint32_t max_candidates = 1000;          // --max_candidates (same default)
+  uint32_t max_item_features = 256;        // item_feature_names entries
+  uint32_t max_user_features = 256;        // user_features entries
+  uint32_t max_context_entries = 64;       // context entries
+  uint32_t max_accept_codecs = 16;         // accept_codecs entries
+  uint32_t max_id_bytes = 256;             // request_id, user_id, candidates[].item_id
+  uint32_t max_recall_source_bytes = 64;   // candidates[].recall_source
+  uint32_t max_feature_name_bytes = 128;   // item_feature_names[], user_features keys
+  uint32_t max_context_key_bytes = 64;     // context keys
+  uint32_t max_context_value_bytes = 512;  // context values (the query is one)
+  uint32_t max_codec_name_bytes = 64;      // accept_codecs[]
+  uint32_t max_explain_items = 100;        // explain_items (--max_explain_items)
+};
+
+// Unknown fields a request may carry (a newer client's), counted as they
+// occur on the wire, in the request and in its candidates: 64 plus 16 per
+// allowed candidate (16,064 at the defaults), so a newer client may add up
+// to 16 fields to every candidate at any --max_candidates. The parser keeps
+// each as an object (~80 bytes), so this bounds the parse at ~1.3 MB per
+// request at the defaults; the receive limit's 64 KiB of slack for new
+// fields usually binds first.
+inline uint32_t MaxUnknownRequestFields(const RequestLimits& limits) {
+  const uint64_t bound = 64 + uint64_t{16} * limits.max_candidates;
+  return static_cast<uint32_t>(std::min<uint64_t>(bound, std::numeric_limits<uint32_t>::max()));
+}
+
+}  // namespace rankwire
+
+#endif  // RANKWIRE_REQUEST_REQUEST_LIMITS_H_
