@@ -1,5 +1,7 @@
 #include "model/vector_math.h"
 
+#include "base/target_clones.h"
+
 #include <cstdint>
 #include <cstring>
 
@@ -94,14 +96,12 @@ inline double Log1pKernel(double x) {
 
 }  // namespace
 
-__attribute__((target_clones("avx2", "default"))) void ExpArray(const double* x, double* out,
-                                                                size_t n) {
+RANKWIRE_TARGET_CLONES("avx2", "default") void ExpArray(const double* x, double* out, size_t n) {
   for (size_t i = 0; i < n; ++i) out[i] = ExpKernel(x[i]);
 }
 
-__attribute__((target_clones("avx2", "default"))) void Log1pNonNegativeArray(const double* x,
-                                                                             double* out,
-                                                                             size_t n) {
+RANKWIRE_TARGET_CLONES("avx2", "default")
+void Log1pNonNegativeArray(const double* x, double* out, size_t n) {
   for (size_t i = 0; i < n; ++i) out[i] = Log1pKernel(x[i]);
 }
 

@@ -6,6 +6,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "base/target_clones.h"
 #include "model/vector_math.h"
 
 namespace rankwire {
@@ -170,8 +171,8 @@ inline void HeadBlock(const LinearSpec::Head& h, const double* __restrict atoms,
 // order, as one pass per term over all items did (so the same bits), in
 // AVX-512, AVX2 or SSE2 vectors as the CPU has them (no FMA in any clone:
 // -ffp-contract=off in CMakeLists.txt keeps every host's scores alike).
-__attribute__((target_clones("avx512f", "avx2", "default"))) void ScoreBlocks(
-    const ScorePlan& plan, size_t n, double* score, double* values, double* scratch) {
+RANKWIRE_TARGET_CLONES("avx512f", "avx2", "default")
+void ScoreBlocks(const ScorePlan& plan, size_t n, double* score, double* values, double* scratch) {
   const std::vector<LinearSpec::Head>& heads = plan.model->heads();
   const size_t head_count = heads.size();
   double* atoms = scratch;
