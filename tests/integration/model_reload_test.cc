@@ -35,6 +35,18 @@
 #include "tests/support/server_process.h"
 #include "workload/workload.h"
 
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define RANKWIRE_SANITIZED_BUILD 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define RANKWIRE_SANITIZED_BUILD 1
+#endif
+#ifndef RANKWIRE_SANITIZED_BUILD
+#define RANKWIRE_SANITIZED_BUILD 0
+#endif
+
 namespace rankwire {
 namespace {
 
@@ -672,8 +684,15 @@ TEST_F(ModelReloadTest, ManyReloadsUnderLoadFailNothingAndLeakNothing) {
   // percent under the same load with no reload at all, so
   // bench/model_reload_bench.py measures it over steady windows instead.
   EXPECT_EQ(Metric(*server, "rankwire_models_live"), 1);
+#if !RANKWIRE_SANITIZED_BUILD
+  // rankwire_malloc_allocated_bytes is jemalloc's; sanitizer builds link
+  // glibc's malloc (server/malloc.cmake) and export no such series, so there
+  // the models_live count above is the leak check.
   EXPECT_GT(before, 0);
   EXPECT_LT(after, before + (1 << 20)) << before << " -> " << after << " bytes allocated";
+#else
+  (void)before, (void)after;
+#endif
 }
 
 }  // namespace
