@@ -10,32 +10,14 @@
 #include "base/status_macros.h"
 #include "codec/coding.h"
 #include "logstore/format/log_reading.h"
+#include "logstore/format/log_writing.h"
 
 namespace rankwire::logstore {
 namespace {
 
 constexpr char kContext[] = "log block";
 
-void AppendVarint(uint64_t v, std::string* out) {
-  char buf[coding::kMaxVarint64Length];
-  char* end = coding::EncodeVarint64(buf, v);
-  out->append(buf, static_cast<size_t>(end - buf));
-}
-
-void AppendLength(absl::string_view s, std::string* out) {
-  AppendVarint(s.size(), out);
-  out->append(s.data(), s.size());
-}
-
-float BitsFloat(uint32_t bits) {
-  float v;
-  std::memcpy(&v, &bits, 4);
-  return v;
-}
-
-absl::Status Corrupt(absl::string_view what) {
-  return absl::DataLossError(absl::StrCat("log block: ", what));
-}
+absl::Status Corrupt(absl::string_view what) { return LogDataLoss(kContext, what); }
 
 }  // namespace
 
@@ -68,17 +50,17 @@ std::string BlockLayout::Serialize() const {
   std::string out;
   out.push_back(kBlocksLayoutTag);
   out.push_back(static_cast<char>(kBlocksLayoutVersion));
-  AppendVarint(items, &out);
-  AppendVarint(top_items, &out);
-  AppendVarint(block_items, &out);
-  AppendVarint(kinds.size(), &out);
+  AppendLogVarint(items, &out);
+  AppendLogVarint(top_items, &out);
+  AppendLogVarint(block_items, &out);
+  AppendLogVarint(kinds.size(), &out);
   for (size_t i = 0; i < kinds.size(); ++i) {
-    AppendLength(pieces[i], &out);
+    AppendLogString(pieces[i], &out);
     out.push_back(static_cast<char>(kinds[i]));
   }
-  AppendLength(pieces.back(), &out);
-  AppendVarint(strings.size(), &out);
-  for (const std::string& s : strings) AppendLength(s, &out);
+  AppendLogString(pieces.back(), &out);
+  AppendLogVarint(strings.size(), &out);
+  for (const std::string& s : strings) AppendLogString(s, &out);
   return out;
 }
 
@@ -144,7 +126,7 @@ absl::Status ReadTwoTops(coding::Reader& r, uint32_t n, float* out) {
     ones += one;
     uint32_t value = 0;
     std::memcpy(&value, low.data() + 3 * size_t{j}, 3);
-    out[j] = BitsFloat(value | (one != 0 ? top1 : top0) << 24);
+    out[j] = LogFloat(value | (one != 0 ? top1 : top0) << 24);
   }
   if (n % 8 != 0 && (static_cast<uint8_t>(bits.back()) >> (n % 8)) != 0) {
     return Corrupt("top byte bits set past the last item");
@@ -196,7 +178,7 @@ absl::Status ReadNumbers(coding::Reader& r, uint32_t n, std::vector<float>* numb
     for (uint32_t j = 0; j < n && r.ok(); ++j) {
       uint32_t bits = 0;
       std::memcpy(&bits, low.data() + size_t{3} * j, 3);
-      (*numbers)[j] = BitsFloat(bits | top << 24);
+      (*numbers)[j] = LogFloat(bits | top << 24);
     }
   } else if (form == static_cast<uint8_t>(NumberForm::kWhole)) {
     for (uint32_t j = 0; j < n && r.ok(); ++j) {
