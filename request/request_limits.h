@@ -66,6 +66,14 @@ inline int RequestFieldWireType(uint32_t number) {
   }
 }
 
+// Whether the limits count the entries of field `number`: user_features
+// (5), context (6), item_feature_names (7), candidates (8), accept_codecs
+// (10). A bit test, as the parse asks it of every field.
+inline bool IsCountedField(uint32_t number) {
+  constexpr uint32_t kCounted = 1u << 5 | 1u << 6 | 1u << 7 | 1u << 8 | 1u << 10;
+  return number < 32 && ((kCounted >> number) & 1u) != 0;
+}
+
 // rank.v1.RankRequest's repeated and map fields whose entries the limits
 // count, by field number: the entries' name in messages (nullptr for the
 // other fields), and their limit (UINT32_MAX for the other fields).

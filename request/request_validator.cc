@@ -463,7 +463,7 @@ absl::Status PrescanRequest(google::protobuf::io::ZeroCopyInputStream* input,
     // this walk (not in the parse's), as before the field table moved to
     // request_limits.h.
     if (number <= 11 && RequestFieldWireType(static_cast<uint32_t>(number)) == wire_type) {
-      if (CountedFieldName(static_cast<uint32_t>(number)) != nullptr) ++counts[number - 1];
+      if (IsCountedField(static_cast<uint32_t>(number))) ++counts[number - 1];
     } else {
       ++unknown;
     }

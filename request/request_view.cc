@@ -281,11 +281,13 @@ absl::Status Parser::Parse(absl::string_view bytes) {
 }
 
 bool Parser::Field(Wire& in, uint32_t number, int wire_type) {
-  if (RequestFieldWireType(number) != wire_type) {
+  // `number > 12 ||` is redundant, but GCC -O3 then keeps this test ~24
+  // instructions a field cheaper (callgrind: bench/request_bench BM_Hot/parse).
+  if (number > 12 || RequestFieldWireType(number) != wire_type) {
     ++unknown_;  // Protobuf keeps it as an unknown field.
     return in.Skip(wire_type);
   }
-  if (CountedFieldName(number) != nullptr) ++counts_[number - 1];
+  if (IsCountedField(number)) ++counts_[number - 1];
   const uint32_t count = counts_[number - 1] - 1;  // This entry's index, for counted fields.
   uint64_t value = 0;
   absl::string_view bytes;
