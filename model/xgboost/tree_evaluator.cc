@@ -6,13 +6,7 @@
 #include <limits>
 #include <utility>
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define RANKWIRE_HAVE_AVX512_KERNEL 1
-#define RANKWIRE_TARGET_AVX512 __attribute__((target("avx512f")))
-#else
-#define RANKWIRE_HAVE_AVX512_KERNEL 0
-#endif
+#include "model/xgboost/avx512.h"
 
 namespace rankwire::xgboost {
 
@@ -22,13 +16,7 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 
 }  // namespace
 
-bool TreeEvaluator::Avx512Available() {
-#if RANKWIRE_HAVE_AVX512_KERNEL
-  return __builtin_cpu_supports("avx512f");
-#else
-  return false;
-#endif
-}
+bool TreeEvaluator::Avx512Available() { return CpuHasAvx512F(); }
 
 TreeEvaluator::TreeEvaluator(const XGBoostSpec& model, Kernel kernel)
     : num_features_(model.num_features()),

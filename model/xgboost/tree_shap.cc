@@ -6,14 +6,8 @@
 #include <limits>
 #include <utility>
 
+#include "model/xgboost/avx512.h"
 #include "model/xgboost/node_means.h"
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#define RANKWIRE_HAVE_AVX512_KERNEL 1
-#define RANKWIRE_TARGET_AVX512 __attribute__((target("avx512f")))
-#else
-#define RANKWIRE_HAVE_AVX512_KERNEL 0
-#endif
 
 namespace rankwire::xgboost {
 
@@ -218,13 +212,7 @@ void TreeShap::Builder::Visit(int32_t node, int depth, const Edge* edge) {
   if (edge != nullptr) path.pop_back();
 }
 
-bool TreeShap::Avx512Available() {
-#if RANKWIRE_HAVE_AVX512_KERNEL
-  return __builtin_cpu_supports("avx512f");
-#else
-  return false;
-#endif
-}
+bool TreeShap::Avx512Available() { return CpuHasAvx512F(); }
 
 TreeShap::TreeShap(const XGBoostSpec& model, Kernel kernel)
     : num_features_(model.num_features()), bias_(ContributionBias(model)) {
