@@ -53,20 +53,32 @@ std::string BlockLayout::Serialize() const {
   AppendLogVarint(items, &out);
   AppendLogVarint(top_items, &out);
   AppendLogVarint(block_items, &out);
-  AppendLogVarint(kinds.size(), &out);
-  for (size_t i = 0; i < kinds.size(); ++i) {
-    AppendLogString(pieces[i], &out);
-    out.push_back(static_cast<char>(kinds[i]));
-  }
-  AppendLogString(pieces.back(), &out);
-  AppendLogVarint(strings.size(), &out);
-  for (const std::string& s : strings) AppendLogString(s, &out);
+  AppendLogSlots(pieces, kinds, strings, &out);
   return out;
 }
 
 bool BlockLayout::IsBlocks(absl::string_view value) {
   return value.size() >= 2 && value[0] == kBlocksLayoutTag &&
          static_cast<uint8_t>(value[1]) == kBlocksLayoutVersion;
+}
+
+absl::Status ReadLogSlots(coding::Reader& r, uint64_t slots, LogSlot last_kind,
+                          absl::string_view layout, std::vector<std::string>* pieces,
+                          std::vector<LogSlot>* kinds, std::vector<std::string>* strings) {
+  if (slots > kMaxLogSlots) return LogDataLoss(layout, "too many slots");
+  for (uint64_t i = 0; i < slots && r.ok(); ++i) {
+    pieces->emplace_back(LogString(r, "piece"));
+    const uint8_t kind = r.Byte("slot kind");
+    if (r.ok() && (kind < 1 || kind > static_cast<uint8_t>(last_kind))) {
+      return LogDataLoss(layout, absl::StrCat("slot kind ", kind));
+    }
+    kinds->push_back(static_cast<LogSlot>(kind));
+  }
+  pieces->emplace_back(LogString(r, "last piece"));
+  const uint64_t count = LogCount(r, 1, "strings");
+  if (r.ok() && count > kMaxLogStrings) return LogDataLoss(layout, "too many strings");
+  for (uint64_t i = 0; i < count && r.ok(); ++i) strings->emplace_back(LogString(r, "string"));
+  return r.status();
 }
 
 absl::StatusOr<BlockLayout> BlockLayout::Parse(absl::string_view value) {
@@ -82,20 +94,8 @@ absl::StatusOr<BlockLayout> BlockLayout::Parse(absl::string_view value) {
   if (layout.block_items == 0 || (layout.items > 0 && layout.top_items == 0)) {
     return Corrupt("a block of no items");
   }
-  if (slots > kMaxLogSlots) return Corrupt("too many slots");
-  for (uint64_t i = 0; i < slots && r.ok(); ++i) {
-    layout.pieces.emplace_back(LogString(r, "piece"));
-    const uint8_t kind = r.Byte("slot kind");
-    if (r.ok() && (kind < 1 || kind > 5)) return Corrupt(absl::StrCat("slot kind ", kind));
-    layout.kinds.push_back(static_cast<LogSlot>(kind));
-  }
-  layout.pieces.emplace_back(LogString(r, "last piece"));
-  const uint64_t strings = LogCount(r, 1, "strings");
-  if (r.ok() && strings > kMaxLogStrings) return Corrupt("too many strings");
-  for (uint64_t i = 0; i < strings && r.ok(); ++i) {
-    layout.strings.emplace_back(LogString(r, "string"));
-  }
-  if (!r.ok()) return r.status();
+  RETURN_IF_ERROR(ReadLogSlots(r, slots, LogSlot::kPosition, kContext, &layout.pieces,
+                               &layout.kinds, &layout.strings));
   if (!r.empty()) return Corrupt("bytes after the layout");
   // The id column is how a reader finds items: exactly one.
   const size_t id_slots =

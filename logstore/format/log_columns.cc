@@ -192,14 +192,7 @@ void ColumnsLayout::AppendTo(std::string* out) const {
   out->push_back(static_cast<char>(kColumnsLayoutVersion));
   AppendLogVarint(items, out);
   AppendLogVarint(top_items, out);
-  AppendLogVarint(kinds.size(), out);
-  for (size_t i = 0; i < kinds.size(); ++i) {
-    AppendLogString(pieces[i], out);
-    out->push_back(static_cast<char>(kinds[i]));
-  }
-  AppendLogString(pieces.back(), out);
-  AppendLogVarint(strings.size(), out);
-  for (const std::string& s : strings) AppendLogString(s, out);
+  AppendLogSlots(pieces, kinds, strings, out);
 }
 
 bool ColumnsLayout::IsColumns(absl::string_view value) {
@@ -220,20 +213,8 @@ absl::StatusOr<ColumnsLayout> ColumnsLayout::Parse(absl::string_view value) {
     return Corrupt(absl::StrCat("top items ", layout.top_items, " of ", layout.items,
                                 " (1.. the items, or 0 for none)"));
   }
-  if (slots > kMaxLogSlots) return Corrupt("too many slots");
-  for (uint64_t i = 0; i < slots && r.ok(); ++i) {
-    layout.pieces.emplace_back(LogString(r, "piece"));
-    const uint8_t kind = r.Byte("slot kind");
-    if (r.ok() && (kind < 1 || kind > 6)) return Corrupt(absl::StrCat("slot kind ", kind));
-    layout.kinds.push_back(static_cast<LogSlot>(kind));
-  }
-  layout.pieces.emplace_back(LogString(r, "last piece"));
-  const uint64_t strings = LogCount(r, 1, "strings");
-  if (r.ok() && strings > kMaxLogStrings) return Corrupt("too many strings");
-  for (uint64_t i = 0; i < strings && r.ok(); ++i) {
-    layout.strings.emplace_back(LogString(r, "string"));
-  }
-  if (!r.ok()) return r.status();
+  RETURN_IF_ERROR(ReadLogSlots(r, slots, LogSlot::kRequestIndex, kContext, &layout.pieces,
+                               &layout.kinds, &layout.strings));
   if (!r.empty()) return Corrupt("bytes after the layout");
   const auto ids = std::count(layout.kinds.begin(), layout.kinds.end(), LogSlot::kItemId);
   if (ids != 1) {

@@ -114,14 +114,7 @@ std::string LogRecordBuilder::Layout() const {
   std::string out;
   out.push_back(kLayoutTag);
   out.push_back(static_cast<char>(kLayoutVersion));
-  AppendLogVarint(kinds_.size(), &out);
-  for (size_t i = 0; i < kinds_.size(); ++i) {
-    AppendLogString(pieces_[i], &out);
-    out.push_back(static_cast<char>(kinds_[i]));
-  }
-  AppendLogString(pieces_.back(), &out);
-  AppendLogVarint(strings_.size(), &out);
-  for (const std::string& s : strings_) AppendLogString(s, &out);
+  AppendLogSlots(pieces_, kinds_, strings_, &out);
   return out;
 }
 
