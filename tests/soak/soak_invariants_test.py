@@ -185,6 +185,18 @@ class Flatness(unittest.TestCase):
     def test_rss_growth_over_the_bound_fails(self):
         self.assertFalse(inv.flatness(self.FIRST, [(111e6, 30, 1)] * 5, 1.10, 4, 0)[0])
 
+    def test_rss_that_swings_with_the_queue_over_a_flat_floor_passes(self):
+        # Half the last minute's samples hold a full log queue (+60 MB):
+        # the median moves, the floor does not.
+        swinging = [(101e6, 30, 1)] * 5 + [(160e6, 30, 1)] * 5
+        ok, text = inv.flatness(self.FIRST, swinging, 1.10, 4, 0)
+        self.assertTrue(ok, text)
+        self.assertIn("median", text)
+
+    def test_a_floor_that_rises_fails_however_the_median_moves(self):
+        leaking = [(112e6, 30, 1)] * 9 + [(100e6, 30, 1)]
+        self.assertFalse(inv.flatness(self.FIRST, leaking, 1.10, 4, 0)[0])
+
     def test_leaked_fds_fail(self):
         self.assertFalse(inv.flatness(self.FIRST, [(100e6, 35, 1)] * 5, 1.10, 4, 0)[0])
 
