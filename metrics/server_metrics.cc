@@ -116,7 +116,7 @@ void ExportAdmission(MetricsRegistry* registry, std::function<double()> unsent_b
 }
 
 void ExportMallocStats(MetricsRegistry* registry,
-                       std::function<bool(size_t* allocated, size_t* resident)> read) {
+                       const std::function<bool(size_t* allocated, size_t* resident)>& read) {
   registry->AddGauge("rankwire_malloc_allocated_bytes",
                      "Bytes the server holds in allocations (jemalloc stats.allocated).", [read] {
                        size_t allocated = 0, resident = 0;

@@ -140,7 +140,7 @@ void ExportAdmission(MetricsRegistry* registry, std::function<double()> unsent_b
 // rankwire_malloc_resident_bytes (jemalloc builds), from `read(&allocated,
 // &resident)` at each scrape (-1 when it returns false).
 void ExportMallocStats(MetricsRegistry* registry,
-                       std::function<bool(size_t* allocated, size_t* resident)> read);
+                       const std::function<bool(size_t* allocated, size_t* resident)>& read);
 
 // The model reloader's series (server/model_reloader.h).
 struct ModelMetrics {
