@@ -52,6 +52,11 @@ LogStore OpenOrDie(const LogStoreConfig& config) {
   return store.ok() ? *std::move(store) : LogStore{};
 }
 
+// Waits (up to 10 s) until the store has stored `items` log lines.
+bool WaitForStored(const LogStore& store, uint64_t items) {
+  return WaitFor([&] { return store.consumer->stats().items_stored >= items; }, absl::Seconds(10));
+}
+
 // Every key in the server (SCAN), and whether any of them has no TTL.
 absl::StatusOr<std::vector<std::string>> KeysWithoutTtl(const RedisProcess& redis) {
   std::vector<std::string> immortal;
@@ -210,8 +215,7 @@ TEST(RedisLogStoreTest, KilledMidRunDropsAreCountedAndWritesResumeAfterRestart) 
   LogStore store = OpenOrDie(RedisConfig(*redis));
   Producer producer(store.consumer.get(), "req-kill", 50, absl::Milliseconds(2));
 
-  ASSERT_TRUE(
-      WaitFor([&] { return store.consumer->stats().items_stored >= 50 * 20; }, absl::Seconds(10)));
+  ASSERT_TRUE(WaitForStored(store, 50 * 20));
   ASSERT_TRUE(redis->Kill().ok());
   ASSERT_TRUE(WaitFor([&] { return store.consumer->stats().items_dropped_store_error > 0; },
                       absl::Seconds(10)));
@@ -222,9 +226,7 @@ TEST(RedisLogStoreTest, KilledMidRunDropsAreCountedAndWritesResumeAfterRestart) 
 
   ASSERT_TRUE(redis->Restart().ok());
   const uint64_t stored_at_restart = store.consumer->stats().items_stored;
-  ASSERT_TRUE(
-      WaitFor([&] { return store.consumer->stats().items_stored >= stored_at_restart + 50 * 20; },
-              absl::Seconds(10)));
+  ASSERT_TRUE(WaitForStored(store, stored_at_restart + 50 * 20));
   producer.Stop();
 
   uint64_t stored = 0, dropped = 0, unknown = 0;
@@ -388,8 +390,7 @@ TEST(RedisLogStoreTest, SlowRedisTimesOutDropsAndRecoversWithoutImmortalKeys) {
   config.batch_requests = 4;
   LogStore store = OpenOrDie(config);
   Producer producer(store.consumer.get(), "req-slow", 200, absl::Milliseconds(5));
-  ASSERT_TRUE(
-      WaitFor([&] { return store.consumer->stats().items_stored >= 200 * 10; }, absl::Seconds(10)));
+  ASSERT_TRUE(WaitForStored(store, 200 * 10));
 
   ASSERT_TRUE(redis->Pause().ok());
   ASSERT_TRUE(WaitFor([&] { return store.consumer->stats().items_dropped_store_error > 0; },
@@ -397,9 +398,7 @@ TEST(RedisLogStoreTest, SlowRedisTimesOutDropsAndRecoversWithoutImmortalKeys) {
   EXPECT_FALSE(store.consumer->stats().store_up);
   ASSERT_TRUE(redis->Resume().ok());
   const uint64_t stored_at_resume = store.consumer->stats().items_stored;
-  ASSERT_TRUE(
-      WaitFor([&] { return store.consumer->stats().items_stored >= stored_at_resume + 200 * 10; },
-              absl::Seconds(10)));
+  ASSERT_TRUE(WaitForStored(store, stored_at_resume + 200 * 10));
   producer.Stop();
   for (std::future<LogReceipt>& f : producer.futures()) {
     EXPECT_NE(GetReceipt(f).status.code(), absl::StatusCode::kDeadlineExceeded);
@@ -432,8 +431,7 @@ TEST(RedisLogStoreTest, RedisStoppedAndResumedUnderLoadEveryLineIsCountedOnce) {
   config.queue_capacity_requests = 32;
   LogStore store = OpenOrDie(config);
   Producer producer(store.consumer.get(), "req-frozen", 20, absl::Milliseconds(1));
-  ASSERT_TRUE(
-      WaitFor([&] { return store.consumer->stats().items_stored >= 20 * 20; }, absl::Seconds(10)));
+  ASSERT_TRUE(WaitForStored(store, 20 * 20));
   ASSERT_TRUE(redis->Pause().ok());
   ASSERT_TRUE(
       WaitFor([&] { return store.consumer->stats().items_unknown > 0; }, absl::Seconds(10)));
@@ -441,8 +439,7 @@ TEST(RedisLogStoreTest, RedisStoppedAndResumedUnderLoadEveryLineIsCountedOnce) {
                       absl::Seconds(10)));
   ASSERT_TRUE(redis->Resume().ok());
   const uint64_t stored_at_resume = store.consumer->stats().items_stored;
-  ASSERT_TRUE(WaitFor([&] { return store.consumer->stats().items_stored > stored_at_resume + 400; },
-                      absl::Seconds(10)));
+  ASSERT_TRUE(WaitForStored(store, stored_at_resume + 401));
   producer.Stop();
   uint64_t stored = 0, dropped = 0, unknown = 0;
   for (std::future<LogReceipt>& f : producer.futures()) {

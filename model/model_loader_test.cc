@@ -1,16 +1,12 @@
 #include "model/model_loader.h"
 
-#include <unistd.h>
-
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 
-#include "absl/strings/str_replace.h"
 #include "base/status_reason.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/model_dir.h"
 
 namespace rankwire {
 namespace {
@@ -18,30 +14,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-class ModelLoaderTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char dir[] = "/tmp/rankwire-loader-XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    dir_ = dir;
-    std::ifstream in(RANKWIRE_MODEL_PATH);
-    std::stringstream text;
-    text << in.rdbuf();
-    shipped_ = text.str();
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  void Write(const std::string& name, const std::string& text) {
-    std::ofstream(dir_ / name) << text;
-  }
-  std::string Model(const std::string& version) {
-    return absl::StrReplaceAll(shipped_,
-                               {{"\nversion 2026.11.3\n", "\nversion " + version + "\n"}});
-  }
-
-  fs::path dir_;
-  std::string shipped_;
-};
+using ModelLoaderTest = ModelDirTest;
 
 TEST_F(ModelLoaderTest, ADirectoryServesItsNewestVersionNumberByNumber) {
   Write("2.model", Model("a"));

@@ -2,13 +2,13 @@
 // the build tree and an install prefix.
 #include "model/model_path.h"
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/model_dir.h"
 
 namespace rankwire {
 namespace {
@@ -16,52 +16,45 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-class ModelPathTest : public ::testing::Test {
+class ModelPathTest : public TempDirTest {
  protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "model_path_test.XXXXXX").string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    root_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(root_); }
   void Touch(const fs::path& p) {
     fs::create_directories(p.parent_path());
     std::ofstream(p) << "rankwire-model 1\n";
   }
-  fs::path root_;
 };
 
 TEST_F(ModelPathTest, AbsolutePathIsUsedAsIs) {
-  Touch(root_ / "m.model");
-  absl::StatusOr<std::string> p = ResolveModelPath((root_ / "m.model").string(), "");
+  Touch(dir_ / "m.model");
+  absl::StatusOr<std::string> p = ResolveModelPath((dir_ / "m.model").string(), "");
   ASSERT_TRUE(p.ok()) << p.status();
-  EXPECT_EQ(*p, (root_ / "m.model").string());
+  EXPECT_EQ(*p, (dir_ / "m.model").string());
 }
 
 TEST_F(ModelPathTest, BuildTreeModelsNextToTheBinary) {
-  Touch(root_ / "build/server/models/ecom.model");
-  absl::StatusOr<std::string> p = ResolveModelPath(
-      "model/models/ecom.model", (root_ / "build/server/rankwire-server").string());
+  Touch(dir_ / "build/server/models/ecom.model");
+  absl::StatusOr<std::string> p =
+      ResolveModelPath("model/models/ecom.model", (dir_ / "build/server/rankwire-server").string());
   ASSERT_TRUE(p.ok()) << p.status();
-  EXPECT_EQ(*p, (root_ / "build/server/models/ecom.model").string());
+  EXPECT_EQ(*p, (dir_ / "build/server/models/ecom.model").string());
 }
 
 TEST_F(ModelPathTest, InstallPrefixShare) {
-  Touch(root_ / "usr/share/rankwire/models/ecom.model");
+  Touch(dir_ / "usr/share/rankwire/models/ecom.model");
   absl::StatusOr<std::string> p =
-      ResolveModelPath("model/models/ecom.model", (root_ / "usr/bin/rankwire-server").string());
+      ResolveModelPath("model/models/ecom.model", (dir_ / "usr/bin/rankwire-server").string());
   ASSERT_TRUE(p.ok()) << p.status();
-  EXPECT_EQ(*p, (root_ / "usr/share/rankwire/models/ecom.model").string());
+  EXPECT_EQ(*p, (dir_ / "usr/share/rankwire/models/ecom.model").string());
 }
 
 TEST_F(ModelPathTest, NotFoundSaysWhatWasTried) {
   absl::StatusOr<std::string> p =
-      ResolveModelPath("model/models/none.model", (root_ / "bin/rankwire-server").string());
+      ResolveModelPath("model/models/none.model", (dir_ / "bin/rankwire-server").string());
   ASSERT_EQ(p.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(p.status().message(), HasSubstr("model/models/none.model"));
-  EXPECT_THAT(p.status().message(), HasSubstr((root_ / "bin/models/none.model").string()));
+  EXPECT_THAT(p.status().message(), HasSubstr((dir_ / "bin/models/none.model").string()));
   EXPECT_THAT(p.status().message(),
-              HasSubstr((root_ / "share/rankwire/models/none.model").string()));
+              HasSubstr((dir_ / "share/rankwire/models/none.model").string()));
 }
 
 }  // namespace

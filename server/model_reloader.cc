@@ -19,66 +19,41 @@ int64_t NowUnixMs() { return absl::ToUnixMillis(absl::Now()); }
 
 }  // namespace
 
-struct ModelReloader::Metrics {
-  Counter* reloads = nullptr;
-  absl::flat_hash_map<std::string, Counter*> failures;
-  std::atomic<double> load_seconds{0};
-};
-
 bool ModelReloader::Fingerprint::operator==(const Fingerprint& o) const { return files == o.files; }
 
 ModelReloader::ModelReloader(ModelReloadOptions options, MetricsRegistry* registry)
-    : options_(std::move(options)), serving_(nullptr), metrics_(std::make_unique<Metrics>()) {
-  if (registry == nullptr) return;
-  metrics_->reloads = registry->AddCounter(
-      "rankwire_model_reloads_total", "Model sets swapped in since start-up (not the first load).");
-  for (const char* reason : kRefusalReasons) {
-    metrics_->failures[reason] =
-        registry->AddCounter("rankwire_model_reload_failures_total",
-                             "Reloads refused (the old models kept serving), by reason.",
-                             MetricsRegistry::Label("reason", reason));
+    : options_(std::move(options)), serving_(nullptr) {
+  if (registry == nullptr) {
+    metrics_ = std::make_unique<ModelMetrics>();
+    return;
   }
-  registry->AddGauge("rankwire_model_load_seconds",
-                     "How long the last successful load took (read, parse, check).",
-                     [m = metrics_.get()] { return m->load_seconds.load(); });
-  registry->AddGauge("rankwire_model_generation", "Model sets swapped in, counting the first.",
-                     [this] {
-                       const std::shared_ptr<const ModelSet> set = serving_.Current();
-                       return set == nullptr ? 0.0 : static_cast<double>(set->generation());
-                     });
-  registry->AddGauge("rankwire_models_live",
-                     "Model objects alive: the loaded ones, plus replaced ones that a running "
-                     "request or queued log line still holds.",
-                     [] { return static_cast<double>(Model::Live()); });
-  registry->AddCollector(
-      "rankwire_model_info", "The models serving now (always 1), per experiment bucket.", "gauge",
-      [this] {
-        MetricsRegistry::Collected out;
-        const std::shared_ptr<const ModelSet> set = serving_.Current();
-        if (set == nullptr) return out;
-        for (const auto& m : set->models()) {
-          out.emplace_back(absl::StrCat(MetricsRegistry::Label("bucket", m->bucket), ",",
-                                        MetricsRegistry::Label("name", m->model->name()), ",",
-                                        MetricsRegistry::Label("version", m->model->version()), ",",
-                                        MetricsRegistry::Label("kind", m->model->kind())),
-                           1.0);
-        }
-        return out;
-      });
-  registry->AddCollector(
-      "rankwire_model_requests_total",
-      "Requests ranked, per experiment bucket and model (name@version).", "counter", [this] {
-        MetricsRegistry::Collected out;
-        absl::MutexLock lock(&state_mu_);
-        for (const auto& [key, counter] : requests_) {
-          const size_t split = key.find('\0');
-          out.emplace_back(absl::StrCat(MetricsRegistry::Label("bucket", key.substr(0, split)), ",",
-                                        MetricsRegistry::Label("model", key.substr(split + 1))),
-                           static_cast<double>(counter->value()));
-        }
-        std::sort(out.begin(), out.end());
-        return out;
-      });
+  ModelSources sources;
+  sources.generation = [this] {
+    const std::shared_ptr<const ModelSet> set = serving_.Current();
+    return set == nullptr ? 0.0 : static_cast<double>(set->generation());
+  };
+  sources.models_live = [] { return static_cast<double>(Model::Live()); };
+  sources.serving = [this] {
+    std::vector<ModelSources::Serving> out;
+    const std::shared_ptr<const ModelSet> set = serving_.Current();
+    if (set == nullptr) return out;
+    for (const auto& m : set->models()) {
+      out.push_back(
+          {m->bucket, m->model->name(), m->model->version(), std::string(m->model->kind())});
+    }
+    return out;
+  };
+  sources.requests = [this] {
+    std::vector<ModelSources::Requests> out;
+    absl::MutexLock lock(&state_mu_);
+    for (const auto& [key, counter] : requests_) {
+      const size_t split = key.find('\0');
+      out.push_back({key.substr(0, split), key.substr(split + 1), counter->value()});
+    }
+    return out;
+  };
+  metrics_ = ExportModels(registry, {std::begin(kRefusalReasons), std::end(kRefusalReasons)},
+                          std::move(sources));
 }
 
 absl::StatusOr<std::unique_ptr<ModelReloader>> ModelReloader::Start(ModelReloadOptions options,
@@ -209,8 +184,8 @@ absl::StatusOr<LoadedModel> ModelReloader::LoadChecked(const ModelPlan::Entry& e
 
 void ModelReloader::CountFailure(const absl::Status& status) {
   const std::string reason = RefusalReason(status);
-  if (auto it = metrics_->failures.find(reason); it != metrics_->failures.end()) {
-    it->second->Increment();
+  if (Counter* failures = metrics_->FailuresFor(reason); failures != nullptr) {
+    failures->Increment();
   }
   absl::MutexLock lock(&state_mu_);
   last_failure_reason_ = reason;

@@ -25,7 +25,8 @@
 // {reason}, rankwire_model_load_seconds (the last successful load),
 // rankwire_model_generation, rankwire_models_live (Model objects alive:
 // old ones are freed once their last request and queued log line are
-// done), rankwire_model_requests_total{bucket,version}.
+// done), rankwire_model_requests_total{bucket,version}; registered by
+// ExportModels (metrics/server_metrics.h) from this reloader's callbacks.
 //
 // Thread safety: every method is safe from any thread; reloads are
 // serialized.
@@ -44,7 +45,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "metrics/metrics.h"
+#include "metrics/server_metrics.h"
 #include "model/model_loader.h"
 #include "rank/v1/rank.pb.h"
 #include "ranking/model_set.h"
@@ -110,7 +111,6 @@ class ModelReloader {
     std::vector<std::pair<std::string, FileStamp>> files;
     bool operator==(const Fingerprint& o) const;
   };
-  struct Metrics;
   // Loads the plan into a new set (reusing unchanged models of `current`).
   absl::StatusOr<std::shared_ptr<const ModelSet>> Build(const ModelPlan& plan,
                                                         const ModelSet* current,
@@ -129,7 +129,7 @@ class ModelReloader {
 
   const ModelReloadOptions options_;
   ServingModels serving_;
-  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<ModelMetrics> metrics_;  // Registered in metrics/server_metrics.h.
 
   absl::Mutex reload_mu_;  // One reload at a time.
   Fingerprint loaded_ ABSL_GUARDED_BY(reload_mu_);

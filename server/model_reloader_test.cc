@@ -7,11 +7,8 @@
 // SIGHUP: tests/integration/model_reload_test.cc.
 #include "server/model_reloader.h"
 
-#include <stdlib.h>
-
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -22,6 +19,7 @@
 #include "base/status_reason.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/model_dir.h"
 
 namespace rankwire {
 namespace {
@@ -29,31 +27,8 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-class ModelReloaderTest : public ::testing::Test {
+class ModelReloaderTest : public ModelDirTest {
  protected:
-  void SetUp() override {
-    char dir[] = "/tmp/rankwire-reloader-XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    dir_ = dir;
-    std::ifstream in(RANKWIRE_MODEL_PATH);
-    std::stringstream text;
-    text << in.rdbuf();
-    shipped_ = text.str();
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  // Written beside and renamed over, as a deploy does: a new inode, so the
-  // reloader sees the change however fast the test rewrites.
-  void Write(const std::string& name, const std::string& text) {
-    const fs::path tmp = dir_ / (name + ".tmp");
-    std::ofstream(tmp) << text;
-    fs::rename(tmp, dir_ / name);
-  }
-  // The shipped model as version `version`.
-  std::string Model(const std::string& version) const {
-    return absl::StrReplaceAll(shipped_,
-                               {{"\nversion 2026.11.3\n", "\nversion " + version + "\n"}});
-  }
   // `registry_` records the metrics of the one reloader a test starts with
   // it (the registry outlives the reloaders it reads from only when they are
   // started with `metrics` false).
@@ -93,8 +68,6 @@ class ModelReloaderTest : public ::testing::Test {
     return set == nullptr ? "nothing" : set->Summary();
   }
 
-  fs::path dir_;
-  std::string shipped_;
   MetricsRegistry registry_;
   uint64_t max_file_bytes_ = uint64_t{1} << 20;
   int first_models_ = 0;

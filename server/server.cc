@@ -63,60 +63,6 @@ class UnimplementedMethods final : public grpc::CallbackGenericService {
   }
 };
 
-void ExportLogStats(MetricsRegistry* registry, const logstore::LogConsumer* consumer) {
-  auto stat = [consumer](auto field) {
-    return [consumer, field]() { return static_cast<double>(consumer->stats().*field); };
-  };
-  using S = logstore::LogStats;
-  // Every series of one scrape from one stats() snapshot, so that
-  // handed = stored + dropped_* + unknown + in_flight holds in what is read
-  // (enqueued is how many of handed entered the queue).
-  registry->AddCollector(
-      "rankwire_log_items_total",
-      "Per-item log lines by outcome: handed to the log path, then stored, dropped (by "
-      "reason), unknown (sent, no answer) or in flight; enqueued: entered the queue.",
-      "gauge", [consumer] {
-        const S s = consumer->stats();
-        MetricsRegistry::Collected out;
-        for (const auto& [outcome, value] :
-             {std::pair<const char*, uint64_t>{"handed", s.items_handed},
-              {"enqueued", s.items_enqueued},
-              {"stored", s.items_stored},
-              {"dropped_queue_full", s.items_dropped_queue_full},
-              {"dropped_store_error", s.items_dropped_store_error},
-              {"dropped_shutdown", s.items_dropped_shutdown},
-              {"unknown", s.items_unknown},
-              {"in_flight", s.items_in_flight}}) {
-          out.emplace_back(MetricsRegistry::Label("outcome", outcome), static_cast<double>(value));
-        }
-        return out;
-      });
-  registry->AddGauge("rankwire_log_bytes_stored_total", "Log value bytes written to the store.",
-                     stat(&S::bytes_stored));
-  registry->AddGauge("rankwire_log_queue_requests", "Requests waiting in the log queue.",
-                     stat(&S::queue_requests));
-  registry->AddGauge("rankwire_log_queue_bytes", "Log bytes waiting in the log queue.",
-                     stat(&S::queue_bytes));
-  registry->AddGauge("rankwire_log_store_reconnects_total", "Reconnects to the log store.",
-                     stat(&S::reconnects));
-  // The log writers' share of the phase CPU series (ServerMetrics has the
-  // ranking thread's).
-  for (const auto& [phase, field] :
-       {std::pair<const char*, uint64_t S::*>{"log_format", &S::format_cpu_ns},
-        std::pair<const char*, uint64_t S::*>{"log_store", &S::store_cpu_ns}}) {
-    const std::string label = absl::StrCat("phase=\"", phase, "\"");
-    registry->AddGauge("rankwire_phase_cpu_sample_nanoseconds_total",
-                       "Thread CPU time of the sampled calls in each phase.", stat(field), label);
-    registry->AddGauge("rankwire_phase_cpu_samples_total",
-                       "Calls whose CPU time was sampled, per phase.",
-                       stat(&S::cpu_sampled_requests), label);
-  }
-  registry->AddGauge("rankwire_log_store_up",
-                     "1 if the last write to the log store succeeded (on every master, for a "
-                     "Redis Cluster).",
-                     [consumer]() { return consumer->stats().store_up ? 1.0 : 0.0; });
-}
-
 std::string BackendName(logstore::LogStoreConfig::Backend backend) {
   switch (backend) {
     case logstore::LogStoreConfig::Backend::kRedis:
@@ -196,7 +142,7 @@ absl::Status Server::State::Build() {
   if (o.register_metrics) o.register_metrics(&registry);
   if (o.log_mode != rank::v1::LOG_MODE_NONE && o.log_store.has_value()) {
     ASSIGN_OR_RETURN(store, logstore::OpenLogStore(*o.log_store));
-    ExportLogStats(&registry, store.consumer.get());
+    ExportLogPath(&registry, [consumer = store.consumer.get()] { return consumer->stats(); });
   }
   RankHandlerOptions handler_options;
   handler_options.limits = o.limits;
@@ -235,13 +181,9 @@ absl::Status Server::State::BuildAdmission() {
     return absl::InvalidArgumentError("max_concurrent_fetch_logs must be at least 1");
   }
   admission = std::make_unique<AdmissionControl>(admission_options);
-  registry.AddGauge("rankwire_unsent_response_bytes",
-                    "Response bytes handed to gRPC that clients have not read yet.",
-                    [a = admission.get()] { return static_cast<double>(a->unsent_bytes()); });
-  registry.AddGauge("rankwire_rank_admitted",
-                    "Rank calls admitted and not finished: in work on a ranking worker "
-                    "(rankwire_rank_rpcs_in_flight) or queued for one.",
-                    [a = admission.get()] { return static_cast<double>(a->in_use()); });
+  ExportAdmission(
+      &registry, [a = admission.get()] { return static_cast<double>(a->unsent_bytes()); },
+      [a = admission.get()] { return static_cast<double>(a->in_use()); });
   // Inline ranking would run outside rank_worker_cpus and without
   // rank_worker_nice: with either, every call goes to the workers.
   max_inline_rank =
@@ -380,11 +322,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   // registry without a lock (metrics.h), so a family added after the port
   // opened raced with the scrape that rendered it.
   ExportServerInfo(&state->registry,
-                   {{"default_codec", std::string(state->default_codec->name())},
-                    {"log_mode", std::string(LogModeName(o.log_mode))},
-                    {"logstore", o.log_store.has_value() && o.log_mode != rank::v1::LOG_MODE_NONE
-                                     ? BackendName(o.log_store->backend)
-                                     : "none"}});
+                   {std::string(state->default_codec->name()), std::string(LogModeName(o.log_mode)),
+                    o.log_store.has_value() && o.log_mode != rank::v1::LOG_MODE_NONE
+                        ? BackendName(o.log_store->backend)
+                        : "none"});
   if (o.metrics_port >= 0) {
     ASSIGN_OR_RETURN(state->http, MetricsHttpServer::Start(
                                       o.metrics_address.empty() ? o.address : o.metrics_address,

@@ -22,6 +22,7 @@
 #include "codec/builtin_codec_flags.h"
 #include "codec/builtin_codecs.h"
 #include "logstore/log_store.h"
+#include "metrics/server_metrics.h"
 #include "model/model_flags.h"
 #include "model/model_path.h"
 #include "model/xgboost/xgboost_model.h"
@@ -463,16 +464,7 @@ absl::Status Run() {
   RETURN_IF_ERROR(EdgesFromFlags(&options));
 #ifdef RANKWIRE_JEMALLOC_CONF
   options.register_metrics = [](MetricsRegistry* registry) {
-    registry->AddGauge("rankwire_malloc_allocated_bytes",
-                       "Bytes the server holds in allocations (jemalloc stats.allocated).", [] {
-                         size_t allocated = 0, resident = 0;
-                         return JemallocStats(&allocated, &resident) ? double(allocated) : -1.0;
-                       });
-    registry->AddGauge("rankwire_malloc_resident_bytes",
-                       "Physical memory jemalloc holds, caches included (stats.resident).", [] {
-                         size_t allocated = 0, resident = 0;
-                         return JemallocStats(&allocated, &resident) ? double(resident) : -1.0;
-                       });
+    ExportMallocStats(registry, JemallocStats);
   };
 #endif
   ASSIGN_OR_RETURN(std::unique_ptr<Server> server, Server::Start(options));

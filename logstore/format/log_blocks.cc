@@ -10,32 +10,14 @@
 #include "base/status_macros.h"
 #include "codec/coding.h"
 #include "logstore/format/log_reading.h"
+#include "logstore/format/log_writing.h"
 
 namespace rankwire::logstore {
 namespace {
 
 constexpr char kContext[] = "log block";
 
-void AppendVarint(uint64_t v, std::string* out) {
-  char buf[coding::kMaxVarint64Length];
-  char* end = coding::EncodeVarint64(buf, v);
-  out->append(buf, static_cast<size_t>(end - buf));
-}
-
-void AppendLength(absl::string_view s, std::string* out) {
-  AppendVarint(s.size(), out);
-  out->append(s.data(), s.size());
-}
-
-float BitsFloat(uint32_t bits) {
-  float v;
-  std::memcpy(&v, &bits, 4);
-  return v;
-}
-
-absl::Status Corrupt(absl::string_view what) {
-  return absl::DataLossError(absl::StrCat("log block: ", what));
-}
+absl::Status Corrupt(absl::string_view what) { return LogDataLoss(kContext, what); }
 
 }  // namespace
 
@@ -68,23 +50,35 @@ std::string BlockLayout::Serialize() const {
   std::string out;
   out.push_back(kBlocksLayoutTag);
   out.push_back(static_cast<char>(kBlocksLayoutVersion));
-  AppendVarint(items, &out);
-  AppendVarint(top_items, &out);
-  AppendVarint(block_items, &out);
-  AppendVarint(kinds.size(), &out);
-  for (size_t i = 0; i < kinds.size(); ++i) {
-    AppendLength(pieces[i], &out);
-    out.push_back(static_cast<char>(kinds[i]));
-  }
-  AppendLength(pieces.back(), &out);
-  AppendVarint(strings.size(), &out);
-  for (const std::string& s : strings) AppendLength(s, &out);
+  AppendLogVarint(items, &out);
+  AppendLogVarint(top_items, &out);
+  AppendLogVarint(block_items, &out);
+  AppendLogSlots(pieces, kinds, strings, &out);
   return out;
 }
 
 bool BlockLayout::IsBlocks(absl::string_view value) {
   return value.size() >= 2 && value[0] == kBlocksLayoutTag &&
          static_cast<uint8_t>(value[1]) == kBlocksLayoutVersion;
+}
+
+absl::Status ReadLogSlots(coding::Reader& r, uint64_t slots, LogSlot last_kind,
+                          absl::string_view layout, std::vector<std::string>* pieces,
+                          std::vector<LogSlot>* kinds, std::vector<std::string>* strings) {
+  if (slots > kMaxLogSlots) return LogDataLoss(layout, "too many slots");
+  for (uint64_t i = 0; i < slots && r.ok(); ++i) {
+    pieces->emplace_back(LogString(r, "piece"));
+    const uint8_t kind = r.Byte("slot kind");
+    if (r.ok() && (kind < 1 || kind > static_cast<uint8_t>(last_kind))) {
+      return LogDataLoss(layout, absl::StrCat("slot kind ", kind));
+    }
+    kinds->push_back(static_cast<LogSlot>(kind));
+  }
+  pieces->emplace_back(LogString(r, "last piece"));
+  const uint64_t count = LogCount(r, 1, "strings");
+  if (r.ok() && count > kMaxLogStrings) return LogDataLoss(layout, "too many strings");
+  for (uint64_t i = 0; i < count && r.ok(); ++i) strings->emplace_back(LogString(r, "string"));
+  return r.status();
 }
 
 absl::StatusOr<BlockLayout> BlockLayout::Parse(absl::string_view value) {
@@ -100,20 +94,8 @@ absl::StatusOr<BlockLayout> BlockLayout::Parse(absl::string_view value) {
   if (layout.block_items == 0 || (layout.items > 0 && layout.top_items == 0)) {
     return Corrupt("a block of no items");
   }
-  if (slots > kMaxLogSlots) return Corrupt("too many slots");
-  for (uint64_t i = 0; i < slots && r.ok(); ++i) {
-    layout.pieces.emplace_back(LogString(r, "piece"));
-    const uint8_t kind = r.Byte("slot kind");
-    if (r.ok() && (kind < 1 || kind > 5)) return Corrupt(absl::StrCat("slot kind ", kind));
-    layout.kinds.push_back(static_cast<LogSlot>(kind));
-  }
-  layout.pieces.emplace_back(LogString(r, "last piece"));
-  const uint64_t strings = LogCount(r, 1, "strings");
-  if (r.ok() && strings > kMaxLogStrings) return Corrupt("too many strings");
-  for (uint64_t i = 0; i < strings && r.ok(); ++i) {
-    layout.strings.emplace_back(LogString(r, "string"));
-  }
-  if (!r.ok()) return r.status();
+  RETURN_IF_ERROR(ReadLogSlots(r, slots, LogSlot::kPosition, kContext, &layout.pieces,
+                               &layout.kinds, &layout.strings));
   if (!r.empty()) return Corrupt("bytes after the layout");
   // The id column is how a reader finds items: exactly one.
   const size_t id_slots =
@@ -144,7 +126,7 @@ absl::Status ReadTwoTops(coding::Reader& r, uint32_t n, float* out) {
     ones += one;
     uint32_t value = 0;
     std::memcpy(&value, low.data() + 3 * size_t{j}, 3);
-    out[j] = BitsFloat(value | (one != 0 ? top1 : top0) << 24);
+    out[j] = LogFloat(value | (one != 0 ? top1 : top0) << 24);
   }
   if (n % 8 != 0 && (static_cast<uint8_t>(bits.back()) >> (n % 8)) != 0) {
     return Corrupt("top byte bits set past the last item");
@@ -196,7 +178,7 @@ absl::Status ReadNumbers(coding::Reader& r, uint32_t n, std::vector<float>* numb
     for (uint32_t j = 0; j < n && r.ok(); ++j) {
       uint32_t bits = 0;
       std::memcpy(&bits, low.data() + size_t{3} * j, 3);
-      (*numbers)[j] = BitsFloat(bits | top << 24);
+      (*numbers)[j] = LogFloat(bits | top << 24);
     }
   } else if (form == static_cast<uint8_t>(NumberForm::kWhole)) {
     for (uint32_t j = 0; j < n && r.ok(); ++j) {

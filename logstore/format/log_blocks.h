@@ -41,6 +41,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "codec/coding.h"
 
 namespace rankwire::logstore {
 
@@ -92,6 +93,15 @@ inline constexpr uint32_t kMaxLogItems = 1u << 20;
 
 // The hash field of block `b`: "#b".
 std::string LogBlockField(size_t b);
+
+// Reads a layout's slots and string table (what log_writing.h's
+// AppendLogSlots writes; layout versions 2 and 3) after the slot count
+// `slots` its header gave: kinds 1..`last_kind`, at most kMaxLogSlots
+// slots and kMaxLogStrings strings. DataLoss "<layout>: ..." for what the
+// writer never writes; the reader's own error for bytes missing.
+absl::Status ReadLogSlots(coding::Reader& r, uint64_t slots, LogSlot last_kind,
+                          absl::string_view layout, std::vector<std::string>* pieces,
+                          std::vector<LogSlot>* kinds, std::vector<std::string>* strings);
 
 struct BlockLayout {
   std::vector<std::string> pieces;  // kinds.size() + 1 of them.

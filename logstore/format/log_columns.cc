@@ -11,32 +11,14 @@
 #include "base/status_macros.h"
 #include "codec/coding.h"
 #include "logstore/format/log_reading.h"
+#include "logstore/format/log_writing.h"
 
 namespace rankwire::logstore {
 namespace {
 
 constexpr char kContext[] = "log columns";
 
-absl::Status Corrupt(absl::string_view what) {
-  return absl::DataLossError(absl::StrCat("log columns: ", what));
-}
-
-void AppendVarint(uint64_t v, std::string* out) {
-  char buf[coding::kMaxVarint64Length];
-  char* end = coding::EncodeVarint64(buf, v);
-  out->append(buf, static_cast<size_t>(end - buf));
-}
-
-void AppendString(absl::string_view s, std::string* out) {
-  AppendVarint(s.size(), out);
-  out->append(s.data(), s.size());
-}
-
-float BitsFloat(uint32_t bits) {
-  float v;
-  std::memcpy(&v, &bits, 4);
-  return v;
-}
+absl::Status Corrupt(absl::string_view what) { return LogDataLoss(kContext, what); }
 
 // The width of an integer array whose largest value is `max`.
 inline uint8_t WidthOf(uint32_t max) { return max < 256 ? 1 : max < 65536 ? 2 : 4; }
@@ -81,7 +63,7 @@ bool SmallWhole(const char* v, size_t n, uint32_t* max) {
   float top = std::max(std::max(lanes[0], lanes[1]), std::max(lanes[2], lanes[3]));
   for (; j < n; ++j) {
     const uint32_t bits = BitsAt(v, j);
-    const float x = BitsFloat(bits);
+    const float x = LogFloat(bits);
     all &= x >= 0 && x <= 65535.0f && x == static_cast<float>(static_cast<int32_t>(x)) &&
            bits != 0x80000000u;
     top = std::max(top, x);
@@ -121,7 +103,7 @@ NumberPlan PlanNumbers(const char* v, size_t n) {
   if (n == 0) return plan;
   plan.first = BitsAt(v, 0);
   const uint32_t differ = DifferingBits(v, n, plan.first);
-  const float first = BitsFloat(plan.first);
+  const float first = LogFloat(plan.first);
   uint32_t max = 0;
   // Whole numbers are looked for only in a column whose first value is one
   // (a feature such as a count); the pass over the others stops there.
@@ -154,11 +136,11 @@ char* WriteNumbers(const NumberPlan& plan, const char* v, size_t n, char* out) {
       char* p = body + 1;
       if (plan.width == 1) {
         for (size_t j = 0; j < n; ++j) {
-          p[j] = static_cast<char>(static_cast<uint8_t>(BitsFloat(BitsAt(v, j))));
+          p[j] = static_cast<char>(static_cast<uint8_t>(LogFloat(BitsAt(v, j))));
         }
       } else {
         for (size_t j = 0; j < n; ++j) {
-          const auto x = static_cast<uint16_t>(BitsFloat(BitsAt(v, j)));
+          const auto x = static_cast<uint16_t>(LogFloat(BitsAt(v, j)));
           std::memcpy(p + 2 * j, &x, 2);
         }
       }
@@ -208,16 +190,9 @@ void ToBinary32(const double* in, size_t n, char* out) {
 void ColumnsLayout::AppendTo(std::string* out) const {
   out->push_back(kBlocksLayoutTag);
   out->push_back(static_cast<char>(kColumnsLayoutVersion));
-  AppendVarint(items, out);
-  AppendVarint(top_items, out);
-  AppendVarint(kinds.size(), out);
-  for (size_t i = 0; i < kinds.size(); ++i) {
-    AppendString(pieces[i], out);
-    out->push_back(static_cast<char>(kinds[i]));
-  }
-  AppendString(pieces.back(), out);
-  AppendVarint(strings.size(), out);
-  for (const std::string& s : strings) AppendString(s, out);
+  AppendLogVarint(items, out);
+  AppendLogVarint(top_items, out);
+  AppendLogSlots(pieces, kinds, strings, out);
 }
 
 bool ColumnsLayout::IsColumns(absl::string_view value) {
@@ -238,20 +213,8 @@ absl::StatusOr<ColumnsLayout> ColumnsLayout::Parse(absl::string_view value) {
     return Corrupt(absl::StrCat("top items ", layout.top_items, " of ", layout.items,
                                 " (1.. the items, or 0 for none)"));
   }
-  if (slots > kMaxLogSlots) return Corrupt("too many slots");
-  for (uint64_t i = 0; i < slots && r.ok(); ++i) {
-    layout.pieces.emplace_back(LogString(r, "piece"));
-    const uint8_t kind = r.Byte("slot kind");
-    if (r.ok() && (kind < 1 || kind > 6)) return Corrupt(absl::StrCat("slot kind ", kind));
-    layout.kinds.push_back(static_cast<LogSlot>(kind));
-  }
-  layout.pieces.emplace_back(LogString(r, "last piece"));
-  const uint64_t strings = LogCount(r, 1, "strings");
-  if (r.ok() && strings > kMaxLogStrings) return Corrupt("too many strings");
-  for (uint64_t i = 0; i < strings && r.ok(); ++i) {
-    layout.strings.emplace_back(LogString(r, "string"));
-  }
-  if (!r.ok()) return r.status();
+  RETURN_IF_ERROR(ReadLogSlots(r, slots, LogSlot::kRequestIndex, kContext, &layout.pieces,
+                               &layout.kinds, &layout.strings));
   if (!r.empty()) return Corrupt("bytes after the layout");
   const auto ids = std::count(layout.kinds.begin(), layout.kinds.end(), LogSlot::kItemId);
   if (ids != 1) {
@@ -435,15 +398,15 @@ uint32_t ColumnsReader::Int(const Column& column, size_t j) const {
 float ColumnsReader::Number(const Column& column, size_t j) const {
   switch (column.form) {
     case ColumnForm::kConstant:
-      return BitsFloat(IntAt(column.data, 4, 0));
+      return LogFloat(IntAt(column.data, 4, 0));
     case ColumnForm::kTopByte:
-      return BitsFloat(IntAt(column.data, 3, j) | uint32_t{column.top} << 24);
+      return LogFloat(IntAt(column.data, 3, j) | uint32_t{column.top} << 24);
     case ColumnForm::kWhole:
       return static_cast<float>(IntAt(column.data, column.width, j));
     case ColumnForm::kRaw:
       break;
   }
-  return BitsFloat(IntAt(column.data, 4, j));
+  return LogFloat(IntAt(column.data, 4, j));
 }
 
 uint32_t ColumnsReader::position(size_t j) const {

@@ -1,5 +1,7 @@
 #include "logstore/format/log_reading.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace rankwire::logstore {
 
 uint64_t LogVarint(coding::Reader& r, const char* what) {
@@ -19,6 +21,10 @@ uint32_t LogVarint32(coding::Reader& r, const char* what) {
     return 0;
   }
   return static_cast<uint32_t>(v);
+}
+
+absl::Status LogDataLoss(absl::string_view layout, absl::string_view what) {
+  return absl::DataLossError(absl::StrCat(layout, ": ", what));
 }
 
 absl::string_view LogString(coding::Reader& r, const char* what) {

@@ -10,7 +10,9 @@
 #define RANKWIRE_LOGSTORE_FORMAT_LOG_READING_H_
 
 #include <cstdint>
+#include <cstring>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "codec/coding.h"
 
@@ -29,6 +31,14 @@ absl::string_view LogString(coding::Reader& r, const char* what);
 // A varint count of elements of at least `min_bytes_each` bytes each (a
 // count the rest cannot hold fails before anything is sized with it).
 uint64_t LogCount(coding::Reader& r, uint64_t min_bytes_each, const char* what);
+// The binary32 whose bits are `bits` (the number columns hold).
+inline float LogFloat(uint32_t bits) {
+  float v;
+  std::memcpy(&v, &bits, 4);
+  return v;
+}
+// DataLoss "<layout>: <what>": damage a layout's reader found.
+absl::Status LogDataLoss(absl::string_view layout, absl::string_view what);
 
 }  // namespace rankwire::logstore
 

@@ -10,22 +10,9 @@
 #include "absl/strings/str_cat.h"
 #include "codec/coding.h"
 #include "logstore/format/log_number.h"
+#include "logstore/format/log_writing.h"
 
 namespace rankwire::logstore {
-namespace {
-
-void AppendVarint(uint64_t v, std::string* out) {
-  char buf[coding::kMaxVarint64Length];
-  char* end = coding::EncodeVarint64(buf, v);
-  out->append(buf, static_cast<size_t>(end - buf));
-}
-
-void AppendLength(absl::string_view s, std::string* out) {
-  AppendVarint(s.size(), out);
-  out->append(s.data(), s.size());
-}
-
-}  // namespace
 
 LogRecordBuilder::LogRecordBuilder() {
   Grow(0);
@@ -127,14 +114,7 @@ std::string LogRecordBuilder::Layout() const {
   std::string out;
   out.push_back(kLayoutTag);
   out.push_back(static_cast<char>(kLayoutVersion));
-  AppendVarint(kinds_.size(), &out);
-  for (size_t i = 0; i < kinds_.size(); ++i) {
-    AppendLength(pieces_[i], &out);
-    out.push_back(static_cast<char>(kinds_[i]));
-  }
-  AppendLength(pieces_.back(), &out);
-  AppendVarint(strings_.size(), &out);
-  for (const std::string& s : strings_) AppendLength(s, &out);
+  AppendLogSlots(pieces_, kinds_, strings_, &out);
   return out;
 }
 

@@ -11,25 +11,10 @@
 namespace rankwire::xgboost {
 
 ApproxContributions::ApproxContributions(const XGBoostSpec& model, size_t max_table_bytes)
-    : num_features_(model.num_features()),
-      compact_feature_(model.num_features(), -1),
-      bias_(ContributionBias(model)) {
-  for (const XGBoostTree& tree : model.trees()) {
-    std::vector<int32_t> stack = {0};  // reachable nodes only: the loader checked those
-    while (!stack.empty()) {
-      const int32_t node = stack.back();
-      stack.pop_back();
-      if (tree.IsLeaf(node)) continue;
-      compact_feature_[tree.split_feature[node]] = 0;
-      stack.push_back(tree.left[node]);
-      stack.push_back(tree.right[node]);
-    }
-  }
-  for (size_t f = 0; f < num_features_; ++f) {
-    if (compact_feature_[f] < 0) continue;
-    compact_feature_[f] = static_cast<int32_t>(used_features_.size());
-    used_features_.push_back(static_cast<int32_t>(f));
-  }
+    : num_features_(model.num_features()), bias_(ContributionBias(model)) {
+  UsedFeatures used = CompactUsedFeatures(model);
+  used_features_ = std::move(used.features);
+  compact_feature_ = std::move(used.compact);
   used_features_.shrink_to_fit();
   if (TableBytes(model) <= max_table_bytes) {
     for (const XGBoostTree& tree : model.trees()) AddTreeTables(tree);

@@ -4,14 +4,9 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <utility>
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define RANKWIRE_HAVE_AVX512_KERNEL 1
-#define RANKWIRE_TARGET_AVX512 __attribute__((target("avx512f")))
-#else
-#define RANKWIRE_HAVE_AVX512_KERNEL 0
-#endif
+#include "model/xgboost/avx512.h"
 
 namespace rankwire::xgboost {
 
@@ -21,37 +16,17 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 
 }  // namespace
 
-bool TreeEvaluator::Avx512Available() {
-#if RANKWIRE_HAVE_AVX512_KERNEL
-  return __builtin_cpu_supports("avx512f");
-#else
-  return false;
-#endif
-}
+bool TreeEvaluator::Avx512Available() { return CpuHasAvx512F(); }
 
 TreeEvaluator::TreeEvaluator(const XGBoostSpec& model, Kernel kernel)
     : num_features_(model.num_features()),
-      compact_feature_(model.num_features(), -1),
       base_margin_(model.base_margin()),
       objective_(model.objective()) {
   if (kernel == Kernel::kAuto) kernel = Avx512Available() ? Kernel::kAvx512 : Kernel::kScalar;
   kernel_ = kernel;
-  for (const XGBoostTree& tree : model.trees()) {
-    std::vector<int32_t> stack = {0};
-    while (!stack.empty()) {
-      const int32_t node = stack.back();
-      stack.pop_back();
-      if (tree.IsLeaf(node)) continue;
-      compact_feature_[tree.split_feature[node]] = 0;
-      stack.push_back(tree.left[node]);
-      stack.push_back(tree.right[node]);
-    }
-  }
-  for (size_t f = 0; f < num_features_; ++f) {
-    if (compact_feature_[f] < 0) continue;
-    compact_feature_[f] = static_cast<int32_t>(used_features_.size());
-    used_features_.push_back(static_cast<int32_t>(f));
-  }
+  UsedFeatures used = CompactUsedFeatures(model);
+  used_features_ = std::move(used.features);
+  compact_feature_ = std::move(used.compact);
   block_floats_ = (2 * used_features_.size() + 1) * kLanes;
   trees_.reserve(model.trees().size());
   for (const XGBoostTree& tree : model.trees()) {

@@ -4,15 +4,10 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 
+#include "model/xgboost/avx512.h"
 #include "model/xgboost/node_means.h"
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#define RANKWIRE_HAVE_AVX512_KERNEL 1
-#define RANKWIRE_TARGET_AVX512 __attribute__((target("avx512f")))
-#else
-#define RANKWIRE_HAVE_AVX512_KERNEL 0
-#endif
 
 namespace rankwire::xgboost {
 
@@ -217,36 +212,15 @@ void TreeShap::Builder::Visit(int32_t node, int depth, const Edge* edge) {
   if (edge != nullptr) path.pop_back();
 }
 
-bool TreeShap::Avx512Available() {
-#if RANKWIRE_HAVE_AVX512_KERNEL
-  return __builtin_cpu_supports("avx512f");
-#else
-  return false;
-#endif
-}
+bool TreeShap::Avx512Available() { return CpuHasAvx512F(); }
 
 TreeShap::TreeShap(const XGBoostSpec& model, Kernel kernel)
-    : num_features_(model.num_features()),
-      bias_(ContributionBias(model)),
-      compact_feature_(model.num_features(), -1) {
+    : num_features_(model.num_features()), bias_(ContributionBias(model)) {
   if (kernel == Kernel::kAuto) kernel = Avx512Available() ? Kernel::kAvx512 : Kernel::kPortable;
   kernel_ = kernel;
-  for (const XGBoostTree& tree : model.trees()) {
-    std::vector<int32_t> stack = {0};  // reachable nodes only: the loader checked those
-    while (!stack.empty()) {
-      const int32_t node = stack.back();
-      stack.pop_back();
-      if (tree.IsLeaf(node)) continue;
-      compact_feature_[tree.split_feature[node]] = 0;
-      stack.push_back(tree.left[node]);
-      stack.push_back(tree.right[node]);
-    }
-  }
-  for (size_t f = 0; f < num_features_; ++f) {
-    if (compact_feature_[f] < 0) continue;
-    compact_feature_[f] = static_cast<int32_t>(used_features_.size());
-    used_features_.push_back(static_cast<int32_t>(f));
-  }
+  UsedFeatures used = CompactUsedFeatures(model);
+  used_features_ = std::move(used.features);
+  compact_feature_ = std::move(used.compact);
   std::vector<int32_t> scratch_path;
   for (const XGBoostTree& tree : model.trees()) {
     const int longest = LongestUniquePath(tree, 0, &scratch_path);

@@ -59,7 +59,8 @@ def make_data(rng, n):
 
 
 def make_labels(rng, x, objective):
-    w = np.linspace(-1, 1, N_FEATURES)
+    """Training labels for rows `x` (tests/interop/xgboost_server_parity_test.py's too)."""
+    w = np.linspace(-1, 1, x.shape[1])
     y = np.nan_to_num(x, nan=0.3) @ w + np.sin(np.nan_to_num(x[:, 5])) + rng.normal(size=len(x))
     if objective.startswith("rank:"):
         edges = np.quantile(y, [0.5, 0.75, 0.9, 0.97])

@@ -517,6 +517,28 @@ float XGBoostSpec::PredictMargin(const float* row) const {
   return sum;
 }
 
+UsedFeatures CompactUsedFeatures(const XGBoostSpec& model) {
+  UsedFeatures used;
+  used.compact.assign(model.num_features(), -1);
+  for (const XGBoostTree& tree : model.trees()) {
+    std::vector<int32_t> stack = {0};  // Reachable nodes only: the loader checked those.
+    while (!stack.empty()) {
+      const int32_t node = stack.back();
+      stack.pop_back();
+      if (tree.IsLeaf(node)) continue;
+      used.compact[tree.split_feature[node]] = 0;
+      stack.push_back(tree.left[node]);
+      stack.push_back(tree.right[node]);
+    }
+  }
+  for (size_t f = 0; f < used.compact.size(); ++f) {
+    if (used.compact[f] < 0) continue;
+    used.compact[f] = static_cast<int32_t>(used.features.size());
+    used.features.push_back(static_cast<int32_t>(f));
+  }
+  return used;
+}
+
 absl::StatusOr<std::vector<int>> XGBoostSpec::BindFeatures(absl::Span<const std::string> columns,
                                                            bool allow_unbound) const {
   absl::flat_hash_map<absl::string_view, int> by_name;

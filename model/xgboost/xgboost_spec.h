@@ -146,6 +146,14 @@ class XGBoostSpec {
   int max_depth_ = 0;
 };
 
+// The model features some reachable split tests, compacted: the evaluator
+// and the explainers (TreeShap, ApproxContributions) keep only these per row.
+struct UsedFeatures {
+  std::vector<int32_t> features;  // Model feature indexes, ascending.
+  std::vector<int32_t> compact;   // Per model feature: its index in `features`, or -1.
+};
+UsedFeatures CompactUsedFeatures(const XGBoostSpec& model);
+
 }  // namespace rankwire::xgboost
 
 #endif  // RANKWIRE_MODEL_XGBOOST_XGBOOST_SPEC_H_

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """XGBoost models served by the real rankwire-server score as XGBoost does.
 
-    RANKWIRE_SERVER_BIN=build/server/rankwire-server PYTHONPATH=python/src \\
+    RANKWIRE_SERVER_BIN=build/server/rankwire-server PYTHONPATH=python/src:model/xgboost \\
         /usr/bin/python3 tests/interop/xgboost_server_parity_test.py
 
 Trains models with python3-xgboost (Debian's, so /usr/bin/python3) for every
@@ -57,6 +57,8 @@ import xgboost as xgb
 
 import rankwire
 from rankwire import rank_pb2
+# The labels the evaluator's own parity test trains on (model/xgboost/).
+from xgboost_parity_test import make_labels
 
 OBJECTIVES = ["rank:pairwise", "rank:ndcg", "rank:map", "binary:logistic", "reg:squarederror"]
 TREE_COUNTS = [1, 5, 20, 60, 150, 300, 40, 100]
@@ -102,17 +104,6 @@ def make_rows(rng, n, names, groups):
                 value = np.float32(rng.integers(24))
             x[start:start + groups, col[name]] = value
     return x
-
-
-def make_labels(rng, x, objective):
-    w = np.linspace(-1, 1, x.shape[1])
-    y = np.nan_to_num(x, nan=0.3) @ w + np.sin(np.nan_to_num(x[:, 5])) + rng.normal(size=len(x))
-    if objective.startswith("rank:"):
-        edges = np.quantile(y, [0.5, 0.75, 0.9, 0.97])
-        return np.searchsorted(edges, y).astype(np.float32)
-    if objective == "binary:logistic":
-        return (y > np.median(y)).astype(np.float32)
-    return y.astype(np.float32)
 
 
 def train(rng, index, objective, depth, trees, names):

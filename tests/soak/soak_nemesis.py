@@ -228,16 +228,22 @@ class Nemesis:
     def _redis_node(self):
         return self.rng.choice(self.soak.redis.nodes)
 
+    def _redis_recovered(self, fault, node):
+        """After a fault on Redis `node`: waits for Redis to be healthy, then
+        returns how long until `node` was written to again and, after that,
+        until every replica stored logs again (seconds)."""
+        self.check(fault, fleet.wait_for(self.soak.redis.healthy, 30, step=0.1),
+                   "Redis healthy again")
+        written = self.node_written_again(fault, node)
+        return written, self.stores_again(fault)
+
     def redis_freeze(self, fault, occurrence):
         node = self._redis_node()
         seconds = self.rng.uniform(1, 5)
         node.proc.send_signal(signal.SIGSTOP)
         time.sleep(seconds)
         node.proc.send_signal(signal.SIGCONT)
-        self.check(fault, fleet.wait_for(self.soak.redis.healthy, 30, step=0.1),
-                   "Redis healthy again")
-        written = self.node_written_again(fault, node)
-        back = self.stores_again(fault)
+        written, back = self._redis_recovered(fault, node)
         fault["detail"] = ("%s frozen %.1f s; written to again %.0f ms after SIGCONT, every "
                            "replica storing logs %.0f ms after that" % (
                                node.name, seconds, 1e3 * written, 1e3 * back))
@@ -250,10 +256,7 @@ class Nemesis:
         self.rec.note_exits()
         node.start()
         self.rec.track(node.name, node.proc)
-        self.check(fault, fleet.wait_for(self.soak.redis.healthy, 30, step=0.1),
-                   "Redis healthy again")
-        written = self.node_written_again(fault, node)
-        back = self.stores_again(fault)
+        written, back = self._redis_recovered(fault, node)
         fault["detail"] = ("%s restarted (exit %s); written to again %.0f ms after it was up, "
                            "every replica storing logs %.0f ms after that" % (
                                node.name, status, 1e3 * written, 1e3 * back))

@@ -139,38 +139,30 @@ final class Cursor {
     return a[pos++] & 0xff;
   }
 
-  long u32(String what) {
-    if (end - pos < 4) {
-      throw truncated(what, pos);
+  /** Steps over `n` bytes (truncated when fewer are left); returns where they start. */
+  private int take(int n, String what) {
+    final int at = pos;
+    if (end - at < n) {
+      throw truncated(what, at);
     }
-    long v = i32(a, pos) & 0xffffffffL;
-    pos += 4;
-    return v;
+    pos = at + n;
+    return at;
+  }
+
+  long u32(String what) {
+    return i32(a, take(4, what)) & 0xffffffffL;
   }
 
   float f32(String what) {
-    if (end - pos < 4) {
-      throw truncated(what, pos);
-    }
-    float v = Float.intBitsToFloat(i32(a, pos));
-    pos += 4;
-    return v;
+    return Float.intBitsToFloat(i32(a, take(4, what)));
   }
 
   double f64(String what) {
-    if (end - pos < 8) {
-      throw truncated(what, pos);
-    }
-    double v = Double.longBitsToDouble(i64(a, pos));
-    pos += 8;
-    return v;
+    return Double.longBitsToDouble(i64(a, take(8, what)));
   }
 
   void skip(int n, String what) {
-    if (end - pos < n) {
-      throw truncated(what, pos);
-    }
-    pos += n;
+    take(n, what);
   }
 
   /** An unsigned LEB128 varint: at most 10 bytes, at most 64 bits (as a long's bits). */
