@@ -264,34 +264,27 @@ std::string BlockReader::id(size_t j) const {
 
 absl::StatusOr<std::string> BlockReader::Render(size_t j) const {
   const BlockLayout& layout = *layout_;
-  std::string out;
-  for (size_t s = 0; s < layout.kinds.size(); ++s) {
-    out.append(layout.pieces[s]);
+  return RenderLogLine(layout, "log block", [&](size_t s, std::string* out) {
     const Column& column = columns_[s];
     switch (column.kind) {
       case LogSlot::kItemId:
-        absl::StrAppend(&out, id_prefix_, id_suffixes_[j]);
+        absl::StrAppend(out, id_prefix_, id_suffixes_[j]);
         break;
       case LogSlot::kRequestIndex:  // Refused by Parse.
       case LogSlot::kPosition:
-        absl::StrAppend(&out, begin_ + j + 1);
+        absl::StrAppend(out, begin_ + j + 1);
         break;
       case LogSlot::kInt:
-        absl::StrAppend(&out, column.ints[j]);
+        absl::StrAppend(out, column.ints[j]);
         break;
       case LogSlot::kString:
-        out.append(layout.strings[static_cast<size_t>(column.ints[j])]);
+        out->append(layout.strings[static_cast<size_t>(column.ints[j])]);
         break;
       case LogSlot::kNumber:
-        AppendLogNumberText(column.numbers[j], &out);
+        AppendLogNumberText(column.numbers[j], out);
         break;
     }
-    if (out.size() > kMaxLogLineBytes) {
-      return absl::ResourceExhaustedError("log block: a rendered line exceeds 1 MiB");
-    }
-  }
-  out.append(layout.pieces.back());
-  return out;
+  });
 }
 
 void AppendLogNumberText(float value, std::string* out) {

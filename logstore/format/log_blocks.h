@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
@@ -90,6 +91,26 @@ inline constexpr size_t kMaxLogSlots = 4096;
 inline constexpr size_t kMaxLogStrings = 4096;
 inline constexpr size_t kMaxLogLineBytes = size_t{1} << 20;
 inline constexpr uint32_t kMaxLogItems = 1u << 20;
+
+// One item's text from a layout's pieces (layout.pieces: one before each of
+// layout.kinds' slots and one after the last) and `append_slot(s, &out)`,
+// which appends slot s's value. ResourceExhausted "<what>: a rendered line
+// exceeds 1 MiB" once the text passes kMaxLogLineBytes. Layouts 2 and 3
+// render through it.
+template <typename Layout, typename AppendSlot>
+absl::StatusOr<std::string> RenderLogLine(const Layout& layout, absl::string_view what,
+                                          AppendSlot&& append_slot) {
+  std::string out;
+  for (size_t s = 0; s < layout.kinds.size(); ++s) {
+    out.append(layout.pieces[s].data(), layout.pieces[s].size());
+    append_slot(s, &out);
+    if (out.size() > kMaxLogLineBytes) {
+      return absl::ResourceExhaustedError(std::string(what) + ": a rendered line exceeds 1 MiB");
+    }
+  }
+  out.append(layout.pieces.back().data(), layout.pieces.back().size());
+  return out;
+}
 
 // The hash field of block `b`: "#b".
 std::string LogBlockField(size_t b);

@@ -528,36 +528,29 @@ absl::Status ColumnsReader::ParseNumbers(coding::Reader& r, uint32_t n, const ch
 
 absl::StatusOr<std::string> ColumnsReader::Render(size_t j) const {
   const ColumnsLayout& layout = *layout_;
-  std::string out;
-  for (size_t s = 0; s < layout.kinds.size(); ++s) {
-    out.append(layout.pieces[s]);
+  return RenderLogLine(layout, "log columns", [&](size_t s, std::string* out) {
     const Column& column = columns_[s];
     switch (column.kind) {
       case LogSlot::kItemId:
-        out.append(id(j).data(), id(j).size());
+        out->append(id(j).data(), id(j).size());
         break;
       case LogSlot::kPosition:
-        absl::StrAppend(&out, position(j) + 1);
+        absl::StrAppend(out, position(j) + 1);
         break;
       case LogSlot::kRequestIndex:
-        absl::StrAppend(&out, request_index(j) + 1);
+        absl::StrAppend(out, request_index(j) + 1);
         break;
       case LogSlot::kInt:
-        absl::StrAppend(&out, Int(column, j));
+        absl::StrAppend(out, Int(column, j));
         break;
       case LogSlot::kString:
-        out.append(layout.strings[Int(column, j)]);
+        out->append(layout.strings[Int(column, j)]);
         break;
       case LogSlot::kNumber:
-        AppendLogNumberText(Number(column, j), &out);
+        AppendLogNumberText(Number(column, j), out);
         break;
     }
-    if (out.size() > kMaxLogLineBytes) {
-      return absl::ResourceExhaustedError("log columns: a rendered line exceeds 1 MiB");
-    }
-  }
-  out.append(layout.pieces.back());
-  return out;
+  });
 }
 
 absl::Status CheckTopAgrees(const ColumnsReader& top, const ColumnsReader& all) {
