@@ -20,7 +20,8 @@ poll (--model=DIR, a version directory; soak_fleet.ModelDir).
 
 The run: the fleet's closed-loop peak is measured first; then open-loop
 load at --load_fraction of it (at most --max_qps) for the whole run: a
-fault-free baseline (--baseline_s), then the nemesis (one fault every
+fault-free baseline (--baseline_s) after one warm-up overload burst (the
+first minute is then measured warm, like the last), then the nemesis (one fault every
 few seconds, kinds in soak_nemesis.KINDS), then a quiet tail; then the load
 stops, the log queues drain, every process is stopped, and the report,
 its JSON and the timeline PNG are written to --out.
@@ -45,11 +46,12 @@ listed in the report with its time and the fault in force):
              newest version that loads or NOT_SERVING, then serves once a
              good model is back; bad models are refused everywhere; every
              hostile request is refused cleanly);
-  resources  RSS (within --rss_growth), open fds (+--fd_slack) and Redis
-             connections (+-0) of every replica process alive in both the
-             first and the last minute (replica 0 is never restarted, so
-             there is always one): medians of the samples outside fault
-             windows;
+  resources  RSS (by its floor, within --rss_growth), open fds
+             (+--fd_slack) and Redis connections (+-0) of every replica
+             process alive in both the first and the last minute (replica 0
+             is never restarted, so there is always one), from the samples
+             outside fault windows; the live heap (jemalloc's allocated
+             bytes) is reported beside RSS;
   latency    p99 of the calls outside fault windows (a fault's window:
              from its start to --recovery_s after its end) <= --p99_factor
              x the baseline's p99; and after each fault, within
@@ -250,6 +252,7 @@ class Monitor(threading.Thread):
             if metrics is not None:
                 counts = fleet.log_counts(metrics)
                 sample.update(counts=counts, serving=metrics.get("rankwire_serving"),
+                              heap=metrics.get("rankwire_malloc_allocated_bytes"),
                               ok=metrics.get('rankwire_rank_rpcs_total{outcome="ok"}', 0),
                               store_up=metrics.get("rankwire_log_store_up"),
                               versions=sorted(fleet.served_versions(metrics)))
@@ -348,11 +351,34 @@ class Soak:
         self.qps = qps
         log("peak %.0f calls/s (closed loop, 8 callers); load %.0f calls/s open loop" % (
             self.peak["qps"], qps))
+        self.warm_up()
         self.load = fleet.Loadgen(self.bin["loadgen"], self.target, qps, 24 * 3600, 16,
                                   a.candidates, os.path.join(self.work, "calls-main.tsv"), "main")
         self.rec.track("loadgen-main", self.load.proc)
         self.monitor.add_reader(fleet.CallsReader(self.load.calls_path), "main")
         self.phases["load_start"] = time.time()
+
+    def warm_up(self):
+        """One overload burst, as the nemesis sends them, before the load
+        and the baseline start. A replica's allocator keeps the pages its
+        first burst needed (jemalloc's resident bytes step up once, by ~3 MB,
+        while its allocated bytes stay flat, and later bursts add nothing),
+        so without it the first minute would be measured cold and the last
+        warm: that step is not a creep. The burst's calls are not the main
+        load's; the log-loss check starts after the baseline has begun."""
+        a = self.args
+        callers = 2 * 3 * a.max_concurrent_rank
+        load = fleet.Loadgen(self.bin["loadgen"], self.target, 2 * self.peak["qps"], 3, callers,
+                             a.candidates, os.path.join(self.work, "calls-warmup.tsv"), "warmup")
+        self.rec.track("loadgen-warmup", load.proc)
+        self.rec.request_exit(load.proc, "run 3 s", {0, 2})
+        load.result(timeout=60)
+        self.rec.note_exits()
+        # The log queues drain what the burst left before the baseline.
+        for r in self.replicas:
+            fleet.wait_for(lambda r=r: self._drained(r), 20, step=0.2)
+        self.phases["warmed"] = time.time()
+        log("warm-up: one overload burst (%d callers, 3 s), log queues drained" % callers)
 
     def finish(self):
         """Stops the load, drains the log queues, checks the final counts,

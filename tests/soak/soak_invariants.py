@@ -250,6 +250,24 @@ def flatness(first, last, rss_ratio, fd_slack, conn_slack):
     return not problems, text + ("" if not problems else ": " + "; ".join(problems))
 
 
+def heap_text(first, last):
+    """The live heap (the allocator's allocated bytes, from /metrics) of one
+    process in the first and in the last minute, by its floor like RSS:
+    reported beside RSS, not judged. RSS also holds the pages the allocator
+    keeps for reuse; allocated bytes are what the program holds, so the two
+    together tell a leak from the allocator's retention. Not judged because
+    it also holds bounded pools that fill at a process's first Redis freeze
+    (each ranking thread keeps up to 8 requests' log values for reuse). ""
+    for samples without the gauge (a server that does not export it)."""
+    first = [x for x in first if x is not None]
+    last = [x for x in last if x is not None]
+    if len(first) < 3 or len(last) < 3:
+        return ""
+    h0, h1 = percentile(first, 0.10), percentile(last, 0.10)
+    return "live heap floor %.1f -> %.1f MB (%+.1f %%)" % (h0 / 2**20, h1 / 2**20,
+                                                           100 * (h1 / h0 - 1))
+
+
 def excluded_at(t, windows):
     """Whether time t falls in one of the (start, end) windows."""
     return any(a <= t <= b for a, b in windows)

@@ -197,6 +197,11 @@ class Flatness(unittest.TestCase):
         leaking = [(112e6, 30, 1)] * 9 + [(100e6, 30, 1)]
         self.assertFalse(inv.flatness(self.FIRST, leaking, 1.10, 4, 0)[0])
 
+    def test_the_live_heap_is_reported_by_its_floor_and_only_when_exported(self):
+        text = inv.heap_text([8e6] * 5, [8.8e6] * 4 + [30e6])
+        self.assertIn("live heap floor 7.6 -> 8.4 MB (+10.0 %)", text)
+        self.assertEqual(inv.heap_text([None] * 5, [None] * 5), "")
+
     def test_leaked_fds_fail(self):
         self.assertFalse(inv.flatness(self.FIRST, [(100e6, 35, 1)] * 5, 1.10, 4, 0)[0])
 

@@ -49,6 +49,9 @@ def resources(soak, faults):
         ok, text = inv.flatness([(s["rss"], s["fds"], s["redis_conns"]) for s in a0],
                                 [(s["rss"], s["fds"], s["redis_conns"]) for s in a1],
                                 1 + a.rss_growth, a.fd_slack, 0)
+        heap = inv.heap_text([s.get("heap") for s in a0], [s.get("heap") for s in a1])
+        if heap:
+            text += "; " + heap
         out.append({"name": "replica%d (pid %d)" % (samples[0]["replica"], pid),
                     "replica": samples[0]["replica"], "ok": ok, "text": text})
     # Redis's side: its clients (the replicas' connections and this
