@@ -234,6 +234,21 @@ class Latency(unittest.TestCase):
         r = inv.latency_report(calls, [fault("redis_freeze", 20, 22)], (0, 20), 1.5, 3, 2)
         self.assertFalse(r["recoveries"][0]["ok"])
 
+    def test_a_floor_keeps_a_few_slow_calls_at_a_low_rate_from_deciding(self):
+        # An 8 ms call every half second after a fault, at 80 calls/s over
+        # a 1 ms baseline: a 2 s window's p99 is its third-slowest call.
+        calls = self.calls(0, 20, 1000, qps=80) + self.calls(22, 30, 1000, qps=80)
+        calls += [(22.01 + 0.5 * i, 8000, "OK", "v", "main") for i in range(12)]
+        freeze = [fault("redis_freeze", 20, 22)]
+        self.assertFalse(inv.latency_report(calls, freeze, (0, 20), 3, 3, 2)["recoveries"][0]["ok"])
+        r = inv.latency_report(calls, freeze, (0, 20), 3, 3, 2, floor_us=10000)
+        self.assertEqual(r["recoveries"][0]["back_after_s"], 0.0)
+        self.assertAlmostEqual(r["bound_ms"], 10.0)
+        # A tail over the floor still fails.
+        slow = self.calls(0, 20, 1000, qps=80) + self.calls(22, 30, 12000, qps=80)
+        self.assertFalse(inv.latency_report(slow, freeze, (0, 20), 3, 3, 2,
+                                            floor_us=10000)["recoveries"][0]["ok"])
+
     def test_a_host_slower_since_the_baseline_is_not_a_fault_tail(self):
         # The steady gap before the fault is as slow as after it: recovered.
         calls = self.calls(0, 20, 1000) + self.calls(20, 30, 2000) + \

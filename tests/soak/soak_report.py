@@ -118,7 +118,7 @@ def evaluate(soak):
     failures = inv.call_failures(calls, faults)
     versions = inv.version_violations(calls, soak.published(), a.stale_s)
     latency = inv.latency_report(calls, faults, baseline, a.p99_factor, a.recovery_s,
-                                 a.window_s)
+                                 a.window_s, floor_us=1e3 * getattr(a, "p99_floor_ms", 0.0))
     res = resources(soak, faults)
     logs = log_identities(soak)
     losses = log_losses(soak, faults)
@@ -155,7 +155,9 @@ def evaluate(soak):
         ("resources: RSS, fds, Redis connections flat", bool(replica0) and
          all(r["ok"] for r in res), "%d processes compared (replica 0: %s) and Redis's clients" % (
              len(res) - 1, "yes" if replica0 else "NOT COMPARED")),
-        ("latency: p99 outside faults <= %.1fx baseline" % a.p99_factor, latency["outside_ok"],
+        ("latency: p99 outside faults <= %.1fx baseline%s" % (
+            a.p99_factor, " (not under %g ms)" % a.p99_floor_ms
+            if getattr(a, "p99_floor_ms", 0) else ""), latency["outside_ok"],
          "baseline p99 %.1f ms (%d calls), outside faults %.1f ms (%d calls), bound %.1f ms" % (
              latency["baseline_p99_ms"], latency["baseline_calls"], latency["outside_p99_ms"],
              latency["outside_calls"], latency["bound_ms"])),
@@ -250,9 +252,9 @@ def text_report(soak, v):
         lines.append("")
         lines.append("Hostile requests by kind and outcome: %s" % json.dumps(by, sort_keys=True))
     lines.append("")
-    lines.append("Settings: %s" % " ".join("--%s=%s" % (k, getattr(a, k)) for k in (
+    lines.append("Settings: %s" % " ".join("--%s=%s" % (k, getattr(a, k, None)) for k in (
         "candidates", "load_fraction", "max_qps", "baseline_s", "gap_s", "p99_factor",
-        "recovery_s", "window_s", "stale_s", "rss_growth", "fd_slack", "max_concurrent_rank",
+        "p99_floor_ms", "recovery_s", "window_s", "stale_s", "rss_growth", "fd_slack", "max_concurrent_rank",
         "poll_ms")))
     return "\n".join(lines) + "\n"
 
