@@ -373,19 +373,30 @@ class Soak:
         so without it the first minute would be measured cold and the last
         warm: that step is not a creep. The burst's calls are not the main
         load's; the log-loss check starts after the baseline has begun."""
-        a = self.args
-        callers = 2 * 3 * a.max_concurrent_rank
-        load = fleet.Loadgen(self.bin["loadgen"], self.target, 2 * self.peak["qps"], 3, callers,
-                             a.candidates, os.path.join(self.work, "calls-warmup.tsv"), "warmup")
-        self.rec.track("loadgen-warmup", load.proc)
-        self.rec.request_exit(load.proc, "run 3 s", {0, 2})
-        load.result(timeout=60)
-        self.rec.note_exits()
+        _, _, callers = self.overload_burst("warmup", os.path.join(self.work, "calls-warmup.tsv"),
+                                            follow=False)
         # The log queues drain what the burst left before the baseline.
         for r in self.replicas:
             fleet.wait_for(lambda r=r: self._drained(r), 20, step=0.2)
         self.phases["warmed"] = time.time()
         log("warm-up: one overload burst (%d callers, 3 s), log queues drained" % callers)
+
+    def overload_burst(self, label, path, follow):
+        """A second load generator at 2x the measured peak for 3 s, with
+        2 x 3 x --max_concurrent_rank callers, its calls to `path` (followed
+        by the monitor as `label` if `follow`). Returns (its result, qps,
+        callers) once it has exited."""
+        qps = 2 * self.peak["qps"]
+        callers = 2 * 3 * self.args.max_concurrent_rank
+        load = fleet.Loadgen(self.bin["loadgen"], self.target, qps, 3, callers,
+                             self.args.candidates, path, label)
+        self.rec.track("loadgen-" + label, load.proc)
+        self.rec.request_exit(load.proc, "run 3 s", {0, 2})
+        if follow:
+            self.monitor.add_reader(fleet.CallsReader(path), label)
+        result = load.result(timeout=60)
+        self.rec.note_exits()
+        return result, qps, callers
 
     def finish(self):
         """Stops the load, drains the log queues, checks the final counts,

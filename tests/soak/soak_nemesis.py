@@ -379,16 +379,8 @@ class Nemesis:
 
     def overload(self, fault, occurrence):
         soak = self.soak
-        qps = 2 * soak.peak["qps"]
-        callers = 2 * 3 * soak.args.max_concurrent_rank
         path = "%s/calls-overload-%d.tsv" % (soak.work, occurrence)
-        load = fleet.Loadgen(soak.bin["loadgen"], soak.target, qps, 3, callers,
-                             soak.args.candidates, path, "overload")
-        self.rec.track("loadgen-overload", load.proc)
-        self.rec.request_exit(load.proc, "run 3 s", {0, 2})
-        soak.monitor.add_reader(fleet.CallsReader(path), "overload")
-        result = load.result(timeout=60)
-        self.rec.note_exits()
+        result, qps, callers = soak.overload_burst("overload", path, follow=True)
         s = result["summary"] or {}
         refused = s.get("by_status", {}).get("RESOURCE_EXHAUSTED", 0)
         self.check(fault, result["summary"] is not None, "the overload load generator reported")
