@@ -300,8 +300,25 @@ def outside_windows(spans, windows):
     return out
 
 
+def allowed_over(n, alpha=0.01, share=0.01):
+    """The most calls of n that may be over a p99 bound before that is
+    evidence the window's p99 is over it: the largest c with
+    P(X >= c) > alpha for X ~ Binomial(n, share)."""
+    if n <= 0:
+        return 0
+    log_q = math.log1p(-share)
+    log_pmf = n * log_q  # P(X = 0)
+    cdf = 0.0
+    for k in range(n + 1):
+        cdf += math.exp(log_pmf)
+        if 1.0 - cdf <= alpha:  # P(X >= k + 1) <= alpha: k + 1 is evidence.
+            return k
+        log_pmf += math.log(n - k) - math.log(k + 1) + math.log(share) - log_q
+    return n
+
+
 def latency_report(calls, faults, baseline, factor, recovery_s, window_s, min_calls=20,
-                   floor_us=0.0):
+                   floor_us=0.0, alpha=0.01):
     """p99 of the OK main-load calls.
 
     - the baseline: calls due in the fault-free stretch `baseline` = (t0, t1);
@@ -313,9 +330,13 @@ def latency_report(calls, faults, baseline, factor, recovery_s, window_s, min_ca
       factor x the larger of the baseline's p99 and the p99 of the calls in
       the steady gap just before the fault (so a host that got slower since
       the baseline, not the fault, does not count as a fault's tail); it
-      must start within `recovery_s`.
+      must start within `recovery_s`. "Under" is a test, not the sample
+      p99: a window is still in the tail only if its count of calls over
+      the bound is improbable (p <= `alpha`) for calls of which 1 % are over
+      it (allowed_over). At 160 calls that is 6 or more, not 2; at 2,000
+      calls it is 32 or more, near the sample p99.
     Neither bound is below `floor_us`: at a low call rate a window's p99 is
-    its third-slowest call, which one scheduling hiccup of a shared host
+    its second-slowest call, which one scheduling hiccup of a shared host
     decides (the CI run's 80 calls/s; 0 for a long run at ~1,000/s).
     """
     ok_calls = sorted((due, lat) for due, lat, code, _, source in calls
@@ -342,19 +363,24 @@ def latency_report(calls, faults, baseline, factor, recovery_s, window_s, min_ca
         steady_from = f["end"] + recovery_s
         back = None
         worst = float("nan")
+        over = []  # (calls over the bound, calls, allowed) per window tried
         for step in range(int(recovery_s / 0.5) + 1):
             lats = between(f["end"] + 0.5 * step, f["end"] + 0.5 * step + window_s)
             p = percentile(lats, 0.99) if len(lats) >= min_calls else float("nan")
             if step == 0:
                 worst = p
-            if not math.isnan(p) and p <= local:
+            if len(lats) < min_calls:
+                continue
+            slow = sum(1 for lat in lats if lat > local)
+            over.append((slow, len(lats), allowed_over(len(lats), alpha)))
+            if slow <= over[-1][2]:
                 back = 0.5 * step
                 break
         recoveries.append({"id": f.get("id", 0), "kind": f["kind"], "p99_at_end_ms": worst / 1e3,
                            "gap_before_p99_ms": gap_p99 / 1e3, "bound_ms": local / 1e3,
-                           "back_after_s": back, "ok": back is not None})
+                           "over_bound": over, "back_after_s": back, "ok": back is not None})
     return {"baseline_calls": len(between(*baseline)), "baseline_p99_ms": base_p99 / 1e3,
-            "bound_ms": bound / 1e3, "factor": factor, "floor_ms": floor_us / 1e3,
+            "bound_ms": bound / 1e3, "factor": factor, "floor_ms": floor_us / 1e3, "alpha": alpha,
             "outside_calls": len(outside),
             "outside_p99_ms": outside_p99 / 1e3,
             "outside_ok": len(outside) > 0 and not math.isnan(base_p99) and outside_p99 <= bound,

@@ -235,10 +235,11 @@ class Latency(unittest.TestCase):
         self.assertFalse(r["recoveries"][0]["ok"])
 
     def test_a_floor_keeps_a_few_slow_calls_at_a_low_rate_from_deciding(self):
-        # An 8 ms call every half second after a fault, at 80 calls/s over
-        # a 1 ms baseline: a 2 s window's p99 is its third-slowest call.
+        # Three 8 ms calls every half second after a fault, at 80 calls/s
+        # over a 1 ms baseline: 12 of a 2 s window's 160 calls are slow.
         calls = self.calls(0, 20, 1000, qps=80) + self.calls(22, 30, 1000, qps=80)
-        calls += [(22.01 + 0.5 * i, 8000, "OK", "v", "main") for i in range(12)]
+        calls += [(22.01 + 0.5 * i + 0.1 * j, 8000, "OK", "v", "main")
+                  for i in range(12) for j in range(3)]
         freeze = [fault("redis_freeze", 20, 22)]
         self.assertFalse(inv.latency_report(calls, freeze, (0, 20), 3, 3, 2)["recoveries"][0]["ok"])
         r = inv.latency_report(calls, freeze, (0, 20), 3, 3, 2, floor_us=10000)
@@ -256,6 +257,30 @@ class Latency(unittest.TestCase):
         r = inv.latency_report(calls, [fault("bad_model", 30, 32)], (0, 20), 1.5, 3, 2)
         self.assertEqual(r["recoveries"][0]["back_after_s"], 0.0)
         self.assertAlmostEqual(r["recoveries"][0]["bound_ms"], 3.0)
+
+    def test_a_few_slow_calls_in_a_window_are_not_a_tail_and_many_are(self):
+        # 80 calls/s, 1 ms baseline, bound 3 ms: 5 slow calls of a 2 s
+        # window's 160 are what 1 % over the bound gives with p > 1 %;
+        # 6 are evidence of a tail. A fault's real tail (every call slow
+        # for 2 s) never comes back within 3 s.
+        base = self.calls(0, 20, 1000, qps=80)
+        after = self.calls(22, 40, 1000, qps=80)
+        freeze = [fault("redis_freeze", 20, 22)]
+
+        def slow(n):
+            return [(22.01 + 0.35 * i, 9000, "OK", "v", "main") for i in range(n)]
+        r = inv.latency_report(base + after + slow(5), freeze, (0, 20), 3, 3, 2)
+        self.assertEqual(r["recoveries"][0]["back_after_s"], 0.0)
+        self.assertEqual(r["recoveries"][0]["over_bound"], [(5, 165, 5)])
+        r = inv.latency_report(base + after + slow(6), freeze, (0, 20), 3, 3, 2)
+        self.assertEqual(r["recoveries"][0]["back_after_s"], 0.5)
+        tail = base + self.calls(22, 26.5, 20000, qps=80) + self.calls(26.5, 40, 1000, qps=80)
+        r = inv.latency_report(tail, [fault("kill_replica", 20, 22)], (0, 20), 3, 3, 2)
+        self.assertFalse(r["recoveries"][0]["ok"])
+        self.assertEqual([o[0] for o in r["recoveries"][0]["over_bound"]], [160] * 6 + [120])
+
+    def test_allowed_over_is_the_binomial_critical_count(self):
+        self.assertEqual([inv.allowed_over(n) for n in (0, 20, 160, 400, 2000)], [0, 2, 5, 9, 31])
 
     def test_windows_are_excluded_by_one_sweep(self):
         spans = [(0, 1), (5, 6), (9, 12), (20, 21)]

@@ -161,7 +161,8 @@ def evaluate(soak):
          "baseline p99 %.1f ms (%d calls), outside faults %.1f ms (%d calls), bound %.1f ms" % (
              latency["baseline_p99_ms"], latency["baseline_calls"], latency["outside_p99_ms"],
              latency["outside_calls"], latency["bound_ms"])),
-        ("latency: p99 back within %.0f s after each fault" % a.recovery_s,
+        ("latency: p99 back within %.0f s after each fault (no more calls over the bound "
+         "than 1 %% allows at p <= %g)" % (a.recovery_s, latency["alpha"]),
          all(r["ok"] for r in latency["recoveries"]),
          "%d of %d faults recovered in time" % (
              sum(r["ok"] for r in latency["recoveries"]), len(latency["recoveries"]))),
@@ -211,6 +212,12 @@ def text_report(soak, v):
             f["id"], _t(soak, f["start"]), (f["end"] or f["start"]) - f["start"], f["kind"],
             r.get("p99_at_end_ms", float("nan")), "never" if back is None else "%.1f s" % back,
             f["detail"]))
+        if r and not r.get("ok", True):
+            lines.append("         FAIL p99 not back under %.1f ms: calls over it per %.0f s window "
+                         "from its end, every 0.5 s: %s" % (
+                             r["bound_ms"], a.window_s, ", ".join(
+                                 "%d of %d (%d allowed)" % tuple(o) for o in r.get("over_bound", []))
+                             or "too few calls"))
         for good, text in f["checks"]:
             if not good:
                 lines.append("         FAIL %s" % text)
