@@ -198,6 +198,37 @@ def proc_cpu(pid):
     return total, by_name
 
 
+def minor_faults(pid):
+    """Minor page faults of every thread of `pid` so far (/proc/<pid>/stat)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rpartition(")")[2].split()[7])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def fault_cost_us(mib=64):
+    """What one first touch of an anonymous 4 KiB page costs on this host,
+    and a second touch of it (the loop's own cost), in µs: (first, second).
+    Under some hypervisors a minor fault costs tens of times bare metal's
+    ~0.3 µs, which then dominates the CPU of whatever touches fresh pages."""
+    import mmap
+    n = mib << 20
+    m = mmap.mmap(-1, n)
+    try:
+        if hasattr(m, "madvise") and hasattr(mmap, "MADV_NOHUGEPAGE"):
+            m.madvise(mmap.MADV_NOHUGEPAGE)
+        times = []
+        for _ in range(2):
+            t0 = time.perf_counter()
+            for i in range(0, n, 4096):
+                m[i] = 1
+            times.append((time.perf_counter() - t0) / (n // 4096) * 1e6)
+        return times[0], times[1]
+    finally:
+        m.close()
+
+
 def load(args, port, seconds, qps=0.0, concurrency=None, background=False):
     """The load generator as every window here runs it: no warm-up, a
     deadline, a fresh request id per call unless --cycled_ids."""
@@ -231,9 +262,11 @@ def cpu_window(args, server, redis, seconds):
     c0 = server.drained() if has_logs else None
     cpu0, names0 = proc_cpu(server.proc.pid)
     r0, info0 = redis.cpu_ns(), redis.info_cpu_s()
+    f0, rf0 = minor_faults(server.proc.pid), minor_faults(redis.proc.pid)
     result = load(args, server.port, seconds)
     cpu1, names1 = proc_cpu(server.proc.pid)
     r1, info1 = redis.cpu_ns(), redis.info_cpu_s()
+    f1, rf1 = minor_faults(server.proc.pid), minor_faults(redis.proc.pid)
     c1 = server.drained() if has_logs else None
     n = max(result["requests"], 1)
     phases, d = {}, {}
@@ -253,6 +286,10 @@ def cpu_window(args, server, redis, seconds):
         # answered; its INFO cpu over the requests it stored.
         "redis_us": (r1 - r0) / 1e3 / n,
         "redis_info_us": (info1 - info0) * 1e6 / stored_requests if stored_requests else None,
+        # Minor page faults per request: the server's, and Redis's (a row
+        # without logs still shares Redis with the other servers: ~0).
+        "faults": (f1 - f0) / n,
+        "redis_faults": (rf1 - rf0) / n,
         "phases_us": phases,
         "counts": d,
         "dropped": sum(d.get(k, 0) for k in DROPPED),
@@ -283,7 +320,7 @@ def run_cpu(args, servers, redis):
     return rounds
 
 
-def report_cpu(pairs, variants=()):
+def report_cpu(pairs, variants=(), fault_cost=None):
     lines = ["### Server CPU for logs, Redis CPU (closed loop, each server at its peak)", "",
              "Per round of adjacent windows (logs off, logs in Redis; order rotated): "
              "µs of CPU per request, median [min–max] over rounds.", "",
@@ -324,9 +361,24 @@ def report_cpu(pairs, variants=()):
               f"{sum(p['redis']['failed'] for p in pairs)} |",
               f"| lines dropped | – | {sum(p['redis']['dropped'] for p in pairs):.0f} of "
               f"{sum(p['redis']['handed'] for p in pairs):.0f} handed |"]
+    lines += [f"| minor page faults / request, server | "
+              f"{cell([p['off'].get('faults') for p in pairs], '{:.2f}')} | "
+              f"{cell([p['redis'].get('faults') for p in pairs], '{:.2f}')} |",
+              f"| minor page faults / Rank call, Redis | – | "
+              f"{cell([p['redis'].get('redis_faults') for p in pairs], '{:.2f}')} |"]
     for phase in ("log_handoff", "log_format", "log_store"):
         lines.append(f"| server's sampled {phase} µs / request | – | "
                      f"{cell([p['redis']['phases_us'].get(phase) for p in pairs])} |")
+    if fault_cost:
+        first, again = fault_cost
+        cost = first - again
+        lines += ["", f"A first touch of a fresh 4 KiB page costs **{cost:.2f} µs** on this host "
+                  f"({first:.2f} µs, less {again:.2f} µs for touching it again; bare metal is "
+                  "~0.3 µs). At that price the faults above are, per request: server "
+                  f"{cell([cost * p['off']['faults'] for p in pairs])} µs logs off, "
+                  f"{cell([cost * p['redis']['faults'] for p in pairs])} µs logs in Redis; "
+                  f"Redis {cell([cost * p['redis']['redis_faults'] for p in pairs])} µs "
+                  "(where: `perf record -e page-faults -g -p PID`)."]
     if variants:
         lines += ["", "Variants (logs in Redis), same rounds: server CPU for logs (vs logs off), "
                   "Redis CPU, and each as a ratio to the logs-in-Redis row of the round.", "",
@@ -839,6 +891,7 @@ def main():
         if "cpu" in parts:
             servers["floor"] = Floor(args.build, servers["off"].port)
             got["cpu"] = run_cpu(args, servers, redis)
+            got["fault_cost_us"] = fault_cost_us()
             peak = statistics.median(p["off"]["qps"] for p in got["cpu"])
             peak_redis = statistics.median(p["redis"]["qps"] for p in got["cpu"])
         if "memory" in parts:
@@ -872,7 +925,7 @@ def main():
              f"Server (logs in Redis) start-up: `{startup}`", ""]
     lines += table
     if "cpu" in got:
-        lines += [""] + report_cpu(got["cpu"], args.variants)
+        lines += [""] + report_cpu(got["cpu"], args.variants, got.get("fault_cost_us"))
     if "memory" in got:
         lines += [""] + report_memory_fetch(got["memory"])
     if "steady" in got:
