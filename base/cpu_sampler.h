@@ -37,8 +37,6 @@ class CpuSampler {
   // CPU nanoseconds since Start() or the previous Lap(); 0 when not
   // sampling.
   int64_t Lap();
-  // Adds `nanos` (a lap taken out of turn) to the next Lap().
-  void Carry(int64_t nanos) { mark_ -= nanos; }
 
  private:
   uint32_t every_;

@@ -34,7 +34,6 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "codec/builtin_codecs.h"
 #include "codec/codec.h"
@@ -511,103 +510,6 @@ std::vector<NamedResult> EdgeResults() {
 
 // The suite ---------------------------------------------------------------
 
-// The memory a borrowing copy of a result reads (BorrowingCopy).
-struct BorrowedSources {
-  std::vector<uint32_t> rows;  // Item i's slot: a permutation.
-  std::vector<std::vector<double>> doubles;
-  std::vector<std::vector<float>> floats;
-  std::vector<std::vector<uint32_t>> uint32s;
-};
-
-// `r` again, its dense columns borrowed as a ranker lends them
-// (RankResult::BorrowDoubles): from arrays in a shuffled slot order, in
-// every source type a key's type allows (a float key from doubles or
-// floats, an int key from floats or uint32s where its values fit), the
-// rest owned. Every item's values are the same as in `r`.
-RankResult BorrowingCopy(const RankResult& r, uint64_t seed, BorrowedSources* s) {
-  const size_t n = r.size();
-  s->rows.resize(n);
-  for (size_t i = 0; i < n; ++i) s->rows[i] = static_cast<uint32_t>(i);
-  std::mt19937_64 rng(seed);
-  std::shuffle(s->rows.begin(), s->rows.end(), rng);
-  s->doubles.assign(r.key_count(), std::vector<double>(n));
-  s->floats.assign(r.key_count(), std::vector<float>(n));
-  s->uint32s.assign(r.key_count(), std::vector<uint32_t>(n));
-  RankResult b;
-  b.ResetKeys(r.keys());
-  for (size_t i = 0; i < n; ++i) {
-    b.AddItem(r.id(i), r.score(i), r.position(i));
-    if (!r.log(i).empty()) b.SetLog(i, r.log(i));
-  }
-  for (uint32_t k = 0; k < r.key_count(); ++k) {
-    const Column& c = r.column(k);
-    const uint32_t* rows = s->rows.data();
-    // The same string entries, so that the codes mean the same.
-    for (size_t e = 0; e < c.entry_count(); ++e) {
-      b.AddStringEntry(k, c.entry(static_cast<uint32_t>(e)));
-    }
-    bool borrowed = c.present_count() == n && n > 0;
-    if (borrowed) {
-      switch (c.type()) {
-        case MetricType::kDouble:
-          for (size_t i = 0; i < n; ++i) s->doubles[k][rows[i]] = c.at(i).double_value();
-          b.BorrowDoubles(k, s->doubles[k].data(), rows);
-          break;
-        case MetricType::kFloat:
-          // Through a double only where that keeps the float's bits (a
-          // signalling NaN would come back quiet).
-          if (k % 2 == 0 && std::none_of(s->rows.begin(), s->rows.end(), [&](uint32_t i) {
-                return std::isnan(c.at(i).float_value());
-              })) {
-            for (size_t i = 0; i < n; ++i) s->doubles[k][rows[i]] = c.at(i).float_value();
-            b.BorrowDoubles(k, s->doubles[k].data(), rows);
-          } else {
-            for (size_t i = 0; i < n; ++i) s->floats[k][rows[i]] = c.at(i).float_value();
-            b.BorrowFloats(k, s->floats[k].data(), rows);
-          }
-          break;
-        case MetricType::kInt: {
-          bool fits_u32 = true, fits_float = true;
-          for (size_t i = 0; i < n; ++i) {
-            const int64_t v = c.at(i).int_value();
-            fits_u32 = fits_u32 && v >= 0 && v <= int64_t{UINT32_MAX};
-            fits_float = fits_float && std::abs(v) <= (int64_t{1} << 24);
-          }
-          if (fits_u32 && k % 2 == 0) {
-            for (size_t i = 0; i < n; ++i) {
-              s->uint32s[k][rows[i]] = static_cast<uint32_t>(c.at(i).int_value());
-            }
-            b.BorrowUint32s(k, s->uint32s[k].data(), rows);
-          } else if (fits_float) {
-            for (size_t i = 0; i < n; ++i) {
-              s->floats[k][rows[i]] = static_cast<float>(c.at(i).int_value());
-            }
-            b.BorrowFloats(k, s->floats[k].data(), rows);
-          } else {
-            borrowed = false;
-          }
-          break;
-        }
-        case MetricType::kString:
-          for (size_t i = 0; i < n; ++i) s->uint32s[k][rows[i]] = c.code(i);
-          b.BorrowUint32s(k, s->uint32s[k].data(), rows);
-          break;
-      }
-    }
-    if (borrowed) continue;
-    if (c.type() == MetricType::kString) {
-      for (size_t i = 0; i < n; ++i) {
-        if (c.present(i)) b.SetStringCode(i, k, c.code(i));
-      }
-      continue;
-    }
-    for (size_t i = 0; i < n; ++i) {
-      if (c.present(i)) (void)b.Set(i, k, c.at(i));
-    }
-  }
-  return b;
-}
-
 class CodecConformanceTest : public ::testing::TestWithParam<CodecUnderTest> {
  protected:
   const Codec& codec() const { return *GetParam().codec; }
@@ -677,45 +579,6 @@ TEST_P(CodecConformanceTest, RoundTripsGeneratedResults) {
                     << " keys): " << diff;
     }
   }
-}
-
-// A codec reads a ranker's borrowed columns (in slot order, converted to
-// their keys' types) exactly as it reads owned ones: the same bytes.
-TEST_P(CodecConformanceTest, BorrowedColumnsEncodeAsOwnedOnes) {
-  std::vector<std::pair<std::string, const RankResult*>> cases;
-  const std::vector<NamedResult> edge = EdgeResults();
-  for (const NamedResult& c : edge) cases.emplace_back(c.name, &c.result);
-  std::vector<RankResult> generated;
-  generated.reserve(60);
-  for (int seed = 0; seed < 60; ++seed) {
-    std::mt19937_64 rng(static_cast<uint64_t>(seed) * 6151 + 3);
-    generated.push_back(test::RandomResult(rng));
-  }
-  for (size_t g = 0; g < generated.size(); ++g) {
-    cases.emplace_back(absl::StrCat("generated ", g), &generated[g]);
-  }
-  size_t borrowing = 0;
-  for (size_t c = 0; c < cases.size(); ++c) {
-    const RankResult& r = *cases[c].second;
-    BorrowedSources sources;
-    RankResult b = BorrowingCopy(r, c + 1, &sources);
-    borrowing += b.borrows();
-    ASSERT_EQ(DiffResults(r, b), "") << cases[c].first;
-    EXPECT_EQ(RoundTripDiff(b), "") << cases[c].first;
-    // Rankbin's bytes are a function of the result (protobuf's map fields
-    // have no fixed order; the test codec's bytes name the result).
-    if (absl::StartsWith(codec().name(), "rankbin")) {
-      const std::string owned_bytes = MustEncode(r), borrowed_bytes = MustEncode(b);
-      EXPECT_TRUE(owned_bytes == borrowed_bytes)
-          << cases[c].first << ": " << borrowed_bytes.size() << " bytes borrowed, "
-          << owned_bytes.size() << " owned";
-    }
-    b.Own();
-    EXPECT_FALSE(b.borrows());
-    sources = BorrowedSources();  // Owned: nothing it read is needed now.
-    EXPECT_EQ(DiffResults(r, b), "") << cases[c].first << ", owned";
-  }
-  EXPECT_GT(borrowing, cases.size() / 4);  // Most generated results are sparse.
 }
 
 TEST_P(CodecConformanceTest, LazyTopNEqualsFullDecode) {

@@ -8,7 +8,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "base/target_clones.h"
 
 namespace rankwire {
 
@@ -253,24 +252,6 @@ std::string MetricRef::DebugString() const {
 }
 
 MetricRef Column::at(size_t i) const {
-  if (borrowed()) {
-    const uint32_t row = rows_[i];
-    switch (type_) {
-      case MetricType::kInt:
-        return MetricRef::Int(source_ == Source::kFloats
-                                  ? static_cast<int64_t>(static_cast<const float*>(borrowed_)[row])
-                                  : int64_t{static_cast<const uint32_t*>(borrowed_)[row]});
-      case MetricType::kFloat:
-        return MetricRef::Float(source_ == Source::kDoubles
-                                    ? static_cast<float>(static_cast<const double*>(borrowed_)[row])
-                                    : static_cast<const float*>(borrowed_)[row]);
-      case MetricType::kDouble:
-        return MetricRef::Double(static_cast<const double*>(borrowed_)[row]);
-      case MetricType::kString:
-        break;
-    }
-    return MetricRef::String(string_at(i));
-  }
   switch (type_) {
     case MetricType::kInt:
       return MetricRef::Int(ints_[i]);
@@ -282,99 +263,6 @@ MetricRef Column::at(size_t i) const {
       break;
   }
   return MetricRef::String(string_at(i));
-}
-
-namespace {
-
-// out[j] = From(in[rows[j]]) as the key's type: a loop per pair of types,
-// so each is one gather and a conversion, vectorized where the machine has
-// gathers (AVX2, AVX-512).
-#define RANKWIRE_GATHER(name, To, From)                                         \
-  RANKWIRE_TARGET_CLONES("avx512f", "avx2", "default")                          \
-  void name(const void* in, const uint32_t* rows, size_t count, To* out) {      \
-    const From* from = static_cast<const From*>(in);                            \
-    for (size_t j = 0; j < count; ++j) out[j] = static_cast<To>(from[rows[j]]); \
-  }
-RANKWIRE_GATHER(GatherIntsOfFloats, int64_t, float)
-RANKWIRE_GATHER(GatherIntsOfUint32s, int64_t, uint32_t)
-RANKWIRE_GATHER(GatherFloatsOfDoubles, float, double)
-RANKWIRE_GATHER(GatherFloatsOfFloats, float, float)
-RANKWIRE_GATHER(GatherDoubles, double, double)
-RANKWIRE_GATHER(GatherUint32s, uint32_t, uint32_t)
-#undef RANKWIRE_GATHER
-
-}  // namespace
-
-template <>
-const int64_t* Column::Values<int64_t>(size_t begin, size_t count, int64_t* scratch) const {
-  if (source_ == Source::kOwned) return ints_.data() + begin;
-  if (source_ == Source::kFloats) {
-    GatherIntsOfFloats(borrowed_, rows_ + begin, count, scratch);
-  } else {
-    GatherIntsOfUint32s(borrowed_, rows_ + begin, count, scratch);
-  }
-  return scratch;
-}
-
-template <>
-const float* Column::Values<float>(size_t begin, size_t count, float* scratch) const {
-  if (source_ == Source::kOwned) return floats_.data() + begin;
-  if (source_ == Source::kDoubles) {
-    GatherFloatsOfDoubles(borrowed_, rows_ + begin, count, scratch);
-  } else {
-    GatherFloatsOfFloats(borrowed_, rows_ + begin, count, scratch);
-  }
-  return scratch;
-}
-
-template <>
-const double* Column::Values<double>(size_t begin, size_t count, double* scratch) const {
-  if (source_ == Source::kOwned) return doubles_.data() + begin;
-  GatherDoubles(borrowed_, rows_ + begin, count, scratch);
-  return scratch;
-}
-
-template <>
-const uint32_t* Column::Values<uint32_t>(size_t begin, size_t count, uint32_t* scratch) const {
-  if (source_ == Source::kOwned) return codes_.data() + begin;
-  GatherUint32s(borrowed_, rows_ + begin, count, scratch);
-  return scratch;
-}
-
-void Column::Borrow(Source source, const void* values, const uint32_t* rows, size_t items) {
-  source_ = source;
-  borrowed_ = values;
-  rows_ = rows;
-  // Presence only: the value arrays are not touched (nor grown).
-  if (present_.size() < (items + 63) / 64) present_.resize((items + 63) / 64, 0);
-  MarkAllPresent(items);
-}
-
-void Column::Own(size_t items) {
-  if (!borrowed()) return;
-  const Source source = source_;
-  // Resize() sees the arrays as they are; the values are then gathered in.
-  slots_ = 0;
-  source_ = Source::kOwned;
-  Resize(items);
-  source_ = source;
-  switch (type_) {
-    case MetricType::kInt:
-      Values<int64_t>(0, items, ints_.data());
-      break;
-    case MetricType::kFloat:
-      Values<float>(0, items, floats_.data());
-      break;
-    case MetricType::kDouble:
-      Values<double>(0, items, doubles_.data());
-      break;
-    case MetricType::kString:
-      Values<uint32_t>(0, items, codes_.data());
-      break;
-  }
-  source_ = Source::kOwned;
-  borrowed_ = nullptr;
-  rows_ = nullptr;
 }
 
 void Column::Resize(size_t items) {
@@ -414,9 +302,6 @@ void Column::MarkAllPresent(size_t items) {
 void Column::Clear() {
   // The value arrays keep their size: Resize() reuses them, and no present
   // bit names their old values.
-  source_ = Source::kOwned;
-  borrowed_ = nullptr;
-  rows_ = nullptr;
   slots_ = 0;
   present_.clear();
   present_count_ = 0;
@@ -563,7 +448,6 @@ void ZeroAbsent(const std::vector<uint64_t>& present, size_t present_count, size
 
 Column& RankResult::WholeColumn(uint32_t key, bool zero) {
   Column& c = columns_[key];
-  c.Own(size());
   c.Resize(size());
   if (zero && c.present_count_ < size()) {
     switch (c.type_) {
@@ -583,27 +467,6 @@ Column& RankResult::WholeColumn(uint32_t key, bool zero) {
   }
   c.MarkAllPresent(size());
   return c;
-}
-
-void RankResult::BorrowDoubles(uint32_t key, const double* values, const uint32_t* rows) {
-  columns_[key].Borrow(Column::Source::kDoubles, values, rows, size());
-}
-void RankResult::BorrowFloats(uint32_t key, const float* values, const uint32_t* rows) {
-  columns_[key].Borrow(Column::Source::kFloats, values, rows, size());
-}
-void RankResult::BorrowUint32s(uint32_t key, const uint32_t* values, const uint32_t* rows) {
-  columns_[key].Borrow(Column::Source::kUint32s, values, rows, size());
-}
-
-void RankResult::Own() {
-  for (size_t k = 0; k < keys_.size(); ++k) columns_[k].Own(size());
-}
-
-bool RankResult::borrows() const {
-  for (size_t k = 0; k < keys_.size(); ++k) {
-    if (columns_[k].borrowed()) return true;
-  }
-  return false;
 }
 
 int64_t* RankResult::MutableInts(uint32_t key) { return WholeColumn(key, true).ints_.data(); }
@@ -728,10 +591,10 @@ absl::Status ValidateResult(const RankResult& result) {
     const Column& c = result.column(k);
     if (key.type != MetricType::kString) continue;
     for (size_t i = 0; i < result.size(); ++i) {
-      if (c.present(i) && c.code(i) >= c.entry_count()) {
+      if (c.present(i) && c.codes()[i] >= c.entry_count()) {
         return absl::InvalidArgumentError(
             absl::StrCat("item ", i, " (", result.id(i), "): metric \"", key.name,
-                         "\" has string code ", c.code(i), " of ", c.entry_count(), " entries"));
+                         "\" has string code ", c.codes()[i], " of ", c.entry_count(), " entries"));
       }
     }
   }

@@ -22,7 +22,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/base/optimization.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
@@ -278,31 +277,12 @@ class MetricRef {
 // the slots of items without one hold unspecified values (a cleared result
 // reuses its arrays without zeroing them).
 //
-// A column either owns its values (the arrays below, item by item) or
-// borrows them (RankResult::BorrowDoubles and the like): item i's value is
-// then source[rows[i]] in memory its producer owns, converted to the key's
-// type when read. That is how a ranker hands its scorer's columns, in
-// candidate order, to a codec with the rank order beside them: no step
-// copies them into rank order first. Readers that work on runs of items
-// call Values() (the owned array, or the run gathered into scratch);
-// at(), code() and the owned arrays' accessors serve the rest.
-//
 // Columns belong to a RankResult and change only through it.
 class Column {
  public:
   explicit Column(MetricType type) : type_(type) {}
 
-  // Where a borrowed column's values come from.
-  enum class Source : uint8_t {
-    kOwned,    // The column's own arrays.
-    kDoubles,  // const double*: a double or float key (float: rounded).
-    kFloats,   // const float*: a float or int key (int: truncated).
-    kUint32s,  // const uint32_t*: an int key, or a string key's codes.
-  };
-
   MetricType type() const { return type_; }
-  Source source() const { return source_; }
-  bool borrowed() const { return source_ != Source::kOwned; }
   // Whether item i has a value of this key.
   bool present(size_t i) const {
     return i < present_.size() * 64 && ((present_[i >> 6] >> (i & 63)) & 1) != 0;
@@ -314,24 +294,10 @@ class Column {
   absl::Span<const uint64_t> present_words() const { return present_; }
 
   // The values, one slot per item: the array of the column's type.
-  // REQUIRES: !borrowed() (a borrowed column has no such array; read it
-  // with Values(), at() or code()).
   const int64_t* ints() const { return ints_.data(); }
   const float* floats() const { return floats_.data(); }
   const double* doubles() const { return doubles_.data(); }
   const uint32_t* codes() const { return codes_.data(); }
-  // Items [begin, begin + count)'s values as T, the key's type (uint32_t:
-  // a string key's codes): the owned array at `begin`, or for a borrowed
-  // column the run gathered into `scratch` (count slots) and `scratch`.
-  // Items without a value give unspecified values. REQUIRES: T is the
-  // key's type, begin + count <= the result's items.
-  template <typename T>
-  const T* Values(size_t begin, size_t count, T* scratch) const;
-  // Item i's string code. REQUIRES: a string key, present(i).
-  uint32_t code(size_t i) const {
-    return source_ == Source::kOwned ? codes_[i]
-                                     : static_cast<const uint32_t*>(borrowed_)[rows_[i]];
-  }
   // String entries (codes index them).
   size_t entry_count() const { return entry_ends_.size(); }
   absl::string_view entry(uint32_t e) const {
@@ -340,7 +306,7 @@ class Column {
   }
   // Bytes of all entries.
   size_t entry_bytes() const { return entry_bytes_.size(); }
-  absl::string_view string_at(size_t i) const { return entry(code(i)); }
+  absl::string_view string_at(size_t i) const { return entry(codes_[i]); }
   // Item i's value. REQUIRES: present(i).
   MetricRef at(size_t i) const;
 
@@ -355,16 +321,9 @@ class Column {
   }
   void MarkAllPresent(size_t items);
   void Clear();
-  // Makes the column borrow `values` in `rows` order for `items` items.
-  void Borrow(Source source, const void* values, const uint32_t* rows, size_t items);
-  // Copies a borrowed column's values into its own arrays.
-  void Own(size_t items);
 
   MetricType type_;
-  Source source_ = Source::kOwned;
-  const void* borrowed_ = nullptr;  // Of source_'s type.
-  const uint32_t* rows_ = nullptr;  // Item i's value is borrowed_[rows_[i]].
-  size_t slots_ = 0;                // Items the arrays below are sized for.
+  size_t slots_ = 0;  // Items the arrays below are sized for.
   std::vector<uint64_t> present_;
   size_t present_count_ = 0;
   std::vector<int64_t> ints_;
@@ -374,15 +333,6 @@ class Column {
   std::string entry_bytes_;
   std::vector<uint64_t> entry_ends_;
 };
-
-template <>
-const int64_t* Column::Values<int64_t>(size_t begin, size_t count, int64_t* scratch) const;
-template <>
-const float* Column::Values<float>(size_t begin, size_t count, float* scratch) const;
-template <>
-const double* Column::Values<double>(size_t begin, size_t count, double* scratch) const;
-template <>
-const uint32_t* Column::Values<uint32_t>(size_t begin, size_t count, uint32_t* scratch) const;
 
 // One item of a result, decoded whole into owning values (a copy: a view's
 // MaterializeItem, RankResult::Item, or what AppendItem takes). Results do
@@ -512,26 +462,6 @@ class RankResult {
   double* OverwriteDoubles(uint32_t key);
   uint32_t* OverwriteCodes(uint32_t key);
 
-  // Borrowed columns, once every item is added: item i's value of `key`
-  // is read, whenever the result is read, from values[rows[i]] (converted
-  // to the key's type: a double to a float key rounds to binary32, a float
-  // to an int key truncates, a uint32 to an int key widens; a string key's
-  // uint32s are codes into its entries, added as usual). Every item is
-  // marked as having the key. Nothing is copied: `values` and `rows` (at
-  // least size() of them) must outlive every read of the result, or Own()
-  // must be called while they live. Setting a borrowed column's cells
-  // (Set*, Mutable*, Overwrite*) copies its values into the result first.
-  // REQUIRES: the source fits the key's type (Column::Source).
-  void BorrowDoubles(uint32_t key, const double* values, const uint32_t* rows);
-  void BorrowFloats(uint32_t key, const float* values, const uint32_t* rows);
-  void BorrowUint32s(uint32_t key, const uint32_t* values, const uint32_t* rows);
-  // Copies every borrowed column's values into the result's own memory:
-  // afterwards the result reads nothing it does not own (a result that
-  // outlives what it borrowed: tests, tools).
-  void Own();
-  // Whether any column borrows.
-  bool borrows() const;
-
   // Row form, for tests and tools: appends `item` (its metric keys index
   // keys(); InvalidArgument for a key out of range, a value of another
   // type, or a key twice), and copies item i out.
@@ -547,7 +477,6 @@ class RankResult {
  private:
   Column& Cell(size_t item, uint32_t key) {
     Column& c = columns_[key];
-    if (ABSL_PREDICT_FALSE(c.borrowed())) c.Own(size());
     const size_t items = item + 1 > size() ? item + 1 : size();
     if (items > c.slots_) c.Resize(items);
     c.MarkPresent(item);

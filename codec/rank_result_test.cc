@@ -4,7 +4,6 @@
 // comparison (DiffResults).
 #include "codec/rank_result.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -835,118 +834,6 @@ TEST(ColumnarTest, CopiesAreIndependent) {
   EXPECT_EQ(a.Get(0, 0), MetricRef::Double(0));
   EXPECT_EQ(a.Get(1, 1), std::nullopt);
   EXPECT_EQ(DiffResults(a, Sample()), "");
-}
-
-// Borrowed columns (RankResult::BorrowDoubles and the like): item i reads
-// source[rows[i]], converted to the key's type, whichever way it is read.
-TEST(BorrowedColumnsTest, ReadInRowOrderAsTheKeysType) {
-  constexpr size_t kItems = 150;  // Past two 64-item gathering windows.
-  std::vector<uint32_t> rows(kItems);
-  for (size_t i = 0; i < kItems; ++i) rows[i] = static_cast<uint32_t>((i * 37 + 11) % kItems);
-  std::vector<double> d(kItems);
-  std::vector<float> f(kItems);
-  std::vector<uint32_t> u(kItems), codes(kItems);
-  for (size_t c = 0; c < kItems; ++c) {
-    d[c] = 0.1 + 1.5 * static_cast<double>(c);
-    f[c] = static_cast<float>(c) * 2.75f - 100.0f;
-    u[c] = 4'000'000'000u - static_cast<uint32_t>(c);
-    codes[c] = static_cast<uint32_t>(c % 3);
-  }
-  RankResult r;
-  const uint32_t kd = r.AddKey("d", MetricType::kDouble);
-  const uint32_t kfd = r.AddKey("f_of_d", MetricType::kFloat);
-  const uint32_t kf = r.AddKey("f", MetricType::kFloat);
-  const uint32_t kif = r.AddKey("i_of_f", MetricType::kInt);
-  const uint32_t kiu = r.AddKey("i_of_u", MetricType::kInt);
-  const uint32_t ks = r.AddKey("s", MetricType::kString);
-  for (size_t i = 0; i < kItems; ++i)
-    r.AddItem(absl::StrCat("id", i), 0, static_cast<uint32_t>(i + 1));
-  r.BorrowDoubles(kd, d.data(), rows.data());
-  r.BorrowDoubles(kfd, d.data(), rows.data());
-  r.BorrowFloats(kf, f.data(), rows.data());
-  r.BorrowFloats(kif, f.data(), rows.data());
-  r.BorrowUint32s(kiu, u.data(), rows.data());
-  for (const char* e : {"a", "bb", "ccc"}) r.AddStringEntry(ks, e);
-  r.BorrowUint32s(ks, codes.data(), rows.data());
-  EXPECT_TRUE(r.borrows());
-  EXPECT_TRUE(ValidateResult(r).ok());
-
-  std::vector<double> sd(64);
-  std::vector<float> sf(64);
-  std::vector<int64_t> si(64);
-  std::vector<uint32_t> su(64);
-  for (size_t begin = 0; begin < kItems; begin += 64) {
-    const size_t count = std::min<size_t>(64, kItems - begin);
-    const double* vd = r.column(kd).Values<double>(begin, count, sd.data());
-    const float* vfd = r.column(kfd).Values<float>(begin, count, sf.data());
-    for (size_t j = 0; j < count; ++j) {
-      const uint32_t row = rows[begin + j];
-      EXPECT_EQ(vd[j], d[row]);
-      EXPECT_EQ(vfd[j], static_cast<float>(d[row]));
-    }
-    const float* vf = r.column(kf).Values<float>(begin, count, sf.data());
-    for (size_t j = 0; j < count; ++j) EXPECT_EQ(vf[j], f[rows[begin + j]]);
-    const int64_t* vif = r.column(kif).Values<int64_t>(begin, count, si.data());
-    for (size_t j = 0; j < count; ++j) {
-      EXPECT_EQ(vif[j], static_cast<int64_t>(f[rows[begin + j]]));
-    }
-    const int64_t* viu = r.column(kiu).Values<int64_t>(begin, count, si.data());
-    for (size_t j = 0; j < count; ++j) EXPECT_EQ(viu[j], int64_t{u[rows[begin + j]]});
-    const uint32_t* vs = r.column(ks).Values<uint32_t>(begin, count, su.data());
-    for (size_t j = 0; j < count; ++j) EXPECT_EQ(vs[j], codes[rows[begin + j]]);
-  }
-  for (size_t i = 0; i < kItems; ++i) {
-    const uint32_t row = rows[i];
-    EXPECT_EQ(r.Get(i, kd), MetricRef::Double(d[row]));
-    EXPECT_EQ(r.Get(i, kfd), MetricRef::Float(static_cast<float>(d[row])));
-    EXPECT_EQ(r.Get(i, kif), MetricRef::Int(static_cast<int64_t>(f[row])));
-    EXPECT_EQ(r.Get(i, kiu), MetricRef::Int(u[row]));
-    EXPECT_EQ(r.column(ks).string_at(i), std::string(codes[row] + 1, "abc"[codes[row]]));
-  }
-
-  // Owned, it keeps the values when the sources change or go.
-  RankResult owned = r;
-  owned.Own();
-  EXPECT_FALSE(owned.borrows());
-  EXPECT_EQ(DiffResults(owned, r), "");
-  const RankedItem before = owned.Item(7);
-  std::fill(d.begin(), d.end(), -1.0);
-  std::fill(f.begin(), f.end(), -1.0f);
-  std::fill(codes.begin(), codes.end(), 2u);
-  EXPECT_EQ(owned.Item(7).metrics.size(), before.metrics.size());
-  for (size_t m = 0; m < before.metrics.size(); ++m) {
-    EXPECT_EQ(owned.Item(7).metrics[m].value, before.metrics[m].value);
-  }
-}
-
-TEST(BorrowedColumnsTest, SettingACellCopiesTheColumnFirst) {
-  std::vector<uint32_t> rows = {2, 0, 1};
-  std::vector<double> d = {10, 20, 30};
-  std::vector<uint32_t> codes = {1, 0, 5};  // Item 2 reads slot 1: code 0.
-  RankResult r;
-  const uint32_t kd = r.AddKey("d", MetricType::kDouble);
-  const uint32_t ks = r.AddKey("s", MetricType::kString);
-  for (int i = 0; i < 3; ++i) r.AddItem(absl::StrCat(i), 0, static_cast<uint32_t>(i + 1));
-  r.BorrowDoubles(kd, d.data(), rows.data());
-  r.AddStringEntry(ks, "x");
-  r.AddStringEntry(ks, "y");
-  r.BorrowUint32s(ks, codes.data(), rows.data());
-  // Item 1 reads slot 0: code 1 of 2 entries; item 0 reads slot 2: code 5.
-  const absl::Status invalid = ValidateResult(r);
-  EXPECT_EQ(invalid.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(invalid.message()), testing::HasSubstr("string code 5 of 2 entries"));
-  r.SetDouble(1, kd, 99);
-  EXPECT_FALSE(r.column(kd).borrowed());
-  d = {-1, -1, -1};
-  EXPECT_EQ(r.Get(0, kd), MetricRef::Double(30));
-  EXPECT_EQ(r.Get(1, kd), MetricRef::Double(99));
-  EXPECT_EQ(r.Get(2, kd), MetricRef::Double(20));
-  r.SetStringCode(0, ks, 0);
-  EXPECT_TRUE(ValidateResult(r).ok());
-  EXPECT_EQ(r.column(ks).string_at(1), "y");
-  // A cleared result borrows nothing.
-  r.ResetKeys(r.keys());
-  EXPECT_FALSE(r.borrows());
 }
 
 }  // namespace

@@ -36,12 +36,6 @@ class PhaseTimer {
     Record(set, histogram, MicrosSince(mark_, now));
     mark_ = now;
   }
-  // The CPU time since the last lap, taken out of turn: given back with
-  // Carry() to the phase whose lap is taken later (sampled calls only).
-  int64_t SetAside() { return cpu_ != nullptr && cpu_->sampling() ? cpu_->Lap() : 0; }
-  void Carry(int64_t nanos) {
-    if (cpu_ != nullptr && cpu_->sampling()) cpu_->Carry(nanos);
-  }
   // The CPU time since the last lap, as `phase` (sampled calls only).
   void Cpu(Phase phase) {
     if (cpu_ != nullptr && cpu_->sampling() && metrics_ != nullptr) {
@@ -194,15 +188,6 @@ absl::StatusOr<EncodedResponse> RankHandler::Handle(const RequestView& request,
   phases.Cpu(Phase::kBuild);
   phases.End(&T::set_rank_us, &ServerMetrics::rank);
 
-  // The result borrows the workspace's columns (Ranker::Build): it is
-  // encoded before the log values are handed over.
-  absl::StatusOr<OwnedBuffer> body = codec.Encode(result);
-  phases.End(&T::set_response_serialize_us, &ServerMetrics::response_serialize);
-  // The encode's CPU is recorded with the response's framing, after the
-  // call returns (RankService): set aside while the log hand-off's is
-  // taken.
-  const int64_t encode_cpu = log_mode == rank::v1::LOG_MODE_STORE ? phases.SetAside() : 0;
-
   // Logs for the store are handed over unformatted: the consumer only
   // queues them, the writer thread formats and stores them, and the future
   // is not waited on.
@@ -214,17 +199,16 @@ absl::StatusOr<EncodedResponse> RankHandler::Handle(const RequestView& request,
     logs_->Consume(std::move(logs));
   }
   phases.End(&T::set_log_enqueue_us, &ServerMetrics::log_enqueue);
-  if (log_mode == rank::v1::LOG_MODE_STORE) {
-    phases.Cpu(Phase::kLogHandoff);
-    phases.Carry(encode_cpu);
-  }
+  if (log_mode == rank::v1::LOG_MODE_STORE) phases.Cpu(Phase::kLogHandoff);
 
+  absl::StatusOr<OwnedBuffer> body = codec.Encode(result);
   if (!body.ok()) {
     // The codec's code goes to the caller as is: a result over a format
     // limit is RESOURCE_EXHAUSTED or INVALID_ARGUMENT there, not INTERNAL.
     return absl::Status(body.status().code(), absl::StrCat("encoding with ", codec.name(), ": ",
                                                            body.status().message()));
   }
+  phases.End(&T::set_response_serialize_us, &ServerMetrics::response_serialize);
 
   header.set_request_id(std::string(request.request_id));
   header.set_codec(std::string(codec.name()));

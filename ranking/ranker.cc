@@ -206,37 +206,48 @@ void FillLogHeader(const Model& model, const std::string& bucket, const RequestV
   v->top_n = request.top_n;
 }
 
-// The model's metrics and the features: the scorer's columns and the
-// request's, in candidate order, borrowed by the result with the rank
-// order beside them (the codec reads them in rank order; nothing is copied
-// here). A float metric is the model's double rounded when read, an
-// integral feature its float truncated, as a copy would have made them.
+// The model's metrics and the features, in rank order.
 void EmitScoreColumns(const Model& model, const RequestView& request,
                       const RankWorkspace::Schema& k, const RankWorkspace& ws, RankResult* result) {
   const LogValues& v = ws.v;
   const size_t n = v.n;
   const uint32_t* order = v.order.data();
-  result->BorrowDoubles(k.final_score, v.score.data(), order);
+  double* final_score = result->OverwriteDoubles(k.final_score);
+  for (size_t r = 0; r < n; ++r) final_score[r] = v.score[order[r]];
   const ModelOutputs& outputs = *model.outputs();
   for (size_t m = 0; m < outputs.metrics.size(); ++m) {
-    result->BorrowDoubles(k.model[m], v.model_values.data() + size_t{outputs.metrics[m].column} * n,
-                          order);
+    const double* column = v.model_values.data() + size_t{outputs.metrics[m].column} * n;
+    if (outputs.metrics[m].type == MetricType::kFloat) {
+      float* out = result->OverwriteFloats(k.model[m]);
+      for (size_t r = 0; r < n; ++r) out[r] = static_cast<float>(column[order[r]]);
+    } else {
+      double* out = result->OverwriteDoubles(k.model[m]);
+      for (size_t r = 0; r < n; ++r) out[r] = column[order[r]];
+    }
   }
   for (size_t f = 0; f < k.feature.size(); ++f) {
-    result->BorrowFloats(k.feature[f], request.features.data() + f * n, order);
+    const float* in = request.features.data() + f * n;
+    if (ws.integral[f]) {
+      int64_t* out = result->OverwriteInts(k.feature[f]);
+      for (size_t r = 0; r < n; ++r) out[r] = static_cast<int64_t>(in[order[r]]);
+    } else {
+      float* out = result->OverwriteFloats(k.feature[f]);
+      for (size_t r = 0; r < n; ++r) out[r] = in[order[r]];
+    }
   }
 }
 
-// Sources and recall ranks (borrowed as above); pre-ranks, bucket and
-// version, written in rank order.
+// Sources, ranks, bucket and version, in rank order.
 void EmitItemColumns(const Model& model, const std::string& bucket, const RankWorkspace::Schema& k,
                      const RankWorkspace& ws, RankResult* result) {
   const LogValues& v = ws.v;
   const size_t n = v.n;
   const uint32_t* order = v.order.data();
   for (const std::string& source : v.sources) result->AddStringEntry(k.source, source);
-  result->BorrowUint32s(k.source, v.source_code.data(), order);
-  result->BorrowUint32s(k.recall_rank, v.recall_rank.data(), order);
+  uint32_t* source = result->OverwriteCodes(k.source);
+  for (size_t r = 0; r < n; ++r) source[r] = v.source_code[order[r]];
+  int64_t* recall_rank = result->OverwriteInts(k.recall_rank);
+  for (size_t r = 0; r < n; ++r) recall_rank[r] = v.recall_rank[order[r]];
   int64_t* pre_rank = result->OverwriteInts(k.pre_rank);
   for (size_t r = 0; r < n; ++r) pre_rank[r] = static_cast<int64_t>(order[r]) + 1;
   // One entry each, every item's code 0.
@@ -398,7 +409,6 @@ RankOutput Ranker::Rank(const rank::v1::RankRequest& proto, LogDetail detail) co
   RankOutput out;
   Score(request, &ws);
   Build(request, bucket, detail, &ws, &out.result);
-  out.result.Own();  // It outlives `ws` and the request it borrows from.
   if (detail == LogDetail::kDeferred) out.logs = Renderer(TakeLogValues(request, bucket, &ws));
   return out;
 }

@@ -12,9 +12,8 @@
 // It works column by column, in a RankWorkspace the caller keeps from call
 // to call (one per thread): the candidates' features are gathered once
 // (feature-major), the model scores them in vector loops, candidates are
-// ordered by a radix sort, and the result borrows the scorer's columns
-// with that order (the codec reads them in rank order: no step copies
-// them into rank order first). A warm workspace and a reused RankResult make a request allocate
+// ordered by a radix sort, and the result's columns are written in rank
+// order. A warm workspace and a reused RankResult make a request allocate
 // nothing per item or per metric.
 //
 // Log lines cost more to format than the scores cost to compute, so when
@@ -140,12 +139,7 @@ class Ranker {
   // Writes the result of the last Score() into `result` (cleared first,
   // its memory reused): keys, items in rank order, their metrics, and
   // with LogDetail::kInline their log lines. `bucket` is the request's
-  // experiment bucket (in every item and line). The scores, the model's
-  // metrics, the features, sources and recall ranks are not copied: the
-  // result borrows them from `ws` and `request` in candidate order, with
-  // the rank order (RankResult::BorrowDoubles), so `result` may be read
-  // only while both are unchanged and alive — encode it before
-  // TakeLogValues() or the next Score(), or call result->Own().
+  // experiment bucket (in every item and line).
   void Build(const RequestView& request, const std::string& bucket, LogDetail detail,
              RankWorkspace* ws, RankResult* result) const;
   // The values of the last Score()'s log lines, moved out of `ws` (which

@@ -66,10 +66,6 @@ char* Scratch(size_t n) {
   return buffer.get();
 }
 
-// Items whose values of borrowed columns (Column::Values) are gathered at
-// a time, every such key at once: a window of the result stays in L1.
-constexpr size_t kGatherItems = 64;
-
 // A string key's column as WriteRun writes it.
 struct StringColumn {
   const Column* column;
@@ -88,7 +84,8 @@ struct Shape {
   // longest varint.
   uint64_t numbers_bound = 0;
   // What WriteRun reads, found once per encode (not per run of items):
-  // the string columns in wire order.
+  // the number columns' arrays in wire order, and the string columns.
+  std::vector<const void*> columns;
   std::vector<StringColumn> strings;
 };
 
@@ -118,18 +115,6 @@ struct EncoderScratch {
   std::vector<uint32_t> entry_bound;
   absl::flat_hash_set<absl::string_view> sample_strings;
   std::vector<uint32_t> values_offset;
-  // WriteRun's: per key, where the values of the gathering window's first
-  // item are (an owned array, or the window gathered from a borrowed
-  // column into the arrays below, at gather_slot[key] * kGatherItems);
-  // per run, the shape's columns in wire order.
-  std::vector<const void*> window_values;
-  std::vector<uint32_t> gather_slot;
-  std::vector<double> gathered_doubles;
-  std::vector<float> gathered_floats;
-  std::vector<int64_t> gathered_ints;
-  std::vector<uint32_t> gathered_codes;
-  std::vector<const void*> run_columns;
-  std::vector<const uint32_t*> run_codes;
   std::vector<uint64_t> value_block_bounds;
   std::vector<uint64_t> values_long_strings;
   std::vector<uint64_t> log_block_raw;
@@ -189,13 +174,6 @@ class Encoder {
   absl::Status WriteLogs(coding::Writer& w);
   // The values of items [begin, end), which all have shape `shape`.
   void WriteRun(coding::Writer& out, size_t begin, size_t end, const Shape& shape);
-  // Items [begin, end) of a run, within the gathering window.
-  void WriteChunk(coding::Writer& out, size_t begin, size_t end, const Shape& shape);
-  // Room to gather every borrowed key's window, once per encode.
-  void PrepareWindows();
-  // Makes the window of items from `begin` (kGatherItems of them, or the
-  // rest) the gathered one.
-  void GatherWindow(size_t begin);
   // The shape's columns for WriteRun, once the string keys are decided.
   void PrepareColumns(Shape& shape) const;
   template <typename Fill>
@@ -216,7 +194,6 @@ class Encoder {
   size_t blocks_ = 0;
   uint32_t block_items_ = 1;
   uint64_t values_total_ = 0;
-  size_t window_begin_ = 0, window_end_ = 0;
   uint64_t records_bound_ = 0;
   bool has_logs_ = false;
   size_t shape_count_ = 0;  // This call's shapes: the first ones of s_.shapes.
@@ -442,6 +419,7 @@ absl::Status Encoder::CountUses(uint32_t k, bool* dict_worth_trying) {
   const size_t entries = c.entry_count();
   std::vector<uint32_t>& uses = s_.entry_uses;
   uses.assign(entries, 0);
+  const uint32_t* codes = c.codes();
   const bool dense = c.present_count() == n_;
   // Distinct strings among the first kDictSample present items (compared by
   // value: entries may repeat a string). Not hashed at all when the column
@@ -455,7 +433,7 @@ absl::Status Encoder::CountUses(uint32_t k, bool* dict_worth_trying) {
   size_t sample_end = sample ? kDictSample : 0;
   for (size_t i = 0, seen = 0; i < n_; ++i) {
     if (!dense && !c.present(i)) continue;
-    const uint32_t code = c.code(i);
+    const uint32_t code = codes[i];
     if (ABSL_PREDICT_FALSE(code >= entries)) {
       return absl::InvalidArgumentError(
           absl::StrCat("rankbin: item ", i, " (", r_.id(i), "): metric \"", r_.key(k).name,
@@ -512,6 +490,7 @@ absl::Status Encoder::DecideString(uint32_t k) {
   RETURN_IF_ERROR(CountUses(k, &dict_worth_trying));
   const std::vector<uint32_t>& uses = s_.entry_uses;
   const size_t entries = c.entry_count();
+  const uint32_t* codes = c.codes();
   const bool dense = c.present_count() == n_;
   // Per entry: its plain size, and the bound an item's value takes either
   // way (plain, or a dictionary index of at most 5 bytes).
@@ -524,7 +503,7 @@ absl::Status Encoder::DecideString(uint32_t k) {
     plain_bytes += uint64_t{uses[e]} * plain;
   }
   for (size_t i = 0; i < n_; ++i) {
-    if (dense || c.present(i)) s_.item_strings[i] += bound[c.code(i)];
+    if (dense || c.present(i)) s_.item_strings[i] += bound[codes[i]];
   }
   // A dictionary of the distinct referenced entries (entries are not
   // deduplicated when added), when it is smaller than the plain strings.
@@ -552,7 +531,7 @@ void Encoder::CountLongStrings(const Column& c) {
     const size_t end = std::min(n_, (b + 1) * size_t{block_items_});
     for (size_t i = b * block_items_; i < end; ++i) {
       if (!dense && !c.present(i)) continue;
-      const size_t size = c.entry(c.code(i)).size();
+      const size_t size = c.entry(c.codes()[i]).size();
       if (size >= kLongString) s_.values_long_strings[b] += coding::LengthPrefixedLength(size);
     }
   }
@@ -621,109 +600,54 @@ void Encoder::WriteItems(coding::Writer& w) {
 }
 
 void Encoder::PrepareColumns(Shape& shape) const {
+  shape.columns.resize(shape.int_end);
   shape.strings.clear();
-  for (size_t j = shape.int_end; j < shape.wire.size(); ++j) {
-    const StringKey& sk = s_.strings[shape.wire[j]];
-    shape.strings.push_back(
-        StringColumn{&r_.column(shape.wire[j]), sk.use_dict ? sk.remap.data() : nullptr});
-  }
-  s_.run_columns.resize(std::max<size_t>(s_.run_columns.size(), shape.int_end));
-  s_.run_codes.resize(std::max<size_t>(s_.run_codes.size(), shape.strings.size()));
-}
-
-void Encoder::PrepareWindows() {
-  size_t count[5] = {};  // Borrowed keys per MetricType.
-  s_.gather_slot.assign(k_, 0);
-  s_.window_values.assign(k_, nullptr);
-  for (uint32_t k = 0; k < k_; ++k) {
-    const Column& c = r_.column(k);
-    if (c.borrowed())
-      s_.gather_slot[k] = static_cast<uint32_t>(count[static_cast<int>(c.type())]++);
-  }
-  const auto room = [](auto& v, size_t keys) {
-    if (v.size() < keys * kGatherItems) v.resize(keys * kGatherItems);
-  };
-  room(s_.gathered_ints, count[static_cast<int>(MetricType::kInt)]);
-  room(s_.gathered_floats, count[static_cast<int>(MetricType::kFloat)]);
-  room(s_.gathered_doubles, count[static_cast<int>(MetricType::kDouble)]);
-  room(s_.gathered_codes, count[static_cast<int>(MetricType::kString)]);
-  window_begin_ = window_end_ = 0;
-}
-
-void Encoder::GatherWindow(size_t begin) {
-  const size_t count = std::min(kGatherItems, n_ - begin);
-  for (uint32_t k = 0; k < k_; ++k) {
-    const Column& c = r_.column(k);
-    const size_t at = size_t{s_.gather_slot[k]} * kGatherItems;
-    const void*& values = s_.window_values[k];
+  for (size_t j = 0; j < shape.wire.size(); ++j) {
+    const Column& c = r_.column(shape.wire[j]);
     switch (c.type()) {
-      case MetricType::kInt:
-        values = c.Values<int64_t>(begin, count, s_.gathered_ints.data() + at);
+      case MetricType::kDouble:
+        shape.columns[j] = c.doubles();
         break;
       case MetricType::kFloat:
-        values = c.Values<float>(begin, count, s_.gathered_floats.data() + at);
+        shape.columns[j] = c.floats();
         break;
-      case MetricType::kDouble:
-        values = c.Values<double>(begin, count, s_.gathered_doubles.data() + at);
+      case MetricType::kInt:
+        shape.columns[j] = c.ints();
         break;
-      case MetricType::kString:
-        values = c.Values<uint32_t>(begin, count, s_.gathered_codes.data() + at);
+      case MetricType::kString: {
+        const StringKey& sk = s_.strings[shape.wire[j]];
+        shape.strings.push_back(StringColumn{&c, sk.use_dict ? sk.remap.data() : nullptr});
         break;
+      }
     }
   }
-  window_begin_ = begin;
-  window_end_ = begin + count;
 }
 
 void Encoder::WriteRun(coding::Writer& out, size_t begin, size_t end, const Shape& shape) {
-  // Items are written in order, so each window is gathered once.
-  for (size_t i = begin; i < end;) {
-    if (i < window_begin_ || i >= window_end_) GatherWindow(i - i % kGatherItems);
-    const size_t stop = std::min(end, window_end_);
-    WriteChunk(out, i, stop, shape);
-    i = stop;
-  }
-}
-
-void Encoder::WriteChunk(coding::Writer& out, size_t begin, size_t end, const Shape& shape) {
-  // Each column's values of items [begin, end): in its owned array, or in
-  // the window gathered from a borrowed column (in rank order, converted to
-  // its key's type).
-  const size_t count = end - begin;
-  const size_t skip = begin - window_begin_;
+  // Everything the loop reads in locals: stores through the writer's char
+  // pointer may alias any memory, so members would be reloaded per value.
+  const void* const* col = shape.columns.data();
   const uint32_t double_end = shape.double_end;
   const uint32_t float_end = shape.float_end;
   const uint32_t int_end = shape.int_end;
-  const uint32_t* wire = shape.wire.data();
-  const void* const* window = s_.window_values.data();
-  const void** col = s_.run_columns.data();
-  uint32_t j = 0;
-  for (; j < double_end; ++j) col[j] = static_cast<const double*>(window[wire[j]]) + skip;
-  for (; j < float_end; ++j) col[j] = static_cast<const float*>(window[wire[j]]) + skip;
-  for (; j < int_end; ++j) col[j] = static_cast<const int64_t*>(window[wire[j]]) + skip;
   const StringColumn* string_cols = shape.strings.data();
   const size_t string_count = shape.strings.size();
-  const uint32_t** codes = s_.run_codes.data();
-  for (size_t t = 0; t < string_count; ++t) {
-    codes[t] = static_cast<const uint32_t*>(window[wire[int_end + t]]) + skip;
-  }
-  // Everything the loop reads in locals: stores through the writer's char
-  // pointer may alias any memory, so members would be reloaded per value.
-  uint32_t* values_offset = s_.values_offset.data() + begin;
+  uint32_t* values_offset = s_.values_offset.data();
   coding::Writer w = out;
   const char* const values_start = w.position() - w.written();
-  for (size_t i = 0; i < count; ++i) {
+  for (size_t i = begin; i < end; ++i) {
     values_offset[i] = static_cast<uint32_t>(w.position() - values_start);
-    j = 0;
+    uint32_t j = 0;
     for (; j < double_end; ++j) w.PutDouble(static_cast<const double*>(col[j])[i]);
     for (; j < float_end; ++j) w.PutFloat(static_cast<const float*>(col[j])[i]);
     for (; j < int_end; ++j) w.PutSignedVarint64(static_cast<const int64_t*>(col[j])[i]);
     for (size_t t = 0; t < string_count; ++t) {
-      const uint32_t code = codes[t][i];
+      const Column& c = *string_cols[t].column;
+      const uint32_t code = c.codes()[i];
       if (string_cols[t].remap != nullptr) {
         w.PutVarint64(string_cols[t].remap[code]);
       } else {
-        w.PutLengthPrefixed(string_cols[t].column->entry(code));
+        w.PutLengthPrefixed(c.entry(code));
       }
     }
   }
@@ -784,7 +708,6 @@ absl::Status Encoder::WriteValues(coding::Writer& w) {
   }
   s_.values_offset.resize(n_);
   for (size_t d = 0; d < shape_count_; ++d) PrepareColumns(s_.shapes[d]);
-  PrepareWindows();
   return WriteBlocks(
       w, bounds, [&](size_t b) { return ValuesCandidate(b); },
       [&](size_t block, coding::Writer& bw) -> absl::Status {
