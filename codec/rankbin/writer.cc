@@ -17,6 +17,7 @@
 #include "codec/rankbin/accepted_names.h"
 #include "codec/rankbin/format.h"
 #include "codec/rankbin/serializers.h"
+#include "codec/rankbin/short_dict.h"
 
 namespace rankwire::rankbin {
 namespace {
@@ -107,6 +108,9 @@ struct EncoderScratch {
   std::vector<uint64_t> item_sparse;  // Per item: which sparse keys it has.
   std::vector<int8_t> sparse_bit;     // Per key: its bit there, -1 if dense.
   std::vector<StringKey> strings;     // Per key; used for string keys.
+  // A dictionary's entries by value: those of at most 16 bytes (most: a
+  // category, a bucket, a source) as packed words, the longer ones hashed.
+  ShortDict short_index;
   absl::flat_hash_map<absl::string_view, uint32_t> dict_index;
   absl::flat_hash_set<absl::string_view> key_names;
   AcceptedNames accepted_keys;
@@ -464,16 +468,29 @@ bool Encoder::BuildDictionary(const Column& c, StringKey& sk, uint64_t* index_by
   const std::vector<uint32_t>& uses = s_.entry_uses;
   const size_t entries = c.entry_count();
   sk.remap.assign(entries, UINT32_MAX);
+  s_.short_index.Clear();
   s_.dict_index.clear();
   const uint32_t max_entries = std::max<uint32_t>(1, o_.max_dict_entries);
   *index_bytes = 0;
   for (size_t e = 0; e < entries; ++e) {
     if (uses[e] == 0) continue;
     const absl::string_view v = c.entry(static_cast<uint32_t>(e));
-    auto [it, inserted] = s_.dict_index.emplace(v, static_cast<uint32_t>(sk.dict.size()));
-    if (inserted) sk.dict.push_back(v);
-    sk.remap[e] = it->second;
-    *index_bytes += uint64_t{uses[e]} * coding::VarintLength(it->second);
+    const auto next = static_cast<uint32_t>(sk.dict.size());
+    uint32_t index;
+    if (v.size() <= ShortString::kMax) {
+      const ShortString key = ShortString::Of(v);
+      size_t slot = 0;
+      index = s_.short_index.Find(key, &slot);
+      if (index == UINT32_MAX) {
+        s_.short_index.Insert(slot, key, next);
+        index = next;
+      }
+    } else {
+      index = s_.dict_index.emplace(v, next).first->second;
+    }
+    if (index == next) sk.dict.push_back(v);
+    sk.remap[e] = index;
+    *index_bytes += uint64_t{uses[e]} * coding::VarintLength(index);
     if (sk.dict.size() > max_entries) return false;
   }
   return !sk.dict.empty();
