@@ -1123,8 +1123,15 @@ struct ArraySink {
   uint64_t string_bytes = 0;
 
   bool Decode(const char* p, const char* e) {
-    for (size_t j = 0; j < step_count; ++j) {
-      const Step& s = steps[j];
+    // In locals, and stored as typed values: through the members (or with
+    // memcpy into the columns, which may alias anything) every value
+    // reloaded the plan, the item and the step after the store before it.
+    const Step* const plan = steps;
+    const size_t count = step_count;
+    const size_t at = item;
+    uint64_t bytes = 0;
+    for (size_t j = 0; j < count; ++j) {
+      const Step& s = plan[j];
       uint64_t v;
       switch (s.op) {
         case Op::kDoubles:
@@ -1133,7 +1140,7 @@ struct ArraySink {
             return false;
           }
           for (uint32_t k = 0; k < s.count; ++k, p += 8) {
-            std::memcpy(static_cast<double*>(steps[j + k].column) + item, p, 8);
+            static_cast<double*>(plan[j + k].column)[at] = LoadDouble(p);
           }
           j += s.count - 1;
           break;
@@ -1142,36 +1149,36 @@ struct ArraySink {
             return false;
           }
           for (uint32_t k = 0; k < s.count; ++k, p += 4) {
-            std::memcpy(static_cast<float*>(steps[j + k].column) + item, p, 4);
+            static_cast<float*>(plan[j + k].column)[at] = LoadFloat(p);
           }
           j += s.count - 1;
           break;
         case Op::kDouble:
           if (ABSL_PREDICT_FALSE(e - p < 8)) return false;
-          std::memcpy(static_cast<double*>(s.column) + item, p, 8);
+          static_cast<double*>(s.column)[at] = LoadDouble(p);
           p += 8;
           break;
         case Op::kFloat:
           if (ABSL_PREDICT_FALSE(e - p < 4)) return false;
-          std::memcpy(static_cast<float*>(s.column) + item, p, 4);
+          static_cast<float*>(s.column)[at] = LoadFloat(p);
           p += 4;
           break;
         case Op::kInt:
           if (ABSL_PREDICT_FALSE(!ReadVarint64(p, e, &v))) return false;
-          static_cast<int64_t*>(s.column)[item] = coding::ZigZagDecode64(v);
+          static_cast<int64_t*>(s.column)[at] = coding::ZigZagDecode64(v);
           break;
         case Op::kString:
           if (ABSL_PREDICT_FALSE(!ReadVarint64(p, e, &v) || v > static_cast<uint64_t>(e - p))) {
             return false;
           }
-          string_bytes += v;
-          static_cast<uint32_t*>(s.column)[item] =
+          bytes += v;
+          static_cast<uint32_t*>(s.column)[at] =
               out->AddStringEntry(s.model_index, absl::string_view(p, v));
           p += v;
           break;
         case Op::kDict:
           if (ABSL_PREDICT_FALSE(!ReadVarint64(p, e, &v) || v >= s.dict_size)) return false;
-          static_cast<uint32_t*>(s.column)[item] = static_cast<uint32_t>(v);
+          static_cast<uint32_t*>(s.column)[at] = static_cast<uint32_t>(v);
           break;
         case Op::kSkipVarint:
           if (ABSL_PREDICT_FALSE(!ReadVarint64(p, e, &v))) return false;
@@ -1191,7 +1198,18 @@ struct ArraySink {
           break;
       }
     }
+    string_bytes = bytes;
     return true;
+  }
+  static double LoadDouble(const char* p) {
+    double v;
+    std::memcpy(&v, p, 8);
+    return v;
+  }
+  static float LoadFloat(const char* p) {
+    float v;
+    std::memcpy(&v, p, 4);
+    return v;
   }
 
   // DecodeValues's sink, for an item Decode() refused.
