@@ -2048,5 +2048,39 @@ TEST(FullDecodeTest, TheFirstErrorInItemOrderIsReported) {
   }
 }
 
+// Plain strings of one shape are added in batches (of 64 items per key):
+// batches, a partial last one, empty strings and one item per block all
+// decode to the same entries, one per item, in item order.
+TEST(FullDecodeTest, PlainStringsOfManyItemsReadBackInOrder) {
+  for (const size_t items : {1, 63, 64, 65, 150}) {
+    RowResult r;
+    const uint32_t a = r.AddKey("a", MetricType::kString);
+    const uint32_t x = r.AddKey("x", MetricType::kDouble);
+    const uint32_t b = r.AddKey("b", MetricType::kString);
+    for (size_t i = 0; i < items; ++i) {
+      RankedItem& item = AppendItem(r, i);
+      item.metrics = {{a, MetricValue::String(absl::StrCat("a-", i, std::string(i % 7 * 20, 'x')))},
+                      {x, MetricValue::Double(0.5 * static_cast<double>(i))},
+                      {b, MetricValue::String(i % 3 == 0 ? "" : absl::StrCat("b#", i * 7919))}};
+    }
+    for (const auto& [name, block_items] :
+         {std::pair{kRankbinCodecName, 1u}, std::pair{kRankbinCodecName, 16u},
+          std::pair{absl::string_view("rankbin-zstd"), 16u}}) {
+      SCOPED_TRACE(absl::StrCat(name, ": ", items, " items, blocks of ", block_items));
+      BuiltinCodecOptions options;
+      options.writer.block_items = block_items;
+      options.writer.max_dict_entries = 0;
+      const std::string payload = RoundTrip(r, name, options);
+      absl::StatusOr<RankResult> back = Decode(payload);
+      ASSERT_TRUE(back.ok()) << back.status();
+      for (const uint32_t k : {a, b}) {
+        const Column& c = back->column(*back->FindKey(k == a ? "a" : "b"));
+        EXPECT_EQ(c.entry_count(), items);
+        for (size_t i = 0; i < items; ++i) EXPECT_EQ(c.codes()[i], i);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace rankwire::rankbin
