@@ -387,6 +387,22 @@ uint32_t RankResult::AddStringEntry(uint32_t key, absl::string_view v) {
   return static_cast<uint32_t>(c.entry_ends_.size() - 1);
 }
 
+uint32_t RankResult::AddStringEntries(uint32_t key, absl::Span<const absl::string_view> v) {
+  Column& c = columns_[key];
+  const size_t first = c.entry_ends_.size();
+  size_t at = c.entry_bytes_.size();
+  size_t bytes = 0;
+  for (absl::string_view s : v) bytes += s.size();
+  c.entry_bytes_.resize(at + bytes);
+  c.entry_ends_.resize(first + v.size());
+  for (size_t j = 0; j < v.size(); ++j) {
+    if (!v[j].empty()) std::memcpy(&c.entry_bytes_[at], v[j].data(), v[j].size());
+    at += v[j].size();
+    c.entry_ends_[first + j] = at;
+  }
+  return static_cast<uint32_t>(first);
+}
+
 absl::Status RankResult::Set(size_t item, uint32_t key, const MetricRef& v) {
   if (item >= size() || key >= keys_.size()) {
     return absl::InvalidArgumentError(absl::StrCat("cell (item ", item, ", key ", key,

@@ -434,6 +434,10 @@ class RankResult {
   // A string key's entries: AddStringEntry adds one (no search for an equal
   // one) and returns its code; SetStringCode gives an item that value.
   uint32_t AddStringEntry(uint32_t key, absl::string_view v);
+  // AddStringEntry for each of `v` in order, in one call (a decoder adding
+  // thousands: one call and one resize per batch, not per string); returns
+  // the first one's code, the others' follow it.
+  uint32_t AddStringEntries(uint32_t key, absl::Span<const absl::string_view> v);
   void SetStringCode(size_t item, uint32_t key, uint32_t code) {
     Cell(item, key).codes_[item] = code;
   }

@@ -1902,5 +1902,185 @@ TEST(CapTest, MaterializeIsCappedWhenItemsShareAValueRun) {
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
 }
 
+// Full decode -------------------------------------------------------------------
+// Materialize reads every record before any value, and fills whole columns
+// from a plan of the shape when every item has one; neither may change what
+// a payload decodes to or which error it gives: the first one a reader of
+// one item at a time meets.
+
+// A string literal's bytes, NULs included.
+template <size_t N>
+std::string Lit(const char (&s)[N]) {
+  return std::string(s, N - 1);
+}
+
+// Four keys of every value kind, one shape; item values as given.
+Payload FourKindsPayload(const std::string& run0, const std::string& run1) {
+  Payload p;
+  p.keys = {{0x12, "ctr"}, {0x20, "source", {"ann", "bm25"}}, {0x00, "stock"}, {0x1b, "trace"}};
+  p.shapes = {{0, 1, 2, 3}};
+  p.items = {{"sku-1", 0.5, 1, 0, 0}, {"sku-2", 0.25, 2, 0, static_cast<uint32_t>(run0.size())}};
+  p.values = {BlockSpec::Raw(run0 + run1)};
+  return p;
+}
+
+TEST(FullDecodeTest, LongAndOverlongVarintsDecodeAsTheShortOnes) {
+  const std::string run0 =
+      Bytes().F64(0.25).Varint(1).Varint(coding::ZigZagEncode64(-300)).Str("abc");
+  const Payload canonical =
+      FourKindsPayload(run0, Bytes().F64(0.125).Varint(0).Varint(10).Str("xyz"));
+  // Item 1: the dictionary index, the int and the string length overlong;
+  // its record's position, shape and values offset in 4, 5 and 10 bytes.
+  Payload overlong =
+      FourKindsPayload(run0, Bytes()
+                                 .F64(0.125)
+                                 .Raw(Lit("\x80\x00"))
+                                 .Raw(Lit("\x8a\x80\x80\x80\x80\x80\x80\x80\x80\x00"))
+                                 .Raw(Lit("\x83\x80\x00"))
+                                 .Raw("xyz"));
+  ASSERT_LT(run0.size(), 0x80u);
+  const std::string offset(1, static_cast<char>(0x80 | run0.size()));
+  overlong.items[1].raw = Bytes()
+                              .Str("sku-2")
+                              .F64(0.25)
+                              .Raw(Lit("\x82\x80\x80\x00"))
+                              .Raw(Lit("\x80\x80\x80\x80\x00"))
+                              .Raw(offset + std::string(8, '\x80') + std::string(1, '\0'))
+                              .str();
+  absl::StatusOr<RankResult> a = Decode(canonical.Build());
+  absl::StatusOr<RankResult> b = Decode(overlong.Build());
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(DiffResults(*a, *b), "");
+  // No string was added twice (a plain string key's entries are its values).
+  EXPECT_EQ(b->column(3).entry_count(), 2u);
+  EXPECT_EQ(b->column(3).entry_bytes(), 6u);
+  EXPECT_EQ(b->column(2).ints()[0], -300);
+  EXPECT_EQ(b->column(2).ints()[1], 5);
+}
+
+TEST(FullDecodeTest, PositionsOutOfRankOrderAreKept) {
+  Payload p = ExamplePayload();
+  p.items[0].position = 7;
+  p.items[1].position = 3;
+  absl::StatusOr<RankResult> r = Decode(p.Build());
+  ASSERT_TRUE(r.ok()) << r.status();
+  RowResult rows = ExampleRows();
+  rows.items[0].position = 7;
+  rows.items[1].position = 3;
+  EXPECT_EQ(DiffResults(*r, rows.Build()), "");
+}
+
+TEST(FullDecodeTest, BadValuesGiveTheErrorOfAOneItemRead) {
+  const std::string run0 = Bytes().F64(0.25).Varint(1).Varint(4).Str("abc");
+  const std::string bad_runs[] = {
+      Bytes().Raw("1234567"),                                       // The double cut short.
+      Bytes().F64(0.125).Varint(2),                                 // Dictionary index 2 of 2.
+      Bytes().F64(0.125).Varint(0).Raw(std::string(10, '\xff')),    // The int past 64 bits.
+      Bytes().F64(0.125).Varint(0).Varint(4).Varint(4).Raw("xyz"),  // The string cut short.
+      Bytes().F64(0.125).Varint(0).Varint(4).Raw("\x80"),           // Its length cut short.
+  };
+  for (const std::string& run1 : bad_runs) {
+    SCOPED_TRACE(Hex(run1));
+    const std::string bytes = FourKindsPayload(run0, run1).Build();
+    absl::StatusOr<std::unique_ptr<ResultView>> view = Open(bytes);
+    ASSERT_TRUE(view.ok()) << view.status();
+    absl::Status one = (*view)->ForEachMetric(1, [](uint32_t, const MetricRef&) {});
+    ASSERT_EQ(one.code(), absl::StatusCode::kDataLoss) << one;
+    EXPECT_EQ((*view)->Materialize().status(), one);
+  }
+}
+
+TEST(FullDecodeTest, TheFirstErrorInItemOrderIsReported) {
+  // A record cut short after its score.
+  const auto cut = [](const char* id, double score) { return Bytes().Str(id).F64(score).str(); };
+  {  // Item 0's values before item 1's record.
+    Payload p = ExamplePayload();
+    p.values = {BlockSpec::Raw(Bytes().F64(0.25).Varint(1).F64(0.125).Varint(0))};
+    p.items[1].raw = cut("sku-2", 0.25);
+    absl::Status s = Decode(p.Build()).status();
+    EXPECT_THAT(s.message(), HasSubstr("dictionary index")) << s;
+  }
+  {  // Item 0's record before item 1's values.
+    Payload p = ExamplePayload();
+    p.values = {BlockSpec::Raw(Bytes().F64(0.25).Varint(0).F64(0.125).Varint(1))};
+    p.items[0].raw = cut("sku-1", 0.5);
+    absl::Status s = Decode(p.Build()).status();
+    EXPECT_THAT(s.message(), HasSubstr("item position")) << s;
+  }
+  {  // Item 0's shape (out of range) before item 1's record.
+    Payload p = ExamplePayload();
+    p.items[0].shape = 1;
+    p.items[1].raw = cut("sku-2", 0.25);
+    absl::Status s = Decode(p.Build()).status();
+    EXPECT_THAT(s.message(), HasSubstr("item 0: ")) << s;
+    EXPECT_THAT(s.message(), HasSubstr("shape 1 out of range")) << s;
+  }
+  {  // Item 0's log before item 1's record.
+    Payload p = ExamplePayload();
+    p.logs = std::vector<BlockSpec>{BlockSpec::Raw(Bytes().Varint(9).Raw("hi"))};
+    p.items[1].raw = cut("sku-2", 0.25);
+    absl::Status s = Decode(p.Build()).status();
+    EXPECT_THAT(s.message(), HasSubstr("(log)")) << s;
+  }
+  {  // Item 1's record before the second block's values (one item a block).
+    Payload p = ExamplePayload();
+    p.block_items = 1;
+    p.items[1].values_offset = 0;
+    p.values = {BlockSpec::Raw(Bytes().F64(0.25).Varint(0)), BlockSpec::Raw(Bytes().F64(0.125))};
+    p.logs =
+        std::vector<BlockSpec>{BlockSpec::Raw(Bytes().Str("")), BlockSpec::Raw(Bytes().Str("hi"))};
+    p.items[1].raw = cut("sku-2", 0.25);
+    absl::Status s = Decode(p.Build()).status();
+    EXPECT_THAT(s.message(), HasSubstr("item position")) << s;
+  }
+  // The cap, passed by item 0's id, before item 1's record; and item 1's
+  // record when the cap leaves room for item 0. (The columns count 2 x
+  // (2 x 8 + 24) = 80 bytes first; "sku-1" 5 more.)
+  for (const auto& [cap, code] : {std::pair{uint64_t{84}, absl::StatusCode::kResourceExhausted},
+                                  std::pair{uint64_t{85}, absl::StatusCode::kDataLoss}}) {
+    Payload p = ExamplePayload();
+    p.items[1].raw = cut("sku-2", 0.25);
+    ReaderOptions options;
+    options.max_materialized_bytes = cap;
+    absl::Status s = Decode(p.Build(), options).status();
+    EXPECT_EQ(s.code(), code) << cap << ": " << s;
+  }
+}
+
+// Plain strings of one shape are added in batches (of 64 items per key):
+// batches, a partial last one, empty strings and one item per block all
+// decode to the same entries, one per item, in item order.
+TEST(FullDecodeTest, PlainStringsOfManyItemsReadBackInOrder) {
+  for (const size_t items : {1, 63, 64, 65, 150}) {
+    RowResult r;
+    const uint32_t a = r.AddKey("a", MetricType::kString);
+    const uint32_t x = r.AddKey("x", MetricType::kDouble);
+    const uint32_t b = r.AddKey("b", MetricType::kString);
+    for (size_t i = 0; i < items; ++i) {
+      RankedItem& item = AppendItem(r, i);
+      item.metrics = {{a, MetricValue::String(absl::StrCat("a-", i, std::string(i % 7 * 20, 'x')))},
+                      {x, MetricValue::Double(0.5 * static_cast<double>(i))},
+                      {b, MetricValue::String(i % 3 == 0 ? "" : absl::StrCat("b#", i * 7919))}};
+    }
+    for (const auto& [name, block_items] :
+         {std::pair{kRankbinCodecName, 1u}, std::pair{kRankbinCodecName, 16u},
+          std::pair{absl::string_view("rankbin-zstd"), 16u}}) {
+      SCOPED_TRACE(absl::StrCat(name, ": ", items, " items, blocks of ", block_items));
+      BuiltinCodecOptions options;
+      options.writer.block_items = block_items;
+      options.writer.max_dict_entries = 0;
+      const std::string payload = RoundTrip(r, name, options);
+      absl::StatusOr<RankResult> back = Decode(payload);
+      ASSERT_TRUE(back.ok()) << back.status();
+      for (const uint32_t k : {a, b}) {
+        const Column& c = back->column(*back->FindKey(k == a ? "a" : "b"));
+        EXPECT_EQ(c.entry_count(), items);
+        for (size_t i = 0; i < items; ++i) EXPECT_EQ(c.codes()[i], i);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace rankwire::rankbin

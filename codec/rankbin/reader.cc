@@ -240,13 +240,25 @@ class RankbinView final : public ResultView {
   absl::StatusOr<std::optional<MetricRef>> FindMetricAt(size_t i, uint32_t shape_id,
                                                         uint32_t values_offset,
                                                         absl::string_view name) const;
-  // Materialize(), one block of items at a time.
+  // Materialize(): every record read first (ReadRecords), the items added
+  // in one step, then each item's values and log, one block at a time.
   struct Budget;
+  struct Records;
   void ReservePlainStrings(RankResult* result) const;
-  absl::Status MaterializeBlock(size_t b, Budget* budget, RankResult* result) const;
-  // Item i's values into item `item` of `result`.
-  absl::Status MaterializeValues(size_t i, const ItemRecord& rec, Budget* budget, size_t item,
-                                 RankResult* result) const;
+  // Record(i) for the common record (a one-byte id length, varints of at
+  // most three bytes, the directory in order), read in place: false, and
+  // nothing decided, for anything else, which Record(i) then reads.
+  bool ShortRecord(size_t i, ItemRecord* rec) const;
+  // Records 0, 1, ... into `out` until one fails; returns how many were
+  // read (n_ when all were).
+  size_t ReadRecords(Records* out) const;
+  // The values and logs of items [0, n_), in the order a reader of one
+  // item at a time meets them (so a payload gives the error it always
+  // gave): `read` records were read, record `read` fails. `uniform` is
+  // every item's shape when they share one, else null.
+  template <typename Sink>
+  absl::Status MaterializeItems(const Records& records, size_t read, const Shape* uniform,
+                                Budget* budget, Sink& sink) const;
   absl::Status OutOfRange(size_t i) const {
     return absl::OutOfRangeError(absl::StrCat("item ", i, " out of range (", n_, " items)"));
   }
@@ -915,10 +927,336 @@ struct RankbinView::Budget {
   uint64_t used = 0;
   uint64_t cap = 0;
   absl::Status Add(uint64_t n) {
+    if (ABSL_PREDICT_TRUE(!Over(n))) return absl::OkStatus();
+    return Error();
+  }
+  // Adds n; whether the total is now past the cap.
+  bool Over(uint64_t n) {
     used += n;
-    if (used <= cap) return absl::OkStatus();
+    return used > cap;
+  }
+  absl::Status Error() const {
     return absl::ResourceExhaustedError(
         absl::StrCat(kContext, ": the result would materialize to more than ", cap, " bytes"));
+  }
+};
+
+// Every item's record, read before any value: the ids, scores and
+// positions go into the result in one step.
+// (Arrays left uninitialized until read: zeroing them first was a tenth of
+// a 4-key decode's instructions.)
+struct RankbinView::Records {
+  explicit Records(size_t n)
+      : ids(static_cast<absl::string_view*>(::operator new(sizeof(absl::string_view) * n))),
+        scores(new double[n]),
+        numbers(new uint32_t[3 * n]),
+        positions(numbers.get()),
+        shapes(numbers.get() + n),
+        values_offsets(numbers.get() + 2 * n) {}
+  Records(const Records&) = delete;
+  Records& operator=(const Records&) = delete;
+  ~Records() { ::operator delete(ids); }
+
+  absl::string_view* const ids;  // Placed as they are read.
+  const std::unique_ptr<double[]> scores;
+  const std::unique_ptr<uint32_t[]> numbers;
+  uint32_t* const positions;
+  uint32_t* const shapes;
+  uint32_t* const values_offsets;
+  bool ranked = true;     // Every position is its index + 1.
+  bool one_shape = true;  // Every item names shape shapes[0].
+};
+
+// A varint of one to three bytes at p (below e), as Reader::Varint32 reads
+// it; false (p unmoved) for a longer one or one cut short.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool ShortVarint32(const char*& p, const char* e, uint32_t* v) {
+  const ptrdiff_t left = e - p;
+  if (ABSL_PREDICT_FALSE(left < 1)) return false;
+  const uint32_t b0 = static_cast<uint8_t>(p[0]);
+  if (b0 < 0x80) {
+    *v = b0;
+    p += 1;
+    return true;
+  }
+  if (left < 2) return false;
+  const uint32_t b1 = static_cast<uint8_t>(p[1]);
+  if (b1 < 0x80) {
+    *v = (b0 & 0x7f) | b1 << 7;
+    p += 2;
+    return true;
+  }
+  if (left < 3) return false;
+  const uint32_t b2 = static_cast<uint8_t>(p[2]);
+  if (b2 >= 0x80) return false;
+  *v = (b0 & 0x7f) | (b1 & 0x7f) << 7 | b2 << 14;
+  p += 3;
+  return true;
+}
+
+bool RankbinView::ShortRecord(size_t i, ItemRecord* rec) const {
+  const uint32_t begin = coding::DecodeFixed32(offsets_ + 4 * i);
+  const size_t end = i + 1 < n_ ? coding::DecodeFixed32(offsets_ + 4 * (i + 1)) : records_size_;
+  if (ABSL_PREDICT_FALSE(begin > end || end > records_size_)) return false;
+  const char* p = records_ + begin;
+  const char* const e = records_ + end;
+  // id length, id, score, and the three varints' first bytes.
+  if (ABSL_PREDICT_FALSE(p == e)) return false;
+  const auto id_size = static_cast<uint8_t>(p[0]);
+  if (ABSL_PREDICT_FALSE(id_size >= 0x80 || e - p < 1 + id_size + 8 + 3)) return false;
+  rec->id = absl::string_view(p + 1, id_size);
+  p += 1 + id_size;
+  std::memcpy(&rec->score, p, 8);
+  p += 8;
+  return ShortVarint32(p, e, &rec->position) && ShortVarint32(p, e, &rec->shape) &&
+         ShortVarint32(p, e, &rec->values_offset);
+}
+
+size_t RankbinView::ReadRecords(Records* out) const {
+  bool ranked = true;
+  bool one_shape = true;
+  size_t i = 0;
+  for (; i < n_; ++i) {
+    ItemRecord rec;
+    if (ABSL_PREDICT_FALSE(!ShortRecord(i, &rec))) {
+      absl::StatusOr<ItemRecord> read = Record(i);
+      if (!read.ok()) break;  // MaterializeItems reads it again, in its turn.
+      rec = *read;
+    }
+    new (&out->ids[i]) absl::string_view(rec.id);
+    out->scores[i] = rec.score;
+    out->positions[i] = rec.position;
+    out->shapes[i] = rec.shape;
+    out->values_offsets[i] = rec.values_offset;
+    ranked = ranked && rec.position == i + 1;
+    one_shape = one_shape && rec.shape == out->shapes[0];
+  }
+  out->ranked = ranked;
+  out->one_shape = one_shape;
+  return i;
+}
+
+// Values into the result's columns cell by cell (any shapes).
+struct CellSink {
+  RankResult* out;
+  size_t item = 0;
+  uint64_t string_bytes = 0;
+  // No plan: every item goes through DecodeValues.
+  bool Decode(const char* /*p*/, const char* /*e*/) { return false; }
+  void ItemDone() {}
+  void Flush() {}
+  void Int(uint32_t m, int64_t v) { out->SetInt(item, m, v); }
+  void Float(uint32_t m, float v) { out->SetFloat(item, m, v); }
+  void Double(uint32_t m, double v) { out->SetDouble(item, m, v); }
+  void String(uint32_t m, absl::string_view v) {
+    string_bytes += v.size();
+    out->SetString(item, m, v);
+  }
+  template <typename Key>
+  void DictString(uint32_t m, const Key& /*key*/, uint32_t index) {
+    out->SetStringCode(item, m, index);
+  }
+};
+
+// A varint at p (below e) as Reader::Varint64 reads it: 1 to 10 bytes, the
+// 10th 0 or 1; false for anything the Reader would refuse.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool ReadVarint64(const char*& p, const char* e, uint64_t* v) {
+  if (ABSL_PREDICT_TRUE(p < e && static_cast<uint8_t>(*p) < 0x80)) {
+    *v = static_cast<uint8_t>(*p++);
+    return true;
+  }
+  // Two bytes (lengths of 128 B to 16 KB) inline too.
+  if (ABSL_PREDICT_TRUE(e - p >= 2 && static_cast<uint8_t>(p[1]) < 0x80)) {
+    *v = (static_cast<uint8_t>(p[0]) & 0x7fu) | uint64_t{static_cast<uint8_t>(p[1])} << 7;
+    p += 2;
+    return true;
+  }
+  uint64_t result = 0;
+  for (int shift = 0; shift < 64 && p < e; shift += 7) {
+    const uint64_t byte = static_cast<uint8_t>(*p++);
+    if (shift == 63 && byte > 1) return false;
+    result |= (byte & 0x7f) << shift;
+    if (byte < 0x80) {
+      *v = result;
+      return true;
+    }
+  }
+  return false;
+}
+
+// Values straight into the columns' arrays, for a result whose items all
+// have one shape: its keys' columns are whole (every item has them), so
+// no cell needs its presence bit or a size check. columns[m] is key m's
+// array (Overwrite*), of its type.
+//
+// Decode() reads an item's values by a plan made once from the shape (a
+// step per value: what it is and where it goes), from raw pointers: per
+// item, the Reader's construction and status checks and the per-key
+// lookups of DecodeValues were most of a 4-key item's values. It refuses
+// what DecodeValues refuses and nothing more, and says only whether it
+// succeeded: on false, the caller decodes the item again with
+// DecodeValues, for its precise error.
+struct ArraySink {
+  enum class Op : uint8_t {
+    kDoubles,  // `count` doubles, this step's and the next count - 1 steps'.
+    kFloats,   // The same for floats.
+    kDouble,
+    kFloat,
+    kInt,
+    kString,
+    kDict,
+    kSkipVarint,  // Keys of unknown types, by wire class.
+    kSkip4,
+    kSkip8,
+    kSkipBytes,
+  };
+  struct Step {
+    Op op;
+    uint32_t count;  // kDoubles, kFloats.
+    uint32_t model_index;
+    uint32_t dict_size;  // kDict.
+    uint32_t slot;       // kString: its strings' row in `staged`.
+    void* column;        // The key's array; null for skipped values.
+  };
+  // Plain strings are staged, kStage items of each string key at a time,
+  // and added to their keys in one AddStringEntries call per key (one
+  // resize, then the copies). One AddStringEntry per string (a call, and
+  // std::string::append's and push_back's checks: ~60 instructions besides
+  // the copy) was a sixth of decoding 500 items of six 150-300 B strings;
+  // batched, that decode took 0.73x the time (more than the instructions
+  // saved: the batch's resize writes the destination lines just before the
+  // copies do, docs/bench-notes/2026-12-07-decode-shapes.md).
+  static constexpr size_t kStage = 64;
+
+  RankResult* out;
+  void* const* columns;
+  const Step* steps = nullptr;
+  size_t step_count = 0;
+  const uint32_t* string_steps = nullptr;  // The kString steps' indexes.
+  size_t string_step_count = 0;
+  absl::string_view* staged = nullptr;  // kStage per string step.
+  size_t staged_items = 0;              // Items staged, from staged_first.
+  size_t staged_first = 0;
+  size_t item = 0;
+  uint64_t string_bytes = 0;
+
+  bool Decode(const char* p, const char* e) {
+    // In locals, and stored as typed values: through the members (or with
+    // memcpy into the columns, which may alias anything) every value
+    // reloaded the plan, the item and the step after the store before it.
+    const Step* const plan = steps;
+    const size_t count = step_count;
+    const size_t at = item;
+    uint64_t bytes = 0;
+    for (size_t j = 0; j < count; ++j) {
+      const Step& s = plan[j];
+      uint64_t v;
+      switch (s.op) {
+        case Op::kDoubles:
+          // One bounds check for the run, as DecodeValues makes.
+          if (ABSL_PREDICT_FALSE(static_cast<uint64_t>(e - p) < uint64_t{8} * s.count)) {
+            return false;
+          }
+          for (uint32_t k = 0; k < s.count; ++k, p += 8) {
+            static_cast<double*>(plan[j + k].column)[at] = LoadDouble(p);
+          }
+          j += s.count - 1;
+          break;
+        case Op::kFloats:
+          if (ABSL_PREDICT_FALSE(static_cast<uint64_t>(e - p) < uint64_t{4} * s.count)) {
+            return false;
+          }
+          for (uint32_t k = 0; k < s.count; ++k, p += 4) {
+            static_cast<float*>(plan[j + k].column)[at] = LoadFloat(p);
+          }
+          j += s.count - 1;
+          break;
+        case Op::kDouble:
+          if (ABSL_PREDICT_FALSE(e - p < 8)) return false;
+          static_cast<double*>(s.column)[at] = LoadDouble(p);
+          p += 8;
+          break;
+        case Op::kFloat:
+          if (ABSL_PREDICT_FALSE(e - p < 4)) return false;
+          static_cast<float*>(s.column)[at] = LoadFloat(p);
+          p += 4;
+          break;
+        case Op::kInt:
+          if (ABSL_PREDICT_FALSE(!ReadVarint64(p, e, &v))) return false;
+          static_cast<int64_t*>(s.column)[at] = coding::ZigZagDecode64(v);
+          break;
+        case Op::kString:
+          if (ABSL_PREDICT_FALSE(!ReadVarint64(p, e, &v) || v > static_cast<uint64_t>(e - p))) {
+            return false;
+          }
+          bytes += v;
+          staged[s.slot * kStage + staged_items] = absl::string_view(p, v);
+          p += v;
+          break;
+        case Op::kDict:
+          if (ABSL_PREDICT_FALSE(!ReadVarint64(p, e, &v) || v >= s.dict_size)) return false;
+          static_cast<uint32_t*>(s.column)[at] = static_cast<uint32_t>(v);
+          break;
+        case Op::kSkipVarint:
+          if (ABSL_PREDICT_FALSE(!ReadVarint64(p, e, &v))) return false;
+          break;
+        case Op::kSkip4:
+        case Op::kSkip8: {
+          const ptrdiff_t n = s.op == Op::kSkip4 ? 4 : 8;
+          if (ABSL_PREDICT_FALSE(e - p < n)) return false;
+          p += n;
+          break;
+        }
+        case Op::kSkipBytes:
+          if (ABSL_PREDICT_FALSE(!ReadVarint64(p, e, &v) || v > static_cast<uint64_t>(e - p))) {
+            return false;
+          }
+          p += v;
+          break;
+      }
+    }
+    string_bytes = bytes;
+    return true;
+  }
+  // After Decode() succeeded for `item`: its strings are staged.
+  void ItemDone() {
+    if (string_step_count == 0) return;
+    if (staged_items == 0) staged_first = item;
+    if (++staged_items == kStage) Flush();
+  }
+  // Adds the staged strings to their keys, and their codes to the items.
+  void Flush() {
+    if (staged_items == 0) return;
+    for (size_t k = 0; k < string_step_count; ++k) {
+      const Step& s = steps[string_steps[k]];
+      const uint32_t first = out->AddStringEntries(
+          s.model_index, absl::MakeConstSpan(staged + s.slot * kStage, staged_items));
+      uint32_t* codes = static_cast<uint32_t*>(s.column) + staged_first;
+      for (size_t j = 0; j < staged_items; ++j) codes[j] = first + static_cast<uint32_t>(j);
+    }
+    staged_items = 0;
+  }
+  static double LoadDouble(const char* p) {
+    double v;
+    std::memcpy(&v, p, 8);
+    return v;
+  }
+  static float LoadFloat(const char* p) {
+    float v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+
+  // DecodeValues's sink, for an item Decode() refused.
+  void Int(uint32_t m, int64_t v) { static_cast<int64_t*>(columns[m])[item] = v; }
+  void Float(uint32_t m, float v) { static_cast<float*>(columns[m])[item] = v; }
+  void Double(uint32_t m, double v) { static_cast<double*>(columns[m])[item] = v; }
+  void String(uint32_t m, absl::string_view v) {
+    string_bytes += v.size();
+    static_cast<uint32_t*>(columns[m])[item] = out->AddStringEntry(m, v);
+  }
+  template <typename Key>
+  void DictString(uint32_t m, const Key& /*key*/, uint32_t index) {
+    static_cast<uint32_t*>(columns[m])[item] = index;
   }
 };
 
@@ -953,8 +1291,112 @@ absl::StatusOr<RankResult> RankbinView::Materialize() const {
     }
   }
   ReservePlainStrings(&result);
-  for (size_t b = 0; b < values_.count; ++b) {
-    if (absl::Status s = MaterializeBlock(b, &budget, &result); !s.ok()) return s;
+  // The records first, into the result in one step (a record that fails
+  // stops them; its error comes when the items before it are done). Per
+  // item, adding it alone cost more than reading its record.
+  Records records(n_);
+  const size_t read = ReadRecords(&records);
+  if (records.ranked) {
+    // Item i is record i: the order is the identity.
+    std::unique_ptr<uint32_t[]> order(new uint32_t[read]);
+    for (size_t i = 0; i < read; ++i) order[i] = static_cast<uint32_t>(i);
+    result.AddRankedItems(absl::MakeConstSpan(records.ids, read), records.scores.get(), order.get(),
+                          read);
+  } else {
+    for (size_t i = 0; i < read; ++i) {
+      result.AddItem(records.ids[i], records.scores[i], records.positions[i]);
+    }
+  }
+  // Items of one shape (what writers write for a result whose items carry
+  // the same keys) fill whole columns; a shape that fails to parse is left
+  // to MaterializeItems, which reports it at the first item.
+  const Shape* uniform = nullptr;
+  if (read == n_ && n_ > 0 && records.one_shape) {
+    absl::StatusOr<const Shape*> shape = GetShape(records.shapes[0]);
+    if (shape.ok()) uniform = *shape;
+  }
+  if (uniform != nullptr) {
+    std::vector<void*> columns(result.key_count(), nullptr);
+    for (uint32_t j = 0; j < uniform->size; ++j) {
+      const Key& k = keys_[uniform->keys()[j]];
+      if (k.model_index == kNone) continue;
+      switch (result.key(k.model_index).type) {
+        case MetricType::kInt:
+          columns[k.model_index] = result.OverwriteInts(k.model_index);
+          break;
+        case MetricType::kFloat:
+          columns[k.model_index] = result.OverwriteFloats(k.model_index);
+          break;
+        case MetricType::kDouble:
+          columns[k.model_index] = result.OverwriteDoubles(k.model_index);
+          break;
+        case MetricType::kString:
+          columns[k.model_index] = result.OverwriteCodes(k.model_index);
+          break;
+      }
+    }
+    std::vector<ArraySink::Step> steps;
+    steps.reserve(uniform->size);
+    std::vector<uint32_t> string_steps;
+    for (uint32_t j = 0; j < uniform->size; ++j) {
+      const Key& k = keys_[uniform->keys()[j]];
+      ArraySink::Step step{ArraySink::Op::kSkipVarint, 1, k.model_index, k.dict_size, 0, nullptr};
+      if (k.model_index != kNone) step.column = columns[k.model_index];
+      switch (k.model_index == kNone ? 0xff : k.code) {
+        case static_cast<uint8_t>(TypeCode::kDouble):
+          step.op = ArraySink::Op::kDouble;
+          break;
+        case static_cast<uint8_t>(TypeCode::kFloat):
+          step.op = ArraySink::Op::kFloat;
+          break;
+        case static_cast<uint8_t>(TypeCode::kInt):
+          step.op = ArraySink::Op::kInt;
+          break;
+        case static_cast<uint8_t>(TypeCode::kString):
+          step.op = ArraySink::Op::kString;
+          step.slot = static_cast<uint32_t>(string_steps.size());
+          string_steps.push_back(j);
+          break;
+        case static_cast<uint8_t>(TypeCode::kStringDict):
+          step.op = ArraySink::Op::kDict;
+          break;
+        default:
+          switch (WireClassOf(k.code)) {
+            case WireClass::kVarint:
+              step.op = ArraySink::Op::kSkipVarint;
+              break;
+            case WireClass::kFixed32:
+              step.op = ArraySink::Op::kSkip4;
+              break;
+            case WireClass::kFixed64:
+              step.op = ArraySink::Op::kSkip8;
+              break;
+            case WireClass::kBytes:
+              step.op = ArraySink::Op::kSkipBytes;
+              break;
+          }
+      }
+      // The shape's runs of doubles (floats) of known keys are read as one.
+      const uint32_t run = uniform->runs()[j];
+      if (run > 1) {
+        step.op =
+            step.op == ArraySink::Op::kDouble ? ArraySink::Op::kDoubles : ArraySink::Op::kFloats;
+        step.count = run;
+      }
+      steps.push_back(step);
+    }
+    std::vector<absl::string_view> staged(string_steps.size() * ArraySink::kStage);
+    ArraySink sink{&result,      columns.data(),      steps.data(),
+                   steps.size(), string_steps.data(), string_steps.size(),
+                   staged.data()};
+    if (absl::Status s = MaterializeItems(records, read, uniform, &budget, sink); !s.ok()) {
+      return s;
+    }
+  } else {
+    CellSink sink{&result};
+    if (absl::Status s = MaterializeItems(records, read, nullptr, &budget, sink); !s.ok()) {
+      return s;
+    }
   }
   // Every shape is read by now unless no item names the last ones: parse
   // them too, so a full decode checks the whole section.
@@ -986,56 +1428,73 @@ void RankbinView::ReservePlainStrings(RankResult* result) const {
   }
 }
 
-absl::Status RankbinView::MaterializeBlock(size_t b, Budget* budget, RankResult* result) const {
-  coding::Reader logs(absl::string_view(), kContext);
-  if (logs_.present) {
-    absl::StatusOr<absl::string_view> data = BlockData(logs_, b);
-    if (!data.ok()) return data.status();
-    logs = coding::Reader(*data, kContext);
-  }
-  const size_t end = std::min(n_, (b + 1) * size_t{block_items_});
-  for (size_t i = b * block_items_; i < end; ++i) {
-    absl::StatusOr<ItemRecord> rec = Record(i);
-    if (!rec.ok()) return rec.status();
-    if (absl::Status s = budget->Add(rec->id.size()); !s.ok()) return s;
-    const size_t item = result->AddItem(rec->id, rec->score, rec->position);
-    if (absl::Status s = MaterializeValues(i, *rec, budget, item, result); !s.ok()) return s;
+template <typename Sink>
+absl::Status RankbinView::MaterializeItems(const Records& records, size_t read,
+                                           const Shape* uniform, Budget* budget, Sink& sink) const {
+  // Item by item, the checks of Record(i), ValuesOf and Log in their order;
+  // the shape and the values block are looked up again only when they
+  // change (a block's items share it; most items share a shape).
+  const Shape* shape = uniform;
+  uint32_t shape_id = uniform != nullptr ? records.shapes[0] : 0;
+  for (size_t b = 0; b < values_.count; ++b) {
+    coding::Reader logs(absl::string_view(), kContext);
     if (logs_.present) {
-      absl::string_view log = logs.LengthPrefixed("log");
-      if (!logs.ok()) return logs.status();
-      if (absl::Status s = budget->Add(log.size()); !s.ok()) return s;
-      if (!log.empty()) result->SetLog(item, log);
+      absl::StatusOr<absl::string_view> data = BlockData(logs_, b);
+      if (!data.ok()) return data.status();
+      logs = coding::Reader(*data, kContext);
+    }
+    absl::string_view block;
+    bool have_block = false;
+    const size_t end = std::min(n_, (b + 1) * size_t{block_items_});
+    for (size_t i = b * block_items_; i < end; ++i) {
+      if (ABSL_PREDICT_FALSE(i == read)) return Record(i).status();
+      if (ABSL_PREDICT_FALSE(budget->Over(records.ids[i].size()))) return budget->Error();
+      if (shape == nullptr || records.shapes[i] != shape_id) {
+        absl::StatusOr<const Shape*> found = GetShape(records.shapes[i]);
+        if (!found.ok()) {
+          return Corrupt(absl::StrCat("item ", i, ": ", found.status().message()));
+        }
+        shape = *found;
+        shape_id = records.shapes[i];
+      }
+      if (!have_block) {
+        absl::StatusOr<absl::string_view> data = BlockData(values_, b);
+        if (!data.ok()) return data.status();
+        block = *data;
+        have_block = true;
+      }
+      const uint32_t values_offset = records.values_offsets[i];
+      if (ABSL_PREDICT_FALSE(values_offset > block.size())) {
+        return Corrupt(absl::StrCat("item ", i, " values offset ", values_offset,
+                                    " is past its block (", block.size(), " bytes)"));
+      }
+      sink.item = i;
+      sink.string_bytes = 0;
+      if (ABSL_PREDICT_TRUE(
+              sink.Decode(block.data() + values_offset, block.data() + block.size()))) {
+        sink.ItemDone();
+      } else {
+        // The items before this one in order first (this one's strings,
+        // if any were staged, are not counted).
+        sink.Flush();
+        sink.string_bytes = 0;
+        // Offsets of decompressed blocks are relative to the block.
+        coding::Reader r(block.substr(values_offset), kContext, values_offset);
+        if (!DecodeValues(r, *shape, sink)) return r.status();
+      }
+      // One item's strings are bounded by its block, so counting them after
+      // the item keeps the total within the cap plus one block.
+      if (ABSL_PREDICT_FALSE(budget->Over(sink.string_bytes))) return budget->Error();
+      if (logs_.present) {
+        absl::string_view log = logs.LengthPrefixed("log");
+        if (!logs.ok()) return logs.status();
+        if (ABSL_PREDICT_FALSE(budget->Over(log.size()))) return budget->Error();
+        if (!log.empty()) sink.out->SetLog(i, log);
+      }
     }
   }
+  sink.Flush();
   return absl::OkStatus();
-}
-
-absl::Status RankbinView::MaterializeValues(size_t i, const ItemRecord& rec, Budget* budget,
-                                            size_t item, RankResult* result) const {
-  coding::Reader r(absl::string_view(), kContext);
-  const Shape* shape = nullptr;
-  if (absl::Status s = ValuesOf(i, rec.shape, rec.values_offset, &r, &shape); !s.ok()) return s;
-  // Cells go straight into the columns; a plain string is appended to its
-  // column's entries (one buffer per key), a dictionary value is its index.
-  struct ColumnSink {
-    RankResult* out;
-    size_t item;
-    uint64_t string_bytes = 0;
-    void Int(uint32_t m, int64_t v) { out->SetInt(item, m, v); }
-    void Float(uint32_t m, float v) { out->SetFloat(item, m, v); }
-    void Double(uint32_t m, double v) { out->SetDouble(item, m, v); }
-    void String(uint32_t m, absl::string_view v) {
-      string_bytes += v.size();
-      out->SetString(item, m, v);
-    }
-    void DictString(uint32_t m, const Key& /*key*/, uint32_t index) {
-      out->SetStringCode(item, m, index);
-    }
-  } sink{result, item};
-  if (!DecodeValues(r, *shape, sink)) return r.status();
-  // One item's strings are bounded by its block, so counting them after
-  // the item keeps the total within the cap plus one block.
-  return budget->Add(sink.string_bytes);
 }
 
 }  // namespace
