@@ -259,6 +259,16 @@ class RankbinView final : public ResultView {
   template <typename Sink>
   absl::Status MaterializeItems(const Records& records, size_t read, const Shape* uniform,
                                 Budget* budget, Sink& sink) const;
+  // The `read` records' items, into *result in one step where they are in
+  // rank order.
+  static void AddRecords(const Records& records, size_t read, RankResult* result);
+  // MaterializeItems for items that all have shape `uniform`: its values
+  // straight into whole columns, by a plan of the shape.
+  absl::Status MaterializeUniform(const Records& records, size_t read, const Shape& uniform,
+                                  Budget* budget, RankResult* result) const;
+  // Per key of `result`, the whole array that a key of `uniform` fills
+  // (null for the others).
+  std::vector<void*> UniformColumns(const Shape& uniform, RankResult* result) const;
   absl::Status OutOfRange(size_t i) const {
     return absl::OutOfRangeError(absl::StrCat("item ", i, " out of range (", n_, " items)"));
   }
@@ -1296,17 +1306,7 @@ absl::StatusOr<RankResult> RankbinView::Materialize() const {
   // item, adding it alone cost more than reading its record.
   Records records(n_);
   const size_t read = ReadRecords(&records);
-  if (records.ranked) {
-    // Item i is record i: the order is the identity.
-    std::unique_ptr<uint32_t[]> order(new uint32_t[read]);
-    for (size_t i = 0; i < read; ++i) order[i] = static_cast<uint32_t>(i);
-    result.AddRankedItems(absl::MakeConstSpan(records.ids, read), records.scores.get(), order.get(),
-                          read);
-  } else {
-    for (size_t i = 0; i < read; ++i) {
-      result.AddItem(records.ids[i], records.scores[i], records.positions[i]);
-    }
-  }
+  AddRecords(records, read, &result);
   // Items of one shape (what writers write for a result whose items carry
   // the same keys) fill whole columns; a shape that fails to parse is left
   // to MaterializeItems, which reports it at the first item.
@@ -1316,80 +1316,7 @@ absl::StatusOr<RankResult> RankbinView::Materialize() const {
     if (shape.ok()) uniform = *shape;
   }
   if (uniform != nullptr) {
-    std::vector<void*> columns(result.key_count(), nullptr);
-    for (uint32_t j = 0; j < uniform->size; ++j) {
-      const Key& k = keys_[uniform->keys()[j]];
-      if (k.model_index == kNone) continue;
-      switch (result.key(k.model_index).type) {
-        case MetricType::kInt:
-          columns[k.model_index] = result.OverwriteInts(k.model_index);
-          break;
-        case MetricType::kFloat:
-          columns[k.model_index] = result.OverwriteFloats(k.model_index);
-          break;
-        case MetricType::kDouble:
-          columns[k.model_index] = result.OverwriteDoubles(k.model_index);
-          break;
-        case MetricType::kString:
-          columns[k.model_index] = result.OverwriteCodes(k.model_index);
-          break;
-      }
-    }
-    std::vector<ArraySink::Step> steps;
-    steps.reserve(uniform->size);
-    std::vector<uint32_t> string_steps;
-    for (uint32_t j = 0; j < uniform->size; ++j) {
-      const Key& k = keys_[uniform->keys()[j]];
-      ArraySink::Step step{ArraySink::Op::kSkipVarint, 1, k.model_index, k.dict_size, 0, nullptr};
-      if (k.model_index != kNone) step.column = columns[k.model_index];
-      switch (k.model_index == kNone ? 0xff : k.code) {
-        case static_cast<uint8_t>(TypeCode::kDouble):
-          step.op = ArraySink::Op::kDouble;
-          break;
-        case static_cast<uint8_t>(TypeCode::kFloat):
-          step.op = ArraySink::Op::kFloat;
-          break;
-        case static_cast<uint8_t>(TypeCode::kInt):
-          step.op = ArraySink::Op::kInt;
-          break;
-        case static_cast<uint8_t>(TypeCode::kString):
-          step.op = ArraySink::Op::kString;
-          step.slot = static_cast<uint32_t>(string_steps.size());
-          string_steps.push_back(j);
-          break;
-        case static_cast<uint8_t>(TypeCode::kStringDict):
-          step.op = ArraySink::Op::kDict;
-          break;
-        default:
-          switch (WireClassOf(k.code)) {
-            case WireClass::kVarint:
-              step.op = ArraySink::Op::kSkipVarint;
-              break;
-            case WireClass::kFixed32:
-              step.op = ArraySink::Op::kSkip4;
-              break;
-            case WireClass::kFixed64:
-              step.op = ArraySink::Op::kSkip8;
-              break;
-            case WireClass::kBytes:
-              step.op = ArraySink::Op::kSkipBytes;
-              break;
-          }
-      }
-      // The shape's runs of doubles (floats) of known keys are read as one.
-      const uint32_t run = uniform->runs()[j];
-      if (run > 1) {
-        step.op =
-            step.op == ArraySink::Op::kDouble ? ArraySink::Op::kDoubles : ArraySink::Op::kFloats;
-        step.count = run;
-      }
-      steps.push_back(step);
-    }
-    std::vector<absl::string_view> staged(string_steps.size() * ArraySink::kStage);
-    ArraySink sink{&result,      columns.data(),      steps.data(),
-                   steps.size(), string_steps.data(), string_steps.size(),
-                   staged.data()};
-    if (absl::Status s = MaterializeItems(records, read, uniform, &budget, sink); !s.ok()) {
+    if (absl::Status s = MaterializeUniform(records, read, *uniform, &budget, &result); !s.ok()) {
       return s;
     }
   } else {
@@ -1407,6 +1334,104 @@ absl::StatusOr<RankResult> RankbinView::Materialize() const {
     }
   }
   return result;
+}
+
+void RankbinView::AddRecords(const Records& records, size_t read, RankResult* result) {
+  if (records.ranked) {
+    // Item i is record i: the order is the identity.
+    std::unique_ptr<uint32_t[]> order(new uint32_t[read]);
+    for (size_t i = 0; i < read; ++i) order[i] = static_cast<uint32_t>(i);
+    result->AddRankedItems(absl::MakeConstSpan(records.ids, read), records.scores.get(),
+                           order.get(), read);
+  } else {
+    for (size_t i = 0; i < read; ++i) {
+      result->AddItem(records.ids[i], records.scores[i], records.positions[i]);
+    }
+  }
+}
+
+std::vector<void*> RankbinView::UniformColumns(const Shape& uniform, RankResult* result) const {
+  std::vector<void*> columns(result->key_count(), nullptr);
+  for (uint32_t j = 0; j < uniform.size; ++j) {
+    const Key& k = keys_[uniform.keys()[j]];
+    if (k.model_index == kNone) continue;
+    switch (result->key(k.model_index).type) {
+      case MetricType::kInt:
+        columns[k.model_index] = result->OverwriteInts(k.model_index);
+        break;
+      case MetricType::kFloat:
+        columns[k.model_index] = result->OverwriteFloats(k.model_index);
+        break;
+      case MetricType::kDouble:
+        columns[k.model_index] = result->OverwriteDoubles(k.model_index);
+        break;
+      case MetricType::kString:
+        columns[k.model_index] = result->OverwriteCodes(k.model_index);
+        break;
+    }
+  }
+  return columns;
+}
+
+absl::Status RankbinView::MaterializeUniform(const Records& records, size_t read,
+                                             const Shape& uniform, Budget* budget,
+                                             RankResult* result) const {
+  std::vector<void*> columns = UniformColumns(uniform, result);
+  std::vector<ArraySink::Step> steps;
+  steps.reserve(uniform.size);
+  std::vector<uint32_t> string_steps;
+  for (uint32_t j = 0; j < uniform.size; ++j) {
+    const Key& k = keys_[uniform.keys()[j]];
+    ArraySink::Step step{ArraySink::Op::kSkipVarint, 1, k.model_index, k.dict_size, 0, nullptr};
+    if (k.model_index != kNone) step.column = columns[k.model_index];
+    switch (k.model_index == kNone ? 0xff : k.code) {
+      case static_cast<uint8_t>(TypeCode::kDouble):
+        step.op = ArraySink::Op::kDouble;
+        break;
+      case static_cast<uint8_t>(TypeCode::kFloat):
+        step.op = ArraySink::Op::kFloat;
+        break;
+      case static_cast<uint8_t>(TypeCode::kInt):
+        step.op = ArraySink::Op::kInt;
+        break;
+      case static_cast<uint8_t>(TypeCode::kString):
+        step.op = ArraySink::Op::kString;
+        step.slot = static_cast<uint32_t>(string_steps.size());
+        string_steps.push_back(j);
+        break;
+      case static_cast<uint8_t>(TypeCode::kStringDict):
+        step.op = ArraySink::Op::kDict;
+        break;
+      default:
+        switch (WireClassOf(k.code)) {
+          case WireClass::kVarint:
+            step.op = ArraySink::Op::kSkipVarint;
+            break;
+          case WireClass::kFixed32:
+            step.op = ArraySink::Op::kSkip4;
+            break;
+          case WireClass::kFixed64:
+            step.op = ArraySink::Op::kSkip8;
+            break;
+          case WireClass::kBytes:
+            step.op = ArraySink::Op::kSkipBytes;
+            break;
+        }
+    }
+    // The shape's runs of doubles (floats) of known keys are read as one.
+    const uint32_t run = uniform.runs()[j];
+    if (run > 1) {
+      step.op =
+          step.op == ArraySink::Op::kDouble ? ArraySink::Op::kDoubles : ArraySink::Op::kFloats;
+      step.count = run;
+    }
+    steps.push_back(step);
+  }
+  std::vector<absl::string_view> staged(string_steps.size() * ArraySink::kStage);
+  ArraySink sink{result,       columns.data(),      steps.data(),
+                 steps.size(), string_steps.data(), string_steps.size(),
+                 staged.data()};
+  return MaterializeItems(records, read, &uniform, budget, sink);
 }
 
 void RankbinView::ReservePlainStrings(RankResult* result) const {
