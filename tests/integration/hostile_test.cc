@@ -83,9 +83,9 @@ class HostileTest : public ::testing::Test {
   // `*done` (if given) is set once the call has returned: on a fast host the
   // call takes ~30 ms, so a test that needs the worker held checks it.
   bool HoldAWorker(const ServerProcess& server, std::thread* holder,
-                   std::atomic<bool>* done = nullptr) {
+                   std::atomic<bool>* done = nullptr, uint32_t candidates = 15000) {
     workload::WorkloadOptions options;
-    options.candidates = 15000;
+    options.candidates = candidates;
     options.log_mode = rank::v1::LOG_MODE_NONE;
     *holder =
         std::thread([this, &server, done, big = workload::WorkloadGenerator(options).Make(7)] {
@@ -233,16 +233,19 @@ TEST_F(HostileTest, CallsAdmittedPastTheWorkersWaitAndReportTheirQueueTime) {
 // A queued call whose deadline passes before a worker is free is dropped
 // unparsed when its turn comes, and counted as a deadline refusal.
 TEST_F(HostileTest, AQueuedCallPastItsDeadlineIsNotParsed) {
-  auto server = Start({"--max_concurrent_rank=2", "--rank_workers=1", "--max_candidates=20000",
+  auto server = Start({"--max_concurrent_rank=2", "--rank_workers=1", "--max_candidates=40000",
                        "--codec=rankbin", "--log_mode=none"});
   ASSERT_NE(server, nullptr);
   client::RankClient client = Client(*server);
   ASSERT_TRUE(client.Rank(Request({}, rank::v1::LOG_MODE_NONE), {}).ok());
   const double parsed_before =
       Metric(*server, "rankwire_server_phase_seconds_count{phase=\"request_deserialize\"}");
+  // A call of 40,000 candidates holds the worker for ~25 ms on a quiet
+  // host, well past the hurried call's 10 ms (15,000 held it ~9 ms: a
+  // quiet host then ranked the hurried call in time).
   std::thread holder;
   std::atomic<bool> big_done{false};
-  const bool held = HoldAWorker(*server, &holder, &big_done);
+  const bool held = HoldAWorker(*server, &holder, &big_done, 40000);
   if (!held) holder.join();
   ASSERT_TRUE(held) << "the big call never reached a worker";
   client::CallOptions hurried;
@@ -255,6 +258,13 @@ TEST_F(HostileTest, AQueuedCallPastItsDeadlineIsNotParsed) {
   const bool still_held = !big_done.load();
   holder.join();
   if (!still_held) GTEST_SKIP() << "the big call finished before the hurried one timed out";
+  // The big call's client may still be reading its answer after the server
+  // freed the worker: a hurried call that waited less than its deadline
+  // was rightly ranked. One that waited longer and was ranked is the bug.
+  if (late.ok() && late->header().timings().queue_us() < 10'000) {
+    GTEST_SKIP() << "the worker was free after " << late->header().timings().queue_us()
+                 << " us, before the hurried call's 10 ms deadline";
+  }
   EXPECT_EQ(late.status().code(), absl::StatusCode::kDeadlineExceeded) << late.status();
   // The worker reaches the queued call after the big one: wait for it.
   for (int i = 0; i < 2000 && Metric(*server, "rankwire_rank_admitted") > 0; ++i) {
