@@ -1107,10 +1107,9 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool ReadVarint64(const char*& p, const char
 // DecodeValues, for its precise error.
 struct ArraySink {
   enum class Op : uint8_t {
-    kDoubles,  // `count` doubles, this step's and the next count - 1 steps'.
+    kDoubles,  // `count` doubles (1, or a run of the shape's): this step's
+               // and the next count - 1 steps'.
     kFloats,   // The same for floats.
-    kDouble,
-    kFloat,
     kInt,
     kString,
     kDict,
@@ -1162,33 +1161,12 @@ struct ArraySink {
       uint64_t v;
       switch (s.op) {
         case Op::kDoubles:
-          // One bounds check for the run, as DecodeValues makes.
-          if (ABSL_PREDICT_FALSE(static_cast<uint64_t>(e - p) < uint64_t{8} * s.count)) {
-            return false;
-          }
-          for (uint32_t k = 0; k < s.count; ++k, p += 8) {
-            static_cast<double*>(plan[j + k].column)[at] = LoadDouble(p);
-          }
+          if (ABSL_PREDICT_FALSE(!ReadNumbers<double>(plan + j, at, &p, e))) return false;
           j += s.count - 1;
           break;
         case Op::kFloats:
-          if (ABSL_PREDICT_FALSE(static_cast<uint64_t>(e - p) < uint64_t{4} * s.count)) {
-            return false;
-          }
-          for (uint32_t k = 0; k < s.count; ++k, p += 4) {
-            static_cast<float*>(plan[j + k].column)[at] = LoadFloat(p);
-          }
+          if (ABSL_PREDICT_FALSE(!ReadNumbers<float>(plan + j, at, &p, e))) return false;
           j += s.count - 1;
-          break;
-        case Op::kDouble:
-          if (ABSL_PREDICT_FALSE(e - p < 8)) return false;
-          static_cast<double*>(s.column)[at] = LoadDouble(p);
-          p += 8;
-          break;
-        case Op::kFloat:
-          if (ABSL_PREDICT_FALSE(e - p < 4)) return false;
-          static_cast<float*>(s.column)[at] = LoadFloat(p);
-          p += 4;
           break;
         case Op::kInt:
           if (ABSL_PREDICT_FALSE(!ReadVarint64(p, e, &v))) return false;
@@ -1245,15 +1223,21 @@ struct ArraySink {
     }
     staged_items = 0;
   }
-  static double LoadDouble(const char* p) {
-    double v;
-    std::memcpy(&v, p, 8);
-    return v;
-  }
-  static float LoadFloat(const char* p) {
-    float v;
-    std::memcpy(&v, p, 4);
-    return v;
+  // The run of `run->count` fixed-width values at *p into item `at` of
+  // the run's steps' columns, after one bounds check for the run (as
+  // DecodeValues makes); false if the bytes end first.
+  template <typename T>
+  static bool ReadNumbers(const Step* run, size_t at, const char** p, const char* e) {
+    const uint32_t n = run->count;
+    const char* q = *p;
+    if (static_cast<uint64_t>(e - q) < uint64_t{sizeof(T)} * n) return false;
+    for (uint32_t k = 0; k < n; ++k, q += sizeof(T)) {
+      T v;
+      std::memcpy(&v, q, sizeof(T));
+      static_cast<T*>(run[k].column)[at] = v;
+    }
+    *p = q;
+    return true;
   }
 
   // DecodeValues's sink, for an item Decode() refused.
@@ -1386,10 +1370,10 @@ absl::Status RankbinView::MaterializeUniform(const Records& records, size_t read
     if (k.model_index != kNone) step.column = columns[k.model_index];
     switch (k.model_index == kNone ? 0xff : k.code) {
       case static_cast<uint8_t>(TypeCode::kDouble):
-        step.op = ArraySink::Op::kDouble;
+        step.op = ArraySink::Op::kDoubles;
         break;
       case static_cast<uint8_t>(TypeCode::kFloat):
-        step.op = ArraySink::Op::kFloat;
+        step.op = ArraySink::Op::kFloats;
         break;
       case static_cast<uint8_t>(TypeCode::kInt):
         step.op = ArraySink::Op::kInt;
@@ -1420,11 +1404,7 @@ absl::Status RankbinView::MaterializeUniform(const Records& records, size_t read
     }
     // The shape's runs of doubles (floats) of known keys are read as one.
     const uint32_t run = uniform.runs()[j];
-    if (run > 1) {
-      step.op =
-          step.op == ArraySink::Op::kDouble ? ArraySink::Op::kDoubles : ArraySink::Op::kFloats;
-      step.count = run;
-    }
+    if (run > 1) step.count = run;
     steps.push_back(step);
   }
   std::vector<absl::string_view> staged(string_steps.size() * ArraySink::kStage);
