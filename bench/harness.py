@@ -26,6 +26,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODEL = os.path.join(ROOT, "model", "models", "ecom_search_lr.model")
 SERVER_CPU = "1"
 LOAD_CPU = "0"
+# What deploy/ gives the logs' Redis beyond no persistence (tests/deploy
+# checks that compose.yaml and k8s/redis.yaml say the same): expiry run
+# 100 times a second at its highest effort, so that keys past their 1 s TTL
+# are reclaimed within milliseconds. With Redis's defaults (`hz 10`, effort
+# 1) a key is held ~1.2 s, 20 % more memory at a given rate
+# (docs/bench-notes/2026-12-08-redis-expiry.md).
+LOG_REDIS_ARGS = ("--hz", "100", "--active-expire-effort", "10")
 
 
 def free_port():
@@ -116,15 +123,17 @@ class Redis:
     """redis-server on LOAD_CPU (no persistence), which can be stopped and
     started again on the same port."""
 
-    def __init__(self, workdir):
+    def __init__(self, workdir, extra=LOG_REDIS_ARGS):
         self.workdir = workdir
+        self.extra = list(extra)
         self.port = free_port()
         self.start()
 
     def start(self):
         self.proc = subprocess.Popen(
             ["taskset", "-c", LOAD_CPU, "redis-server", "--port", str(self.port),
-             "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", self.workdir],
+             "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", self.workdir,
+             *self.extra],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 10
         while time.time() < deadline:

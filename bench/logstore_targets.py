@@ -840,6 +840,9 @@ def parse_args():
     p.add_argument("--down_seconds", type=float, default=2)
     p.add_argument("--fault_margin", type=float, default=3)
     p.add_argument("--deadline_ms", type=int, default=5000)
+    p.add_argument("--redis_args", default=" ".join(harness.LOG_REDIS_ARGS),
+                   help="redis-server's settings beyond no persistence (default: deploy/'s, "
+                        "%(default)s; '' for Redis's own defaults)")
     p.add_argument("--server_flag", action="append", default=[],
                    help="an extra flag for every rankwire-server")
     p.add_argument("--only", default="",
@@ -872,7 +875,7 @@ def main():
     parts = (set(args.only.split(",")) if args.only
              else {"cpu", "memory", "steady", "drops", "faults"})
     workdir = tempfile.mkdtemp(prefix="logstore_targets_")
-    redis = Redis(workdir)
+    redis = Redis(workdir, args.redis_args.split())
     common = ["--codec=rankbin", f"--max_concurrent_rank={args.max_concurrent}",
               *args.server_flag]
     servers, got = {}, {}
@@ -922,7 +925,8 @@ def main():
              f"{'quick' if args.quick else 'full'} mode, {time.time() - started:.0f} s; "
              f"{'cycled' if args.cycled_ids else 'fresh'} request ids. Command: "
              f"`{' '.join(['bench/logstore_targets.py', *sys.argv[1:]])}`. "
-             f"Server (logs in Redis) start-up: `{startup}`", ""]
+             f"Server (logs in Redis) start-up: `{startup}`. Redis settings: "
+             f"`{args.redis_args or '(its defaults)'}`.", ""]
     lines += table
     if "cpu" in got:
         lines += [""] + report_cpu(got["cpu"], args.variants, got.get("fault_cost_us"))

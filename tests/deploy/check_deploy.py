@@ -382,6 +382,29 @@ class DeployTest(unittest.TestCase):
         self.assertEqual(set(compose["services"]), {"redis", "rankwire"})
         self.assertEqual(compose["services"]["rankwire"]["build"]["dockerfile"], "deploy/Dockerfile")
 
+    def test_redis_expires_as_the_benchmarks_measured(self):
+        # The logs' Redis in compose and in Kubernetes runs with the settings
+        # the log benchmarks start their Redis with (bench/harness.py), so
+        # the memory BENCHMARKS.md reports is what a deployed Redis holds.
+        sys.path.insert(0, os.path.join(ROOT, "bench"))
+        try:
+            import harness  # noqa: E402  (bench/harness.py)
+        finally:
+            sys.path.pop(0)
+        (compose,) = yaml_docs(os.path.join(ROOT, "deploy", "compose.yaml"))
+        redis_pods = [d for d in yaml_docs(os.path.join(ROOT, "deploy", "k8s", "redis.yaml"))
+                      if d and d.get("kind") == "Deployment"]
+        self.assertEqual(len(redis_pods), 1)
+        (container,) = redis_pods[0]["spec"]["template"]["spec"]["containers"]
+        wanted = list(harness.LOG_REDIS_ARGS)
+        for where, args in (("compose.yaml", compose["services"]["redis"]["command"]),
+                            ("k8s/redis.yaml", container["args"])):
+            if args[0] == "redis-server":
+                args = args[1:]
+            pairs = dict(zip(args[::2], args[1::2]))  # Every flag here takes one value.
+            for flag, value in zip(wanted[::2], wanted[1::2]):
+                self.assertEqual(pairs.get(flag), value, f"{where}: {flag} {value}")
+
     def test_dockerfile_copies_every_folder_the_build_needs(self):
         # The unconditional add_subdirectory lines of the top-level
         # CMakeLists.txt (tests and benchmarks are inside if-blocks), and the
