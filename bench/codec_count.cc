@@ -7,7 +7,8 @@
 //       build/bench/codec_count --shape=fewkeys --op=encode --iterations=20
 // (one command line).
 //
-// Shapes: mixed, fewkeys, manykeys, stringheavy (bench/shape_payloads.h);
+// Shapes: mixed, fewkeys, manykeys, stringheavy, longstrings
+// (bench/shape_payloads.h);
 // ops: encode, decode (Open + Materialize), top10 (Open + TopN + every
 // metric and the log of those items).
 #include <cstdio>
@@ -19,7 +20,7 @@
 #include "codec/rankbin/reader.h"
 #include "codec/rankbin/writer.h"
 
-ABSL_FLAG(std::string, shape, "mixed", "mixed, fewkeys, manykeys or stringheavy");
+ABSL_FLAG(std::string, shape, "mixed", "mixed, fewkeys, manykeys, stringheavy or longstrings");
 ABSL_FLAG(std::string, op, "encode", "encode, decode or top10");
 ABSL_FLAG(int, items, 500, "items in the result");
 ABSL_FLAG(int, iterations, 20, "times the operation runs");
@@ -34,6 +35,7 @@ absl::StatusOr<RankResult> Shape(const std::string& name, size_t items) {
   if (name == "fewkeys") return FewKeysResult(items, kSeed);
   if (name == "manykeys") return ManyKeysResult(items, kSeed);
   if (name == "stringheavy") return StringHeavyResult(items, kSeed);
+  if (name == "longstrings") return LongStringsResult(items, kSeed);
   return absl::InvalidArgumentError("unknown --shape " + name);
 }
 

@@ -140,7 +140,19 @@ class Writer {
     p_ += s.size();
   }
   void PutLengthPrefixed(absl::string_view s) {
-    PutVarint64(s.size());
+    // The length of most strings takes one or two bytes: written without
+    // the varint loop.
+    const size_t n = s.size();
+    if (n < 0x80) {
+      PutByte(static_cast<uint8_t>(n));
+    } else if (n < 0x4000) {
+      assert(end_ - p_ >= 2);
+      p_[0] = static_cast<char>(n | 0x80);
+      p_[1] = static_cast<char>(n >> 7);
+      p_ += 2;
+    } else {
+      PutVarint64(n);
+    }
     PutBytes(s);
   }
   void PutByte(uint8_t b) {

@@ -306,7 +306,7 @@ void Column::Clear() {
   present_.clear();
   present_count_ = 0;
   entry_bytes_.clear();
-  entry_ends_.clear();
+  entry_offsets_.clear();
 }
 
 uint32_t RankResult::AddKey(std::string name, MetricType type) {
@@ -377,28 +377,30 @@ void RankResult::SetLog(size_t i, absl::string_view log) {
 void RankResult::ReserveStringBytes(uint32_t key, size_t entries, size_t bytes) {
   Column& c = columns_[key];
   c.entry_bytes_.reserve(c.entry_bytes_.size() + bytes);
-  c.entry_ends_.reserve(c.entry_ends_.size() + entries);
+  c.entry_offsets_.reserve(std::max<size_t>(c.entry_offsets_.size(), 1) + entries);
 }
 
 uint32_t RankResult::AddStringEntry(uint32_t key, absl::string_view v) {
   Column& c = columns_[key];
+  if (c.entry_offsets_.empty()) c.entry_offsets_.push_back(0);
   c.entry_bytes_.append(v.data(), v.size());
-  c.entry_ends_.push_back(c.entry_bytes_.size());
-  return static_cast<uint32_t>(c.entry_ends_.size() - 1);
+  c.entry_offsets_.push_back(c.entry_bytes_.size());
+  return static_cast<uint32_t>(c.entry_offsets_.size() - 2);
 }
 
 uint32_t RankResult::AddStringEntries(uint32_t key, absl::Span<const absl::string_view> v) {
   Column& c = columns_[key];
-  const size_t first = c.entry_ends_.size();
+  if (c.entry_offsets_.empty()) c.entry_offsets_.push_back(0);
+  const size_t first = c.entry_offsets_.size() - 1;
   size_t at = c.entry_bytes_.size();
   size_t bytes = 0;
   for (absl::string_view s : v) bytes += s.size();
   c.entry_bytes_.resize(at + bytes);
-  c.entry_ends_.resize(first + v.size());
+  c.entry_offsets_.resize(first + 1 + v.size());
   for (size_t j = 0; j < v.size(); ++j) {
     if (!v[j].empty()) std::memcpy(&c.entry_bytes_[at], v[j].data(), v[j].size());
     at += v[j].size();
-    c.entry_ends_[first + j] = at;
+    c.entry_offsets_[first + 1 + j] = at;
   }
   return static_cast<uint32_t>(first);
 }

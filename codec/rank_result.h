@@ -299,13 +299,17 @@ class Column {
   const double* doubles() const { return doubles_.data(); }
   const uint32_t* codes() const { return codes_.data(); }
   // String entries (codes index them).
-  size_t entry_count() const { return entry_ends_.size(); }
+  size_t entry_count() const { return entry_offsets_.empty() ? 0 : entry_offsets_.size() - 1; }
   absl::string_view entry(uint32_t e) const {
-    const uint64_t begin = e == 0 ? 0 : entry_ends_[e - 1];
-    return absl::string_view(entry_bytes_.data() + begin, entry_ends_[e] - begin);
+    return absl::string_view(entry_bytes_.data() + entry_offsets_[e],
+                             entry_offsets_[e + 1] - entry_offsets_[e]);
   }
   // Bytes of all entries.
   size_t entry_bytes() const { return entry_bytes_.size(); }
+  // Where each entry starts in the entries' bytes, and one past the last:
+  // entry e is [offsets[e], offsets[e + 1]). For a loop over many.
+  const uint64_t* entry_offsets() const { return entry_offsets_.data(); }
+  const char* entry_data() const { return entry_bytes_.data(); }
   absl::string_view string_at(size_t i) const { return entry(codes_[i]); }
   // Item i's value. REQUIRES: present(i).
   MetricRef at(size_t i) const;
@@ -331,7 +335,9 @@ class Column {
   std::vector<double> doubles_;
   std::vector<uint32_t> codes_;
   std::string entry_bytes_;
-  std::vector<uint64_t> entry_ends_;
+  // entry_count() + 1 of them, from 0; none until the first entry (most
+  // columns are numbers).
+  std::vector<uint64_t> entry_offsets_;
 };
 
 // One item of a result, decoded whole into owning values (a copy: a view's

@@ -69,8 +69,10 @@ char* Scratch(size_t n) {
 
 // A string key's column as WriteRun writes it.
 struct StringColumn {
-  const Column* column;
-  const uint32_t* remap;  // Null: plain strings.
+  const uint32_t* codes;    // Per item, its entry.
+  const uint32_t* remap;    // Null: plain strings.
+  const uint64_t* offsets;  // Column::entry_offsets().
+  const char* data;         // Column::entry_data().
 };
 
 // A set of keys items carry, in key-table order, and the same keys in wire
@@ -167,6 +169,12 @@ class Encoder {
   // used entries (false if it has none or outgrew max_dict_entries); the
   // long plain strings of each block.
   absl::Status CountUses(uint32_t k, bool* dict_worth_trying);
+  // DecideString's shortcut for a key whose first 16 present values are
+  // distinct (an id, a trace, free text), which CountUses's sample would
+  // refuse a dictionary: every item sized as plain in one pass over the
+  // codes, no entry counted. *done false, and nothing changed, otherwise.
+  absl::Status SizePlainIfDistinct(uint32_t k, bool* done);
+  absl::Status CodeError(uint32_t k, size_t i, uint32_t code, size_t entries) const;
   bool BuildDictionary(const Column& c, StringKey& sk, uint64_t* index_bytes);
   void CountLongStrings(const Column& c);
   void SizeLogs();
@@ -438,11 +446,7 @@ absl::Status Encoder::CountUses(uint32_t k, bool* dict_worth_trying) {
   for (size_t i = 0, seen = 0; i < n_; ++i) {
     if (!dense && !c.present(i)) continue;
     const uint32_t code = codes[i];
-    if (ABSL_PREDICT_FALSE(code >= entries)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("rankbin: item ", i, " (", r_.id(i), "): metric \"", r_.key(k).name,
-                       "\" has string code ", code, " of ", entries, " entries"));
-    }
+    if (ABSL_PREDICT_FALSE(code >= entries)) return CodeError(k, i, code, entries);
     if (seen < sample_end) {
       s_.sample_strings.insert(c.entry(code));
       if (seen + 1 == 16) {
@@ -461,6 +465,57 @@ absl::Status Encoder::CountUses(uint32_t k, bool* dict_worth_trying) {
   *dict_worth_trying = !(present > 16 && distinct16 == 16 && o_.dict_distinct_threshold < 1) &&
                        !(present >= kDictSample &&
                          s_.sample_strings.size() > kDictSample * o_.dict_distinct_threshold);
+  return absl::OkStatus();
+}
+
+absl::Status Encoder::CodeError(uint32_t k, size_t i, uint32_t code, size_t entries) const {
+  return absl::InvalidArgumentError(
+      absl::StrCat("rankbin: item ", i, " (", r_.id(i), "): metric \"", r_.key(k).name,
+                   "\" has string code ", code, " of ", entries, " entries"));
+}
+
+absl::Status Encoder::SizePlainIfDistinct(uint32_t k, bool* done) {
+  *done = false;
+  const Column& c = r_.column(k);
+  const size_t entries = c.entry_count();
+  const size_t present = c.present_count();
+  // CountUses's first verdict, taken only where it would take it.
+  if (!(entries >= 16 && o_.dict_distinct_threshold < 1 && present > 16)) return absl::OkStatus();
+  const uint32_t* codes = c.codes();
+  const bool dense = present == n_;
+  // Compared pairwise, not hashed: a repeat among a few categories shows
+  // within a few values, and distinct long values mostly differ in size.
+  absl::string_view first[16];
+  size_t i = 0;
+  for (size_t seen = 0; seen < 16; ++i) {
+    if (!dense && !c.present(i)) continue;
+    if (ABSL_PREDICT_FALSE(codes[i] >= entries)) return CodeError(k, i, codes[i], entries);
+    first[seen] = c.entry(codes[i]);
+    for (size_t earlier = 0; earlier < seen; ++earlier) {
+      if (first[earlier] == first[seen]) return absl::OkStatus();
+    }
+    ++seen;
+  }
+  // Distinct: plain strings, each item's value its length and bytes.
+  const uint64_t* offsets = c.entry_offsets();
+  uint64_t* item_strings = s_.item_strings.data();
+  uint64_t plain_bytes = 0;
+  for (i = 0; i < n_; ++i) {
+    if (!dense && !c.present(i)) continue;
+    const uint32_t code = codes[i];
+    if (ABSL_PREDICT_FALSE(code >= entries)) return CodeError(k, i, code, entries);
+    const size_t plain = coding::LengthPrefixedLength(offsets[code + 1] - offsets[code]);
+    // The bound DecideString gives an entry either way (so a block's
+    // bound, and with it rankbin-zstd's choice to compress, are the same).
+    item_strings[i] += std::max<size_t>(plain, coding::kMaxVarint32Length);
+    plain_bytes += plain;
+  }
+  StringKey& sk = s_.strings[k];
+  sk.use_dict = false;
+  sk.dict.clear();
+  values_total_ += plain_bytes;
+  if (o_.compress_string_values) CountLongStrings(c);
+  *done = true;
   return absl::OkStatus();
 }
 
@@ -497,6 +552,9 @@ bool Encoder::BuildDictionary(const Column& c, StringKey& sk, uint64_t* index_by
 }
 
 absl::Status Encoder::DecideString(uint32_t k) {
+  bool done = false;
+  RETURN_IF_ERROR(SizePlainIfDistinct(k, &done));
+  if (done) return absl::OkStatus();
   const Column& c = r_.column(k);
   StringKey& sk = s_.strings[k];
   sk.use_dict = false;
@@ -633,7 +691,8 @@ void Encoder::PrepareColumns(Shape& shape) const {
         break;
       case MetricType::kString: {
         const StringKey& sk = s_.strings[shape.wire[j]];
-        shape.strings.push_back(StringColumn{&c, sk.use_dict ? sk.remap.data() : nullptr});
+        shape.strings.push_back(StringColumn{c.codes(), sk.use_dict ? sk.remap.data() : nullptr,
+                                             c.entry_offsets(), c.entry_data()});
         break;
       }
     }
@@ -659,12 +718,13 @@ void Encoder::WriteRun(coding::Writer& out, size_t begin, size_t end, const Shap
     for (; j < float_end; ++j) w.PutFloat(static_cast<const float*>(col[j])[i]);
     for (; j < int_end; ++j) w.PutSignedVarint64(static_cast<const int64_t*>(col[j])[i]);
     for (size_t t = 0; t < string_count; ++t) {
-      const Column& c = *string_cols[t].column;
-      const uint32_t code = c.codes()[i];
-      if (string_cols[t].remap != nullptr) {
-        w.PutVarint64(string_cols[t].remap[code]);
+      const StringColumn& c = string_cols[t];
+      const uint32_t code = c.codes[i];
+      if (c.remap != nullptr) {
+        w.PutVarint64(c.remap[code]);
       } else {
-        w.PutLengthPrefixed(c.entry(code));
+        const uint64_t begin = c.offsets[code];
+        w.PutLengthPrefixed(absl::string_view(c.data + begin, c.offsets[code + 1] - begin));
       }
     }
   }
