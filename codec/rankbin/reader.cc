@@ -105,11 +105,66 @@ class RetryableOnce {
     step();
     done_.store(true, std::memory_order_release);
   }
+  // Whether a step has run to its end: what it wrote is then visible to
+  // the caller (Call's release store), without the lock.
+  bool done() const { return done_.load(std::memory_order_acquire); }
 
  private:
   std::atomic<bool> done_{false};
   std::mutex mu_;
 };
+
+// A varint of one to three bytes at p (below e), as Reader::Varint32 reads
+// it; false (p unmoved) for a longer one or one cut short.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool ShortVarint32(const char*& p, const char* e, uint32_t* v) {
+  const ptrdiff_t left = e - p;
+  if (ABSL_PREDICT_FALSE(left < 1)) return false;
+  const uint32_t b0 = static_cast<uint8_t>(p[0]);
+  if (b0 < 0x80) {
+    *v = b0;
+    p += 1;
+    return true;
+  }
+  if (left < 2) return false;
+  const uint32_t b1 = static_cast<uint8_t>(p[1]);
+  if (b1 < 0x80) {
+    *v = (b0 & 0x7f) | b1 << 7;
+    p += 2;
+    return true;
+  }
+  if (left < 3) return false;
+  const uint32_t b2 = static_cast<uint8_t>(p[2]);
+  if (b2 >= 0x80) return false;
+  *v = (b0 & 0x7f) | (b1 & 0x7f) << 7 | b2 << 14;
+  p += 3;
+  return true;
+}
+
+// A varint at p (below e) as Reader::Varint64 reads it: 1 to 10 bytes, the
+// 10th 0 or 1; false for anything the Reader would refuse.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool ReadVarint64(const char*& p, const char* e, uint64_t* v) {
+  if (ABSL_PREDICT_TRUE(p < e && static_cast<uint8_t>(*p) < 0x80)) {
+    *v = static_cast<uint8_t>(*p++);
+    return true;
+  }
+  // Two bytes (lengths of 128 B to 16 KB) inline too.
+  if (ABSL_PREDICT_TRUE(e - p >= 2 && static_cast<uint8_t>(p[1]) < 0x80)) {
+    *v = (static_cast<uint8_t>(p[0]) & 0x7fu) | uint64_t{static_cast<uint8_t>(p[1])} << 7;
+    p += 2;
+    return true;
+  }
+  uint64_t result = 0;
+  for (int shift = 0; shift < 64 && p < e; shift += 7) {
+    const uint64_t byte = static_cast<uint8_t>(*p++);
+    if (shift == 63 && byte > 1) return false;
+    result |= (byte & 0x7f) << shift;
+    if (byte < 0x80) {
+      *v = result;
+      return true;
+    }
+  }
+  return false;
+}
 
 class RankbinView final : public ResultView {
  public:
@@ -225,6 +280,15 @@ class RankbinView final : public ResultView {
     return ParseShape(s);
   }
   ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<const Shape*> ParseShape(uint32_t s) const;
+  // The reads' common case, with no lock and no status: shape s if it is
+  // parsed (else null), and block b's bytes if the block is located and
+  // readable (raw, or decompressed without error; else false). Whatever
+  // they decline, GetShape and BlockData do, with the error if any.
+  const Shape* ReadyShape(uint32_t s) const {
+    return ABSL_PREDICT_TRUE(s < shapes_ready_.load(std::memory_order_acquire)) ? &shapes_[s]
+                                                                                : nullptr;
+  }
+  bool ReadyBlock(const Column& column, uint64_t b, absl::string_view* data) const;
   absl::Status ParseShapesUpTo(uint64_t s) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Item i's values, positioned at its first value, and its shape, from
   // its record's shape and values offset.
@@ -233,8 +297,16 @@ class RankbinView final : public ResultView {
   // The one decoder of an item's values: from r, one value per key of
   // `shape` into `sink` (sink.Double/Float/Int/String(model_index, v),
   // sink.DictString(model_index, key, index)); unknown types skipped.
+  // Starts at position `first` of the shape (r at its value).
   template <typename Sink>
-  bool DecodeValues(coding::Reader& r, const Shape& shape, Sink& sink) const;
+  bool DecodeValues(coding::Reader& r, const Shape& shape, Sink& sink, uint32_t first = 0) const;
+  // ForEachMetricAt's common case: the values at *p (below e) by `shape`,
+  // read in place and visited. Returns how many of the shape's positions
+  // it visited, with *p after them; it stops, visiting nothing of it, at a
+  // position DecodeValues would refuse (or whose bytes it leaves to
+  // DecodeValues), which DecodeValues then reads from there.
+  uint32_t VisitValues(const Shape& shape, const char** p, const char* e,
+                       MetricVisitor visit) const;
   absl::Status ForEachMetricAt(size_t i, uint32_t shape_id, uint32_t values_offset,
                                MetricVisitor visit) const;
   absl::StatusOr<std::optional<MetricRef>> FindMetricAt(size_t i, uint32_t shape_id,
@@ -747,7 +819,20 @@ absl::StatusOr<ItemRef> RankbinView::Item(size_t i) const {
                  ItemRef::Cursor{rec->shape, rec->values_offset});
 }
 
+bool RankbinView::ReadyBlock(const Column& column, uint64_t b, absl::string_view* data) const {
+  if (ABSL_PREDICT_FALSE(b >= column.ready.load(std::memory_order_acquire))) return false;
+  const Block& block = column.at(b);
+  if (ABSL_PREDICT_TRUE(block.codec == BlockCodec::kRaw)) {
+    *data = absl::string_view(block.stored, block.raw_size);
+    return true;
+  }
+  if (!block.once.done() || !block.status.ok()) return false;
+  *data = absl::string_view(block.data.get(), block.raw_size);
+  return true;
+}
+
 absl::StatusOr<absl::string_view> RankbinView::BlockData(const Column& column, size_t b) const {
+  if (absl::string_view data; ReadyBlock(column, b, &data)) return data;
   absl::StatusOr<const Block*> located = GetBlock(column, b);
   if (!located.ok()) return located.status();
   const Block& block = **located;
@@ -774,6 +859,14 @@ absl::StatusOr<absl::string_view> RankbinView::BlockData(const Column& column, s
 
 absl::Status RankbinView::ValuesOf(size_t i, uint32_t shape_id, uint32_t values_offset,
                                    coding::Reader* out, const Shape** shape) const {
+  absl::string_view block;
+  if (const Shape* ready = ReadyShape(shape_id);
+      ABSL_PREDICT_TRUE(ready != nullptr && ReadyBlock(values_, i / block_items_, &block) &&
+                        values_offset <= block.size())) {
+    *shape = ready;
+    *out = coding::Reader(block.substr(values_offset), kContext, values_offset);
+    return absl::OkStatus();
+  }
   absl::StatusOr<const Shape*> found = GetShape(shape_id);
   if (!found.ok()) {
     return Corrupt(absl::StrCat("item ", i, ": ", found.status().message()));
@@ -791,10 +884,11 @@ absl::Status RankbinView::ValuesOf(size_t i, uint32_t shape_id, uint32_t values_
 }
 
 template <typename Sink>
-bool RankbinView::DecodeValues(coding::Reader& r, const Shape& shape, Sink& sink) const {
+bool RankbinView::DecodeValues(coding::Reader& r, const Shape& shape, Sink& sink,
+                               uint32_t first) const {
   const uint32_t* keys = shape.keys();
   const uint32_t* run = shape.runs();
-  for (uint32_t j = 0; j < shape.size;) {
+  for (uint32_t j = first; j < shape.size;) {
     if (const uint32_t n = run[j]; n > 0) {
       // A run of doubles or floats: one bounds check, no per-value dispatch.
       const bool doubles = keys_[keys[j]].code == static_cast<uint8_t>(TypeCode::kDouble);
@@ -848,8 +942,112 @@ absl::Status RankbinView::ForEachMetricOf(const ItemRef& item, MetricVisitor vis
   return ForEachMetricAt(item.index(), c.a, c.b, visit);
 }
 
+// One value of `key` (not a double or a float: those come in runs) at p,
+// visited; false, p unmoved and nothing visited, for a value DecodeValues
+// would refuse.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool VisitOne(uint8_t code, uint32_t model_index,
+                                                  const absl::string_view* dict, uint32_t dict_size,
+                                                  const char*& p, const char* e,
+                                                  MetricVisitor visit) {
+  const char* q = p;
+  uint64_t v;
+  if (model_index == kNone) {  // A type this reader does not know: skipped.
+    switch (WireClassOf(code)) {
+      case WireClass::kVarint:
+        if (!ReadVarint64(q, e, &v)) return false;
+        break;
+      case WireClass::kFixed32:
+      case WireClass::kFixed64:
+        v = WireClassOf(code) == WireClass::kFixed32 ? 4 : 8;
+        if (static_cast<uint64_t>(e - q) < v) return false;
+        q += v;
+        break;
+      case WireClass::kBytes:
+        if (!ReadVarint64(q, e, &v) || v > static_cast<uint64_t>(e - q)) return false;
+        q += v;
+        break;
+      default:
+        return false;
+    }
+    p = q;
+    return true;
+  }
+  switch (static_cast<TypeCode>(code)) {
+    case TypeCode::kInt:
+      if (!ReadVarint64(q, e, &v)) return false;
+      visit(model_index, MetricRef::Int(coding::ZigZagDecode64(v)));
+      break;
+    case TypeCode::kString:
+      if (!ReadVarint64(q, e, &v) || v > static_cast<uint64_t>(e - q)) return false;
+      visit(model_index, MetricRef::String(absl::string_view(q, v)));
+      q += v;
+      break;
+    case TypeCode::kStringDict:
+      if (!ReadVarint64(q, e, &v) || v >= dict_size) return false;
+      visit(model_index, MetricRef::String(dict[v]));
+      break;
+    default:
+      return false;
+  }
+  p = q;
+  return true;
+}
+
+uint32_t RankbinView::VisitValues(const Shape& shape, const char** at, const char* e,
+                                  MetricVisitor visit) const {
+  const uint32_t* keys = shape.keys();
+  const uint32_t* run = shape.runs();
+  const char* p = *at;
+  uint32_t j = 0;
+  while (j < shape.size) {
+    const Key& key = keys_[keys[j]];
+    if (const uint32_t n = run[j]; n > 0) {
+      // A run of doubles or floats: one bounds check, as DecodeValues's.
+      const bool doubles = key.code == static_cast<uint8_t>(TypeCode::kDouble);
+      const uint64_t width = doubles ? 8 : 4;
+      if (static_cast<uint64_t>(e - p) < width * n) break;
+      for (uint32_t k = 0; k < n; ++k, p += width) {
+        const uint32_t model_index = keys_[keys[j + k]].model_index;
+        if (doubles) {
+          double v;
+          std::memcpy(&v, p, 8);
+          visit(model_index, MetricRef::Double(v));
+        } else {
+          float v;
+          std::memcpy(&v, p, 4);
+          visit(model_index, MetricRef::Float(v));
+        }
+      }
+      j += n;
+      continue;
+    }
+    if (!VisitOne(key.code, key.model_index, dict_.data() + key.dict_begin, key.dict_size, p, e,
+                  visit)) {
+      break;
+    }
+    ++j;
+  }
+  *at = p;
+  return j;
+}
+
 absl::Status RankbinView::ForEachMetricAt(size_t i, uint32_t shape_id, uint32_t values_offset,
                                           MetricVisitor visit) const {
+  // The common case: the shape parsed, the block located (and decompressed),
+  // the values read in place: no Reader, no status. The positions it
+  // visited are not visited again: DecodeValues reads the rest, if any,
+  // from where it stopped, for the error it would have given.
+  uint32_t first = 0;
+  if (const Shape* ready = ReadyShape(shape_id); ABSL_PREDICT_TRUE(ready != nullptr)) {
+    absl::string_view block;
+    if (ABSL_PREDICT_TRUE(ReadyBlock(values_, i / block_items_, &block) &&
+                          values_offset <= block.size())) {
+      const char* p = block.data() + values_offset;
+      first = VisitValues(*ready, &p, block.data() + block.size(), visit);
+      if (ABSL_PREDICT_TRUE(first == ready->size)) return absl::OkStatus();
+      values_offset = static_cast<uint32_t>(p - block.data());
+    }
+  }
   coding::Reader r(absl::string_view(), kContext);
   const Shape* shape = nullptr;
   if (absl::Status s = ValuesOf(i, shape_id, values_offset, &r, &shape); !s.ok()) return s;
@@ -864,7 +1062,7 @@ absl::Status RankbinView::ForEachMetricAt(size_t i, uint32_t shape_id, uint32_t 
       visit(m, MetricRef::String(view->dict_[key.dict_begin + index]));
     }
   } sink{visit, this};
-  if (!DecodeValues(r, *shape, sink)) return r.status();
+  if (!DecodeValues(r, *shape, sink, first)) return r.status();
   return absl::OkStatus();
 }
 
@@ -977,32 +1175,6 @@ struct RankbinView::Records {
   bool one_shape = true;  // Every item names shape shapes[0].
 };
 
-// A varint of one to three bytes at p (below e), as Reader::Varint32 reads
-// it; false (p unmoved) for a longer one or one cut short.
-ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool ShortVarint32(const char*& p, const char* e, uint32_t* v) {
-  const ptrdiff_t left = e - p;
-  if (ABSL_PREDICT_FALSE(left < 1)) return false;
-  const uint32_t b0 = static_cast<uint8_t>(p[0]);
-  if (b0 < 0x80) {
-    *v = b0;
-    p += 1;
-    return true;
-  }
-  if (left < 2) return false;
-  const uint32_t b1 = static_cast<uint8_t>(p[1]);
-  if (b1 < 0x80) {
-    *v = (b0 & 0x7f) | b1 << 7;
-    p += 2;
-    return true;
-  }
-  if (left < 3) return false;
-  const uint32_t b2 = static_cast<uint8_t>(p[2]);
-  if (b2 >= 0x80) return false;
-  *v = (b0 & 0x7f) | (b1 & 0x7f) << 7 | b2 << 14;
-  p += 3;
-  return true;
-}
-
 bool RankbinView::ShortRecord(size_t i, ItemRecord* rec) const {
   const uint32_t begin = coding::DecodeFixed32(offsets_ + 4 * i);
   const size_t end = i + 1 < n_ ? coding::DecodeFixed32(offsets_ + 4 * (i + 1)) : records_size_;
@@ -1066,32 +1238,6 @@ struct CellSink {
     out->SetStringCode(item, m, index);
   }
 };
-
-// A varint at p (below e) as Reader::Varint64 reads it: 1 to 10 bytes, the
-// 10th 0 or 1; false for anything the Reader would refuse.
-ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool ReadVarint64(const char*& p, const char* e, uint64_t* v) {
-  if (ABSL_PREDICT_TRUE(p < e && static_cast<uint8_t>(*p) < 0x80)) {
-    *v = static_cast<uint8_t>(*p++);
-    return true;
-  }
-  // Two bytes (lengths of 128 B to 16 KB) inline too.
-  if (ABSL_PREDICT_TRUE(e - p >= 2 && static_cast<uint8_t>(p[1]) < 0x80)) {
-    *v = (static_cast<uint8_t>(p[0]) & 0x7fu) | uint64_t{static_cast<uint8_t>(p[1])} << 7;
-    p += 2;
-    return true;
-  }
-  uint64_t result = 0;
-  for (int shift = 0; shift < 64 && p < e; shift += 7) {
-    const uint64_t byte = static_cast<uint8_t>(*p++);
-    if (shift == 63 && byte > 1) return false;
-    result |= (byte & 0x7f) << shift;
-    if (byte < 0x80) {
-      *v = result;
-      return true;
-    }
-  }
-  return false;
-}
 
 // Values straight into the columns' arrays, for a result whose items all
 // have one shape: its keys' columns are whole (every item has them), so
