@@ -404,11 +404,35 @@ std::string Visits(const ResultView& view, size_t i) {
   return absl::StrCat(out, "-> ", s.ToString());
 }
 
+// TopN(n) of a view, and Item(0), Item(1), ... up to its first error: the
+// same items (id, score, position) and the same error.
+std::string TopNAndItems(const ResultView& view) {
+  std::string top;
+  absl::StatusOr<std::vector<ItemRef>> items = view.TopN(view.size() + 1);
+  if (items.ok()) {
+    for (const ItemRef& item : *items) {
+      absl::StrAppend(&top, item.id(), " ", item.score(), " ", item.position(), "; ");
+    }
+  } else {
+    top = items.status().ToString();
+  }
+  std::string one;
+  for (size_t i = 0; i < view.size(); ++i) {
+    absl::StatusOr<ItemRef> item = view.Item(i);
+    if (!item.ok()) {
+      one = item.status().ToString();
+      break;
+    }
+    absl::StrAppend(&one, item->id(), " ", item->score(), " ", item->position(), "; ");
+  }
+  return top == one ? "" : absl::StrCat("TopN: ", top, "\nItem: ", one);
+}
+
 // A view whose items before i were read has item i's shape and block ready
 // (the reads' fast path, in place); a fresh view reads item i first (shape
 // and block looked up, the values through a Reader). With any byte of the
 // payload changed, both must visit the same metrics, each once, and end
-// with the same status.
+// with the same status. TopN reads the items Item reads.
 TEST(LazyValuesTest, AWarmViewReadsEveryChangedPayloadAsAFreshViewDoes) {
   const std::string bytes = Encode(EveryType());
   size_t compared = 0;
@@ -418,6 +442,7 @@ TEST(LazyValuesTest, AWarmViewReadsEveryChangedPayloadAsAFreshViewDoes) {
       bad[at] = c;
       auto warm = OpenRankbin(SharedBytes::FromBuffer(OwnedBuffer::CopyOf(bad)), {});
       if (!warm.ok()) continue;
+      ASSERT_EQ(TopNAndItems(**warm), "") << "byte " << at;
       for (size_t i = 0; i < (*warm)->size(); ++i) {
         auto fresh = OpenRankbin(SharedBytes::FromBuffer(OwnedBuffer::CopyOf(bad)), {});
         ASSERT_TRUE(fresh.ok());

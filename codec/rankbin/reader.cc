@@ -176,6 +176,7 @@ class RankbinView final : public ResultView {
   size_t size() const override { return n_; }
   absl::Span<const MetricKey> keys() const override;
   absl::StatusOr<ItemRef> Item(size_t i) const override;
+  absl::StatusOr<std::vector<ItemRef>> TopN(size_t n) const override;
   absl::StatusOr<std::optional<MetricRef>> FindMetric(size_t i,
                                                       absl::string_view name) const override;
   absl::Status ForEachMetric(size_t i, MetricVisitor visit) const override;
@@ -813,10 +814,32 @@ absl::StatusOr<ItemRecord> RankbinView::Record(size_t i) const {
 }
 
 absl::StatusOr<ItemRef> RankbinView::Item(size_t i) const {
-  absl::StatusOr<ItemRecord> rec = Record(i);
-  if (!rec.ok()) return rec.status();
-  return ItemRef(this, i, rec->id, rec->score, rec->position,
-                 ItemRef::Cursor{rec->shape, rec->values_offset});
+  ItemRecord rec;
+  if (ABSL_PREDICT_FALSE(i >= n_ || !ShortRecord(i, &rec))) {
+    absl::StatusOr<ItemRecord> read = Record(i);
+    if (!read.ok()) return read.status();
+    rec = *read;
+  }
+  return ItemRef(this, i, rec.id, rec.score, rec.position,
+                 ItemRef::Cursor{rec.shape, rec.values_offset});
+}
+
+absl::StatusOr<std::vector<ItemRef>> RankbinView::TopN(size_t n) const {
+  // Item(i)'s records, without a StatusOr per item.
+  std::vector<ItemRef> out;
+  const size_t count = std::min(n, n_);
+  out.reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    ItemRecord rec;
+    if (ABSL_PREDICT_FALSE(!ShortRecord(i, &rec))) {
+      absl::StatusOr<ItemRecord> read = Record(i);
+      if (!read.ok()) return read.status();
+      rec = *read;
+    }
+    out.emplace_back(this, i, rec.id, rec.score, rec.position,
+                     ItemRef::Cursor{rec.shape, rec.values_offset});
+  }
+  return out;
 }
 
 bool RankbinView::ReadyBlock(const Column& column, uint64_t b, absl::string_view* data) const {
