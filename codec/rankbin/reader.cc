@@ -289,7 +289,20 @@ class RankbinView final : public ResultView {
     return ABSL_PREDICT_TRUE(s < shapes_ready_.load(std::memory_order_acquire)) ? &shapes_[s]
                                                                                 : nullptr;
   }
-  bool ReadyBlock(const Column& column, uint64_t b, absl::string_view* data) const;
+  bool ReadyBlock(const Column& column, uint64_t b, absl::string_view* data) const {
+    if (ABSL_PREDICT_FALSE(b >= column.ready.load(std::memory_order_acquire))) return false;
+    const Block& block = column.at(b);
+    if (ABSL_PREDICT_TRUE(block.codec == BlockCodec::kRaw)) {
+      *data = absl::string_view(block.stored, block.raw_size);
+      return true;
+    }
+    if (!block.once.done() || !block.status.ok()) return false;
+    *data = absl::string_view(block.data.get(), block.raw_size);
+    return true;
+  }
+  // Item i's block. (A 32-bit division: ITEMS, a section of at most 4 GB,
+  // holds fewer than 2^28 items.)
+  uint32_t BlockOf(size_t i) const { return static_cast<uint32_t>(i) / block_items_; }
   absl::Status ParseShapesUpTo(uint64_t s) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Item i's values, positioned at its first value, and its shape, from
   // its record's shape and values offset.
@@ -310,6 +323,12 @@ class RankbinView final : public ResultView {
                        MetricVisitor visit) const;
   absl::Status ForEachMetricAt(size_t i, uint32_t shape_id, uint32_t values_offset,
                                MetricVisitor visit) const;
+  // What ForEachMetricAt's common case declined: item i's values from
+  // values_offset in its block, from position `first` of its shape on,
+  // looked up and read through a Reader (with their errors).
+  ABSL_ATTRIBUTE_NOINLINE absl::Status VisitRest(size_t i, uint32_t shape_id,
+                                                 uint32_t values_offset, uint32_t first,
+                                                 MetricVisitor visit) const;
   absl::StatusOr<std::optional<MetricRef>> FindMetricAt(size_t i, uint32_t shape_id,
                                                         uint32_t values_offset,
                                                         absl::string_view name) const;
@@ -842,18 +861,6 @@ absl::StatusOr<std::vector<ItemRef>> RankbinView::TopN(size_t n) const {
   return out;
 }
 
-bool RankbinView::ReadyBlock(const Column& column, uint64_t b, absl::string_view* data) const {
-  if (ABSL_PREDICT_FALSE(b >= column.ready.load(std::memory_order_acquire))) return false;
-  const Block& block = column.at(b);
-  if (ABSL_PREDICT_TRUE(block.codec == BlockCodec::kRaw)) {
-    *data = absl::string_view(block.stored, block.raw_size);
-    return true;
-  }
-  if (!block.once.done() || !block.status.ok()) return false;
-  *data = absl::string_view(block.data.get(), block.raw_size);
-  return true;
-}
-
 absl::StatusOr<absl::string_view> RankbinView::BlockData(const Column& column, size_t b) const {
   if (absl::string_view data; ReadyBlock(column, b, &data)) return data;
   absl::StatusOr<const Block*> located = GetBlock(column, b);
@@ -884,7 +891,7 @@ absl::Status RankbinView::ValuesOf(size_t i, uint32_t shape_id, uint32_t values_
                                    coding::Reader* out, const Shape** shape) const {
   absl::string_view block;
   if (const Shape* ready = ReadyShape(shape_id);
-      ABSL_PREDICT_TRUE(ready != nullptr && ReadyBlock(values_, i / block_items_, &block) &&
+      ABSL_PREDICT_TRUE(ready != nullptr && ReadyBlock(values_, BlockOf(i), &block) &&
                         values_offset <= block.size())) {
     *shape = ready;
     *out = coding::Reader(block.substr(values_offset), kContext, values_offset);
@@ -895,7 +902,7 @@ absl::Status RankbinView::ValuesOf(size_t i, uint32_t shape_id, uint32_t values_
     return Corrupt(absl::StrCat("item ", i, ": ", found.status().message()));
   }
   *shape = *found;
-  absl::StatusOr<absl::string_view> data = BlockData(values_, i / block_items_);
+  absl::StatusOr<absl::string_view> data = BlockData(values_, BlockOf(i));
   if (!data.ok()) return data.status();
   if (values_offset > data->size()) {
     return Corrupt(absl::StrCat("item ", i, " values offset ", values_offset,
@@ -1018,19 +1025,24 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool VisitOne(uint8_t code, uint32_t model_i
 
 uint32_t RankbinView::VisitValues(const Shape& shape, const char** at, const char* e,
                                   MetricVisitor visit) const {
-  const uint32_t* keys = shape.keys();
-  const uint32_t* run = shape.runs();
+  // In locals: the visitor may write anywhere, so members would be loaded
+  // again after every call.
+  const Key* const key_table = keys_.data();
+  const absl::string_view* const dict = dict_.data();
+  const uint32_t* const keys = shape.keys();
+  const uint32_t* const run = shape.runs();
+  const uint32_t size = shape.size;
   const char* p = *at;
   uint32_t j = 0;
-  while (j < shape.size) {
-    const Key& key = keys_[keys[j]];
+  while (j < size) {
+    const Key& key = key_table[keys[j]];
     if (const uint32_t n = run[j]; n > 0) {
       // A run of doubles or floats: one bounds check, as DecodeValues's.
       const bool doubles = key.code == static_cast<uint8_t>(TypeCode::kDouble);
       const uint64_t width = doubles ? 8 : 4;
       if (static_cast<uint64_t>(e - p) < width * n) break;
-      for (uint32_t k = 0; k < n; ++k, p += width) {
-        const uint32_t model_index = keys_[keys[j + k]].model_index;
+      for (const uint32_t end = j + n; j < end; ++j, p += width) {
+        const uint32_t model_index = key_table[keys[j]].model_index;
         if (doubles) {
           double v;
           std::memcpy(&v, p, 8);
@@ -1041,11 +1053,9 @@ uint32_t RankbinView::VisitValues(const Shape& shape, const char** at, const cha
           visit(model_index, MetricRef::Float(v));
         }
       }
-      j += n;
       continue;
     }
-    if (!VisitOne(key.code, key.model_index, dict_.data() + key.dict_begin, key.dict_size, p, e,
-                  visit)) {
+    if (!VisitOne(key.code, key.model_index, dict + key.dict_begin, key.dict_size, p, e, visit)) {
       break;
     }
     ++j;
@@ -1058,19 +1068,22 @@ absl::Status RankbinView::ForEachMetricAt(size_t i, uint32_t shape_id, uint32_t 
                                           MetricVisitor visit) const {
   // The common case: the shape parsed, the block located (and decompressed),
   // the values read in place: no Reader, no status. The positions it
-  // visited are not visited again: DecodeValues reads the rest, if any,
-  // from where it stopped, for the error it would have given.
-  uint32_t first = 0;
-  if (const Shape* ready = ReadyShape(shape_id); ABSL_PREDICT_TRUE(ready != nullptr)) {
-    absl::string_view block;
-    if (ABSL_PREDICT_TRUE(ReadyBlock(values_, i / block_items_, &block) &&
-                          values_offset <= block.size())) {
-      const char* p = block.data() + values_offset;
-      first = VisitValues(*ready, &p, block.data() + block.size(), visit);
-      if (ABSL_PREDICT_TRUE(first == ready->size)) return absl::OkStatus();
-      values_offset = static_cast<uint32_t>(p - block.data());
-    }
+  // visited are not visited again: VisitRest reads the rest, if any, from
+  // where it stopped, for the error it would have given.
+  const Shape* shape = ReadyShape(shape_id);
+  absl::string_view block;
+  if (ABSL_PREDICT_TRUE(shape != nullptr && ReadyBlock(values_, BlockOf(i), &block) &&
+                        values_offset <= block.size())) {
+    const char* p = block.data() + values_offset;
+    const uint32_t done = VisitValues(*shape, &p, block.data() + block.size(), visit);
+    if (ABSL_PREDICT_TRUE(done == shape->size)) return absl::OkStatus();
+    return VisitRest(i, shape_id, static_cast<uint32_t>(p - block.data()), done, visit);
   }
+  return VisitRest(i, shape_id, values_offset, 0, visit);
+}
+
+absl::Status RankbinView::VisitRest(size_t i, uint32_t shape_id, uint32_t values_offset,
+                                    uint32_t first, MetricVisitor visit) const {
   coding::Reader r(absl::string_view(), kContext);
   const Shape* shape = nullptr;
   if (absl::Status s = ValuesOf(i, shape_id, values_offset, &r, &shape); !s.ok()) return s;
@@ -1143,7 +1156,7 @@ absl::StatusOr<std::optional<MetricRef>> RankbinView::FindMetricAt(size_t i, uin
 absl::StatusOr<absl::string_view> RankbinView::Log(size_t i) const {
   if (i >= n_) return OutOfRange(i);
   if (!logs_.present) return absl::string_view();
-  absl::StatusOr<absl::string_view> data = BlockData(logs_, i / block_items_);
+  absl::StatusOr<absl::string_view> data = BlockData(logs_, BlockOf(i));
   if (!data.ok()) return data.status();
   coding::Reader r(*data, kContext);
   for (size_t skip = i % block_items_; skip > 0; --skip) r.LengthPrefixed("log");
