@@ -255,6 +255,13 @@ class RankbinView final : public ResultView {
   // stored and reloaded its position, and one Open of a 3000-key payload
   // took ~16 µs.
   uint64_t ParseSimpleKeys(coding::Reader& r, uint64_t k, uint64_t count, uint32_t* model_index);
+  // The other common entry, a dictionary key's (its type and name, then
+  // its dictionary), read in place: the strings appended to dict_, and
+  // key's code, name and dict_size set. False, with dict_ as it was, for
+  // any other body, or one ReadBody would refuse (ReadBody reads those,
+  // and gives the error). Through ReadBody, a dictionary was read into a
+  // vector of its own and copied to dict_: two allocations per Open.
+  bool ReadDictBody(absl::string_view body, Key* key);
   absl::Status ParseShapes(absl::string_view body, size_t base);
   absl::Status ParseItems(absl::string_view body, size_t base);
   absl::Status ParseColumn(absl::string_view body, size_t base, const char* name, Column* column);
@@ -554,6 +561,39 @@ uint64_t RankbinView::ParseSimpleKeys(coding::Reader& r, uint64_t k, uint64_t co
   return k;
 }
 
+bool RankbinView::ReadDictBody(absl::string_view body, Key* key) {
+  const char* p = body.data();
+  const char* const e = p + body.size();
+  if (p == e || static_cast<uint8_t>(*p) != static_cast<uint8_t>(TypeCode::kStringDict)) {
+    return false;
+  }
+  ++p;
+  uint64_t name_size;
+  uint64_t count;
+  if (!ReadVarint64(p, e, &name_size) || name_size > static_cast<uint64_t>(e - p)) return false;
+  const absl::string_view name(p, name_size);
+  p += name_size;
+  // As Reader::Count: each entry takes at least a byte.
+  if (!ReadVarint64(p, e, &count) || count > static_cast<uint64_t>(e - p)) return false;
+  const size_t first = dict_.size();
+  if (dict_.capacity() < first + count) {
+    dict_.reserve(std::max<size_t>(first + count, 2 * dict_.capacity()));
+  }
+  for (uint64_t d = 0; d < count; ++d) {
+    uint64_t size;
+    if (!ReadVarint64(p, e, &size) || size > static_cast<uint64_t>(e - p)) {
+      dict_.resize(first);
+      return false;
+    }
+    dict_.emplace_back(p, size);
+    p += size;
+  }
+  key->code = static_cast<uint8_t>(TypeCode::kStringDict);
+  key->name = name;
+  key->dict_size = static_cast<uint32_t>(count);
+  return true;
+}
+
 absl::Status RankbinView::ParseKeys(absl::string_view body, size_t base) {
   coding::Reader r(body, kContext, base);
   const uint64_t count = r.Count(Serializer<KeyEntry>::kMinBytes, "key count");
@@ -570,7 +610,8 @@ absl::Status RankbinView::ParseKeys(absl::string_view body, size_t base) {
     key.dict_begin = static_cast<uint32_t>(dict_.size());
     // Most entries are a type and a short name (ReadSimpleBody): read in
     // place, Open of a 200-key payload takes ~0.6x the time.
-    if (!Serializer<KeyEntry>::ReadSimpleBody(entry_body, &key.code, &key.name)) {
+    if (!Serializer<KeyEntry>::ReadSimpleBody(entry_body, &key.code, &key.name) &&
+        !ReadDictBody(entry_body, &key)) {
       Serializer<KeyEntry>::ReadBody(r, entry_body, &entry);
       if (!r.ok()) return r.status();
       key.code = entry.type_code;
