@@ -347,7 +347,7 @@ class RankbinView final : public ResultView {
   // Record(i) for the common record (a one-byte id length, varints of at
   // most three bytes, the directory in order), read in place: false, and
   // nothing decided, for anything else, which Record(i) then reads.
-  bool ShortRecord(size_t i, ItemRecord* rec) const;
+  ABSL_ATTRIBUTE_ALWAYS_INLINE bool ShortRecord(size_t i, ItemRecord* rec) const;
   // Records 0, 1, ... into `out` until one fails; returns how many were
   // read (n_ when all were).
   size_t ReadRecords(Records* out) const;
@@ -1252,7 +1252,7 @@ struct RankbinView::Records {
   bool one_shape = true;  // Every item names shape shapes[0].
 };
 
-bool RankbinView::ShortRecord(size_t i, ItemRecord* rec) const {
+inline bool RankbinView::ShortRecord(size_t i, ItemRecord* rec) const {
   const uint32_t begin = coding::DecodeFixed32(offsets_ + 4 * i);
   const size_t end = i + 1 < n_ ? coding::DecodeFixed32(offsets_ + 4 * (i + 1)) : records_size_;
   if (ABSL_PREDICT_FALSE(begin > end || end > records_size_)) return false;
