@@ -333,6 +333,14 @@ class RankbinView final : public ResultView {
   // What ForEachMetricAt's common case declined: item i's values from
   // values_offset in its block, from position `first` of its shape on,
   // looked up and read through a Reader (with their errors).
+  // The shape's first parse, or the block's first location (and
+  // decompression), for ForEachMetricAt: a null shape on an error, which
+  // VisitRest then meets again (each is kept) and returns.
+  struct FoundValues {
+    const Shape* shape = nullptr;
+    absl::string_view block;
+  };
+  ABSL_ATTRIBUTE_NOINLINE FoundValues FirstLookUp(size_t i, uint32_t shape_id) const;
   ABSL_ATTRIBUTE_NOINLINE absl::Status VisitRest(size_t i, uint32_t shape_id,
                                                  uint32_t values_offset, uint32_t first,
                                                  MetricVisitor visit) const;
@@ -1113,14 +1121,29 @@ absl::Status RankbinView::ForEachMetricAt(size_t i, uint32_t shape_id, uint32_t 
   // where it stopped, for the error it would have given.
   const Shape* shape = ReadyShape(shape_id);
   absl::string_view block;
-  if (ABSL_PREDICT_TRUE(shape != nullptr && ReadyBlock(values_, BlockOf(i), &block) &&
-                        values_offset <= block.size())) {
+  if (ABSL_PREDICT_FALSE(shape == nullptr || !ReadyBlock(values_, BlockOf(i), &block))) {
+    // (Returned by value: an address passed out of line would keep shape
+    // and block in memory for the whole read.)
+    const FoundValues found = FirstLookUp(i, shape_id);
+    if (found.shape == nullptr) return VisitRest(i, shape_id, values_offset, 0, visit);
+    shape = found.shape;
+    block = found.block;
+  }
+  if (ABSL_PREDICT_TRUE(values_offset <= block.size())) {
     const char* p = block.data() + values_offset;
     const uint32_t done = VisitValues(*shape, &p, block.data() + block.size(), visit);
     if (ABSL_PREDICT_TRUE(done == shape->size)) return absl::OkStatus();
     return VisitRest(i, shape_id, static_cast<uint32_t>(p - block.data()), done, visit);
   }
   return VisitRest(i, shape_id, values_offset, 0, visit);
+}
+
+RankbinView::FoundValues RankbinView::FirstLookUp(size_t i, uint32_t shape_id) const {
+  absl::StatusOr<const Shape*> shape = GetShape(shape_id);
+  if (!shape.ok()) return {};
+  absl::StatusOr<absl::string_view> block = BlockData(values_, BlockOf(i));
+  if (!block.ok()) return {};
+  return {*shape, *block};
 }
 
 absl::Status RankbinView::VisitRest(size_t i, uint32_t shape_id, uint32_t values_offset,
