@@ -153,8 +153,9 @@ class ResultView {
     return ForEachMetric(item.index(), visit);
   }
 
-  // The first min(n, size()) items.
-  absl::StatusOr<std::vector<ItemRef>> TopN(size_t n) const;
+  // The first min(n, size()) items. By default Item(0), Item(1), ...; a
+  // view may read them in one pass, with the same items and errors.
+  virtual absl::StatusOr<std::vector<ItemRef>> TopN(size_t n) const;
   // Decodes item i completely, as an owning copy (metric keys refer to
   // keys()).
   virtual absl::StatusOr<RankedItem> MaterializeItem(size_t i) const;

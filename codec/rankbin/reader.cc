@@ -105,11 +105,66 @@ class RetryableOnce {
     step();
     done_.store(true, std::memory_order_release);
   }
+  // Whether a step has run to its end: what it wrote is then visible to
+  // the caller (Call's release store), without the lock.
+  bool done() const { return done_.load(std::memory_order_acquire); }
 
  private:
   std::atomic<bool> done_{false};
   std::mutex mu_;
 };
+
+// A varint of one to three bytes at p (below e), as Reader::Varint32 reads
+// it; false (p unmoved) for a longer one or one cut short.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool ShortVarint32(const char*& p, const char* e, uint32_t* v) {
+  const ptrdiff_t left = e - p;
+  if (ABSL_PREDICT_FALSE(left < 1)) return false;
+  const uint32_t b0 = static_cast<uint8_t>(p[0]);
+  if (b0 < 0x80) {
+    *v = b0;
+    p += 1;
+    return true;
+  }
+  if (left < 2) return false;
+  const uint32_t b1 = static_cast<uint8_t>(p[1]);
+  if (b1 < 0x80) {
+    *v = (b0 & 0x7f) | b1 << 7;
+    p += 2;
+    return true;
+  }
+  if (left < 3) return false;
+  const uint32_t b2 = static_cast<uint8_t>(p[2]);
+  if (b2 >= 0x80) return false;
+  *v = (b0 & 0x7f) | (b1 & 0x7f) << 7 | b2 << 14;
+  p += 3;
+  return true;
+}
+
+// A varint at p (below e) as Reader::Varint64 reads it: 1 to 10 bytes, the
+// 10th 0 or 1; false for anything the Reader would refuse.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool ReadVarint64(const char*& p, const char* e, uint64_t* v) {
+  if (ABSL_PREDICT_TRUE(p < e && static_cast<uint8_t>(*p) < 0x80)) {
+    *v = static_cast<uint8_t>(*p++);
+    return true;
+  }
+  // Two bytes (lengths of 128 B to 16 KB) inline too.
+  if (ABSL_PREDICT_TRUE(e - p >= 2 && static_cast<uint8_t>(p[1]) < 0x80)) {
+    *v = (static_cast<uint8_t>(p[0]) & 0x7fu) | uint64_t{static_cast<uint8_t>(p[1])} << 7;
+    p += 2;
+    return true;
+  }
+  uint64_t result = 0;
+  for (int shift = 0; shift < 64 && p < e; shift += 7) {
+    const uint64_t byte = static_cast<uint8_t>(*p++);
+    if (shift == 63 && byte > 1) return false;
+    result |= (byte & 0x7f) << shift;
+    if (byte < 0x80) {
+      *v = result;
+      return true;
+    }
+  }
+  return false;
+}
 
 class RankbinView final : public ResultView {
  public:
@@ -121,6 +176,7 @@ class RankbinView final : public ResultView {
   size_t size() const override { return n_; }
   absl::Span<const MetricKey> keys() const override;
   absl::StatusOr<ItemRef> Item(size_t i) const override;
+  absl::StatusOr<std::vector<ItemRef>> TopN(size_t n) const override;
   absl::StatusOr<std::optional<MetricRef>> FindMetric(size_t i,
                                                       absl::string_view name) const override;
   absl::Status ForEachMetric(size_t i, MetricVisitor visit) const override;
@@ -199,6 +255,13 @@ class RankbinView final : public ResultView {
   // stored and reloaded its position, and one Open of a 3000-key payload
   // took ~16 µs.
   uint64_t ParseSimpleKeys(coding::Reader& r, uint64_t k, uint64_t count, uint32_t* model_index);
+  // The other common entry, a dictionary key's (its type and name, then
+  // its dictionary), read in place: the strings appended to dict_, and
+  // key's code, name and dict_size set. False, with dict_ as it was, for
+  // any other body, or one ReadBody would refuse (ReadBody reads those,
+  // and gives the error). Through ReadBody, a dictionary was read into a
+  // vector of its own and copied to dict_: two allocations per Open.
+  bool ReadDictBody(absl::string_view body, Key* key);
   absl::Status ParseShapes(absl::string_view body, size_t base);
   absl::Status ParseItems(absl::string_view body, size_t base);
   absl::Status ParseColumn(absl::string_view body, size_t base, const char* name, Column* column);
@@ -225,6 +288,28 @@ class RankbinView final : public ResultView {
     return ParseShape(s);
   }
   ABSL_ATTRIBUTE_NOINLINE absl::StatusOr<const Shape*> ParseShape(uint32_t s) const;
+  // The reads' common case, with no lock and no status: shape s if it is
+  // parsed (else null), and block b's bytes if the block is located and
+  // readable (raw, or decompressed without error; else false). Whatever
+  // they decline, GetShape and BlockData do, with the error if any.
+  const Shape* ReadyShape(uint32_t s) const {
+    return ABSL_PREDICT_TRUE(s < shapes_ready_.load(std::memory_order_acquire)) ? &shapes_[s]
+                                                                                : nullptr;
+  }
+  bool ReadyBlock(const Column& column, uint64_t b, absl::string_view* data) const {
+    if (ABSL_PREDICT_FALSE(b >= column.ready.load(std::memory_order_acquire))) return false;
+    const Block& block = column.at(b);
+    if (ABSL_PREDICT_TRUE(block.codec == BlockCodec::kRaw)) {
+      *data = absl::string_view(block.stored, block.raw_size);
+      return true;
+    }
+    if (!block.once.done() || !block.status.ok()) return false;
+    *data = absl::string_view(block.data.get(), block.raw_size);
+    return true;
+  }
+  // Item i's block. (A 32-bit division: ITEMS, a section of at most 4 GB,
+  // holds fewer than 2^28 items.)
+  uint32_t BlockOf(size_t i) const { return static_cast<uint32_t>(i) / block_items_; }
   absl::Status ParseShapesUpTo(uint64_t s) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Item i's values, positioned at its first value, and its shape, from
   // its record's shape and values offset.
@@ -233,10 +318,32 @@ class RankbinView final : public ResultView {
   // The one decoder of an item's values: from r, one value per key of
   // `shape` into `sink` (sink.Double/Float/Int/String(model_index, v),
   // sink.DictString(model_index, key, index)); unknown types skipped.
+  // Starts at position `first` of the shape (r at its value).
   template <typename Sink>
-  bool DecodeValues(coding::Reader& r, const Shape& shape, Sink& sink) const;
+  bool DecodeValues(coding::Reader& r, const Shape& shape, Sink& sink, uint32_t first = 0) const;
+  // ForEachMetricAt's common case: the values at *p (below e) by `shape`,
+  // read in place and visited. Returns how many of the shape's positions
+  // it visited, with *p after them; it stops, visiting nothing of it, at a
+  // position DecodeValues would refuse (or whose bytes it leaves to
+  // DecodeValues), which DecodeValues then reads from there.
+  uint32_t VisitValues(const Shape& shape, const char** p, const char* e,
+                       MetricVisitor visit) const;
   absl::Status ForEachMetricAt(size_t i, uint32_t shape_id, uint32_t values_offset,
                                MetricVisitor visit) const;
+  // What ForEachMetricAt's common case declined: item i's values from
+  // values_offset in its block, from position `first` of its shape on,
+  // looked up and read through a Reader (with their errors).
+  // The shape's first parse, or the block's first location (and
+  // decompression), for ForEachMetricAt: a null shape on an error, which
+  // VisitRest then meets again (each is kept) and returns.
+  struct FoundValues {
+    const Shape* shape = nullptr;
+    absl::string_view block;
+  };
+  ABSL_ATTRIBUTE_NOINLINE FoundValues FirstLookUp(size_t i, uint32_t shape_id) const;
+  ABSL_ATTRIBUTE_NOINLINE absl::Status VisitRest(size_t i, uint32_t shape_id,
+                                                 uint32_t values_offset, uint32_t first,
+                                                 MetricVisitor visit) const;
   absl::StatusOr<std::optional<MetricRef>> FindMetricAt(size_t i, uint32_t shape_id,
                                                         uint32_t values_offset,
                                                         absl::string_view name) const;
@@ -248,7 +355,7 @@ class RankbinView final : public ResultView {
   // Record(i) for the common record (a one-byte id length, varints of at
   // most three bytes, the directory in order), read in place: false, and
   // nothing decided, for anything else, which Record(i) then reads.
-  bool ShortRecord(size_t i, ItemRecord* rec) const;
+  ABSL_ATTRIBUTE_ALWAYS_INLINE bool ShortRecord(size_t i, ItemRecord* rec) const;
   // Records 0, 1, ... into `out` until one fails; returns how many were
   // read (n_ when all were).
   size_t ReadRecords(Records* out) const;
@@ -462,6 +569,39 @@ uint64_t RankbinView::ParseSimpleKeys(coding::Reader& r, uint64_t k, uint64_t co
   return k;
 }
 
+bool RankbinView::ReadDictBody(absl::string_view body, Key* key) {
+  const char* p = body.data();
+  const char* const e = p + body.size();
+  if (p == e || static_cast<uint8_t>(*p) != static_cast<uint8_t>(TypeCode::kStringDict)) {
+    return false;
+  }
+  ++p;
+  uint64_t name_size;
+  uint64_t count;
+  if (!ReadVarint64(p, e, &name_size) || name_size > static_cast<uint64_t>(e - p)) return false;
+  const absl::string_view name(p, name_size);
+  p += name_size;
+  // As Reader::Count: each entry takes at least a byte.
+  if (!ReadVarint64(p, e, &count) || count > static_cast<uint64_t>(e - p)) return false;
+  const size_t first = dict_.size();
+  if (dict_.capacity() < first + count) {
+    dict_.reserve(std::max<size_t>(first + count, 2 * dict_.capacity()));
+  }
+  for (uint64_t d = 0; d < count; ++d) {
+    uint64_t size;
+    if (!ReadVarint64(p, e, &size) || size > static_cast<uint64_t>(e - p)) {
+      dict_.resize(first);
+      return false;
+    }
+    dict_.emplace_back(p, size);
+    p += size;
+  }
+  key->code = static_cast<uint8_t>(TypeCode::kStringDict);
+  key->name = name;
+  key->dict_size = static_cast<uint32_t>(count);
+  return true;
+}
+
 absl::Status RankbinView::ParseKeys(absl::string_view body, size_t base) {
   coding::Reader r(body, kContext, base);
   const uint64_t count = r.Count(Serializer<KeyEntry>::kMinBytes, "key count");
@@ -478,7 +618,8 @@ absl::Status RankbinView::ParseKeys(absl::string_view body, size_t base) {
     key.dict_begin = static_cast<uint32_t>(dict_.size());
     // Most entries are a type and a short name (ReadSimpleBody): read in
     // place, Open of a 200-key payload takes ~0.6x the time.
-    if (!Serializer<KeyEntry>::ReadSimpleBody(entry_body, &key.code, &key.name)) {
+    if (!Serializer<KeyEntry>::ReadSimpleBody(entry_body, &key.code, &key.name) &&
+        !ReadDictBody(entry_body, &key)) {
       Serializer<KeyEntry>::ReadBody(r, entry_body, &entry);
       if (!r.ok()) return r.status();
       key.code = entry.type_code;
@@ -741,13 +882,36 @@ absl::StatusOr<ItemRecord> RankbinView::Record(size_t i) const {
 }
 
 absl::StatusOr<ItemRef> RankbinView::Item(size_t i) const {
-  absl::StatusOr<ItemRecord> rec = Record(i);
-  if (!rec.ok()) return rec.status();
-  return ItemRef(this, i, rec->id, rec->score, rec->position,
-                 ItemRef::Cursor{rec->shape, rec->values_offset});
+  ItemRecord rec;
+  if (ABSL_PREDICT_FALSE(i >= n_ || !ShortRecord(i, &rec))) {
+    absl::StatusOr<ItemRecord> read = Record(i);
+    if (!read.ok()) return read.status();
+    rec = *read;
+  }
+  return ItemRef(this, i, rec.id, rec.score, rec.position,
+                 ItemRef::Cursor{rec.shape, rec.values_offset});
+}
+
+absl::StatusOr<std::vector<ItemRef>> RankbinView::TopN(size_t n) const {
+  // Item(i)'s records, without a StatusOr per item.
+  std::vector<ItemRef> out;
+  const size_t count = std::min(n, n_);
+  out.reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    ItemRecord rec;
+    if (ABSL_PREDICT_FALSE(!ShortRecord(i, &rec))) {
+      absl::StatusOr<ItemRecord> read = Record(i);
+      if (!read.ok()) return read.status();
+      rec = *read;
+    }
+    out.emplace_back(this, i, rec.id, rec.score, rec.position,
+                     ItemRef::Cursor{rec.shape, rec.values_offset});
+  }
+  return out;
 }
 
 absl::StatusOr<absl::string_view> RankbinView::BlockData(const Column& column, size_t b) const {
+  if (absl::string_view data; ReadyBlock(column, b, &data)) return data;
   absl::StatusOr<const Block*> located = GetBlock(column, b);
   if (!located.ok()) return located.status();
   const Block& block = **located;
@@ -774,12 +938,20 @@ absl::StatusOr<absl::string_view> RankbinView::BlockData(const Column& column, s
 
 absl::Status RankbinView::ValuesOf(size_t i, uint32_t shape_id, uint32_t values_offset,
                                    coding::Reader* out, const Shape** shape) const {
+  absl::string_view block;
+  if (const Shape* ready = ReadyShape(shape_id);
+      ABSL_PREDICT_TRUE(ready != nullptr && ReadyBlock(values_, BlockOf(i), &block) &&
+                        values_offset <= block.size())) {
+    *shape = ready;
+    *out = coding::Reader(block.substr(values_offset), kContext, values_offset);
+    return absl::OkStatus();
+  }
   absl::StatusOr<const Shape*> found = GetShape(shape_id);
   if (!found.ok()) {
     return Corrupt(absl::StrCat("item ", i, ": ", found.status().message()));
   }
   *shape = *found;
-  absl::StatusOr<absl::string_view> data = BlockData(values_, i / block_items_);
+  absl::StatusOr<absl::string_view> data = BlockData(values_, BlockOf(i));
   if (!data.ok()) return data.status();
   if (values_offset > data->size()) {
     return Corrupt(absl::StrCat("item ", i, " values offset ", values_offset,
@@ -791,10 +963,11 @@ absl::Status RankbinView::ValuesOf(size_t i, uint32_t shape_id, uint32_t values_
 }
 
 template <typename Sink>
-bool RankbinView::DecodeValues(coding::Reader& r, const Shape& shape, Sink& sink) const {
+bool RankbinView::DecodeValues(coding::Reader& r, const Shape& shape, Sink& sink,
+                               uint32_t first) const {
   const uint32_t* keys = shape.keys();
   const uint32_t* run = shape.runs();
-  for (uint32_t j = 0; j < shape.size;) {
+  for (uint32_t j = first; j < shape.size;) {
     if (const uint32_t n = run[j]; n > 0) {
       // A run of doubles or floats: one bounds check, no per-value dispatch.
       const bool doubles = keys_[keys[j]].code == static_cast<uint8_t>(TypeCode::kDouble);
@@ -848,8 +1021,133 @@ absl::Status RankbinView::ForEachMetricOf(const ItemRef& item, MetricVisitor vis
   return ForEachMetricAt(item.index(), c.a, c.b, visit);
 }
 
+// One value of `key` (not a double or a float: those come in runs) at p,
+// visited; false, p unmoved and nothing visited, for a value DecodeValues
+// would refuse.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool VisitOne(uint8_t code, uint32_t model_index,
+                                                  const absl::string_view* dict, uint32_t dict_size,
+                                                  const char*& p, const char* e,
+                                                  MetricVisitor visit) {
+  const char* q = p;
+  uint64_t v;
+  if (model_index == kNone) {  // A type this reader does not know: skipped.
+    switch (WireClassOf(code)) {
+      case WireClass::kVarint:
+        if (!ReadVarint64(q, e, &v)) return false;
+        break;
+      case WireClass::kFixed32:
+      case WireClass::kFixed64:
+        v = WireClassOf(code) == WireClass::kFixed32 ? 4 : 8;
+        if (static_cast<uint64_t>(e - q) < v) return false;
+        q += v;
+        break;
+      case WireClass::kBytes:
+        if (!ReadVarint64(q, e, &v) || v > static_cast<uint64_t>(e - q)) return false;
+        q += v;
+        break;
+      default:
+        return false;
+    }
+    p = q;
+    return true;
+  }
+  switch (static_cast<TypeCode>(code)) {
+    case TypeCode::kInt:
+      if (!ReadVarint64(q, e, &v)) return false;
+      visit(model_index, MetricRef::Int(coding::ZigZagDecode64(v)));
+      break;
+    case TypeCode::kString:
+      if (!ReadVarint64(q, e, &v) || v > static_cast<uint64_t>(e - q)) return false;
+      visit(model_index, MetricRef::String(absl::string_view(q, v)));
+      q += v;
+      break;
+    case TypeCode::kStringDict:
+      if (!ReadVarint64(q, e, &v) || v >= dict_size) return false;
+      visit(model_index, MetricRef::String(dict[v]));
+      break;
+    default:
+      return false;
+  }
+  p = q;
+  return true;
+}
+
+uint32_t RankbinView::VisitValues(const Shape& shape, const char** at, const char* e,
+                                  MetricVisitor visit) const {
+  // In locals: the visitor may write anywhere, so members would be loaded
+  // again after every call.
+  const Key* const key_table = keys_.data();
+  const absl::string_view* const dict = dict_.data();
+  const uint32_t* const keys = shape.keys();
+  const uint32_t* const run = shape.runs();
+  const uint32_t size = shape.size;
+  const char* p = *at;
+  uint32_t j = 0;
+  while (j < size) {
+    const Key& key = key_table[keys[j]];
+    if (const uint32_t n = run[j]; n > 0) {
+      // A run of doubles or floats: one bounds check, as DecodeValues's.
+      const bool doubles = key.code == static_cast<uint8_t>(TypeCode::kDouble);
+      const uint64_t width = doubles ? 8 : 4;
+      if (static_cast<uint64_t>(e - p) < width * n) break;
+      for (const uint32_t end = j + n; j < end; ++j, p += width) {
+        const uint32_t model_index = key_table[keys[j]].model_index;
+        if (doubles) {
+          double v;
+          std::memcpy(&v, p, 8);
+          visit(model_index, MetricRef::Double(v));
+        } else {
+          float v;
+          std::memcpy(&v, p, 4);
+          visit(model_index, MetricRef::Float(v));
+        }
+      }
+      continue;
+    }
+    if (!VisitOne(key.code, key.model_index, dict + key.dict_begin, key.dict_size, p, e, visit)) {
+      break;
+    }
+    ++j;
+  }
+  *at = p;
+  return j;
+}
+
 absl::Status RankbinView::ForEachMetricAt(size_t i, uint32_t shape_id, uint32_t values_offset,
                                           MetricVisitor visit) const {
+  // The common case: the shape parsed, the block located (and decompressed),
+  // the values read in place: no Reader, no status. The positions it
+  // visited are not visited again: VisitRest reads the rest, if any, from
+  // where it stopped, for the error it would have given.
+  const Shape* shape = ReadyShape(shape_id);
+  absl::string_view block;
+  if (ABSL_PREDICT_FALSE(shape == nullptr || !ReadyBlock(values_, BlockOf(i), &block))) {
+    // (Returned by value: an address passed out of line would keep shape
+    // and block in memory for the whole read.)
+    const FoundValues found = FirstLookUp(i, shape_id);
+    if (found.shape == nullptr) return VisitRest(i, shape_id, values_offset, 0, visit);
+    shape = found.shape;
+    block = found.block;
+  }
+  if (ABSL_PREDICT_TRUE(values_offset <= block.size())) {
+    const char* p = block.data() + values_offset;
+    const uint32_t done = VisitValues(*shape, &p, block.data() + block.size(), visit);
+    if (ABSL_PREDICT_TRUE(done == shape->size)) return absl::OkStatus();
+    return VisitRest(i, shape_id, static_cast<uint32_t>(p - block.data()), done, visit);
+  }
+  return VisitRest(i, shape_id, values_offset, 0, visit);
+}
+
+RankbinView::FoundValues RankbinView::FirstLookUp(size_t i, uint32_t shape_id) const {
+  absl::StatusOr<const Shape*> shape = GetShape(shape_id);
+  if (!shape.ok()) return {};
+  absl::StatusOr<absl::string_view> block = BlockData(values_, BlockOf(i));
+  if (!block.ok()) return {};
+  return {*shape, *block};
+}
+
+absl::Status RankbinView::VisitRest(size_t i, uint32_t shape_id, uint32_t values_offset,
+                                    uint32_t first, MetricVisitor visit) const {
   coding::Reader r(absl::string_view(), kContext);
   const Shape* shape = nullptr;
   if (absl::Status s = ValuesOf(i, shape_id, values_offset, &r, &shape); !s.ok()) return s;
@@ -864,7 +1162,7 @@ absl::Status RankbinView::ForEachMetricAt(size_t i, uint32_t shape_id, uint32_t 
       visit(m, MetricRef::String(view->dict_[key.dict_begin + index]));
     }
   } sink{visit, this};
-  if (!DecodeValues(r, *shape, sink)) return r.status();
+  if (!DecodeValues(r, *shape, sink, first)) return r.status();
   return absl::OkStatus();
 }
 
@@ -922,7 +1220,7 @@ absl::StatusOr<std::optional<MetricRef>> RankbinView::FindMetricAt(size_t i, uin
 absl::StatusOr<absl::string_view> RankbinView::Log(size_t i) const {
   if (i >= n_) return OutOfRange(i);
   if (!logs_.present) return absl::string_view();
-  absl::StatusOr<absl::string_view> data = BlockData(logs_, i / block_items_);
+  absl::StatusOr<absl::string_view> data = BlockData(logs_, BlockOf(i));
   if (!data.ok()) return data.status();
   coding::Reader r(*data, kContext);
   for (size_t skip = i % block_items_; skip > 0; --skip) r.LengthPrefixed("log");
@@ -977,33 +1275,7 @@ struct RankbinView::Records {
   bool one_shape = true;  // Every item names shape shapes[0].
 };
 
-// A varint of one to three bytes at p (below e), as Reader::Varint32 reads
-// it; false (p unmoved) for a longer one or one cut short.
-ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool ShortVarint32(const char*& p, const char* e, uint32_t* v) {
-  const ptrdiff_t left = e - p;
-  if (ABSL_PREDICT_FALSE(left < 1)) return false;
-  const uint32_t b0 = static_cast<uint8_t>(p[0]);
-  if (b0 < 0x80) {
-    *v = b0;
-    p += 1;
-    return true;
-  }
-  if (left < 2) return false;
-  const uint32_t b1 = static_cast<uint8_t>(p[1]);
-  if (b1 < 0x80) {
-    *v = (b0 & 0x7f) | b1 << 7;
-    p += 2;
-    return true;
-  }
-  if (left < 3) return false;
-  const uint32_t b2 = static_cast<uint8_t>(p[2]);
-  if (b2 >= 0x80) return false;
-  *v = (b0 & 0x7f) | (b1 & 0x7f) << 7 | b2 << 14;
-  p += 3;
-  return true;
-}
-
-bool RankbinView::ShortRecord(size_t i, ItemRecord* rec) const {
+inline bool RankbinView::ShortRecord(size_t i, ItemRecord* rec) const {
   const uint32_t begin = coding::DecodeFixed32(offsets_ + 4 * i);
   const size_t end = i + 1 < n_ ? coding::DecodeFixed32(offsets_ + 4 * (i + 1)) : records_size_;
   if (ABSL_PREDICT_FALSE(begin > end || end > records_size_)) return false;
@@ -1066,32 +1338,6 @@ struct CellSink {
     out->SetStringCode(item, m, index);
   }
 };
-
-// A varint at p (below e) as Reader::Varint64 reads it: 1 to 10 bytes, the
-// 10th 0 or 1; false for anything the Reader would refuse.
-ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool ReadVarint64(const char*& p, const char* e, uint64_t* v) {
-  if (ABSL_PREDICT_TRUE(p < e && static_cast<uint8_t>(*p) < 0x80)) {
-    *v = static_cast<uint8_t>(*p++);
-    return true;
-  }
-  // Two bytes (lengths of 128 B to 16 KB) inline too.
-  if (ABSL_PREDICT_TRUE(e - p >= 2 && static_cast<uint8_t>(p[1]) < 0x80)) {
-    *v = (static_cast<uint8_t>(p[0]) & 0x7fu) | uint64_t{static_cast<uint8_t>(p[1])} << 7;
-    p += 2;
-    return true;
-  }
-  uint64_t result = 0;
-  for (int shift = 0; shift < 64 && p < e; shift += 7) {
-    const uint64_t byte = static_cast<uint8_t>(*p++);
-    if (shift == 63 && byte > 1) return false;
-    result |= (byte & 0x7f) << shift;
-    if (byte < 0x80) {
-      *v = result;
-      return true;
-    }
-  }
-  return false;
-}
 
 // Values straight into the columns' arrays, for a result whose items all
 // have one shape: its keys' columns are whole (every item has them), so
