@@ -56,6 +56,22 @@ constexpr int kMaxCompressMisses = 4;
 // index is built past that (most results have one shape).
 constexpr size_t kLinearShapesMax = 8;
 
+// A shape's keys go on the wire grouped by type: doubles, floats, ints,
+// strings (each group in key-table order).
+inline uint8_t WireGroup(MetricType type) {
+  switch (type) {
+    case MetricType::kDouble:
+      return 0;
+    case MetricType::kFloat:
+      return 1;
+    case MetricType::kInt:
+      return 2;
+    case MetricType::kString:
+      break;
+  }
+  return 3;
+}
+
 // Scratch for raw blocks that will be compressed; grows, never shrinks.
 char* Scratch(size_t n) {
   thread_local std::unique_ptr<char[]> buffer;
@@ -104,6 +120,7 @@ struct StringKey {
 // encode allocates only its output once warm.
 struct EncoderScratch {
   std::vector<uint8_t> key_code;
+  std::vector<uint8_t> key_group;  // Per key, WireGroup of its type.
   std::vector<Shape> shapes;
   std::vector<uint32_t> item_shape;
   std::vector<uint32_t> scratch_keys;
@@ -258,7 +275,12 @@ absl::Status Encoder::CheckKeys() {
     s_.accepted_keys.Remember(k_, key_at);
   }
   s_.key_code.resize(k_);
-  for (size_t k = 0; k < k_; ++k) s_.key_code[k] = PlainCode(r_.key(static_cast<uint32_t>(k)).type);
+  s_.key_group.resize(k_);
+  for (size_t k = 0; k < k_; ++k) {
+    const MetricType type = r_.key(static_cast<uint32_t>(k)).type;
+    s_.key_code[k] = PlainCode(type);
+    s_.key_group[k] = WireGroup(type);
+  }
   return absl::OkStatus();
 }
 
@@ -268,25 +290,29 @@ uint32_t Encoder::AddShape(absl::Span<const uint32_t> keys) {
   Shape& shape = s_.shapes[shape_count_++];
   shape.keys.assign(keys.begin(), keys.end());
   // Wire order: a stable split by type (keys stay in key-table order within
-  // each type).
-  shape.wire.clear();
-  for (MetricType type :
-       {MetricType::kDouble, MetricType::kFloat, MetricType::kInt, MetricType::kString}) {
-    for (uint32_t k : keys) {
-      if (r_.key(k).type == type) shape.wire.push_back(k);
-    }
-    const uint32_t end = static_cast<uint32_t>(shape.wire.size());
-    if (type == MetricType::kDouble) shape.double_end = end;
-    if (type == MetricType::kFloat) shape.float_end = end;
-    if (type == MetricType::kInt) shape.int_end = end;
+  // each type): each group counted, then every key placed, in two passes.
+  const uint8_t* group = s_.key_group.data();
+  uint32_t start[4] = {0, 0, 0, 0};
+  size_t bytes = coding::VarintLength(keys.size());
+  for (uint32_t k : keys) {
+    ++start[group[k]];
+    bytes += coding::VarintLength(k);
   }
+  shape.double_end = start[0];
+  shape.float_end = shape.double_end + start[1];
+  shape.int_end = shape.float_end + start[2];
+  start[0] = 0;
+  start[1] = shape.double_end;
+  start[2] = shape.float_end;
+  start[3] = shape.int_end;
+  shape.wire.resize(keys.size());
+  uint32_t* wire = shape.wire.data();
+  for (uint32_t k : keys) wire[start[group[k]]++] = k;
   shape.numbers_bound = 8 * uint64_t{shape.double_end} +
                         4 * uint64_t{shape.float_end - shape.double_end} +
                         coding::kMaxVarint64Length * uint64_t{shape.int_end - shape.float_end};
   // Its SHAPES entry, now, while its keys are in cache.
   const size_t at = s_.shape_entries.size();
-  size_t bytes = coding::VarintLength(shape.wire.size());
-  for (uint32_t k : shape.wire) bytes += coding::VarintLength(k);
   s_.shape_entries.resize(at + bytes);
   coding::Writer w(s_.shape_entries.data() + at, s_.shape_entries.data() + at + bytes);
   w.PutVarint64(shape.wire.size());
