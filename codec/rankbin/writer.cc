@@ -290,24 +290,40 @@ uint32_t Encoder::AddShape(absl::Span<const uint32_t> keys) {
   Shape& shape = s_.shapes[shape_count_++];
   shape.keys.assign(keys.begin(), keys.end());
   // Wire order: a stable split by type (keys stay in key-table order within
-  // each type): each group counted, then every key placed, in two passes.
+  // each type), as a counting sort: each group counted, then every key
+  // placed. The four counters, then the four cursors, are 16-bit fields of
+  // one register (counters in memory make every key wait on the previous
+  // key's store); a shape of 2^16 keys or more takes counters in memory.
   const uint8_t* group = s_.key_group.data();
-  uint32_t start[4] = {0, 0, 0, 0};
   size_t bytes = coding::VarintLength(keys.size());
-  for (uint32_t k : keys) {
-    ++start[group[k]];
-    bytes += coding::VarintLength(k);
-  }
-  shape.double_end = start[0];
-  shape.float_end = shape.double_end + start[1];
-  shape.int_end = shape.float_end + start[2];
-  start[0] = 0;
-  start[1] = shape.double_end;
-  start[2] = shape.float_end;
-  start[3] = shape.int_end;
   shape.wire.resize(keys.size());
   uint32_t* wire = shape.wire.data();
-  for (uint32_t k : keys) wire[start[group[k]]++] = k;
+  uint64_t count[4] = {0, 0, 0, 0};
+  if (keys.size() < 0x10000) {
+    uint64_t packed = 0;
+    for (uint32_t k : keys) {
+      packed += uint64_t{1} << (16 * group[k]);
+      bytes += coding::VarintLength(k);
+    }
+    for (int g = 0; g < 4; ++g) count[g] = (packed >> (16 * g)) & 0xFFFF;
+    uint64_t cursors =
+        (count[0] << 16) | ((count[0] + count[1]) << 32) | ((count[0] + count[1] + count[2]) << 48);
+    for (uint32_t k : keys) {
+      const unsigned shift = 16 * group[k];
+      wire[(cursors >> shift) & 0xFFFF] = k;
+      cursors += uint64_t{1} << shift;
+    }
+  } else {
+    for (uint32_t k : keys) {
+      ++count[group[k]];
+      bytes += coding::VarintLength(k);
+    }
+    uint64_t cursor[4] = {0, count[0], count[0] + count[1], count[0] + count[1] + count[2]};
+    for (uint32_t k : keys) wire[cursor[group[k]]++] = k;
+  }
+  shape.double_end = static_cast<uint32_t>(count[0]);
+  shape.float_end = static_cast<uint32_t>(count[0] + count[1]);
+  shape.int_end = static_cast<uint32_t>(count[0] + count[1] + count[2]);
   shape.numbers_bound = 8 * uint64_t{shape.double_end} +
                         4 * uint64_t{shape.float_end - shape.double_end} +
                         coding::kMaxVarint64Length * uint64_t{shape.int_end - shape.float_end};
