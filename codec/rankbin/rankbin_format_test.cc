@@ -456,6 +456,49 @@ TEST(WriterTest, ShapeKeysAreDoublesThenFloatsThenIntsThenStrings) {
             Hex(Bytes().Varint(1).Varint(4).Varint(d).Varint(f).Varint(i).Varint(s).str()));
 }
 
+// A key of distinct strings is sized without reading its entries when each
+// item has its own entry in item order; any other layout of the same
+// values (entries in another order, an unused entry, an item without the
+// key) takes the pass over the codes. Every one writes the bytes of the
+// same values, with and without compression.
+TEST(WriterTest, DistinctStringsGiveTheSameBytesWhateverTheirEntryOrder) {
+  constexpr int kItems = 40;
+  const auto value = [](int i) {
+    return std::string(150 + 7 * i, static_cast<char>('a' + i % 26));
+  };
+  const auto build = [&](int layout) {
+    RankResult r;
+    const uint32_t trace = r.AddKey("trace", MetricType::kString);
+    const uint32_t score = r.AddKey("score", MetricType::kDouble);
+    for (int i = 0; i < kItems; ++i) {
+      r.AddItem(absl::StrCat("sku-", i), 1.0 / (i + 1), static_cast<uint32_t>(i));
+      r.SetDouble(static_cast<size_t>(i), score, i * 0.5);
+    }
+    if (layout == 0) {  // As a ranker builds it: item by item.
+      for (int i = 0; i < kItems; ++i) r.SetString(static_cast<size_t>(i), trace, value(i));
+    } else {  // 1: entries backwards; 2: and an unused one first.
+      if (layout == 2) r.AddStringEntry(trace, "unused");
+      std::vector<uint32_t> code(kItems);
+      for (int i = kItems - 1; i >= 0; --i) code[i] = r.AddStringEntry(trace, value(i));
+      for (int i = 0; i < kItems; ++i) r.SetStringCode(static_cast<size_t>(i), trace, code[i]);
+    }
+    return r;
+  };
+  for (absl::string_view name : {kRankbinCodecName, kRankbinZstdCodecName}) {
+    const std::string want = Encode(build(0), {}, name);
+    ASSERT_NE(want, "");
+    for (int layout : {1, 2}) {
+      EXPECT_EQ(Hex(Encode(build(layout), {}, name)), Hex(want))
+          << "layout " << layout << ", " << name;
+    }
+    absl::StatusOr<RankResult> back = Decode(want);
+    ASSERT_TRUE(back.ok()) << back.status();
+    for (int i = 0; i < kItems; ++i) {
+      EXPECT_EQ(back->column(0).string_at(static_cast<size_t>(i)), value(i)) << i;
+    }
+  }
+}
+
 TEST(WriterTest, ZstdBlocksAreFramesOfTheirRawSize) {
   // Repetitive values and logs, so compression pays.
   RankResult r;
