@@ -356,6 +356,8 @@ class RankbinView final : public ResultView {
   // most three bytes, the directory in order), read in place: false, and
   // nothing decided, for anything else, which Record(i) then reads.
   ABSL_ATTRIBUTE_ALWAYS_INLINE bool ShortRecord(size_t i, ItemRecord* rec) const;
+  // Record i: ShortRecord's in-place read, else Record(i) with its error.
+  ABSL_ATTRIBUTE_ALWAYS_INLINE absl::Status ReadRecord(size_t i, ItemRecord* rec) const;
   // Records 0, 1, ... into `out` until one fails; returns how many were
   // read (n_ when all were).
   size_t ReadRecords(Records* out) const;
@@ -881,13 +883,17 @@ absl::StatusOr<ItemRecord> RankbinView::Record(size_t i) const {
   return rec;
 }
 
+inline absl::Status RankbinView::ReadRecord(size_t i, ItemRecord* rec) const {
+  if (ABSL_PREDICT_TRUE(i < n_ && ShortRecord(i, rec))) return absl::OkStatus();
+  absl::StatusOr<ItemRecord> read = Record(i);
+  if (!read.ok()) return read.status();
+  *rec = *read;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ItemRef> RankbinView::Item(size_t i) const {
   ItemRecord rec;
-  if (ABSL_PREDICT_FALSE(i >= n_ || !ShortRecord(i, &rec))) {
-    absl::StatusOr<ItemRecord> read = Record(i);
-    if (!read.ok()) return read.status();
-    rec = *read;
-  }
+  if (absl::Status s = ReadRecord(i, &rec); !s.ok()) return s;
   return ItemRef(this, i, rec.id, rec.score, rec.position,
                  ItemRef::Cursor{rec.shape, rec.values_offset});
 }
@@ -899,11 +905,7 @@ absl::StatusOr<std::vector<ItemRef>> RankbinView::TopN(size_t n) const {
   out.reserve(count);
   for (size_t i = 0; i < count; ++i) {
     ItemRecord rec;
-    if (ABSL_PREDICT_FALSE(!ShortRecord(i, &rec))) {
-      absl::StatusOr<ItemRecord> read = Record(i);
-      if (!read.ok()) return read.status();
-      rec = *read;
-    }
+    if (absl::Status s = ReadRecord(i, &rec); !s.ok()) return s;
     out.emplace_back(this, i, rec.id, rec.score, rec.position,
                      ItemRef::Cursor{rec.shape, rec.values_offset});
   }
@@ -1010,9 +1012,9 @@ bool RankbinView::DecodeValues(coding::Reader& r, const Shape& shape, Sink& sink
 }
 
 absl::Status RankbinView::ForEachMetric(size_t i, MetricVisitor visit) const {
-  absl::StatusOr<ItemRecord> rec = Record(i);
-  if (!rec.ok()) return rec.status();
-  return ForEachMetricAt(i, rec->shape, rec->values_offset, visit);
+  ItemRecord rec;
+  if (absl::Status s = ReadRecord(i, &rec); !s.ok()) return s;
+  return ForEachMetricAt(i, rec.shape, rec.values_offset, visit);
 }
 
 absl::Status RankbinView::ForEachMetricOf(const ItemRef& item, MetricVisitor visit) const {
@@ -1168,9 +1170,9 @@ absl::Status RankbinView::VisitRest(size_t i, uint32_t shape_id, uint32_t values
 
 absl::StatusOr<std::optional<MetricRef>> RankbinView::FindMetric(size_t i,
                                                                  absl::string_view name) const {
-  absl::StatusOr<ItemRecord> rec = Record(i);
-  if (!rec.ok()) return rec.status();
-  return FindMetricAt(i, rec->shape, rec->values_offset, name);
+  ItemRecord rec;
+  if (absl::Status s = ReadRecord(i, &rec); !s.ok()) return s;
+  return FindMetricAt(i, rec.shape, rec.values_offset, name);
 }
 
 absl::StatusOr<std::optional<MetricRef>> RankbinView::FindMetricOf(const ItemRef& item,
