@@ -57,6 +57,16 @@ inline int64_t ZigZagDecode64(uint64_t v) {
 
 inline char* EncodeVarint64(char* dst, uint64_t v) {
   auto* p = reinterpret_cast<uint8_t*>(dst);
+  // One or two bytes (most lengths, counts, indexes) without the loop.
+  if (v < 0x80) {
+    p[0] = static_cast<uint8_t>(v);
+    return dst + 1;
+  }
+  if (v < 0x4000) {
+    p[0] = static_cast<uint8_t>(v | 0x80);
+    p[1] = static_cast<uint8_t>(v >> 7);
+    return dst + 2;
+  }
   while (v >= 0x80) {
     *p++ = static_cast<uint8_t>(v | 0x80);
     v >>= 7;
@@ -140,19 +150,7 @@ class Writer {
     p_ += s.size();
   }
   void PutLengthPrefixed(absl::string_view s) {
-    // The length of most strings takes one or two bytes: written without
-    // the varint loop.
-    const size_t n = s.size();
-    if (n < 0x80) {
-      PutByte(static_cast<uint8_t>(n));
-    } else if (n < 0x4000) {
-      assert(end_ - p_ >= 2);
-      p_[0] = static_cast<char>(n | 0x80);
-      p_[1] = static_cast<char>(n >> 7);
-      p_ += 2;
-    } else {
-      PutVarint64(n);
-    }
+    PutVarint64(s.size());
     PutBytes(s);
   }
   void PutByte(uint8_t b) {

@@ -190,9 +190,9 @@ class Encoder {
   // used entries (false if it has none or outgrew max_dict_entries); the
   // long plain strings of each block.
   absl::Status CountUses(uint32_t k, bool* dict_worth_trying);
-  // DecideString's shortcut for a key whose first 16 present values are
-  // distinct (an id, a trace, free text), which CountUses's sample would
-  // refuse a dictionary: every item sized as plain in one pass over the
+  // DecideString's first step: a key whose first 16 present values are
+  // distinct (an id, a trace, free text) gets no dictionary (the sample's
+  // first verdict), and every item is sized as plain in one pass over the
   // codes, no entry counted. *done false, and nothing changed, otherwise.
   absl::Status SizePlainIfDistinct(uint32_t k, bool* done);
   absl::Status CodeError(uint32_t k, size_t i, uint32_t code, size_t entries) const;
@@ -484,35 +484,23 @@ absl::Status Encoder::CountUses(uint32_t k, bool* dict_worth_trying) {
   const bool dense = c.present_count() == n_;
   // Distinct strings among the first kDictSample present items (compared by
   // value: entries may repeat a string). Not hashed at all when the column
-  // has too few entries for either verdict below to refuse a dictionary
-  // (a recall source, a bucket: a handful of entries); no longer hashed
-  // once the first 16 were all distinct, when that refuses it.
+  // has too few entries for the verdict below to refuse a dictionary (a
+  // recall source, a bucket: a handful of entries). A key whose first 16
+  // values are all distinct never gets here (SizePlainIfDistinct).
   s_.sample_strings.clear();
   const bool sample = entries >= 16 || entries > kDictSample * o_.dict_distinct_threshold;
-  const bool decided_at_16 = o_.dict_distinct_threshold < 1;
-  size_t distinct16 = 0;
-  size_t sample_end = sample ? kDictSample : 0;
+  const size_t sample_end = sample ? kDictSample : 0;
   for (size_t i = 0, seen = 0; i < n_; ++i) {
     if (!dense && !c.present(i)) continue;
     const uint32_t code = codes[i];
     if (ABSL_PREDICT_FALSE(code >= entries)) return CodeError(k, i, code, entries);
-    if (seen < sample_end) {
-      s_.sample_strings.insert(c.entry(code));
-      if (seen + 1 == 16) {
-        distinct16 = s_.sample_strings.size();
-        if (distinct16 == 16 && decided_at_16) sample_end = 0;
-      }
-    }
+    if (seen < sample_end) s_.sample_strings.insert(c.entry(code));
     ++seen;
     ++uses[code];
   }
-  // The sample's verdicts, as ORC decides (long distinct strings are then
-  // not hashed): no dictionary when its first 16 values are all distinct
-  // (unless the threshold keeps every dictionary), or when more than the
-  // threshold's share of its first 64 are.
-  const size_t present = c.present_count();
-  *dict_worth_trying = !(present > 16 && distinct16 == 16 && o_.dict_distinct_threshold < 1) &&
-                       !(present >= kDictSample &&
+  // The sample's verdict, as ORC decides: no dictionary when more than the
+  // threshold's share of its first 64 values are distinct.
+  *dict_worth_trying = !(c.present_count() >= kDictSample &&
                          s_.sample_strings.size() > kDictSample * o_.dict_distinct_threshold);
   return absl::OkStatus();
 }
@@ -548,7 +536,9 @@ absl::Status Encoder::SizePlainIfDistinct(uint32_t k, bool* done) {
   const Column& c = r_.column(k);
   const size_t entries = c.entry_count();
   const size_t present = c.present_count();
-  // CountUses's first verdict, taken only where it would take it.
+  // The first of the sample's verdicts, as ORC decides: no dictionary for a
+  // key (of more than 16 values) whose first 16 are all distinct, unless
+  // the threshold keeps every dictionary.
   if (!(entries >= 16 && o_.dict_distinct_threshold < 1 && present > 16)) return absl::OkStatus();
   const uint32_t* codes = c.codes();
   const bool dense = present == n_;
